@@ -1,0 +1,91 @@
+// Package board owns the Postgres side of BobNet: boards, cards, links,
+// executed proposals, audit events, channel bindings and webhook deliveries,
+// the one-transaction execution of an approved plan, and the board page.
+package board
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/bobnet/bobnet/planner"
+)
+
+// ID identifies a board. It is random and unguessable, so a board link in
+// chat can be shared without exposing other boards.
+type ID string
+
+// CardID identifies a card.
+type CardID string
+
+// Errors the store returns; check with errors.Is.
+var (
+	// ErrNotFound means no row matched.
+	ErrNotFound = errors.New("not found")
+	// ErrNoTargetBoard means a card or batch action had no board to land on.
+	ErrNoTargetBoard = errors.New("channel has no current board")
+)
+
+// Execution is an approved plan to write. ProposalID makes it idempotent:
+// executing the same proposal again returns the first result.
+type Execution struct {
+	ProposalID  string
+	Channel     string // channel key, e.g. "slack:C123" or "console:general"
+	RequestedBy string
+	ApprovedBy  string
+	Plan        planner.Envelope // validated and normalized
+}
+
+// ExecResult is what an execution wrote (or, on replay, had written).
+type ExecResult struct {
+	BoardID  ID
+	Replayed bool              // true when the proposal had already been executed
+	CardIDs  map[string]CardID // temp id -> real id
+	Cards    int
+	Links    int
+}
+
+// Board is a board's own fields.
+type Board struct {
+	ID        ID        `json:"id"`
+	Name      string    `json:"name"`
+	Goal      string    `json:"goal"`
+	Channel   string    `json:"-"`
+	CreatedAt time.Time `json:"-"`
+}
+
+// Card is a card with the ids of the cards it depends on.
+type Card struct {
+	ID                 CardID   `json:"id"`
+	BoardID            ID       `json:"-"`
+	Title              string   `json:"title"`
+	Body               string   `json:"body"`
+	Assignee           string   `json:"assignee"`
+	Status             string   `json:"status"`
+	WorkspaceMode      string   `json:"workspace_mode"`
+	AcceptanceCriteria []string `json:"acceptance_criteria"`
+	SuggestedSkills    []string `json:"suggested_skills"`
+	Notes              string   `json:"notes"`
+	DependsOn          []CardID `json:"depends_on"`
+}
+
+// Status is the summary behind "/bobnet status": counts by status, cards
+// blocked by unfinished dependencies and cards ready to start.
+type Status struct {
+	Board   Board          `json:"board"`
+	Counts  map[string]int `json:"counts"`
+	Blocked []Card         `json:"blocked"`
+	Ready   []Card         `json:"ready"`
+}
+
+// AuditEvent is one recorded decision or step.
+type AuditEvent struct {
+	ID         int64           `json:"id"`
+	At         time.Time       `json:"at"`
+	Actor      string          `json:"actor"`
+	Action     string          `json:"action"` // e.g. "requested", "proposed", "approved", "cancelled", "expired", "superseded", "plan_failed"
+	Channel    string          `json:"channel"`
+	ProposalID string          `json:"proposal_id,omitempty"`
+	BoardID    ID              `json:"board_id,omitempty"`
+	Detail     json.RawMessage `json:"detail,omitempty"`
+}

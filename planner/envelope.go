@@ -1,0 +1,124 @@
+// Package planner owns what a planning model is asked and what its answer
+// means: the envelope grammar, the prompt builder, the tolerant parser, the
+// validator and the OpenAI-compatible client. It does no I/O besides the LLM.
+package planner
+
+// Kind says what the model chose to do with a request.
+type Kind string
+
+// The four kinds a model may answer with.
+const (
+	KindAnswer         Kind = "answer"
+	KindClarify        Kind = "clarify"
+	KindProposeActions Kind = "propose_actions"
+	KindRefuse         Kind = "refuse"
+)
+
+// ActionType names one board mutation a plan may propose. Only the V1 types
+// below are accepted; anything else (delete, archive, run…) rejects the plan.
+type ActionType string
+
+// The V1 action types.
+const (
+	ActionCreateBoard          ActionType = "create_board"
+	ActionCreateCard           ActionType = "create_card"
+	ActionCreateCardBatch      ActionType = "create_card_batch"
+	ActionCreateBoardWithCards ActionType = "create_board_with_cards"
+)
+
+// NeedsTargetBoard reports whether the action adds cards to an existing board
+// (the channel's current one) rather than creating a board of its own.
+func (t ActionType) NeedsTargetBoard() bool {
+	return t == ActionCreateCard || t == ActionCreateCardBatch
+}
+
+// Card statuses a planned card may start in, in their normalized spelling.
+const (
+	StatusBacklog = "Backlog"
+	StatusReady   = "Ready"
+)
+
+// Workspace modes, in their normalized spelling. WorkspaceDirect is the
+// default when a card names none.
+const (
+	WorkspaceDirect   = "Direct"
+	WorkspaceScratch  = "Scratch"
+	WorkspaceWorktree = "Worktree"
+)
+
+// Envelope is the object a planning model must return. After validation it
+// is normalized: statuses and workspace modes in canonical spelling, card
+// depends_on folded into the action's links.
+type Envelope struct {
+	Kind                Kind     `json:"kind"`
+	Answer              string   `json:"answer"`
+	Confidence          float64  `json:"confidence"`
+	NeedsClarification  bool     `json:"needs_clarification"`
+	ClarifyingQuestions []string `json:"clarifying_questions"`
+	Assumptions         []string `json:"assumptions"`
+	Actions             []Action `json:"actions"`
+}
+
+// Action is one proposed board mutation.
+type Action struct {
+	Type  ActionType  `json:"type"`
+	Board *BoardDraft `json:"board,omitempty"`
+	Cards []CardDraft `json:"cards"`
+	Links []Link      `json:"links"`
+}
+
+// BoardDraft is a board a plan proposes to create.
+type BoardDraft struct {
+	Name string `json:"name"`
+	Goal string `json:"goal"`
+}
+
+// CardDraft is a card before it has a real id; links refer to it by TempID.
+type CardDraft struct {
+	TempID             string   `json:"temp_id"`
+	Title              string   `json:"title"`
+	Body               string   `json:"body"`
+	Assignee           string   `json:"assignee"`
+	Status             string   `json:"status"`
+	WorkspaceMode      string   `json:"workspace_mode"`
+	AcceptanceCriteria []string `json:"acceptance_criteria"`
+	SuggestedSkills    []string `json:"suggested_skills"`
+	Notes              string   `json:"notes"`
+	// DependsOn is accepted from the model and folded into Action.Links by
+	// normalization; a normalized plan carries it empty.
+	DependsOn []string `json:"depends_on,omitempty"`
+}
+
+// Link says that Card cannot start before DependsOn is done. Both are temp
+// ids of cards in the same action.
+type Link struct {
+	Card      string `json:"card"`
+	DependsOn string `json:"depends_on"`
+}
+
+// Issue is one validation finding. Path points into the model's JSON, such as
+// "actions[0].cards[3].status"; the empty path means the output as a whole.
+type Issue struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// Stats counts what a normalized plan would create.
+type Stats struct {
+	Cards   int `json:"cards"`
+	Links   int `json:"links"`
+	Actions int `json:"actions"`
+}
+
+// Stats counts the cards, links and actions of the envelope.
+func (e *Envelope) Stats() Stats {
+	s := Stats{Actions: len(e.Actions)}
+	for _, a := range e.Actions {
+		s.Cards += len(a.Cards)
+		s.Links += len(a.Links)
+		for _, c := range a.Cards {
+			s.Links += len(c.DependsOn)
+		}
+	}
+	return s
+}
