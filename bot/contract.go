@@ -1,0 +1,225 @@
+// Package bot is BobNet's engine: a request becomes a plan, a plan becomes a
+// proposal, and a proposal is approved, revised, cancelled or left to expire.
+// It declares the small interfaces it consumes (planner, board store,
+// proposal store, queue, poster) and knows nothing of Slack or Matrix.
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/planner"
+)
+
+// RequestID identifies one request to the bot (a mention, a webhook, a
+// console message, a revision).
+type RequestID string
+
+// ProposalID identifies one version of a proposed plan.
+type ProposalID string
+
+// Source names the surface a request came from.
+type Source string
+
+// The surfaces BobNet speaks on.
+const (
+	SourceSlack   Source = "slack"
+	SourceMatrix  Source = "matrix"
+	SourceWebhook Source = "webhook"
+	SourceConsole Source = "console"
+)
+
+// Channel is a conversation place on one surface.
+type Channel struct {
+	Source Source `json:"source"`
+	ID     string `json:"id"`
+}
+
+// Key is the channel's name across surfaces, used for bindings, rate limits
+// and audit: "slack:C123", "console:general".
+func (c Channel) Key() string { return string(c.Source) + ":" + c.ID }
+
+// Thread is where replies to a request go.
+type Thread struct {
+	Channel Channel `json:"channel"`
+	// ID is the platform's thread id (Slack thread_ts, Matrix thread root
+	// event id); empty means the thread is rooted at the request itself.
+	ID string `json:"id"`
+}
+
+// MessageRef is the platform's id of a message the bot posted (Slack ts,
+// Matrix event id), so the message can be updated later.
+type MessageRef string
+
+// Request is one thing someone asked the bot.
+type Request struct {
+	ID     RequestID `json:"id"`
+	Thread Thread    `json:"thread"`
+	User   string    `json:"user"` // platform user id
+	// UserName is how to show the user; empty means use User.
+	UserName string `json:"user_name,omitempty"`
+	Text     string `json:"text"`
+	// DedupeKey (e.g. a Slack event id or webhook delivery id) makes Submit
+	// idempotent: a second request with the same key returns the first id.
+	DedupeKey string `json:"dedupe_key,omitempty"`
+	// Revises and Feedback are set for a revision of a proposal.
+	Revises  ProposalID `json:"revises,omitempty"`
+	Feedback string     `json:"feedback,omitempty"`
+	// Again is set when an expired proposal is proposed again.
+	Again      ProposalID `json:"again,omitempty"`
+	ReceivedAt time.Time  `json:"received_at"`
+}
+
+// RequestState is where a request is in its life.
+type RequestState string
+
+// Request states, as the REST API shows them.
+const (
+	RequestQueued   RequestState = "queued"
+	RequestPlanning RequestState = "planning"
+	RequestDone     RequestState = "done"
+	RequestFailed   RequestState = "failed"
+)
+
+// ReplyKind says what kind of text reply the bot gave.
+type ReplyKind string
+
+// Reply kinds: the planner's three text kinds plus the bot's own.
+const (
+	ReplyAnswer   ReplyKind = "answer"
+	ReplyClarify  ReplyKind = "clarify"
+	ReplyRefuse   ReplyKind = "refuse"
+	ReplyError    ReplyKind = "error" // friendly error: model unreachable, invalid output…
+	ReplySlowDown ReplyKind = "slow_down"
+	ReplyProposal ReplyKind = "proposal" // a preview was posted
+	ReplyInfo     ReplyKind = "info"     // audit lines, board links, help
+)
+
+// Reply is a text message in a thread. Text is plain text written by the
+// bot or the model; posters escape it for their surface.
+type Reply struct {
+	Kind ReplyKind `json:"kind"`
+	Text string    `json:"text"`
+	// Questions are the model's clarifying questions, if any.
+	Questions []string `json:"questions,omitempty"`
+	// BoardURL is set on the reply that announces a created board.
+	BoardURL string `json:"board_url,omitempty"`
+}
+
+// RequestStatus is what GET /api/v1/requests/{id} shows.
+type RequestStatus struct {
+	ID         RequestID    `json:"id"`
+	State      RequestState `json:"state"`
+	Reply      *Reply       `json:"reply,omitempty"`
+	ProposalID ProposalID   `json:"proposal_id,omitempty"`
+	Error      string       `json:"error,omitempty"`
+}
+
+// ProposalState is where a proposal is in its life.
+type ProposalState string
+
+// Proposal states.
+const (
+	ProposalPending    ProposalState = "pending"
+	ProposalApproved   ProposalState = "approved"
+	ProposalCancelled  ProposalState = "cancelled"
+	ProposalExpired    ProposalState = "expired"
+	ProposalSuperseded ProposalState = "superseded"
+)
+
+// Proposal is one version of a plan waiting for (or past) a decision.
+type Proposal struct {
+	ID          ProposalID       `json:"id"`
+	Version     int              `json:"version"`              // 1, 2, 3… along a revision chain
+	Supersedes  ProposalID       `json:"supersedes,omitempty"` // the previous version
+	RequestID   RequestID        `json:"request_id"`
+	Thread      Thread           `json:"thread"`
+	RequestedBy string           `json:"requested_by"`
+	Request     string           `json:"request"` // the text that asked for it
+	Plan        planner.Envelope `json:"plan"`
+	Warnings    []planner.Issue  `json:"warnings"`
+	Changes     *Changes         `json:"changes,omitempty"` // against the previous version
+	State       ProposalState    `json:"state"`
+	CreatedAt   time.Time        `json:"created_at"`
+	ExpiresAt   time.Time        `json:"expires_at"`
+	DecidedBy   string           `json:"decided_by,omitempty"`
+	DecidedAt   time.Time        `json:"decided_at,omitzero"`
+	BoardID     board.ID         `json:"board_id,omitempty"`
+	BoardURL    string           `json:"board_url,omitempty"`
+	TargetBoard board.ID         `json:"target_board,omitempty"` // for card/batch actions
+	Message     MessageRef       `json:"message,omitempty"`      // the posted preview
+}
+
+// Changes is what a revision changed against the previous version. Cards are
+// matched by temp id, then by title.
+type Changes struct {
+	Added        []string `json:"added"`      // card titles
+	Removed      []string `json:"removed"`    // card titles
+	Retitled     []Change `json:"retitled"`   // old title -> new title
+	Reassigned   []Change `json:"reassigned"` // card title: old assignee -> new assignee
+	LinksAdded   []string `json:"links_added"`
+	LinksRemoved []string `json:"links_removed"`
+	BoardChanged *Change  `json:"board_changed,omitempty"`
+}
+
+// Change is one before/after pair; Subject names the card it is about.
+type Change struct {
+	Subject string `json:"subject,omitempty"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+}
+
+// Approval is the result of a successful approve.
+type Approval struct {
+	ProposalID ProposalID `json:"proposal_id"`
+	BoardID    board.ID   `json:"board_id"`
+	BoardURL   string     `json:"board_url"`
+}
+
+// Poster is what an adapter gives the engine to speak on its surface. The
+// engine calls it from its workers; calls must be safe concurrently.
+type Poster interface {
+	// Reply posts a text reply in the thread.
+	Reply(ctx context.Context, t Thread, r Reply) error
+	// PostPreview posts a pending proposal's preview with Approve / Revise /
+	// Cancel and returns the message's ref so it can be updated.
+	PostPreview(ctx context.Context, p Proposal) (MessageRef, error)
+	// UpdatePreview redraws a posted preview after its state changed
+	// (approved, cancelled, expired, superseded): buttons gone, who decided
+	// shown, "Propose again" offered for an expired one.
+	UpdatePreview(ctx context.Context, p Proposal) error
+}
+
+// Errors the engine returns; check with errors.Is.
+var (
+	ErrNotFound    = errors.New("not found")
+	ErrExpired     = errors.New("this proposal expired")
+	ErrForbidden   = errors.New("not allowed")
+	ErrRateLimited = errors.New("slow down")
+	// ErrAlreadyDecided is matched by *DecidedError.
+	ErrAlreadyDecided = errors.New("proposal already decided")
+	// ErrUnavailable means Redis or Postgres is down; the user should try
+	// again shortly.
+	ErrUnavailable = errors.New("temporarily unavailable")
+)
+
+// DecidedError says a proposal can no longer be approved or cancelled
+// because it already was, naming its state and board.
+type DecidedError struct {
+	State   ProposalState
+	By      string
+	BoardID board.ID
+}
+
+func (e *DecidedError) Error() string {
+	if e.BoardID != "" {
+		return fmt.Sprintf("proposal already %s (board %s)", e.State, e.BoardID)
+	}
+	return fmt.Sprintf("proposal already %s", e.State)
+}
+
+// Is makes errors.Is(err, ErrAlreadyDecided) true.
+func (e *DecidedError) Is(target error) bool { return target == ErrAlreadyDecided }
