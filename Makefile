@@ -1,0 +1,31 @@
+# BobNet. `make run` serves the console and API on 127.0.0.1:8080 with a local
+# Postgres and Redis; `make test` runs every test against throwaway ones.
+GO ?= go
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: all build run test lint bench fmt clean
+
+all: build
+
+build:
+	$(GO) build -o bin/bobnet ./cmd/bobnet
+
+run:
+	scripts/run.sh
+
+test:
+	scripts/test.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+bench:
+	scripts/bench.sh
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting BobNet reads, from the environment with flags of
+// the same meaning taking precedence. It is validated once at start; each
+// problem names the variable it is about.
+type Config struct {
+	DatabaseURL      string
+	RedisURL         string
+	Listen           string
+	PublicURL        string
+	APIToken         string
+	ProposalTTL      time.Duration
+	Admins           []string
+	AnyMemberDecides bool
+	ProfilesDir      string
+
+	OpenAIBaseURL string
+	OpenAIAPIKey  string
+	Model         string
+	PlanTimeout   time.Duration
+	Workers       int
+
+	SlackBotToken      string
+	SlackSigningSecret string
+	SlackAppToken      string
+	SlackAPIURL        string
+
+	MatrixHomeserver  string
+	MatrixUserID      string
+	MatrixAccessToken string
+	MatrixPassword    string
+
+	HookSecrets map[string]string
+}
+
+// setting ties one variable to its flag and its field.
+type setting struct {
+	env, flag, def, usage string
+	set                   func(c *Config, v string) error
+}
+
+func str(p func(c *Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *p(c) = strings.TrimSpace(v); return nil }
+}
+
+var settings = []setting{
+	{"DATABASE_URL", "database-url", "", "Postgres connection URL", str(func(c *Config) *string { return &c.DatabaseURL })},
+	{"REDIS_URL", "redis-url", "", "Redis URL", str(func(c *Config) *string { return &c.RedisURL })},
+	{"BOBNET_LISTEN", "listen", "127.0.0.1:8080", "address to serve HTTP on", str(func(c *Config) *string { return &c.Listen })},
+	{"BOBNET_PUBLIC_URL", "public-url", "", "URL people reach BobNet at, for board links (default http://BOBNET_LISTEN)", str(func(c *Config) *string { return &c.PublicURL })},
+	{"BOBNET_API_TOKEN", "api-token", "", "bearer token for the REST API; without one BobNet listens on loopback only", str(func(c *Config) *string { return &c.APIToken })},
+	{"BOBNET_PROPOSAL_TTL", "proposal-ttl", "24h", "how long a proposal waits for a decision", func(c *Config, v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("not a duration like 24h or 30m: %q", v)
+		}
+		if d < time.Minute || d > 30*24*time.Hour {
+			return fmt.Errorf("%s is outside 1m..720h", d)
+		}
+		c.ProposalTTL = d
+		return nil
+	}},
+	{"BOBNET_ADMINS", "admins", "", "comma-separated user ids who may decide any proposal", func(c *Config, v string) error {
+		c.Admins = splitList(v)
+		return nil
+	}},
+	{"BOBNET_ANY_MEMBER_DECIDES", "any-member-decides", "false", "let anyone in the channel approve, revise or cancel", func(c *Config, v string) error {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("not true or false: %q", v)
+		}
+		c.AnyMemberDecides = b
+		return nil
+	}},
+	{"BOBNET_PROFILES_DIR", "profiles-dir", "", "folder of AGENT.md assignee profiles (default: the four built-in ones)", str(func(c *Config) *string { return &c.ProfilesDir })},
+	{"OPENAI_BASE_URL", "openai-base-url", "http://127.0.0.1:11434/v1", "OpenAI-compatible API base URL (OpenAI, Ollama, vLLM, llama.cpp)", str(func(c *Config) *string { return &c.OpenAIBaseURL })},
+	{"OPENAI_API_KEY", "openai-api-key", "", "API key for the model server", str(func(c *Config) *string { return &c.OpenAIAPIKey })},
+	{"BOBNET_MODEL", "model", "llama3.1", "model name", str(func(c *Config) *string { return &c.Model })},
+	{"BOBNET_PLAN_TIMEOUT", "plan-timeout", "120s", "how long one planning call may take", func(c *Config, v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			return fmt.Errorf("not a positive duration: %q", v)
+		}
+		c.PlanTimeout = d
+		return nil
+	}},
+	{"BOBNET_WORKERS", "workers", "4", "planning workers", func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 || n > 256 {
+			return fmt.Errorf("not a whole number from 1 to 256: %q", v)
+		}
+		c.Workers = n
+		return nil
+	}},
+	{"SLACK_BOT_TOKEN", "slack-bot-token", "", "Slack bot token (xoxb-…)", str(func(c *Config) *string { return &c.SlackBotToken })},
+	{"SLACK_SIGNING_SECRET", "slack-signing-secret", "", "Slack signing secret", str(func(c *Config) *string { return &c.SlackSigningSecret })},
+	{"SLACK_APP_TOKEN", "slack-app-token", "", "Slack app-level token (xapp-…) for Socket Mode", str(func(c *Config) *string { return &c.SlackAppToken })},
+	{"SLACK_API_URL", "slack-api-url", "", "override of Slack's API base URL, for tests", str(func(c *Config) *string { return &c.SlackAPIURL })},
+	{"MATRIX_HOMESERVER", "matrix-homeserver", "", "Matrix homeserver URL", str(func(c *Config) *string { return &c.MatrixHomeserver })},
+	{"MATRIX_USER_ID", "matrix-user-id", "", "the bot's Matrix user id", str(func(c *Config) *string { return &c.MatrixUserID })},
+	{"MATRIX_ACCESS_TOKEN", "matrix-access-token", "", "the bot's Matrix access token", str(func(c *Config) *string { return &c.MatrixAccessToken })},
+	{"MATRIX_PASSWORD", "matrix-password", "", "the bot's Matrix password (when no access token)", str(func(c *Config) *string { return &c.MatrixPassword })},
+	{"BOBNET_HOOK_SECRETS", "hook-secrets", "", "webhook secrets as name=secret,name=secret", func(c *Config, v string) error {
+		c.HookSecrets = map[string]string{}
+		for _, item := range splitList(v) {
+			name, secret, ok := strings.Cut(item, "=")
+			name, secret = strings.TrimSpace(name), strings.TrimSpace(secret)
+			if !ok || name == "" || secret == "" {
+				return fmt.Errorf("%q is not name=secret", item)
+			}
+			c.HookSecrets[name] = secret
+		}
+		return nil
+	}},
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// loadConfig reads the environment (through getenv) and then the flags in
+// args, and validates the result. All problems are reported together.
+func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
+	var c Config
+	vals := make(map[string]*string, len(settings))
+	for _, s := range settings {
+		v := s.def
+		if e := getenv(s.env); e != "" {
+			v = e
+		}
+		vals[s.env] = fs.String(s.flag, v, s.usage+" ($"+s.env+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	var errs []error
+	for _, s := range settings {
+		if err := s.set(&c, *vals[s.env]); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.env, err))
+		}
+	}
+	errs = append(errs, c.validate()...)
+	return c, errors.Join(errs...)
+}
+
+// validate checks what a single setting cannot check alone.
+func (c *Config) validate() []error {
+	var errs []error
+	checkURL := func(env, v string, schemes ...string) {
+		if v == "" {
+			return
+		}
+		u, err := url.Parse(v)
+		if err != nil || u.Host == "" || !slices.Contains(schemes, u.Scheme) {
+			errs = append(errs, fmt.Errorf("%s: %q is not a %s URL", env, v, strings.Join(schemes, " or ")))
+		}
+	}
+	checkURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql")
+	checkURL("REDIS_URL", c.RedisURL, "redis", "rediss")
+	checkURL("BOBNET_PUBLIC_URL", c.PublicURL, "http", "https")
+	checkURL("OPENAI_BASE_URL", c.OpenAIBaseURL, "http", "https")
+	checkURL("SLACK_API_URL", c.SlackAPIURL, "http", "https")
+	checkURL("MATRIX_HOMESERVER", c.MatrixHomeserver, "http", "https")
+
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("BOBNET_LISTEN: %q is not host:port", c.Listen))
+	} else if c.APIToken == "" && !isLoopback(host) {
+		errs = append(errs, fmt.Errorf("BOBNET_LISTEN: %q is not a loopback address and BOBNET_API_TOKEN is not set; set a token to serve beyond this machine", c.Listen))
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = "http://" + c.Listen
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+
+	// Slack: HTTP mode needs the signing secret, Socket Mode the app token;
+	// either way a bot token to post with.
+	if c.SlackBotToken != "" || c.SlackSigningSecret != "" || c.SlackAppToken != "" {
+		if c.SlackBotToken == "" {
+			errs = append(errs, errors.New("SLACK_BOT_TOKEN: required when SLACK_SIGNING_SECRET or SLACK_APP_TOKEN is set"))
+		}
+		if c.SlackSigningSecret == "" && c.SlackAppToken == "" {
+			errs = append(errs, errors.New("SLACK_SIGNING_SECRET: required for Slack's HTTP mode (or set SLACK_APP_TOKEN for Socket Mode)"))
+		}
+		if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
+			errs = append(errs, errors.New("SLACK_APP_TOKEN: an app-level token starts with xapp-"))
+		}
+	}
+	if c.MatrixHomeserver != "" || c.MatrixUserID != "" {
+		if c.MatrixHomeserver == "" || c.MatrixUserID == "" {
+			errs = append(errs, errors.New("MATRIX_HOMESERVER and MATRIX_USER_ID: set both or neither"))
+		}
+		if c.MatrixAccessToken == "" && c.MatrixPassword == "" {
+			errs = append(errs, errors.New("MATRIX_ACCESS_TOKEN: required (or MATRIX_PASSWORD) when Matrix is configured"))
+		}
+	}
+	return errs
+}
+
+// requireServices reports the variables a command needs but lacks.
+func (c *Config) requireServices(needRedis bool) error {
+	var errs []error
+	if c.DatabaseURL == "" {
+		errs = append(errs, errors.New("DATABASE_URL: required (e.g. postgres://user@127.0.0.1:5432/bobnet)"))
+	}
+	if needRedis && c.RedisURL == "" {
+		errs = append(errs, errors.New("REDIS_URL: required (e.g. redis://127.0.0.1:6379/0)"))
+	}
+	return errors.Join(errs...)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

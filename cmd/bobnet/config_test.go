@@ -1,0 +1,92 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testConfig(t *testing.T, env map[string]string, args ...string) (Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return loadConfig(fs, args, func(k string) string { return env[k] })
+}
+
+func TestConfigDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := testConfig(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:8080" || c.ProposalTTL != 24*time.Hour || c.OpenAIBaseURL != "http://127.0.0.1:11434/v1" {
+		t.Errorf("defaults: %+v", c)
+	}
+	if c.PublicURL != "http://127.0.0.1:8080" {
+		t.Errorf("public URL default = %q", c.PublicURL)
+	}
+	if err := c.requireServices(true); err == nil || !strings.Contains(err.Error(), "DATABASE_URL") || !strings.Contains(err.Error(), "REDIS_URL") {
+		t.Errorf("requireServices = %v", err)
+	}
+}
+
+func TestConfigFlagsOverrideEnv(t *testing.T) {
+	t.Parallel()
+	c, err := testConfig(t, map[string]string{"BOBNET_PROPOSAL_TTL": "2h", "BOBNET_ADMINS": "alice, bob ,"}, "-proposal-ttl", "30m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ProposalTTL != 30*time.Minute {
+		t.Errorf("ttl = %s", c.ProposalTTL)
+	}
+	if strings.Join(c.Admins, "|") != "alice|bob" {
+		t.Errorf("admins = %q", c.Admins)
+	}
+}
+
+func TestConfigErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"bad ttl", map[string]string{"BOBNET_PROPOSAL_TTL": "tomorrow"}, []string{"BOBNET_PROPOSAL_TTL"}},
+		{"ttl too short", map[string]string{"BOBNET_PROPOSAL_TTL": "1s"}, []string{"BOBNET_PROPOSAL_TTL"}},
+		{"bad database url", map[string]string{"DATABASE_URL": "mysql://x"}, []string{"DATABASE_URL"}},
+		{"bad redis url", map[string]string{"REDIS_URL": "localhost:6379"}, []string{"REDIS_URL"}},
+		{"public listen without token", map[string]string{"BOBNET_LISTEN": "0.0.0.0:8080"}, []string{"BOBNET_LISTEN", "BOBNET_API_TOKEN"}},
+		{"bad hook secrets", map[string]string{"BOBNET_HOOK_SECRETS": "github"}, []string{"BOBNET_HOOK_SECRETS"}},
+		{"slack without bot token", map[string]string{"SLACK_SIGNING_SECRET": "s"}, []string{"SLACK_BOT_TOKEN"}},
+		{"slack without secret", map[string]string{"SLACK_BOT_TOKEN": "xoxb-1"}, []string{"SLACK_SIGNING_SECRET"}},
+		{"matrix half set", map[string]string{"MATRIX_HOMESERVER": "http://localhost:8008"}, []string{"MATRIX_USER_ID"}},
+		{"several at once", map[string]string{"BOBNET_WORKERS": "0", "BOBNET_ANY_MEMBER_DECIDES": "maybe"}, []string{"BOBNET_WORKERS", "BOBNET_ANY_MEMBER_DECIDES"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := testConfig(t, tt.env)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %s", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigPublicListenWithToken(t *testing.T) {
+	t.Parallel()
+	c, err := testConfig(t, map[string]string{"BOBNET_LISTEN": "0.0.0.0:9000", "BOBNET_API_TOKEN": "t0k", "BOBNET_HOOK_SECRETS": "ci=abc,gh=def"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HookSecrets["ci"] != "abc" || c.HookSecrets["gh"] != "def" {
+		t.Errorf("hook secrets = %v", c.HookSecrets)
+	}
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# test.sh is `make test`: it starts a throwaway Postgres and Redis (installing
+# them from Debian's packages when missing), makes sure headless Chromium is
+# there for the browser tests, then runs go vet and go test -race over the
+# whole module. The services are stopped and their data removed afterwards,
+# whether the tests pass or fail.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v chromium >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ]; then
+		echo "test: installing chromium for the browser tests" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+	else
+		echo "test: chromium is missing; install it with: sudo apt-get install -y chromium" >&2
+		exit 1
+	fi
+fi
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/bobnet-test.XXXXXX")
+cleanup() {
+	scripts/services.sh stop "$dir" || true
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+eval "$(scripts/services.sh start "$dir")"
+export DATABASE_URL REDIS_URL
+export BOBNET_CHROMIUM=${BOBNET_CHROMIUM:-$(command -v chromium)}
+
+echo "test: gofmt, go vet, staticcheck" >&2
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change: $unformatted" >&2
+	exit 1
+fi
+go vet ./...
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+echo "test: go test -race ./..." >&2
+go test -race -count=1 -timeout 20m "$@" ./...
