@@ -50,12 +50,18 @@ func Parse(raw []byte) (json.RawMessage, error) {
 		return nil, ErrTooLarge
 	}
 	text := bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf"))
-	text = thinkBlock.ReplaceAll(text, nil)
-	if unclosedThink.Match(text) {
-		return nil, fmt.Errorf("%w: the reasoning block was never closed", ErrTruncated)
+	// The regular expressions cost more than the rest of the parse, so they
+	// run only when a cheap look says their markers may be there.
+	if mayHaveTag(text) {
+		text = thinkBlock.ReplaceAll(text, nil)
+		if unclosedThink.Match(text) {
+			return nil, fmt.Errorf("%w: the reasoning block was never closed", ErrTruncated)
+		}
 	}
-	text = sentinel.ReplaceAll(text, []byte("\n"))
-	text = harmonyHeader.ReplaceAll(text, nil)
+	if bytes.Contains(text, []byte("<|")) {
+		text = sentinel.ReplaceAll(text, []byte("\n"))
+		text = harmonyHeader.ReplaceAll(text, nil)
+	}
 
 	spans, arrays, err := scan(text)
 	if err != nil {
@@ -88,6 +94,23 @@ func Parse(raw []byte) (json.RawMessage, error) {
 	default:
 		return nil, ErrNoJSON
 	}
+}
+
+// mayHaveTag reports whether text may hold a <think>, <thinking> or
+// <reasoning> tag, in any case.
+func mayHaveTag(text []byte) bool {
+	for i := bytes.IndexByte(text, '<'); i >= 0 && i+1 < len(text); {
+		switch text[i+1] | 0x20 {
+		case 't', 'r':
+			return true
+		}
+		j := bytes.IndexByte(text[i+1:], '<')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // scan walks text once and returns every top-level {...} span and the

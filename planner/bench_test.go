@@ -1,0 +1,81 @@
+package planner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// plan64 is a 64-card plan with 80 links, the largest a plan may be.
+func plan64(tb testing.TB) []byte {
+	tb.Helper()
+	a := Action{Type: ActionCreateBoardWithCards, Board: &BoardDraft{Name: "Big board", Goal: "Stress the validator"}}
+	for i := range 64 {
+		a.Cards = append(a.Cards, CardDraft{
+			TempID: fmt.Sprintf("card_%02d", i), Title: fmt.Sprintf("Card number %d", i),
+			Body:     "Do a well specified piece of the work and write down what was done.",
+			Assignee: defaultNames[i%4], Status: StatusBacklog, WorkspaceMode: WorkspaceScratch,
+			AcceptanceCriteria: []string{"It works.", "It is tested.", "It is documented."},
+		})
+	}
+	for i := 1; i < 64 && len(a.Links) < 80; i++ {
+		a.Links = append(a.Links, Link{Card: a.Cards[i].TempID, DependsOn: a.Cards[i-1].TempID})
+		if i >= 4 && len(a.Links) < 80 {
+			a.Links = append(a.Links, Link{Card: a.Cards[i].TempID, DependsOn: a.Cards[i-4].TempID})
+		}
+	}
+	b, err := json.Marshal(Envelope{Kind: KindProposeActions, Answer: "A big plan.", Actions: []Action{a}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func TestPlan64IsValid(t *testing.T) {
+	t.Parallel()
+	res := Check(plan64(t), Options{Profiles: defaultNames})
+	if !res.Valid || res.Stats.Cards != 64 || res.Stats.Links != 80 {
+		t.Fatalf("res = %+v %+v", res.Stats, res.Errors)
+	}
+}
+
+func BenchmarkCheckNewspaper(b *testing.B) {
+	raw, err := os.ReadFile("../testdata/plans/newspaper.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if res := Check(raw, Options{Profiles: defaultNames}); !res.Valid {
+			b.Fatal(res.Errors)
+		}
+	}
+}
+
+func BenchmarkCheck64Cards(b *testing.B) {
+	raw := plan64(b)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if res := Check(raw, Options{Profiles: defaultNames}); !res.Valid {
+			b.Fatal(res.Errors)
+		}
+	}
+}
+
+// BenchmarkBaselineUnmarshal64Cards is the floor Check64Cards stands beside:
+// encoding/json decoding the same bytes into the envelope, with no
+// extraction and no validation.
+func BenchmarkBaselineUnmarshal64Cards(b *testing.B) {
+	raw := plan64(b)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		var env Envelope
+		if err := json.Unmarshal(raw, &env); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
