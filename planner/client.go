@@ -1,0 +1,225 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// ClientConfig says which OpenAI-compatible server to ask and how.
+type ClientConfig struct {
+	BaseURL string // e.g. http://127.0.0.1:11434/v1 for Ollama
+	APIKey  string
+	Model   string
+	// Timeout bounds one whole planning call, retries and repair included.
+	// Zero means two minutes.
+	Timeout time.Duration
+	// MaxRetries bounds the retries of one request after 429, 5xx or a
+	// connection error. Zero means 3; negative means none.
+	MaxRetries int
+	// Backoff is the first retry's delay; it doubles each time, with
+	// jitter, up to 10 s. Zero means 500 ms.
+	Backoff time.Duration
+	// Stream asks for a streamed answer and joins the pieces; some servers
+	// answer sooner or only that way.
+	Stream      bool
+	Temperature float32
+	MaxTokens   int
+	HTTPClient  *http.Client
+}
+
+// Client plans with an OpenAI-compatible chat-completions server (OpenAI,
+// Ollama, vLLM, llama.cpp).
+type Client struct {
+	cfg    ClientConfig
+	api    *openai.Client
+	logger *slog.Logger
+	// noJSONMode is set once the server has refused response_format, so
+	// later calls do not pay for the refusal again.
+	noJSONMode atomic.Bool
+}
+
+// NewClient returns a client for cfg.
+func NewClient(cfg ClientConfig, logger *slog.Logger) *Client {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 2 * time.Minute
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 3
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 500 * time.Millisecond
+	}
+	oc := openai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if cfg.HTTPClient != nil {
+		oc.HTTPClient = cfg.HTTPClient
+	}
+	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), logger: logger}
+}
+
+// Plan asks the model for a plan, parses and validates its output, and makes
+// one repair call when the output does not parse or validate. Errors match
+// ErrUnreachable, ErrTimeout or ErrInvalidOutput (an *InvalidOutputError
+// carrying the raw outputs).
+func (c *Client) Plan(ctx context.Context, in PromptInput, opts Options) (Outcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	msgs := BuildPrompt(in)
+	raw, err := c.complete(ctx, msgs)
+	if err != nil {
+		return Outcome{}, err
+	}
+	res := Check([]byte(raw), opts)
+	if res.Valid {
+		return Outcome{Result: res, Raw: raw}, nil
+	}
+	c.logger.Info("model output invalid; asking for a repair", "errors", len(res.Errors), "first", res.Errors[0].Message)
+	raw2, err := c.complete(ctx, RepairMessages(msgs, raw, res.Errors))
+	if err != nil {
+		return Outcome{}, err
+	}
+	res2 := Check([]byte(raw2), opts)
+	if res2.Valid {
+		return Outcome{Result: res2, Raw: raw2, Repaired: true}, nil
+	}
+	return Outcome{Result: res2, Raw: raw2}, &InvalidOutputError{Raw: []string{raw, raw2}, Errors: res2.Errors}
+}
+
+// Ping asks the server for its models, to tell whether it is reachable.
+func (c *Client) Ping(ctx context.Context) error {
+	if _, err := c.api.ListModels(ctx); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnreachable, c.cfg.BaseURL, err)
+	}
+	return nil
+}
+
+// complete sends one chat request, retrying what is worth retrying.
+func (c *Client) complete(ctx context.Context, msgs []Message) (string, error) {
+	req := openai.ChatCompletionRequest{
+		Model:       c.cfg.Model,
+		Temperature: c.cfg.Temperature,
+		MaxTokens:   c.cfg.MaxTokens,
+	}
+	for _, m := range msgs {
+		req.Messages = append(req.Messages, openai.ChatCompletionMessage{Role: m.Role, Content: m.Content})
+	}
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		jsonMode := !c.noJSONMode.Load()
+		req.ResponseFormat = nil
+		if jsonMode {
+			req.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
+		}
+		out, err := c.send(ctx, req)
+		if err == nil {
+			return out, nil
+		}
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("%w after %s: %v", ErrTimeout, c.cfg.Timeout, err)
+		}
+		status := statusOf(err)
+		switch {
+		case jsonMode && status == http.StatusBadRequest && mentionsJSONMode(err):
+			// Servers without JSON mode refuse the field; ask plainly.
+			c.logger.Info("model server refuses response_format; asking without it", "base_url", c.cfg.BaseURL)
+			c.noJSONMode.Store(true)
+			attempt--
+			continue
+		case status == http.StatusTooManyRequests || status >= 500 || (status == 0 && isNetworkError(err)):
+			lastErr = err
+		default:
+			return "", fmt.Errorf("%w: %s refused the request: %v", ErrUnreachable, c.cfg.BaseURL, err)
+		}
+		if c.cfg.MaxRetries < 0 || attempt >= c.cfg.MaxRetries {
+			return "", fmt.Errorf("%w: %s (after %d attempts): %v", ErrUnreachable, c.cfg.BaseURL, attempt+1, lastErr)
+		}
+		delay := c.backoff(attempt)
+		c.logger.Info("model server failed; retrying", "attempt", attempt+1, "delay", delay, "err", err)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return "", fmt.Errorf("%w after %s: %v", ErrTimeout, c.cfg.Timeout, lastErr)
+		}
+	}
+}
+
+func (c *Client) send(ctx context.Context, req openai.ChatCompletionRequest) (string, error) {
+	if !c.cfg.Stream {
+		resp, err := c.api.CreateChatCompletion(ctx, req)
+		if err != nil {
+			return "", err
+		}
+		if len(resp.Choices) == 0 {
+			return "", errors.New("the answer has no choices")
+		}
+		return resp.Choices[0].Message.Content, nil
+	}
+	req.Stream = true
+	stream, err := c.api.CreateChatCompletionStream(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	defer stream.Close()
+	var b strings.Builder
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return b.String(), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		for _, ch := range resp.Choices {
+			if ch.Index == 0 {
+				b.WriteString(ch.Delta.Content)
+			}
+		}
+		if b.Len() > MaxRawOutput {
+			// Past the cap the parser refuses it anyway; stop reading.
+			return b.String(), nil
+		}
+	}
+}
+
+func (c *Client) backoff(attempt int) time.Duration {
+	d := c.cfg.Backoff << attempt
+	if d > 10*time.Second || d <= 0 {
+		d = 10 * time.Second
+	}
+	// Full jitter in [d/2, d): retries from many workers spread out.
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func statusOf(err error) int {
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.HTTPStatusCode
+	}
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) {
+		return reqErr.HTTPStatusCode
+	}
+	return 0
+}
+
+func mentionsJSONMode(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "response_format") || strings.Contains(msg, "json_object") || strings.Contains(msg, "json mode")
+}
+
+func isNetworkError(err error) bool {
+	var netErr net.Error
+	var opErr *net.OpError
+	return errors.As(err, &netErr) || errors.As(err, &opErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
