@@ -34,7 +34,6 @@ type ClientConfig struct {
 	// answer sooner or only that way.
 	Stream      bool
 	Temperature float32
-	MaxTokens   int
 	HTTPClient  *http.Client
 }
 
@@ -109,7 +108,6 @@ func (c *Client) complete(ctx context.Context, msgs []Message) (string, error) {
 	req := openai.ChatCompletionRequest{
 		Model:       c.cfg.Model,
 		Temperature: c.cfg.Temperature,
-		MaxTokens:   c.cfg.MaxTokens,
 	}
 	for _, m := range msgs {
 		req.Messages = append(req.Messages, openai.ChatCompletionMessage{Role: m.Role, Content: m.Content})
