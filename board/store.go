@@ -1,0 +1,671 @@
+package board
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bobnet/bobnet/planner"
+)
+
+// More errors the store returns; check with errors.Is.
+var (
+	// ErrProposalClosed means the proposal was cancelled, expired or
+	// superseded, so it must not be executed.
+	ErrProposalClosed = errors.New("proposal is no longer pending")
+	// ErrInvalidPlan means the plan cannot be executed as given (not a
+	// propose_actions plan, or an action the store does not know).
+	ErrInvalidPlan = errors.New("plan cannot be executed")
+)
+
+// Card statuses a card may have on a board; planned cards start in the
+// first two.
+var Statuses = []string{"Backlog", "Ready", "In Progress", "Review", "Blocked", "Done"}
+
+// Store is the Postgres side of BobNet. Its methods are safe for concurrent
+// use.
+type Store struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+	// failBeforeCommit, when set by a test in this package, fails an
+	// execution after all its rows are written but before commit.
+	failBeforeCommit func() error
+}
+
+// Open connects to databaseURL and checks the connection.
+func Open(ctx context.Context, databaseURL string, logger *slog.Logger) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	return New(pool, logger), nil
+}
+
+// New returns a store on an existing pool.
+func New(pool *pgxpool.Pool, logger *slog.Logger) *Store {
+	return &Store{pool: pool, logger: logger}
+}
+
+// Pool returns the store's connection pool, for migrations.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping reports whether Postgres answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	return nil
+}
+
+// newID returns prefix followed by 26 lower-case base32 characters: 128
+// random bits, so a board link cannot be guessed from another.
+func newID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// NewBoardID returns a fresh random board id.
+func NewBoardID() ID { return ID(newID("b_")) }
+
+// NewCardID returns a fresh random card id.
+func NewCardID() CardID { return CardID(newID("c_")) }
+
+// cardRow and linkRow are the JSON shapes jsonb_to_recordset reads; sending
+// all cards as one parameter keeps a 64-card plan to one statement.
+type cardRow struct {
+	ID                 CardID   `json:"id"`
+	BoardID            ID       `json:"board_id"`
+	Position           int      `json:"position"`
+	TempID             string   `json:"temp_id"`
+	Title              string   `json:"title"`
+	Body               string   `json:"body"`
+	Assignee           string   `json:"assignee"`
+	Status             string   `json:"status"`
+	WorkspaceMode      string   `json:"workspace_mode"`
+	AcceptanceCriteria []string `json:"acceptance_criteria"`
+	SuggestedSkills    []string `json:"suggested_skills"`
+	Notes              string   `json:"notes"`
+}
+
+type linkRow struct {
+	BoardID   ID     `json:"board_id"`
+	CardID    CardID `json:"card_id"`
+	DependsOn CardID `json:"depends_on"`
+}
+
+type boardRow struct {
+	ID   ID     `json:"id"`
+	Name string `json:"name"`
+	Goal string `json:"goal"`
+}
+
+const (
+	lockProposal = `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`
+
+	selectProposalForExecute = `SELECT state, result FROM proposals WHERE id = $1`
+
+	selectChannelBoardID = `SELECT board_id FROM channel_bindings WHERE channel = $1`
+
+	insertBoards = `INSERT INTO boards (id, name, goal, channel, proposal_id)
+SELECT r.id, r.name, r.goal, $2, $3 FROM jsonb_to_recordset($1::jsonb) AS r(id text, name text, goal text)`
+
+	insertCards = `INSERT INTO cards (id, board_id, position, temp_id, title, body, assignee, status,
+    workspace_mode, acceptance_criteria, suggested_skills, notes, proposal_id)
+SELECT r.id, r.board_id, r.position, r.temp_id, r.title, r.body, r.assignee, r.status,
+    r.workspace_mode, coalesce(r.acceptance_criteria, '[]'), coalesce(r.suggested_skills, '[]'), r.notes, $2
+FROM jsonb_to_recordset($1::jsonb) AS r(id text, board_id text, position int, temp_id text, title text,
+    body text, assignee text, status text, workspace_mode text, acceptance_criteria jsonb,
+    suggested_skills jsonb, notes text)`
+
+	insertLinks = `INSERT INTO card_links (board_id, card_id, depends_on)
+SELECT r.board_id, r.card_id, r.depends_on FROM jsonb_to_recordset($1::jsonb) AS r(board_id text, card_id text, depends_on text)`
+
+	upsertBinding = `INSERT INTO channel_bindings (channel, board_id) VALUES ($1, $2)
+ON CONFLICT (channel) DO UPDATE SET board_id = excluded.board_id, updated_at = now()`
+
+	upsertExecutedProposal = `INSERT INTO proposals (id, channel, requested_by, state, plan, decided_by, board_id, result, decided_at)
+VALUES ($1, $2, $3, 'approved', $4, $5, $6, $7, now())
+ON CONFLICT (id) DO UPDATE SET state = 'approved', decided_by = excluded.decided_by,
+    board_id = excluded.board_id, result = excluded.result, decided_at = now()`
+
+	insertAudit = `INSERT INTO audit_events (actor, action, channel, proposal_id, board_id, detail)
+VALUES ($1, $2, $3, $4, $5, $6)`
+)
+
+// Execute writes an approved, validated plan in one transaction: the boards
+// it creates, every card and link (temp ids mapped to new ids), the
+// channel's binding to the last board created, the proposal's record as
+// approved and an "executed" audit event. Executing a proposal that was
+// already executed writes nothing and returns the first result with
+// Replayed set. ErrNoTargetBoard: a card action and no board for the
+// channel. ErrProposalClosed: the proposal's record says it was cancelled,
+// expired or superseded.
+func (s *Store) Execute(ctx context.Context, ex Execution) (ExecResult, error) {
+	if ex.ProposalID == "" {
+		return ExecResult{}, fmt.Errorf("%w: no proposal id", ErrInvalidPlan)
+	}
+	if ex.Plan.Kind != planner.KindProposeActions || len(ex.Plan.Actions) == 0 {
+		return ExecResult{}, fmt.Errorf("%w: kind %q has no actions", ErrInvalidPlan, ex.Plan.Kind)
+	}
+	var res ExecResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Concurrent executions of one proposal queue here; the first
+		// writes, the rest find its result below.
+		if _, err := tx.Exec(ctx, lockProposal, ex.ProposalID); err != nil {
+			return err
+		}
+		var state string
+		var prior []byte
+		err := tx.QueryRow(ctx, selectProposalForExecute, ex.ProposalID).Scan(&state, &prior)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		case prior != nil:
+			if err := json.Unmarshal(prior, &res); err != nil {
+				return fmt.Errorf("read earlier result: %w", err)
+			}
+			res.Replayed = true
+			return nil
+		case state != "pending":
+			return fmt.Errorf("%w: it is %s", ErrProposalClosed, state)
+		}
+
+		var target ID
+		needsTarget := false
+		for _, a := range ex.Plan.Actions {
+			needsTarget = needsTarget || a.Type.NeedsTargetBoard()
+		}
+		if needsTarget {
+			err := tx.QueryRow(ctx, selectChannelBoardID, ex.Channel).Scan(&target)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return ErrNoTargetBoard
+			}
+			if err != nil {
+				return err
+			}
+		}
+		boards, cards, links, r, err := layout(ex.Plan, target)
+		if err != nil {
+			return err
+		}
+		res = r
+
+		resultJSON, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		planJSON, err := json.Marshal(ex.Plan)
+		if err != nil {
+			return err
+		}
+		detail, _ := json.Marshal(map[string]any{"requested_by": ex.RequestedBy, "cards": res.Cards, "links": res.Links, "boards": len(boards)})
+
+		// One round trip for every write.
+		b := &pgx.Batch{}
+		if len(boards) > 0 {
+			js, _ := json.Marshal(boards)
+			b.Queue(insertBoards, js, ex.Channel, ex.ProposalID)
+		}
+		if len(cards) > 0 {
+			js, _ := json.Marshal(cards)
+			b.Queue(insertCards, js, ex.ProposalID)
+		}
+		if len(links) > 0 {
+			js, _ := json.Marshal(links)
+			b.Queue(insertLinks, js)
+		}
+		if len(boards) > 0 && ex.Channel != "" {
+			b.Queue(upsertBinding, ex.Channel, boards[len(boards)-1].ID)
+		}
+		b.Queue(upsertExecutedProposal, ex.ProposalID, ex.Channel, ex.RequestedBy, planJSON, ex.ApprovedBy, res.BoardID, resultJSON)
+		b.Queue(insertAudit, ex.ApprovedBy, "executed", ex.Channel, ex.ProposalID, res.BoardID, detail)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		if s.failBeforeCommit != nil {
+			return s.failBeforeCommit()
+		}
+		return nil
+	})
+	if err != nil {
+		return ExecResult{}, fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
+	}
+	return res, nil
+}
+
+// layout turns a plan into the rows to insert, with new ids. Card actions
+// go to target; board actions to the board they create.
+func layout(plan planner.Envelope, target ID) ([]boardRow, []cardRow, []linkRow, ExecResult, error) {
+	var boards []boardRow
+	var cards []cardRow
+	var links []linkRow
+	res := ExecResult{CardIDs: map[string]CardID{}}
+	position := 0
+	for i, a := range plan.Actions {
+		var boardID ID
+		switch a.Type {
+		case planner.ActionCreateBoard, planner.ActionCreateBoardWithCards:
+			if a.Board == nil {
+				return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has no board", ErrInvalidPlan, i)
+			}
+			boardID = NewBoardID()
+			boards = append(boards, boardRow{ID: boardID, Name: a.Board.Name, Goal: a.Board.Goal})
+		case planner.ActionCreateCard, planner.ActionCreateCardBatch:
+			boardID = target
+		default:
+			return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has type %q", ErrInvalidPlan, i, a.Type)
+		}
+		res.BoardID = boardID
+		local := map[string]CardID{}
+		for _, c := range a.Cards {
+			id := NewCardID()
+			local[c.TempID] = id
+			res.CardIDs[c.TempID] = id
+			status, mode := c.Status, c.WorkspaceMode
+			if mode == "" {
+				mode = planner.WorkspaceDirect
+			}
+			cards = append(cards, cardRow{
+				ID: id, BoardID: boardID, Position: position, TempID: c.TempID, Title: c.Title, Body: c.Body,
+				Assignee: c.Assignee, Status: status, WorkspaceMode: mode,
+				AcceptanceCriteria: nonNil(c.AcceptanceCriteria), SuggestedSkills: nonNil(c.SuggestedSkills), Notes: c.Notes,
+			})
+			position++
+		}
+		seen := map[linkRow]bool{}
+		addLink := func(card, dep string) error {
+			from, ok1 := local[card]
+			to, ok2 := local[dep]
+			if !ok1 || !ok2 {
+				return fmt.Errorf("%w: actions[%d] links %q to %q, which are not both its cards", ErrInvalidPlan, i, card, dep)
+			}
+			l := linkRow{BoardID: boardID, CardID: from, DependsOn: to}
+			if !seen[l] {
+				seen[l] = true
+				links = append(links, l)
+			}
+			return nil
+		}
+		for _, l := range a.Links {
+			if err := addLink(l.Card, l.DependsOn); err != nil {
+				return nil, nil, nil, res, err
+			}
+		}
+		// A plan that skipped normalization still has card-level depends_on.
+		for _, c := range a.Cards {
+			for _, d := range c.DependsOn {
+				if err := addLink(c.TempID, d); err != nil {
+					return nil, nil, nil, res, err
+				}
+			}
+		}
+	}
+	if len(boards) > 0 {
+		res.BoardID = boards[len(boards)-1].ID
+	}
+	res.Cards, res.Links = len(cards), len(links)
+	return boards, cards, links, res, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+const (
+	selectBoard = `SELECT id, name, goal, channel, created_at FROM boards WHERE id = $1`
+
+	selectCards = `SELECT id, board_id, title, body, assignee, status, workspace_mode, acceptance_criteria,
+    suggested_skills, notes
+FROM cards WHERE board_id = $1 ORDER BY position, id`
+
+	selectLinks = `SELECT card_id, depends_on FROM card_links WHERE board_id = $1 ORDER BY card_id, depends_on`
+)
+
+// Board returns a board with its cards in plan order, each with the ids of
+// the cards it depends on. ErrNotFound when there is no such board.
+func (s *Store) Board(ctx context.Context, id ID) (Board, []Card, error) {
+	var b Board
+	batch := &pgx.Batch{}
+	batch.Queue(selectBoard, id)
+	batch.Queue(selectCards, id)
+	batch.Queue(selectLinks, id)
+	br := s.pool.SendBatch(ctx, batch)
+	defer br.Close()
+	if err := br.QueryRow().Scan(&b.ID, &b.Name, &b.Goal, &b.Channel, &b.CreatedAt); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return Board{}, nil, fmt.Errorf("board %s: %w", id, ErrNotFound)
+		}
+		return Board{}, nil, fmt.Errorf("board %s: %w", id, err)
+	}
+	rows, _ := br.Query()
+	cards, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Card, error) {
+		var c Card
+		var ac, ss []byte
+		err := row.Scan(&c.ID, &c.BoardID, &c.Title, &c.Body, &c.Assignee, &c.Status, &c.WorkspaceMode, &ac, &ss, &c.Notes)
+		if err == nil {
+			err = errors.Join(json.Unmarshal(ac, &c.AcceptanceCriteria), json.Unmarshal(ss, &c.SuggestedSkills))
+		}
+		c.DependsOn = []CardID{}
+		return c, err
+	})
+	if err != nil {
+		return Board{}, nil, fmt.Errorf("cards of board %s: %w", id, err)
+	}
+	byID := make(map[CardID]*Card, len(cards))
+	for i := range cards {
+		byID[cards[i].ID] = &cards[i]
+	}
+	rows, _ = br.Query()
+	var card, dep CardID
+	_, err = pgx.ForEachRow(rows, []any{&card, &dep}, func() error {
+		if c := byID[card]; c != nil {
+			c.DependsOn = append(c.DependsOn, dep)
+		}
+		return nil
+	})
+	if err != nil {
+		return Board{}, nil, fmt.Errorf("links of board %s: %w", id, err)
+	}
+	return b, cards, nil
+}
+
+// Status summarizes a board: counts by status (every status, zeros
+// included), cards blocked by an unfinished dependency, and cards ready to
+// start (not done, every dependency done). ErrNotFound when there is no
+// such board.
+func (s *Store) Status(ctx context.Context, id ID) (Status, error) {
+	b, cards, err := s.Board(ctx, id)
+	if err != nil {
+		return Status{}, err
+	}
+	return Summarize(b, cards), nil
+}
+
+// Summarize computes a Status from a board's cards.
+func Summarize(b Board, cards []Card) Status {
+	st := Status{Board: b, Counts: map[string]int{}, Blocked: []Card{}, Ready: []Card{}}
+	for _, s := range Statuses {
+		st.Counts[s] = 0
+	}
+	done := map[CardID]bool{}
+	for _, c := range cards {
+		st.Counts[c.Status]++
+		done[c.ID] = c.Status == "Done"
+	}
+	for _, c := range cards {
+		if c.Status == "Done" {
+			continue
+		}
+		blocked := false
+		for _, d := range c.DependsOn {
+			blocked = blocked || !done[d]
+		}
+		switch {
+		case blocked:
+			st.Blocked = append(st.Blocked, c)
+		case c.Status == "Backlog" || c.Status == "Ready":
+			st.Ready = append(st.Ready, c)
+		}
+	}
+	return st
+}
+
+const updateCardStatus = `UPDATE cards SET status = $2, updated_at = now() WHERE id = $1`
+
+// SetCardStatus moves a card to another status. ErrNotFound when there is
+// no such card; the schema rejects an unknown status.
+func (s *Store) SetCardStatus(ctx context.Context, id CardID, status string) error {
+	tag, err := s.pool.Exec(ctx, updateCardStatus, id, status)
+	if err != nil {
+		return fmt.Errorf("set status of card %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("card %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+const selectChannelBoard = `SELECT b.id, b.name, b.goal, b.channel, b.created_at
+FROM channel_bindings cb JOIN boards b ON b.id = cb.board_id WHERE cb.channel = $1`
+
+// ChannelBoard returns the channel's current board. ErrNotFound when the
+// channel has none.
+func (s *Store) ChannelBoard(ctx context.Context, channel string) (Board, error) {
+	var b Board
+	err := s.pool.QueryRow(ctx, selectChannelBoard, channel).Scan(&b.ID, &b.Name, &b.Goal, &b.Channel, &b.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Board{}, fmt.Errorf("board of channel %s: %w", channel, ErrNotFound)
+	}
+	if err != nil {
+		return Board{}, fmt.Errorf("board of channel %s: %w", channel, err)
+	}
+	return b, nil
+}
+
+// BindChannel makes id the channel's current board. ErrNotFound when there
+// is no such board.
+func (s *Store) BindChannel(ctx context.Context, channel string, id ID) error {
+	_, err := s.pool.Exec(ctx, upsertBinding, channel, id)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
+		return fmt.Errorf("bind %s to board %s: %w", channel, id, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("bind %s to board %s: %w", channel, id, err)
+	}
+	return nil
+}
+
+// BoardSummary describes a board for the planner's prompt: name, goal,
+// counts by status and up to 40 cards that are not done.
+func (s *Store) BoardSummary(ctx context.Context, id ID) (planner.BoardSummary, error) {
+	b, cards, err := s.Board(ctx, id)
+	if err != nil {
+		return planner.BoardSummary{}, err
+	}
+	st := Summarize(b, cards)
+	sum := planner.BoardSummary{ID: string(b.ID), Name: b.Name, Goal: b.Goal, Counts: map[string]int{}}
+	for k, v := range st.Counts {
+		if v > 0 {
+			sum.Counts[k] = v
+		}
+	}
+	for _, c := range cards {
+		if c.Status != "Done" && len(sum.Cards) < 40 {
+			sum.Cards = append(sum.Cards, planner.CardSummary{ID: string(c.ID), Title: c.Title, Status: c.Status, Assignee: c.Assignee})
+		}
+	}
+	return sum, nil
+}
+
+// AuditFilter selects audit events; empty fields match everything.
+type AuditFilter struct {
+	Channel    string
+	ProposalID string
+	BoardID    ID
+	Limit      int // default 1000
+}
+
+const selectAudit = `SELECT id, at, actor, action, channel, proposal_id, board_id, detail FROM audit_events
+WHERE ($1 = '' OR channel = $1) AND ($2 = '' OR proposal_id = $2) AND ($3 = '' OR board_id = $3)
+ORDER BY id LIMIT $4`
+
+// RecordAudit writes one audit event.
+func (s *Store) RecordAudit(ctx context.Context, e AuditEvent) error {
+	var detail any
+	if len(e.Detail) > 0 {
+		detail = e.Detail
+	}
+	if _, err := s.pool.Exec(ctx, insertAudit, e.Actor, e.Action, e.Channel, e.ProposalID, e.BoardID, detail); err != nil {
+		return fmt.Errorf("record audit %s: %w", e.Action, err)
+	}
+	return nil
+}
+
+// Audit returns the audit events matching f, oldest first.
+func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditEvent, error) {
+	if f.Limit <= 0 {
+		f.Limit = 1000
+	}
+	rows, _ := s.pool.Query(ctx, selectAudit, f.Channel, f.ProposalID, f.BoardID, f.Limit)
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AuditEvent, error) {
+		var e AuditEvent
+		var detail []byte
+		err := row.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.Channel, &e.ProposalID, &e.BoardID, &detail)
+		e.Detail = detail
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read audit: %w", err)
+	}
+	return events, nil
+}
+
+// ProposalRecord is a proposal's history in Postgres.
+type ProposalRecord struct {
+	ID          string
+	Channel     string
+	Version     int
+	Supersedes  string
+	RequestedBy string
+	State       string
+	Plan        json.RawMessage
+	DecidedBy   string
+	BoardID     ID
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	DecidedAt   time.Time
+}
+
+const (
+	upsertProposal = `INSERT INTO proposals (id, channel, version, supersedes, requested_by, state, plan, created_at, expires_at)
+VALUES ($1, $2, $3, nullif($4, ''), $5, $6, $7, $8, $9)
+ON CONFLICT (id) DO UPDATE SET plan = excluded.plan, expires_at = excluded.expires_at
+WHERE proposals.state = 'pending'`
+
+	updateProposalState = `UPDATE proposals SET state = $2, decided_by = $3, decided_at = now()
+WHERE id = $1 AND state = 'pending'`
+
+	selectProposal = `SELECT id, channel, version, coalesce(supersedes, ''), requested_by, state, plan, decided_by,
+    coalesce(board_id, ''), created_at, coalesce(expires_at, 'epoch'), coalesce(decided_at, 'epoch')
+FROM proposals WHERE id = $1`
+)
+
+// SaveProposal records a new pending proposal (or refreshes a pending
+// one's plan and expiry). A decided proposal is left as it is.
+func (s *Store) SaveProposal(ctx context.Context, p ProposalRecord) error {
+	if p.State == "" {
+		p.State = "pending"
+	}
+	if p.Version == 0 {
+		p.Version = 1
+	}
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = time.Now()
+	}
+	var expires any
+	if !p.ExpiresAt.IsZero() {
+		expires = p.ExpiresAt
+	}
+	plan := []byte(p.Plan)
+	if len(plan) == 0 {
+		plan = []byte("{}")
+	}
+	if _, err := s.pool.Exec(ctx, upsertProposal, p.ID, p.Channel, p.Version, p.Supersedes, p.RequestedBy, p.State, plan, p.CreatedAt, expires); err != nil {
+		return fmt.Errorf("save proposal %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// SetProposalState moves a pending proposal to cancelled, expired or
+// superseded. An approved or already closed proposal is not changed:
+// ErrProposalClosed. ErrNotFound when there is no such proposal.
+func (s *Store) SetProposalState(ctx context.Context, id, state, decidedBy string) error {
+	switch state {
+	case "cancelled", "expired", "superseded":
+	default:
+		return fmt.Errorf("set proposal %s to %q: not a closing state", id, state)
+	}
+	tag, err := s.pool.Exec(ctx, updateProposalState, id, state, decidedBy)
+	if err != nil {
+		return fmt.Errorf("set proposal %s %s: %w", id, state, err)
+	}
+	if tag.RowsAffected() == 0 {
+		if _, err := s.Proposal(ctx, id); err != nil {
+			return err
+		}
+		return fmt.Errorf("set proposal %s %s: %w", id, state, ErrProposalClosed)
+	}
+	return nil
+}
+
+// Proposal returns a proposal's record. ErrNotFound when there is none.
+func (s *Store) Proposal(ctx context.Context, id string) (ProposalRecord, error) {
+	var p ProposalRecord
+	var plan []byte
+	err := s.pool.QueryRow(ctx, selectProposal, id).Scan(&p.ID, &p.Channel, &p.Version, &p.Supersedes, &p.RequestedBy,
+		&p.State, &plan, &p.DecidedBy, &p.BoardID, &p.CreatedAt, &p.ExpiresAt, &p.DecidedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ProposalRecord{}, fmt.Errorf("proposal %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return ProposalRecord{}, fmt.Errorf("proposal %s: %w", id, err)
+	}
+	p.Plan = plan
+	if p.ExpiresAt.Unix() == 0 {
+		p.ExpiresAt = time.Time{}
+	}
+	if p.DecidedAt.Unix() == 0 {
+		p.DecidedAt = time.Time{}
+	}
+	return p, nil
+}
+
+const (
+	insertDelivery = `INSERT INTO webhook_deliveries (hook, delivery_id, request_id) VALUES ($1, $2, $3)
+ON CONFLICT (hook, delivery_id) DO NOTHING`
+	selectDelivery = `SELECT request_id FROM webhook_deliveries WHERE hook = $1 AND delivery_id = $2`
+)
+
+// RecordDelivery remembers a webhook delivery. For a delivery seen before
+// it returns the first request id and isNew false, so a retried delivery
+// maps to the same request.
+func (s *Store) RecordDelivery(ctx context.Context, hook, deliveryID, requestID string) (firstRequestID string, isNew bool, err error) {
+	tag, err := s.pool.Exec(ctx, insertDelivery, hook, deliveryID, requestID)
+	if err != nil {
+		return "", false, fmt.Errorf("record delivery %s/%s: %w", hook, deliveryID, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return requestID, true, nil
+	}
+	if err := s.pool.QueryRow(ctx, selectDelivery, hook, deliveryID).Scan(&firstRequestID); err != nil {
+		return "", false, fmt.Errorf("read delivery %s/%s: %w", hook, deliveryID, err)
+	}
+	return firstRequestID, false, nil
+}

@@ -1,0 +1,147 @@
+package migrations_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/migrations"
+)
+
+func TestAllNumberedWithHeader(t *testing.T) {
+	t.Parallel()
+	all, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) == 0 {
+		t.Fatal("no migrations")
+	}
+	for i, m := range all {
+		if m.Version != i+1 {
+			t.Errorf("%s has version %d, want %d", m.Name, m.Version, i+1)
+		}
+		first, _, _ := strings.Cut(m.SQL, "\n")
+		if !strings.HasPrefix(first, "-- ") || len(first) < 20 {
+			t.Errorf("%s: first line must say what it does, got %q", m.Name, first)
+		}
+	}
+}
+
+func TestApplyFromEmptyAndAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, boardtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	all, _ := migrations.All()
+	n, err := migrations.Apply(ctx, pool, boardtest.Logger(t))
+	if err != nil || n != len(all) {
+		t.Fatalf("first apply: %d, %v", n, err)
+	}
+	var tables int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'
+		AND table_name IN ('boards','cards','card_links','proposals','audit_events','channel_bindings','webhook_deliveries')`).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 7 {
+		t.Errorf("tables = %d, want 7", tables)
+	}
+	n, err = migrations.Apply(ctx, pool, boardtest.Logger(t))
+	if err != nil || n != 0 {
+		t.Fatalf("second apply: %d, %v", n, err)
+	}
+}
+
+func TestApplyConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := boardtest.NewDatabase(t)
+	var wg sync.WaitGroup
+	applied := make([]int, 4)
+	errs := make([]error, 4)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pool, err := pgxpool.New(ctx, url)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer pool.Close()
+			applied[i], errs[i] = migrations.Apply(ctx, pool, boardtest.Logger(t))
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i := range 4 {
+		if errs[i] != nil {
+			t.Fatalf("replica %d: %v", i, errs[i])
+		}
+		total += applied[i]
+	}
+	if all, _ := migrations.All(); total != len(all) {
+		t.Errorf("applied %d migrations in all, want %d", total, len(all))
+	}
+}
+
+func TestApplyRefusesNewerDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, boardtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := migrations.Apply(ctx, pool, boardtest.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (999, '0999_future.sql')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Apply(ctx, pool, boardtest.Logger(t)); err == nil || !strings.Contains(err.Error(), "newer BobNet") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSchemaConstraints(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := boardtest.NewPool(t)
+	mustFail := func(name, sql string, args ...any) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, sql, args...); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO boards (id, name) VALUES ('b1', 'One'), ('b2', 'Two')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO cards (id, board_id, position, title, body, status) VALUES
+		('c1', 'b1', 0, 'T', 'B', 'Ready'), ('c2', 'b1', 1, 'T', 'B', 'Backlog'), ('c3', 'b2', 0, 'T', 'B', 'Backlog')`); err != nil {
+		t.Fatal(err)
+	}
+	mustFail("bad status", `INSERT INTO cards (id, board_id, position, title, body, status) VALUES ('c9', 'b1', 2, 'T', 'B', 'Delete')`)
+	mustFail("bad workspace", `INSERT INTO cards (id, board_id, position, title, body, status, workspace_mode) VALUES ('c9', 'b1', 2, 'T', 'B', 'Ready', 'Prod')`)
+	mustFail("blank title", `INSERT INTO cards (id, board_id, position, title, body, status) VALUES ('c9', 'b1', 2, ' ', 'B', 'Ready')`)
+	mustFail("card on missing board", `INSERT INTO cards (id, board_id, position, title, body, status) VALUES ('c9', 'bx', 2, 'T', 'B', 'Ready')`)
+	mustFail("self link", `INSERT INTO card_links (board_id, card_id, depends_on) VALUES ('b1', 'c1', 'c1')`)
+	mustFail("link across boards", `INSERT INTO card_links (board_id, card_id, depends_on) VALUES ('b1', 'c1', 'c3')`)
+	mustFail("bad proposal state", `INSERT INTO proposals (id, state) VALUES ('p1', 'deleted')`)
+	mustFail("approved without result", `INSERT INTO proposals (id, state) VALUES ('p1', 'approved')`)
+	if _, err := pool.Exec(ctx, `INSERT INTO card_links (board_id, card_id, depends_on) VALUES ('b1', 'c2', 'c1')`); err != nil {
+		t.Fatal(err)
+	}
+	mustFail("duplicate link", `INSERT INTO card_links (board_id, card_id, depends_on) VALUES ('b1', 'c2', 'c1')`)
+	if _, err := pool.Exec(ctx, `INSERT INTO proposals (id, state) VALUES ('p1', 'pending')`); err != nil {
+		t.Fatal(err)
+	}
+	mustFail("duplicate proposal", `INSERT INTO proposals (id, state) VALUES ('p1', 'pending')`)
+}
