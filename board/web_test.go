@@ -1,0 +1,222 @@
+package board_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/planner/plannertest"
+)
+
+func newWebServer(t *testing.T, s *board.Store) *httptest.Server {
+	t.Helper()
+	r := chi.NewRouter()
+	w := board.NewWeb(s, boardtest.Logger(t))
+	w.APIRoutes(r)
+	w.PageRoutes(r)
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func getJSON(t *testing.T, url string, wantStatus int, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != wantStatus || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBoardJSON(t *testing.T) {
+	t.Parallel()
+	s := boardtest.NewStore(t)
+	res, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_j", Channel: "c", Plan: newspaper(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newWebServer(t, s)
+	var got struct {
+		Board struct{ ID, Name, Goal string }
+		Cards []struct {
+			ID, Title, Body, Assignee, Status string
+			WorkspaceMode                     string   `json:"workspace_mode"`
+			AcceptanceCriteria                []string `json:"acceptance_criteria"`
+			DependsOn                         []string `json:"depends_on"`
+		}
+	}
+	getJSON(t, srv.URL+"/api/v1/boards/"+string(res.BoardID), http.StatusOK, &got)
+	if got.Board.ID != string(res.BoardID) || got.Board.Name != "Daily Research Newspaper" || len(got.Cards) != 10 {
+		t.Fatalf("board json = %+v", got)
+	}
+	links := 0
+	for _, c := range got.Cards {
+		links += len(c.DependsOn)
+		if c.ID == "" || c.Title == "" || c.Status == "" || c.WorkspaceMode == "" || c.DependsOn == nil {
+			t.Errorf("card = %+v", c)
+		}
+	}
+	if links != 13 {
+		t.Errorf("links = %d", links)
+	}
+	var st struct {
+		Counts  map[string]int
+		Blocked []struct{ ID string }
+		Ready   []struct{ ID string }
+	}
+	getJSON(t, srv.URL+"/api/v1/boards/"+string(res.BoardID)+"/status", http.StatusOK, &st)
+	if st.Counts["Backlog"] != 9 || st.Counts["Ready"] != 1 || len(st.Ready) != 1 || len(st.Blocked) != 9 {
+		t.Fatalf("status json = %+v", st)
+	}
+	var e struct{ Error string }
+	getJSON(t, srv.URL+"/api/v1/boards/b_aaaaaaaaaaaaaaaaaaaaaaaaaa", http.StatusNotFound, &e)
+	if !strings.Contains(e.Error, "no board") {
+		t.Errorf("error = %q", e.Error)
+	}
+	getJSON(t, srv.URL+"/api/v1/boards/'; DROP TABLE boards;--/status", http.StatusNotFound, &e)
+}
+
+// hostilePlan is the newspaper plan with script and link injection in
+// every text field a model controls.
+func hostilePlan(t *testing.T) planner.Envelope {
+	t.Helper()
+	res := planner.Check([]byte(plannertest.Testdata(t, "plans/valid-hostile-text.json")), planner.Options{Profiles: profiles})
+	if !res.Valid {
+		t.Fatal(res.Errors)
+	}
+	p := *res.Plan
+	a := &p.Actions[0]
+	a.Board.Goal = `"><script>alert('goal')</script><a href="javascript:alert(5)">x</a>`
+	a.Cards[2].Assignee = `<img src=x onerror=alert(6)>`
+	a.Cards[3].Notes = `<iframe src="javascript:alert(7)"></iframe>`
+	a.Cards[4].Title = `javascript:alert(8)`
+	return p
+}
+
+func TestBoardPageEscapesModelText(t *testing.T) {
+	t.Parallel()
+	s := boardtest.NewStore(t)
+	res, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_h", Channel: "c", Plan: hostilePlan(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newWebServer(t, s)
+	resp, err := http.Get(srv.URL + "/boards/" + string(res.BoardID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := new(bytes.Buffer)
+	_, _ = body.ReadFrom(resp.Body)
+	resp.Body.Close()
+	html := body.String()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Fatalf("status %d, headers %v", resp.StatusCode, resp.Header)
+	}
+	for _, bad := range []string{"<script", "<img", "<iframe", `href="javascript`} {
+		if strings.Contains(strings.ToLower(html), bad) {
+			t.Errorf("page contains %q", bad)
+		}
+	}
+	if !strings.Contains(html, "&lt;script&gt;alert(&#39;board&#39;)&lt;/script&gt;") {
+		t.Error("board name not shown as escaped text")
+	}
+	for _, path := range []string{"/boards/b_aaaaaaaaaaaaaaaaaaaaaaaaaa", "/boards/1", "/boards/%3Cscript%3E"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %d", path, resp.StatusCode)
+		}
+	}
+}
+
+func TestBoardPageInBrowser(t *testing.T) {
+	t.Parallel()
+	ctx := boardtest.Browser(t)
+	s := boardtest.NewStore(t)
+	res, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_b", Channel: "c", Plan: hostilePlan(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newWebServer(t, s)
+
+	dialogs := make(chan string, 10)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			dialogs <- d.Message
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/boards/"+string(res.BoardID)), chromedp.WaitVisible(chromedp.CSS("#board-name"))); err != nil {
+		t.Fatal(err)
+	}
+	name := run(t, ctx, chromedp.Text(chromedp.CSS("#board-name")))
+	firstTitle := run(t, ctx, chromedp.Evaluate[string](`document.getElementById('`+string(res.CardIDs["topic_policy"])+`').querySelector('h4').textContent`))
+	scripts := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('script').length`))
+	jsLinks := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[href^="javascript"], [src^="javascript"], iframe, img').length`))
+	cards := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('article.card').length`))
+	columns := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('section.column').length`))
+	svgNodes := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg rect').length`))
+	shot := run(t, ctx, chromedp.FullScreenshot(80))
+	select {
+	case msg := <-dialogs:
+		t.Fatalf("a script ran: dialog %q", msg)
+	default:
+	}
+	if name != "<script>alert('board')</script> <!channel>" {
+		t.Errorf("board name shown as %q", name)
+	}
+	if !strings.Contains(firstTitle, "<script>alert(1)</script>") {
+		t.Errorf("first card title shown as %q", firstTitle)
+	}
+	if scripts != 0 || jsLinks != 0 {
+		t.Errorf("scripts %d, javascript links/frames/images %d", scripts, jsLinks)
+	}
+	if cards != 10 || columns < 2 || svgNodes != 10 {
+		t.Errorf("cards %d, columns %d, graph nodes %d", cards, columns, svgNodes)
+	}
+	if len(shot) == 0 {
+		t.Fatal("empty screenshot")
+	}
+	pngShot := run(t, ctx, chromedp.CaptureScreenshot())
+	if img, err := png.Decode(bytes.NewReader(pngShot)); err != nil || img.Bounds().Dx() < 800 {
+		t.Fatalf("screenshot is not a page-sized PNG: %v", err)
+	}
+	// Saved for people to look at when BOBNET_SCREENSHOTS names a folder.
+	if dir := os.Getenv("BOBNET_SCREENSHOTS"); dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, "board-page.png"), pngShot, 0o644)
+	}
+}
+
+// run runs one browser action and fails the test on error.
+func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
