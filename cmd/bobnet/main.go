@@ -1,15 +1,23 @@
 // Command bobnet is the BobNet service and its tools:
 //
+//	bobnet serve                 serve the console, API and adapters
+//	bobnet migrate               apply the database migrations
 //	bobnet plan check [FILE|-]   parse and validate one raw model output
 //
 // Settings come from the environment; flags of the same meaning override
-// them.
+// them (bobnet serve -h lists them).
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 )
 
 func main() {
@@ -17,6 +25,8 @@ func main() {
 }
 
 const usage = `usage:
+  bobnet serve [flags]                  serve the console, API and adapters
+  bobnet migrate [flags]                apply the database migrations
   bobnet plan check [--profiles A,B] [--board] [FILE|-]
                                         validate one raw model output
 `
@@ -34,6 +44,30 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return runPlanCheck(args[2:], stdin, stdout, stderr)
+	case "serve", "migrate":
+		fs := flag.NewFlagSet("bobnet "+args[0], flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		cfg, err := loadConfig(fs, args[1:], os.Getenv)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "bobnet %s: invalid configuration:\n%v\n", args[0], err)
+			return 2
+		}
+		logger := slog.New(slog.NewTextHandler(stderr, nil))
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if args[0] == "migrate" {
+			err = runMigrate(ctx, cfg, logger)
+		} else {
+			err = runServe(ctx, cfg, logger)
+		}
+		if err != nil {
+			logger.Error(args[0]+" failed", "err", err)
+			return 1
+		}
+		return 0
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
