@@ -223,3 +223,23 @@ func (e *DecidedError) Error() string {
 
 // Is makes errors.Is(err, ErrAlreadyDecided) true.
 func (e *DecidedError) Is(target error) bool { return target == ErrAlreadyDecided }
+
+// RequestRecord is a request with where it stands, as the request store
+// keeps it.
+type RequestRecord struct {
+	Request Request       `json:"request"`
+	Status  RequestStatus `json:"status"`
+}
+
+// Delivery is one request handed to a worker by the queue.
+type Delivery struct {
+	// MessageID is the queue's id for acknowledging it.
+	MessageID string
+	RequestID RequestID
+}
+
+// RateLimit allows N requests per window Per; N == 0 means unlimited.
+type RateLimit struct {
+	N   int
+	Per time.Duration
+}

@@ -1,0 +1,178 @@
+// Package bottest builds a real engine for integration tests: real Postgres
+// (a fresh database), real Redis (a fresh key prefix), the scripted model
+// server, and a poster that records what the engine said. Tests skip only
+// when DATABASE_URL or REDIS_URL is unset; `make test` sets both.
+package bottest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/planner/plannertest"
+)
+
+// Env is a running engine and what it is made of.
+type Env struct {
+	Engine *bot.Engine
+	Store  *board.Store
+	Redis  *redis.Client
+	Prefix string
+	Model  *plannertest.Server
+	Poster *Poster
+	Cancel context.CancelFunc // stops the engine's workers
+	done   chan struct{}
+}
+
+// Option changes the engine's config before it starts.
+type Option func(*bot.Config)
+
+// Redis returns a client on REDIS_URL, skipping the test when it is unset.
+func Redis(t testing.TB) *redis.Client {
+	t.Helper()
+	u := os.Getenv("REDIS_URL")
+	if u == "" {
+		t.Skip("REDIS_URL is not set; `make test` starts a Redis and sets it")
+	}
+	opts, err := redis.ParseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Prefix returns a fresh Redis key prefix for one test.
+func Prefix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "bobnet-test-" + hex.EncodeToString(b)
+}
+
+// New starts an engine whose model is a fresh scripted server, registers a
+// recording poster for the console surface, and stops it when the test
+// ends.
+func New(t testing.TB, opts ...Option) *Env {
+	t.Helper()
+	rdb := Redis(t)
+	store := boardtest.NewStore(t)
+	model := plannertest.NewServer(t)
+	return Start(t, store, rdb, Prefix(), model, opts...)
+}
+
+// Start starts an engine on the given parts; a second Start on the same
+// parts is a second replica (or a restarted one).
+func Start(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, opts ...Option) *Env {
+	t.Helper()
+	cfg := bot.Config{
+		ProposalTTL:   time.Hour,
+		PublicURL:     "http://bobnet.test",
+		Workers:       2,
+		Profiles:      planner.DefaultProfiles(),
+		ReclaimIdle:   time.Second,
+		SweepInterval: 50 * time.Millisecond,
+		ConsumerName:  "test-" + Prefix(),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, boardtest.Logger(t))
+	ps := pending.NewStore(rdb, prefix)
+	eng, err := bot.New(cfg, bot.Deps{
+		Planner: client, Boards: store, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix),
+	}, boardtest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poster := &Poster{}
+	eng.SetPoster(bot.SourceConsole, poster)
+	ctx, cancel := context.WithCancel(context.Background())
+	env := &Env{Engine: eng, Store: store, Redis: rdb, Prefix: prefix, Model: model, Poster: poster, Cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(env.done)
+		_ = eng.Run(ctx)
+	}()
+	t.Cleanup(env.Stop)
+	return env
+}
+
+// Stop stops the engine's workers and waits for them.
+func (e *Env) Stop() {
+	e.Cancel()
+	<-e.done
+}
+
+// WaitRequest polls a request until it is done or failed.
+func (e *Env) WaitRequest(t testing.TB, id bot.RequestID) bot.RequestStatus {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		st, err := e.Engine.Request(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State == bot.RequestDone || st.State == bot.RequestFailed {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("request %s not answered in time", id)
+	return bot.RequestStatus{}
+}
+
+// Poster records what the engine posts.
+type Poster struct {
+	mu       sync.Mutex
+	Replies  []PostedReply
+	Previews []bot.Proposal
+	Updates  []bot.Proposal
+}
+
+// PostedReply is one reply with its thread.
+type PostedReply struct {
+	Thread bot.Thread
+	Reply  bot.Reply
+}
+
+// Reply records a reply.
+func (p *Poster) Reply(_ context.Context, t bot.Thread, r bot.Reply) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.Replies = append(p.Replies, PostedReply{t, r})
+	return nil
+}
+
+// PostPreview records a preview and returns a message ref.
+func (p *Poster) PostPreview(_ context.Context, pr bot.Proposal) (bot.MessageRef, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.Previews = append(p.Previews, pr)
+	return bot.MessageRef("msg-" + string(pr.ID)), nil
+}
+
+// UpdatePreview records an update.
+func (p *Poster) UpdatePreview(_ context.Context, pr bot.Proposal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.Updates = append(p.Updates, pr)
+	return nil
+}
+
+// Snapshot returns copies of what was posted so far.
+func (p *Poster) Snapshot() (replies []PostedReply, previews, updates []bot.Proposal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]PostedReply(nil), p.Replies...), append([]bot.Proposal(nil), p.Previews...), append([]bot.Proposal(nil), p.Updates...)
+}

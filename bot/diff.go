@@ -1,0 +1,168 @@
+package bot
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/bobnet/bobnet/planner"
+)
+
+// Diff says what changed from one version of a plan to the next, so a
+// revised preview can show it. Cards are matched by temp id first, then by
+// title, since models often renumber temp ids when they rewrite a plan.
+func Diff(old, cur planner.Envelope) *Changes {
+	c := &Changes{Added: []string{}, Removed: []string{}, Retitled: []Change{}, Reassigned: []Change{}, LinksAdded: []string{}, LinksRemoved: []string{}}
+	oldCards, curCards := cardsOf(old), cardsOf(cur)
+	match := map[string]string{} // cur temp id -> old temp id
+	used := map[string]bool{}
+	for id := range curCards {
+		if _, ok := oldCards[id]; ok {
+			match[id], used[id] = id, true
+		}
+	}
+	oldByTitle := map[string]string{}
+	for id, card := range oldCards {
+		if !used[id] {
+			oldByTitle[card.Title] = id
+		}
+	}
+	for id, card := range curCards {
+		if _, ok := match[id]; ok {
+			continue
+		}
+		if oid, ok := oldByTitle[card.Title]; ok && !used[oid] {
+			match[id], used[oid] = oid, true
+		}
+	}
+	for _, id := range sortedKeys(curCards) {
+		card := curCards[id]
+		oid, ok := match[id]
+		if !ok {
+			c.Added = append(c.Added, card.Title)
+			continue
+		}
+		prev := oldCards[oid]
+		if prev.Title != card.Title {
+			c.Retitled = append(c.Retitled, Change{From: prev.Title, To: card.Title})
+		}
+		if prev.Assignee != card.Assignee {
+			c.Reassigned = append(c.Reassigned, Change{Subject: card.Title, From: orUnassigned(prev.Assignee), To: orUnassigned(card.Assignee)})
+		}
+	}
+	for _, id := range sortedKeys(oldCards) {
+		if !used[id] {
+			c.Removed = append(c.Removed, oldCards[id].Title)
+		}
+	}
+	// Links compare by the titles of their ends, in the new version's terms.
+	title := func(cards map[string]planner.CardDraft, id string) string { return cards[id].Title }
+	oldLinks := map[string]bool{}
+	for _, l := range linksOf(old) {
+		oldLinks[title(oldCards, l.Card)+" → "+title(oldCards, l.DependsOn)] = true
+	}
+	curLinks := map[string]bool{}
+	for _, l := range linksOf(cur) {
+		a, b := l.Card, l.DependsOn
+		name := title(curCards, a) + " → " + title(curCards, b)
+		if oa, ok := match[a]; ok {
+			if ob, ok := match[b]; ok {
+				// Same cards as before under possibly new titles.
+				name = title(oldCards, oa) + " → " + title(oldCards, ob)
+				curLinks[name] = true
+				if !oldLinks[name] {
+					c.LinksAdded = append(c.LinksAdded, title(curCards, a)+" → "+title(curCards, b))
+				}
+				continue
+			}
+		}
+		curLinks[name] = true
+		c.LinksAdded = append(c.LinksAdded, name)
+	}
+	for name := range oldLinks {
+		if !curLinks[name] {
+			c.LinksRemoved = append(c.LinksRemoved, name)
+		}
+	}
+	sort.Strings(c.LinksAdded)
+	sort.Strings(c.LinksRemoved)
+	ob, nb := boardOf(old), boardOf(cur)
+	if ob != nb {
+		c.BoardChanged = &Change{From: ob, To: nb}
+	}
+	return c
+}
+
+// Empty reports whether nothing changed.
+func (c *Changes) Empty() bool {
+	return c == nil || (len(c.Added)+len(c.Removed)+len(c.Retitled)+len(c.Reassigned)+len(c.LinksAdded)+len(c.LinksRemoved) == 0 && c.BoardChanged == nil)
+}
+
+// Summary is the changes in one line, such as "2 cards added, 1 removed".
+func (c *Changes) Summary() string {
+	if c.Empty() {
+		return "no changes"
+	}
+	parts := []string{}
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(len(c.Added), "cards added")
+	add(len(c.Removed), "removed")
+	add(len(c.Retitled), "retitled")
+	add(len(c.Reassigned), "reassigned")
+	add(len(c.LinksAdded), "links added")
+	add(len(c.LinksRemoved), "links removed")
+	if c.BoardChanged != nil {
+		parts = append(parts, "board renamed")
+	}
+	out := parts[0]
+	for _, p := range parts[1:] {
+		out += ", " + p
+	}
+	return out
+}
+
+func orUnassigned(s string) string {
+	if s == "" {
+		return "Unassigned"
+	}
+	return s
+}
+
+func cardsOf(e planner.Envelope) map[string]planner.CardDraft {
+	out := map[string]planner.CardDraft{}
+	for _, a := range e.Actions {
+		for _, c := range a.Cards {
+			out[c.TempID] = c
+		}
+	}
+	return out
+}
+
+func linksOf(e planner.Envelope) []planner.Link {
+	var out []planner.Link
+	for _, a := range e.Actions {
+		out = append(out, a.Links...)
+	}
+	return out
+}
+
+func boardOf(e planner.Envelope) string {
+	for _, a := range e.Actions {
+		if a.Board != nil {
+			return a.Board.Name
+		}
+	}
+	return ""
+}
+
+func sortedKeys(m map[string]planner.CardDraft) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

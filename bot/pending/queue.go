@@ -1,0 +1,97 @@
+package pending
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+// group is the stream's consumer group: every engine replica reads from it,
+// each request going to one of them.
+const group = "engine"
+
+// Queue is the request stream. An entry stays pending in the consumer
+// group until it is acknowledged, so a request whose worker died is found
+// again by Reclaim.
+type Queue struct {
+	rdb    redis.UniversalClient
+	stream string
+}
+
+// NewQueue returns the request stream under prefix.
+func NewQueue(rdb redis.UniversalClient, prefix string) *Queue {
+	return &Queue{rdb: rdb, stream: prefix + ":requests"}
+}
+
+// Init creates the consumer group (and the stream) if missing.
+func (q *Queue) Init(ctx context.Context) error {
+	err := q.rdb.XGroupCreateMkStream(ctx, q.stream, group, "0").Err()
+	if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
+		return wrap("create consumer group", err)
+	}
+	return nil
+}
+
+// Enqueue adds a request to the stream.
+func (q *Queue) Enqueue(ctx context.Context, id bot.RequestID) error {
+	err := q.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.stream, Values: map[string]any{"request": string(id)}}).Err()
+	return wrap("enqueue", err)
+}
+
+// Read waits up to block for new requests for consumer.
+func (q *Queue) Read(ctx context.Context, consumer string, block time.Duration) ([]bot.Delivery, error) {
+	streams, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: group, Consumer: consumer, Streams: []string{q.stream, ">"}, Count: 1, Block: block,
+	}).Result()
+	if err != nil && strings.Contains(err.Error(), "NOGROUP") {
+		if err := q.Init(ctx); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, wrap("read requests", err)
+	}
+	var out []bot.Delivery
+	for _, s := range streams {
+		out = append(out, deliveries(s.Messages)...)
+	}
+	return out, nil
+}
+
+// Reclaim takes over requests another consumer read but did not
+// acknowledge within idle: its worker died or hangs.
+func (q *Queue) Reclaim(ctx context.Context, consumer string, idle time.Duration) ([]bot.Delivery, error) {
+	msgs, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+		Stream: q.stream, Group: group, Consumer: consumer, MinIdle: idle, Start: "0-0", Count: 10,
+	}).Result()
+	if err != nil && strings.Contains(err.Error(), "NOGROUP") {
+		return nil, q.Init(ctx)
+	}
+	if err != nil {
+		return nil, wrap("reclaim requests", err)
+	}
+	return deliveries(msgs), nil
+}
+
+// Ack acknowledges a handled request.
+func (q *Queue) Ack(ctx context.Context, messageID string) error {
+	return wrap("ack request", q.rdb.XAck(ctx, q.stream, group, messageID).Err())
+}
+
+func deliveries(msgs []redis.XMessage) []bot.Delivery {
+	out := make([]bot.Delivery, 0, len(msgs))
+	for _, m := range msgs {
+		id, _ := m.Values["request"].(string)
+		out = append(out, bot.Delivery{MessageID: m.ID, RequestID: bot.RequestID(id)})
+	}
+	return out
+}
