@@ -18,6 +18,7 @@ import (
 type Config struct {
 	DatabaseURL      string
 	RedisURL         string
+	RedisPrefix      string
 	Listen           string
 	PublicURL        string
 	APIToken         string
@@ -58,6 +59,7 @@ func str(p func(c *Config) *string) func(*Config, string) error {
 var settings = []setting{
 	{"DATABASE_URL", "database-url", "", "Postgres connection URL", str(func(c *Config) *string { return &c.DatabaseURL })},
 	{"REDIS_URL", "redis-url", "", "Redis URL", str(func(c *Config) *string { return &c.RedisURL })},
+	{"BOBNET_REDIS_PREFIX", "redis-prefix", "bobnet", "prefix of BobNet's Redis keys", str(func(c *Config) *string { return &c.RedisPrefix })},
 	{"BOBNET_LISTEN", "listen", "127.0.0.1:8080", "address to serve HTTP on", str(func(c *Config) *string { return &c.Listen })},
 	{"BOBNET_PUBLIC_URL", "public-url", "", "URL people reach BobNet at, for board links (default http://BOBNET_LISTEN)", str(func(c *Config) *string { return &c.PublicURL })},
 	{"BOBNET_API_TOKEN", "api-token", "", "bearer token for the REST API; without one BobNet listens on loopback only", str(func(c *Config) *string { return &c.APIToken })},

@@ -15,6 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bobnet/bobnet/adapters/console"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/planner"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/migrations"
@@ -43,19 +49,74 @@ type pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// runServe starts everything configured and serves until ctx is done.
-func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	if err := cfg.requireServices(false); err != nil {
-		return err
+// app is BobNet wired together: its HTTP handler and the engine to run.
+type app struct {
+	handler http.Handler
+	engine  *bot.Engine
+	model   *planner.Client
+	close   func()
+}
+
+// newApp connects to Postgres and Redis, migrates, and wires the engine,
+// the adapters and the HTTP routes.
+func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err error) {
+	if err := cfg.requireServices(true); err != nil {
+		return nil, err
 	}
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
 	store, err := board.Open(ctx, cfg.DatabaseURL, logger)
 	if err != nil {
-		return fmt.Errorf("DATABASE_URL: %w", err)
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	defer store.Close()
+	closers = append(closers, store.Close)
 	if _, err := migrations.Apply(ctx, store.Pool(), logger); err != nil {
-		return err
+		return nil, err
 	}
+	ropts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	rdb := redis.NewClient(ropts)
+	closers = append(closers, func() { _ = rdb.Close() })
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("REDIS_URL: cannot reach Redis: %w", err)
+	}
+
+	profiles := planner.DefaultProfiles()
+	if cfg.ProfilesDir != "" {
+		if profiles, err = planner.LoadProfiles(cfg.ProfilesDir); err != nil {
+			return nil, fmt.Errorf("BOBNET_PROFILES_DIR: %w", err)
+		}
+	}
+	model := planner.NewClient(planner.ClientConfig{
+		BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.Model, Timeout: cfg.PlanTimeout,
+	}, logger)
+	redisStore := pending.NewStore(rdb, cfg.RedisPrefix)
+	engine, err := bot.New(bot.Config{
+		ProposalTTL:        cfg.ProposalTTL,
+		Admins:             cfg.Admins,
+		AnyMemberMayDecide: cfg.AnyMemberDecides,
+		PublicURL:          cfg.PublicURL,
+		Workers:            cfg.Workers,
+		UserRate:           bot.RateLimit{N: 20, Per: time.Minute},
+		ChannelRate:        bot.RateLimit{N: 60, Per: time.Minute},
+		Profiles:           profiles,
+	}, bot.Deps{Planner: model, Boards: store, Proposals: redisStore, Requests: redisStore, Queue: pending.NewQueue(rdb, cfg.RedisPrefix)}, logger)
+	if err != nil {
+		return nil, err
+	}
+	con := console.New(engine, logger)
+	engine.SetPoster(bot.SourceConsole, con)
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -65,17 +126,41 @@ func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": store}))
+	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": store, "redis": redisStore}))
 	r.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 
 	web := board.NewWeb(store, logger)
 	web.PageRoutes(r)
+	con.PageRoutes(r)
 	r.Group(func(r chi.Router) {
 		r.Use(requireToken(cfg.APIToken))
 		web.APIRoutes(r)
+		con.APIRoutes(r)
 	})
+	return &app{handler: r, engine: engine, model: model, close: closeAll}, nil
+}
 
-	return serveHTTP(ctx, cfg.Listen, cfg.PublicURL, r, logger)
+// runServe starts everything configured and serves until ctx is done.
+func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	a, err := newApp(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	engineDone := make(chan struct{})
+	go func() {
+		defer close(engineDone)
+		_ = a.engine.Run(ctx)
+	}()
+	if err := a.model.Ping(ctx); err != nil {
+		logger.Warn("the model server does not answer yet; requests get a friendly error until it does", "OPENAI_BASE_URL", cfg.OpenAIBaseURL, "err", err)
+	}
+	err = serveHTTP(ctx, cfg.Listen, cfg.PublicURL, a.handler, logger)
+	cancel()
+	<-engineDone
+	return err
 }
 
 // serveHTTP serves h on addr until ctx is done, then shuts down gracefully.

@@ -1,0 +1,455 @@
+// Package console is BobNet's own surface: the REST API that any client
+// can use to talk to the bot as if in a channel, the server-sent event
+// stream of each channel, and the web console built on both.
+package console
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+)
+
+// Engine is what the console needs from the bot engine.
+type Engine interface {
+	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
+	Request(ctx context.Context, id bot.RequestID) (bot.RequestStatus, error)
+	Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error)
+	Approve(ctx context.Context, id bot.ProposalID, user string) (bot.Approval, error)
+	Cancel(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
+	Revise(ctx context.Context, id bot.ProposalID, user, feedback string) (bot.RequestID, error)
+	ProposeAgain(ctx context.Context, id bot.ProposalID, user string) (bot.RequestID, error)
+}
+
+//go:embed static
+var static embed.FS
+
+// maxBody caps API request bodies; a chat message is far smaller.
+const maxBody = 64 << 10
+
+// historySize is how many events a channel keeps for a page reload.
+const historySize = 200
+
+var (
+	channelName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	userName    = regexp.MustCompile(`^[\p{L}\p{N}._@-]{1,64}$`)
+)
+
+// Console serves the API and the web console, and is the engine's poster
+// for console channels.
+type Console struct {
+	eng    Engine
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	channels map[string]*channel
+}
+
+// New returns a console driving eng.
+func New(eng Engine, logger *slog.Logger) *Console {
+	return &Console{eng: eng, logger: logger, channels: map[string]*channel{}}
+}
+
+// Event is one thing shown in a channel.
+type Event struct {
+	ID   int64  `json:"id"`
+	Type string `json:"type"` // message, working, reply, proposal, proposal_updated
+	At   string `json:"at"`
+	Data any    `json:"data"`
+}
+
+// channel is one channel's history and subscribers.
+type channel struct {
+	nextID  int64
+	history []Event
+	subs    map[chan Event]struct{}
+}
+
+func (c *Console) channel(name string) *channel {
+	ch, ok := c.channels[name]
+	if !ok {
+		ch = &channel{nextID: 1, subs: map[chan Event]struct{}{}}
+		c.channels[name] = ch
+	}
+	return ch
+}
+
+// publish adds an event to a channel and hands it to every subscriber. A
+// subscriber too slow to keep up is dropped (its browser reconnects and
+// resumes from Last-Event-ID), so the engine never waits on a browser.
+func (c *Console) publish(name, typ string, data any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.channel(name)
+	ev := Event{ID: ch.nextID, Type: typ, At: time.Now().UTC().Format(time.RFC3339), Data: data}
+	ch.nextID++
+	ch.history = append(ch.history, ev)
+	if len(ch.history) > historySize {
+		ch.history = ch.history[len(ch.history)-historySize:]
+	}
+	for sub := range ch.subs {
+		select {
+		case sub <- ev:
+		default:
+			delete(ch.subs, sub)
+			close(sub)
+		}
+	}
+}
+
+// subscribe returns the events after lastID and a channel of new ones.
+func (c *Console) subscribe(name string, lastID int64) ([]Event, chan Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.channel(name)
+	var past []Event
+	for _, ev := range ch.history {
+		if ev.ID > lastID {
+			past = append(past, ev)
+		}
+	}
+	sub := make(chan Event, 64)
+	ch.subs[sub] = struct{}{}
+	return past, sub
+}
+
+func (c *Console) unsubscribe(name string, sub chan Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.channel(name)
+	if _, ok := ch.subs[sub]; ok {
+		delete(ch.subs, sub)
+		close(sub)
+	}
+}
+
+// Reply shows a bot reply in the channel.
+func (c *Console) Reply(_ context.Context, t bot.Thread, r bot.Reply) error {
+	c.publish(t.Channel.ID, "reply", r)
+	return nil
+}
+
+// PostPreview shows a proposal's preview in the channel.
+func (c *Console) PostPreview(_ context.Context, p bot.Proposal) (bot.MessageRef, error) {
+	c.publish(p.Thread.Channel.ID, "proposal", proposalJSON(p))
+	return bot.MessageRef(p.ID), nil
+}
+
+// UpdatePreview shows that a proposal's state changed.
+func (c *Console) UpdatePreview(_ context.Context, p bot.Proposal) error {
+	c.publish(p.Thread.Channel.ID, "proposal_updated", proposalJSON(p))
+	return nil
+}
+
+// proposalView is a proposal as the API shows it.
+type proposalView struct {
+	ID          bot.ProposalID    `json:"id"`
+	State       bot.ProposalState `json:"state"`
+	Version     int               `json:"version"`
+	Supersedes  bot.ProposalID    `json:"supersedes,omitempty"`
+	RequestedBy string            `json:"requested_by"`
+	Request     string            `json:"request"`
+	Plan        any               `json:"plan"`
+	Warnings    any               `json:"warnings"`
+	Changes     *bot.Changes      `json:"changes,omitempty"`
+	ExpiresAt   time.Time         `json:"expires_at"`
+	DecidedBy   string            `json:"decided_by,omitempty"`
+	BoardID     board.ID          `json:"board_id,omitempty"`
+	BoardURL    string            `json:"board_url,omitempty"`
+	Channel     string            `json:"channel"`
+}
+
+func proposalJSON(p bot.Proposal) proposalView {
+	return proposalView{
+		ID: p.ID, State: p.State, Version: p.Version, Supersedes: p.Supersedes, RequestedBy: p.RequestedBy, Request: p.Request,
+		Plan: p.Plan, Warnings: p.Warnings, Changes: p.Changes, ExpiresAt: p.ExpiresAt, DecidedBy: p.DecidedBy,
+		BoardID: p.BoardID, BoardURL: p.BoardURL, Channel: p.Thread.Channel.ID,
+	}
+}
+
+// APIRoutes mounts the REST API and the event stream.
+func (c *Console) APIRoutes(r chi.Router) {
+	r.Post("/api/v1/channels/{channel}/messages", c.postMessage)
+	r.Get("/api/v1/channels/{channel}/events", c.events)
+	r.Get("/api/v1/requests/{id}", c.getRequest)
+	r.Get("/api/v1/proposals/{id}", c.getProposal)
+	r.Post("/api/v1/proposals/{id}/approve", c.approve)
+	r.Post("/api/v1/proposals/{id}/cancel", c.cancel)
+	r.Post("/api/v1/proposals/{id}/revise", c.revise)
+	r.Post("/api/v1/proposals/{id}/propose-again", c.proposeAgain)
+}
+
+// PageRoutes mounts the web console at / and /c/{channel}.
+func (c *Console) PageRoutes(r chi.Router) {
+	sub, _ := fs.Sub(static, "static")
+	files := http.FileServerFS(sub)
+	index := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		http.ServeFileFS(w, r, sub, "index.html")
+	}
+	r.Get("/", index)
+	r.Get("/c/{channel}", index)
+	r.Handle("/static/*", http.StripPrefix("/static/", files))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// decode reads a JSON body into v: at most maxBody bytes, no unknown
+// fields, one object.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		writeError(w, http.StatusUnsupportedMediaType, "send JSON with Content-Type: application/json")
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d KiB", maxBody>>10))
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "invalid JSON body: more than one value")
+		return false
+	}
+	return true
+}
+
+// engineError answers an engine error with its status.
+func (c *Console) engineError(w http.ResponseWriter, err error) {
+	var de *bot.DecidedError
+	switch {
+	case errors.As(err, &de):
+		writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "state": de.State, "board_id": de.BoardID, "decided_by": de.By})
+	case errors.Is(err, bot.ErrExpired):
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "this proposal expired; propose it again", "state": bot.ProposalExpired})
+	case errors.Is(err, bot.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, bot.ErrForbidden):
+		writeError(w, http.StatusForbidden, err.Error())
+	case errors.Is(err, bot.ErrRateLimited):
+		w.Header().Set("Retry-After", "60")
+		writeError(w, http.StatusTooManyRequests, err.Error())
+	case errors.Is(err, bot.ErrUnavailable):
+		c.logger.Warn("engine unavailable", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "BobNet's database is unavailable right now; try again shortly")
+	default:
+		writeError(w, http.StatusBadRequest, err.Error())
+	}
+}
+
+func validUser(w http.ResponseWriter, user string) bool {
+	if !userName.MatchString(user) {
+		writeError(w, http.StatusBadRequest, `"user" is required: 1 to 64 letters, digits or . _ @ -`)
+		return false
+	}
+	return true
+}
+
+func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "channel")
+	if !channelName.MatchString(name) {
+		writeError(w, http.StatusBadRequest, "channel names are 1 to 64 lower-case letters, digits, - or _, starting with a letter or digit")
+		return
+	}
+	var body struct {
+		User string `json:"user"`
+		Text string `json:"text"`
+	}
+	if !decode(w, r, &body) || !validUser(w, body.User) {
+		return
+	}
+	body.Text = strings.TrimSpace(body.Text)
+	if body.Text == "" || len(body.Text) > 8000 {
+		writeError(w, http.StatusBadRequest, `"text" is required, at most 8000 characters`)
+		return
+	}
+	ch := bot.Channel{Source: bot.SourceConsole, ID: name}
+	// Each console message starts its own thread, named after it.
+	thread := bot.Thread{Channel: ch, ID: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	id, err := c.eng.Submit(r.Context(), bot.Request{Thread: thread, User: body.User, Text: body.Text})
+	if err != nil {
+		c.engineError(w, err)
+		return
+	}
+	c.publish(name, "message", map[string]any{"user": body.User, "text": body.Text, "request_id": id})
+	c.publish(name, "working", map[string]any{"request_id": id})
+	writeJSON(w, http.StatusAccepted, map[string]any{"request_id": id})
+}
+
+func (c *Console) getRequest(w http.ResponseWriter, r *http.Request) {
+	st, err := c.eng.Request(r.Context(), bot.RequestID(chi.URLParam(r, "id")))
+	if err != nil {
+		c.engineError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (c *Console) getProposal(w http.ResponseWriter, r *http.Request) {
+	p, err := c.eng.Proposal(r.Context(), bot.ProposalID(chi.URLParam(r, "id")))
+	if err != nil {
+		c.engineError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, proposalJSON(p))
+}
+
+type decision struct {
+	User     string `json:"user"`
+	Feedback string `json:"feedback,omitempty"`
+}
+
+func (c *Console) decision(w http.ResponseWriter, r *http.Request) (bot.ProposalID, decision, bool) {
+	var d decision
+	if !decode(w, r, &d) || !validUser(w, d.User) {
+		return "", d, false
+	}
+	return bot.ProposalID(chi.URLParam(r, "id")), d, true
+}
+
+func (c *Console) approve(w http.ResponseWriter, r *http.Request) {
+	id, d, ok := c.decision(w, r)
+	if !ok {
+		return
+	}
+	a, err := c.eng.Approve(r.Context(), id, d.User)
+	if err != nil {
+		c.engineError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"board_id": a.BoardID, "board_url": a.BoardURL})
+}
+
+func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
+	id, d, ok := c.decision(w, r)
+	if !ok {
+		return
+	}
+	p, err := c.eng.Cancel(r.Context(), id, d.User)
+	if err != nil {
+		c.engineError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, proposalJSON(p))
+}
+
+func (c *Console) revise(w http.ResponseWriter, r *http.Request) {
+	id, d, ok := c.decision(w, r)
+	if !ok {
+		return
+	}
+	if strings.TrimSpace(d.Feedback) == "" || len(d.Feedback) > 8000 {
+		writeError(w, http.StatusBadRequest, `"feedback" is required: say what to change (at most 8000 characters)`)
+		return
+	}
+	rid, err := c.eng.Revise(r.Context(), id, d.User, d.Feedback)
+	if err != nil {
+		c.engineError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"request_id": rid})
+}
+
+func (c *Console) proposeAgain(w http.ResponseWriter, r *http.Request) {
+	id, d, ok := c.decision(w, r)
+	if !ok {
+		return
+	}
+	rid, err := c.eng.ProposeAgain(r.Context(), id, d.User)
+	if err != nil {
+		c.engineError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"request_id": rid})
+}
+
+// keepAlive is how often an idle event stream sends a comment, so proxies
+// do not close it.
+const keepAlive = 15 * time.Second
+
+func (c *Console) events(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "channel")
+	if !channelName.MatchString(name) {
+		writeError(w, http.StatusBadRequest, "bad channel name")
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "streaming unsupported")
+		return
+	}
+	lastID, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
+	past, sub := c.subscribe(name, lastID)
+	defer c.unsubscribe(name, sub)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(ev Event) bool {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return true
+		}
+		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.ID, ev.Type, b); err != nil {
+			return false
+		}
+		flusher.Flush()
+		return true
+	}
+	_, _ = io.WriteString(w, "retry: 2000\n\n")
+	for _, ev := range past {
+		if !send(ev) {
+			return
+		}
+	}
+	flusher.Flush()
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case ev, ok := <-sub:
+			if !ok {
+				return // too slow: the browser reconnects and resumes
+			}
+			if !send(ev) {
+				return
+			}
+		case <-tick.C:
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
+}

@@ -1,0 +1,286 @@
+// BobNet console. Every piece of text from the server (model output
+// included) is inserted with textContent, never as HTML.
+(function () {
+  "use strict";
+  const $ = (id) => document.getElementById(id);
+  const log = $("log");
+  const previews = new Map(); // proposal id -> element
+  let source = null;
+
+  const fromPath = location.pathname.match(/^\/c\/([a-z0-9][a-z0-9_-]{0,63})$/);
+  $("channel").value = fromPath ? fromPath[1] : (localStorage.getItem("bobnet.channel") || "general");
+  $("user").value = localStorage.getItem("bobnet.user") || "";
+
+  function token() { return localStorage.getItem("bobnet.token") || ""; }
+  function headers() {
+    const h = { "Content-Type": "application/json" };
+    if (token()) h.Authorization = "Bearer " + token();
+    return h;
+  }
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function safeURL(u) {
+    try {
+      const url = new URL(u, location.href);
+      return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
+    } catch (e) { return null; }
+  }
+  function scroll() { log.scrollTop = log.scrollHeight; }
+  function user() {
+    const u = $("user").value.trim();
+    if (!u) { $("user").focus(); alertMsg("Enter your name in “You are” first."); return null; }
+    localStorage.setItem("bobnet.user", u);
+    return u;
+  }
+  function alertMsg(text) { const m = el("div", "msg error", text); log.appendChild(m); scroll(); }
+
+  async function api(method, path, body) {
+    const res = await fetch(path, { method, headers: headers(), body: body ? JSON.stringify(body) : undefined });
+    if (res.status === 401) {
+      const t = prompt("This BobNet needs its API token (BOBNET_API_TOKEN):");
+      if (t) { localStorage.setItem("bobnet.token", t); connect(); return api(method, path, body); }
+    }
+    let data = {};
+    try { data = await res.json(); } catch (e) { /* empty */ }
+    return { status: res.status, data };
+  }
+
+  function clearWorking(requestID) {
+    for (const w of log.querySelectorAll(".msg.working")) {
+      if (!requestID || w.dataset.request === requestID) w.remove();
+    }
+  }
+
+  function renderMessage(d) {
+    const m = el("div", "msg user");
+    m.appendChild(el("div", "who", d.user));
+    m.appendChild(document.createTextNode(d.text));
+    log.appendChild(m);
+  }
+
+  function renderReply(d) {
+    clearWorking();
+    const m = el("div", "msg" + (d.kind === "error" || d.kind === "slow_down" ? " error" : ""));
+    m.dataset.testid = "reply";
+    m.dataset.kind = d.kind;
+    m.appendChild(el("div", "who", "BobNet"));
+    m.appendChild(document.createTextNode(d.text || ""));
+    if (d.questions && d.questions.length) {
+      const ul = el("ul");
+      d.questions.forEach((q) => ul.appendChild(el("li", "", q)));
+      m.appendChild(ul);
+    }
+    const href = d.board_url && safeURL(d.board_url);
+    if (href) {
+      m.appendChild(document.createElement("br"));
+      const a = el("a", "board-link", "Open the board");
+      a.href = href;
+      a.dataset.testid = "board-link";
+      m.appendChild(a);
+    }
+    log.appendChild(m);
+  }
+
+  function cardTitles(plan) {
+    const t = {};
+    (plan.actions || []).forEach((a) => (a.cards || []).forEach((c) => { t[c.temp_id] = c.title; }));
+    return t;
+  }
+
+  function renderPreview(p) {
+    clearWorking();
+    const m = el("div", "msg preview");
+    m.dataset.testid = "preview";
+    m.dataset.proposal = p.id;
+    m.appendChild(el("div", "who", "BobNet · proposal v" + p.version + " for " + p.requested_by));
+    const plan = p.plan || {};
+    if (plan.answer) m.appendChild(el("p", "", plan.answer));
+    const titles = cardTitles(plan);
+    const warnings = {};
+    (p.warnings || []).forEach((w) => { warnings[w.path] = w.message; });
+    (plan.actions || []).forEach((a, ai) => {
+      m.appendChild(el("h3", "board-name", a.board ? a.board.name : "Cards for this channel's board"));
+      if (a.board && a.board.goal) m.appendChild(el("p", "goal", a.board.goal));
+      const deps = {};
+      (a.links || []).forEach((l) => { (deps[l.card] = deps[l.card] || []).push(titles[l.depends_on] || l.depends_on); });
+      m.appendChild(el("div", "meta", (a.cards || []).length + " cards · " + (a.links || []).length + " dependencies"));
+      const grid = el("div", "cards");
+      (a.cards || []).forEach((c, ci) => {
+        const card = el("div", "card");
+        card.dataset.testid = "preview-card";
+        card.appendChild(el("h4", "", c.title));
+        const tags = el("div", "tags");
+        const warn = warnings["actions[" + ai + "].cards[" + ci + "].assignee"];
+        if (!c.assignee) tags.appendChild(el("span", "tag warn", "Unassigned"));
+        else if (warn) tags.appendChild(el("span", "tag warn", c.assignee + " · unknown profile"));
+        else tags.appendChild(el("span", "tag", c.assignee));
+        tags.appendChild(el("span", "tag", c.status));
+        tags.appendChild(el("span", "tag", c.workspace_mode));
+        card.appendChild(tags);
+        if (c.acceptance_criteria && c.acceptance_criteria.length) {
+          const ul = el("ul");
+          c.acceptance_criteria.forEach((x) => ul.appendChild(el("li", "", x)));
+          card.appendChild(ul);
+        }
+        if (deps[c.temp_id]) card.appendChild(el("div", "deps", "Depends on: " + deps[c.temp_id].join(", ")));
+        grid.appendChild(card);
+      });
+      m.appendChild(grid);
+    });
+    if (p.changes) {
+      const c = p.changes, parts = [];
+      if (c.added.length) parts.push("added: " + c.added.join(", "));
+      if (c.removed.length) parts.push("removed: " + c.removed.join(", "));
+      c.retitled.forEach((x) => parts.push("retitled: " + x.from + " → " + x.to));
+      c.reassigned.forEach((x) => parts.push("reassigned " + x.subject + ": " + x.from + " → " + x.to));
+      if (c.links_added.length) parts.push("links added: " + c.links_added.join("; "));
+      if (c.links_removed.length) parts.push("links removed: " + c.links_removed.join("; "));
+      if (c.board_changed) parts.push("board: " + c.board_changed.from + " → " + c.board_changed.to);
+      const box = el("div", "changes", "Changes since v" + (p.version - 1) + ": " + (parts.join(" · ") || "none"));
+      box.dataset.testid = "changes";
+      m.insertBefore(box, m.children[1]);
+    }
+    if (plan.assumptions && plan.assumptions.length) {
+      const n = el("div", "notes", "Assumptions:");
+      const ul = el("ul");
+      plan.assumptions.forEach((x) => ul.appendChild(el("li", "", x)));
+      n.appendChild(ul);
+      m.appendChild(n);
+    }
+    const otherWarnings = (p.warnings || []).filter((w) => !/\.assignee$/.test(w.path));
+    if (otherWarnings.length) {
+      const n = el("div", "notes warnings", "Warnings:");
+      const ul = el("ul");
+      otherWarnings.forEach((w) => ul.appendChild(el("li", "", w.path + ": " + w.message)));
+      n.appendChild(ul);
+      m.appendChild(n);
+    }
+    const actions = el("div", "actions");
+    actions.appendChild(el("span", "state"));
+    m.appendChild(actions);
+    log.appendChild(m);
+    previews.set(p.id, m);
+    updatePreview(p);
+  }
+
+  function button(label, cls, testid, onClick) {
+    const b = el("button", cls, label);
+    b.type = "button";
+    b.dataset.testid = testid;
+    b.addEventListener("click", onClick);
+    return b;
+  }
+
+  function updatePreview(p) {
+    const m = previews.get(p.id);
+    if (!m) return;
+    const actions = m.querySelector(".actions");
+    actions.replaceChildren();
+    const state = el("span", "state " + p.state);
+    state.dataset.testid = "proposal-state";
+    actions.appendChild(state);
+    if (p.state === "pending") {
+      state.textContent = "Waiting for approval · expires " + new Date(p.expires_at).toLocaleString();
+      actions.prepend(
+        button("Approve and create", "primary", "approve", () => decide(p.id, "approve")),
+        button("Revise", "", "revise", () => showRevise(p.id, actions)),
+        button("Cancel", "danger", "cancel", () => decide(p.id, "cancel")));
+    } else if (p.state === "approved") {
+      state.textContent = "Approved by " + p.decided_by + " ";
+      const href = p.board_url && safeURL(p.board_url);
+      if (href) { const a = el("a", "", "Open board"); a.href = href; state.appendChild(a); }
+    } else if (p.state === "expired") {
+      state.textContent = "Expired ";
+      actions.appendChild(button("Propose again", "", "propose-again", () => decide(p.id, "propose-again")));
+    } else {
+      state.textContent = p.state.charAt(0).toUpperCase() + p.state.slice(1) + (p.decided_by ? " by " + p.decided_by : "");
+    }
+  }
+
+  function showRevise(id, actions) {
+    if (actions.querySelector(".revise")) return;
+    const f = el("div", "revise");
+    const input = el("input");
+    input.placeholder = "What should change?";
+    input.dataset.testid = "feedback";
+    f.appendChild(input);
+    f.appendChild(button("Send feedback", "primary", "send-feedback", () => {
+      if (input.value.trim()) decide(id, "revise", input.value.trim());
+    }));
+    actions.appendChild(f);
+    input.focus();
+  }
+
+  async function decide(id, action, feedback) {
+    const u = user();
+    if (!u) return;
+    const m = previews.get(id);
+    if (m) m.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+    const body = { user: u };
+    if (feedback) body.feedback = feedback;
+    const { status, data } = await api("POST", "/api/v1/proposals/" + encodeURIComponent(id) + "/" + action, body);
+    if (status >= 400) {
+      alertMsg(data.error || "That did not work (" + status + ").");
+      if (m && status !== 409) m.querySelectorAll("button").forEach((b) => { b.disabled = false; });
+    } else if (status === 202) {
+      const w = el("div", "msg working", "BobNet is planning");
+      w.dataset.request = data.request_id;
+      log.appendChild(w);
+      scroll();
+    }
+  }
+
+  function handle(ev) {
+    const d = JSON.parse(ev.data).data;
+    switch (ev.type) {
+      case "message": renderMessage(d); break;
+      case "working": {
+        const w = el("div", "msg working", "BobNet is planning");
+        w.dataset.request = d.request_id;
+        w.dataset.testid = "working";
+        log.appendChild(w);
+        break;
+      }
+      case "reply": renderReply(d); break;
+      case "proposal": renderPreview(d); break;
+      case "proposal_updated": updatePreview(d); break;
+    }
+    scroll();
+  }
+
+  function connect() {
+    const ch = $("channel").value.trim();
+    if (source) source.close();
+    log.replaceChildren();
+    previews.clear();
+    localStorage.setItem("bobnet.channel", ch);
+    if (location.pathname !== "/c/" + ch) history.replaceState(null, "", "/c/" + ch);
+    let url = "/api/v1/channels/" + encodeURIComponent(ch) + "/events";
+    if (token()) url += "?access_token=" + encodeURIComponent(token());
+    source = new EventSource(url);
+    ["message", "working", "reply", "proposal", "proposal_updated"].forEach((t) => source.addEventListener(t, handle));
+    source.onopen = () => { $("conn").textContent = "connected to #" + ch; };
+    source.onerror = () => { $("conn").textContent = "reconnecting…"; };
+  }
+
+  $("channel").addEventListener("change", connect);
+  $("composer").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const u = user();
+    const text = $("text").value.trim();
+    if (!u || !text) return;
+    $("send").disabled = true;
+    const { status, data } = await api("POST", "/api/v1/channels/" + encodeURIComponent($("channel").value.trim()) + "/messages", { user: u, text });
+    $("send").disabled = false;
+    if (status === 202) $("text").value = "";
+    else alertMsg(data.error || "Sending failed (" + status + ").");
+  });
+  $("text").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) $("composer").requestSubmit();
+  });
+  connect();
+})();
