@@ -182,7 +182,9 @@ func TestAPIEndToEnd(t *testing.T) {
 	a := startApp(t, nil)
 	events := a.events(t, "general")
 
-	var accepted struct{ RequestID string `json:"request_id"` }
+	var accepted struct {
+		RequestID string `json:"request_id"`
+	}
 	if code := a.call(t, "POST", "/api/v1/channels/general/messages", map[string]string{"user": "alice", "text": "plan our daily research newspaper"}, &accepted); code != http.StatusAccepted || accepted.RequestID == "" {
 		t.Fatalf("post message: %d %+v", code, accepted)
 	}
@@ -192,7 +194,7 @@ func TestAPIEndToEnd(t *testing.T) {
 	}
 	var p struct {
 		ID, State   string
-		RequestedBy string `json:"requested_by"`
+		RequestedBy string    `json:"requested_by"`
 		ExpiresAt   time.Time `json:"expires_at"`
 		Plan        struct {
 			Actions []struct {
@@ -295,7 +297,9 @@ func TestAPIEndToEnd(t *testing.T) {
 func TestAPIRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	a := startApp(t, map[string]string{"BOBNET_ADMINS": "root"})
-	var accepted struct{ RequestID string `json:"request_id"` }
+	var accepted struct {
+		RequestID string `json:"request_id"`
+	}
 	a.call(t, "POST", "/api/v1/channels/ops/messages", map[string]string{"user": "alice", "text": "plan it"}, &accepted)
 	r := a.waitRequest(t, accepted.RequestID)
 	pid := r.ProposalID
@@ -329,7 +333,9 @@ func TestAPIRejectsBadInput(t *testing.T) {
 		}
 	}
 	// Nothing above changed the proposal; the requester's admin may still approve.
-	var ok struct{ BoardID string `json:"board_id"` }
+	var ok struct {
+		BoardID string `json:"board_id"`
+	}
 	if code := a.call(t, "POST", "/api/v1/proposals/"+pid+"/approve", map[string]string{"user": "root"}, &ok); code != 200 || ok.BoardID == "" {
 		t.Fatalf("admin approve: %d", code)
 	}
@@ -360,7 +366,9 @@ func TestAPIToken(t *testing.T) {
 func TestModelUnreachableNamesTheSetting(t *testing.T) {
 	t.Parallel()
 	a := startApp(t, map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"})
-	var accepted struct{ RequestID string `json:"request_id"` }
+	var accepted struct {
+		RequestID string `json:"request_id"`
+	}
 	a.call(t, "POST", "/api/v1/channels/general/messages", map[string]string{"user": "alice", "text": "plan it"}, &accepted)
 	r := a.waitRequest(t, accepted.RequestID)
 	if r.State != "failed" || r.Reply == nil || !strings.Contains(r.Reply.Text, "OPENAI_BASE_URL") {
