@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -36,8 +37,16 @@ func startApp(t *testing.T, env map[string]string) *testApp {
 	plan := plannertest.NewspaperPlan(t)
 	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	var handler http.Handler = http.NotFoundHandler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	t.Cleanup(srv.Close)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	// As in serveHTTP: closing ends the event streams, which would
+	// otherwise hold Close until their browsers go.
+	base, endStreams := context.WithCancel(context.Background())
+	srv.Config.BaseContext = func(net.Listener) context.Context { return base }
+	srv.Start()
+	t.Cleanup(func() {
+		endStreams()
+		srv.Close()
+	})
 	bottest.Redis(t) // skips without REDIS_URL
 	vars := map[string]string{
 		"DATABASE_URL":        boardtest.NewDatabase(t),

@@ -169,7 +169,12 @@ func serveHTTP(ctx context.Context, addr, publicURL string, h http.Handler, logg
 	if err != nil {
 		return fmt.Errorf("BOBNET_LISTEN: %w", err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// Shutting down cancels the requests' base context, so long-lived event
+	// streams end instead of holding the shutdown for its whole timeout.
+	base, endStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer endStreams()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base }}
+	srv.RegisterOnShutdown(endStreams)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("BobNet is serving", "addr", ln.Addr().String(), "public_url", publicURL)
