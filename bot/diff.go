@@ -103,17 +103,20 @@ func (c *Changes) Summary() string {
 		return "no changes"
 	}
 	parts := []string{}
-	add := func(n int, what string) {
-		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+	add := func(n int, one, many string) {
+		switch {
+		case n == 1:
+			parts = append(parts, "1 "+one)
+		case n > 1:
+			parts = append(parts, fmt.Sprintf("%d %s", n, many))
 		}
 	}
-	add(len(c.Added), "cards added")
-	add(len(c.Removed), "removed")
-	add(len(c.Retitled), "retitled")
-	add(len(c.Reassigned), "reassigned")
-	add(len(c.LinksAdded), "links added")
-	add(len(c.LinksRemoved), "links removed")
+	add(len(c.Added), "card added", "cards added")
+	add(len(c.Removed), "removed", "removed")
+	add(len(c.Retitled), "retitled", "retitled")
+	add(len(c.Reassigned), "reassigned", "reassigned")
+	add(len(c.LinksAdded), "link added", "links added")
+	add(len(c.LinksRemoved), "link removed", "links removed")
 	if c.BoardChanged != nil {
 		parts = append(parts, "board renamed")
 	}

@@ -1,0 +1,87 @@
+package bot_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/planner/plannertest"
+)
+
+// stubPlanner returns a parsed plan at once: the benchmark measures the
+// engine, not a model.
+type stubPlanner struct{ out planner.Outcome }
+
+func (s stubPlanner) Plan(context.Context, planner.PromptInput, planner.Options) (planner.Outcome, error) {
+	return s.out, nil
+}
+
+// previewPoster signals each posted preview.
+type previewPoster struct{ posted chan struct{} }
+
+func (p previewPoster) Reply(context.Context, bot.Thread, bot.Reply) error { return nil }
+func (p previewPoster) PostPreview(context.Context, bot.Proposal) (bot.MessageRef, error) {
+	p.posted <- struct{}{}
+	return "m", nil
+}
+func (p previewPoster) UpdatePreview(context.Context, bot.Proposal) error { return nil }
+
+// BenchmarkEngineTurn is one turn of the engine with the model stubbed:
+// submit a request, queue it, build the prompt input, store the proposal
+// in Redis and Postgres, audit, post the preview. It reports the p50 of
+// those turns beside the mean.
+func BenchmarkEngineTurn(b *testing.B) {
+	rdb := bottest.Redis(b)
+	store := boardtest.NewStore(b)
+	res := planner.Check([]byte(plannertest.NewspaperPlan(b)), planner.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
+	prefix := bottest.Prefix()
+	ps := pending.NewStore(rdb, prefix)
+	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ReclaimIdle: time.Minute, SweepInterval: time.Hour},
+		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: store, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)},
+		boardtest.Logger(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	posted := make(chan struct{}, 1)
+	eng.SetPoster(bot.SourceConsole, previewPoster{posted})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = eng.Run(ctx) }()
+	thread := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "bench"}}
+	var durations []time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		start := time.Now()
+		if _, err := eng.Submit(ctx, bot.Request{Thread: thread, User: "bench", Text: fmt.Sprint("plan ", i)}); err != nil {
+			b.Fatal(err)
+		}
+		<-posted
+		durations = append(durations, time.Since(start))
+	}
+	sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
+	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
+}
+
+// BenchmarkBaselineRedisRoundTrips is the floor beside EngineTurn: the same
+// number of bare Redis round trips a turn makes (about 14), with nothing
+// else.
+func BenchmarkBaselineRedisRoundTrips(b *testing.B) {
+	rdb := bottest.Redis(b)
+	ctx := context.Background()
+	key := bottest.Prefix()
+	for b.Loop() {
+		for range 14 {
+			if err := rdb.Set(ctx, key, "x", time.Minute).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
