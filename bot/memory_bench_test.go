@@ -1,0 +1,155 @@
+package bot_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/planner/plannertest"
+)
+
+// memory implements the engine's stores in memory, so a benchmark can
+// measure the engine's own work per turn apart from Redis and Postgres.
+type memory struct {
+	mu        sync.Mutex
+	proposals map[bot.ProposalID]bot.Proposal
+	requests  map[bot.RequestID]bot.RequestRecord
+	answered  map[bot.RequestID]bool
+	queue     chan bot.Delivery
+}
+
+func newMemory() *memory {
+	return &memory{proposals: map[bot.ProposalID]bot.Proposal{}, requests: map[bot.RequestID]bot.RequestRecord{}, answered: map[bot.RequestID]bool{}, queue: make(chan bot.Delivery, 16)}
+}
+
+func (m *memory) PutProposal(_ context.Context, p bot.Proposal) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.proposals[p.ID] = p
+	return nil
+}
+func (m *memory) Proposal(_ context.Context, id bot.ProposalID) (bot.Proposal, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.proposals[id]
+	if !ok {
+		return p, bot.ErrNotFound
+	}
+	return p, nil
+}
+func (m *memory) Claim(context.Context, bot.ProposalID, string, time.Duration) (bool, error) {
+	return true, nil
+}
+func (m *memory) Release(context.Context, bot.ProposalID) error { return nil }
+func (m *memory) DueExpiries(context.Context, time.Time, int) ([]bot.ProposalID, error) {
+	return nil, nil
+}
+func (m *memory) RemoveExpiry(context.Context, bot.ProposalID) error { return nil }
+func (m *memory) Ping(context.Context) error                         { return nil }
+func (m *memory) PutRequest(_ context.Context, r bot.RequestRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.requests[r.Request.ID] = r
+	return nil
+}
+func (m *memory) Request(_ context.Context, id bot.RequestID) (bot.RequestRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.requests[id], nil
+}
+func (m *memory) Dedupe(_ context.Context, _ string, id bot.RequestID, _ time.Duration) (bot.RequestID, bool, error) {
+	return id, true, nil
+}
+func (m *memory) Allow(context.Context, string, bot.RateLimit) (bool, error) { return true, nil }
+func (m *memory) MarkAnswered(_ context.Context, id bot.RequestID) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	first := !m.answered[id]
+	m.answered[id] = true
+	return first, nil
+}
+func (m *memory) AppendTurn(context.Context, string, planner.Turn) error { return nil }
+func (m *memory) Turns(context.Context, string) ([]planner.Turn, error)  { return nil, nil }
+func (m *memory) Init(context.Context) error                             { return nil }
+func (m *memory) Enqueue(_ context.Context, id bot.RequestID) error {
+	m.queue <- bot.Delivery{MessageID: string(id), RequestID: id}
+	return nil
+}
+func (m *memory) Ack(context.Context, string) error { return nil }
+func (m *memory) Reclaim(context.Context, string, time.Duration) ([]bot.Delivery, error) {
+	return nil, nil
+}
+func (m *memory) Read(ctx context.Context, _ string, block time.Duration) ([]bot.Delivery, error) {
+	select {
+	case d := <-m.queue:
+		return []bot.Delivery{d}, nil
+	case <-time.After(block):
+		return nil, nil
+	case <-ctx.Done():
+		return nil, nil
+	}
+}
+
+// memoryBoards is the board store's part the engine uses, in memory.
+type memoryBoards struct{}
+
+func (memoryBoards) Execute(context.Context, board.Execution) (board.ExecResult, error) {
+	return board.ExecResult{}, nil
+}
+func (memoryBoards) ChannelBoard(context.Context, string) (board.Board, error) {
+	return board.Board{}, board.ErrNotFound
+}
+func (memoryBoards) BoardSummary(context.Context, board.ID) (planner.BoardSummary, error) {
+	return planner.BoardSummary{}, board.ErrNotFound
+}
+func (memoryBoards) Status(context.Context, board.ID) (board.Status, error) {
+	return board.Status{}, board.ErrNotFound
+}
+func (memoryBoards) RecordAudit(context.Context, board.AuditEvent) error            { return nil }
+func (memoryBoards) SaveProposal(context.Context, board.ProposalRecord) error       { return nil }
+func (memoryBoards) SetProposalState(context.Context, string, string, string) error { return nil }
+func (memoryBoards) Proposal(context.Context, string) (board.ProposalRecord, error) {
+	return board.ProposalRecord{}, board.ErrNotFound
+}
+func (memoryBoards) Ping(context.Context) error { return nil }
+
+// BenchmarkEngineTurnOwnWork is EngineTurn with Redis and Postgres in
+// memory: what the engine itself costs per turn (prompt input, proposal,
+// JSON, bookkeeping), the figure the < 1 ms target is about.
+func BenchmarkEngineTurnOwnWork(b *testing.B) {
+	res := planner.Check([]byte(plannertest.NewspaperPlan(b)), planner.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
+	mem := newMemory()
+	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ReclaimIdle: time.Hour, SweepInterval: time.Hour},
+		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: memoryBoards{}, Proposals: mem, Requests: mem, Queue: mem},
+		boardtest.Logger(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	posted := make(chan struct{}, 1)
+	eng.SetPoster(bot.SourceConsole, previewPoster{posted})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = eng.Run(ctx) }()
+	thread := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "bench"}}
+	var durations []time.Duration
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		i++
+		start := time.Now()
+		if _, err := eng.Submit(ctx, bot.Request{Thread: thread, User: "bench", Text: fmt.Sprint("plan ", i)}); err != nil {
+			b.Fatal(err)
+		}
+		<-posted
+		durations = append(durations, time.Since(start))
+	}
+	sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
+	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
+}
