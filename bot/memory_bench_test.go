@@ -2,8 +2,6 @@ package bot_test
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -132,24 +130,5 @@ func BenchmarkEngineTurnOwnWork(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	posted := make(chan struct{}, 1)
-	eng.SetPoster(bot.SourceConsole, previewPoster{posted})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = eng.Run(ctx) }()
-	thread := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "bench"}}
-	var durations []time.Duration
-	i := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		i++
-		start := time.Now()
-		if _, err := eng.Submit(ctx, bot.Request{Thread: thread, User: "bench", Text: fmt.Sprint("plan ", i)}); err != nil {
-			b.Fatal(err)
-		}
-		<-posted
-		durations = append(durations, time.Since(start))
-	}
-	sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
-	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
+	measureTurns(b, eng)
 }
