@@ -185,6 +185,17 @@ func (s *Store) SeenOnce(ctx context.Context, key string, ttl time.Duration) (bo
 	return ok, wrap("seen once", err)
 }
 
+// Mark sets a flag for ttl.
+func (s *Store) Mark(ctx context.Context, key string, ttl time.Duration) error {
+	return wrap("mark", s.rdb.Set(ctx, s.key("mark", key), 1, ttl).Err())
+}
+
+// Marked reports whether a flag is set.
+func (s *Store) Marked(ctx context.Context, key string) (bool, error) {
+	n, err := s.rdb.Exists(ctx, s.key("mark", key)).Result()
+	return n == 1, wrap("marked", err)
+}
+
 // Allow counts one event against limit for key in a fixed window and
 // reports whether it is within the limit.
 func (s *Store) Allow(ctx context.Context, key string, limit bot.RateLimit) (bool, error) {

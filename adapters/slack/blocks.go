@@ -1,0 +1,279 @@
+package slack
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/planner"
+)
+
+// Slack's limits on a message.
+const (
+	maxBlocks       = 50
+	maxSectionText  = 3000
+	maxHeaderText   = 150
+	maxContextText  = 2000
+	maxButtonText   = 75
+	maxFallbackText = 3000
+)
+
+// Action ids of the preview's buttons; the value of each is the proposal id.
+const (
+	actionApprove      = "bobnet_approve"
+	actionRevise       = "bobnet_revise"
+	actionCancel       = "bobnet_cancel"
+	actionProposeAgain = "bobnet_propose_again"
+	reviseCallback     = "bobnet_revise_modal"
+	feedbackBlock      = "feedback"
+	feedbackInput      = "feedback_input"
+)
+
+// escape makes model text inert in mrkdwn: &, < and > are entities (so
+// <!channel>, <@U…> and <http…|…> are shown, not acted on), and bare
+// @channel/@here/@everyone get a zero-width joiner so they do not ping.
+func escape(s string) string {
+	s = strings.ReplaceAll(s, "&", "&amp;")
+	s = strings.ReplaceAll(s, "<", "&lt;")
+	s = strings.ReplaceAll(s, ">", "&gt;")
+	for _, word := range []string{"@channel", "@here", "@everyone"} {
+		s = strings.ReplaceAll(s, word, "@\u200d"+word[1:])
+	}
+	return s
+}
+
+// plain is model text for plain_text fields: no markup is parsed there,
+// but the same words must not ping.
+func plain(s string) string {
+	for _, word := range []string{"@channel", "@here", "@everyone"} {
+		s = strings.ReplaceAll(s, word, "@\u200d"+word[1:])
+	}
+	return s
+}
+
+// clip cuts s to at most n runes, marking the cut.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func mrkdwn(s string) *slackapi.TextBlockObject {
+	return slackapi.NewTextBlockObject(slackapi.MarkdownType, clip(s, maxSectionText), false, false)
+}
+
+func plainText(s string, n int) *slackapi.TextBlockObject {
+	return slackapi.NewTextBlockObject(slackapi.PlainTextType, clip(plain(s), n), false, false)
+}
+
+func contextBlock(text string) *slackapi.ContextBlock {
+	return slackapi.NewContextBlock("", slackapi.NewTextBlockObject(slackapi.MarkdownType, clip(text, maxContextText), false, false))
+}
+
+// previewURL is where the whole proposal can be read when the message has
+// to fold cards away.
+func previewURL(publicURL string, id bot.ProposalID) string {
+	return strings.TrimRight(publicURL, "/") + "/api/v1/proposals/" + string(id)
+}
+
+// PreviewBlocks renders a pending proposal: header, goal, a section per card,
+// changes, assumptions and warnings, and the buttons. It stays within
+// Slack's limits by folding cards into a last line that links the full
+// proposal.
+func PreviewBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
+	var head, tail []slackapi.Block
+	title := "Proposed plan"
+	var goal string
+	for _, a := range p.Plan.Actions {
+		if a.Board != nil {
+			title, goal = a.Board.Name, a.Board.Goal
+		} else if a.Type.NeedsTargetBoard() && title == "Proposed plan" {
+			title = "Cards for this channel's board"
+		}
+	}
+	head = append(head, slackapi.NewHeaderBlock(plainText(title, maxHeaderText)))
+	intro := ""
+	if goal != "" {
+		intro = "*Goal:* " + escape(goal) + "\n"
+	}
+	st := p.Plan.Stats()
+	intro += fmt.Sprintf("%d cards, %d dependencies · v%d requested by <@%s>", st.Cards, st.Links, p.Version, escape(p.RequestedBy))
+	head = append(head, slackapi.NewSectionBlock(mrkdwn(intro), nil, nil))
+	if p.Changes != nil {
+		head = append(head, contextBlock(changesText(p)))
+	}
+
+	if len(p.Plan.Assumptions) > 0 {
+		tail = append(tail, contextBlock("*Assumptions:* "+escape(strings.Join(p.Plan.Assumptions, " · "))))
+	}
+	if w := warningsText(p.Warnings); w != "" {
+		tail = append(tail, contextBlock(":warning: "+w))
+	}
+	tail = append(tail, slackapi.NewActionBlock("bobnet_decision:"+string(p.ID),
+		slackapi.NewButtonBlockElement(actionApprove, string(p.ID), plainText("Approve and create", maxButtonText)).WithStyle(slackapi.StylePrimary),
+		slackapi.NewButtonBlockElement(actionRevise, string(p.ID), plainText("Revise", maxButtonText)),
+		slackapi.NewButtonBlockElement(actionCancel, string(p.ID), plainText("Cancel", maxButtonText)).WithStyle(slackapi.StyleDanger),
+	))
+	tail = append(tail, contextBlock(fmt.Sprintf("Nothing changes until someone approves. Expires <!date^%d^{date_short_pretty} at {time}|%s>.",
+		p.ExpiresAt.Unix(), p.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"))))
+
+	cards := cardSections(p)
+	room := maxBlocks - len(head) - len(tail) - 1 // one for the fold line
+	if len(cards) > room {
+		folded := len(cards) - room
+		cards = append(cards[:room], slackapi.NewSectionBlock(mrkdwn(fmt.Sprintf("…and %d more cards. <%s|Read the whole proposal>", folded, previewURL(publicURL, p.ID))), nil, nil))
+	}
+	blocks := append(head, cards...)
+	return append(blocks, tail...)
+}
+
+func cardSections(p bot.Proposal) []slackapi.Block {
+	warned := map[string]bool{}
+	for _, w := range p.Warnings {
+		warned[w.Path] = true
+	}
+	var out []slackapi.Block
+	for ai, a := range p.Plan.Actions {
+		titles := map[string]string{}
+		for _, c := range a.Cards {
+			titles[c.TempID] = c.Title
+		}
+		deps := map[string][]string{}
+		for _, l := range a.Links {
+			deps[l.Card] = append(deps[l.Card], titles[l.DependsOn])
+		}
+		for ci, c := range a.Cards {
+			assignee := escape(c.Assignee)
+			switch {
+			case c.Assignee == "":
+				assignee = ":warning: Unassigned"
+			case warned[fmt.Sprintf("actions[%d].cards[%d].assignee", ai, ci)]:
+				assignee = ":warning: " + assignee + " (unknown profile)"
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "*%s*\n%s · %s · %s", escape(c.Title), assignee, c.Status, c.WorkspaceMode)
+			for _, ac := range c.AcceptanceCriteria {
+				b.WriteString("\n• " + escape(ac))
+			}
+			if d := deps[c.TempID]; len(d) > 0 {
+				escaped := make([]string, len(d))
+				for i, t := range d {
+					escaped[i] = escape(t)
+				}
+				b.WriteString("\n_Depends on:_ " + strings.Join(escaped, ", "))
+			}
+			out = append(out, slackapi.NewSectionBlock(mrkdwn(b.String()), nil, nil))
+		}
+	}
+	return out
+}
+
+func changesText(p bot.Proposal) string {
+	c := p.Changes
+	parts := []string{fmt.Sprintf("*Changed since v%d:* %s", p.Version-1, c.Summary())}
+	add := func(label string, items []string) {
+		if len(items) > 0 {
+			esc := make([]string, len(items))
+			for i, s := range items {
+				esc[i] = escape(s)
+			}
+			parts = append(parts, label+" "+strings.Join(esc, ", "))
+		}
+	}
+	add("added:", c.Added)
+	add("removed:", c.Removed)
+	for _, r := range c.Retitled {
+		parts = append(parts, "retitled: "+escape(r.From)+" → "+escape(r.To))
+	}
+	for _, r := range c.Reassigned {
+		parts = append(parts, "reassigned "+escape(r.Subject)+": "+escape(r.From)+" → "+escape(r.To))
+	}
+	add("links added:", c.LinksAdded)
+	add("links removed:", c.LinksRemoved)
+	return strings.Join(parts, " · ")
+}
+
+func warningsText(ws []planner.Issue) string {
+	var out []string
+	for _, w := range ws {
+		if strings.HasSuffix(w.Path, ".assignee") {
+			continue // shown on the card itself
+		}
+		out = append(out, escape(w.Path+": "+w.Message))
+	}
+	return strings.Join(out, " · ")
+}
+
+// DecidedBlocks redraws a preview once decided: the header and summary
+// stay, the cards and buttons go, and a line says what happened.
+func DecidedBlocks(p bot.Proposal) []slackapi.Block {
+	blocks := PreviewBlocks(p, "")[:2]
+	var line string
+	switch p.State {
+	case bot.ProposalApproved:
+		line = fmt.Sprintf(":white_check_mark: Approved by <@%s> — <%s|Open board>", escape(p.DecidedBy), p.BoardURL)
+	case bot.ProposalCancelled:
+		line = fmt.Sprintf(":no_entry_sign: Cancelled by <@%s>", escape(p.DecidedBy))
+	case bot.ProposalSuperseded:
+		line = ":arrows_counterclockwise: Superseded by a revised version below"
+	case bot.ProposalExpired:
+		line = ":hourglass: Expired — nothing was created"
+	default:
+		line = "State: " + string(p.State)
+	}
+	blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(line), nil, nil))
+	if p.State == bot.ProposalExpired {
+		blocks = append(blocks, slackapi.NewActionBlock("bobnet_expired:"+string(p.ID),
+			slackapi.NewButtonBlockElement(actionProposeAgain, string(p.ID), plainText("Propose again", maxButtonText))))
+	}
+	return blocks
+}
+
+// StatusBlocks renders /bobnet status.
+func StatusBlocks(st board.Status, boardURL string) []slackapi.Block {
+	counts := []string{}
+	for _, s := range board.Statuses {
+		counts = append(counts, fmt.Sprintf("%s *%d*", s, st.Counts[s]))
+	}
+	list := func(label string, cards []board.Card) string {
+		if len(cards) == 0 {
+			return "*" + label + ":* none"
+		}
+		var b strings.Builder
+		b.WriteString("*" + label + ":*")
+		for i, c := range cards {
+			if i == 15 {
+				fmt.Fprintf(&b, "\n…and %d more", len(cards)-15)
+				break
+			}
+			who := c.Assignee
+			if who == "" {
+				who = "Unassigned"
+			}
+			b.WriteString("\n• " + escape(c.Title) + " (" + escape(who) + ")")
+		}
+		return b.String()
+	}
+	return []slackapi.Block{
+		slackapi.NewHeaderBlock(plainText(st.Board.Name, maxHeaderText)),
+		slackapi.NewSectionBlock(mrkdwn(strings.Join(counts, " · ")+"\n<"+boardURL+"|Open board>"), nil, nil),
+		slackapi.NewSectionBlock(mrkdwn(list("Ready to start", st.Ready)), nil, nil),
+		slackapi.NewSectionBlock(mrkdwn(list("Waiting on others", st.Blocked)), nil, nil),
+	}
+}
+
+// helpText is what `/bobnet help` and an empty mention answer.
+const helpText = "*BobNet* turns a request into a board of cards you approve.\n" +
+	"• Mention me with what you want planned, e.g. `@BobNet plan our daily research newspaper`.\n" +
+	"• I reply in the thread with a preview: *Approve and create*, *Revise* or *Cancel*. Nothing changes until someone approves.\n" +
+	"• `/bobnet status` shows this channel's board; `/bobnet status <board id>` another one.\n" +
+	"• `/bobnet help` shows this."
+
+// fallback is the notification text of a message with blocks.
+func fallback(s string) string { return clip(plain(s), maxFallbackText) }
