@@ -28,7 +28,7 @@ func proposalFrom(t *testing.T, raw string) bot.Proposal {
 		t.Fatal(res.Errors)
 	}
 	return bot.Proposal{
-		ID: "p_golden", Version: 1, RequestedBy: "U024BE7LH", Plan: *res.Plan, Warnings: res.Warnings, State: bot.ProposalPending,
+		ID: "p_golden", Version: 1, RequestedBy: "U_ALICE", Plan: *res.Plan, Warnings: res.Warnings, State: bot.ProposalPending,
 		ExpiresAt: time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC),
 		Thread:    bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: "C0NEWS"}, ID: "1700000000.000100"},
 	}

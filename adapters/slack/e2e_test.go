@@ -1,0 +1,388 @@
+package slack_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/planner/plannertest"
+)
+
+const secret = "test-signing-secret"
+
+// call is one Web API call the fake Slack received.
+type call struct {
+	Method string
+	Form   url.Values     // form-encoded calls
+	JSON   map[string]any // JSON calls (views.open)
+	TS     string         // the ts Slack answered with
+}
+
+// blocks is the call's blocks as Slack reads their text (JSON escapes of
+// <, > and & undone).
+func (c call) blocks() string {
+	return strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(c.Form.Get("blocks"))
+}
+
+// fakeSlack answers Slack's Web API as Slack does and records every call.
+type fakeSlack struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []call
+	ts    int
+}
+
+func newFakeSlack(t *testing.T) *fakeSlack {
+	f := &fakeSlack{ts: 100}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method := strings.TrimPrefix(r.URL.Path, "/api/")
+		c := call{Method: method}
+		body, _ := io.ReadAll(r.Body)
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+			_ = json.Unmarshal(body, &c.JSON)
+		} else {
+			c.Form, _ = url.ParseQuery(string(body))
+		}
+		if r.Header.Get("Authorization") != "Bearer xoxb-test" && c.Form.Get("token") != "xoxb-test" {
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "not_authed"})
+			return
+		}
+		f.mu.Lock()
+		f.ts++
+		ts := fmt.Sprintf("1700000000.%06d", f.ts)
+		c.TS = ts
+		f.calls = append(f.calls, c)
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch method {
+		case "chat.postMessage", "chat.update":
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": ts})
+		case "chat.postEphemeral":
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "message_ts": ts})
+		case "views.open":
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "view": map[string]any{"id": "V1"}})
+		default:
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "unknown_method"})
+		}
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeSlack) snapshot() []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]call(nil), f.calls...)
+}
+
+// waitFor polls the recorded calls until match finds one.
+func (f *fakeSlack) waitFor(t *testing.T, what string, match func(call) bool) call {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, c := range f.snapshot() {
+			if match(c) {
+				return c
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %s; calls: %+v", what, f.snapshot())
+	return call{}
+}
+
+func (f *fakeSlack) count(match func(call) bool) int {
+	n := 0
+	for _, c := range f.snapshot() {
+		if match(c) {
+			n++
+		}
+	}
+	return n
+}
+
+type world struct {
+	env   *bottest.Env
+	slack *fakeSlack
+	app   *httptest.Server
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	env := bottest.New(t)
+	plan := plannertest.NewspaperPlan(t)
+	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
+	fs := newFakeSlack(t)
+	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"},
+		env.Engine, pending.NewStore(env.Redis, env.Prefix), boardtest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Engine.SetPoster(bot.SourceSlack, ad)
+	r := chi.NewRouter()
+	ad.Routes(r)
+	app := httptest.NewServer(r)
+	t.Cleanup(app.Close)
+	return &world{env: env, slack: fs, app: app}
+}
+
+// post sends a signed request to one of the Slack endpoints.
+func (w *world) post(t *testing.T, path, contentType, body string, headers ...string) *http.Response {
+	t.Helper()
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	req, _ := http.NewRequest("POST", w.app.URL+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", slack.SignatureHeader(secret, ts, []byte(body)))
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func mentionEvent(eventID, ts, text string) string {
+	b, _ := json.Marshal(map[string]any{
+		"type": "event_callback", "team_id": "T1", "api_app_id": "A1", "event_id": eventID, "event_time": 1700000000,
+		"event": map[string]any{"type": "app_mention", "user": "U_ALICE", "text": "<@UBOBNET> " + text, "ts": ts, "channel": "C_NEWS", "event_ts": ts},
+	})
+	return string(b)
+}
+
+func blockAction(user, actionID, value, messageTS string) string {
+	payload, _ := json.Marshal(map[string]any{
+		"type": "block_actions", "trigger_id": "T-" + actionID, "user": map[string]any{"id": user},
+		"channel":   map[string]any{"id": "C_NEWS"},
+		"container": map[string]any{"type": "message", "message_ts": messageTS, "channel_id": "C_NEWS", "thread_ts": "1690000000.000001"},
+		"message":   map[string]any{"ts": messageTS, "thread_ts": "1690000000.000001"},
+		"actions":   []map[string]any{{"action_id": actionID, "block_id": "bobnet_decision:" + value, "type": "button", "value": value, "action_ts": "1"}},
+	})
+	return "payload=" + url.QueryEscape(string(payload))
+}
+
+var proposalID = regexp.MustCompile(`"value":"(p_[a-z0-9]+)"`)
+
+func isPreview(c call) bool {
+	return c.Method == "chat.postMessage" && strings.Contains(c.Form.Get("blocks"), "bobnet_approve")
+}
+
+func TestSlackEndToEnd(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	event := mentionEvent("Ev001", "1690000000.000001", "plan our daily research newspaper <!channel>")
+
+	start := time.Now()
+	resp := w.post(t, "/slack/events", "application/json", event)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("events: %d", resp.StatusCode)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("ack took %s", d)
+	}
+	// Slack retries: the same event twice more.
+	for i := 1; i <= 2; i++ {
+		if resp := w.post(t, "/slack/events", "application/json", event, "X-Slack-Retry-Num", strconv.Itoa(i), "X-Slack-Retry-Reason", "http_timeout"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("retry %d: %d", i, resp.StatusCode)
+		}
+	}
+	preview := w.slack.waitFor(t, "preview", isPreview)
+	if preview.Form.Get("thread_ts") != "1690000000.000001" || preview.Form.Get("channel") != "C_NEWS" || preview.Form.Get("reply_broadcast") == "true" {
+		t.Fatalf("preview posted outside the thread: %v", preview.Form)
+	}
+	// The posted blocks are the golden preview, but for ids and times.
+	m := proposalID.FindStringSubmatch(preview.Form.Get("blocks"))
+	if m == nil {
+		t.Fatalf("no proposal id in %s", preview.Form.Get("blocks"))
+	}
+	pid := m[1]
+	var posted, want any
+	_ = json.Unmarshal([]byte(normalize(preview.Form.Get("blocks"), pid)), &posted)
+	_ = json.Unmarshal([]byte(normalize(plannertest.Testdata(t, "slack/preview-newspaper.json"), "p_golden")), &want)
+	pj, _ := json.Marshal(posted)
+	wj, _ := json.Marshal(want)
+	if string(pj) != string(wj) {
+		t.Errorf("posted preview differs from testdata/slack/preview-newspaper.json:\n%s\n%s", pj, wj)
+	}
+
+	time.Sleep(500 * time.Millisecond) // room for duplicate work to show
+	if n := w.slack.count(isPreview); n != 1 {
+		t.Fatalf("%d previews for one event delivered three times", n)
+	}
+	if n := count(t, w, "SELECT count(*) FROM proposals"); n != 1 {
+		t.Fatalf("proposals = %d", n)
+	}
+
+	// Someone else clicks Approve: told privately, nothing happens.
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_MALLORY", "bobnet_approve", pid, preview.TS))
+	eph := w.slack.waitFor(t, "ephemeral refusal", func(c call) bool { return c.Method == "chat.postEphemeral" })
+	if eph.Form.Get("user") != "U_MALLORY" || !strings.Contains(eph.Form.Get("text"), "Only the person who asked") {
+		t.Fatalf("ephemeral = %v", eph.Form)
+	}
+
+	// The requester approves.
+	if resp := w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_ALICE", "bobnet_approve", pid, preview.TS)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("approve: %d", resp.StatusCode)
+	}
+	update := w.slack.waitFor(t, "chat.update", func(c call) bool { return c.Method == "chat.update" })
+	if !strings.Contains(update.blocks(), "Approved by <@U_ALICE>") || strings.Contains(update.blocks(), "bobnet_approve") || update.Form.Get("ts") != preview.TS {
+		t.Fatalf("update = %s", update.Form.Get("blocks"))
+	}
+	reply := w.slack.waitFor(t, "board link reply", func(c call) bool {
+		return c.Method == "chat.postMessage" && strings.Contains(c.blocks(), "http://bobnet.test/boards/b_")
+	})
+	if reply.Form.Get("thread_ts") != "1690000000.000001" || !strings.Contains(reply.blocks(), "Approved by U_ALICE") {
+		t.Fatalf("reply = %v", reply.Form)
+	}
+	if n := count(t, w, "SELECT count(*) FROM cards"); n != 10 {
+		t.Fatalf("cards = %d", n)
+	}
+	if n := count(t, w, "SELECT count(*) FROM card_links"); n != 13 {
+		t.Fatalf("links = %d", n)
+	}
+	// A second click is recognised, not executed.
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_ALICE", "bobnet_approve", pid, preview.TS))
+	w.slack.waitFor(t, "already-approved notice", func(c call) bool {
+		return c.Method == "chat.postEphemeral" && strings.Contains(c.Form.Get("text"), "already approved")
+	})
+	if n := count(t, w, "SELECT count(*) FROM boards"); n != 1 {
+		t.Fatalf("boards = %d", n)
+	}
+
+	// /bobnet status answers with the board's counts.
+	resp = w.post(t, "/slack/commands", "application/x-www-form-urlencoded", url.Values{"command": {"/bobnet"}, "text": {"status"}, "channel_id": {"C_NEWS"}, "user_id": {"U_ALICE"}}.Encode())
+	var status struct {
+		ResponseType string `json:"response_type"`
+		Blocks       []any
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&status)
+	sj, _ := json.Marshal(status.Blocks)
+	if status.ResponseType != "in_channel" || !strings.Contains(string(sj), "Backlog *9*") || !strings.Contains(string(sj), "Ready *1*") || !strings.Contains(string(sj), "Daily Research Newspaper") {
+		t.Fatalf("status = %s %s", status.ResponseType, sj)
+	}
+}
+
+// normalize replaces the proposal id and the expiry times, which differ
+// from run to run.
+func normalize(blocks, pid string) string {
+	blocks = strings.ReplaceAll(blocks, pid, "PROPOSAL")
+	blocks = regexp.MustCompile(`<!date\^\d+\^[^|]*\|[^>]*>`).ReplaceAllString(blocks, "DATE")
+	return regexp.MustCompile(`\\u003c!date\^\d+\^[^|]*\|[^\\]*\\u003e`).ReplaceAllString(blocks, "DATE")
+}
+
+func count(t *testing.T, w *world, q string) int {
+	t.Helper()
+	var n int
+	if err := w.env.Store.Pool().QueryRow(context.Background(), q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestSlackReviseModal(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.post(t, "/slack/events", "application/json", mentionEvent("Ev100", "1690000000.000001", "plan our daily research newspaper"))
+	preview := w.slack.waitFor(t, "preview", isPreview)
+	pid := proposalID.FindStringSubmatch(preview.Form.Get("blocks"))[1]
+
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_ALICE", "bobnet_revise", pid, preview.TS))
+	open := w.slack.waitFor(t, "views.open", func(c call) bool { return c.Method == "views.open" })
+	if open.JSON["trigger_id"] != "T-bobnet_revise" {
+		t.Fatalf("views.open = %v", open.JSON)
+	}
+	view := open.JSON["view"].(map[string]any)
+	meta := view["private_metadata"].(string)
+
+	submission := func(feedback string) string {
+		payload, _ := json.Marshal(map[string]any{
+			"type": "view_submission", "user": map[string]any{"id": "U_ALICE"},
+			"view": map[string]any{"id": "V1", "callback_id": view["callback_id"], "private_metadata": meta,
+				"state": map[string]any{"values": map[string]any{"feedback": map[string]any{"feedback_input": map[string]any{"type": "plain_text_input", "value": feedback}}}}},
+		})
+		return "payload=" + url.QueryEscape(string(payload))
+	}
+	// Empty feedback keeps the modal open with an error.
+	resp := w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", submission("  "))
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), `"response_action":"errors"`) {
+		t.Fatalf("empty feedback: %s", body)
+	}
+	resp = w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", submission("add a card for an RSS feed"))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("submission: %d", resp.StatusCode)
+	}
+	v2 := w.slack.waitFor(t, "revised preview", func(c call) bool { return isPreview(c) && strings.Contains(c.blocks(), "v2 requested by") })
+	if v2.Form.Get("thread_ts") != "1690000000.000001" || !strings.Contains(v2.blocks(), "Changed since v1") {
+		t.Fatalf("v2 = %s", v2.Form.Get("blocks"))
+	}
+	w.slack.waitFor(t, "superseded update", func(c call) bool {
+		return c.Method == "chat.update" && c.Form.Get("ts") == preview.TS && strings.Contains(c.blocks(), "Superseded")
+	})
+	// The model saw the feedback.
+	reqs := w.env.Model.Requests()
+	if !strings.Contains(plannertest.LastUserMessage(reqs[len(reqs)-1]), "add a card for an RSS feed") {
+		t.Error("feedback not sent to the model")
+	}
+}
+
+func TestSlackRejectsBadSignatures(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	body := mentionEvent("Ev200", "1690000000.000009", "plan something")
+	for name, mutate := range map[string]func(*http.Request){
+		"wrong signature": func(r *http.Request) { r.Header.Set("X-Slack-Signature", "v0=deadbeef") },
+		"stale": func(r *http.Request) {
+			r.Header.Set("X-Slack-Request-Timestamp", strconv.FormatInt(time.Now().Add(-10*time.Minute).Unix(), 10))
+		},
+		"unsigned": func(r *http.Request) { r.Header.Del("X-Slack-Signature") },
+	} {
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		req, _ := http.NewRequest("POST", w.app.URL+"/slack/events", strings.NewReader(body))
+		req.Header.Set("X-Slack-Request-Timestamp", ts)
+		req.Header.Set("X-Slack-Signature", slack.SignatureHeader(secret, ts, []byte(body)))
+		mutate(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: %d", name, resp.StatusCode)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(w.env.Model.Requests()); n != 0 {
+		t.Fatalf("the model was asked %d times", n)
+	}
+	if n := len(w.slack.snapshot()); n != 0 {
+		t.Fatalf("slack was called %d times", n)
+	}
+	// url_verification is answered with the challenge once signed.
+	resp := w.post(t, "/slack/events", "application/json", `{"type":"url_verification","challenge":"abc123","token":"x"}`)
+	b, _ := io.ReadAll(resp.Body)
+	if string(b) != "abc123" {
+		t.Fatalf("challenge: %q", b)
+	}
+}
