@@ -402,22 +402,30 @@ func boardName(p bot.Proposal) string {
 }
 
 func (a *Adapter) viewSubmission(w http.ResponseWriter, ctx context.Context, cb slackapi.InteractionCallback) {
-	if cb.View.CallbackID != reviseCallback {
-		w.WriteHeader(http.StatusOK)
+	if resp := a.submitView(ctx, cb); resp != nil {
+		writeJSON(w, resp)
 		return
+	}
+	w.WriteHeader(http.StatusOK) // closes the modal; the new preview follows in the thread
+}
+
+// submitView handles the Revise modal's submission and returns Slack's
+// response_action, or nil to close the modal. Shared by HTTP and Socket
+// Mode (where the answer travels in the ack).
+func (a *Adapter) submitView(ctx context.Context, cb slackapi.InteractionCallback) map[string]any {
+	if cb.View.CallbackID != reviseCallback {
+		return nil
 	}
 	var meta reviseMeta
 	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta)
 	feedback := strings.TrimSpace(cb.View.State.Values[feedbackBlock][feedbackInput].Value)
 	if feedback == "" {
-		writeJSON(w, map[string]any{"response_action": "errors", "errors": map[string]string{feedbackBlock: "Say what should change."}})
-		return
+		return map[string]any{"response_action": "errors", "errors": map[string]string{feedbackBlock: "Say what should change."}}
 	}
 	if _, err := a.eng.Revise(ctx, meta.Proposal, cb.User.ID, feedback); err != nil {
-		writeJSON(w, map[string]any{"response_action": "errors", "errors": map[string]string{feedbackBlock: decisionText(err)}})
-		return
+		return map[string]any{"response_action": "errors", "errors": map[string]string{feedbackBlock: decisionText(err)}}
 	}
-	w.WriteHeader(http.StatusOK) // closes the modal; the new preview follows in the thread
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

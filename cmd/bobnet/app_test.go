@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -382,5 +384,30 @@ func TestModelUnreachableNamesTheSetting(t *testing.T) {
 	r := a.waitRequest(t, accepted.RequestID)
 	if r.State != "failed" || r.Reply == nil || !strings.Contains(r.Reply.Text, "OPENAI_BASE_URL") {
 		t.Fatalf("request = %+v", r)
+	}
+}
+
+func TestSlackIsServedWhenConfigured(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "shh", "SLACK_API_URL": "http://127.0.0.1:1/api/"})
+	body := `{"type":"url_verification","challenge":"c-42"}`
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	send := func(sig string) (int, string) {
+		req, _ := http.NewRequest("POST", a.URL+"/slack/events", strings.NewReader(body))
+		req.Header.Set("X-Slack-Request-Timestamp", ts)
+		req.Header.Set("X-Slack-Signature", sig)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, got := send(slack.SignatureHeader("shh", ts, []byte(body))); code != http.StatusOK || got != "c-42" {
+		t.Fatalf("signed: %d %q", code, got)
+	}
+	if code, _ := send("v0=00"); code != http.StatusUnauthorized {
+		t.Fatalf("unsigned: %d", code)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bobnet/bobnet/adapters/console"
+	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
@@ -54,6 +55,7 @@ type app struct {
 	handler http.Handler
 	engine  *bot.Engine
 	model   *planner.Client
+	slack   *slack.Adapter // nil when Slack is not configured
 	close   func()
 }
 
@@ -117,6 +119,17 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	}
 	con := console.New(engine, logger)
 	engine.SetPoster(bot.SourceConsole, con)
+	var slackAdapter *slack.Adapter
+	if cfg.SlackBotToken != "" {
+		slackAdapter, err = slack.New(ctx, slack.Config{
+			BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken,
+			APIURL: cfg.SlackAPIURL, PublicURL: cfg.PublicURL,
+		}, engine, redisStore, logger)
+		if err != nil {
+			return nil, err
+		}
+		engine.SetPoster(bot.SourceSlack, slackAdapter)
+	}
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -137,7 +150,10 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		web.APIRoutes(r)
 		con.APIRoutes(r)
 	})
-	return &app{handler: r, engine: engine, model: model, close: closeAll}, nil
+	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
+		slackAdapter.Routes(r) // signed by Slack, not by the API token
+	}
+	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, close: closeAll}, nil
 }
 
 // runServe starts everything configured and serves until ctx is done.
@@ -154,6 +170,15 @@ func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		defer close(engineDone)
 		_ = a.engine.Run(ctx)
 	}()
+	if a.slack != nil && cfg.SlackAppToken != "" {
+		go func() {
+			// It only returns when its context ends or the connection
+			// fails for good; only the latter is worth a word.
+			if err := a.slack.RunSocketMode(ctx); ctx.Err() == nil {
+				logger.Error("slack socket mode stopped", "err", err)
+			}
+		}()
+	}
 	if err := a.model.Ping(ctx); err != nil {
 		logger.Warn("the model server does not answer yet; requests get a friendly error until it does", "OPENAI_BASE_URL", cfg.OpenAIBaseURL, "err", err)
 	}
