@@ -386,3 +386,38 @@ func TestSlackRejectsBadSignatures(t *testing.T) {
 		t.Fatalf("challenge: %q", b)
 	}
 }
+
+func TestSlackHelpAndThreadReplies(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	// An empty mention gets help in its thread.
+	w.post(t, "/slack/events", "application/json", mentionEvent("Ev300", "1690000000.000300", ""))
+	help := w.slack.waitFor(t, "help", func(c call) bool { return c.Method == "chat.postMessage" && strings.Contains(c.blocks(), "/bobnet status") })
+	if help.Form.Get("thread_ts") != "1690000000.000300" {
+		t.Fatalf("help outside the thread: %v", help.Form)
+	}
+	message := func(id, ts, thread, text string) string {
+		b, _ := json.Marshal(map[string]any{"type": "event_callback", "team_id": "T1", "event_id": id,
+			"event": map[string]any{"type": "message", "user": "U_ALICE", "text": text, "ts": ts, "thread_ts": thread, "channel": "C_NEWS"}})
+		return string(b)
+	}
+	// A plain reply in a thread BobNet is in is a request; one elsewhere is not.
+	w.post(t, "/slack/events", "application/json", message("Ev301", "1690000000.000400", "1690000000.999999", "plan our daily research newspaper"))
+	w.post(t, "/slack/events", "application/json", message("Ev302", "1690000000.000301", "1690000000.000300", "plan our daily research newspaper"))
+	preview := w.slack.waitFor(t, "preview", isPreview)
+	if preview.Form.Get("thread_ts") != "1690000000.000300" {
+		t.Fatalf("preview thread = %s", preview.Form.Get("thread_ts"))
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := w.slack.count(isPreview); n != 1 {
+		t.Fatalf("previews = %d", n)
+	}
+	// Bots and edits are not requests.
+	b, _ := json.Marshal(map[string]any{"type": "event_callback", "event_id": "Ev303",
+		"event": map[string]any{"type": "message", "subtype": "message_changed", "user": "U_ALICE", "text": "x", "ts": "1", "thread_ts": "1690000000.000300", "channel": "C_NEWS"}})
+	w.post(t, "/slack/events", "application/json", string(b))
+	time.Sleep(200 * time.Millisecond)
+	if n := len(w.env.Model.Requests()); n != 1 {
+		t.Fatalf("model asked %d times", n)
+	}
+}
