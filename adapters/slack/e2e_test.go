@@ -392,7 +392,9 @@ func TestSlackHelpAndThreadReplies(t *testing.T) {
 	w := newWorld(t)
 	// An empty mention gets help in its thread.
 	w.post(t, "/slack/events", "application/json", mentionEvent("Ev300", "1690000000.000300", ""))
-	help := w.slack.waitFor(t, "help", func(c call) bool { return c.Method == "chat.postMessage" && strings.Contains(c.blocks(), "/bobnet status") })
+	help := w.slack.waitFor(t, "help", func(c call) bool {
+		return c.Method == "chat.postMessage" && strings.Contains(c.blocks(), "/bobnet status")
+	})
 	if help.Form.Get("thread_ts") != "1690000000.000300" {
 		t.Fatalf("help outside the thread: %v", help.Form)
 	}
