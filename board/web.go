@@ -64,27 +64,54 @@ func (w *Web) PageRoutes(r chi.Router) {
 	r.Get("/boards/{id}", w.page)
 }
 
-func (w *Web) load(rw http.ResponseWriter, r *http.Request) (Board, []Card, bool) {
+// answers says how a handler answers a board it cannot show.
+type answers struct {
+	missing     func(rw http.ResponseWriter, id string)
+	unavailable func(rw http.ResponseWriter)
+}
+
+var (
+	jsonAnswers = answers{
+		missing: func(rw http.ResponseWriter, id string) { writeError(rw, http.StatusNotFound, "no board "+id) },
+		unavailable: func(rw http.ResponseWriter) {
+			writeError(rw, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
+		},
+	}
+	pageAnswers = answers{
+		missing: func(rw http.ResponseWriter, _ string) {
+			rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+			rw.WriteHeader(http.StatusNotFound)
+			_, _ = rw.Write([]byte("<!doctype html><title>No such board</title><p>No such board. Board links are long and exact: check that the whole link was copied.</p>"))
+		},
+		unavailable: func(rw http.ResponseWriter) {
+			http.Error(rw, "The board store is unavailable; try again shortly.", http.StatusServiceUnavailable)
+		},
+	}
+)
+
+// load reads the board named in the URL. When it cannot, it has already
+// answered, in the handler's own form, and reports false.
+func (w *Web) load(rw http.ResponseWriter, r *http.Request, ans answers) (Board, []Card, bool) {
 	id := chi.URLParam(r, "id")
 	if !idPattern.MatchString(id) {
-		writeError(rw, http.StatusNotFound, "no board "+id)
+		ans.missing(rw, id)
 		return Board{}, nil, false
 	}
 	b, cards, err := w.store.Board(r.Context(), ID(id))
 	if errors.Is(err, ErrNotFound) {
-		writeError(rw, http.StatusNotFound, "no board "+id)
+		ans.missing(rw, id)
 		return Board{}, nil, false
 	}
 	if err != nil {
 		w.logger.Error("read board", "board", id, "err", err)
-		writeError(rw, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
+		ans.unavailable(rw)
 		return Board{}, nil, false
 	}
 	return b, cards, true
 }
 
 func (w *Web) boardJSON(rw http.ResponseWriter, r *http.Request) {
-	b, cards, ok := w.load(rw, r)
+	b, cards, ok := w.load(rw, r, jsonAnswers)
 	if !ok {
 		return
 	}
@@ -92,7 +119,7 @@ func (w *Web) boardJSON(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (w *Web) statusJSON(rw http.ResponseWriter, r *http.Request) {
-	b, cards, ok := w.load(rw, r)
+	b, cards, ok := w.load(rw, r, jsonAnswers)
 	if !ok {
 		return
 	}
@@ -117,8 +144,7 @@ type pageRef struct {
 }
 
 func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	b, cards, ok := w.loadPage(rw, r, id)
+	b, cards, ok := w.load(rw, r, pageAnswers)
 	if !ok {
 		return
 	}
@@ -160,31 +186,8 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 	rw.Header().Set("X-Content-Type-Options", "nosniff")
 	rw.Header().Set("Referrer-Policy", "no-referrer")
 	if err := boardPage.Execute(rw, data); err != nil {
-		w.logger.Error("render board page", "board", id, "err", err)
+		w.logger.Error("render board page", "board", b.ID, "err", err)
 	}
-}
-
-func (w *Web) loadPage(rw http.ResponseWriter, r *http.Request, id string) (Board, []Card, bool) {
-	notFound := func() {
-		rw.Header().Set("Content-Type", "text/html; charset=utf-8")
-		rw.WriteHeader(http.StatusNotFound)
-		_, _ = rw.Write([]byte("<!doctype html><title>No such board</title><p>No such board. Board links are long and exact: check that the whole link was copied.</p>"))
-	}
-	if !idPattern.MatchString(id) {
-		notFound()
-		return Board{}, nil, false
-	}
-	b, cards, err := w.store.Board(r.Context(), ID(id))
-	if errors.Is(err, ErrNotFound) {
-		notFound()
-		return Board{}, nil, false
-	}
-	if err != nil {
-		w.logger.Error("read board", "board", id, "err", err)
-		http.Error(rw, "The board store is unavailable; try again shortly.", http.StatusServiceUnavailable)
-		return Board{}, nil, false
-	}
-	return b, cards, true
 }
 
 // graph is the dependency graph drawn as inline SVG: cards in layers by
