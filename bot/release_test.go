@@ -1,0 +1,94 @@
+package bot_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/planner/plannertest"
+)
+
+// flakyBoards is the real board store whose first Execute fails, as when
+// Postgres drops the connection mid-approve.
+type flakyBoards struct {
+	*board.Store
+	failures atomic.Int32
+}
+
+var errConnectionLost = errors.New("connection lost")
+
+func (f *flakyBoards) Execute(ctx context.Context, x board.Execution) (board.ExecResult, error) {
+	if f.failures.Add(-1) >= 0 {
+		return board.ExecResult{}, errConnectionLost
+	}
+	return f.Store.Execute(ctx, x)
+}
+
+func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
+	t.Parallel()
+	rdb := bottest.Redis(t)
+	store := boardtest.NewStore(t)
+	boards := &flakyBoards{Store: store}
+	boards.failures.Store(1)
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
+	if !res.Valid {
+		t.Fatalf("newspaper plan invalid: %+v", res.Errors)
+	}
+	prefix := bottest.Prefix()
+	ps := pending.NewStore(rdb, prefix)
+	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ProposalTTL: time.Hour, ReclaimIdle: time.Minute, SweepInterval: time.Hour},
+		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: boards, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)},
+		boardtest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poster := &bottest.Poster{}
+	eng.SetPoster(bot.SourceConsole, poster)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = eng.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	env := &bottest.Env{Engine: eng, Store: store}
+	id, err := eng.Submit(ctx, bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := env.WaitRequest(t, id)
+	if st.ProposalID == "" {
+		t.Fatalf("no proposal: %+v", st)
+	}
+
+	if _, err := eng.Approve(ctx, st.ProposalID, "alice"); !errors.Is(err, bot.ErrUnavailable) || !errors.Is(err, errConnectionLost) {
+		t.Fatalf("first approve: err = %v, want ErrUnavailable wrapping the cause", err)
+	}
+	if n := count(t, env, "boards"); n != 0 {
+		t.Fatalf("boards after failed approve = %d, want 0", n)
+	}
+	p, err := eng.Proposal(ctx, st.ProposalID)
+	if err != nil || p.State != bot.ProposalPending {
+		t.Fatalf("after failed approve: state %q err %v, want pending", p.State, err)
+	}
+
+	a, err := eng.Approve(ctx, st.ProposalID, "alice")
+	if err != nil {
+		t.Fatalf("retry approve: %v", err)
+	}
+	if a.BoardID == "" {
+		t.Fatal("retry approve: no board")
+	}
+	if n := count(t, env, "boards"); n != 1 {
+		t.Fatalf("boards = %d, want 1", n)
+	}
+	if _, err := eng.Approve(ctx, st.ProposalID, "alice"); !errors.Is(err, bot.ErrAlreadyDecided) {
+		t.Fatalf("third approve: err = %v, want ErrAlreadyDecided", err)
+	}
+}
