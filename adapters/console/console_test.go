@@ -1,0 +1,307 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+// fakeEngine answers by proposal id: "p_ok" succeeds, the others fail with
+// the error their name says.
+type fakeEngine struct {
+	mu      sync.Mutex
+	submits []bot.Request
+	err     error // returned by Submit when set
+}
+
+func (f *fakeEngine) Submit(_ context.Context, r bot.Request) (bot.RequestID, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return "", f.err
+	}
+	f.submits = append(f.submits, r)
+	return "r_1", nil
+}
+
+func (f *fakeEngine) Request(_ context.Context, id bot.RequestID) (bot.RequestStatus, error) {
+	if id != "r_1" {
+		return bot.RequestStatus{}, bot.ErrNotFound
+	}
+	return bot.RequestStatus{ID: id, State: "done", ProposalID: "p_ok"}, nil
+}
+
+func byID(id bot.ProposalID) error {
+	switch id {
+	case "p_ok":
+		return nil
+	case "p_decided":
+		return &bot.DecidedError{State: bot.ProposalApproved, By: "bob", BoardID: "b_1"}
+	case "p_expired":
+		return bot.ErrExpired
+	case "p_forbidden":
+		return bot.ErrForbidden
+	case "p_down":
+		return bot.ErrUnavailable
+	}
+	return bot.ErrNotFound
+}
+
+func (f *fakeEngine) Proposal(_ context.Context, id bot.ProposalID) (bot.Proposal, error) {
+	if err := byID(id); err != nil {
+		return bot.Proposal{}, err
+	}
+	return bot.Proposal{ID: id, State: bot.ProposalPending, RequestedBy: "alice"}, nil
+}
+
+func (f *fakeEngine) Approve(_ context.Context, id bot.ProposalID, _ string) (bot.Approval, error) {
+	if err := byID(id); err != nil {
+		return bot.Approval{}, err
+	}
+	return bot.Approval{ProposalID: id, BoardID: "b_1", BoardURL: "http://x/boards/b_1"}, nil
+}
+
+func (f *fakeEngine) Cancel(_ context.Context, id bot.ProposalID, _ string) (bot.Proposal, error) {
+	if err := byID(id); err != nil {
+		return bot.Proposal{}, err
+	}
+	return bot.Proposal{ID: id, State: bot.ProposalCancelled}, nil
+}
+
+func (f *fakeEngine) Revise(_ context.Context, id bot.ProposalID, _, _ string) (bot.RequestID, error) {
+	return "r_2", byID(id)
+}
+
+func (f *fakeEngine) ProposeAgain(_ context.Context, id bot.ProposalID, _ string) (bot.RequestID, error) {
+	return "r_3", byID(id)
+}
+
+func newServer(t *testing.T, eng Engine) (*Console, *httptest.Server) {
+	t.Helper()
+	c := New(eng, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r := chi.NewRouter()
+	c.APIRoutes(r)
+	c.PageRoutes(r)
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return c, srv
+}
+
+func TestRoutes(t *testing.T) {
+	t.Parallel()
+	_, srv := newServer(t, &fakeEngine{})
+	big := `{"user":"alice","text":"` + strings.Repeat("a", maxBody) + `"}`
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		contains                 string
+	}{
+		{"post message", "POST", "/api/v1/channels/general/messages", `{"user":"alice","text":"make a board"}`, 202, `"request_id":"r_1"`},
+		{"bad channel", "POST", "/api/v1/channels/Bad%20Name/messages", `{"user":"alice","text":"x"}`, 400, "channel names"},
+		{"bad json", "POST", "/api/v1/channels/general/messages", `{"user":`, 400, "invalid JSON"},
+		{"unknown field", "POST", "/api/v1/channels/general/messages", `{"user":"alice","text":"x","extra":1}`, 400, "unknown field"},
+		{"two values", "POST", "/api/v1/channels/general/messages", `{"user":"alice","text":"x"}{}`, 400, "more than one"},
+		{"missing user", "POST", "/api/v1/channels/general/messages", `{"text":"x"}`, 400, `\"user\" is required`},
+		{"missing text", "POST", "/api/v1/channels/general/messages", `{"user":"alice","text":"  "}`, 400, `\"text\" is required`},
+		{"too big", "POST", "/api/v1/channels/general/messages", big, 413, "larger than"},
+		{"get request", "GET", "/api/v1/requests/r_1", "", 200, `"proposal_id":"p_ok"`},
+		{"unknown request", "GET", "/api/v1/requests/r_9", "", 404, "error"},
+		{"get proposal", "GET", "/api/v1/proposals/p_ok", "", 200, `"requested_by":"alice"`},
+		{"unknown proposal", "GET", "/api/v1/proposals/p_nope", "", 404, "error"},
+		{"approve", "POST", "/api/v1/proposals/p_ok/approve", `{"user":"alice"}`, 200, `"board_url":"http://x/boards/b_1"`},
+		{"approve decided", "POST", "/api/v1/proposals/p_decided/approve", `{"user":"alice"}`, 409, `"error":"proposal already approved (board b_1)"`},
+		{"approve expired", "POST", "/api/v1/proposals/p_expired/approve", `{"user":"alice"}`, 409, `"state":"expired"`},
+		{"approve forbidden", "POST", "/api/v1/proposals/p_forbidden/approve", `{"user":"alice"}`, 403, "error"},
+		{"approve unknown", "POST", "/api/v1/proposals/p_nope/approve", `{"user":"alice"}`, 404, "error"},
+		{"approve down", "POST", "/api/v1/proposals/p_down/approve", `{"user":"alice"}`, 503, "unavailable"},
+		{"approve no user", "POST", "/api/v1/proposals/p_ok/approve", `{}`, 400, `\"user\" is required`},
+		{"cancel", "POST", "/api/v1/proposals/p_ok/cancel", `{"user":"alice"}`, 200, `"state":"cancelled"`},
+		{"cancel decided", "POST", "/api/v1/proposals/p_decided/cancel", `{"user":"alice"}`, 409, `"board_id":"b_1"`},
+		{"revise", "POST", "/api/v1/proposals/p_ok/revise", `{"user":"alice","feedback":"fewer cards"}`, 202, `"request_id":"r_2"`},
+		{"revise no feedback", "POST", "/api/v1/proposals/p_ok/revise", `{"user":"alice"}`, 400, `\"feedback\" is required`},
+		{"propose again", "POST", "/api/v1/proposals/p_expired/propose-again", `{"user":"alice"}`, 409, "expired"},
+		{"propose again ok", "POST", "/api/v1/proposals/p_ok/propose-again", `{"user":"alice"}`, 202, `"request_id":"r_3"`},
+		{"page", "GET", "/", "", 200, "<html"},
+		{"channel page", "GET", "/c/news", "", 200, "<html"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			req, err := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, b)
+			}
+			if !strings.Contains(string(b), tc.contains) {
+				t.Fatalf("body %s lacks %q", b, tc.contains)
+			}
+		})
+	}
+}
+
+func TestSubmitErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err    error
+		status int
+	}{{bot.ErrRateLimited, 429}, {bot.ErrUnavailable, 503}} {
+		t.Run(tc.err.Error(), func(t *testing.T) {
+			t.Parallel()
+			_, srv := newServer(t, &fakeEngine{err: tc.err})
+			resp, err := http.Post(srv.URL+"/api/v1/channels/general/messages", "application/json", strings.NewReader(`{"user":"alice","text":"x"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+		})
+	}
+}
+
+// readEvent reads one SSE event (id, event, data) skipping comments and
+// the retry line.
+func readEvent(t *testing.T, r *bufio.Reader) (id, typ, data string) {
+	t.Helper()
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended: %v", err)
+		}
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			typ = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			data = line[6:]
+		case line == "" && typ != "":
+			return id, typ, data
+		}
+	}
+}
+
+func TestEventsReplayLiveAndResume(t *testing.T) {
+	t.Parallel()
+	c, srv := newServer(t, &fakeEngine{})
+	ctx := context.Background()
+	th := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "general"}}
+	if err := c.Reply(ctx, th, bot.Reply{Kind: bot.ReplyAnswer, Text: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Reply(ctx, th, bot.Reply{Kind: bot.ReplyAnswer, Text: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	// Another channel's events never show here.
+	_ = c.Reply(ctx, bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "other"}}, bot.Reply{Text: "elsewhere"})
+
+	open := func(lastID string) (*http.Response, *bufio.Reader) {
+		req, _ := http.NewRequest("GET", srv.URL+"/api/v1/channels/general/events", nil)
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		t.Cleanup(cancel)
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("content type %q", ct)
+		}
+		return resp, bufio.NewReader(resp.Body)
+	}
+
+	_, r := open("")
+	id, typ, data := readEvent(t, r)
+	if id != "1" || typ != "reply" || !strings.Contains(data, `"first"`) {
+		t.Fatalf("first replayed event: %s %s %s", id, typ, data)
+	}
+	id, _, data = readEvent(t, r)
+	if id != "2" || !strings.Contains(data, `"second"`) {
+		t.Fatalf("second replayed event: %s %s", id, data)
+	}
+	// Live: an event published now arrives on the open stream.
+	if _, err := c.PostPreview(ctx, bot.Proposal{ID: "p_1", Thread: th, State: bot.ProposalPending}); err != nil {
+		t.Fatal(err)
+	}
+	id, typ, data = readEvent(t, r)
+	if id != "3" || typ != "proposal" {
+		t.Fatalf("live event: %s %s %s", id, typ, data)
+	}
+	var ev Event
+	if err := json.Unmarshal([]byte(data), &ev); err != nil || ev.ID != 3 {
+		t.Fatalf("data is not the event JSON: %v %s", err, data)
+	}
+
+	// Resume: only events after Last-Event-ID are replayed.
+	_, r2 := open("2")
+	id, typ, _ = readEvent(t, r2)
+	if id != "3" || typ != "proposal" {
+		t.Fatalf("resumed at %s %s, want 3 proposal", id, typ)
+	}
+}
+
+func TestEventsBadChannel(t *testing.T) {
+	t.Parallel()
+	_, srv := newServer(t, &fakeEngine{})
+	resp, err := http.Get(srv.URL + "/api/v1/channels/UPPER/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+func TestHistoryBoundedAndSlowSubscriberDropped(t *testing.T) {
+	t.Parallel()
+	c := New(&fakeEngine{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, sub := c.subscribe("general", 0)
+	th := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "general"}}
+	// Nobody reads sub: publishing far more than its buffer must not block.
+	for i := 0; i < historySize+50; i++ {
+		_ = c.Reply(context.Background(), th, bot.Reply{Text: "x"})
+	}
+	past, _ := c.subscribe("general", 0)
+	if len(past) != historySize {
+		t.Fatalf("history holds %d events, want %d", len(past), historySize)
+	}
+	if past[0].ID != 51 {
+		t.Fatalf("oldest kept event %d, want 51", past[0].ID)
+	}
+	n := 0
+	for range sub { // closed once dropped
+		n++
+	}
+	if n != cap(sub) {
+		t.Fatalf("slow subscriber got %d events before being dropped, want %d", n, cap(sub))
+	}
+}
