@@ -18,14 +18,7 @@ if ! command -v chromium >/dev/null 2>&1; then
 	fi
 fi
 
-dir=$(mktemp -d "${TMPDIR:-/tmp}/bobnet-test.XXXXXX")
-cleanup() {
-	scripts/services.sh stop "$dir" || true
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-eval "$(scripts/services.sh start "$dir")"
-export DATABASE_URL REDIS_URL
+. scripts/throwaway.sh
 export BOBNET_CHROMIUM=${BOBNET_CHROMIUM:-$(command -v chromium)}
 
 echo "test: gofmt, go vet, staticcheck" >&2
