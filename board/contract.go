@@ -29,7 +29,13 @@ var (
 // Execution is an approved plan to write. ProposalID makes it idempotent:
 // executing the same proposal again returns the first result.
 type Execution struct {
-	ProposalID  string
+	ProposalID string
+	// Chain names every version of one request (the first version's id;
+	// empty means ProposalID): at most one version of a chain executes.
+	Chain string
+	// Audit is written in the same transaction as the board, with the
+	// board's id filled in.
+	Audit       []AuditEvent
 	Channel     string // channel key, e.g. "slack:C123" or "console:general"
 	RequestedBy string
 	ApprovedBy  string
@@ -88,4 +94,6 @@ type AuditEvent struct {
 	ProposalID string          `json:"proposal_id,omitempty"`
 	BoardID    ID              `json:"board_id,omitempty"`
 	Detail     json.RawMessage `json:"detail,omitempty"`
+	// DedupeKey, when set, makes recording the event idempotent.
+	DedupeKey string `json:"-"`
 }

@@ -28,6 +28,20 @@ var (
 	ErrInvalidPlan = errors.New("plan cannot be executed")
 )
 
+// OtherVersionApprovedError says another version of the same request was
+// approved already, so this one must not be executed. It matches
+// ErrProposalClosed.
+type OtherVersionApprovedError struct {
+	ProposalID string // the approved version
+}
+
+func (e *OtherVersionApprovedError) Error() string {
+	return "another version of this plan was approved: " + e.ProposalID
+}
+
+// Is makes errors.Is(err, ErrProposalClosed) true.
+func (e *OtherVersionApprovedError) Is(target error) bool { return target == ErrProposalClosed }
+
 // Card statuses a card may have on a board; planned cards start in the
 // first two.
 var Statuses = []string{"Backlog", "Ready", "In Progress", "Review", "Blocked", "Done"}
@@ -122,9 +136,15 @@ type boardRow struct {
 }
 
 const (
-	lockProposal = `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`
+	// lockChain serialises executions of every version of one request:
+	// the first writes, the rest find its result (or its sibling's) below.
+	lockChain = `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`
 
-	selectProposalForExecute = `SELECT state, result FROM proposals WHERE id = $1`
+	// selectProposalForExecute always returns one row: this proposal's
+	// state and result (NULL when Postgres has no record yet) and another
+	// version of the same chain that was already approved, if any.
+	selectProposalForExecute = `SELECT (SELECT state FROM proposals WHERE id = $1), (SELECT result FROM proposals WHERE id = $1),
+    coalesce((SELECT id FROM proposals WHERE chain = $2 AND state = 'approved' AND id <> $1 LIMIT 1), '')`
 
 	selectChannelBoardID = `SELECT board_id FROM channel_bindings WHERE channel = $1`
 
@@ -145,13 +165,14 @@ SELECT r.board_id, r.card_id, r.depends_on FROM jsonb_to_recordset($1::jsonb) AS
 	upsertBinding = `INSERT INTO channel_bindings (channel, board_id) VALUES ($1, $2)
 ON CONFLICT (channel) DO UPDATE SET board_id = excluded.board_id, updated_at = now()`
 
-	upsertExecutedProposal = `INSERT INTO proposals (id, channel, requested_by, state, plan, decided_by, board_id, result, decided_at)
-VALUES ($1, $2, $3, 'approved', $4, $5, $6, $7, now())
+	upsertExecutedProposal = `INSERT INTO proposals (id, channel, requested_by, state, plan, decided_by, board_id, result, decided_at, chain)
+VALUES ($1, $2, $3, 'approved', $4, $5, $6, $7, now(), $8)
 ON CONFLICT (id) DO UPDATE SET state = 'approved', decided_by = excluded.decided_by,
     board_id = excluded.board_id, result = excluded.result, decided_at = now()`
 
-	insertAudit = `INSERT INTO audit_events (actor, action, channel, proposal_id, board_id, detail)
-VALUES ($1, $2, $3, $4, $5, $6)`
+	insertAudit = `INSERT INTO audit_events (actor, action, channel, proposal_id, board_id, detail, dedupe_key)
+VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''))
+ON CONFLICT (dedupe_key) DO NOTHING`
 )
 
 // Execute writes an approved, validated plan in one transaction: the boards
@@ -169,28 +190,35 @@ func (s *Store) Execute(ctx context.Context, ex Execution) (ExecResult, error) {
 	if ex.Plan.Kind != planner.KindProposeActions || len(ex.Plan.Actions) == 0 {
 		return ExecResult{}, fmt.Errorf("%w: kind %q has no actions", ErrInvalidPlan, ex.Plan.Kind)
 	}
+	if ex.Chain == "" {
+		ex.Chain = ex.ProposalID
+	}
 	var res ExecResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Concurrent executions of one proposal queue here; the first
-		// writes, the rest find its result below.
-		if _, err := tx.Exec(ctx, lockProposal, ex.ProposalID); err != nil {
+		// Lock and read in one round trip; they stay two statements so
+		// the read's snapshot is taken after the lock is held.
+		var state *string
+		var prior []byte
+		var sibling string
+		pre := &pgx.Batch{}
+		pre.Queue(lockChain, ex.Chain)
+		pre.Queue(selectProposalForExecute, ex.ProposalID, ex.Chain).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&state, &prior, &sibling)
+		})
+		if err := tx.SendBatch(ctx, pre).Close(); err != nil {
 			return err
 		}
-		var state string
-		var prior []byte
-		err := tx.QueryRow(ctx, selectProposalForExecute, ex.ProposalID).Scan(&state, &prior)
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
-			return err
 		case prior != nil:
 			if err := json.Unmarshal(prior, &res); err != nil {
 				return fmt.Errorf("read earlier result: %w", err)
 			}
 			res.Replayed = true
 			return nil
-		case state != "pending":
-			return fmt.Errorf("%w: it is %s", ErrProposalClosed, state)
+		case state != nil && *state != "pending":
+			return fmt.Errorf("%w: it is %s", ErrProposalClosed, *state)
+		case sibling != "":
+			return &OtherVersionApprovedError{ProposalID: sibling}
 		}
 
 		var target ID
@@ -240,8 +268,13 @@ func (s *Store) Execute(ctx context.Context, ex Execution) (ExecResult, error) {
 		if len(boards) > 0 && ex.Channel != "" {
 			b.Queue(upsertBinding, ex.Channel, boards[len(boards)-1].ID)
 		}
-		b.Queue(upsertExecutedProposal, ex.ProposalID, ex.Channel, ex.RequestedBy, planJSON, ex.ApprovedBy, res.BoardID, resultJSON)
-		b.Queue(insertAudit, ex.ApprovedBy, "executed", ex.Channel, ex.ProposalID, res.BoardID, detail)
+		b.Queue(upsertExecutedProposal, ex.ProposalID, ex.Channel, ex.RequestedBy, planJSON, ex.ApprovedBy, res.BoardID, resultJSON, ex.Chain)
+		b.Queue(insertAudit, ex.ApprovedBy, "executed", ex.Channel, ex.ProposalID, res.BoardID, detail, "")
+		for _, e := range ex.Audit {
+			// The decision's own audit rows commit with the board, so the
+			// record never says "approved" without the board, or the reverse.
+			b.Queue(insertAudit, e.Actor, e.Action, e.Channel, e.ProposalID, res.BoardID, auditDetail(e), e.DedupeKey)
+		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
@@ -516,13 +549,18 @@ const selectAudit = `SELECT id, at, actor, action, channel, proposal_id, board_i
 WHERE ($1 = '' OR channel = $1) AND ($2 = '' OR proposal_id = $2) AND ($3 = '' OR board_id = $3)
 ORDER BY id LIMIT $4`
 
-// RecordAudit writes one audit event.
-func (s *Store) RecordAudit(ctx context.Context, e AuditEvent) error {
-	var detail any
+// auditDetail is an event's detail as a query argument: NULL when empty.
+func auditDetail(e AuditEvent) any {
 	if len(e.Detail) > 0 {
-		detail = e.Detail
+		return []byte(e.Detail)
 	}
-	if _, err := s.pool.Exec(ctx, insertAudit, e.Actor, e.Action, e.Channel, e.ProposalID, e.BoardID, detail); err != nil {
+	return nil
+}
+
+// RecordAudit writes one audit event. An event with a DedupeKey that was
+// recorded before is not written again.
+func (s *Store) RecordAudit(ctx context.Context, e AuditEvent) error {
+	if _, err := s.pool.Exec(ctx, insertAudit, e.Actor, e.Action, e.Channel, e.ProposalID, e.BoardID, auditDetail(e), e.DedupeKey); err != nil {
 		return fmt.Errorf("record audit %s: %w", e.Action, err)
 	}
 	return nil
@@ -549,7 +587,10 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditEvent, error) 
 
 // ProposalRecord is a proposal's history in Postgres.
 type ProposalRecord struct {
-	ID          string
+	ID string
+	// Chain is the id of the first version of the request's proposals;
+	// empty means ID.
+	Chain       string
 	Channel     string
 	Version     int
 	Supersedes  string
@@ -564,8 +605,8 @@ type ProposalRecord struct {
 }
 
 const (
-	upsertProposal = `INSERT INTO proposals (id, channel, version, supersedes, requested_by, state, plan, created_at, expires_at)
-VALUES ($1, $2, $3, nullif($4, ''), $5, $6, $7, $8, $9)
+	upsertProposal = `INSERT INTO proposals (id, channel, version, supersedes, requested_by, state, plan, created_at, expires_at, chain)
+VALUES ($1, $2, $3, nullif($4, ''), $5, $6, $7, $8, $9, $10)
 ON CONFLICT (id) DO UPDATE SET plan = excluded.plan, expires_at = excluded.expires_at
 WHERE proposals.state = 'pending'`
 
@@ -597,7 +638,10 @@ func (s *Store) SaveProposal(ctx context.Context, p ProposalRecord) error {
 	if len(plan) == 0 {
 		plan = []byte("{}")
 	}
-	if _, err := s.pool.Exec(ctx, upsertProposal, p.ID, p.Channel, p.Version, p.Supersedes, p.RequestedBy, p.State, plan, p.CreatedAt, expires); err != nil {
+	if p.Chain == "" {
+		p.Chain = p.ID
+	}
+	if _, err := s.pool.Exec(ctx, upsertProposal, p.ID, p.Channel, p.Version, p.Supersedes, p.RequestedBy, p.State, plan, p.CreatedAt, expires, p.Chain); err != nil {
 		return fmt.Errorf("save proposal %s: %w", p.ID, err)
 	}
 	return nil

@@ -343,3 +343,51 @@ func TestNewIDs(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// Two versions of one request never both execute: the second finds the
+// first approved in the same transaction and writes nothing.
+func TestExecuteRefusesASecondVersionOfAChain(t *testing.T) {
+	t.Parallel()
+	s := boardtest.NewStore(t)
+	ctx := context.Background()
+	plan := newspaper(t)
+	for _, p := range []board.ProposalRecord{{ID: "p_v1", Channel: "c"}, {ID: "p_v2", Chain: "p_v1", Version: 2, Supersedes: "p_v1", Channel: "c"}} {
+		if err := s.SaveProposal(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Execute(ctx, board.Execution{ProposalID: "p_v1", Channel: "c", Plan: plan}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Execute(ctx, board.Execution{ProposalID: "p_v2", Chain: "p_v1", Channel: "c", Plan: plan})
+	var other *board.OtherVersionApprovedError
+	if !errors.As(err, &other) || other.ProposalID != "p_v1" || !errors.Is(err, board.ErrProposalClosed) {
+		t.Fatalf("second version: %v", err)
+	}
+	var boards int
+	if err := s.Pool().QueryRow(ctx, "SELECT count(*) FROM boards").Scan(&boards); err != nil || boards != 1 {
+		t.Fatalf("boards = %d, %v", boards, err)
+	}
+}
+
+// An audit event with a key is written once however often it is recorded.
+func TestAuditDedupeKey(t *testing.T) {
+	t.Parallel()
+	s := boardtest.NewStore(t)
+	ctx := context.Background()
+	for range 3 {
+		if err := s.RecordAudit(ctx, board.AuditEvent{Action: "requested", Channel: "c", DedupeKey: "requested:r_1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordAudit(ctx, board.AuditEvent{Action: "note", Channel: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordAudit(ctx, board.AuditEvent{Action: "note", Channel: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.Audit(ctx, board.AuditFilter{Channel: "c"})
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("events = %d, %v; want one keyed and two plain", len(evs), err)
+	}
+}

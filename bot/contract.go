@@ -151,6 +151,18 @@ type Proposal struct {
 	BoardURL    string           `json:"board_url,omitempty"`
 	TargetBoard board.ID         `json:"target_board,omitempty"` // for card/batch actions
 	Message     MessageRef       `json:"message,omitempty"`      // the posted preview
+	// Chain is the id of the first version of this request's proposals
+	// (empty for a first version): at most one version of a chain is ever
+	// approved.
+	Chain ProposalID `json:"chain,omitempty"`
+}
+
+// ChainID is the id naming every version of p's request.
+func (p Proposal) ChainID() ProposalID {
+	if p.Chain != "" {
+		return p.Chain
+	}
+	return p.ID
 }
 
 // Changes is what a revision changed against the previous version. Cards are
@@ -177,6 +189,13 @@ type Approval struct {
 	ProposalID ProposalID `json:"proposal_id"`
 	BoardID    board.ID   `json:"board_id"`
 	BoardURL   string     `json:"board_url"`
+}
+
+// Notifier is what a poster may also offer: a message only one person
+// sees (Slack's ephemeral messages). A poster without it gets a thread
+// reply instead.
+type Notifier interface {
+	Notify(ctx context.Context, t Thread, user string, r Reply) error
 }
 
 // Poster is what an adapter gives the engine to speak on its surface. The
@@ -212,9 +231,14 @@ type DecidedError struct {
 	State   ProposalState
 	By      string
 	BoardID board.ID
+	// Other is the version that replaced this one or was approved instead.
+	Other ProposalID
 }
 
 func (e *DecidedError) Error() string {
+	if e.Other != "" {
+		return fmt.Sprintf("proposal already %s (by version %s)", e.State, e.Other)
+	}
 	if e.BoardID != "" {
 		return fmt.Sprintf("proposal already %s (board %s)", e.State, e.BoardID)
 	}
@@ -229,6 +253,60 @@ func (e *DecidedError) Is(target error) bool { return target == ErrAlreadyDecide
 type RequestRecord struct {
 	Request Request       `json:"request"`
 	Status  RequestStatus `json:"status"`
+	// Taken is set once a worker has recorded the request as taken, so a
+	// worker that takes it again after a crash does not start over.
+	Taken bool `json:"taken,omitempty"`
+	// Answer is the planned answer, kept until it is posted: a request
+	// whose answer was planned but never posted is answered after a
+	// restart without asking the model again.
+	Answer *Answer `json:"answer,omitempty"`
+}
+
+// Answer is what the bot will say to a request: a text reply or the
+// preview of a proposal. Failure is set when the request failed.
+type Answer struct {
+	Reply      *Reply     `json:"reply,omitempty"`
+	ProposalID ProposalID `json:"proposal_id,omitempty"`
+	Failure    string     `json:"failure,omitempty"`
+}
+
+// Admission is a request offered to the request store, with the keys that
+// decide whether it is taken in.
+type Admission struct {
+	Record RequestRecord
+	// DedupeKey, when set, makes admission idempotent for DedupeTTL.
+	DedupeKey string
+	DedupeTTL time.Duration
+	// UserKey and ChannelKey name the rate-limit counters.
+	UserKey      string
+	UserLimit    RateLimit
+	ChannelKey   string
+	ChannelLimit RateLimit
+	// ChannelNotices caps how many throttled people of one channel are
+	// told so per channel window.
+	ChannelNotices int
+	Now            time.Time
+}
+
+// AdmitOutcome says what admission did with a request.
+type AdmitOutcome string
+
+// Admission outcomes.
+const (
+	AdmitNew       AdmitOutcome = "new"       // stored and queued
+	AdmitDuplicate AdmitOutcome = "duplicate" // its dedupe key was seen: RequestID is the first request
+	AdmitThrottled AdmitOutcome = "throttled" // over a rate limit: nothing stored
+)
+
+// AdmitResult is the outcome of one admission.
+type AdmitResult struct {
+	Outcome   AdmitOutcome
+	RequestID RequestID
+	// Limit is "user" or "channel" when throttled.
+	Limit string
+	// Notify is set when the throttled person should be told (once per
+	// window, and only a few people per channel window).
+	Notify bool
 }
 
 // Delivery is one request handed to a worker by the queue.

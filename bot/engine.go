@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,7 @@ type Proposals interface {
 	PutProposal(ctx context.Context, p Proposal) error
 	Proposal(ctx context.Context, id ProposalID) (Proposal, error)
 	Claim(ctx context.Context, id ProposalID, holder string, ttl time.Duration) (bool, error)
+	ClaimProposal(ctx context.Context, id ProposalID, holder string, ttl time.Duration) (Proposal, bool, error)
 	Release(ctx context.Context, id ProposalID) error
 	DueExpiries(ctx context.Context, now time.Time, limit int) ([]ProposalID, error)
 	RemoveExpiry(ctx context.Context, id ProposalID) error
@@ -52,11 +54,9 @@ type Proposals interface {
 // Requests keeps request records, dedupe keys, rate limits and thread
 // history; *pending.Store is one.
 type Requests interface {
+	Admit(ctx context.Context, a Admission) (AdmitResult, error)
 	PutRequest(ctx context.Context, r RequestRecord) error
 	Request(ctx context.Context, id RequestID) (RequestRecord, error)
-	Dedupe(ctx context.Context, key string, id RequestID, ttl time.Duration) (RequestID, bool, error)
-	Allow(ctx context.Context, key string, limit RateLimit) (bool, error)
-	MarkAnswered(ctx context.Context, id RequestID) (bool, error)
 	AppendTurn(ctx context.Context, thread string, t planner.Turn) error
 	Turns(ctx context.Context, thread string) ([]planner.Turn, error)
 }
@@ -64,9 +64,9 @@ type Requests interface {
 // Queue hands requests to workers; *pending.Queue is one.
 type Queue interface {
 	Init(ctx context.Context) error
-	Enqueue(ctx context.Context, id RequestID) error
 	Read(ctx context.Context, consumer string, block time.Duration) ([]Delivery, error)
 	Reclaim(ctx context.Context, consumer string, idle time.Duration) ([]Delivery, error)
+	Renew(ctx context.Context, consumer string, messageIDs []string) error
 	Ack(ctx context.Context, messageID string) error
 }
 
@@ -81,8 +81,18 @@ type Config struct {
 	ChannelRate        RateLimit
 	Profiles           []planner.Profile
 	ConsumerName       string        // default host-pid
-	ReclaimIdle        time.Duration // default 1m
+	ReclaimIdle        time.Duration // default 1m; workers renew their lease three times as often
 	SweepInterval      time.Duration // default 5s
+	// ClaimTTL bounds how long a decision may hold a proposal (default
+	// 10s): longer than its one transaction takes, short enough that a
+	// crashed holder's claim frees itself within seconds. Executions stay
+	// exactly-once without it: Postgres locks and checks every version.
+	ClaimTTL time.Duration
+	// PostTimeout bounds each call to a platform (default 10s).
+	PostTimeout time.Duration
+	// ChannelNotices is how many throttled people of one channel are told
+	// "slow down" per channel window (default 5).
+	ChannelNotices int
 }
 
 // Deps are what the engine works with.
@@ -95,6 +105,10 @@ type Deps struct {
 	Now       func() time.Time
 }
 
+// DefaultClaimTTL is how long a decision may hold a proposal unless
+// configured otherwise.
+const DefaultClaimTTL = 10 * time.Second
+
 // Engine turns requests into proposals and decisions into boards.
 type Engine struct {
 	cfg    Config
@@ -103,6 +117,9 @@ type Engine struct {
 
 	mu      sync.RWMutex
 	posters map[Source]Poster
+
+	out    *outbound
+	leases *leases
 }
 
 // New returns an engine. Nothing runs until Run.
@@ -126,10 +143,22 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Engine, error) {
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 5 * time.Second
 	}
+	if cfg.ClaimTTL <= 0 {
+		cfg.ClaimTTL = DefaultClaimTTL
+	}
+	if cfg.PostTimeout <= 0 {
+		cfg.PostTimeout = 10 * time.Second
+	}
+	if cfg.ChannelNotices <= 0 {
+		cfg.ChannelNotices = 5
+	}
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	return &Engine{cfg: cfg, deps: deps, logger: logger, posters: map[Source]Poster{}}, nil
+	return &Engine{
+		cfg: cfg, deps: deps, logger: logger, posters: map[Source]Poster{},
+		out: newOutbound(cfg.PostTimeout, logger), leases: newLeases(),
+	}, nil
 }
 
 // SetPoster registers the poster of a surface.
@@ -156,10 +185,24 @@ func (discard) Reply(context.Context, Thread, Reply) error                { retu
 func (discard) PostPreview(context.Context, Proposal) (MessageRef, error) { return "", nil }
 func (discard) UpdatePreview(context.Context, Proposal) error             { return nil }
 
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
 func newID(prefix string) string {
 	var b [10]byte
 	_, _ = rand.Read(b[:])
-	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
+}
+
+// NewRequestID returns a fresh request id, for adapters that show a
+// request before submitting it.
+func NewRequestID() RequestID { return RequestID(newID("r_")) }
+
+// proposalIDFor is the id of the proposal a request makes: derived from
+// the request, so planning a request again after a crash writes the same
+// proposal rather than a second one.
+func proposalIDFor(r RequestID) ProposalID {
+	sum := sha256.Sum256([]byte("proposal:" + string(r)))
+	return ProposalID("p_" + strings.ToLower(idEncoding.EncodeToString(sum[:10])))
 }
 
 // Ready reports whether Redis and Postgres answer.
@@ -176,58 +219,51 @@ func unavailable(op string, err error) error {
 	return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
 }
 
-// Submit queues a request and returns at once. A request whose DedupeKey
-// was seen returns the first request's id. Too many requests from a user or
-// channel give ErrRateLimited, after a "slow down" reply in the thread.
+// Submit queues a request and returns at once, after one Redis round
+// trip and nothing else: no Postgres, no platform call. A request whose
+// DedupeKey was seen returns the first request's id. Too many requests from
+// a user or channel give ErrRateLimited; the person is told "slow down"
+// off the caller's path, once per window, and only a few people per
+// channel window.
 func (e *Engine) Submit(ctx context.Context, r Request) (RequestID, error) {
 	r.Text = strings.TrimSpace(r.Text)
 	if r.Text == "" && r.Revises == "" && r.Again == "" {
 		return "", errors.New("empty request")
 	}
 	if r.ID == "" {
-		r.ID = RequestID(newID("r_"))
+		r.ID = NewRequestID()
 	}
 	if r.ReceivedAt.IsZero() {
 		r.ReceivedAt = e.deps.Now()
 	}
+	a := Admission{
+		Record:    RequestRecord{Request: r, Status: RequestStatus{ID: r.ID, State: RequestQueued}},
+		DedupeTTL: 24 * time.Hour,
+		UserKey:   "user:" + string(r.Thread.Channel.Source) + ":" + r.User, UserLimit: e.cfg.UserRate,
+		ChannelKey: "channel:" + r.Thread.Channel.Key(), ChannelLimit: e.cfg.ChannelRate,
+		ChannelNotices: e.cfg.ChannelNotices, Now: e.deps.Now(),
+	}
 	if r.DedupeKey != "" {
-		first, isNew, err := e.deps.Requests.Dedupe(ctx, r.Thread.Channel.Key()+":"+r.DedupeKey, r.ID, 24*time.Hour)
-		if err != nil {
-			return "", unavailable("submit", err)
-		}
-		if !isNew {
-			return first, nil
-		}
+		a.DedupeKey = r.Thread.Channel.Key() + ":" + r.DedupeKey
 	}
-	for _, lim := range []struct {
-		key   string
-		limit RateLimit
-		who   string
-	}{
-		{"user:" + string(r.Thread.Channel.Source) + ":" + r.User, e.cfg.UserRate, "you"},
-		{"channel:" + r.Thread.Channel.Key(), e.cfg.ChannelRate, "this channel"},
-	} {
-		ok, err := e.deps.Requests.Allow(ctx, lim.key, lim.limit)
-		if err != nil {
-			return "", unavailable("submit", err)
-		}
-		if !ok {
-			text := fmt.Sprintf("Slow down: %s sent more than %d requests in %s. Try again in a moment.", lim.who, lim.limit.N, lim.limit.Per)
-			if err := e.poster(r.Thread.Channel.Source).Reply(ctx, r.Thread, Reply{Kind: ReplySlowDown, Text: text}); err != nil {
-				e.logger.Warn("post slow-down reply", "err", err)
-			}
-			return "", fmt.Errorf("%w: %s", ErrRateLimited, text)
-		}
-	}
-	rec := RequestRecord{Request: r, Status: RequestStatus{ID: r.ID, State: RequestQueued}}
-	if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
+	res, err := e.deps.Requests.Admit(ctx, a)
+	if err != nil {
 		return "", unavailable("submit", err)
 	}
-	if err := e.deps.Queue.Enqueue(ctx, r.ID); err != nil {
-		return "", unavailable("submit", err)
+	switch res.Outcome {
+	case AdmitDuplicate:
+		return res.RequestID, nil
+	case AdmitThrottled:
+		limit, who := e.cfg.UserRate, "you"
+		if res.Limit == "channel" {
+			limit, who = e.cfg.ChannelRate, "this channel"
+		}
+		text := fmt.Sprintf("Slow down: %s sent more than %d requests in %s. Try again in a moment.", who, limit.N, limit.Per)
+		if res.Notify {
+			e.notify(r.Thread, r.User, Reply{Kind: ReplySlowDown, Text: text})
+		}
+		return "", fmt.Errorf("%w: %s", ErrRateLimited, text)
 	}
-	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "requested", Channel: r.Thread.Channel.Key()},
-		map[string]any{"request_id": r.ID, "source": r.Thread.Channel.Source, "revises": r.Revises, "again": r.Again})
 	return r.ID, nil
 }
 
@@ -290,6 +326,27 @@ func (e *Engine) mayDecide(p Proposal, user string) bool {
 	return e.cfg.AnyMemberMayDecide || user == p.RequestedBy || slices.Contains(e.cfg.Admins, user)
 }
 
+// decidable checks that p is pending and that user may decide it now.
+// ErrExpired, *DecidedError or ErrForbidden otherwise; a refusal is
+// audited.
+func (e *Engine) decidable(ctx context.Context, p Proposal, user, action string) error {
+	switch {
+	case p.State == ProposalPending && !e.deps.Now().Before(p.ExpiresAt):
+		return fmt.Errorf("proposal %s: %w", p.ID, ErrExpired)
+	case p.State == ProposalPending:
+	case p.State == ProposalExpired:
+		return fmt.Errorf("proposal %s: %w", p.ID, ErrExpired)
+	default:
+		return &DecidedError{State: p.State, By: p.DecidedBy, BoardID: p.BoardID}
+	}
+	if !e.mayDecide(p, user) {
+		e.audit(ctx, board.AuditEvent{Actor: user, Action: "denied", Channel: p.Thread.Channel.Key(), ProposalID: string(p.ID)},
+			map[string]any{"attempted": action, "version": p.Version})
+		return fmt.Errorf("%s proposal %s: %w: only the requester or an admin may", action, p.ID, ErrForbidden)
+	}
+	return nil
+}
+
 // pendingForDecision loads a proposal and checks that user may decide it
 // now. ErrNotFound, ErrExpired, *DecidedError or ErrForbidden otherwise.
 func (e *Engine) pendingForDecision(ctx context.Context, id ProposalID, user, action string) (Proposal, error) {
@@ -297,19 +354,7 @@ func (e *Engine) pendingForDecision(ctx context.Context, id ProposalID, user, ac
 	if err != nil {
 		return Proposal{}, err
 	}
-	switch p.State {
-	case ProposalPending:
-	case ProposalExpired:
-		return p, fmt.Errorf("proposal %s: %w", id, ErrExpired)
-	default:
-		return p, &DecidedError{State: p.State, By: p.DecidedBy, BoardID: p.BoardID}
-	}
-	if !e.mayDecide(p, user) {
-		e.audit(ctx, board.AuditEvent{Actor: user, Action: "denied", Channel: p.Thread.Channel.Key(), ProposalID: string(id)},
-			map[string]any{"attempted": action, "version": p.Version})
-		return p, fmt.Errorf("%s proposal %s: %w: only the requester or an admin may", action, id, ErrForbidden)
-	}
-	return p, nil
+	return p, e.decidable(ctx, p, user, action)
 }
 
 // Authorize reports whether user may decide the pending proposal id, and
@@ -318,56 +363,80 @@ func (e *Engine) Authorize(ctx context.Context, id ProposalID, user string) (Pro
 	return e.pendingForDecision(ctx, id, user, "decide")
 }
 
-// claimTTL bounds how long a decision may hold a proposal: longer than any
-// transaction should take, short enough that a crashed holder frees it.
-const claimTTL = 2 * time.Minute
-
-// claim takes the decision lock of a pending proposal; a loser gets a
-// *DecidedError naming what is happening to it.
-func (e *Engine) claim(ctx context.Context, id ProposalID, holder string) error {
-	ok, err := e.deps.Proposals.Claim(ctx, id, holder, claimTTL)
-	if err != nil {
-		return unavailable("claim proposal", err)
-	}
-	if !ok {
-		p, err := e.Proposal(ctx, id)
-		if err == nil && p.State != ProposalPending {
-			return &DecidedError{State: p.State, By: p.DecidedBy, BoardID: p.BoardID}
+// claimFor takes the decision lock of a proposal and loads it, in one
+// Redis round trip, and checks that user may decide it. On success the
+// caller holds the claim; on any error nothing is held.
+func (e *Engine) claimFor(ctx context.Context, id ProposalID, user, action string) (Proposal, error) {
+	p, claimed, err := e.deps.Proposals.ClaimProposal(ctx, id, action+":"+user, e.cfg.ClaimTTL)
+	if errors.Is(err, ErrNotFound) {
+		// Redis let it go: Postgres knows how it ended.
+		p, err := e.proposalFromHistory(ctx, id)
+		if err != nil {
+			return Proposal{}, err
 		}
-		return &DecidedError{State: "being decided"}
+		return p, e.decidable(ctx, p, user, action)
 	}
-	return nil
+	if err != nil {
+		return Proposal{}, unavailable("claim proposal", err)
+	}
+	if !claimed {
+		if p.State != ProposalPending {
+			return p, e.decidable(ctx, p, user, action)
+		}
+		return p, e.heldBy(ctx, p)
+	}
+	if err := e.decidable(ctx, p, user, action); err != nil {
+		e.release(ctx, id)
+		return p, err
+	}
+	return p, nil
 }
 
-// Approve executes a pending proposal's plan, once. The first approver
-// wins; every later approve or cancel gets a *DecidedError naming the
-// state and board. When the execution fails the claim is given back, so
+// heldBy explains why a proposal someone else holds cannot be decided
+// now, from what was committed: a decision Redis has not caught up with
+// (a crash between commit and update) is named as it is, and only a
+// decision really in flight is "being decided". Claims free themselves
+// within ClaimTTL, so that answer never lasts long.
+func (e *Engine) heldBy(ctx context.Context, p Proposal) error {
+	if rec, err := e.deps.Boards.Proposal(ctx, string(p.ID)); err == nil && rec.State != string(ProposalPending) {
+		return &DecidedError{State: ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
+	}
+	return &DecidedError{State: "being decided"}
+}
+
+func (e *Engine) release(ctx context.Context, id ProposalID) {
+	if err := e.deps.Proposals.Release(ctx, id); err != nil {
+		e.logger.Warn("release claim", "proposal", id, "err", err)
+	}
+}
+
+// Approve executes a pending proposal's plan, once: one Redis round trip
+// claims and loads the proposal, one Postgres transaction writes the board
+// with the decision and its audit. The first approver wins; every later
+// approve or cancel gets a *DecidedError naming the state and board, and
+// so does approving a version of a request another version of which was
+// approved. When the execution fails the claim is given back, so
 // approving again can succeed.
 func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Approval, error) {
-	p, err := e.pendingForDecision(ctx, id, user, "approve")
+	p, err := e.claimFor(ctx, id, user, "approve")
 	if err != nil {
 		return Approval{}, err
 	}
-	if err := e.claim(ctx, id, "approve:"+user); err != nil {
-		return Approval{}, err
-	}
-	// Re-read under the claim: the proposal may have changed between the
-	// first read and the claim.
-	if p, err = e.pendingForDecision(ctx, id, user, "approve"); err != nil {
-		_ = e.deps.Proposals.Release(ctx, id)
-		return Approval{}, err
-	}
+	detail, _ := json.Marshal(map[string]any{"version": p.Version, "supersedes": p.Supersedes, "chain": p.ChainID()})
 	res, err := e.deps.Boards.Execute(ctx, board.Execution{
-		ProposalID: string(id), Channel: p.Thread.Channel.Key(), RequestedBy: p.RequestedBy, ApprovedBy: user, Plan: p.Plan,
+		ProposalID: string(id), Chain: string(p.ChainID()), Channel: p.Thread.Channel.Key(), RequestedBy: p.RequestedBy,
+		ApprovedBy: user, Plan: p.Plan,
+		Audit: []board.AuditEvent{{Actor: user, Action: "approved", Channel: p.Thread.Channel.Key(), ProposalID: string(id), Detail: detail}},
 	})
 	if err != nil {
-		if rerr := e.deps.Proposals.Release(ctx, id); rerr != nil {
-			e.logger.Warn("release claim", "proposal", id, "err", rerr)
-		}
-		if errors.Is(err, board.ErrNoTargetBoard) {
+		e.release(ctx, id)
+		var other *board.OtherVersionApprovedError
+		switch {
+		case errors.Is(err, board.ErrNoTargetBoard):
 			return Approval{}, fmt.Errorf("approve %s: this channel has no board to add the cards to any more: %w", id, err)
-		}
-		if errors.Is(err, board.ErrProposalClosed) {
+		case errors.As(err, &other):
+			return Approval{}, &DecidedError{State: "closed", Other: ProposalID(other.ProposalID)}
+		case errors.Is(err, board.ErrProposalClosed):
 			return Approval{}, &DecidedError{State: ProposalCancelled}
 		}
 		return Approval{}, unavailable("approve "+string(id), err)
@@ -380,12 +449,6 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		// later changes nothing a user can do.
 		e.logger.Warn("record approval in redis", "proposal", id, "err", err)
 	}
-	e.audit(ctx, board.AuditEvent{Actor: user, Action: "approved", Channel: p.Thread.Channel.Key(), ProposalID: string(id), BoardID: res.BoardID},
-		map[string]any{"version": p.Version, "supersedes": p.Supersedes, "cards": res.Cards, "links": res.Links, "replayed": res.Replayed})
-	poster := e.poster(p.Thread.Channel.Source)
-	if err := poster.UpdatePreview(ctx, p); err != nil {
-		e.logger.Warn("update preview", "proposal", id, "err", err)
-	}
 	name := "the board"
 	for _, a := range p.Plan.Actions {
 		if a.Board != nil {
@@ -394,38 +457,26 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	}
 	text := fmt.Sprintf("Approved by %s at %s: %s created with %d cards and %d links (proposal %s, v%d).",
 		user, now.UTC().Format("15:04 UTC"), name, res.Cards, res.Links, id, p.Version)
-	if err := poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: text, BoardURL: p.BoardURL}); err != nil {
-		e.logger.Warn("post approval reply", "proposal", id, "err", err)
-	}
+	e.say(p.Thread, "announce approval of "+string(id), func(ctx context.Context, poster Poster) error {
+		return errors.Join(poster.UpdatePreview(ctx, p), poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: text, BoardURL: p.BoardURL}))
+	})
 	return Approval{ProposalID: id, BoardID: res.BoardID, BoardURL: p.BoardURL}, nil
 }
 
 // Cancel closes a pending proposal without writing anything.
 func (e *Engine) Cancel(ctx context.Context, id ProposalID, user string) (Proposal, error) {
-	return e.close(ctx, id, user, ProposalCancelled, "cancelled")
-}
-
-// close moves a pending proposal to a closed state under its claim.
-func (e *Engine) close(ctx context.Context, id ProposalID, user string, state ProposalState, action string) (Proposal, error) {
-	if _, err := e.pendingForDecision(ctx, id, user, action); err != nil {
-		return Proposal{}, err
-	}
-	if err := e.claim(ctx, id, action+":"+user); err != nil {
-		return Proposal{}, err
-	}
-	p, err := e.pendingForDecision(ctx, id, user, action)
+	p, err := e.claimFor(ctx, id, user, "cancel")
 	if err != nil {
-		_ = e.deps.Proposals.Release(ctx, id)
 		return Proposal{}, err
 	}
-	return e.finish(ctx, p, state, user, action)
+	return e.finish(ctx, p, ProposalCancelled, user, "cancelled")
 }
 
 // finish records a closed proposal everywhere; the caller holds its claim,
 // which stays taken so nothing else decides it.
 func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, user, action string) (Proposal, error) {
 	if err := e.deps.Boards.SetProposalState(ctx, string(p.ID), string(state), user); err != nil && !errors.Is(err, board.ErrNotFound) {
-		_ = e.deps.Proposals.Release(ctx, p.ID)
+		e.release(ctx, p.ID)
 		if errors.Is(err, board.ErrProposalClosed) {
 			return p, &DecidedError{State: "decided"}
 		}
@@ -437,14 +488,15 @@ func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, us
 	}
 	e.audit(ctx, board.AuditEvent{Actor: user, Action: action, Channel: p.Thread.Channel.Key(), ProposalID: string(p.ID)},
 		map[string]any{"version": p.Version, "supersedes": p.Supersedes})
-	if err := e.poster(p.Thread.Channel.Source).UpdatePreview(ctx, p); err != nil {
-		e.logger.Warn("update preview", "proposal", p.ID, "err", err)
-	}
+	e.say(p.Thread, "update preview of "+string(p.ID), func(ctx context.Context, poster Poster) error {
+		return poster.UpdatePreview(ctx, p)
+	})
 	return p, nil
 }
 
 // Revise queues a re-plan of a pending proposal with the user's feedback;
-// the new proposal supersedes it.
+// the new proposal supersedes it. Two revisions at once make one new
+// version, and approving the proposal meanwhile drops the revision.
 func (e *Engine) Revise(ctx context.Context, id ProposalID, user, feedback string) (RequestID, error) {
 	feedback = strings.TrimSpace(feedback)
 	if feedback == "" {
@@ -498,13 +550,20 @@ func (e *Engine) BoardStatus(ctx context.Context, id board.ID) (board.Status, er
 	return st, nil
 }
 
+// auditTimeout bounds one audit write.
+const auditTimeout = 5 * time.Second
+
 // audit records an event with detail; a failure is logged, not returned,
 // because the decision it records has already happened.
 func (e *Engine) audit(ctx context.Context, ev board.AuditEvent, detail map[string]any) {
 	if detail != nil {
 		ev.Detail, _ = json.Marshal(detail)
 	}
-	if err := e.deps.Boards.RecordAudit(context.WithoutCancel(ctx), ev); err != nil {
+	// The audit outlives a caller that went away, but not a Postgres that
+	// hangs.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+	defer cancel()
+	if err := e.deps.Boards.RecordAudit(ctx, ev); err != nil {
 		e.logger.Warn("record audit event", "action", ev.Action, "err", err)
 	}
 }

@@ -105,6 +105,9 @@ func TestNewspaperEndToEnd(t *testing.T) {
 	if n := count(t, env, "card_links"); n != 13 {
 		t.Errorf("links = %d", n)
 	}
+	env.Poster.WaitFor(t, "the approval announced", func(replies []bottest.PostedReply, _, updates []bot.Proposal) bool {
+		return len(updates) == 1 && len(replies) > 0 && replies[len(replies)-1].Reply.BoardURL != ""
+	})
 	replies, _, updates := env.Poster.Snapshot()
 	if len(updates) != 1 || updates[0].State != bot.ProposalApproved || updates[0].DecidedBy != "alice" || updates[0].BoardURL != a.BoardURL {
 		t.Fatalf("updates = %+v", updates)
@@ -462,7 +465,7 @@ func TestWorkerKilledMidPlanIsAnsweredOnce(t *testing.T) {
 	if st.State != bot.RequestDone || st.ProposalID == "" {
 		t.Fatalf("status = %+v", st)
 	}
-	time.Sleep(3 * time.Second) // give any duplicate delivery time to show
+	second.WaitIdle(t) // every delivery acknowledged: nothing more can be posted
 	_, p1, _ := first.Poster.Snapshot()
 	_, p2, _ := second.Poster.Snapshot()
 	if len(p1) != 0 || len(p2) != 1 {
@@ -496,14 +499,14 @@ func TestDedupeAndRateLimit(t *testing.T) {
 	if _, err := env.Engine.Submit(ctx, bot.Request{Thread: general, User: "bob", Text: "one more"}); !errors.Is(err, bot.ErrRateLimited) {
 		t.Fatalf("fourth request: %v", err)
 	}
-	replies, _, _ := env.Poster.Snapshot()
-	var slow bool
-	for _, r := range replies {
-		slow = slow || (r.Reply.Kind == bot.ReplySlowDown && strings.Contains(r.Reply.Text, "Slow down"))
-	}
-	if !slow {
-		t.Error("no slow-down reply")
-	}
+	env.Poster.WaitFor(t, "a slow-down reply", func(replies []bottest.PostedReply, _, _ []bot.Proposal) bool {
+		for _, r := range replies {
+			if r.Reply.Kind == bot.ReplySlowDown && strings.Contains(r.Reply.Text, "Slow down") {
+				return true
+			}
+		}
+		return false
+	})
 	if _, err := env.Engine.Submit(ctx, bot.Request{Thread: general, User: "carol", Text: "hi"}); err != nil {
 		t.Fatalf("another user is limited too: %v", err)
 	}

@@ -19,12 +19,11 @@ type memory struct {
 	mu        sync.Mutex
 	proposals map[bot.ProposalID]bot.Proposal
 	requests  map[bot.RequestID]bot.RequestRecord
-	answered  map[bot.RequestID]bool
 	queue     chan bot.Delivery
 }
 
 func newMemory() *memory {
-	return &memory{proposals: map[bot.ProposalID]bot.Proposal{}, requests: map[bot.RequestID]bot.RequestRecord{}, answered: map[bot.RequestID]bool{}, queue: make(chan bot.Delivery, 16)}
+	return &memory{proposals: map[bot.ProposalID]bot.Proposal{}, requests: map[bot.RequestID]bot.RequestRecord{}, queue: make(chan bot.Delivery, 16)}
 }
 
 func (m *memory) PutProposal(_ context.Context, p bot.Proposal) error {
@@ -45,6 +44,10 @@ func (m *memory) Proposal(_ context.Context, id bot.ProposalID) (bot.Proposal, e
 func (m *memory) Claim(context.Context, bot.ProposalID, string, time.Duration) (bool, error) {
 	return true, nil
 }
+func (m *memory) ClaimProposal(ctx context.Context, id bot.ProposalID, _ string, _ time.Duration) (bot.Proposal, bool, error) {
+	p, err := m.Proposal(ctx, id)
+	return p, err == nil, err
+}
 func (m *memory) Release(context.Context, bot.ProposalID) error { return nil }
 func (m *memory) DueExpiries(context.Context, time.Time, int) ([]bot.ProposalID, error) {
 	return nil, nil
@@ -62,24 +65,17 @@ func (m *memory) Request(_ context.Context, id bot.RequestID) (bot.RequestRecord
 	defer m.mu.Unlock()
 	return m.requests[id], nil
 }
-func (m *memory) Dedupe(_ context.Context, _ string, id bot.RequestID, _ time.Duration) (bot.RequestID, bool, error) {
-	return id, true, nil
-}
-func (m *memory) Allow(context.Context, string, bot.RateLimit) (bool, error) { return true, nil }
-func (m *memory) MarkAnswered(_ context.Context, id bot.RequestID) (bool, error) {
+func (m *memory) Admit(_ context.Context, a bot.Admission) (bot.AdmitResult, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	first := !m.answered[id]
-	m.answered[id] = true
-	return first, nil
+	m.requests[a.Record.Request.ID] = a.Record
+	m.mu.Unlock()
+	m.queue <- bot.Delivery{MessageID: string(a.Record.Request.ID), RequestID: a.Record.Request.ID}
+	return bot.AdmitResult{Outcome: bot.AdmitNew, RequestID: a.Record.Request.ID}, nil
 }
 func (m *memory) AppendTurn(context.Context, string, planner.Turn) error { return nil }
 func (m *memory) Turns(context.Context, string) ([]planner.Turn, error)  { return nil, nil }
 func (m *memory) Init(context.Context) error                             { return nil }
-func (m *memory) Enqueue(_ context.Context, id bot.RequestID) error {
-	m.queue <- bot.Delivery{MessageID: string(id), RequestID: id}
-	return nil
-}
+func (m *memory) Renew(context.Context, string, []string) error { return nil }
 func (m *memory) Ack(context.Context, string) error { return nil }
 func (m *memory) Reclaim(context.Context, string, time.Duration) ([]bot.Delivery, error) {
 	return nil, nil

@@ -13,9 +13,13 @@ import (
 	"github.com/bobnet/bobnet/planner"
 )
 
-// Run consumes the request queue with the configured workers, reclaims
-// requests of dead workers and expires proposals, until ctx is done.
+// Run consumes the request queue with the configured workers, renews the
+// leases of the requests it works on, reclaims requests of dead workers
+// and expires proposals, until ctx is done. Then it lets the messages
+// being posted finish and returns; requests not yet answered stay on the
+// stream for another replica or the next start.
 func (e *Engine) Run(ctx context.Context) error {
+	defer e.out.close()
 	for {
 		err := e.deps.Queue.Init(ctx)
 		if err == nil {
@@ -36,10 +40,14 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.work(ctx, fmt.Sprintf("%s-%d", e.cfg.ConsumerName, i))
 		}()
 	}
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		e.sweep(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		e.renewLeases(ctx)
 	}()
 	wg.Wait()
 	return nil
@@ -75,71 +83,163 @@ func (e *Engine) work(ctx context.Context, consumer string) {
 			if ctx.Err() != nil {
 				return // unacked: another worker reclaims it
 			}
-			e.handle(ctx, d.RequestID)
-			if ctx.Err() != nil {
-				return
-			}
-			if err := e.deps.Queue.Ack(ctx, d.MessageID); err != nil {
-				e.logger.Warn("ack request", "request", d.RequestID, "err", err)
-			}
+			e.leases.hold(consumer, d.MessageID)
+			e.handle(ctx, consumer, d)
 		}
 	}
 }
 
-// handle plans one request and answers it in its thread.
-func (e *Engine) handle(ctx context.Context, id RequestID) {
+// handle takes one request: records it as taken (once), plans its answer
+// (once: the answer is kept until posted) and hands the answer to the
+// request's channel to post. The stream entry is acknowledged only once the
+// answer is posted, so a crash anywhere before leaves the request to be
+// reclaimed and finished, never lost and never planned twice.
+func (e *Engine) handle(ctx context.Context, consumer string, d Delivery) {
+	id := d.RequestID
 	rec, err := e.deps.Requests.Request(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		e.logger.Warn("queued request has no record; dropping it", "request", id)
+		e.ack(ctx, consumer, d)
+		return
+	}
 	if err != nil {
 		e.logger.Warn("load request", "request", id, "err", err)
+		e.leases.drop(consumer, d.MessageID) // reclaimed once Redis answers again
 		return
 	}
 	if rec.Status.State == RequestDone || rec.Status.State == RequestFailed {
-		return // answered before its worker died; only the ack was lost
-	}
-	rec.Status.State = RequestPlanning
-	_ = e.deps.Requests.PutRequest(ctx, rec)
-
-	r := rec.Request
-	reply, proposal, failure := e.plan(ctx, r)
-	if ctx.Err() != nil {
-		return // shutting down mid-plan: leave it for a reclaim
-	}
-	first, err := e.deps.Requests.MarkAnswered(ctx, id)
-	if err != nil {
-		e.logger.Warn("mark answered", "request", id, "err", err)
-	}
-	if err == nil && !first {
+		e.ack(ctx, consumer, d) // answered before its worker died; only the ack was lost
 		return
 	}
+	r := rec.Request
+	if !rec.Taken {
+		// The first thing recorded about a request, so the audit reads in
+		// the order things happened; its key keeps it to one row.
+		e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "requested", Channel: r.Thread.Channel.Key(), DedupeKey: "requested:" + string(id)},
+			map[string]any{"request_id": id, "source": r.Thread.Channel.Source, "revises": r.Revises, "again": r.Again})
+		rec.Taken, rec.Status.State = true, RequestPlanning
+		if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
+			e.logger.Warn("store request status", "request", id, "err", err)
+		}
+	}
+	if rec.Answer == nil {
+		ans := e.answer(ctx, r)
+		if ctx.Err() != nil {
+			e.leases.drop(consumer, d.MessageID) // shutting down mid-plan: left for a reclaim
+			return
+		}
+		rec.Answer = &ans
+		if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
+			e.logger.Warn("store planned answer", "request", id, "err", err)
+		}
+	}
+	if !e.out.send(r.Thread.Channel.Key(), func(pctx context.Context) { e.post(pctx, consumer, d, rec) }) {
+		e.logger.Warn("answer not posted yet: the channel's outbound queue is full; it will be retried", "request", id)
+		e.leases.drop(consumer, d.MessageID)
+	}
+}
+
+// postAttempts is how many times an answer is tried before the request is
+// closed as failed to post.
+const postAttempts = 3
+
+// post posts a planned answer, then marks the request done and
+// acknowledges it: posting is part of answering.
+func (e *Engine) post(ctx context.Context, consumer string, d Delivery, rec RequestRecord) {
+	r, ans := rec.Request, rec.Answer
 	poster := e.poster(r.Thread.Channel.Source)
-	switch {
-	case proposal != nil:
-		ref, err := poster.PostPreview(ctx, *proposal)
-		if err != nil {
-			e.logger.Warn("post preview", "proposal", proposal.ID, "err", err)
-		} else if ref != "" {
-			proposal.Message = ref
-			if err := e.deps.Proposals.PutProposal(ctx, *proposal); err != nil {
-				e.logger.Warn("store preview ref", "proposal", proposal.ID, "err", err)
+	var err error
+	for attempt := range postAttempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
 			}
 		}
-		rec.Status.ProposalID = proposal.ID
-		rec.Status.Reply = &Reply{Kind: ReplyProposal, Text: proposal.Plan.Answer}
-		e.remember(ctx, r, "assistant", fmt.Sprintf("(proposed %s v%d with %d cards)", proposal.ID, proposal.Version, proposal.Plan.Stats().Cards))
-	case reply != nil:
-		if err := poster.Reply(ctx, r.Thread, *reply); err != nil {
-			e.logger.Warn("post reply", "request", id, "err", err)
+		if err = e.postOnce(ctx, poster, r, ans); err == nil || ctx.Err() != nil {
+			break
 		}
-		rec.Status.Reply = reply
-		e.remember(ctx, r, "assistant", reply.Text)
+	}
+	if err != nil && e.out.stopping() {
+		e.logger.Info("answer not posted before shutdown; leaving it for another replica", "request", r.ID, "err", err)
+		e.leases.drop(consumer, d.MessageID)
+		return
 	}
 	rec.Status.State = RequestDone
-	if failure != "" {
-		rec.Status.State, rec.Status.Error = RequestFailed, failure
+	switch {
+	case ans.ProposalID != "":
+		rec.Status.ProposalID = ans.ProposalID
+		rec.Status.Reply = ans.Reply
+	case ans.Reply != nil:
+		rec.Status.Reply = ans.Reply
+	}
+	if ans.Failure != "" {
+		rec.Status.State, rec.Status.Error = RequestFailed, ans.Failure
+	}
+	if err != nil {
+		e.logger.Warn("post answer", "request", r.ID, "err", err)
+		rec.Status.Error = strings.TrimSpace(rec.Status.Error + " (the answer could not be posted to " + string(r.Thread.Channel.Source) + ")")
 	}
 	if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
-		e.logger.Warn("store request status", "request", id, "err", err)
+		e.logger.Warn("store request status", "request", r.ID, "err", err)
+		e.leases.drop(consumer, d.MessageID) // not acked: posted again after a reclaim
+		return
 	}
+	e.ack(ctx, consumer, d)
+}
+
+// postOnce posts an answer's preview or reply.
+func (e *Engine) postOnce(ctx context.Context, poster Poster, r Request, ans *Answer) error {
+	if ans.ProposalID == "" {
+		if ans.Reply == nil {
+			return nil
+		}
+		if err := poster.Reply(ctx, r.Thread, *ans.Reply); err != nil {
+			return err
+		}
+		e.remember(ctx, r, "assistant", ans.Reply.Text)
+		return nil
+	}
+	p, err := e.deps.Proposals.Proposal(ctx, ans.ProposalID)
+	if err != nil {
+		return err
+	}
+	if p.Message != "" {
+		return nil // posted before a crash
+	}
+	ref, err := poster.PostPreview(ctx, p)
+	if err != nil {
+		return err
+	}
+	if ref != "" {
+		p.Message = ref
+		if err := e.deps.Proposals.PutProposal(ctx, p); err != nil {
+			e.logger.Warn("store preview ref", "proposal", p.ID, "err", err)
+		}
+	}
+	e.remember(ctx, r, "assistant", fmt.Sprintf("(proposed %s v%d with %d cards)", p.ID, p.Version, p.Plan.Stats().Cards))
+	return nil
+}
+
+func (e *Engine) ack(ctx context.Context, consumer string, d Delivery) {
+	if err := e.deps.Queue.Ack(ctx, d.MessageID); err != nil {
+		e.logger.Warn("ack request", "request", d.RequestID, "err", err)
+	}
+	e.leases.drop(consumer, d.MessageID)
+}
+
+// answer plans a request's answer. A request whose proposal was already
+// stored (planned before a crash) is not planned again.
+func (e *Engine) answer(ctx context.Context, r Request) Answer {
+	pid := proposalIDFor(r.ID)
+	if p, err := e.deps.Proposals.Proposal(ctx, pid); err == nil {
+		return Answer{ProposalID: p.ID, Reply: &Reply{Kind: ReplyProposal, Text: p.Plan.Answer}}
+	}
+	reply, proposal, failure := e.plan(ctx, r)
+	if proposal != nil {
+		return Answer{ProposalID: proposal.ID, Reply: &Reply{Kind: ReplyProposal, Text: proposal.Plan.Answer}}
+	}
+	return Answer{Reply: reply, Failure: failure}
 }
 
 func threadKey(t Thread) string { return t.Channel.Key() + ":" + t.ID }
@@ -198,11 +298,11 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	case planner.KindClarify:
 		return &Reply{Kind: ReplyClarify, Text: env.Answer, Questions: env.ClarifyingQuestions}, nil, ""
 	}
-	p, err := e.propose(ctx, r, *env, out.Result.Warnings, prev, target)
+	reply, p, err := e.propose(ctx, r, *env, out.Result.Warnings, prev, target)
 	if err != nil {
 		return &Reply{Kind: ReplyError, Text: "I drafted a plan but couldn't store it: " + describe(err) + " Nothing was changed; please try again."}, nil, err.Error()
 	}
-	return nil, &p, ""
+	return reply, p, ""
 }
 
 // planFailure turns a planner error into a friendly reply, keeping the raw
@@ -244,53 +344,82 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 		return &Reply{Kind: ReplyError, Text: msg}, nil, msg
 	}
 	r.Text = old.Request // the preview shows what was originally asked
-	p, err := e.propose(ctx, r, *res.Plan, res.Warnings, nil, target)
+	_, p, err := e.propose(ctx, r, *res.Plan, res.Warnings, nil, target)
 	if err != nil {
 		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal: " + describe(err)}, nil, err.Error()
 	}
 	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed_again", Channel: r.Thread.Channel.Key(), ProposalID: string(p.ID)},
 		map[string]any{"expired": id, "version": p.Version})
-	return nil, &p, ""
+	return nil, p, ""
 }
 
-// propose stores a new pending proposal; with prev it is prev's next
-// version, lists what changed, and supersedes prev.
-func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, warnings []planner.Issue, prev *Proposal, target board.ID) (Proposal, error) {
+// propose stores a new pending proposal, with an id derived from the
+// request so that planning it again writes the same one. With prev it is
+// prev's next version: prev is claimed first, so two revisions at once
+// make one new version and a revision of a proposal approved meanwhile is
+// dropped (and says so) instead of becoming a second approvable version.
+func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, warnings []planner.Issue, prev *Proposal, target board.ID) (*Reply, *Proposal, error) {
 	now := e.deps.Now()
 	p := Proposal{
-		ID: ProposalID(newID("p_")), Version: 1, RequestID: r.ID, Thread: r.Thread, RequestedBy: r.User, Request: r.Text,
+		ID: proposalIDFor(r.ID), Version: 1, RequestID: r.ID, Thread: r.Thread, RequestedBy: r.User, Request: r.Text,
 		Plan: plan, Warnings: warnings, State: ProposalPending, CreatedAt: now, ExpiresAt: now.Add(e.cfg.ProposalTTL), TargetBoard: target,
 	}
 	if p.Warnings == nil {
 		p.Warnings = []planner.Issue{}
 	}
 	if prev != nil {
+		ok, err := e.deps.Proposals.Claim(ctx, prev.ID, "supersede:"+string(p.ID), e.cfg.ClaimTTL)
+		if err != nil {
+			return nil, nil, unavailable("claim previous version", err)
+		}
+		cur, cerr := e.Proposal(ctx, prev.ID)
+		if !ok || cerr != nil || cur.State != ProposalPending {
+			if ok {
+				e.release(ctx, prev.ID)
+			}
+			why := fmt.Sprintf("v%d was decided while I was revising it", prev.Version)
+			if cerr == nil && cur.State != ProposalPending {
+				why = fmt.Sprintf("v%d was %s", prev.Version, cur.State)
+				if cur.DecidedBy != "" {
+					why += " by " + cur.DecidedBy
+				}
+				why += " while I was revising it"
+			}
+			e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "revision_dropped", Channel: r.Thread.Channel.Key(), ProposalID: string(prev.ID)},
+				map[string]any{"request_id": r.ID, "version": prev.Version})
+			return &Reply{Kind: ReplyInfo, Text: "I dropped this revision: " + why + ", so nothing new needs deciding."}, nil, nil
+		}
 		p.Version, p.Supersedes, p.Request, p.RequestedBy = prev.Version+1, prev.ID, prev.Request, prev.RequestedBy
+		p.Chain = prev.ChainID()
 		p.Changes = Diff(prev.Plan, plan)
 	}
 	planJSON, _ := json.Marshal(plan)
 	if err := e.deps.Boards.SaveProposal(ctx, board.ProposalRecord{
-		ID: string(p.ID), Channel: r.Thread.Channel.Key(), Version: p.Version, Supersedes: string(p.Supersedes),
+		ID: string(p.ID), Chain: string(p.ChainID()), Channel: r.Thread.Channel.Key(), Version: p.Version, Supersedes: string(p.Supersedes),
 		RequestedBy: p.RequestedBy, State: string(ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt,
 	}); err != nil {
-		return Proposal{}, unavailable("save proposal", err)
+		if prev != nil {
+			e.release(ctx, prev.ID)
+		}
+		return nil, nil, unavailable("save proposal", err)
 	}
 	if err := e.deps.Proposals.PutProposal(ctx, p); err != nil {
-		return Proposal{}, err
+		if prev != nil {
+			e.release(ctx, prev.ID)
+		}
+		return nil, nil, err
 	}
 	st := plan.Stats()
-	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed", Channel: r.Thread.Channel.Key(), ProposalID: string(p.ID)},
+	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed", Channel: r.Thread.Channel.Key(), ProposalID: string(p.ID), DedupeKey: "proposed:" + string(p.ID)},
 		map[string]any{"request_id": r.ID, "version": p.Version, "supersedes": p.Supersedes, "cards": st.Cards, "links": st.Links})
 	if prev != nil {
-		if err := e.claim(ctx, prev.ID, "supersede:"+string(p.ID)); err != nil {
-			e.logger.Warn("supersede previous version", "proposal", prev.ID, "err", err)
-		} else if cur, err := e.Proposal(ctx, prev.ID); err == nil && cur.State == ProposalPending {
+		if cur, err := e.Proposal(ctx, prev.ID); err == nil && cur.State == ProposalPending {
 			if _, err := e.finish(ctx, cur, ProposalSuperseded, r.User, "superseded"); err != nil {
 				e.logger.Warn("supersede previous version", "proposal", prev.ID, "err", err)
 			}
 		}
 	}
-	return p, nil
+	return nil, &p, nil
 }
 
 // sweep expires proposals whose time is up, every SweepInterval.
@@ -315,7 +444,7 @@ func (e *Engine) sweep(ctx context.Context) {
 }
 
 func (e *Engine) expire(ctx context.Context, id ProposalID) {
-	ok, err := e.deps.Proposals.Claim(ctx, id, "expire", claimTTL)
+	ok, err := e.deps.Proposals.Claim(ctx, id, "expire", e.cfg.ClaimTTL)
 	if err != nil || !ok {
 		if err == nil {
 			// Decided (or being decided): not ours to expire.

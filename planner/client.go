@@ -98,7 +98,7 @@ func (c *Client) Plan(ctx context.Context, in PromptInput, opts Options) (Outcom
 // Ping asks the server for its models, to tell whether it is reachable.
 func (c *Client) Ping(ctx context.Context) error {
 	if _, err := c.api.ListModels(ctx); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrUnreachable, c.cfg.BaseURL, err)
+		return fmt.Errorf("%w: %s: %w", ErrUnreachable, c.cfg.BaseURL, err)
 	}
 	return nil
 }
@@ -124,7 +124,7 @@ func (c *Client) complete(ctx context.Context, msgs []Message) (string, error) {
 			return out, nil
 		}
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("%w after %s: %v", ErrTimeout, c.cfg.Timeout, err)
+			return "", fmt.Errorf("%w after %s: %w", ErrTimeout, c.cfg.Timeout, err)
 		}
 		status := statusOf(err)
 		switch {
@@ -137,17 +137,17 @@ func (c *Client) complete(ctx context.Context, msgs []Message) (string, error) {
 		case status == http.StatusTooManyRequests || status >= 500 || (status == 0 && isNetworkError(err)):
 			lastErr = err
 		default:
-			return "", fmt.Errorf("%w: %s refused the request: %v", ErrUnreachable, c.cfg.BaseURL, err)
+			return "", fmt.Errorf("%w: %s refused the request: %w", ErrUnreachable, c.cfg.BaseURL, err)
 		}
 		if c.cfg.MaxRetries < 0 || attempt >= c.cfg.MaxRetries {
-			return "", fmt.Errorf("%w: %s (after %d attempts): %v", ErrUnreachable, c.cfg.BaseURL, attempt+1, lastErr)
+			return "", fmt.Errorf("%w: %s (after %d attempts): %w", ErrUnreachable, c.cfg.BaseURL, attempt+1, lastErr)
 		}
 		delay := c.backoff(attempt)
 		c.logger.Info("model server failed; retrying", "attempt", attempt+1, "delay", delay, "err", err)
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
-			return "", fmt.Errorf("%w after %s: %v", ErrTimeout, c.cfg.Timeout, lastErr)
+			return "", fmt.Errorf("%w after %s: %w", ErrTimeout, c.cfg.Timeout, lastErr)
 		}
 	}
 }

@@ -88,7 +88,7 @@ func Parse(raw []byte) (json.RawMessage, error) {
 	case len(objects) > 1:
 		return nil, ErrAmbiguous
 	case firstErr != nil:
-		return nil, fmt.Errorf("%w: %v", ErrBadJSON, firstErr)
+		return nil, fmt.Errorf("%w: %w", ErrBadJSON, firstErr)
 	case arrays > 0:
 		return nil, ErrNotObject
 	default:

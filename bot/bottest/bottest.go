@@ -132,12 +132,73 @@ func (e *Env) WaitRequest(t testing.TB, id bot.RequestID) bot.RequestStatus {
 	return bot.RequestStatus{}
 }
 
+// WaitIdle waits until the request stream has nothing undelivered and
+// nothing unacknowledged: every request was answered, so nothing more will
+// be posted. Tests wait on it instead of sleeping to prove that nothing
+// else happens.
+func (e *Env) WaitIdle(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		groups, err := e.Redis.XInfoGroups(context.Background(), e.Prefix+":requests").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle := len(groups) > 0
+		for _, g := range groups {
+			idle = idle && g.Pending == 0 && g.Lag == 0
+		}
+		if idle {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the request stream never went idle")
+}
+
 // Poster records what the engine posts.
 type Poster struct {
 	mu       sync.Mutex
 	Replies  []PostedReply
 	Previews []bot.Proposal
 	Updates  []bot.Proposal
+	// changed is closed (and replaced) whenever something is posted, so
+	// WaitFor wakes on events rather than polling.
+	changed chan struct{}
+}
+
+// posted wakes every WaitFor; p.mu is held.
+func (p *Poster) posted() {
+	if p.changed != nil {
+		close(p.changed)
+	}
+	p.changed = make(chan struct{})
+}
+
+// WaitFor waits until cond holds for what was posted, failing the test
+// after 20 s. The engine posts off the caller's path, so a test waits for
+// a message rather than expecting it when a call returns.
+func (p *Poster) WaitFor(t testing.TB, what string, cond func(replies []PostedReply, previews, updates []bot.Proposal) bool) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		p.mu.Lock()
+		if p.changed == nil {
+			p.changed = make(chan struct{})
+		}
+		ch := p.changed
+		ok := cond(append([]PostedReply(nil), p.Replies...), append([]bot.Proposal(nil), p.Previews...), append([]bot.Proposal(nil), p.Updates...))
+		p.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			r, pv, u := p.Snapshot()
+			t.Fatalf("waited 20s for %s; replies %+v, previews %d, updates %+v", what, r, len(pv), u)
+		}
+	}
 }
 
 // PostedReply is one reply with its thread.
@@ -151,6 +212,7 @@ func (p *Poster) Reply(_ context.Context, t bot.Thread, r bot.Reply) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.Replies = append(p.Replies, PostedReply{t, r})
+	p.posted()
 	return nil
 }
 
@@ -159,6 +221,7 @@ func (p *Poster) PostPreview(_ context.Context, pr bot.Proposal) (bot.MessageRef
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.Previews = append(p.Previews, pr)
+	p.posted()
 	return bot.MessageRef("msg-" + string(pr.ID)), nil
 }
 
@@ -167,6 +230,7 @@ func (p *Poster) UpdatePreview(_ context.Context, pr bot.Proposal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.Updates = append(p.Updates, pr)
+	p.posted()
 	return nil
 }
 

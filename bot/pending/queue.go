@@ -37,12 +37,6 @@ func (q *Queue) Init(ctx context.Context) error {
 	return nil
 }
 
-// Enqueue adds a request to the stream.
-func (q *Queue) Enqueue(ctx context.Context, id bot.RequestID) error {
-	err := q.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.stream, Values: map[string]any{"request": string(id)}}).Err()
-	return wrap("enqueue", err)
-}
-
 // Read waits up to block for new requests for consumer.
 func (q *Queue) Read(ctx context.Context, consumer string, block time.Duration) ([]bot.Delivery, error) {
 	streams, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
@@ -80,6 +74,20 @@ func (q *Queue) Reclaim(ctx context.Context, consumer string, idle time.Duration
 		return nil, wrap("reclaim requests", err)
 	}
 	return deliveries(msgs), nil
+}
+
+// Renew resets the idle time of requests consumer is still working on,
+// so Reclaim leaves them alone however long the model takes: a worker's
+// lease on a request lasts as long as it keeps renewing. JUSTID keeps the
+// delivery count as it is.
+func (q *Queue) Renew(ctx context.Context, consumer string, messageIDs []string) error {
+	if len(messageIDs) == 0 {
+		return nil
+	}
+	err := q.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
+		Stream: q.stream, Group: group, Consumer: consumer, MinIdle: 0, Messages: messageIDs,
+	}).Err()
+	return wrap("renew requests", err)
 }
 
 // Ack acknowledges a handled request.

@@ -5,13 +5,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 )
 
+// admit queues request id through the store's one-round-trip intake.
+func admit(t *testing.T, rdb *redis.Client, prefix string, id bot.RequestID) {
+	t.Helper()
+	res, err := pending.NewStore(rdb, prefix).Admit(context.Background(), bot.Admission{
+		Record: bot.RequestRecord{Request: bot.Request{ID: id}}, UserKey: "u", ChannelKey: "c",
+	})
+	if err != nil || res.Outcome != bot.AdmitNew {
+		t.Fatalf("admit = %+v, %v", res, err)
+	}
+}
+
 func TestUnackedEntryIsReclaimedByAnotherConsumer(t *testing.T) {
 	t.Parallel()
-	q := pending.NewQueue(bottest.Redis(t), bottest.Prefix())
+	rdb, prefix := bottest.Redis(t), bottest.Prefix()
+	q := pending.NewQueue(rdb, prefix)
 	ctx := context.Background()
 	if err := q.Init(ctx); err != nil {
 		t.Fatal(err)
@@ -19,9 +34,7 @@ func TestUnackedEntryIsReclaimedByAnotherConsumer(t *testing.T) {
 	if err := q.Init(ctx); err != nil { // a second replica starting
 		t.Fatalf("second Init: %v", err)
 	}
-	if err := q.Enqueue(ctx, "r_1"); err != nil {
-		t.Fatal(err)
-	}
+	admit(t, rdb, prefix, "r_1")
 	got, err := q.Read(ctx, "dead", 100*time.Millisecond)
 	if err != nil || len(got) != 1 || got[0].RequestID != "r_1" {
 		t.Fatalf("read = %+v, %v", got, err)
@@ -41,5 +54,36 @@ func TestUnackedEntryIsReclaimedByAnotherConsumer(t *testing.T) {
 	time.Sleep(60 * time.Millisecond)
 	if re, err := q.Reclaim(ctx, "other", 50*time.Millisecond); err != nil || len(re) != 0 {
 		t.Fatalf("reclaim after ack = %+v, %v; want none", re, err)
+	}
+}
+
+// A worker that keeps renewing its lease keeps its request however long
+// it works; once it stops, the request is reclaimed.
+func TestRenewedEntryIsNotReclaimed(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := bottest.Redis(t), bottest.Prefix()
+	q := pending.NewQueue(rdb, prefix)
+	ctx := context.Background()
+	if err := q.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	admit(t, rdb, prefix, "r_slow")
+	got, err := q.Read(ctx, "slow", 100*time.Millisecond)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("read = %+v, %v", got, err)
+	}
+	const idle = 150 * time.Millisecond
+	for range 6 { // 6 x 50 ms: twice the idle time, renewed all along
+		time.Sleep(idle / 3)
+		if err := q.Renew(ctx, "slow", []string{got[0].MessageID}); err != nil {
+			t.Fatal(err)
+		}
+		if re, err := q.Reclaim(ctx, "thief", idle); err != nil || len(re) != 0 {
+			t.Fatalf("reclaimed a renewed entry: %+v, %v", re, err)
+		}
+	}
+	time.Sleep(idle + 20*time.Millisecond)
+	if re, err := q.Reclaim(ctx, "thief", idle); err != nil || len(re) != 1 {
+		t.Fatalf("after renewals stop, reclaim = %+v, %v; want the entry", re, err)
 	}
 }

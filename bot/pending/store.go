@@ -105,6 +105,44 @@ func (s *Store) Claim(ctx context.Context, id bot.ProposalID, holder string, ttl
 	return ok, wrap("claim proposal", err)
 }
 
+// claimScript takes a proposal's decision lock and reads the proposal in
+// one round trip. KEYS: 1 claim, 2 proposal. ARGV: 1 holder, 2 TTL ms.
+// A proposal Redis does not have is not claimed.
+var claimScript = redis.NewScript(`
+local p = redis.call('GET', KEYS[2])
+if not p then return {-1, ''} end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, p} end
+return {0, p}
+`)
+
+// ClaimProposal takes the proposal's decision lock for holder, like Claim,
+// and returns the proposal as it is under the lock (or, when someone else
+// holds it, as it is now). bot.ErrNotFound when Redis has no such proposal;
+// then nothing is claimed.
+func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder string, ttl time.Duration) (bot.Proposal, bool, error) {
+	res, err := claimScript.Run(ctx, s.rdb, []string{s.key("claim", string(id)), s.key("proposal", string(id))},
+		holder, max(ttl, time.Millisecond).Milliseconds()).Slice()
+	if err != nil {
+		return bot.Proposal{}, false, wrap("claim proposal", err)
+	}
+	if len(res) != 2 {
+		return bot.Proposal{}, false, fmt.Errorf("claim proposal %s: unexpected reply %v", id, res)
+	}
+	code, _ := res[0].(int64)
+	if code < 0 {
+		return bot.Proposal{}, false, fmt.Errorf("proposal %s: %w", id, bot.ErrNotFound)
+	}
+	raw, _ := res[1].(string)
+	var p bot.Proposal
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		if code == 1 {
+			_ = s.Release(ctx, id)
+		}
+		return bot.Proposal{}, false, fmt.Errorf("proposal %s: %w", id, err)
+	}
+	return p, code == 1, nil
+}
+
 // Release gives a claim back, so a decision that failed can be retried.
 func (s *Store) Release(ctx context.Context, id bot.ProposalID) error {
 	return wrap("release proposal", s.rdb.Del(ctx, s.key("claim", string(id))).Err())
@@ -160,24 +198,6 @@ func (s *Store) Request(ctx context.Context, id bot.RequestID) (bot.RequestRecor
 	return r, nil
 }
 
-// Dedupe records that key maps to id. For a key seen before it returns the
-// first id and false.
-func (s *Store) Dedupe(ctx context.Context, key string, id bot.RequestID, ttl time.Duration) (bot.RequestID, bool, error) {
-	k := s.key("dedupe", key)
-	ok, err := s.rdb.SetNX(ctx, k, string(id), ttl).Result()
-	if err != nil {
-		return "", false, wrap("dedupe", err)
-	}
-	if ok {
-		return id, true, nil
-	}
-	first, err := s.rdb.Get(ctx, k).Result()
-	if err != nil {
-		return "", false, wrap("dedupe", err)
-	}
-	return bot.RequestID(first), false, nil
-}
-
 // SeenOnce reports whether this is the first time key is seen within ttl;
 // adapters use it for platform event ids.
 func (s *Store) SeenOnce(ctx context.Context, key string, ttl time.Duration) (bool, error) {
@@ -196,31 +216,115 @@ func (s *Store) Marked(ctx context.Context, key string) (bool, error) {
 	return n == 1, wrap("marked", err)
 }
 
-// Allow counts one event against limit for key in a fixed window and
-// reports whether it is within the limit.
-func (s *Store) Allow(ctx context.Context, key string, limit bot.RateLimit) (bool, error) {
-	if limit.N <= 0 || limit.Per <= 0 {
-		return true, nil
+// admitScript admits a request in one round trip: dedupe, both rate-limit
+// windows, the request record and the stream entry, all or nothing. A
+// failure leaves nothing marked, so the platform's retry goes through.
+//
+// KEYS: 1 dedupe, 2 user window, 3 channel window, 4 request record,
+// 5 stream, 6 user notice, 7 channel notice count.
+// ARGV: 1 request id, 2 record JSON, 3 record TTL ms, 4 has dedupe (0/1),
+// 5 dedupe TTL ms, 6 user N, 7 user window ms, 8 channel N,
+// 9 channel window ms, 10 notices per channel window.
+var admitScript = redis.NewScript(`
+if ARGV[4] == '1' then
+  local first = redis.call('GET', KEYS[1])
+  if first then return {'duplicate', first, 0} end
+end
+local function full(key, n)
+  n = tonumber(n)
+  return n > 0 and tonumber(redis.call('GET', key) or '0') >= n
+end
+local which = false
+local window = 0
+if full(KEYS[2], ARGV[6]) then which, window = 'user', ARGV[7]
+elseif full(KEYS[3], ARGV[8]) then which, window = 'channel', ARGV[9] end
+if which then
+  local notify = 0
+  if redis.call('SET', KEYS[6], '1', 'NX', 'PX', window) then
+    local n = redis.call('INCR', KEYS[7])
+    if n == 1 then redis.call('PEXPIRE', KEYS[7], ARGV[9]) end
+    if n <= tonumber(ARGV[10]) then notify = 1 end
+  end
+  return {'throttled', which, notify}
+end
+if tonumber(ARGV[6]) > 0 then
+  if redis.call('INCR', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[7]) end
+end
+if tonumber(ARGV[8]) > 0 then
+  if redis.call('INCR', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[9]) end
+end
+redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[3])
+if ARGV[4] == '1' then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5]) end
+redis.call('XADD', KEYS[5], '*', 'request', ARGV[1])
+return {'new', ARGV[1], 0}
+`)
+
+// window names the fixed rate-limit window now falls in.
+func window(now time.Time, per time.Duration) string {
+	if per <= 0 {
+		return "0"
 	}
-	window := time.Now().UnixMilli() / limit.Per.Milliseconds()
-	k := s.key("rate", key, strconv.FormatInt(window, 10))
-	var incr *redis.IntCmd
-	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		incr = pipe.Incr(ctx, k)
-		pipe.PExpire(ctx, k, limit.Per)
-		return nil
-	})
-	if err != nil {
-		return false, wrap("rate limit", err)
-	}
-	return incr.Val() <= int64(limit.N), nil
+	return strconv.FormatInt(now.UnixMilli()/per.Milliseconds(), 10)
 }
 
-// MarkAnswered records that a request's reply is going out; it returns
-// false when it already was, so a reclaimed request is answered once.
-func (s *Store) MarkAnswered(ctx context.Context, id bot.RequestID) (bool, error) {
-	ok, err := s.rdb.SetNX(ctx, s.key("answered", string(id)), 1, requestTTL).Result()
-	return ok, wrap("mark answered", err)
+// Admit takes a request in, or tells why not, in one Redis round trip:
+// a request whose dedupe key was seen answers the first request's id; one
+// over its user's or channel's rate limit is throttled (Notify says whether
+// to tell the person: once per window each, and at most ChannelNotices
+// people per channel window); otherwise its record is stored and it is
+// queued on the request stream.
+func (s *Store) Admit(ctx context.Context, a bot.Admission) (bot.AdmitResult, error) {
+	rec, err := json.Marshal(a.Record)
+	if err != nil {
+		return bot.AdmitResult{}, err
+	}
+	now := a.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	id := string(a.Record.Request.ID)
+	hasDedupe, dedupeKey := "0", s.key("dedupe", "none")
+	if a.DedupeKey != "" {
+		hasDedupe, dedupeKey = "1", s.key("dedupe", a.DedupeKey)
+	}
+	userWin, chanWin := window(now, a.UserLimit.Per), window(now, a.ChannelLimit.Per)
+	noticeWin := userWin
+	if a.ChannelLimit.Per > a.UserLimit.Per {
+		noticeWin = chanWin
+	}
+	keys := []string{
+		dedupeKey,
+		s.key("rate", a.UserKey, userWin),
+		s.key("rate", a.ChannelKey, chanWin),
+		s.key("request", id),
+		s.key("requests"),
+		s.key("notice", a.UserKey, a.ChannelKey, noticeWin),
+		s.key("notices", a.ChannelKey, chanWin),
+	}
+	args := []any{
+		id, rec, requestTTL.Milliseconds(), hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(),
+		a.UserLimit.N, max(a.UserLimit.Per, time.Millisecond).Milliseconds(),
+		a.ChannelLimit.N, max(a.ChannelLimit.Per, time.Millisecond).Milliseconds(), a.ChannelNotices,
+	}
+	res, err := admitScript.Run(ctx, s.rdb, keys, args...).Slice()
+	if err != nil {
+		return bot.AdmitResult{}, wrap("admit request", err)
+	}
+	if len(res) != 3 {
+		return bot.AdmitResult{}, fmt.Errorf("admit request: unexpected reply %v", res)
+	}
+	outcome, _ := res[0].(string)
+	detail, _ := res[1].(string)
+	notify, _ := res[2].(int64)
+	switch outcome {
+	case "new":
+		return bot.AdmitResult{Outcome: bot.AdmitNew, RequestID: bot.RequestID(detail)}, nil
+	case "duplicate":
+		return bot.AdmitResult{Outcome: bot.AdmitDuplicate, RequestID: bot.RequestID(detail)}, nil
+	case "throttled":
+		return bot.AdmitResult{Outcome: bot.AdmitThrottled, Limit: detail, Notify: notify == 1}, nil
+	}
+	return bot.AdmitResult{}, fmt.Errorf("admit request: unexpected outcome %q", outcome)
 }
 
 // maxTurns is how many earlier messages of a thread are kept for prompts.

@@ -92,46 +92,128 @@ func TestProposalsAndExpirySchedule(t *testing.T) {
 	}
 }
 
-func TestDedupeRateLimitAndAnswered(t *testing.T) {
+func TestAdmitDedupesAndLimits(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
-
-	if id, first, err := s.Dedupe(ctx, "evt1", "r_1", time.Minute); err != nil || !first || id != "r_1" {
-		t.Fatalf("first dedupe = %v %v %v", id, first, err)
-	}
-	if id, first, err := s.Dedupe(ctx, "evt1", "r_2", time.Minute); err != nil || first || id != "r_1" {
-		t.Fatalf("second dedupe = %v %v %v; want r_1, false", id, first, err)
-	}
-
-	tests := []struct {
-		name  string
-		limit bot.RateLimit
-		calls int
-		want  []bool
-	}{
-		{"within and over", bot.RateLimit{N: 2, Per: time.Minute}, 3, []bool{true, true, false}},
-		{"unlimited", bot.RateLimit{}, 3, []bool{true, true, true}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			for i := range tc.calls {
-				ok, err := s.Allow(ctx, "user:"+tc.name, tc.limit)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ok != tc.want[i] {
-					t.Fatalf("call %d allowed = %v, want %v", i+1, ok, tc.want[i])
-				}
-			}
+	now := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	adm := func(id bot.RequestID, user, dedupe string) bot.AdmitResult {
+		t.Helper()
+		res, err := s.Admit(ctx, bot.Admission{
+			Record: bot.RequestRecord{Request: bot.Request{ID: id, User: user}}, DedupeKey: dedupe, DedupeTTL: time.Minute,
+			UserKey: "user:" + user, UserLimit: bot.RateLimit{N: 2, Per: time.Minute},
+			ChannelKey: "channel:c", ChannelLimit: bot.RateLimit{N: 4, Per: time.Minute}, ChannelNotices: 2, Now: now,
 		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
 	}
+	if res := adm("r_1", "alice", "evt1"); res.Outcome != bot.AdmitNew || res.RequestID != "r_1" {
+		t.Fatalf("first = %+v", res)
+	}
+	if res := adm("r_2", "alice", "evt1"); res.Outcome != bot.AdmitDuplicate || res.RequestID != "r_1" {
+		t.Fatalf("same dedupe key = %+v; want duplicate of r_1", res)
+	}
+	if _, err := s.Request(ctx, "r_2"); !errors.Is(err, bot.ErrNotFound) {
+		t.Fatalf("a duplicate stored a record: %v", err)
+	}
+	if res := adm("r_3", "alice", ""); res.Outcome != bot.AdmitNew {
+		t.Fatalf("second of two allowed = %+v", res)
+	}
+	// Alice is over her 2 per minute: told once, then not again.
+	if res := adm("r_4", "alice", ""); res.Outcome != bot.AdmitThrottled || res.Limit != "user" || !res.Notify {
+		t.Fatalf("third = %+v; want throttled by user, notify", res)
+	}
+	if res := adm("r_5", "alice", ""); res.Outcome != bot.AdmitThrottled || res.Notify {
+		t.Fatalf("fourth = %+v; want throttled, no second notice", res)
+	}
+	// The channel fills up (4 per minute), then throttles everyone; only
+	// two people per window are told.
+	adm("r_6", "bob", "")
+	adm("r_7", "bob", "")
+	notified := 0
+	for i, user := range []string{"carol", "dave", "erin", "frank"} {
+		res := adm(bot.RequestID(fmt.Sprint("r_c", i)), user, "")
+		if res.Outcome != bot.AdmitThrottled || res.Limit != "channel" {
+			t.Fatalf("%s = %+v; want throttled by channel", user, res)
+		}
+		if res.Notify {
+			notified++
+		}
+	}
+	// Alice was told already (by the user limit) in this window.
+	if notified != 1 {
+		t.Fatalf("channel notices = %d; want the cap of 2 less alice's", notified)
+	}
+	// A throttled request stored nothing and marked nothing: its dedupe key
+	// is free for the platform's retry once the window has room.
+	if _, err := s.Request(ctx, "r_4"); !errors.Is(err, bot.ErrNotFound) {
+		t.Fatalf("a throttled request stored a record: %v", err)
+	}
+	// Unlimited: no limits at all.
+	for i := range 5 {
+		res, err := s.Admit(ctx, bot.Admission{Record: bot.RequestRecord{Request: bot.Request{ID: bot.RequestID(fmt.Sprint("r_u", i))}}, UserKey: "u", ChannelKey: "c2", Now: now})
+		if err != nil || res.Outcome != bot.AdmitNew {
+			t.Fatalf("unlimited admit %d = %+v, %v", i, res, err)
+		}
+	}
+}
 
-	if first, err := s.MarkAnswered(ctx, "r_1"); err != nil || !first {
-		t.Fatalf("first MarkAnswered = %v, %v", first, err)
+// One dedupe key admitted from many goroutines at once is one request.
+func TestAdmitIsAtomic(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ids := map[bot.RequestID]int{}
+	news := 0
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := s.Admit(ctx, bot.Admission{Record: bot.RequestRecord{Request: bot.Request{ID: bot.RequestID(fmt.Sprint("r_", i))}},
+				DedupeKey: "evt", DedupeTTL: time.Minute, UserKey: "u", ChannelKey: "c"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			ids[res.RequestID]++
+			if res.Outcome == bot.AdmitNew {
+				news++
+			}
+		}()
 	}
-	if first, _ := s.MarkAnswered(ctx, "r_1"); first {
-		t.Fatal("a request was marked answered twice")
+	wg.Wait()
+	if news != 1 || len(ids) != 1 {
+		t.Fatalf("new = %d, ids = %v; want one request for all", news, ids)
+	}
+}
+
+func TestClaimProposalLoadsUnderTheClaim(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	if _, _, err := s.ClaimProposal(ctx, "p_none", "a", time.Minute); !errors.Is(err, bot.ErrNotFound) {
+		t.Fatalf("claim of a missing proposal: %v; want not found", err)
+	}
+	if ok, _ := s.Claim(ctx, "p_none", "b", time.Minute); !ok {
+		t.Fatal("a missing proposal was left claimed")
+	}
+	p := bot.Proposal{ID: "p_1", State: bot.ProposalPending, ExpiresAt: time.Now().Add(time.Hour)}
+	if err := s.PutProposal(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := s.ClaimProposal(ctx, "p_1", "a", time.Minute)
+	if err != nil || !ok || got.ID != "p_1" {
+		t.Fatalf("claim = %+v, %v, %v", got, ok, err)
+	}
+	got, ok, err = s.ClaimProposal(ctx, "p_1", "b", time.Minute)
+	if err != nil || ok || got.ID != "p_1" {
+		t.Fatalf("second claim = %+v, %v, %v; want the proposal, not claimed", got, ok, err)
 	}
 }
 

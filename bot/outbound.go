@@ -1,0 +1,192 @@
+package bot
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// outbound sends the engine's messages to the platforms, off every path
+// that answers a platform or an API caller: one queue per channel, drained
+// by its own goroutine, so a stalled platform API delays only the messages
+// to its channels, and a message to a channel never overtakes an earlier
+// one to the same channel (a preview before its "Approved by").
+type outbound struct {
+	timeout time.Duration
+	logger  *slog.Logger
+
+	mu     sync.Mutex
+	queues map[string]chan func(context.Context)
+	closed bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// outboundQueue is how many messages one channel may have waiting; past
+// it new ones are refused (a throttle notice is dropped, an answer is left
+// on the request stream for later).
+const outboundQueue = 256
+
+// outboundIdle is how long a channel's goroutine waits for more before it
+// ends.
+const outboundIdle = 30 * time.Second
+
+func newOutbound(timeout time.Duration, logger *slog.Logger) *outbound {
+	return &outbound{timeout: timeout, logger: logger, queues: map[string]chan func(context.Context){}, stop: make(chan struct{})}
+}
+
+// send queues fn for channel and reports whether it was queued. fn gets a
+// context bounded by the post timeout.
+func (o *outbound) send(channel string, fn func(ctx context.Context)) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return false
+	}
+	q, ok := o.queues[channel]
+	if !ok {
+		q = make(chan func(context.Context), outboundQueue)
+		o.queues[channel] = q
+		o.wg.Add(1)
+		go o.drain(channel, q)
+	}
+	select {
+	case q <- fn:
+		return true
+	default:
+		return false
+	}
+}
+
+func (o *outbound) drain(channel string, q chan func(context.Context)) {
+	defer o.wg.Done()
+	idle := time.NewTimer(outboundIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case fn := <-q:
+			// A message already started finishes (within its timeout)
+			// even while the engine stops.
+			ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+			fn(ctx)
+			cancel()
+			idle.Reset(outboundIdle)
+		case <-idle.C:
+			o.mu.Lock()
+			if len(q) == 0 {
+				delete(o.queues, channel)
+				o.mu.Unlock()
+				return
+			}
+			o.mu.Unlock()
+			idle.Reset(outboundIdle)
+		case <-o.stop:
+			return
+		}
+	}
+}
+
+// stopping reports whether the engine is stopping: an answer that failed
+// to post now is left for another replica rather than given up on.
+func (o *outbound) stopping() bool {
+	select {
+	case <-o.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// close refuses new messages, lets the ones being sent finish and waits
+// for them; messages still queued are dropped (their requests stay on the
+// stream, unacknowledged, for another replica or the next start).
+func (o *outbound) close() {
+	o.mu.Lock()
+	if !o.closed {
+		o.closed = true
+		close(o.stop)
+	}
+	o.mu.Unlock()
+	o.wg.Wait()
+}
+
+// say sends what fn posts with the poster of t's surface, off the
+// caller's path, logging a failure as what.
+func (e *Engine) say(t Thread, what string, fn func(ctx context.Context, p Poster) error) {
+	poster := e.poster(t.Channel.Source)
+	if !e.out.send(t.Channel.Key(), func(ctx context.Context) {
+		if err := fn(ctx, poster); err != nil {
+			e.logger.Warn(what, "channel", t.Channel.Key(), "err", err)
+		}
+	}) {
+		e.logger.Warn(what+": dropped, the channel's outbound queue is full", "channel", t.Channel.Key())
+	}
+}
+
+// notify tells one person something, privately where the surface can.
+func (e *Engine) notify(t Thread, user string, r Reply) {
+	e.say(t, "notify "+user, func(ctx context.Context, p Poster) error {
+		if n, ok := p.(Notifier); ok {
+			return n.Notify(ctx, t, user, r)
+		}
+		return p.Reply(ctx, t, r)
+	})
+}
+
+// leases are the requests this process is working on, by consumer. Their
+// stream entries are renewed while held, so no other worker reclaims a
+// request whose model is merely slow or whose answer is waiting for a slow
+// platform.
+type leases struct {
+	mu   sync.Mutex
+	held map[string]map[string]struct{} // consumer -> stream message ids
+}
+
+func newLeases() *leases { return &leases{held: map[string]map[string]struct{}{}} }
+
+func (l *leases) hold(consumer, msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held[consumer] == nil {
+		l.held[consumer] = map[string]struct{}{}
+	}
+	l.held[consumer][msg] = struct{}{}
+}
+
+func (l *leases) drop(consumer, msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.held[consumer], msg)
+}
+
+func (l *leases) snapshot() map[string][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string][]string{}
+	for c, msgs := range l.held {
+		for m := range msgs {
+			out[c] = append(out[c], m)
+		}
+	}
+	return out
+}
+
+// renewLeases keeps this process's requests from being reclaimed while it
+// works on them: every third of ReclaimIdle it resets their idle time.
+func (e *Engine) renewLeases(ctx context.Context) {
+	t := time.NewTicker(e.cfg.ReclaimIdle / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for consumer, msgs := range e.leases.snapshot() {
+			if err := e.deps.Queue.Renew(ctx, consumer, msgs); err != nil && ctx.Err() == nil {
+				e.logger.Warn("renew request leases", "consumer", consumer, "err", err)
+			}
+		}
+	}
+}
