@@ -47,6 +47,9 @@ func (q *queueOnly) ProposeAgain(context.Context, bot.ProposalID, string) (bot.R
 func (q *queueOnly) Authorize(context.Context, bot.ProposalID, string) (bot.Proposal, error) {
 	return bot.Proposal{}, nil
 }
+func (q *queueOnly) Proposal(context.Context, bot.ProposalID) (bot.Proposal, error) {
+	return bot.Proposal{}, bot.ErrNotFound
+}
 func (q *queueOnly) ChannelStatus(context.Context, bot.Channel) (board.Status, error) {
 	return board.Status{}, bot.ErrNotFound
 }

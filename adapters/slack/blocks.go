@@ -275,5 +275,7 @@ const helpText = "*BobNet* turns a request into a board of cards you approve.\n"
 	"• `/bobnet status` shows this channel's board; `/bobnet status <board id>` another one.\n" +
 	"• `/bobnet help` shows this."
 
-// fallback is the notification text of a message with blocks.
-func fallback(s string) string { return clip(plain(s), maxFallbackText) }
+// fallback is the notification text of a message with blocks. Slack
+// parses it as mrkdwn too (notifications, clients that cannot draw
+// blocks), so it is escaped like the blocks: no pings, no links.
+func fallback(s string) string { return clip(escape(s), maxFallbackText) }

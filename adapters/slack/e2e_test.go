@@ -48,10 +48,15 @@ type fakeSlack struct {
 	mu    sync.Mutex
 	calls []call
 	ts    int
+	// stall, when set, holds every call it matches until release is
+	// closed (or the caller gives up), as a hanging Slack API does.
+	stall   func(call) bool
+	release chan struct{}
+	stalled int
 }
 
 func newFakeSlack(t *testing.T) *fakeSlack {
-	f := &fakeSlack{ts: 100}
+	f := &fakeSlack{ts: 100, release: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		method := strings.TrimPrefix(r.URL.Path, "/api/")
 		c := call{Method: method}
@@ -64,6 +69,19 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 		if r.Header.Get("Authorization") != "Bearer xoxb-test" && c.Form.Get("token") != "xoxb-test" {
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "not_authed"})
 			return
+		}
+		f.mu.Lock()
+		stall := f.stall != nil && f.stall(c)
+		if stall {
+			f.stalled++
+		}
+		f.mu.Unlock()
+		if stall {
+			select {
+			case <-f.release:
+			case <-r.Context().Done():
+				return
+			}
 		}
 		f.mu.Lock()
 		f.ts++
@@ -84,6 +102,7 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 		}
 	}))
 	t.Cleanup(f.srv.Close)
+	t.Cleanup(func() { close(f.release) }) // runs first: stalled calls end before the server closes
 	return f
 }
 
@@ -123,11 +142,22 @@ type world struct {
 	env   *bottest.Env
 	slack *fakeSlack
 	app   *httptest.Server
+
+	mu      sync.Mutex
+	handler http.Handler
 }
 
-func newWorld(t *testing.T) *world {
+// serve swaps the handler behind the world's server, for tests that wrap
+// the engine or change the adapter's settings.
+func (w *world) serve(h http.Handler) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.handler = h
+}
+
+func newWorld(t *testing.T, opts ...bottest.Option) *world {
 	t.Helper()
-	env := bottest.New(t)
+	env := bottest.New(t, opts...)
 	plan := plannertest.NewspaperPlan(t)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	fs := newFakeSlack(t)
@@ -139,9 +169,15 @@ func newWorld(t *testing.T) *world {
 	env.Engine.SetPoster(bot.SourceSlack, ad)
 	r := chi.NewRouter()
 	ad.Routes(r)
-	app := httptest.NewServer(r)
-	t.Cleanup(app.Close)
-	return &world{env: env, slack: fs, app: app}
+	w := &world{env: env, slack: fs, handler: r}
+	w.app = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		w.mu.Lock()
+		h := w.handler
+		w.mu.Unlock()
+		h.ServeHTTP(rw, req)
+	}))
+	t.Cleanup(w.app.Close)
+	return w
 }
 
 // post sends a signed request to one of the Slack endpoints.
@@ -226,7 +262,7 @@ func TestSlackEndToEnd(t *testing.T) {
 		t.Errorf("posted preview differs from testdata/slack/preview-newspaper.json:\n%s\n%s", pj, wj)
 	}
 
-	time.Sleep(500 * time.Millisecond) // room for duplicate work to show
+	w.env.WaitIdle(t) // every request answered: a duplicate would show now
 	if n := w.slack.count(isPreview); n != 1 {
 		t.Fatalf("%d previews for one event delivered three times", n)
 	}
@@ -372,7 +408,11 @@ func TestSlackRejectsBadSignatures(t *testing.T) {
 			t.Errorf("%s: %d", name, resp.StatusCode)
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	// A refused request is refused before the engine: the stream never
+	// got an entry, so nothing can be planned later either.
+	if n, _ := w.env.Redis.XLen(context.Background(), w.env.Prefix+":requests").Result(); n != 0 {
+		t.Fatalf("stream entries = %d", n)
+	}
 	if n := len(w.env.Model.Requests()); n != 0 {
 		t.Fatalf("the model was asked %d times", n)
 	}
@@ -410,7 +450,7 @@ func TestSlackHelpAndThreadReplies(t *testing.T) {
 	if preview.Form.Get("thread_ts") != "1690000000.000300" {
 		t.Fatalf("preview thread = %s", preview.Form.Get("thread_ts"))
 	}
-	time.Sleep(300 * time.Millisecond)
+	w.env.WaitIdle(t)
 	if n := w.slack.count(isPreview); n != 1 {
 		t.Fatalf("previews = %d", n)
 	}
@@ -418,7 +458,9 @@ func TestSlackHelpAndThreadReplies(t *testing.T) {
 	b, _ := json.Marshal(map[string]any{"type": "event_callback", "event_id": "Ev303",
 		"event": map[string]any{"type": "message", "subtype": "message_changed", "user": "U_ALICE", "text": "x", "ts": "1", "thread_ts": "1690000000.000300", "channel": "C_NEWS"}})
 	w.post(t, "/slack/events", "application/json", string(b))
-	time.Sleep(200 * time.Millisecond)
+	// The event was handled before the ack: had it been a request, the
+	// stream would hold it now.
+	w.env.WaitIdle(t)
 	if n := len(w.env.Model.Requests()); n != 1 {
 		t.Fatalf("model asked %d times", n)
 	}

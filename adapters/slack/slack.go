@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -28,6 +29,7 @@ type Engine interface {
 	Revise(ctx context.Context, id bot.ProposalID, user, feedback string) (bot.RequestID, error)
 	ProposeAgain(ctx context.Context, id bot.ProposalID, user string) (bot.RequestID, error)
 	Authorize(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
+	Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error)
 	ChannelStatus(ctx context.Context, ch bot.Channel) (board.Status, error)
 	BoardStatus(ctx context.Context, id board.ID) (board.Status, error)
 }
@@ -48,6 +50,9 @@ type Config struct {
 	APIURL        string // Slack's Web API base, overridden in tests
 	PublicURL     string
 	Now           func() time.Time
+	// Timeout bounds every Web API call (default 10s): slack-go's default
+	// HTTP client has none, and a stalled Slack must not hold anything.
+	Timeout time.Duration
 }
 
 // Adapter is BobNet in Slack; it is also the engine's poster for Slack
@@ -59,9 +64,18 @@ type Adapter struct {
 	memory Memory
 	verify Verifier
 	logger *slog.Logger
-	// work bounds the goroutines that finish decisions after the ack.
+	// work bounds the goroutines that finish work after the ack.
 	work context.Context
+	// background tracks those goroutines, so shutdown can wait for them;
+	// slots bounds how many run at once.
+	background sync.WaitGroup
+	slots      chan struct{}
 }
+
+// backgroundSlots is how many after-the-ack jobs (decisions, help
+// replies, slash-command posts) may run at once; past it new ones are
+// refused with a log line rather than piling up behind a stalled Slack.
+const backgroundSlots = 64
 
 // New returns a Slack adapter. work is the server's lifetime: decisions
 // started after an ack finish within it.
@@ -69,7 +83,10 @@ func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *sl
 	if cfg.BotToken == "" {
 		return nil, errors.New("SLACK_BOT_TOKEN is required")
 	}
-	opts := []slackapi.Option{}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	opts := []slackapi.Option{slackapi.OptionHTTPClient(&http.Client{Timeout: cfg.Timeout})}
 	if cfg.APIURL != "" {
 		opts = append(opts, slackapi.OptionAPIURL(strings.TrimRight(cfg.APIURL, "/")+"/"))
 	}
@@ -79,7 +96,43 @@ func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *sl
 	return &Adapter{
 		cfg: cfg, api: slackapi.New(cfg.BotToken, opts...), eng: eng, memory: memory,
 		verify: Verifier{Secret: cfg.SigningSecret, Now: cfg.Now}, logger: logger, work: work,
+		slots: make(chan struct{}, backgroundSlots),
 	}, nil
+}
+
+// later runs fn after the ack, in a tracked goroutine bounded by the
+// server's lifetime and the Web API timeout (twice: a decision may post
+// twice), so nothing slow sits on the path that answers Slack.
+func (a *Adapter) later(what string, fn func(ctx context.Context)) {
+	select {
+	case a.slots <- struct{}{}:
+	default:
+		a.logger.Warn("slack: too much work after acks; dropped", "what", what)
+		return
+	}
+	a.background.Add(1)
+	go func() {
+		defer a.background.Done()
+		defer func() { <-a.slots }()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.work), 3*a.cfg.Timeout)
+		defer cancel()
+		fn(ctx)
+	}()
+}
+
+// Wait waits until the work started after acks has finished, or ctx ends.
+func (a *Adapter) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		a.background.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // maxBody caps what Slack may send us; its payloads are far smaller.
@@ -182,15 +235,6 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 	default:
 		return nil
 	}
-	if env.EventID != "" {
-		first, err := a.memory.SeenOnce(ctx, "slack-event:"+env.EventID, 24*time.Hour)
-		if err != nil {
-			return fmt.Errorf("%w: %w", bot.ErrUnavailable, err)
-		}
-		if !first {
-			return nil // a retry or a redelivery
-		}
-	}
 	thread := ev.ThreadTS
 	if thread == "" {
 		thread = ev.TS
@@ -198,11 +242,31 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 	t := bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: ev.Channel}, ID: thread}
 	text := strings.TrimSpace(mention.ReplaceAllString(ev.Text, ""))
 	if text == "" || strings.EqualFold(text, "help") {
-		return a.Reply(ctx, t, bot.Reply{Kind: bot.ReplyInfo, Text: helpText})
+		// Help once a minute per person and channel: retries and floods
+		// of empty mentions do not become floods of replies.
+		first, err := a.memory.SeenOnce(ctx, "slack-help:"+ev.Channel+":"+ev.User, time.Minute)
+		if err != nil {
+			return fmt.Errorf("%w: %w", bot.ErrUnavailable, err)
+		}
+		if first {
+			a.later("help reply", func(ctx context.Context) {
+				if err := a.Reply(ctx, t, bot.Reply{Kind: bot.ReplyInfo, Text: helpText}); err != nil {
+					a.logger.Warn("post help", "err", err)
+				}
+			})
+		}
+		return nil
 	}
-	_, err := a.eng.Submit(ctx, bot.Request{Thread: t, User: ev.User, Text: text, DedupeKey: "slack:" + env.EventID})
+	// The engine's intake dedupes by event id in the same step that
+	// queues, so a failed attempt leaves nothing marked and Slack's retry
+	// goes through; a later retry answers the first request.
+	r := bot.Request{Thread: t, User: ev.User, Text: text}
+	if env.EventID != "" {
+		r.DedupeKey = "slack:" + env.EventID
+	}
+	_, err := a.eng.Submit(ctx, r)
 	if errors.Is(err, bot.ErrRateLimited) {
-		return nil // the engine already said "slow down" in the thread
+		return nil // the engine tells the person, off this path
 	}
 	return err
 }
@@ -230,18 +294,19 @@ func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
 	if r.Kind == bot.ReplyError || r.Kind == bot.ReplySlowDown {
 		text = ":warning: " + text
 	}
+	// Remembered before posting: a person may answer as soon as the
+	// message shows.
+	a.rememberThread(ctx, t)
 	_, _, err := a.api.PostMessageContext(ctx, t.Channel.ID,
 		slackapi.MsgOptionText(fallback(r.Text), false),
 		slackapi.MsgOptionBlocks(slackapi.NewSectionBlock(mrkdwn(text), nil, nil)),
 		slackapi.MsgOptionTS(t.ID))
-	if err == nil {
-		a.rememberThread(ctx, t)
-	}
 	return err
 }
 
 // PostPreview posts a pending proposal's preview in its thread.
 func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+	a.rememberThread(ctx, p.Thread)
 	_, ts, err := a.api.PostMessageContext(ctx, p.Thread.Channel.ID,
 		slackapi.MsgOptionText(fallback("Proposed plan: "+p.Plan.Answer), false),
 		slackapi.MsgOptionBlocks(PreviewBlocks(p, a.cfg.PublicURL)...),
@@ -249,7 +314,6 @@ func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageR
 	if err != nil {
 		return "", fmt.Errorf("post preview: %w", err)
 	}
-	a.rememberThread(ctx, p.Thread)
 	return bot.MessageRef(ts), nil
 }
 
@@ -267,6 +331,20 @@ func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
 	return nil
 }
 
+// Notify tells one person something only they see, in the thread.
+func (a *Adapter) Notify(ctx context.Context, t bot.Thread, user string, r bot.Reply) error {
+	text := escape(r.Text)
+	if r.Kind == bot.ReplyError || r.Kind == bot.ReplySlowDown {
+		text = ":warning: " + text
+	}
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false)}
+	if t.ID != "" {
+		opts = append(opts, slackapi.MsgOptionTS(t.ID))
+	}
+	_, err := a.api.PostEphemeralContext(ctx, t.Channel.ID, user, opts...)
+	return err
+}
+
 // ephemeral tells one user something only they see.
 func (a *Adapter) ephemeral(ctx context.Context, channel, thread, user, text string) {
 	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false)}
@@ -282,6 +360,8 @@ func (a *Adapter) ephemeral(ctx context.Context, channel, thread, user, text str
 func decisionText(err error) string {
 	var de *bot.DecidedError
 	switch {
+	case errors.As(err, &de) && de.Other != "":
+		return fmt.Sprintf("Another version of this plan (%s) was approved, so this one can't be.", escape(string(de.Other)))
 	case errors.As(err, &de) && de.By != "":
 		return fmt.Sprintf("This proposal was already %s by <@%s>.", de.State, escape(de.By))
 	case errors.As(err, &de):
@@ -294,8 +374,12 @@ func decisionText(err error) string {
 		return "I can't find that proposal any more."
 	case errors.Is(err, bot.ErrUnavailable):
 		return "BobNet's database is unavailable right now; nothing was changed. Try again in a minute."
+	case errors.Is(err, errWrongPlace):
+		return "That button does not belong to a proposal of this channel; nothing was changed."
+	case errors.Is(err, bot.ErrRateLimited):
+		return "Slow down: too many requests right now. Try again in a minute."
 	}
-	return "That did not work: " + escape(err.Error())
+	return "That did not work, and nothing was changed. Try again, or ask me for a new plan."
 }
 
 func (a *Adapter) interactivity(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -331,29 +415,63 @@ func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallb
 	}
 	for _, act := range cb.ActionCallback.BlockActions {
 		id := bot.ProposalID(act.Value)
+		message := cb.Message.Timestamp
+		if message == "" {
+			message = cb.Container.MessageTs
+		}
 		switch act.ActionID {
 		case actionRevise:
 			// The trigger id lives 3 s: check and open the modal now.
 			p, err := a.eng.Authorize(ctx, id, user)
+			if err == nil {
+				err = clickedWhereProposed(p, channel, message)
+			}
 			if err != nil {
-				a.ephemeral(ctx, channel, thread, user, decisionText(err))
+				a.later("refusal", func(ctx context.Context) { a.ephemeral(ctx, channel, thread, user, decisionText(err)) })
 				continue
 			}
 			if _, err := a.api.OpenViewContext(ctx, cb.TriggerID, reviseModal(p)); err != nil {
 				a.logger.Warn("open revise modal", "err", err)
 			}
 		case actionApprove, actionCancel, actionProposeAgain:
-			// A decision writes Postgres; finish it after the ack, bounded
-			// by the server's lifetime rather than this request's.
-			go a.decide(context.WithoutCancel(a.work), act.ActionID, id, user, channel, thread)
+			// A decision writes Postgres and posts; finish it after the
+			// ack, bounded by the server's lifetime rather than this
+			// request's.
+			action := act.ActionID
+			a.later("decision", func(ctx context.Context) { a.decide(ctx, action, id, user, channel, message, thread) })
 		}
 	}
 }
 
-func (a *Adapter) decide(ctx context.Context, action string, id bot.ProposalID, user, channel, thread string) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	var err error
+// errWrongPlace is a click whose payload names another channel or message
+// than the one its proposal was posted to.
+var errWrongPlace = errors.New("click from another channel or message")
+
+// clickedWhereProposed checks that a click came from the channel (and
+// message) the proposal was posted to: a payload naming another channel
+// must not decide this channel's proposals.
+func clickedWhereProposed(p bot.Proposal, channel, message string) error {
+	if p.Thread.Channel.Source != bot.SourceSlack || p.Thread.Channel.ID != channel {
+		return errWrongPlace
+	}
+	if p.Message != "" && message != "" && string(p.Message) != message {
+		return errWrongPlace
+	}
+	return nil
+}
+
+func (a *Adapter) decide(ctx context.Context, action string, id bot.ProposalID, user, channel, message, thread string) {
+	p, err := a.eng.Proposal(ctx, id)
+	if err == nil {
+		err = clickedWhereProposed(p, channel, message)
+	}
+	if err != nil {
+		if errors.Is(err, errWrongPlace) {
+			a.logger.Warn("slack click refused: not where its proposal was posted", "proposal", id, "channel", channel)
+		}
+		a.ephemeral(ctx, channel, thread, user, decisionText(err))
+		return
+	}
 	switch action {
 	case actionApprove:
 		_, err = a.eng.Approve(ctx, id, user)
@@ -448,11 +566,13 @@ func (a *Adapter) commands(w http.ResponseWriter, r *http.Request, body []byte) 
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
 	}
-	writeJSON(w, a.command(r.Context(), form.Get("channel_id"), form.Get("user_id"), form.Get("text")))
+	writeJSON(w, a.command(r.Context(), form.Get("channel_id"), form.Get("user_id"), form.Get("text"), form.Get("trigger_id")))
 }
 
-// command answers /bobnet; shared by HTTP and Socket Mode.
-func (a *Adapter) command(ctx context.Context, channel, user, text string) commandReply {
+// command answers /bobnet; shared by HTTP and Socket Mode. trigger is the
+// command's trigger id, unique per invocation: a replayed command carries
+// the same one and is not run again.
+func (a *Adapter) command(ctx context.Context, channel, user, text, trigger string) commandReply {
 	fields := strings.Fields(text)
 	sub := ""
 	if len(fields) > 0 {
@@ -483,15 +603,30 @@ func (a *Adapter) command(ctx context.Context, channel, user, text string) comma
 		if req == "" {
 			return commandReply{ResponseType: "ephemeral", Text: "Say what to plan: `/bobnet plan our product launch`."}
 		}
-		// A slash command has no message to thread on: post the request
-		// so the preview has a thread.
-		_, ts, err := a.api.PostMessageContext(ctx, channel, slackapi.MsgOptionText(fmt.Sprintf("<@%s> asked BobNet: %s", user, escape(req)), false))
+		if trigger == "" {
+			return commandReply{ResponseType: "ephemeral", Text: "That command came without a trigger id, so I can't tell it from a replay; nothing was done."}
+		}
+		first, err := a.memory.SeenOnce(ctx, "slack-command:"+trigger, 24*time.Hour)
 		if err != nil {
-			return commandReply{ResponseType: "ephemeral", Text: "I couldn't post in this channel; invite me first (`/invite @BobNet`)."}
+			return commandReply{ResponseType: "ephemeral", Text: decisionText(fmt.Errorf("%w: %w", bot.ErrUnavailable, err))}
 		}
-		if _, err := a.eng.Submit(ctx, bot.Request{Thread: bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: channel}, ID: ts}, User: user, Text: req}); err != nil {
-			return commandReply{ResponseType: "ephemeral", Text: decisionText(err)}
+		if !first {
+			return commandReply{ResponseType: "ephemeral", Text: "Already on it."}
 		}
+		// A slash command has no message to thread on: post the request
+		// so the preview has a thread, after the ack.
+		a.later("slash plan", func(ctx context.Context) {
+			_, ts, err := a.api.PostMessageContext(ctx, channel, slackapi.MsgOptionText(fmt.Sprintf("<@%s> asked BobNet: %s", escape(user), escape(req)), false))
+			if err != nil {
+				a.logger.Warn("post slash-command request", "err", err)
+				a.ephemeral(ctx, channel, "", user, "I couldn't post in this channel; invite me first (`/invite @BobNet`).")
+				return
+			}
+			t := bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: channel}, ID: ts}
+			if _, err := a.eng.Submit(ctx, bot.Request{Thread: t, User: user, Text: req, DedupeKey: "slack-command:" + trigger}); err != nil && !errors.Is(err, bot.ErrRateLimited) {
+				a.ephemeral(ctx, channel, ts, user, decisionText(err))
+			}
+		})
 		return commandReply{ResponseType: "ephemeral", Text: "On it — the preview will appear in the thread."}
 	default:
 		return commandReply{ResponseType: "ephemeral", Text: helpText}

@@ -3,7 +3,6 @@ package slack
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
@@ -11,8 +10,8 @@ import (
 
 // RunSocketMode connects to Slack over Socket Mode (SLACK_APP_TOKEN) and
 // serves events, clicks and commands with the same handlers as HTTP mode,
-// until ctx is done. Socket Mode redeliveries carry no retry headers, so
-// events are deduplicated by event id and envelope id.
+// until ctx is done. Socket Mode redeliveries carry no retry headers;
+// events are deduplicated by event id like HTTP ones.
 func (a *Adapter) RunSocketMode(ctx context.Context) error {
 	client := socketmode.New(a.api)
 	go func() {
@@ -38,12 +37,9 @@ func (a *Adapter) socketEvent(ctx context.Context, client *socketmode.Client, ev
 	req := *evt.Request
 	switch evt.Type {
 	case socketmode.EventTypeEventsAPI:
+		// Acked first: Socket Mode wants it within 3 s. A redelivery
+		// carries the same event id, which the engine's intake dedupes.
 		_ = client.Ack(req)
-		if req.EnvelopeID != "" {
-			if first, err := a.memory.SeenOnce(ctx, "slack-envelope:"+req.EnvelopeID, 24*time.Hour); err != nil || !first {
-				return
-			}
-		}
 		var env eventEnvelope
 		if err := json.Unmarshal(req.Payload, &env); err != nil {
 			a.logger.Warn("socket mode event", "err", err)
@@ -74,12 +70,13 @@ func (a *Adapter) socketEvent(ctx context.Context, client *socketmode.Client, ev
 			ChannelID string `json:"channel_id"`
 			UserID    string `json:"user_id"`
 			Text      string `json:"text"`
+			TriggerID string `json:"trigger_id"`
 		}
 		if err := json.Unmarshal(req.Payload, &cmd); err != nil {
 			_ = client.Ack(req)
 			return
 		}
-		_ = client.Ack(req, a.command(ctx, cmd.ChannelID, cmd.UserID, cmd.Text))
+		_ = client.Ack(req, a.command(ctx, cmd.ChannelID, cmd.UserID, cmd.Text, cmd.TriggerID))
 	default:
 		_ = client.Ack(req)
 	}
