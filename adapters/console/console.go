@@ -243,6 +243,18 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
+// userMessage is an engine error as a sentence for people: what happened
+// and what to do, never the internals behind it.
+func userMessage(err error) string {
+	switch {
+	case errors.Is(err, bot.ErrUnavailable):
+		return "BobNet's database is unavailable right now; try again shortly."
+	case errors.Is(err, bot.ErrRateLimited):
+		return "too many requests; try again in a minute."
+	}
+	return "it could not be accepted; try again."
+}
+
 // engineError answers an engine error with its status.
 func (c *Console) engineError(w http.ResponseWriter, err error) {
 	var de *bot.DecidedError
@@ -295,14 +307,20 @@ func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 	ch := bot.Channel{Source: bot.SourceConsole, ID: name}
 	// Each console message starts its own thread, named after it.
 	thread := bot.Thread{Channel: ch, ID: strconv.FormatInt(time.Now().UnixNano(), 36)}
-	id, err := c.eng.Submit(r.Context(), bot.Request{Thread: thread, User: body.User, Text: body.Text})
+	// The message is shown before it is submitted, so no answer to it can
+	// reach the channel first; a refusal is shown after it.
+	id := bot.NewRequestID()
+	c.publish(name, "message", map[string]any{"user": body.User, "text": body.Text, "request_id": id})
+	got, err := c.eng.Submit(r.Context(), bot.Request{ID: id, Thread: thread, User: body.User, Text: body.Text})
 	if err != nil {
+		if !errors.Is(err, bot.ErrRateLimited) { // the engine tells a throttled person itself
+			c.publish(name, "reply", bot.Reply{Kind: bot.ReplyError, Text: "That message was not taken: " + userMessage(err)})
+		}
 		c.engineError(w, err)
 		return
 	}
-	c.publish(name, "message", map[string]any{"user": body.User, "text": body.Text, "request_id": id})
-	c.publish(name, "working", map[string]any{"request_id": id})
-	writeJSON(w, http.StatusAccepted, map[string]any{"request_id": id})
+	c.publish(name, "working", map[string]any{"request_id": got})
+	writeJSON(w, http.StatusAccepted, map[string]any{"request_id": got})
 }
 
 func (c *Console) getRequest(w http.ResponseWriter, r *http.Request) {

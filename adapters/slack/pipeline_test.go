@@ -219,7 +219,9 @@ func TestFallbackTextIsEscaped(t *testing.T) {
 	plan["answer"] = "Done <!channel> <https://evil.example|click> @here"
 	plan["actions"].([]any)[0].(map[string]any)["board"].(map[string]any)["name"] = "<!here> <https://evil.example|Board>"
 	hostile, _ := json.Marshal(plan)
-	w.env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: string(hostile)} })
+	w.env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply {
+		return plannertest.Reply{Content: string(hostile)}
+	})
 	w.post(t, "/slack/events", "application/json", mentionEvent("EvX", "1690000006.000001", "plan it"))
 	preview := w.slack.waitFor(t, "preview", isPreview)
 	pid := proposalID.FindStringSubmatch(preview.Form.Get("blocks"))[1]
