@@ -49,9 +49,9 @@ func BenchmarkExecute64(b *testing.B) {
 	}
 }
 
-// BenchmarkBaselineBareInsert64 writes the same rows with bare pgx
+// BenchmarkExecute64Baseline writes the same rows with bare pgx
 // multi-row inserts in one transaction: the floor Execute stands beside.
-func BenchmarkBaselineBareInsert64(b *testing.B) {
+func BenchmarkExecute64Baseline(b *testing.B) {
 	pool := boardtest.NewPool(b)
 	plan := plan64x80()
 	a := plan.Actions[0]

@@ -166,7 +166,7 @@ SELECT r.board_id, r.card_id, r.depends_on FROM jsonb_to_recordset($1::jsonb) AS
 ON CONFLICT (channel) DO UPDATE SET board_id = excluded.board_id, updated_at = now()`
 
 	upsertExecutedProposal = `INSERT INTO proposals (id, channel, requested_by, state, plan, decided_by, board_id, result, decided_at, chain)
-VALUES ($1, $2, $3, 'approved', $4, $5, $6, $7, now(), $8)
+VALUES ($1, $2, $3, 'approved', coalesce($4::jsonb, '{}'), $5, $6, $7, now(), $8)
 ON CONFLICT (id) DO UPDATE SET state = 'approved', decided_by = excluded.decided_by,
     board_id = excluded.board_id, result = excluded.result, decided_at = now()`
 
@@ -193,98 +193,124 @@ func (s *Store) Execute(ctx context.Context, ex Execution) (ExecResult, error) {
 	if ex.Chain == "" {
 		ex.Chain = ex.ProposalID
 	}
-	var res ExecResult
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Lock and read in one round trip; they stay two statements so
-		// the read's snapshot is taken after the lock is held.
-		var state *string
-		var prior []byte
-		var sibling string
-		pre := &pgx.Batch{}
-		pre.Queue(lockChain, ex.Chain)
-		pre.Queue(selectProposalForExecute, ex.ProposalID, ex.Chain).QueryRow(func(row pgx.Row) error {
-			return row.Scan(&state, &prior, &sibling)
-		})
-		if err := tx.SendBatch(ctx, pre).Close(); err != nil {
-			return err
-		}
-		switch {
-		case prior != nil:
-			if err := json.Unmarshal(prior, &res); err != nil {
-				return fmt.Errorf("read earlier result: %w", err)
-			}
-			res.Replayed = true
-			return nil
-		case state != nil && *state != "pending":
-			return fmt.Errorf("%w: it is %s", ErrProposalClosed, *state)
-		case sibling != "":
-			return &OtherVersionApprovedError{ProposalID: sibling}
-		}
-
-		var target ID
-		needsTarget := false
-		for _, a := range ex.Plan.Actions {
-			needsTarget = needsTarget || a.Type.NeedsTargetBoard()
-		}
-		if needsTarget {
-			err := tx.QueryRow(ctx, selectChannelBoardID, ex.Channel).Scan(&target)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return ErrNoTargetBoard
-			}
-			if err != nil {
-				return err
-			}
-		}
-		boards, cards, links, r, err := layout(ex.Plan, target)
-		if err != nil {
-			return err
-		}
-		res = r
-
-		resultJSON, err := json.Marshal(res)
-		if err != nil {
-			return err
-		}
-		planJSON, err := json.Marshal(ex.Plan)
-		if err != nil {
-			return err
-		}
-		detail, _ := json.Marshal(map[string]any{"requested_by": ex.RequestedBy, "cards": res.Cards, "links": res.Links, "boards": len(boards)})
-
-		// One round trip for every write.
-		b := &pgx.Batch{}
-		if len(boards) > 0 {
-			js, _ := json.Marshal(boards)
-			b.Queue(insertBoards, js, ex.Channel, ex.ProposalID)
-		}
-		if len(cards) > 0 {
-			js, _ := json.Marshal(cards)
-			b.Queue(insertCards, js, ex.ProposalID)
-		}
-		if len(links) > 0 {
-			js, _ := json.Marshal(links)
-			b.Queue(insertLinks, js)
-		}
-		if len(boards) > 0 && ex.Channel != "" {
-			b.Queue(upsertBinding, ex.Channel, boards[len(boards)-1].ID)
-		}
-		b.Queue(upsertExecutedProposal, ex.ProposalID, ex.Channel, ex.RequestedBy, planJSON, ex.ApprovedBy, res.BoardID, resultJSON, ex.Chain)
-		b.Queue(insertAudit, ex.ApprovedBy, "executed", ex.Channel, ex.ProposalID, res.BoardID, detail, "")
-		for _, e := range ex.Audit {
-			// The decision's own audit rows commit with the board, so the
-			// record never says "approved" without the board, or the reverse.
-			b.Queue(insertAudit, e.Actor, e.Action, e.Channel, e.ProposalID, res.BoardID, auditDetail(e), e.DedupeKey)
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		if s.failBeforeCommit != nil {
-			return s.failBeforeCommit()
-		}
-		return nil
-	})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
+	}
+	defer conn.Release()
+	res, err := s.execute(ctx, conn.Conn(), ex)
+	if err != nil {
+		// Whatever state the batch left the transaction in, end it; on a
+		// broken connection this fails too and the pool drops it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+			_ = conn.Conn().Close(rctx) // the pool discards a closed connection
+		}
+		return ExecResult{}, fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
+	}
+	return res, nil
+}
+
+// execute is Execute's transaction in two round trips: BEGIN travels with
+// the lock and the read, COMMIT with the writes.
+func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (ExecResult, error) {
+	var res ExecResult
+	var state *string
+	var prior []byte
+	var sibling string
+	// The lock and the read stay two statements so the read's snapshot is
+	// taken after the lock is held.
+	pre := &pgx.Batch{}
+	pre.Queue("BEGIN")
+	pre.Queue(lockChain, ex.Chain)
+	pre.Queue(selectProposalForExecute, ex.ProposalID, ex.Chain).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&state, &prior, &sibling)
+	})
+	if err := conn.SendBatch(ctx, pre).Close(); err != nil {
+		return res, err
+	}
+	switch {
+	case prior != nil:
+		if err := json.Unmarshal(prior, &res); err != nil {
+			return res, fmt.Errorf("read earlier result: %w", err)
+		}
+		res.Replayed = true
+		_, err := conn.Exec(ctx, "COMMIT")
+		return res, err
+	case state != nil && *state != "pending":
+		return res, fmt.Errorf("%w: it is %s", ErrProposalClosed, *state)
+	case sibling != "":
+		return res, &OtherVersionApprovedError{ProposalID: sibling}
+	}
+
+	var target ID
+	needsTarget := false
+	for _, a := range ex.Plan.Actions {
+		needsTarget = needsTarget || a.Type.NeedsTargetBoard()
+	}
+	if needsTarget {
+		err := conn.QueryRow(ctx, selectChannelBoardID, ex.Channel).Scan(&target)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return res, ErrNoTargetBoard
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	boards, cards, links, r, err := layout(ex.Plan, target)
+	if err != nil {
+		return res, err
+	}
+	res = r
+
+	resultJSON, err := json.Marshal(res)
+	if err != nil {
+		return res, err
+	}
+	// The plan is sent only when Postgres has no record of the proposal:
+	// a recorded one already holds it, and a 64-card plan is most of the
+	// bytes of the transaction.
+	var planJSON []byte
+	if state == nil {
+		if planJSON, err = json.Marshal(ex.Plan); err != nil {
+			return res, err
+		}
+	}
+	detail, _ := json.Marshal(map[string]any{"requested_by": ex.RequestedBy, "cards": res.Cards, "links": res.Links, "boards": len(boards)})
+
+	// One round trip for every write and the commit.
+	b := &pgx.Batch{}
+	if len(boards) > 0 {
+		js, _ := json.Marshal(boards)
+		b.Queue(insertBoards, js, ex.Channel, ex.ProposalID)
+	}
+	if len(cards) > 0 {
+		js, _ := json.Marshal(cards)
+		b.Queue(insertCards, js, ex.ProposalID)
+	}
+	if len(links) > 0 {
+		js, _ := json.Marshal(links)
+		b.Queue(insertLinks, js)
+	}
+	if len(boards) > 0 && ex.Channel != "" {
+		b.Queue(upsertBinding, ex.Channel, boards[len(boards)-1].ID)
+	}
+	b.Queue(upsertExecutedProposal, ex.ProposalID, ex.Channel, ex.RequestedBy, planJSON, ex.ApprovedBy, res.BoardID, resultJSON, ex.Chain)
+	b.Queue(insertAudit, ex.ApprovedBy, "executed", ex.Channel, ex.ProposalID, res.BoardID, detail, "")
+	for _, e := range ex.Audit {
+		// The decision's own audit rows commit with the board, so the
+		// record never says "approved" without the board, or the reverse.
+		b.Queue(insertAudit, e.Actor, e.Action, e.Channel, e.ProposalID, res.BoardID, auditDetail(e), e.DedupeKey)
+	}
+	if s.failBeforeCommit == nil {
+		b.Queue("COMMIT")
+	}
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return res, err
+	}
+	if s.failBeforeCommit != nil {
+		return res, s.failBeforeCommit()
 	}
 	return res, nil
 }

@@ -77,10 +77,10 @@ func measureTurns(b *testing.B, eng *bot.Engine) {
 	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
 }
 
-// BenchmarkBaselineRedisRoundTrips is the floor beside EngineTurn: the same
+// BenchmarkEngineTurnBaseline is the floor beside EngineTurn: the same
 // number of bare Redis round trips a turn makes (about 14), with nothing
 // else.
-func BenchmarkBaselineRedisRoundTrips(b *testing.B) {
+func BenchmarkEngineTurnBaseline(b *testing.B) {
 	rdb := bottest.Redis(b)
 	ctx := context.Background()
 	key := bottest.Prefix()

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/planner"
+)
+
+// benchPlan is a 64-card plan whose cards form a chain: 63 links.
+func benchPlan() planner.Envelope {
+	a := planner.Action{Type: planner.ActionCreateBoardWithCards, Board: &planner.BoardDraft{Name: "Big board", Goal: "Benchmark"}}
+	for i := range 64 {
+		a.Cards = append(a.Cards, planner.CardDraft{
+			TempID: fmt.Sprint("c", i), Title: fmt.Sprintf("Card number %d of the benchmark board", i),
+			Body: "Do the thing this card is about, carefully, and say when it is done.", Assignee: "Coder",
+			Status: "Backlog", WorkspaceMode: "Direct", AcceptanceCriteria: []string{"It works.", "It is tested."},
+		})
+		if i > 0 {
+			a.Links = append(a.Links, planner.Link{Card: fmt.Sprint("c", i), DependsOn: fmt.Sprint("c", i-1)})
+		}
+	}
+	return planner.Envelope{Kind: planner.KindProposeActions, Answer: "A big board.", Actions: []planner.Action{a}}
+}
+
+// benchServer is BobNet's HTTP handler on real Postgres and Redis, with
+// the stores behind it to seed proposals directly.
+type benchServer struct {
+	url      string
+	store    *board.Store
+	proposal *pending.Store
+	client   *http.Client
+}
+
+func newBenchServer(b *testing.B) *benchServer {
+	b.Helper()
+	bottest.Redis(b)
+	prefix := bottest.Prefix()
+	vars := map[string]string{
+		"DATABASE_URL": boardtest.NewDatabase(b), "REDIS_URL": os.Getenv("REDIS_URL"), "BOBNET_REDIS_PREFIX": prefix,
+		"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "BOBNET_PUBLIC_URL": "http://bobnet.bench",
+	}
+	cfg, err := loadConfig(flag.NewFlagSet("bench", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
+	if err != nil {
+		b.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := newApp(context.Background(), cfg, logger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(a.handler)
+	b.Cleanup(func() {
+		srv.Close()
+		a.close()
+	})
+	store, err := board.Open(context.Background(), vars["DATABASE_URL"], logger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(store.Close)
+	return &benchServer{url: srv.URL, store: store, proposal: pending.NewStore(bottest.Redis(b), prefix),
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}
+}
+
+// seed stores a pending 64-card proposal as the engine would.
+func (s *benchServer) seed(b *testing.B, plan planner.Envelope, planJSON []byte) bot.ProposalID {
+	b.Helper()
+	ctx := context.Background()
+	id := bot.ProposalID("p_bench" + bottest.Prefix())
+	now := time.Now()
+	p := bot.Proposal{ID: id, Version: 1, RequestedBy: "alice", Thread: bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "bench"}},
+		Plan: plan, State: bot.ProposalPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Warnings: []planner.Issue{}}
+	if err := s.store.SaveProposal(ctx, board.ProposalRecord{ID: string(id), Channel: "console:bench", RequestedBy: "alice", Plan: planJSON, ExpiresAt: p.ExpiresAt}); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.proposal.PutProposal(ctx, p); err != nil {
+		b.Fatal(err)
+	}
+	return id
+}
+
+func (s *benchServer) approve(id bot.ProposalID) (int, error) {
+	resp, err := s.client.Post(s.url+"/api/v1/proposals/"+string(id)+"/approve", "application/json", bytes.NewReader([]byte(`{"user":"alice"}`)))
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func percentile(d []time.Duration, p int) float64 {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return float64(d[(len(d)-1)*p/100].Microseconds()) / 1000
+}
+
+// BenchmarkApprove64 is one approve over the REST API, from the request to
+// the committed 64-card board (63 links) and the answer: the claim and
+// load in Redis, the one Postgres transaction, the proposal's new state.
+func BenchmarkApprove64(b *testing.B) {
+	s := newBenchServer(b)
+	plan := benchPlan()
+	planJSON, _ := json.Marshal(plan)
+	var lat []time.Duration
+	b.ReportAllocs()
+	for range b.N {
+		b.StopTimer()
+		id := s.seed(b, plan, planJSON)
+		b.StartTimer()
+		t0 := time.Now()
+		code, err := s.approve(id)
+		lat = append(lat, time.Since(t0))
+		if err != nil || code != http.StatusOK {
+			b.Fatalf("approve: %d, %v", code, err)
+		}
+	}
+	b.ReportMetric(percentile(lat, 50), "p50-ms")
+}
+
+// BenchmarkApprove64Baseline is the floor beside Approve64: a bare pgx
+// transaction writing the same board, cards and links in one batch with
+// unnest inserts.
+func BenchmarkApprove64Baseline(b *testing.B) {
+	pool := boardtest.NewPool(b)
+	a := benchPlan().Actions[0]
+	ctx := context.Background()
+	var lat []time.Duration
+	b.ReportAllocs()
+	for range b.N {
+		t0 := time.Now()
+		boardID := board.NewBoardID()
+		ids := map[string]board.CardID{}
+		var cid, temp, title, body, assignee, status, mode []string
+		var pos []int32
+		for i, c := range a.Cards {
+			id := board.NewCardID()
+			ids[c.TempID] = id
+			cid, temp, title, body = append(cid, string(id)), append(temp, c.TempID), append(title, c.Title), append(body, c.Body)
+			assignee, status, mode, pos = append(assignee, c.Assignee), append(status, c.Status), append(mode, c.WorkspaceMode), append(pos, int32(i))
+		}
+		var from, to []string
+		for _, l := range a.Links {
+			from, to = append(from, string(ids[l.Card])), append(to, string(ids[l.DependsOn]))
+		}
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			batch := &pgx.Batch{}
+			batch.Queue(`INSERT INTO boards (id, name, goal) VALUES ($1, $2, $3)`, boardID, a.Board.Name, a.Board.Goal)
+			batch.Queue(`INSERT INTO cards (id, board_id, position, temp_id, title, body, assignee, status, workspace_mode, acceptance_criteria)
+SELECT u.id, $1, u.pos, u.temp, u.title, u.body, u.assignee, u.status, u.mode, '["It works.","It is tested."]'
+FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[]) AS u(id, pos, temp, title, body, assignee, status, mode)`,
+				boardID, cid, pos, temp, title, body, assignee, status, mode)
+			batch.Queue(`INSERT INTO card_links (board_id, card_id, depends_on) SELECT $1, f, t FROM unnest($2::text[], $3::text[]) AS u(f, t)`, boardID, from, to)
+			return tx.SendBatch(ctx, batch).Close()
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.ReportMetric(percentile(lat, 50), "p50-ms")
+}
+
+// BenchmarkConcurrentApproves100 fires 100 approves of one proposal at
+// once: exactly one creates the board, 99 are told it was approved. It
+// reports the p99 of all the answers.
+func BenchmarkConcurrentApproves100(b *testing.B) {
+	s := newBenchServer(b)
+	plan := benchPlan()
+	planJSON, _ := json.Marshal(plan)
+	var lat []time.Duration
+	var mu sync.Mutex
+	for range b.N {
+		b.StopTimer()
+		id := s.seed(b, plan, planJSON)
+		b.StartTimer()
+		codes := map[int]int{}
+		var wg sync.WaitGroup
+		for range 100 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t0 := time.Now()
+				code, err := s.approve(id)
+				mu.Lock()
+				defer mu.Unlock()
+				lat = append(lat, time.Since(t0))
+				if err != nil {
+					b.Error(err)
+				}
+				codes[code]++
+			}()
+		}
+		wg.Wait()
+		if codes[http.StatusOK] != 1 || codes[http.StatusConflict] != 99 {
+			b.Fatalf("answers = %v; want one 200 and 99 409", codes)
+		}
+	}
+	b.StopTimer()
+	var boards int
+	if err := s.store.Pool().QueryRow(context.Background(), "SELECT count(*) FROM boards").Scan(&boards); err != nil || boards != b.N {
+		b.Fatalf("boards = %d, %v; want %d", boards, err, b.N)
+	}
+	b.ReportMetric(percentile(lat, 99), "p99-ms")
+}
