@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# bench.sh is `make bench`: the benchmarks, each beside the baseline measured
-# in the same run, against a throwaway Postgres and Redis like `make test`.
+# bench.sh is `make bench`: the benchmarks against a throwaway Postgres and
+# Redis like `make test`, then one table with each figure beside its
+# baseline measured in the same run (BenchmarkX beside BenchmarkXBaseline).
+# The raw output is kept in bin/bench.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/throwaway.sh
-go test -run '^$' -bench . -benchmem -count "${BENCH_COUNT:-1}" ${BENCH_TIME:+-benchtime "$BENCH_TIME"} ./...
+mkdir -p bin
+go test -run '^$' -bench . -benchmem -count "${BENCH_COUNT:-1}" ${BENCH_TIME:+-benchtime "$BENCH_TIME"} ./... | tee bin/bench.txt
+echo
+go run ./scripts/benchtable < bin/bench.txt
