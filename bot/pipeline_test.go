@@ -247,3 +247,23 @@ func TestCrashedApproverClaimIsReleasedPromptly(t *testing.T) {
 		t.Fatalf("approve after a committed crash: %v", err)
 	}
 }
+
+// A NUL in model output is a bad plan, named with its path; it never
+// reaches Postgres to come back as "a database is unavailable".
+func TestNULInModelOutputIsABadPlan(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	plan := strings.Replace(plannertest.NewspaperPlan(t), `"title": "`, `"title": "\u0000`, 1)
+	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
+	id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := env.WaitRequest(t, id)
+	if st.State != bot.RequestFailed || st.Reply == nil || !strings.Contains(st.Reply.Text, "control character") || strings.Contains(st.Reply.Text, "database") {
+		t.Fatalf("status = %+v", st)
+	}
+	if n := count(t, env, "proposals"); n != 0 {
+		t.Fatalf("proposals = %d", n)
+	}
+}

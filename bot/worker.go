@@ -258,7 +258,7 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	if id := r.Revises; id != "" {
 		p, err := e.pendingForDecision(ctx, id, r.User, "revise")
 		if err != nil {
-			return &Reply{Kind: ReplyError, Text: "I can't revise that proposal: " + describe(err)}, nil, err.Error()
+			return &Reply{Kind: ReplyError, Text: "I can't revise that proposal: " + describe(err)}, nil, "cannot revise: " + describe(err)
 		}
 		prev = &p
 	}
@@ -274,7 +274,8 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 			in.Board, hasBoard, target = &sum, true, b.ID
 		}
 	} else if !errors.Is(err, board.ErrNotFound) {
-		return &Reply{Kind: ReplyError, Text: "I can't reach the board database right now, so I can't plan. Please try again in a minute."}, nil, err.Error()
+		e.logger.Warn("read the channel's board", "request", r.ID, "err", err)
+		return &Reply{Kind: ReplyError, Text: "I can't reach the board database right now, so I can't plan. Please try again in a minute."}, nil, "the board database is unavailable"
 	}
 	if turns, err := e.deps.Requests.Turns(ctx, threadKey(r.Thread)); err == nil {
 		in.History = turns
@@ -300,7 +301,8 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	}
 	reply, p, err := e.propose(ctx, r, *env, out.Result.Warnings, prev, target)
 	if err != nil {
-		return &Reply{Kind: ReplyError, Text: "I drafted a plan but couldn't store it: " + describe(err) + " Nothing was changed; please try again."}, nil, err.Error()
+		e.logger.Warn("store proposal", "request", r.ID, "err", err)
+		return &Reply{Kind: ReplyError, Text: "I drafted a plan but couldn't store it: " + describe(err) + " Nothing was changed; please try again."}, nil, "could not store the proposal"
 	}
 	return reply, p, ""
 }
@@ -319,9 +321,13 @@ func (e *Engine) planFailure(ctx context.Context, r Request, err error) (*Reply,
 			map[string]any{"request_id": r.ID, "raw": inv.Raw, "errors": inv.Errors})
 		return &Reply{Kind: ReplyError, Text: "I couldn't turn that into a valid plan (" + first + "). Nothing was changed; try rephrasing the request."}, nil, err.Error()
 	case errors.Is(err, planner.ErrTimeout):
-		return &Reply{Kind: ReplyError, Text: "The model took too long to answer, so nothing was planned. Please try again; a smaller request may help."}, nil, err.Error()
+		e.logger.Warn("model timed out", "request", r.ID, "err", err)
+		return &Reply{Kind: ReplyError, Text: "The model took too long to answer, so nothing was planned. Please try again; a smaller request may help."}, nil, "the model took too long"
 	default:
-		return &Reply{Kind: ReplyError, Text: "I can't reach the model server, so I can't plan right now. Check that it is running and that OPENAI_BASE_URL points at it (" + err.Error() + ")."}, nil, err.Error()
+		// The detail (its address, the dial error) is for the operator's
+		// log; the thread gets what to do.
+		e.logger.Error("model server unreachable", "request", r.ID, "err", err)
+		return &Reply{Kind: ReplyError, Text: "I can't reach the model server, so I can't plan right now. Whoever runs BobNet should check that the model server is running and that OPENAI_BASE_URL points at it."}, nil, "the model server is unreachable"
 	}
 }
 
@@ -330,7 +336,7 @@ func (e *Engine) planFailure(ctx context.Context, r Request, err error) (*Reply,
 func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*Reply, *Proposal, string) {
 	old, err := e.Proposal(ctx, id)
 	if err != nil {
-		return &Reply{Kind: ReplyError, Text: "I can't find that proposal any more: " + describe(err)}, nil, err.Error()
+		return &Reply{Kind: ReplyError, Text: "I can't find that proposal any more: " + describe(err)}, nil, "cannot propose again: " + describe(err)
 	}
 	hasBoard := false
 	var target board.ID
@@ -346,7 +352,8 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 	r.Text = old.Request // the preview shows what was originally asked
 	_, p, err := e.propose(ctx, r, *res.Plan, res.Warnings, nil, target)
 	if err != nil {
-		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal: " + describe(err)}, nil, err.Error()
+		e.logger.Warn("store proposal", "request", r.ID, "err", err)
+		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal: " + describe(err)}, nil, "could not store the proposal"
 	}
 	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed_again", Channel: r.Thread.Channel.Key(), ProposalID: string(p.ID)},
 		map[string]any{"expired": id, "version": p.Version})
@@ -479,5 +486,5 @@ func describe(err error) string {
 	case errors.Is(err, ErrUnavailable):
 		return "a database is unavailable; try again in a minute."
 	}
-	return err.Error()
+	return "something went wrong on my side; nothing was changed."
 }

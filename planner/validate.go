@@ -114,6 +114,9 @@ func (v *validator) str(m map[string]any, path, field string, maxLen int) string
 	if maxLen > 0 && utf8.RuneCountInString(s) > maxLen {
 		v.errorf(join(path, field), "is longer than %d characters", maxLen)
 	}
+	if r, bad := controlChar(s); bad {
+		v.errorf(join(path, field), "contains the control character U+%04X; plans are plain text", r)
+	}
 	return s
 }
 
@@ -154,6 +157,9 @@ func (v *validator) strList(m map[string]any, path, field string, maxItems, maxL
 		}
 		if utf8.RuneCountInString(s) > maxLen {
 			v.errorf(index(join(path, field), i), "is longer than %d characters", maxLen)
+		}
+		if r, bad := controlChar(s); bad {
+			v.errorf(index(join(path, field), i), "contains the control character U+%04X; plans are plain text", r)
 		}
 		if strings.TrimSpace(s) == "" {
 			continue
@@ -293,7 +299,7 @@ func (v *validator) action(m map[string]any, path string, seen map[string]string
 		} else {
 			bp := join(path, "board")
 			a.Board = &BoardDraft{
-				Name: strings.TrimSpace(v.str(bm, bp, "name", maxBoardName)),
+				Name: strings.TrimSpace(neutralize(v.str(bm, bp, "name", maxBoardName))),
 				Goal: strings.TrimSpace(v.str(bm, bp, "goal", maxGoal)),
 			}
 		}
@@ -413,7 +419,7 @@ func (v *validator) action(m map[string]any, path string, seen map[string]string
 func (v *validator) card(m map[string]any, path string) CardDraft {
 	c := CardDraft{
 		TempID:   strings.TrimSpace(v.required(m, path, "temp_id", maxTempID)),
-		Title:    strings.TrimSpace(v.required(m, path, "title", maxTitle)),
+		Title:    strings.TrimSpace(neutralize(v.required(m, path, "title", maxTitle))),
 		Body:     strings.TrimSpace(v.required(m, path, "body", maxBody)),
 		Assignee: strings.TrimSpace(v.str(m, path, "assignee", maxAssignee)),
 		Notes:    strings.TrimSpace(v.str(m, path, "notes", maxNotes)),

@@ -385,6 +385,13 @@ func TestModelUnreachableNamesTheSetting(t *testing.T) {
 	if r.State != "failed" || r.Reply == nil || !strings.Contains(r.Reply.Text, "OPENAI_BASE_URL") {
 		t.Fatalf("request = %+v", r)
 	}
+	// The person is told what to do; the model server's address and the
+	// dial error are for the operator's log only.
+	for _, internal := range []string{"127.0.0.1", "/v1", "dial tcp", "connection refused"} {
+		if strings.Contains(r.Reply.Text, internal) || strings.Contains(r.Error, internal) {
+			t.Errorf("user-facing text shows %q: %q / %q", internal, r.Reply.Text, r.Error)
+		}
+	}
 }
 
 func TestSlackIsServedWhenConfigured(t *testing.T) {

@@ -139,7 +139,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": store, "redis": redisStore}))
+	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": store, "redis": redisStore}, logger))
 	r.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 
 	web := board.NewWeb(store, logger)
@@ -219,14 +219,17 @@ func serveHTTP(ctx context.Context, addr, publicURL string, h http.Handler, logg
 
 // readyHandler answers 200 when every dependency answers a ping, else 503
 // naming the ones that do not.
-func readyHandler(deps map[string]pinger) http.HandlerFunc {
+func readyHandler(deps map[string]pinger, logger *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
+		// Unauthenticated: it names what is down, never how to reach it
+		// (addresses, users, database names go to the log).
 		failed := map[string]string{}
 		for name, d := range deps {
 			if err := d.Ping(ctx); err != nil {
-				failed[name] = err.Error()
+				failed[name] = "unavailable"
+				logger.Warn("readiness check failed", "dependency", name, "err", err)
 			}
 		}
 		if len(failed) > 0 {

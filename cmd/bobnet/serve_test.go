@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/bobnet/bobnet/board/boardtest"
 )
 
 type fakePinger struct{ err error }
@@ -16,12 +18,19 @@ func (f fakePinger) Ping(context.Context) error { return f.err }
 func TestReadyHandler(t *testing.T) {
 	t.Parallel()
 	rec := httptest.NewRecorder()
-	readyHandler(map[string]pinger{"postgres": fakePinger{}, "redis": fakePinger{errors.New("connection refused")}})(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	down := errors.New(`failed to connect to user=bobnet database=bobnet host=10.1.2.3: dial tcp 10.1.2.3:6379: connection refused`)
+	readyHandler(map[string]pinger{"postgres": fakePinger{}, "redis": fakePinger{down}}, boardtest.Logger(t))(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "redis") || strings.Contains(rec.Body.String(), "postgres") {
 		t.Fatalf("%d %s", rec.Code, rec.Body.String())
 	}
+	// Unauthenticated callers learn what is down, not where it lives.
+	for _, internal := range []string{"10.1.2.3", "user=", "database=", "dial tcp", "6379"} {
+		if strings.Contains(rec.Body.String(), internal) {
+			t.Errorf("/readyz shows %q: %s", internal, rec.Body.String())
+		}
+	}
 	rec = httptest.NewRecorder()
-	readyHandler(map[string]pinger{"postgres": fakePinger{}})(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	readyHandler(map[string]pinger{"postgres": fakePinger{}}, boardtest.Logger(t))(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("%d", rec.Code)
 	}
