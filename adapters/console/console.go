@@ -425,6 +425,9 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
+	// An event stream lives past the server's write timeout; the
+	// keep-alives below notice a client that went away.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	lastID, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
 	past, sub := c.subscribe(name, lastID)
 	defer c.unsubscribe(name, sub)

@@ -120,7 +120,7 @@ func bareIngest(b *testing.B) http.Handler {
 	stream := bottest.Prefix() + ":bare"
 	v := Verifier{Secret: "bench-secret"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBody))
 		if v.Verify(r.Header, body) != nil {
 			w.WriteHeader(http.StatusUnauthorized)
 			return

@@ -70,6 +70,8 @@ type Adapter struct {
 	// slots bounds how many run at once.
 	background sync.WaitGroup
 	slots      chan struct{}
+	// reading bounds the bodies being read before their signature is known.
+	reading chan struct{}
 }
 
 // backgroundSlots is how many after-the-ack jobs (decisions, help
@@ -96,7 +98,7 @@ func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *sl
 	return &Adapter{
 		cfg: cfg, api: slackapi.New(cfg.BotToken, opts...), eng: eng, memory: memory,
 		verify: Verifier{Secret: cfg.SigningSecret, Now: cfg.Now}, logger: logger, work: work,
-		slots: make(chan struct{}, backgroundSlots),
+		slots: make(chan struct{}, backgroundSlots), reading: make(chan struct{}, readingSlots),
 	}, nil
 }
 
@@ -135,23 +137,53 @@ func (a *Adapter) Wait(ctx context.Context) error {
 	}
 }
 
-// maxBody caps what Slack may send us; its payloads are far smaller.
-const maxBody = 1 << 20
+// Body caps per endpoint: what Slack sends is far smaller (an event with a
+// 40,000-character message, a click on a 50-block message, a slash
+// command's form), and nothing is read past them.
+const (
+	maxEventBody       = 256 << 10
+	maxInteractionBody = 512 << 10
+	maxCommandBody     = 16 << 10
+)
+
+// readingSlots bounds how many request bodies are read at once before
+// their signature is known; past it a request is refused at once with 503
+// (Slack retries), so slow uploads cannot pile up memory and goroutines.
+const readingSlots = 128
 
 // Routes mounts the three signed endpoints.
 func (a *Adapter) Routes(r chi.Router) {
-	r.Post("/slack/events", a.signed(a.events))
-	r.Post("/slack/interactivity", a.signed(a.interactivity))
-	r.Post("/slack/commands", a.signed(a.commands))
+	r.Post("/slack/events", a.signed(maxEventBody, a.events))
+	r.Post("/slack/interactivity", a.signed(maxInteractionBody, a.interactivity))
+	r.Post("/slack/commands", a.signed(maxCommandBody, a.commands))
 }
 
-// signed reads the body (capped), checks Slack's signature and hands the
-// raw body on. A bad or stale signature is a 401 and nothing else.
-func (a *Adapter) signed(next func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
+// signed checks Slack's signature headers, then reads the body (capped,
+// with a bounded number of reads at once), checks the signature and hands
+// the raw body on. A missing, stale or bad signature is a 401 and nothing
+// else; only a request whose headers pass has its body read at all.
+func (a *Adapter) signed(limit int64, next func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-		if err != nil {
+		if _, _, err := a.verify.CheckHeaders(r.Header); err != nil {
+			a.logger.Warn("slack request refused", "path", r.URL.Path, "err", err)
+			http.Error(w, "invalid signature", http.StatusUnauthorized)
+			return
+		}
+		if r.ContentLength > limit {
 			http.Error(w, "request too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		select {
+		case a.reading <- struct{}{}:
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		<-a.reading
+		if err != nil {
+			http.Error(w, "request too large or incomplete", http.StatusRequestEntityTooLarge)
 			return
 		}
 		if err := a.verify.Verify(r.Header, body); err != nil {

@@ -34,32 +34,44 @@ type Verifier struct {
 	Now    func() time.Time
 }
 
-// Verify checks the signature of body under the request's headers.
-func (v Verifier) Verify(h http.Header, body []byte) error {
+// CheckHeaders checks what can be checked before the body is read: both
+// headers present, the timestamp within five minutes, the signature of the
+// right form. A request failing it is refused without reading its body, so
+// an unsigned or replayed-late upload costs nothing.
+func (v Verifier) CheckHeaders(h http.Header) (timestamp string, mac []byte, err error) {
 	sig, ts := h.Get("X-Slack-Signature"), h.Get("X-Slack-Request-Timestamp")
 	if sig == "" || ts == "" {
-		return ErrMissingSignature
+		return "", nil, ErrMissingSignature
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return fmt.Errorf("%w: timestamp %q", ErrMissingSignature, ts)
+		return "", nil, fmt.Errorf("%w: timestamp %q", ErrMissingSignature, ts)
 	}
 	now := time.Now
 	if v.Now != nil {
 		now = v.Now
 	}
 	if d := now().Sub(time.Unix(sec, 0)); d > maxSkew || d < -maxSkew {
-		return ErrStaleRequest
+		return "", nil, ErrStaleRequest
 	}
 	got, ok := strings.CutPrefix(sig, "v0=")
-	if !ok {
-		return ErrBadSignature
+	if !ok || len(got) != 2*sha256.Size {
+		return "", nil, ErrBadSignature
 	}
-	gotMAC, err := hex.DecodeString(got)
+	mac, err = hex.DecodeString(got)
 	if err != nil {
-		return ErrBadSignature
+		return "", nil, ErrBadSignature
 	}
-	if !hmac.Equal(gotMAC, Sign(v.Secret, ts, body)) {
+	return ts, mac, nil
+}
+
+// Verify checks the signature of body under the request's headers.
+func (v Verifier) Verify(h http.Header, body []byte) error {
+	ts, mac, err := v.CheckHeaders(h)
+	if err != nil {
+		return err
+	}
+	if !hmac.Equal(mac, Sign(v.Secret, ts, body)) {
 		return ErrBadSignature
 	}
 	return nil

@@ -188,6 +188,26 @@ func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	return err
 }
 
+// serverLimits bound how long a connection may take over each part of an
+// exchange, so a slow or stalled client cannot hold a connection, its
+// goroutine and its buffers for long.
+type serverLimits struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+// defaultServerLimits: a request (body included) is read within 30 s and
+// answered within 60 s; an idle keep-alive connection lives 2 minutes.
+// Event streams lift the write deadline for themselves.
+var defaultServerLimits = serverLimits{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 60 * time.Second, Idle: 2 * time.Minute}
+
+// newHTTPServer is BobNet's HTTP server for h with limits.
+func newHTTPServer(h http.Handler, l serverLimits) *http.Server {
+	return &http.Server{
+		Handler: h, ReadHeaderTimeout: l.ReadHeader, ReadTimeout: l.Read, WriteTimeout: l.Write, IdleTimeout: l.Idle,
+		MaxHeaderBytes: 64 << 10,
+	}
+}
+
 // serveHTTP serves h on addr until ctx is done, then shuts down gracefully.
 func serveHTTP(ctx context.Context, addr, publicURL string, h http.Handler, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
@@ -198,7 +218,8 @@ func serveHTTP(ctx context.Context, addr, publicURL string, h http.Handler, logg
 	// streams end instead of holding the shutdown for its whole timeout.
 	base, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStreams()
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base }}
+	srv := newHTTPServer(h, defaultServerLimits)
+	srv.BaseContext = func(net.Listener) context.Context { return base }
 	srv.RegisterOnShutdown(endStreams)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
