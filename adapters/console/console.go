@@ -55,15 +55,35 @@ var (
 type Console struct {
 	eng    Engine
 	logger *slog.Logger
+	limits *clientLimits
 
 	mu       sync.Mutex
 	channels map[string]*channel
+	streams  map[string]int // open event streams by client
+	open     int            // open event streams in all
 }
 
 // New returns a console driving eng.
 func New(eng Engine, logger *slog.Logger) *Console {
-	return &Console{eng: eng, logger: logger, channels: map[string]*channel{}}
+	return &Console{eng: eng, logger: logger, channels: map[string]*channel{}, streams: map[string]int{},
+		limits: newClientLimits(clientRequests, time.Minute)}
 }
+
+// Bounds of what one console keeps and serves. The REST API trusts its
+// callers' "user" and channel names, so limits keyed on those names alone
+// are no limits: these are keyed on the caller itself.
+const (
+	// maxChannels is how many channels keep history; past it the least
+	// recently used channel nobody watches is dropped.
+	maxChannels = 1000
+	// clientRequests is how many messages, revisions and re-proposals one
+	// client (a token, or an address without one) may send a minute.
+	clientRequests = 60
+	// maxClientStreams and maxStreams cap open event streams per client
+	// and in all.
+	maxClientStreams = 16
+	maxStreams       = 1000
+)
 
 // Event is one thing shown in a channel.
 type Event struct {
@@ -75,18 +95,40 @@ type Event struct {
 
 // channel is one channel's history and subscribers.
 type channel struct {
-	nextID  int64
-	history []Event
-	subs    map[chan Event]struct{}
+	nextID   int64
+	history  []Event
+	subs     map[chan Event]struct{}
+	lastUsed time.Time
 }
 
+// channel returns a channel's state, creating it (and dropping the least
+// recently used unwatched channel when there are too many); c.mu is held.
 func (c *Console) channel(name string) *channel {
 	ch, ok := c.channels[name]
 	if !ok {
+		if len(c.channels) >= maxChannels {
+			c.dropIdleChannel()
+		}
 		ch = &channel{nextID: 1, subs: map[chan Event]struct{}{}}
 		c.channels[name] = ch
 	}
+	ch.lastUsed = time.Now()
 	return ch
+}
+
+// dropIdleChannel forgets the least recently used channel nobody is
+// watching; c.mu is held. Its history goes (a browser that reconnects
+// later starts afresh); its proposals and boards are elsewhere and stay.
+func (c *Console) dropIdleChannel() {
+	oldest := ""
+	for name, ch := range c.channels {
+		if len(ch.subs) == 0 && (oldest == "" || ch.lastUsed.Before(c.channels[oldest].lastUsed)) {
+			oldest = name
+		}
+	}
+	if oldest != "" {
+		delete(c.channels, oldest)
+	}
 }
 
 // publish adds an event to a channel and hands it to every subscriber. A
@@ -131,7 +173,10 @@ func (c *Console) subscribe(name string, lastID int64) ([]Event, chan Event) {
 func (c *Console) unsubscribe(name string, sub chan Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ch := c.channel(name)
+	ch, ok := c.channels[name] // never created by leaving
+	if !ok {
+		return
+	}
 	if _, ok := ch.subs[sub]; ok {
 		delete(ch.subs, sub)
 		close(sub)
@@ -205,6 +250,7 @@ func (c *Console) PageRoutes(r chi.Router) {
 	}
 	r.Get("/", index)
 	r.Get("/c/{channel}", index)
+	r.Get("/proposals/{id}", c.proposalHTML)
 	r.Handle("/static/*", http.StripPrefix("/static/", files))
 }
 
@@ -221,7 +267,9 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 // decode reads a JSON body into v: at most maxBody bytes, no unknown
 // fields, one object.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+	// JSON only, and said so: a form or a text/plain body (what a web page
+	// can send across sites without asking) is refused.
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		writeError(w, http.StatusUnsupportedMediaType, "send JSON with Content-Type: application/json")
 		return false
 	}
@@ -296,7 +344,7 @@ func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 		User string `json:"user"`
 		Text string `json:"text"`
 	}
-	if !decode(w, r, &body) || !validUser(w, body.User) {
+	if !decode(w, r, &body) || !validUser(w, body.User) || !c.allow(w, r) {
 		return
 	}
 	body.Text = strings.TrimSpace(body.Text)
@@ -389,6 +437,9 @@ func (c *Console) revise(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `"feedback" is required: say what to change (at most 8000 characters)`)
 		return
 	}
+	if !c.allow(w, r) {
+		return
+	}
 	rid, err := c.eng.Revise(r.Context(), id, d.User, d.Feedback)
 	if err != nil {
 		c.engineError(w, err)
@@ -399,7 +450,7 @@ func (c *Console) revise(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) proposeAgain(w http.ResponseWriter, r *http.Request) {
 	id, d, ok := c.decision(w, r)
-	if !ok {
+	if !ok || !c.allow(w, r) {
 		return
 	}
 	rid, err := c.eng.ProposeAgain(r.Context(), id, d.User)
@@ -428,6 +479,13 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	// An event stream lives past the server's write timeout; the
 	// keep-alives below notice a client that went away.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	client := clientKey(r)
+	if !c.openStream(client) {
+		w.Header().Set("Retry-After", "10")
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many event streams: at most %d per client and %d in all; close some tabs", maxClientStreams, maxStreams))
+		return
+	}
+	defer c.closeStream(client)
 	lastID, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
 	past, sub := c.subscribe(name, lastID)
 	defer c.unsubscribe(name, sub)

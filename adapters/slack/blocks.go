@@ -79,7 +79,7 @@ func contextBlock(text string) *slackapi.ContextBlock {
 // previewURL is where the whole proposal can be read when the message has
 // to fold cards away.
 func previewURL(publicURL string, id bot.ProposalID) string {
-	return strings.TrimRight(publicURL, "/") + "/api/v1/proposals/" + string(id)
+	return strings.TrimRight(publicURL, "/") + "/proposals/" + string(id)
 }
 
 // PreviewBlocks renders a pending proposal: header, goal, a section per card,

@@ -170,7 +170,7 @@ func TestPreviewFoldsLargePlans(t *testing.T) {
 	blocks := PreviewBlocks(p, "https://bobnet.example.com")
 	limits(t, blocks)
 	js := string(blocksJSON(t, blocks))
-	if !strings.Contains(js, "more cards") || !strings.Contains(js, "https://bobnet.example.com/api/v1/proposals/p_golden") {
+	if !strings.Contains(js, "more cards") || !strings.Contains(js, "https://bobnet.example.com/proposals/p_golden") {
 		t.Error("no fold line linking the whole proposal")
 	}
 	if _, ok := blocks[len(blocks)-2].(*slackapi.ActionBlock); !ok {

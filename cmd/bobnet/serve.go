@@ -146,6 +146,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	web.PageRoutes(r)
 	con.PageRoutes(r)
 	r.Group(func(r chi.Router) {
+		r.Use(console.Guard(console.GuardConfig{PublicURL: cfg.PublicURL, Listen: cfg.Listen, Tokenless: cfg.APIToken == ""}))
 		r.Use(console.RequireToken(cfg.APIToken))
 		web.APIRoutes(r)
 		con.APIRoutes(r)
