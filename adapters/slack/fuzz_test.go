@@ -1,0 +1,147 @@
+package slack
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+)
+
+// inertEngine takes requests and refuses every decision, as for an
+// unknown proposal: the fuzz targets exercise decoding, not the engine.
+type inertEngine struct{}
+
+func (inertEngine) Submit(context.Context, bot.Request) (bot.RequestID, error) { return "r_1", nil }
+func (inertEngine) Approve(context.Context, bot.ProposalID, string) (bot.Approval, error) {
+	return bot.Approval{}, bot.ErrNotFound
+}
+func (inertEngine) Cancel(context.Context, bot.ProposalID, string) (bot.Proposal, error) {
+	return bot.Proposal{}, bot.ErrNotFound
+}
+func (inertEngine) Revise(context.Context, bot.ProposalID, string, string) (bot.RequestID, error) {
+	return "", bot.ErrNotFound
+}
+func (inertEngine) ProposeAgain(context.Context, bot.ProposalID, string) (bot.RequestID, error) {
+	return "", bot.ErrNotFound
+}
+func (inertEngine) Authorize(context.Context, bot.ProposalID, string) (bot.Proposal, error) {
+	return bot.Proposal{}, bot.ErrNotFound
+}
+func (inertEngine) Proposal(context.Context, bot.ProposalID) (bot.Proposal, error) {
+	return bot.Proposal{}, bot.ErrNotFound
+}
+func (inertEngine) ChannelStatus(context.Context, bot.Channel) (board.Status, error) {
+	return board.Status{}, bot.ErrNotFound
+}
+func (inertEngine) BoardStatus(context.Context, board.ID) (board.Status, error) {
+	return board.Status{}, bot.ErrNotFound
+}
+
+// marks is Memory in a map.
+type marks struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (m *marks) SeenOnce(_ context.Context, key string, _ time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	first := !m.m[key]
+	m.m[key] = true
+	return first, nil
+}
+func (m *marks) Mark(ctx context.Context, key string, ttl time.Duration) error {
+	_, err := m.SeenOnce(ctx, key, ttl)
+	return err
+}
+func (m *marks) Marked(_ context.Context, key string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m[key], nil
+}
+
+// fuzzRouter is the three signed endpoints with nothing real behind them;
+// the Web API points nowhere.
+func fuzzRouter(t testing.TB) http.Handler {
+	a, err := New(context.Background(), Config{BotToken: "xoxb-fuzz", SigningSecret: "fuzz-secret", APIURL: "http://127.0.0.1:1/api/", Timeout: 50 * time.Millisecond},
+		inertEngine{}, &marks{m: map[string]bool{}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Wait(context.Background()) })
+	r := chi.NewRouter()
+	a.Routes(r)
+	return r
+}
+
+// signedRequest is body POSTed to path, correctly signed.
+func signedRequest(path, contentType string, body []byte) *http.Request {
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	req := httptest.NewRequest("POST", path, strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", SignatureHeader("fuzz-secret", ts, body))
+	return req
+}
+
+// FuzzEvents feeds signed Events API bodies of any shape: the decoder never
+// panics and answers 200 (taken or ignored), 400 (not JSON) or 413.
+func FuzzEvents(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"url_verification","challenge":"abc"}`,
+		`{"type":"event_callback","event_id":"Ev1","event":{"type":"app_mention","user":"U1","text":"<@U2> plan it","ts":"1.1","channel":"C1"}}`,
+		`{"type":"event_callback","event_id":"Ev2","event":{"type":"message","user":"U1","text":"hi","ts":"1.2","thread_ts":"1.1","channel":"C1"}}`,
+		`{"type":"event_callback","event":{"type":"app_mention","user":"U1","text":"","channel":"C1","bot_id":"B1"}}`,
+		`{"type":"event_callback","event":{"type":"app_mention","user":"U1","text":"<@U2>","channel":"C1"}}`,
+		`{"event":null}`, `[]`, `"x"`, `{"type":"event_callback","event":{"text":{"nested":[1,2,3]}}}`, "",
+	} {
+		f.Add([]byte(seed))
+	}
+	h := fuzzRouter(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, signedRequest("/slack/events", "application/json", body))
+		switch rec.Code {
+		case http.StatusOK, http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+		default:
+			t.Fatalf("status %d for %q", rec.Code, body)
+		}
+	})
+}
+
+// FuzzInteractivity feeds signed interactivity forms whose payload is any
+// text: block actions, view submissions and garbage alike never panic.
+func FuzzInteractivity(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"block_actions","user":{"id":"U1"},"channel":{"id":"C1"},"message":{"ts":"1.1"},"actions":[{"action_id":"bobnet_approve","value":"p_x"}]}`,
+		`{"type":"block_actions","user":{"id":"U1"},"actions":[{"action_id":"bobnet_revise","value":"p_x"}],"trigger_id":"T1"}`,
+		`{"type":"view_submission","user":{"id":"U1"},"view":{"callback_id":"bobnet_revise","private_metadata":"{\"p\":\"p_x\"}","state":{"values":{"feedback":{"feedback_input":{"value":"more"}}}}}}`,
+		`{"type":"view_submission","view":{"callback_id":"bobnet_revise","private_metadata":"not json"}}`,
+		`{"type":"shortcut"}`, `{}`, `null`, "",
+	} {
+		f.Add(seed)
+	}
+	h := fuzzRouter(f)
+	f.Fuzz(func(t *testing.T, payload string) {
+		rec := httptest.NewRecorder()
+		body := []byte("payload=" + url.QueryEscape(payload))
+		h.ServeHTTP(rec, signedRequest("/slack/interactivity", "application/x-www-form-urlencoded", body))
+		switch rec.Code {
+		case http.StatusOK, http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+		default:
+			t.Fatalf("status %d for %q", rec.Code, payload)
+		}
+	})
+}
