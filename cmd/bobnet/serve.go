@@ -110,8 +110,8 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		AnyMemberMayDecide: cfg.AnyMemberDecides,
 		PublicURL:          cfg.PublicURL,
 		Workers:            cfg.Workers,
-		UserRate:           bot.RateLimit{N: 20, Per: time.Minute},
-		ChannelRate:        bot.RateLimit{N: 60, Per: time.Minute},
+		UserRate:           cfg.UserRate,
+		ChannelRate:        cfg.ChannelRate,
 		Profiles:           profiles,
 	}, bot.Deps{Planner: model, Boards: store, Proposals: redisStore, Requests: redisStore, Queue: pending.NewQueue(rdb, cfg.RedisPrefix)}, logger)
 	if err != nil {
