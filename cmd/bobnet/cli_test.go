@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -258,5 +260,18 @@ func TestRatesAndLogSettings(t *testing.T) {
 		if _, err := testConfig(t, map[string]string{env: bad}); err == nil || !strings.Contains(err.Error(), env) {
 			t.Errorf("%s=%s: %v", env, bad, err)
 		}
+	}
+}
+
+func TestListenAddressInUseIsAClearError(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = serveHTTP(t.Context(), ln.Addr().String(), "", http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "BOBNET_LISTEN: "+ln.Addr().String()+" is already in use") {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -191,6 +192,9 @@ func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 // serveHTTP serves h on addr until ctx is done, then shuts down gracefully.
 func serveHTTP(ctx context.Context, addr, publicURL string, h http.Handler, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("BOBNET_LISTEN: %s is already in use by another program; stop it or choose a free address: %w", addr, err)
+	}
 	if err != nil {
 		return fmt.Errorf("BOBNET_LISTEN: %w", err)
 	}
