@@ -93,6 +93,7 @@ type Deps struct {
 	Requests  Requests
 	Queue     Queue
 	Now       func() time.Time
+	Observer  Observer // optional: told what happens, for metrics
 }
 
 // Engine turns requests into proposals and decisions into boards.
@@ -179,7 +180,8 @@ func unavailable(op string, err error) error {
 // Submit queues a request and returns at once. A request whose DedupeKey
 // was seen returns the first request's id. Too many requests from a user or
 // channel give ErrRateLimited, after a "slow down" reply in the thread.
-func (e *Engine) Submit(ctx context.Context, r Request) (RequestID, error) {
+func (e *Engine) Submit(ctx context.Context, r Request) (id RequestID, err error) {
+	defer func() { e.observeSubmit(r, id, err) }()
 	r.Text = strings.TrimSpace(r.Text)
 	if r.Text == "" && r.Revises == "" && r.Again == "" {
 		return "", errors.New("empty request")
@@ -344,6 +346,7 @@ func (e *Engine) claim(ctx context.Context, id ProposalID, holder string) error 
 // state and board. When the execution fails the claim is given back, so
 // approving again can succeed.
 func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Approval, error) {
+	arrived := time.Now()
 	p, err := e.pendingForDecision(ctx, id, user, "approve")
 	if err != nil {
 		return Approval{}, err
@@ -372,6 +375,8 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		}
 		return Approval{}, unavailable("approve "+string(id), err)
 	}
+	e.observe().Committed(time.Since(arrived))
+	e.observe().ProposalClosed(ProposalApproved)
 	now := e.deps.Now()
 	p.State, p.DecidedBy, p.DecidedAt = ProposalApproved, user, now
 	p.BoardID, p.BoardURL = res.BoardID, board.BoardURL(e.cfg.PublicURL, res.BoardID)
@@ -432,6 +437,7 @@ func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, us
 		return p, unavailable(action+" "+string(p.ID), err)
 	}
 	p.State, p.DecidedBy, p.DecidedAt = state, user, e.deps.Now()
+	e.observe().ProposalClosed(state)
 	if err := e.deps.Proposals.PutProposal(ctx, p); err != nil {
 		e.logger.Warn("record "+action+" in redis", "proposal", p.ID, "err", err)
 	}

@@ -137,6 +137,7 @@ func (e *Engine) handle(ctx context.Context, id RequestID) {
 	if failure != "" {
 		rec.Status.State, rec.Status.Error = RequestFailed, failure
 	}
+	e.observeAnswer(r, rec.Status)
 	if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
 		e.logger.Warn("store request status", "request", id, "err", err)
 	}

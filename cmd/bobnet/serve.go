@@ -13,15 +13,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bobnet/bobnet/adapters/console"
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/metrics"
 	"github.com/bobnet/bobnet/planner"
 
 	"github.com/bobnet/bobnet/board"
@@ -105,6 +103,9 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.Model, Timeout: cfg.PlanTimeout,
 	}, logger)
 	redisStore := pending.NewStore(rdb, cfg.RedisPrefix)
+	queue := pending.NewQueue(rdb, cfg.RedisPrefix)
+	series := metrics.New()
+	series.WatchQueue(queue, logger)
 	engine, err := bot.New(bot.Config{
 		ProposalTTL:        cfg.ProposalTTL,
 		Admins:             cfg.Admins,
@@ -114,7 +115,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		UserRate:           cfg.UserRate,
 		ChannelRate:        cfg.ChannelRate,
 		Profiles:           profiles,
-	}, bot.Deps{Planner: model, Boards: store, Proposals: redisStore, Requests: redisStore, Queue: pending.NewQueue(rdb, cfg.RedisPrefix)}, logger)
+	}, bot.Deps{Planner: series.Planner(model), Boards: store, Proposals: redisStore, Requests: redisStore, Queue: queue, Observer: series}, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -132,16 +133,13 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		engine.SetPoster(bot.SourceSlack, slackAdapter)
 	}
 
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer, logRequests(logger))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": store, "redis": redisStore}))
-	r.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	r.Handle("/metrics", series.Handler())
 
 	web := board.NewWeb(store, logger)
 	web.PageRoutes(r)
