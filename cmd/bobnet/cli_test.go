@@ -162,13 +162,26 @@ func TestConfigVarsListsEverySetting(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	got := strings.Fields(stdout)
-	if len(got) != len(settings) {
-		t.Fatalf("%d variables, %d settings", len(got), len(settings))
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	if len(lines) != len(settings) {
+		t.Fatalf("%d variables, %d settings", len(lines), len(settings))
 	}
+	secret := map[string]bool{}
 	for i, s := range settings {
-		if got[i] != s.env {
-			t.Errorf("line %d = %s, want %s", i, got[i], s.env)
+		name, mark, _ := strings.Cut(lines[i], " ")
+		if name != s.env {
+			t.Errorf("line %d = %s, want %s", i, lines[i], s.env)
+		}
+		secret[name] = mark == "secret"
+	}
+	for _, env := range []string{"DATABASE_URL", "REDIS_URL", "BOBNET_API_TOKEN", "OPENAI_API_KEY", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "MATRIX_ACCESS_TOKEN", "MATRIX_PASSWORD", "BOBNET_HOOK_SECRETS"} {
+		if !secret[env] {
+			t.Errorf("%s is not marked secret", env)
+		}
+	}
+	for _, env := range []string{"BOBNET_LISTEN", "BOBNET_PUBLIC_URL", "OPENAI_BASE_URL", "BOBNET_MODEL"} {
+		if secret[env] {
+			t.Errorf("%s is marked secret", env)
 		}
 	}
 }

@@ -211,6 +211,12 @@ func secretEnv(env string) bool {
 	return false
 }
 
+// holdsSecret reports whether a variable's value must be kept in a secret
+// store: a secret, or a connection URL that may carry a password.
+func holdsSecret(env string) bool {
+	return secretEnv(env) || env == "DATABASE_URL" || env == "REDIS_URL"
+}
+
 // settingValue is one setting as a flag: it starts from the environment
 // (or the default) and a flag replaces it.
 type settingValue struct {

@@ -33,6 +33,7 @@ const usage = `usage:
   bobnet plan check [--profiles A,B] [--board|--no-board] [FILE|-]
                                         validate one raw model output
   bobnet config vars                    list the environment variables serve reads
+                                        ("secret" beside those to keep in a secret store)
   bobnet version                        print the version
 
 bobnet serve -h lists every setting.
@@ -59,8 +60,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "bobnet config: unknown command %q\n%s", args[1:], usage)
 			return 2
 		}
+		// One variable a line; those holding a secret (or a URL that may
+		// carry a password) say so, for deployments to keep them in
+		// secret stores.
 		for _, s := range settings {
-			fmt.Fprintln(stdout, s.env)
+			if holdsSecret(s.env) {
+				fmt.Fprintf(stdout, "%s secret\n", s.env)
+			} else {
+				fmt.Fprintln(stdout, s.env)
+			}
 		}
 		return 0
 	case "version", "-version", "--version":
