@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,7 @@ func TestServeHelpShowsSecretsOnlyAsSet(t *testing.T) {
 		"-workers int", "default 4",
 		"-user-rate rate", "default 20/1m",
 		"-channel-rate rate", "default 60/1m",
-		"-log-format text", "-any-member-decides\n",
+		"-log-format format", "-any-member-decides\n",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("serve -h lacks %q:\n%s", want, stdout)
@@ -286,5 +287,29 @@ func TestListenAddressInUseIsAClearError(t *testing.T) {
 	err = serveHTTP(t.Context(), ln.Addr().String(), "", http.NotFoundHandler(), slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "BOBNET_LISTEN: "+ln.Addr().String()+" is already in use") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestConfigurationDocIsCurrent fails when docs/configuration.md no longer
+// matches the settings; regenerate it with
+// go run ./cmd/bobnet config doc > docs/configuration.md.
+func TestConfigurationDocIsCurrent(t *testing.T) {
+	t.Parallel()
+	got, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != configDoc() {
+		t.Fatal("docs/configuration.md is out of date: go run ./cmd/bobnet config doc > docs/configuration.md")
+	}
+	for _, s := range settings {
+		if !strings.Contains(string(got), "\n## "+s.env+"\n") {
+			t.Errorf("no section for %s", s.env)
+		}
+	}
+	for env := range whenWrong {
+		if !slices.ContainsFunc(settings, func(s setting) bool { return s.env == env }) {
+			t.Errorf("whenWrong describes %s, which is not a setting", env)
+		}
 	}
 }

@@ -150,7 +150,7 @@ var settings = []setting{
 		c.ChannelRate, err = parseRate(v)
 		return err
 	}},
-	{"BOBNET_LOG_FORMAT", "log-format", "text", "log lines as `text` or json", func(c *Config, v string) error {
+	{"BOBNET_LOG_FORMAT", "log-format", "text", "log lines as text or json (a `format`)", func(c *Config, v string) error {
 		switch f := strings.ToLower(strings.TrimSpace(v)); f {
 		case "text", "json":
 			c.LogFormat = f
@@ -299,13 +299,8 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (Co
 func printUsage(w io.Writer, name string, vals []*settingValue) {
 	fmt.Fprintf(w, "usage: %s [flags]\n\nEvery flag may instead be set by the environment variable named beside it.\n\n", name)
 	for _, v := range vals {
-		typ, usage := flag.UnquoteUsage(&flag.Flag{Name: v.s.flag, Usage: v.s.usage, Value: v})
-		if typ == "value" {
-			typ = "string"
-		}
-		if v.IsBoolFlag() {
-			typ = ""
-		}
+		typ := settingType(v.s)
+		_, usage := flag.UnquoteUsage(&flag.Flag{Usage: v.s.usage})
 		if typ != "" {
 			typ = " " + typ
 		}

@@ -4,6 +4,7 @@
 //	bobnet migrate               apply the database migrations
 //	bobnet plan check [FILE|-]   parse and validate one raw model output
 //	bobnet config vars           list the environment variables serve reads
+//	bobnet config doc            print the configuration reference
 //	bobnet version               print the version
 //
 // Settings come from the environment; flags of the same meaning override
@@ -34,6 +35,7 @@ const usage = `usage:
                                         validate one raw model output
   bobnet config vars                    list the environment variables serve reads
                                         ("secret" beside those to keep in a secret store)
+  bobnet config doc                     print the configuration reference (Markdown)
   bobnet version                        print the version
 
 bobnet serve -h lists every setting.
@@ -56,6 +58,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "serve", "migrate":
 		return runService(args[0], args[1:], stdout, stderr)
 	case "config":
+		if len(args) == 2 && args[1] == "doc" {
+			fmt.Fprint(stdout, configDoc())
+			return 0
+		}
 		if len(args) != 2 || args[1] != "vars" {
 			fmt.Fprintf(stderr, "bobnet config: unknown command %q\n%s", args[1:], usage)
 			return 2
