@@ -313,3 +313,15 @@ func TestConfigurationDocIsCurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestUnreachableServicesAreReportedWithoutPasswords(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://bobnet:pw-db-7c7c@127.0.0.1:1/bobnet?connect_timeout=5")
+	t.Setenv("REDIS_URL", "redis://:pw-redis-8d8d@127.0.0.1:1/0")
+	for _, cmd := range []string{"serve", "migrate"} {
+		code, stdout, stderr := runCmd(t, "", cmd)
+		if code != 1 || !strings.Contains(stderr, "DATABASE_URL") {
+			t.Errorf("%s: exit %d, stderr %s", cmd, code, stderr)
+		}
+		assertNoSecret(t, cmd, stdout+stderr, []string{"pw-db-7c7c", "pw-redis-8d8d"})
+	}
+}
