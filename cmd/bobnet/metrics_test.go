@@ -38,11 +38,12 @@ func (a *testApp) scrape(t *testing.T) map[string]float64 {
 }
 
 // TestMetricsAfterAnEndToEndRun drives requests through the REST API —
-// one approved, one cancelled, one refused by the rate limit — and reads
+// one approved, one revised and its revision cancelled, one refused by
+// the rate limit — and reads
 // BobNet's own series from /metrics.
 func TestMetricsAfterAnEndToEndRun(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"BOBNET_USER_RATE": "2/1h"})
+	a := startApp(t, map[string]string{"BOBNET_USER_RATE": "3/1h"})
 	propose := func() string {
 		var accepted struct {
 			RequestID string `json:"request_id"`
@@ -59,7 +60,14 @@ func TestMetricsAfterAnEndToEndRun(t *testing.T) {
 	if code := a.call(t, "POST", "/api/v1/proposals/"+propose()+"/approve", map[string]string{"user": "alice"}, nil); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
-	if code := a.call(t, "POST", "/api/v1/proposals/"+propose()+"/cancel", map[string]string{"user": "alice"}, nil); code != http.StatusOK {
+	var revision struct {
+		RequestID string `json:"request_id"`
+	}
+	if code := a.call(t, "POST", "/api/v1/proposals/"+propose()+"/revise", map[string]string{"user": "alice", "feedback": "fewer cards"}, &revision); code != http.StatusAccepted {
+		t.Fatalf("revise: %d", code)
+	}
+	v2 := a.waitRequest(t, revision.RequestID)
+	if code := a.call(t, "POST", "/api/v1/proposals/"+v2.ProposalID+"/cancel", map[string]string{"user": "alice"}, nil); code != http.StatusOK {
 		t.Fatalf("cancel: %d", code)
 	}
 	if code := a.call(t, "POST", "/api/v1/channels/metrics/messages", map[string]string{"user": "alice", "text": "and another"}, nil); code != http.StatusTooManyRequests {
@@ -67,12 +75,13 @@ func TestMetricsAfterAnEndToEndRun(t *testing.T) {
 	}
 
 	want := map[string]float64{
-		`bobnet_requests_total{outcome="proposal",source="console"}`:       2,
+		`bobnet_requests_total{outcome="proposal",source="console"}`:       3,
 		`bobnet_requests_total{outcome="rate_limited",source="console"}`:   1,
-		`bobnet_proposals_total{outcome="created"}`:                        2,
+		`bobnet_proposals_total{outcome="created"}`:                        3,
+		`bobnet_proposals_total{outcome="superseded"}`:                     1,
 		`bobnet_proposals_total{outcome="approved"}`:                       1,
 		`bobnet_proposals_total{outcome="cancelled"}`:                      1,
-		`bobnet_planner_duration_seconds_count{outcome="propose_actions"}`: 2,
+		`bobnet_planner_duration_seconds_count{outcome="propose_actions"}`: 3,
 		`bobnet_approve_to_commit_seconds_count`:                           1,
 		`bobnet_queue_depth{state="waiting"}`:                              0,
 		`bobnet_queue_depth{state="in_flight"}`:                            0,
