@@ -319,9 +319,16 @@ func TestUnreachableServicesAreReportedWithoutPasswords(t *testing.T) {
 	t.Setenv("REDIS_URL", "redis://:pw-redis-8d8d@127.0.0.1:1/0")
 	for _, cmd := range []string{"serve", "migrate"} {
 		code, stdout, stderr := runCmd(t, "", cmd)
-		if code != 1 || !strings.Contains(stderr, "DATABASE_URL") {
+		if code != 1 || !strings.HasPrefix(stderr, "bobnet "+cmd+": DATABASE_URL: ") {
 			t.Errorf("%s: exit %d, stderr %s", cmd, code, stderr)
 		}
 		assertNoSecret(t, cmd, stdout+stderr, []string{"pw-db-7c7c", "pw-redis-8d8d"})
 	}
+	// In JSON, the failure is one log record.
+	t.Setenv("BOBNET_LOG_FORMAT", "json")
+	code, _, stderr := runCmd(t, "", "serve")
+	if code != 1 || !strings.HasPrefix(stderr, `{"time":`) || !strings.Contains(stderr, `"msg":"serve failed"`) {
+		t.Errorf("json: exit %d, stderr %s", code, stderr)
+	}
+	assertNoSecret(t, "json", stderr, []string{"pw-db-7c7c", "pw-redis-8d8d"})
 }

@@ -14,14 +14,7 @@ import (
 // string or token that reaches a log line by way of an error still does
 // not reach the log.
 func newLogger(w io.Writer, cfg Config) *slog.Logger {
-	secrets := cfg.secrets()
-	scrub := func(s string) string {
-		s = redactURLs(s)
-		for _, sec := range secrets {
-			s = strings.ReplaceAll(s, sec, masked)
-		}
-		return s
-	}
+	scrub := cfg.scrubber()
 	opts := &slog.HandlerOptions{
 		Level: cfg.LogLevel,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
@@ -46,6 +39,19 @@ func newLogger(w io.Writer, cfg Config) *slog.Logger {
 		h = slog.NewTextHandler(w, opts)
 	}
 	return slog.New(scrubHandler{Handler: h, scrub: scrub})
+}
+
+// scrubber returns a function that masks URL passwords and removes the
+// configured secrets from a text.
+func (c *Config) scrubber() func(string) string {
+	secrets := c.secrets()
+	return func(s string) string {
+		s = redactURLs(s)
+		for _, sec := range secrets {
+			s = strings.ReplaceAll(s, sec, masked)
+		}
+		return s
+	}
 }
 
 // scrubHandler cleans the message of each record; ReplaceAttr cleans the

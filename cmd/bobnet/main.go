@@ -121,7 +121,13 @@ func runService(cmd string, args []string, stdout, stderr io.Writer) int {
 		err = runServe(ctx, cfg, logger)
 	}
 	if err != nil {
-		logger.Error(cmd+" failed", "err", err)
+		// A person at a terminal reads text logs: give them the error as
+		// a plain line. Log collectors get it as a JSON record.
+		if cfg.LogFormat == "json" {
+			logger.Error(cmd+" failed", "err", err)
+		} else {
+			fmt.Fprintf(stderr, "bobnet %s: %s\n", cmd, cfg.scrubber()(err.Error()))
+		}
 		return 1
 	}
 	return 0
