@@ -103,6 +103,7 @@ type Deps struct {
 	Requests  Requests
 	Queue     Queue
 	Now       func() time.Time
+	Observer  Observer // optional: told what happens, for metrics
 }
 
 // DefaultClaimTTL is how long a decision may hold a proposal unless
@@ -225,7 +226,8 @@ func unavailable(op string, err error) error {
 // a user or channel give ErrRateLimited; the person is told "slow down"
 // off the caller's path, once per window, and only a few people per
 // channel window.
-func (e *Engine) Submit(ctx context.Context, r Request) (RequestID, error) {
+func (e *Engine) Submit(ctx context.Context, r Request) (id RequestID, err error) {
+	defer func() { e.observeSubmit(r, id, err) }()
 	r.Text = strings.TrimSpace(r.Text)
 	if r.Text == "" && r.Revises == "" && r.Again == "" {
 		return "", errors.New("empty request")
@@ -418,6 +420,7 @@ func (e *Engine) release(ctx context.Context, id ProposalID) {
 // approved. When the execution fails the claim is given back, so
 // approving again can succeed.
 func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Approval, error) {
+	arrived := time.Now()
 	p, err := e.claimFor(ctx, id, user, "approve")
 	if err != nil {
 		return Approval{}, err
@@ -441,6 +444,8 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		}
 		return Approval{}, unavailable("approve "+string(id), err)
 	}
+	e.observe().Committed(time.Since(arrived))
+	e.observe().ProposalClosed(ProposalApproved)
 	now := e.deps.Now()
 	p.State, p.DecidedBy, p.DecidedAt = ProposalApproved, user, now
 	p.BoardID, p.BoardURL = res.BoardID, board.BoardURL(e.cfg.PublicURL, res.BoardID)
@@ -483,6 +488,7 @@ func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, us
 		return p, unavailable(action+" "+string(p.ID), err)
 	}
 	p.State, p.DecidedBy, p.DecidedAt = state, user, e.deps.Now()
+	e.observe().ProposalClosed(state)
 	if err := e.deps.Proposals.PutProposal(ctx, p); err != nil {
 		e.logger.Warn("record "+action+" in redis", "proposal", p.ID, "err", err)
 	}

@@ -180,6 +180,7 @@ func (e *Engine) post(ctx context.Context, consumer string, d Delivery, rec Requ
 		e.logger.Warn("post answer", "request", r.ID, "err", err)
 		rec.Status.Error = strings.TrimSpace(rec.Status.Error + " (the answer could not be posted to " + string(r.Thread.Channel.Source) + ")")
 	}
+	e.observeAnswer(r, rec.Status)
 	if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
 		e.logger.Warn("store request status", "request", r.ID, "err", err)
 		e.leases.drop(consumer, d.MessageID) // not acked: posted again after a reclaim

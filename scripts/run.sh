@@ -1,25 +1,61 @@
 #!/usr/bin/env bash
 # run.sh is `make run`: it installs Postgres and Redis from Debian's packages
-# when missing, starts them with their data in .run/ (ignored by git), builds
-# BobNet, applies the migrations and serves the console and API on
-# BOBNET_LISTEN (default 127.0.0.1:8080). Ctrl-C stops BobNet and both
-# servers; the data stays in .run/ for next time.
+# when missing, starts them with their data in .run/ (ignored by git; Redis
+# with its append-only file on), builds BobNet, applies the migrations and
+# serves the console and API on BOBNET_LISTEN (default 127.0.0.1:8080).
+# Ctrl-C stops BobNet and both servers; the data stays in .run/ for next time.
+#
+# One checkout runs one BobNet: a second `make run` says where the first is
+# and exits without touching its servers. BOBNET_RUN_DIR moves .run/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dir=.run
+dir=${BOBNET_RUN_DIR:-.run}
+listen=${BOBNET_LISTEN:-127.0.0.1:8080}
 mkdir -p "$dir"
-stop_services() { scripts/services.sh stop "$dir" || true; }
+info="$dir/bobnet.running"
+
+# The lock is held by this script and by BobNet (which inherits it) for as
+# long as either lives, and dies with them, so a kill -9 leaves no stale
+# lock behind. Postgres and Redis are started without it: they outlive a
+# crashed run and must not keep the checkout locked.
+exec 9>>"$dir/run.lock"
+if ! flock -n 9; then
+	echo "run: BobNet is already running in this checkout: $(cat "$info" 2>/dev/null || echo "see $dir")" >&2
+	echo "run: stop that one first (Ctrl-C in its terminal), or set BOBNET_RUN_DIR to run a second one" >&2
+	exit 1
+fi
+
+host=${listen%:*}
+port=${listen##*:}
+if [ -z "$host" ] || [ "$host" = 0.0.0.0 ]; then host=127.0.0.1; fi
+if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+	echo "run: $listen (BOBNET_LISTEN) is already in use by another program; stop it or set BOBNET_LISTEN to a free address" >&2
+	exit 1
+fi
+
+stop_services() {
+	rm -f "$info"
+	scripts/services.sh stop "$dir" 9>&- || true
+}
 trap stop_services EXIT
-eval "$(scripts/services.sh start "$dir")"
+eval "$(scripts/services.sh start "$dir" 9>&-)"
 export DATABASE_URL REDIS_URL
 
-go build -o bin/bobnet ./cmd/bobnet
-bin/bobnet migrate
-echo "run: BobNet on http://${BOBNET_LISTEN:-127.0.0.1:8080}/ (Ctrl-C stops it)" >&2
+go build -o "$dir/bobnet" ./cmd/bobnet 9>&-
+"$dir/bobnet" migrate
 # Not exec: the trap must run after bobnet exits to stop the servers.
-bin/bobnet serve &
+"$dir/bobnet" serve &
 pid=$!
+echo "http://$listen/ (pid $pid)" >"$info"
+echo "run: BobNet on http://$listen/, pid $pid (Ctrl-C stops it)" >&2
 trap 'kill -TERM $pid 2>/dev/null || true' INT TERM
-wait $pid || true
-wait $pid 2>/dev/null || true
+set +e
+wait $pid
+status=$?
+# A signal interrupts the first wait; wait again for BobNet to finish.
+if kill -0 $pid 2>/dev/null; then
+	wait $pid
+	status=$?
+fi
+exit $status

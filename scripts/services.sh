@@ -5,6 +5,11 @@
 #   scripts/services.sh start DIR   start both (data under DIR), print env lines
 #   scripts/services.sh stop DIR    stop both
 #
+# Redis keeps its data in an append-only file under DIR, so pending
+# proposals, queued requests and dedupe keys survive a restart. Set
+# BOBNET_REDIS_MEMORY_ONLY=1 for throwaway servers (the tests) that need no
+# durability.
+#
 # `start` prints `export DATABASE_URL=…` and `export REDIS_URL=…` on stdout;
 # everything else goes to stderr. Postgres refuses to run as root, so when we
 # are root it runs as the unprivileged `postgres` user (created by the Debian
@@ -93,8 +98,10 @@ start() {
 	if ! { [ -f "$dir/redis.pid" ] && kill -0 "$(cat "$dir/redis.pid")" 2>/dev/null; }; then
 		log "redis on 127.0.0.1:$redisport"
 		mkdir -p "$dir/redis"
+		local persist=(--save '' --appendonly yes --appendfsync everysec)
+		if [ -n "${BOBNET_REDIS_MEMORY_ONLY:-}" ]; then persist=(--save '' --appendonly no); fi
 		redis-server --bind 127.0.0.1 --port "$redisport" --dir "$dir/redis" --daemonize yes \
-			--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --save '' --appendonly no >&2
+			--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" "${persist[@]}" >&2
 		for _ in $(seq 50); do
 			redis-cli -p "$redisport" ping >/dev/null 2>&1 && break
 			sleep 0.1

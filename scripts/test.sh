@@ -29,5 +29,15 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+# The Helm chart: lint and render it with helm's own CLI, built from its Go
+# module outside ours (deploy/deploy_test.go renders it again through HELM).
+echo "test: helm lint and template" >&2
+modsum=$(cat go.mod go.sum | cksum)
+HELM=$(scripts/helm.sh)
+export HELM
+"$HELM" lint --strict deploy/helm/bobnet
+"$HELM" template bobnet deploy/helm/bobnet >/dev/null
+[ "$modsum" = "$(cat go.mod go.sum | cksum)" ] || { echo "test: building helm changed go.mod or go.sum" >&2; exit 1; }
+
 echo "test: go test -race ./..." >&2
 go test -race -count=1 -timeout 20m "$@" ./...

@@ -8,5 +8,6 @@ throwaway_cleanup() {
 	rm -rf "$throwaway_dir"
 }
 trap throwaway_cleanup EXIT
-eval "$(scripts/services.sh start "$throwaway_dir")"
+# Throwaway data needs no append-only file.
+eval "$(BOBNET_REDIS_MEMORY_ONLY=1 scripts/services.sh start "$throwaway_dir")"
 export DATABASE_URL REDIS_URL

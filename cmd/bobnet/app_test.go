@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -34,6 +35,13 @@ type testApp struct {
 }
 
 func startApp(t *testing.T, env map[string]string) *testApp {
+	t.Helper()
+	return startAppLogged(t, env, nil)
+}
+
+// startAppLogged is startApp with the logger logger makes from the
+// configuration (nil: the tests' quiet logger).
+func startAppLogged(t *testing.T, env map[string]string, logger func(Config) *slog.Logger) *testApp {
 	t.Helper()
 	model := plannertest.NewServer(t)
 	plan := plannertest.NewspaperPlan(t)
@@ -66,7 +74,11 @@ func startApp(t *testing.T, env map[string]string) *testApp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := newApp(context.Background(), cfg, boardtest.Logger(t))
+	log := boardtest.Logger(t)
+	if logger != nil {
+		log = logger(cfg)
+	}
+	a, err := newApp(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

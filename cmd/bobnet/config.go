@@ -4,12 +4,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bobnet/bobnet/bot"
 )
 
 // Config is every setting BobNet reads, from the environment with flags of
@@ -44,9 +48,21 @@ type Config struct {
 	MatrixPassword    string
 
 	HookSecrets map[string]string
+
+	UserRate    bot.RateLimit
+	ChannelRate bot.RateLimit
+	LogFormat   string
+	LogLevel    slog.Level
+
+	// secretValues are the values of every secret setting (and their
+	// name=value parts), for the logger to keep out of its output.
+	secretValues []string
 }
 
-// setting ties one variable to its flag and its field.
+// setting ties one variable to its flag and its field. The first
+// back-quoted word of usage is the value's type in `serve -h`, as in the
+// flag package (no word means a string; booleans show none). Variables
+// whose names say they hold a secret are never printed (see secretEnv).
 type setting struct {
 	env, flag, def, usage string
 	set                   func(c *Config, v string) error
@@ -57,13 +73,13 @@ func str(p func(c *Config) *string) func(*Config, string) error {
 }
 
 var settings = []setting{
-	{"DATABASE_URL", "database-url", "", "Postgres connection URL", str(func(c *Config) *string { return &c.DatabaseURL })},
-	{"REDIS_URL", "redis-url", "", "Redis URL", str(func(c *Config) *string { return &c.RedisURL })},
+	{"DATABASE_URL", "database-url", "", "Postgres connection `URL`", str(func(c *Config) *string { return &c.DatabaseURL })},
+	{"REDIS_URL", "redis-url", "", "Redis `URL`", str(func(c *Config) *string { return &c.RedisURL })},
 	{"BOBNET_REDIS_PREFIX", "redis-prefix", "bobnet", "prefix of BobNet's Redis keys", str(func(c *Config) *string { return &c.RedisPrefix })},
-	{"BOBNET_LISTEN", "listen", "127.0.0.1:8080", "address to serve HTTP on", str(func(c *Config) *string { return &c.Listen })},
-	{"BOBNET_PUBLIC_URL", "public-url", "", "URL people reach BobNet at, for board links (default http://BOBNET_LISTEN)", str(func(c *Config) *string { return &c.PublicURL })},
+	{"BOBNET_LISTEN", "listen", "127.0.0.1:8080", "`host:port` to serve HTTP on", str(func(c *Config) *string { return &c.Listen })},
+	{"BOBNET_PUBLIC_URL", "public-url", "", "`URL` people reach BobNet at, for board links (default http://BOBNET_LISTEN)", str(func(c *Config) *string { return &c.PublicURL })},
 	{"BOBNET_API_TOKEN", "api-token", "", "bearer token for the REST API; without one BobNet listens on loopback only", str(func(c *Config) *string { return &c.APIToken })},
-	{"BOBNET_PROPOSAL_TTL", "proposal-ttl", "24h", "how long a proposal waits for a decision", func(c *Config, v string) error {
+	{"BOBNET_PROPOSAL_TTL", "proposal-ttl", "24h", "how long a proposal waits for a decision (a `duration` from 1m to 720h)", func(c *Config, v string) error {
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil {
 			return fmt.Errorf("not a duration like 24h or 30m: %q", v)
@@ -74,7 +90,7 @@ var settings = []setting{
 		c.ProposalTTL = d
 		return nil
 	}},
-	{"BOBNET_ADMINS", "admins", "", "comma-separated user ids who may decide any proposal", func(c *Config, v string) error {
+	{"BOBNET_ADMINS", "admins", "", "comma-separated user ids who may decide any proposal (a `list`)", func(c *Config, v string) error {
 		c.Admins = splitList(v)
 		return nil
 	}},
@@ -87,10 +103,10 @@ var settings = []setting{
 		return nil
 	}},
 	{"BOBNET_PROFILES_DIR", "profiles-dir", "", "folder of AGENT.md assignee profiles (default: the four built-in ones)", str(func(c *Config) *string { return &c.ProfilesDir })},
-	{"OPENAI_BASE_URL", "openai-base-url", "http://127.0.0.1:11434/v1", "OpenAI-compatible API base URL (OpenAI, Ollama, vLLM, llama.cpp)", str(func(c *Config) *string { return &c.OpenAIBaseURL })},
+	{"OPENAI_BASE_URL", "openai-base-url", "http://127.0.0.1:11434/v1", "OpenAI-compatible API base `URL` (OpenAI, Ollama, vLLM, llama.cpp)", str(func(c *Config) *string { return &c.OpenAIBaseURL })},
 	{"OPENAI_API_KEY", "openai-api-key", "", "API key for the model server", str(func(c *Config) *string { return &c.OpenAIAPIKey })},
 	{"BOBNET_MODEL", "model", "llama3.1", "model name", str(func(c *Config) *string { return &c.Model })},
-	{"BOBNET_PLAN_TIMEOUT", "plan-timeout", "120s", "how long one planning call may take", func(c *Config, v string) error {
+	{"BOBNET_PLAN_TIMEOUT", "plan-timeout", "120s", "how long one planning call may take (a `duration`)", func(c *Config, v string) error {
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d <= 0 {
 			return fmt.Errorf("not a positive duration: %q", v)
@@ -98,7 +114,7 @@ var settings = []setting{
 		c.PlanTimeout = d
 		return nil
 	}},
-	{"BOBNET_WORKERS", "workers", "4", "planning workers", func(c *Config, v string) error {
+	{"BOBNET_WORKERS", "workers", "4", "planning workers (an `int` from 1 to 256)", func(c *Config, v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 || n > 256 {
 			return fmt.Errorf("not a whole number from 1 to 256: %q", v)
@@ -109,12 +125,12 @@ var settings = []setting{
 	{"SLACK_BOT_TOKEN", "slack-bot-token", "", "Slack bot token (xoxb-…)", str(func(c *Config) *string { return &c.SlackBotToken })},
 	{"SLACK_SIGNING_SECRET", "slack-signing-secret", "", "Slack signing secret", str(func(c *Config) *string { return &c.SlackSigningSecret })},
 	{"SLACK_APP_TOKEN", "slack-app-token", "", "Slack app-level token (xapp-…) for Socket Mode", str(func(c *Config) *string { return &c.SlackAppToken })},
-	{"SLACK_API_URL", "slack-api-url", "", "override of Slack's API base URL, for tests", str(func(c *Config) *string { return &c.SlackAPIURL })},
-	{"MATRIX_HOMESERVER", "matrix-homeserver", "", "Matrix homeserver URL", str(func(c *Config) *string { return &c.MatrixHomeserver })},
+	{"SLACK_API_URL", "slack-api-url", "", "override of Slack's API base `URL`, for tests", str(func(c *Config) *string { return &c.SlackAPIURL })},
+	{"MATRIX_HOMESERVER", "matrix-homeserver", "", "Matrix homeserver `URL`", str(func(c *Config) *string { return &c.MatrixHomeserver })},
 	{"MATRIX_USER_ID", "matrix-user-id", "", "the bot's Matrix user id", str(func(c *Config) *string { return &c.MatrixUserID })},
 	{"MATRIX_ACCESS_TOKEN", "matrix-access-token", "", "the bot's Matrix access token", str(func(c *Config) *string { return &c.MatrixAccessToken })},
 	{"MATRIX_PASSWORD", "matrix-password", "", "the bot's Matrix password (when no access token)", str(func(c *Config) *string { return &c.MatrixPassword })},
-	{"BOBNET_HOOK_SECRETS", "hook-secrets", "", "webhook secrets as name=secret,name=secret", func(c *Config, v string) error {
+	{"BOBNET_HOOK_SECRETS", "hook-secrets", "", "webhook secrets as name=secret,name=secret (a `list`)", func(c *Config, v string) error {
 		c.HookSecrets = map[string]string{}
 		for _, item := range splitList(v) {
 			name, secret, ok := strings.Cut(item, "=")
@@ -126,6 +142,51 @@ var settings = []setting{
 		}
 		return nil
 	}},
+	{"BOBNET_USER_RATE", "user-rate", "20/1m", "requests one user may make (a `rate` like 20/1m)", func(c *Config, v string) (err error) {
+		c.UserRate, err = parseRate(v)
+		return err
+	}},
+	{"BOBNET_CHANNEL_RATE", "channel-rate", "60/1m", "requests one channel may make (a `rate` like 60/1m)", func(c *Config, v string) (err error) {
+		c.ChannelRate, err = parseRate(v)
+		return err
+	}},
+	{"BOBNET_LOG_FORMAT", "log-format", "text", "log lines as text or json (a `format`)", func(c *Config, v string) error {
+		switch f := strings.ToLower(strings.TrimSpace(v)); f {
+		case "text", "json":
+			c.LogFormat = f
+			return nil
+		}
+		return fmt.Errorf("not text or json: %q", v)
+	}},
+	{"BOBNET_LOG_LEVEL", "log-level", "info", "least important log lines to write: debug, info, warn or error (a `level`)", func(c *Config, v string) error {
+		if err := c.LogLevel.UnmarshalText([]byte(strings.TrimSpace(v))); err != nil {
+			return fmt.Errorf("not debug, info, warn or error: %q", v)
+		}
+		return nil
+	}},
+}
+
+// parseRate reads a rate limit written as N/duration ("20/1m", "5/10s");
+// a bare unit stands for one of it ("20/m").
+func parseRate(v string) (bot.RateLimit, error) {
+	bad := fmt.Errorf("not a rate like 20/1m: %q", v)
+	n, per, ok := strings.Cut(strings.TrimSpace(v), "/")
+	if !ok {
+		return bot.RateLimit{}, bad
+	}
+	count, err := strconv.Atoi(strings.TrimSpace(n))
+	if err != nil || count < 1 {
+		return bot.RateLimit{}, bad
+	}
+	per = strings.TrimSpace(per)
+	if per != "" && (per[0] < '0' || per[0] > '9') {
+		per = "1" + per
+	}
+	d, err := time.ParseDuration(per)
+	if err != nil || d < time.Second || d > 24*time.Hour {
+		return bot.RateLimit{}, fmt.Errorf("not a rate like 20/1m with a period from 1s to 24h: %q", v)
+	}
+	return bot.RateLimit{N: count, Per: d}, nil
 }
 
 func splitList(v string) []string {
@@ -138,29 +199,120 @@ func splitList(v string) []string {
 	return out
 }
 
+// secretEnv reports whether a variable holds a secret by its name, so a
+// setting added later is kept out of help and errors without anyone having
+// to remember to mark it.
+func secretEnv(env string) bool {
+	for _, w := range []string{"TOKEN", "SECRET", "PASSWORD", "API_KEY"} {
+		if strings.Contains(env, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsSecret reports whether a variable's value must be kept in a secret
+// store: a secret, or a connection URL that may carry a password.
+func holdsSecret(env string) bool {
+	return secretEnv(env) || env == "DATABASE_URL" || env == "REDIS_URL"
+}
+
+// settingValue is one setting as a flag: it starts from the environment
+// (or the default) and a flag replaces it.
+type settingValue struct {
+	s       *setting
+	v       string
+	fromEnv bool
+}
+
+func (v *settingValue) String() string {
+	if v == nil || v.s == nil {
+		return ""
+	}
+	return v.display()
+}
+
+// Set takes the flag's value; checking it is left to the setting, after all
+// flags are read, so every problem is reported at once.
+func (v *settingValue) Set(s string) error {
+	v.v, v.fromEnv = s, false
+	return nil
+}
+
+// IsBoolFlag lets a boolean setting be given as a bare -flag.
+func (v *settingValue) IsBoolFlag() bool { return v.s.def == "true" || v.s.def == "false" }
+
+// display is the value as help may show it: secrets as (set), passwords
+// in URLs masked.
+func (v *settingValue) display() string {
+	switch {
+	case v.v == "":
+		return ""
+	case secretEnv(v.s.env):
+		return "(set)"
+	default:
+		return redactURLs(v.v)
+	}
+}
+
 // loadConfig reads the environment (through getenv) and then the flags in
 // args, and validates the result. All problems are reported together.
 func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
 	var c Config
-	vals := make(map[string]*string, len(settings))
-	for _, s := range settings {
-		v := s.def
+	vals := make([]*settingValue, len(settings))
+	for i := range settings {
+		s := &settings[i]
+		v := &settingValue{s: s, v: s.def}
 		if e := getenv(s.env); e != "" {
-			v = e
+			v.v, v.fromEnv = e, true
 		}
-		vals[s.env] = fs.String(s.flag, v, s.usage+" ($"+s.env+")")
+		vals[i] = v
+		fs.Var(v, s.flag, s.usage)
 	}
+	fs.Usage = func() { printUsage(fs.Output(), fs.Name(), vals) }
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	if fs.NArg() > 0 {
+		return c, newConfigError([]error{fmt.Errorf("unexpected arguments %q: settings are flags or environment variables", fs.Args())})
+	}
 	var errs []error
-	for _, s := range settings {
-		if err := s.set(&c, *vals[s.env]); err != nil {
+	for i, s := range settings {
+		if err := s.set(&c, vals[i].v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", s.env, err))
+		}
+		if secretEnv(s.env) && vals[i].v != "" {
+			c.secretValues = append(c.secretValues, vals[i].v)
+			for _, item := range splitList(vals[i].v) {
+				_, val, _ := strings.Cut(item, "=")
+				c.secretValues = append(c.secretValues, item, strings.TrimSpace(val))
+			}
 		}
 	}
 	errs = append(errs, c.validate()...)
-	return c, errors.Join(errs...)
+	return c, newConfigError(errs)
+}
+
+// printUsage lists every setting with its type, default and variable. The
+// value from the environment is shown so an operator can see what is in
+// effect, except that secrets only say (set) and URL passwords are masked.
+func printUsage(w io.Writer, name string, vals []*settingValue) {
+	fmt.Fprintf(w, "usage: %s [flags]\n\nEvery flag may instead be set by the environment variable named beside it.\n\n", name)
+	for _, v := range vals {
+		typ := settingType(v.s)
+		_, usage := flag.UnquoteUsage(&flag.Flag{Usage: v.s.usage})
+		if typ != "" {
+			typ = " " + typ
+		}
+		fmt.Fprintf(w, "  -%s%s\n    \t%s\n    \t$%s", v.s.flag, typ, usage, v.s.env)
+		if v.s.def != "" {
+			fmt.Fprintf(w, ", default %s", v.s.def)
+		}
+		if v.fromEnv {
+			fmt.Fprintf(w, ", now %s", v.display())
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // validate checks what a single setting cannot check alone.
@@ -172,7 +324,7 @@ func (c *Config) validate() []error {
 		}
 		u, err := url.Parse(v)
 		if err != nil || u.Host == "" || !slices.Contains(schemes, u.Scheme) {
-			errs = append(errs, fmt.Errorf("%s: %q is not a %s URL", env, v, strings.Join(schemes, " or ")))
+			errs = append(errs, fmt.Errorf("%s: %q is not a %s URL", env, redactURLs(v), strings.Join(schemes, " or ")))
 		}
 	}
 	checkURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql")
@@ -226,7 +378,7 @@ func (c *Config) requireServices(needRedis bool) error {
 	if needRedis && c.RedisURL == "" {
 		errs = append(errs, errors.New("REDIS_URL: required (e.g. redis://127.0.0.1:6379/0)"))
 	}
-	return errors.Join(errs...)
+	return newConfigError(errs)
 }
 
 func isLoopback(host string) bool {

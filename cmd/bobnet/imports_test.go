@@ -1,12 +1,12 @@
 package main
 
 import (
-	"go/parser"
-	"go/token"
-	"io/fs"
+	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,62 +19,93 @@ type importRule struct {
 }
 
 // importRules says which of our packages each part of the tree must not
-// import, so data flows one way: adapters -> bot -> planner/board. A test
-// rather than a convention, because a convention erodes one import at a time.
+// depend on, directly or through another package, so data flows one way:
+// adapters -> bot -> planner/board. A test rather than a convention,
+// because a convention erodes one import at a time. Each adapter under
+// adapters/ gets a rule of its own (see adapterRules).
 var importRules = []importRule{
-	{"planner", []string{"bot", "board", "migrations", "adapters", "cmd"}},
-	{"board", []string{"bot", "adapters", "cmd"}},
-	{"migrations", []string{"bot", "board", "planner", "adapters", "cmd"}},
-	{"bot", []string{"adapters", "cmd"}},
-	{"adapters/slack", []string{"adapters/console", "adapters/matrix", "adapters/webhook", "cmd"}},
-	{"adapters/console", []string{"adapters/slack", "adapters/matrix", "adapters/webhook", "cmd"}},
-	{"adapters/matrix", []string{"adapters/slack", "adapters/console", "adapters/webhook", "cmd"}},
-	{"adapters/webhook", []string{"adapters/slack", "adapters/console", "adapters/matrix", "cmd"}},
+	{"planner", []string{"bot", "board", "migrations", "adapters", "cmd", "metrics"}},
+	{"board", []string{"bot", "adapters", "cmd", "metrics"}},
+	{"migrations", []string{"bot", "board", "planner", "adapters", "cmd", "metrics"}},
+	{"bot", []string{"adapters", "cmd", "metrics"}},
+	{"metrics", []string{"adapters", "cmd"}},
 }
 
-// importViolations lists every import under root that breaks rules, and
-// how many Go files it read.
-func importViolations(root string, rules []importRule) (violations []string, files int, err error) {
-	for _, rule := range rules {
-		dir := filepath.Join(root, filepath.FromSlash(rule.dir))
-		if _, err := os.Stat(dir); err != nil {
-			continue // not built yet
+// adapterRules forbids every adapter under root/adapters from depending on
+// another adapter or on cmd, whichever adapters exist.
+func adapterRules(root string) ([]importRule, error) {
+	entries, err := os.ReadDir(filepath.Join(root, "adapters"))
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
 		}
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			// Tests may reach further (a test database, a fake server);
-			// the rules are about what the product code depends on.
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return err
+	}
+	var rules []importRule
+	for _, n := range names {
+		r := importRule{dir: "adapters/" + n, forbidden: []string{"cmd"}}
+		for _, other := range names {
+			if other != n {
+				r.forbidden = append(r.forbidden, "adapters/"+other)
 			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-			if err != nil {
-				return err
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// importViolations lists every dependency of the packages under root that
+// breaks rules, following imports transitively (go list -deps), and how
+// many packages it checked. Test files are left out: tests may reach
+// further (a test database, a fake server). A rule naming a folder that is
+// not there is an error, so a renamed package cannot silently escape.
+func importViolations(root string, rules []importRule) (violations []string, packages int, err error) {
+	for _, r := range rules {
+		for _, dir := range append([]string{r.dir}, r.forbidden...) {
+			if st, err := os.Stat(filepath.Join(root, filepath.FromSlash(dir))); err != nil || !st.IsDir() {
+				return nil, 0, fmt.Errorf("import rule for %s names %s, which is not a folder of the module", r.dir, dir)
 			}
-			files++
-			rel, _ := filepath.Rel(root, path)
-			for _, imp := range f.Imports {
-				p, _ := strconv.Unquote(imp.Path.Value)
-				own, ok := strings.CutPrefix(p, modulePath+"/")
+		}
+	}
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./...")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, 0, fmt.Errorf("go list: %w: %s", err, stderr.String())
+	}
+	under := func(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, ok := strings.CutPrefix(fields[0], modulePath+"/")
+		if !ok {
+			continue
+		}
+		packages++
+		for _, r := range rules {
+			if !under(pkg, r.dir) {
+				continue
+			}
+			for _, dep := range fields[1:] {
+				own, ok := strings.CutPrefix(dep, modulePath+"/")
 				if !ok {
 					continue
 				}
-				for _, bad := range rule.forbidden {
-					if own == bad || strings.HasPrefix(own, bad+"/") {
-						violations = append(violations, rel+" imports "+p+": "+rule.dir+" must not import "+bad)
-					}
+				if i := slices.IndexFunc(r.forbidden, func(bad string) bool { return under(own, bad) }); i >= 0 {
+					violations = append(violations, fmt.Sprintf("%s depends on %s: %s must not depend on %s", pkg, own, r.dir, r.forbidden[i]))
 				}
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, files, err
 		}
 	}
-	return violations, files, nil
+	return violations, packages, nil
 }
 
-func TestImportRules(t *testing.T) {
-	t.Parallel()
+func moduleRoot(t *testing.T) string {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -82,30 +113,96 @@ func TestImportRules(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("module root not found: %v", err)
 	}
-	violations, files, err := importViolations(root, importRules)
+	return root
+}
+
+func TestImportRules(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	adapters, err := adapterRules(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if files == 0 {
-		t.Fatal("no Go files checked")
+	if len(adapters) < 2 {
+		t.Fatalf("only %d adapters found", len(adapters))
+	}
+	violations, packages, err := importViolations(root, append(slices.Clone(importRules), adapters...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if packages < 10 {
+		t.Fatalf("only %d packages checked", packages)
 	}
 	for _, v := range violations {
 		t.Error(v)
 	}
 }
 
-func TestImportRulesCatchAViolation(t *testing.T) {
-	t.Parallel()
+// writeModule lays out a module of files (path -> source) in a temporary
+// folder.
+func writeModule(t *testing.T, files map[string]string) string {
+	t.Helper()
 	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "planner"), 0o755); err != nil {
-		t.Fatal(err)
+	files["go.mod"] = "module " + modulePath + "\n\ngo 1.26\n"
+	for name, src := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	src := "package planner\n\nimport _ \"" + modulePath + "/bot/pending\"\n"
-	if err := os.WriteFile(filepath.Join(root, "planner", "bad.go"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
+	return root
+}
+
+func TestImportRulesCatchATransitiveViolation(t *testing.T) {
+	t.Parallel()
+	// planner imports a harmless-looking package that imports bot.
+	root := writeModule(t, map[string]string{
+		"planner/p.go":     "package planner\n\nimport _ \"" + modulePath + "/text\"\n",
+		"text/text.go":     "package text\n\nimport _ \"" + modulePath + "/bot/pending\"\n",
+		"bot/pending/p.go": "package pending\n",
+	})
+	rules := []importRule{{"planner", []string{"bot"}}}
+	violations, packages, err := importViolations(root, rules)
+	if err != nil || packages != 3 || len(violations) != 1 || !strings.Contains(violations[0], "planner depends on bot/pending: planner must not depend on bot") {
+		t.Fatalf("violations = %q, packages = %d, err = %v", violations, packages, err)
 	}
-	violations, files, err := importViolations(root, importRules)
-	if err != nil || files != 1 || len(violations) != 1 || !strings.Contains(violations[0], "planner must not import bot") {
-		t.Fatalf("violations = %q, files = %d, err = %v", violations, files, err)
+	// Test files may reach further.
+	root = writeModule(t, map[string]string{
+		"planner/p.go":      "package planner\n",
+		"planner/p_test.go": "package planner\n\nimport _ \"" + modulePath + "/bot\"\n",
+		"bot/b.go":          "package bot\n",
+	})
+	if violations, _, err := importViolations(root, rules); err != nil || len(violations) != 0 {
+		t.Fatalf("a test file's import counted: %q, %v", violations, err)
+	}
+}
+
+func TestImportRuleNamingAMissingFolderFails(t *testing.T) {
+	t.Parallel()
+	root := writeModule(t, map[string]string{"planner/p.go": "package planner\n"})
+	for _, rule := range []importRule{{"planer", []string{"planner"}}, {"planner", []string{"adapters/matrix"}}} {
+		if _, _, err := importViolations(root, []importRule{rule}); err == nil || !strings.Contains(err.Error(), "not a folder") {
+			t.Errorf("rule %+v: err = %v", rule, err)
+		}
+	}
+}
+
+func TestAdapterRulesCoverEveryAdapter(t *testing.T) {
+	t.Parallel()
+	root := writeModule(t, map[string]string{
+		"adapters/a/a.go": "package a\n\nimport _ \"" + modulePath + "/adapters/b\"\n",
+		"adapters/b/b.go": "package b\n",
+		"cmd/x/main.go":   "package main\n\nfunc main() {}\n",
+	})
+	rules, err := adapterRules(root)
+	if err != nil || len(rules) != 2 {
+		t.Fatalf("rules = %+v, %v", rules, err)
+	}
+	violations, _, err := importViolations(root, rules)
+	if err != nil || len(violations) != 1 || !strings.Contains(violations[0], "adapters/a depends on adapters/b") {
+		t.Fatalf("violations = %q, %v", violations, err)
 	}
 }

@@ -3,6 +3,9 @@
 //	bobnet serve                 serve the console, API and adapters
 //	bobnet migrate               apply the database migrations
 //	bobnet plan check [FILE|-]   parse and validate one raw model output
+//	bobnet config vars           list the environment variables serve reads
+//	bobnet config doc            print the configuration reference
+//	bobnet version               print the version
 //
 // Settings come from the environment; flags of the same meaning override
 // them (bobnet serve -h lists them).
@@ -14,9 +17,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"slices"
 	"syscall"
 )
 
@@ -27,11 +31,18 @@ func main() {
 const usage = `usage:
   bobnet serve [flags]                  serve the console, API and adapters
   bobnet migrate [flags]                apply the database migrations
-  bobnet plan check [--profiles A,B] [--board] [FILE|-]
+  bobnet plan check [--profiles A,B] [--board|--no-board] [FILE|-]
                                         validate one raw model output
+  bobnet config vars                    list the environment variables serve reads
+                                        ("secret" beside those to keep in a secret store)
+  bobnet config doc                     print the configuration reference (Markdown)
+  bobnet version                        print the version
+
+bobnet serve -h lists every setting.
 `
 
-// run dispatches a subcommand and returns the process exit code.
+// run dispatches a subcommand and returns the process exit code: 0 done,
+// 1 failed, 2 usage or configuration error.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -45,34 +56,134 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return runPlanCheck(args[2:], stdin, stdout, stderr)
 	case "serve", "migrate":
-		fs := flag.NewFlagSet("bobnet "+args[0], flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		cfg, err := loadConfig(fs, args[1:], os.Getenv)
-		if errors.Is(err, flag.ErrHelp) {
+		return runService(args[0], args[1:], stdout, stderr)
+	case "config":
+		if len(args) == 2 && args[1] == "doc" {
+			fmt.Fprint(stdout, configDoc())
 			return 0
 		}
-		if err != nil {
-			fmt.Fprintf(stderr, "bobnet %s: invalid configuration:\n%v\n", args[0], err)
+		if len(args) != 2 || args[1] != "vars" {
+			fmt.Fprintf(stderr, "bobnet config: unknown command %q\n%s", args[1:], usage)
 			return 2
 		}
-		logger := slog.New(slog.NewTextHandler(stderr, nil))
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if args[0] == "migrate" {
-			err = runMigrate(ctx, cfg, logger)
-		} else {
-			err = runServe(ctx, cfg, logger)
-		}
-		if err != nil {
-			logger.Error(args[0]+" failed", "err", err)
-			return 1
+		// One variable a line; those holding a secret (or a URL that may
+		// carry a password) say so, for deployments to keep them in
+		// secret stores.
+		for _, s := range settings {
+			if holdsSecret(s.env) {
+				fmt.Fprintf(stdout, "%s secret\n", s.env)
+			} else {
+				fmt.Fprintln(stdout, s.env)
+			}
 		}
 		return 0
-	case "-h", "--help", "help":
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, version())
+		return 0
+	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "bobnet: unknown command %q\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "bobnet: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+}
+
+// runService is `bobnet serve` and `bobnet migrate`: read and check the
+// configuration, then run until done or interrupted.
+func runService(cmd string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bobnet "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
+		fs.SetOutput(stdout) // asked for: help is the output
+	}
+	cfg, err := loadConfig(fs, args, os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err == nil {
+		err = cfg.requireServices(cmd == "serve")
+	}
+	if err != nil {
+		// A flag the flag package rejected has been reported already,
+		// with the usage.
+		if !isFlagError(err) {
+			printConfigErrors(stderr, "bobnet "+cmd, err)
+		}
+		return 2
+	}
+	logger := newLogger(stderr, cfg)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if cmd == "migrate" {
+		err = runMigrate(ctx, cfg, logger)
+	} else {
+		err = runServe(ctx, cfg, logger)
+	}
+	if err != nil {
+		// A person at a terminal reads text logs: give them the error as
+		// a plain line. Log collectors get it as a JSON record.
+		if cfg.LogFormat == "json" {
+			logger.Error(cmd+" failed", "err", err)
+		} else {
+			fmt.Fprintf(stderr, "bobnet %s: %s\n", cmd, cfg.scrubber()(err.Error()))
+		}
+		return 1
+	}
+	return 0
+}
+
+// printConfigErrors writes one configuration problem per line under a
+// heading, the same block whether a variable is missing or wrong.
+func printConfigErrors(w io.Writer, cmd string, err error) {
+	fmt.Fprintf(w, "%s: invalid configuration:\n", cmd)
+	var joined interface{ Unwrap() []error }
+	var errs []error
+	if errors.As(err, &joined) {
+		errs = joined.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		fmt.Fprintf(w, "  %s\n", redactURLs(e.Error()))
+	}
+}
+
+// isFlagError reports whether err came from the flag package parsing the
+// command line rather than from checking the settings.
+func isFlagError(err error) bool {
+	var ce configError
+	return !errors.As(err, &ce)
+}
+
+// version describes this build: the module version and, when built from a
+// checkout, the commit.
+func version() string {
+	v, rev, dirty := "(devel)", "", false
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "bobnet " + v
+	}
+	if info.Main.Version != "" {
+		v = info.Main.Version
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	out := "bobnet " + v
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		out += " " + rev
+		if dirty {
+			out += "+dirty"
+		}
+	}
+	return out + " " + info.GoVersion
 }

@@ -51,7 +51,8 @@ func TestPlanCheckEveryBrokenFile(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			t.Parallel()
-			code, got, _ := planCheck(t, "", f)
+			// The files are model outputs for a channel with no board.
+			code, got, _ := planCheck(t, "", "--no-board", f)
 			if code != 1 || got.Valid || len(got.Errors) == 0 || got.Errors[0].Message == "" {
 				t.Fatalf("code %d, output %+v", code, got)
 			}
@@ -70,11 +71,51 @@ func TestPlanCheckStdinAndProfiles(t *testing.T) {
 		t.Fatalf("code %d, warnings %+v", code, got.Warnings)
 	}
 	card := `{"kind":"propose_actions","actions":[{"type":"create_card","cards":[{"temp_id":"a","title":"T","body":"B","assignee":"Coder","status":"Ready"}]}]}`
-	if code, _, _ := planCheck(t, card); code != 1 {
-		t.Errorf("card action without --board: code %d", code)
+	if code, got, _ := planCheck(t, card, "--board"); code != 0 || len(got.Warnings) != 0 {
+		t.Errorf("card action with --board: code %d, warnings %+v", code, got.Warnings)
 	}
-	if code, _, _ := planCheck(t, card, "--board"); code != 0 {
-		t.Errorf("card action with --board: code %d", code)
+	if code, got, _ := planCheck(t, card, "--no-board"); code != 1 || len(got.Errors) != 1 || got.Errors[0].Path != "actions[0].type" {
+		t.Errorf("card action with --no-board: code %d, errors %+v", code, got.Errors)
+	}
+}
+
+func TestPlanCheckWithoutBoardFlagWarnsAboutCardActions(t *testing.T) {
+	t.Parallel()
+	card := `{"kind":"propose_actions","actions":[{"type":"create_card","cards":[{"temp_id":"a","title":"T","body":"B","assignee":"Coder","status":"Ready"}]}]}`
+	code, got, _ := planCheck(t, card)
+	if code != 0 || !got.Valid || len(got.Errors) != 0 || len(got.Warnings) != 1 {
+		t.Fatalf("code %d, output %+v", code, got)
+	}
+	if w := got.Warnings[0]; w.Path != "actions[0].type" || !strings.Contains(w.Message, "target board") || !strings.Contains(w.Message, "--board or --no-board") {
+		t.Errorf("warning = %+v", w)
+	}
+	// A plan broken in another way stays invalid.
+	broken := strings.Replace(card, `"status":"Ready"`, `"status":"Done"`, 1)
+	if code, got, _ := planCheck(t, broken); code != 1 || len(got.Errors) != 1 || len(got.Warnings) != 1 {
+		t.Errorf("broken card: code %d, output %+v", code, got)
+	}
+	if code, _, stderr := planCheck(t, card, "--board", "--no-board"); code != 2 || !strings.Contains(stderr, "not both") {
+		t.Errorf("both flags: code %d, %s", code, stderr)
+	}
+}
+
+func TestPlanCheckSaysItReadsStdinAtATerminal(t *testing.T) {
+	t.Parallel()
+	// /dev/null is a character device, as a terminal is.
+	tty, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	var out, errb bytes.Buffer
+	run([]string{"plan", "check"}, tty, &out, &errb)
+	if !strings.Contains(errb.String(), "reading the model output from standard input") {
+		t.Errorf("stderr = %q", errb.String())
+	}
+	errb.Reset()
+	run([]string{"plan", "check"}, strings.NewReader("{}"), &out, &errb)
+	if strings.Contains(errb.String(), "standard input") {
+		t.Errorf("a pipe got the terminal hint: %q", errb.String())
 	}
 }
 

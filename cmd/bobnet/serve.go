@@ -8,19 +8,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bobnet/bobnet/adapters/console"
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/metrics"
 	"github.com/bobnet/bobnet/planner"
 
 	"github.com/bobnet/bobnet/board"
@@ -104,16 +103,19 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.Model, Timeout: cfg.PlanTimeout,
 	}, logger)
 	redisStore := pending.NewStore(rdb, cfg.RedisPrefix)
+	queue := pending.NewQueue(rdb, cfg.RedisPrefix)
+	series := metrics.New()
+	series.WatchQueue(queue, logger)
 	engine, err := bot.New(bot.Config{
 		ProposalTTL:        cfg.ProposalTTL,
 		Admins:             cfg.Admins,
 		AnyMemberMayDecide: cfg.AnyMemberDecides,
 		PublicURL:          cfg.PublicURL,
 		Workers:            cfg.Workers,
-		UserRate:           bot.RateLimit{N: 20, Per: time.Minute},
-		ChannelRate:        bot.RateLimit{N: 60, Per: time.Minute},
+		UserRate:           cfg.UserRate,
+		ChannelRate:        cfg.ChannelRate,
 		Profiles:           profiles,
-	}, bot.Deps{Planner: model, Boards: store, Proposals: redisStore, Requests: redisStore, Queue: pending.NewQueue(rdb, cfg.RedisPrefix)}, logger)
+	}, bot.Deps{Planner: series.Planner(model), Boards: store, Proposals: redisStore, Requests: redisStore, Queue: queue, Observer: series}, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -131,16 +133,13 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		engine.SetPoster(bot.SourceSlack, slackAdapter)
 	}
 
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer)
+	r.Use(middleware.Recoverer, logRequests(logger))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": store, "redis": redisStore}, logger))
-	r.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	r.Handle("/metrics", series.Handler())
 
 	web := board.NewWeb(store, logger)
 	web.PageRoutes(r)
@@ -212,6 +211,9 @@ func newHTTPServer(h http.Handler, l serverLimits) *http.Server {
 // serveHTTP serves h on addr until ctx is done, then shuts down gracefully.
 func serveHTTP(ctx context.Context, addr, publicURL string, h http.Handler, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("BOBNET_LISTEN: %s is already in use by another program; stop it or choose a free address: %w", addr, err)
+	}
 	if err != nil {
 		return fmt.Errorf("BOBNET_LISTEN: %w", err)
 	}

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+// runCmd runs the command line as main does and returns its exit code and
+// what it wrote.
+func runCmd(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// secretEnvValues sets every secret setting and both service URLs (with a
+// password) in the environment, and returns the values that must never be
+// printed.
+func secretEnvValues(t *testing.T) []string {
+	t.Helper()
+	env := map[string]string{
+		"DATABASE_URL":         "postgres://bobnet:pg-pass-4f1c@127.0.0.1:1/bobnet",
+		"REDIS_URL":            "redis://:redis-pass-8d2e@127.0.0.1:1/0",
+		"BOBNET_API_TOKEN":     "api-token-77aa",
+		"OPENAI_API_KEY":       "sk-openai-5b5b",
+		"SLACK_BOT_TOKEN":      "xoxb-bot-6c6c",
+		"SLACK_SIGNING_SECRET": "signing-secret-9e9e",
+		"SLACK_APP_TOKEN":      "xapp-app-1d1d",
+		"MATRIX_ACCESS_TOKEN":  "matrix-token-2a2a",
+		"MATRIX_PASSWORD":      "matrix-pass-3b3b",
+		"BOBNET_HOOK_SECRETS":  "github=hook-secret-4c4c",
+	}
+	var secrets []string
+	for k, v := range env {
+		t.Setenv(k, v)
+		if strings.Contains(k, "URL") {
+			_, v, _ = strings.Cut(v, ":"+"/"+"/")
+			_, v, _ = strings.Cut(v, ":")
+			v, _, _ = strings.Cut(v, "@")
+		}
+		if k == "BOBNET_HOOK_SECRETS" {
+			_, v, _ = strings.Cut(v, "=")
+		}
+		secrets = append(secrets, v)
+	}
+	return secrets
+}
+
+func assertNoSecret(t *testing.T, what, text string, secrets []string) {
+	t.Helper()
+	for _, s := range secrets {
+		if strings.Contains(text, s) {
+			t.Errorf("%s shows the secret %q:\n%s", what, s, text)
+		}
+	}
+}
+
+func TestServeHelpShowsSecretsOnlyAsSet(t *testing.T) {
+	secrets := secretEnvValues(t)
+	code, stdout, stderr := runCmd(t, "", "serve", "-h")
+	if code != 0 {
+		t.Fatalf("serve -h exit %d, stderr %s", code, stderr)
+	}
+	assertNoSecret(t, "serve -h", stdout+stderr, secrets)
+	for _, want := range []string{
+		"-api-token string", "$BOBNET_API_TOKEN, now (set)",
+		"$SLACK_SIGNING_SECRET, now (set)", "$OPENAI_API_KEY, now (set)",
+		"-database-url URL", "now postgres://bobnet:xxxxx@127.0.0.1:1/bobnet",
+		"-proposal-ttl duration", "default 24h",
+		"-workers int", "default 4",
+		"-user-rate rate", "default 20/1m",
+		"-channel-rate rate", "default 60/1m",
+		"-log-format format", "-any-member-decides\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("serve -h lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestMistypedFlagNeverShowsSecrets(t *testing.T) {
+	secrets := secretEnvValues(t)
+	for _, args := range [][]string{{"serve", "-nope"}, {"serve", "-api-token"}, {"migrate", "-listen"}, {"serve", "extra"}} {
+		code, stdout, stderr := runCmd(t, "", args...)
+		if code != 2 || stderr == "" {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+		assertNoSecret(t, strings.Join(args, " "), stdout+stderr, secrets)
+	}
+}
+
+func TestMalformedServiceURLsAreEchoedWithoutPassword(t *testing.T) {
+	t.Setenv("DATABASE_URL", "mysql://bobnet:hunter2-db@db:3306/bobnet")
+	t.Setenv("REDIS_URL", "localhost://:hunter2-redis@redis:6379")
+	code, stdout, stderr := runCmd(t, "", "serve")
+	if code != 2 {
+		t.Fatalf("exit %d", code)
+	}
+	assertNoSecret(t, "config errors", stdout+stderr, []string{"hunter2-db", "hunter2-redis"})
+	for _, want := range []string{"DATABASE_URL: \"mysql://bobnet:xxxxx@db:3306/bobnet\" is not", "REDIS_URL:"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestMissingVariablesPrintTheSameBlockAsInvalidOnes(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("REDIS_URL", "")
+	code, _, stderr := runCmd(t, "", "serve")
+	want := "bobnet serve: invalid configuration:\n  DATABASE_URL: required (e.g. postgres://user@127.0.0.1:5432/bobnet)\n  REDIS_URL: required (e.g. redis://127.0.0.1:6379/0)\n"
+	if code != 2 || stderr != want {
+		t.Fatalf("exit %d, stderr:\n%s\nwant:\n%s", code, stderr, want)
+	}
+	t.Setenv("BOBNET_WORKERS", "lots")
+	code, _, stderr = runCmd(t, "", "migrate")
+	if code != 2 || !strings.HasPrefix(stderr, "bobnet migrate: invalid configuration:\n  BOBNET_WORKERS: not a whole number") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if strings.Contains(stderr, "level=") || strings.Contains(stderr, `\n`) {
+		t.Errorf("a log line, not a block:\n%s", stderr)
+	}
+}
+
+func TestCommandLineBasics(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args       []string
+		code       int
+		stdout     string
+		stderr     string
+		stdoutNone bool
+	}{
+		{args: []string{"version"}, code: 0, stdout: "bobnet "},
+		{args: []string{"-h"}, code: 0, stdout: "bobnet serve -h lists every setting"},
+		{args: []string{"help"}, code: 0, stdout: "usage:"},
+		{args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`, stdoutNone: true},
+		{args: nil, code: 2, stderr: "usage:", stdoutNone: true},
+		{args: []string{"config", "nope"}, code: 2, stderr: "unknown command"},
+		{args: []string{"plan", "check", "-h"}, code: 0, stderr: "--no-board"},
+	}
+	for _, tt := range tests {
+		code, stdout, stderr := runCmd(t, "", tt.args...)
+		if code != tt.code || !strings.Contains(stdout, tt.stdout) || !strings.Contains(stderr, tt.stderr) || (tt.stdoutNone && stdout != "") {
+			t.Errorf("%v: exit %d\nstdout %q\nstderr %q", tt.args, code, stdout, stderr)
+		}
+	}
+}
+
+func TestConfigVarsListsEverySetting(t *testing.T) {
+	t.Parallel()
+	code, stdout, _ := runCmd(t, "", "config", "vars")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	if len(lines) != len(settings) {
+		t.Fatalf("%d variables, %d settings", len(lines), len(settings))
+	}
+	secret := map[string]bool{}
+	for i, s := range settings {
+		name, mark, _ := strings.Cut(lines[i], " ")
+		if name != s.env {
+			t.Errorf("line %d = %s, want %s", i, lines[i], s.env)
+		}
+		secret[name] = mark == "secret"
+	}
+	for _, env := range []string{"DATABASE_URL", "REDIS_URL", "BOBNET_API_TOKEN", "OPENAI_API_KEY", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "MATRIX_ACCESS_TOKEN", "MATRIX_PASSWORD", "BOBNET_HOOK_SECRETS"} {
+		if !secret[env] {
+			t.Errorf("%s is not marked secret", env)
+		}
+	}
+	for _, env := range []string{"BOBNET_LISTEN", "BOBNET_PUBLIC_URL", "OPENAI_BASE_URL", "BOBNET_MODEL"} {
+		if secret[env] {
+			t.Errorf("%s is marked secret", env)
+		}
+	}
+}
+
+func TestRedactURLs(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"postgres://bob:s3cret@db:5432/x", "postgres://bob:xxxxx@db:5432/x"},
+		{"redis://:s3cret@r:6379/0", "redis://:xxxxx@r:6379/0"},
+		{`dial "rediss://u:p%40ss@r/0": refused`, `dial "rediss://u:xxxxx@r/0": refused`},
+		{"postgres://bob@db/x", "postgres://bob@db/x"},
+		{"http://host/path?q=a:b@c", "http://host/path?q=a:b@c"},
+		{"postgres://db/x?sslmode=disable&password=s3cret", "postgres://db/x?sslmode=disable&password=xxxxx"},
+		{"two: postgres://a:one@h/x and redis://b:two@h/0", "two: postgres://a:xxxxx@h/x and redis://b:xxxxx@h/0"},
+		{"no url here", "no url here"},
+	}
+	for _, tt := range tests {
+		if got := redactURLs(tt.in); got != tt.want {
+			t.Errorf("redactURLs(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestLoggerMasksURLPasswordsAndConfiguredSecrets(t *testing.T) {
+	t.Parallel()
+	for _, format := range []string{"text", "json"} {
+		cfg, err := testConfig(t, map[string]string{"BOBNET_LOG_FORMAT": format, "BOBNET_API_TOKEN": "tok-abcdef-123", "BOBNET_HOOK_SECRETS": "ci=hooksecret-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		logger := newLogger(&buf, cfg)
+		logger.Info("cannot reach postgres://u:pw-in-msg@db/x", "url", "redis://:pw-in-attr@r/0", "err", os.ErrNotExist, "header", "Bearer tok-abcdef-123")
+		logger.With("hook", "ci=hooksecret-1").WithGroup("g").Warn("w", "e", errString("dial postgres://u:pw-in-err@db/x"))
+		out := buf.String()
+		assertNoSecret(t, format+" log", out, []string{"pw-in-msg", "pw-in-attr", "pw-in-err", "tok-abcdef-123", "hooksecret-1"})
+		if !strings.Contains(out, "xxxxx") {
+			t.Errorf("nothing masked:\n%s", out)
+		}
+		if format == "json" && !strings.HasPrefix(out, `{"time":`) {
+			t.Errorf("not JSON:\n%s", out)
+		}
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func TestLogLevelHidesLessImportantLines(t *testing.T) {
+	t.Parallel()
+	cfg, err := testConfig(t, map[string]string{"BOBNET_LOG_LEVEL": "warn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	logger := newLogger(&buf, cfg)
+	logger.Info("quiet")
+	logger.Warn("loud")
+	if strings.Contains(buf.String(), "quiet") || !strings.Contains(buf.String(), "loud") {
+		t.Fatalf("log at warn:\n%s", buf.String())
+	}
+	if !logger.Enabled(t.Context(), slog.LevelWarn) || logger.Enabled(t.Context(), slog.LevelInfo) {
+		t.Error("levels")
+	}
+}
+
+func TestRatesAndLogSettings(t *testing.T) {
+	t.Parallel()
+	c, err := testConfig(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.UserRate != (bot.RateLimit{N: 20, Per: time.Minute}) || c.ChannelRate != (bot.RateLimit{N: 60, Per: time.Minute}) || c.LogFormat != "text" || c.LogLevel != slog.LevelInfo {
+		t.Fatalf("defaults: %+v %+v %q %v", c.UserRate, c.ChannelRate, c.LogFormat, c.LogLevel)
+	}
+	good := map[string]bot.RateLimit{"5/10s": {N: 5, Per: 10 * time.Second}, "100/h": {N: 100, Per: time.Hour}, " 3 / 1m ": {N: 3, Per: time.Minute}}
+	for in, want := range good {
+		if got, err := parseRate(in); err != nil || got != want {
+			t.Errorf("parseRate(%q) = %+v, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "20", "0/1m", "-1/1m", "x/1m", "20/", "20/soon", "20/1ms", "20/48h"} {
+		if _, err := parseRate(in); err == nil {
+			t.Errorf("parseRate(%q) accepted", in)
+		}
+	}
+	for env, bad := range map[string]string{"BOBNET_USER_RATE": "lots", "BOBNET_CHANNEL_RATE": "60", "BOBNET_LOG_FORMAT": "xml", "BOBNET_LOG_LEVEL": "loud"} {
+		if _, err := testConfig(t, map[string]string{env: bad}); err == nil || !strings.Contains(err.Error(), env) {
+			t.Errorf("%s=%s: %v", env, bad, err)
+		}
+	}
+}
+
+func TestListenAddressInUseIsAClearError(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = serveHTTP(t.Context(), ln.Addr().String(), "", http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "BOBNET_LISTEN: "+ln.Addr().String()+" is already in use") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestConfigurationDocIsCurrent fails when docs/configuration.md no longer
+// matches the settings; regenerate it with
+// go run ./cmd/bobnet config doc > docs/configuration.md.
+func TestConfigurationDocIsCurrent(t *testing.T) {
+	t.Parallel()
+	got, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != configDoc() {
+		t.Fatal("docs/configuration.md is out of date: go run ./cmd/bobnet config doc > docs/configuration.md")
+	}
+	for _, s := range settings {
+		if !strings.Contains(string(got), "\n## "+s.env+"\n") {
+			t.Errorf("no section for %s", s.env)
+		}
+	}
+	for env := range whenWrong {
+		if !slices.ContainsFunc(settings, func(s setting) bool { return s.env == env }) {
+			t.Errorf("whenWrong describes %s, which is not a setting", env)
+		}
+	}
+}
+
+func TestUnreachableServicesAreReportedWithoutPasswords(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://bobnet:pw-db-7c7c@127.0.0.1:1/bobnet?connect_timeout=5")
+	t.Setenv("REDIS_URL", "redis://:pw-redis-8d8d@127.0.0.1:1/0")
+	for _, cmd := range []string{"serve", "migrate"} {
+		code, stdout, stderr := runCmd(t, "", cmd)
+		if code != 1 || !strings.HasPrefix(stderr, "bobnet "+cmd+": DATABASE_URL: ") {
+			t.Errorf("%s: exit %d, stderr %s", cmd, code, stderr)
+		}
+		assertNoSecret(t, cmd, stdout+stderr, []string{"pw-db-7c7c", "pw-redis-8d8d"})
+	}
+	// In JSON, the failure is one log record.
+	t.Setenv("BOBNET_LOG_FORMAT", "json")
+	code, _, stderr := runCmd(t, "", "serve")
+	if code != 1 || !strings.HasPrefix(stderr, `{"time":`) || !strings.Contains(stderr, `"msg":"serve failed"`) {
+		t.Errorf("json: exit %d, stderr %s", code, stderr)
+	}
+	assertNoSecret(t, "json", stderr, []string{"pw-db-7c7c", "pw-redis-8d8d"})
+}
