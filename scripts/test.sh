@@ -41,3 +41,11 @@ export HELM
 
 echo "test: go test -race ./..." >&2
 go test -race -count=1 -timeout 20m "$@" ./...
+
+# The fuzz targets of what outsiders send, each run briefly beyond its seed
+# corpus (which every go test above already ran).
+echo "test: fuzzing the Slack decoders and the REST bodies" >&2
+for target in "FuzzEvents ./adapters/slack" "FuzzInteractivity ./adapters/slack" "FuzzRESTBodies ./adapters/console"; do
+	set -- $target
+	go test -run '^$' -fuzz "^$1\$" -fuzztime "${BOBNET_FUZZTIME:-10s}" "$2"
+done

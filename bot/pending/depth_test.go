@@ -25,9 +25,7 @@ func TestDepthCountsWaitingAndInFlightRequests(t *testing.T) {
 	}
 	depth(0, 0) // no stream yet
 	for _, id := range []string{"r_1", "r_2", "r_3"} {
-		if err := q.Enqueue(ctx, bot.RequestID(id)); err != nil {
-			t.Fatal(err)
-		}
+		admit(t, rdb, prefix, bot.RequestID(id))
 	}
 	depth(3, 0) // no group yet: everything waits
 	if err := q.Init(ctx); err != nil {
