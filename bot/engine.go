@@ -103,6 +103,7 @@ type Engine struct {
 
 	mu      sync.RWMutex
 	posters map[Source]Poster
+	ext     extensions // event sink and channel deciders: events.go
 }
 
 // New returns an engine. Nothing runs until Run.
@@ -287,7 +288,7 @@ func (e *Engine) proposalFromHistory(ctx context.Context, id ProposalID) (Propos
 
 // mayDecide says whether user may approve, revise or cancel p.
 func (e *Engine) mayDecide(p Proposal, user string) bool {
-	return e.cfg.AnyMemberMayDecide || user == p.RequestedBy || slices.Contains(e.cfg.Admins, user)
+	return e.cfg.AnyMemberMayDecide || user == p.RequestedBy || slices.Contains(e.cfg.Admins, user) || e.ext.decides(p.Thread.Channel.Key(), user)
 }
 
 // pendingForDecision loads a proposal and checks that user may decide it
@@ -382,6 +383,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	}
 	e.audit(ctx, board.AuditEvent{Actor: user, Action: "approved", Channel: p.Thread.Channel.Key(), ProposalID: string(id), BoardID: res.BoardID},
 		map[string]any{"version": p.Version, "supersedes": p.Supersedes, "cards": res.Cards, "links": res.Links, "replayed": res.Replayed})
+	e.emit(ctx, p, !res.Replayed)
 	poster := e.poster(p.Thread.Channel.Source)
 	if err := poster.UpdatePreview(ctx, p); err != nil {
 		e.logger.Warn("update preview", "proposal", id, "err", err)
@@ -437,6 +439,7 @@ func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, us
 	}
 	e.audit(ctx, board.AuditEvent{Actor: user, Action: action, Channel: p.Thread.Channel.Key(), ProposalID: string(p.ID)},
 		map[string]any{"version": p.Version, "supersedes": p.Supersedes})
+	e.emit(ctx, p, false)
 	if err := e.poster(p.Thread.Channel.Source).UpdatePreview(ctx, p); err != nil {
 		e.logger.Warn("update preview", "proposal", p.ID, "err", err)
 	}
@@ -501,7 +504,7 @@ func (e *Engine) BoardStatus(ctx context.Context, id board.ID) (board.Status, er
 // audit records an event with detail; a failure is logged, not returned,
 // because the decision it records has already happened.
 func (e *Engine) audit(ctx context.Context, ev board.AuditEvent, detail map[string]any) {
-	if detail != nil {
+	if detail = withVia(ctx, detail); detail != nil {
 		ev.Detail, _ = json.Marshal(detail)
 	}
 	if err := e.deps.Boards.RecordAudit(context.WithoutCancel(ctx), ev); err != nil {

@@ -281,6 +281,7 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 	st := plan.Stats()
 	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed", Channel: r.Thread.Channel.Key(), ProposalID: string(p.ID)},
 		map[string]any{"request_id": r.ID, "version": p.Version, "supersedes": p.Supersedes, "cards": st.Cards, "links": st.Links})
+	e.emit(ctx, p, false)
 	if prev != nil {
 		if err := e.claim(ctx, prev.ID, "supersede:"+string(p.ID)); err != nil {
 			e.logger.Warn("supersede previous version", "proposal", prev.ID, "err", err)
