@@ -27,6 +27,7 @@ const MaxBody = 1 << 20
 // Engine is what the adapter needs from the bot engine.
 type Engine interface {
 	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
+	SetChannelDeciders(channel string, users []string)
 }
 
 // Deliveries remembers delivery ids in Postgres; *board.Store is one.
@@ -49,8 +50,14 @@ type Adapter struct {
 	builtins   map[string]*template.Template
 }
 
-// New returns an adapter serving hooks.
+// New returns an adapter serving hooks, and tells the engine who decides
+// in each hook's channel.
 func New(hooks map[string]*Hook, eng Engine, deliveries Deliveries, logger *slog.Logger) *Adapter {
+	for _, h := range hooks {
+		if len(h.Deciders) > 0 {
+			eng.SetChannelDeciders(h.Channel.Key(), h.Deciders)
+		}
+	}
 	b := make(map[string]*template.Template, len(builtins))
 	for name := range builtins {
 		// The built-in templates are tested to parse.
