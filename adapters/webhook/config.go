@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -61,6 +62,9 @@ type Outbound struct {
 	// AllowPrivate are CIDR ranges of loopback or private addresses that
 	// callbacks may reach anyway (e.g. 127.0.0.1/32 for a local receiver).
 	AllowPrivate []string `yaml:"allow_private"`
+	// RetryBase is the wait after the first failed delivery, doubled per
+	// failure (default 5s).
+	RetryBase time.Duration `yaml:"retry_base"`
 }
 
 // Filter says which deliveries a hook acts on; an empty list matches all.

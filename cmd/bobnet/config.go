@@ -44,6 +44,7 @@ type Config struct {
 	MatrixPassword    string
 
 	HookSecrets map[string]string
+	HooksFile   string
 }
 
 // setting ties one variable to its flag and its field.
@@ -126,6 +127,7 @@ var settings = []setting{
 		}
 		return nil
 	}},
+	{"BOBNET_HOOKS_FILE", "hooks-file", "", "YAML file of per-hook targets, deciders, filters, templates and callbacks", str(func(c *Config) *string { return &c.HooksFile })},
 }
 
 func splitList(v string) []string {

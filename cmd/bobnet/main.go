@@ -3,6 +3,7 @@
 //	bobnet serve                 serve the console, API and adapters
 //	bobnet migrate               apply the database migrations
 //	bobnet plan check [FILE|-]   parse and validate one raw model output
+//	bobnet token create|list|revoke  manage API tokens
 //
 // Settings come from the environment; flags of the same meaning override
 // them (bobnet serve -h lists them).
@@ -29,6 +30,9 @@ const usage = `usage:
   bobnet migrate [flags]                apply the database migrations
   bobnet plan check [--profiles A,B] [--board] [FILE|-]
                                         validate one raw model output
+  bobnet token create NAME --scopes read,propose [--user U]
+  bobnet token list | bobnet token revoke NAME
+                                        manage API tokens
 `
 
 // run dispatches a subcommand and returns the process exit code.
@@ -44,6 +48,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return runPlanCheck(args[2:], stdin, stdout, stderr)
+	case "token":
+		return runToken(args[1:], os.Getenv, stdout, stderr)
 	case "serve", "migrate":
 		fs := flag.NewFlagSet("bobnet "+args[0], flag.ContinueOnError)
 		fs.SetOutput(stderr)

@@ -53,7 +53,7 @@ type Config struct {
 	// AllowPrivate are loopback or private ranges callbacks may reach.
 	AllowPrivate []netip.Prefix
 	PollInterval time.Duration // default 2s; an Emit wakes the sender at once
-	BaseBackoff  time.Duration // default 5s, doubled per failed attempt
+	RetryBase  time.Duration // default 5s, doubled per failed attempt
 	MaxBackoff   time.Duration // default 1h
 	MaxAttempts  int           // default 20, about a day; then the row is marked failed
 	Timeout      time.Duration // per attempt, default 10s
@@ -75,8 +75,8 @@ func New(cfg Config, pool *pgxpool.Pool, logger *slog.Logger) *Outbox {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 2 * time.Second
 	}
-	if cfg.BaseBackoff <= 0 {
-		cfg.BaseBackoff = 5 * time.Second
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = 5 * time.Second
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = time.Hour
@@ -320,11 +320,11 @@ func (o *Outbox) deliver(ctx context.Context, r row) {
 // errPermanent marks a failure no retry can fix.
 var errPermanent = errors.New("permanent failure")
 
-// backoff is the wait after the n-th failed attempt: BaseBackoff doubled
+// backoff is the wait after the n-th failed attempt: RetryBase doubled
 // per attempt, capped, with up to 20% jitter so many receivers coming back
 // at once are not all hit together.
 func (o *Outbox) backoff(n int) time.Duration {
-	d := o.cfg.BaseBackoff
+	d := o.cfg.RetryBase
 	for i := 1; i < n && d < o.cfg.MaxBackoff; i++ {
 		d *= 2
 	}
