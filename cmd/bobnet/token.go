@@ -126,4 +126,3 @@ func dash(s string) string {
 	}
 	return s
 }
-

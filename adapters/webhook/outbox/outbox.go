@@ -53,7 +53,7 @@ type Config struct {
 	// AllowPrivate are loopback or private ranges callbacks may reach.
 	AllowPrivate []netip.Prefix
 	PollInterval time.Duration // default 2s; an Emit wakes the sender at once
-	RetryBase  time.Duration // default 5s, doubled per failed attempt
+	RetryBase    time.Duration // default 5s, doubled per failed attempt
 	MaxBackoff   time.Duration // default 1h
 	MaxAttempts  int           // default 20, about a day; then the row is marked failed
 	Timeout      time.Duration // per attempt, default 10s

@@ -102,7 +102,7 @@ func config(urls ...string) outbox.Config {
 		AllowHosts:   []string{"127.0.0.1"},
 		AllowPrivate: loopback,
 		PollInterval: 20 * time.Millisecond,
-		RetryBase:  20 * time.Millisecond,
+		RetryBase:    20 * time.Millisecond,
 		MaxBackoff:   200 * time.Millisecond,
 	}
 }
