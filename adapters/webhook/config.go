@@ -65,6 +65,8 @@ type Outbound struct {
 	// RetryBase is the wait after the first failed delivery, doubled per
 	// failure (default 5s).
 	RetryBase time.Duration `yaml:"retry_base"`
+	// RetryMax caps the wait between attempts (default 1h).
+	RetryMax time.Duration `yaml:"retry_max"`
 }
 
 // Filter says which deliveries a hook acts on; an empty list matches all.

@@ -133,7 +133,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		engine.SetPoster(bot.SourceSlack, slackAdapter)
 	}
 
-	ext, err := newIntegrations(cfg, store, engine, logger)
+	ext, err := newIntegrations(cfg, store, engine, con, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/bobnet/bobnet/adapters/console"
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/apitoken"
@@ -29,7 +30,7 @@ type integrations struct {
 
 // newIntegrations reads BOBNET_HOOK_SECRETS and BOBNET_HOOKS_FILE, builds
 // the hooks, the outbox (the engine's event sink) and the token guard.
-func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, logger *slog.Logger) (*integrations, error) {
+func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, con *console.Console, logger *slog.Logger) (*integrations, error) {
 	f, err := webhook.ReadFile(cfg.HooksFile)
 	if err != nil {
 		return nil, fmt.Errorf("BOBNET_HOOKS_FILE: %w", err)
@@ -44,6 +45,7 @@ func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, logger 
 	}
 	ob := outbox.New(ocfg, store.Pool(), logger)
 	engine.SetEvents(ob)
+	con.SetSuccessors(store)
 	return &integrations{
 		hooks:  webhook.New(hooks, engine, store, logger),
 		outbox: ob,
@@ -54,7 +56,7 @@ func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, logger 
 // outboxConfig gathers every hook's and channel's callbacks, checked
 // against the allow-list.
 func outboxConfig(f webhook.File, hooks map[string]*webhook.Hook) (outbox.Config, error) {
-	c := outbox.Config{Routes: map[string][]outbox.Endpoint{}, RetryBase: f.Outbound.RetryBase}
+	c := outbox.Config{Routes: map[string][]outbox.Endpoint{}, RetryBase: f.Outbound.RetryBase, RetryMax: f.Outbound.RetryMax}
 	for _, h := range f.Outbound.AllowHosts {
 		c.AllowHosts = append(c.AllowHosts, strings.ToLower(h))
 	}

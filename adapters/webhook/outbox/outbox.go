@@ -54,7 +54,7 @@ type Config struct {
 	AllowPrivate []netip.Prefix
 	PollInterval time.Duration // default 2s; an Emit wakes the sender at once
 	RetryBase    time.Duration // default 5s, doubled per failed attempt
-	MaxBackoff   time.Duration // default 1h
+	RetryMax     time.Duration // default 1h
 	MaxAttempts  int           // default 20, about a day; then the row is marked failed
 	Timeout      time.Duration // per attempt, default 10s
 	Lease        time.Duration // how long a sender owns a row it is sending, default 1m
@@ -78,8 +78,8 @@ func New(cfg Config, pool *pgxpool.Pool, logger *slog.Logger) *Outbox {
 	if cfg.RetryBase <= 0 {
 		cfg.RetryBase = 5 * time.Second
 	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = time.Hour
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = time.Hour
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 20
@@ -325,10 +325,10 @@ var errPermanent = errors.New("permanent failure")
 // at once are not all hit together.
 func (o *Outbox) backoff(n int) time.Duration {
 	d := o.cfg.RetryBase
-	for i := 1; i < n && d < o.cfg.MaxBackoff; i++ {
+	for i := 1; i < n && d < o.cfg.RetryMax; i++ {
 		d *= 2
 	}
-	d = min(d, o.cfg.MaxBackoff)
+	d = min(d, o.cfg.RetryMax)
 	return d + time.Duration(mrand.Int64N(int64(d)/5+1))
 }
 
