@@ -103,7 +103,7 @@ func config(urls ...string) outbox.Config {
 		AllowPrivate: loopback,
 		PollInterval: 20 * time.Millisecond,
 		RetryBase:    20 * time.Millisecond,
-		RetryMax:   200 * time.Millisecond,
+		RetryMax:     200 * time.Millisecond,
 	}
 }
 
