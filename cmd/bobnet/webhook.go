@@ -103,6 +103,7 @@ func outboxConfig(f webhook.File, hooks map[string]*webhook.Hook) (outbox.Config
 // JSON, like every other API answer.
 func (x *integrations) routes(r chi.Router) {
 	x.hooks.Routes(r)
+	r.Get("/api/v1/openapi.json", serveOpenAPI)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such route: " + r.Method + " " + r.URL.Path + " (see /api/v1/openapi.json)"})
 	})

@@ -108,6 +108,7 @@ type bobnet struct {
 	vars  map[string]string
 	model *plannertest.Server
 	url   string
+	app   *app
 	stop  func()
 }
 
@@ -150,6 +151,7 @@ func (b *bobnet) boot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.app = a
 	srv := &http.Server{Handler: a.handler}
 	go func() { _ = srv.Serve(ln) }()
 	ctx, cancel := context.WithCancel(context.Background())
