@@ -33,7 +33,7 @@ func (c *Console) decisionError(w http.ResponseWriter, r *http.Request, id bot.P
 			who = fmt.Sprintf("its requester (%s)", p.RequestedBy)
 			out["requested_by"] = p.RequestedBy
 		}
-		out["error"] = fmt.Sprintf("%s may not decide proposal %s: only %s, the admins in BOBNET_ADMINS or the channel's deciders (BOBNET_HOOKS_FILE) may; BOBNET_ANY_MEMBER_DECIDES=true lets anyone decide", user, id, who)
+		out["error"] = fmt.Sprintf("%s is not allowed to decide proposal %s: only %s, the admins in BOBNET_ADMINS or the channel's deciders (BOBNET_HOOKS_FILE) may; BOBNET_ANY_MEMBER_DECIDES=true lets anyone decide", user, id, who)
 		writeJSON(w, http.StatusForbidden, out)
 	case errors.As(err, &de) && de.State == bot.ProposalApproved:
 		out := map[string]any{"error": err.Error(), "state": de.State, "board_id": de.BoardID, "decided_by": de.By}
