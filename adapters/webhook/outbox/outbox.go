@@ -58,6 +58,7 @@ type Config struct {
 	MaxAttempts  int           // default 20, about a day; then the row is marked failed
 	Timeout      time.Duration // per attempt, default 10s
 	Lease        time.Duration // how long a sender owns a row it is sending, default 1m
+	Keep         time.Duration // how long delivered and failed rows are kept, default 7 days
 }
 
 // Outbox stores and sends events; it is the engine's bot.EventSink.
@@ -89,6 +90,9 @@ func New(cfg Config, pool *pgxpool.Pool, logger *slog.Logger) *Outbox {
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = time.Minute
+	}
+	if cfg.Keep <= 0 {
+		cfg.Keep = 7 * 24 * time.Hour
 	}
 	o := &Outbox{cfg: cfg, pool: pool, logger: logger, secrets: map[string]string{}, wake: make(chan struct{}, 1)}
 	for _, eps := range cfg.Routes {
@@ -215,11 +219,19 @@ func newMsgID() string {
 	return "msg_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
-// Run sends due events until ctx is done.
+// Run sends due events until ctx is done, and now and then forgets the
+// rows that are done with.
 func (o *Outbox) Run(ctx context.Context) {
 	t := time.NewTicker(o.cfg.PollInterval)
 	defer t.Stop()
+	var lastPrune time.Time
 	for {
+		if time.Since(lastPrune) > time.Hour {
+			lastPrune = time.Now()
+			if _, err := o.Prune(ctx); err != nil && ctx.Err() == nil {
+				o.logger.Warn("outbox: prune", "err", err)
+			}
+		}
 		for {
 			n, err := o.SendDue(ctx)
 			if err != nil && ctx.Err() == nil {
@@ -370,6 +382,20 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+const pruneRows = `DELETE FROM event_outbox
+WHERE (delivered_at IS NOT NULL AND delivered_at < now() - $1 * interval '1 millisecond')
+   OR (failed_at IS NOT NULL AND failed_at < now() - $1 * interval '1 millisecond')`
+
+// Prune deletes delivered and given-up rows older than Keep and returns
+// how many; a receiver's duplicate check needs only recent ids.
+func (o *Outbox) Prune(ctx context.Context) (int64, error) {
+	tag, err := o.pool.Exec(ctx, pruneRows, o.cfg.Keep.Milliseconds())
+	if err != nil {
+		return 0, fmt.Errorf("prune outbox: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // Status counts the outbox's rows by state, for tests and operators.

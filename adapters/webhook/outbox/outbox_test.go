@@ -166,6 +166,30 @@ func TestDeliversSignedEventsInOrder(t *testing.T) {
 	}
 }
 
+func TestPruneForgetsOldDeliveredRows(t *testing.T) {
+	t.Parallel()
+	pool := boardtest.NewPool(t)
+	rc := newReceiver(t)
+	ctx := context.Background()
+	o := outbox.New(config(rc.srv.URL), pool, boardtest.Logger(t))
+	_ = o.Emit(ctx, event(bot.EventProposalCreated, "p_1"))
+	_ = o.Emit(ctx, event(bot.EventProposalCancelled, "p_1"))
+	if _, err := o.SendDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// One delivered long ago, one still pending: only the first goes.
+	if _, err := pool.Exec(ctx, `UPDATE event_outbox SET delivered_at = now() - interval '8 days' WHERE delivered_at IS NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := o.Prune(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("Prune = %d, %v", n, err)
+	}
+	if st, _ := o.Status(ctx); st != (outbox.Status{Pending: 1}) {
+		t.Fatalf("status = %+v", st)
+	}
+}
+
 func TestRetriesKeepTheIDAndSurviveARestart(t *testing.T) {
 	t.Parallel()
 	pool := boardtest.NewPool(t)
