@@ -369,3 +369,29 @@ func TestConcurrentHookCopiesThroughTheServer(t *testing.T) {
 }
 
 func pgxConnect(ctx context.Context, url string) (*pgx.Conn, error) { return pgx.Connect(ctx, url) }
+
+// TestBadHooksFileStopsStartNamingTheSetting: mistakes in the hooks file
+// stop BobNet at start with a message naming the variable and the problem.
+func TestBadHooksFileStopsStartNamingTheSetting(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct{ file, want string }{
+		"misspelt key":        {"hooks:\n  github:\n    tagret: console:x\n", "field tagret not found"},
+		"hook without secret": {"hooks:\n  gitlab: {}\n", `hook "gitlab" is in the hooks file but has no secret`},
+		"host not allowed":    {"hooks:\n  github:\n    callbacks: [{url: \"https://evil.example/x\"}]\n", "not in outbound.allow_hosts"},
+		"bad private range":   {"outbound:\n  allow_private: [\"localhost\"]\n", "not an address or CIDR"},
+		"bad channel":         {"channels:\n  \"irc:#x\":\n    callbacks: []\n", "source must be"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := newBobNet(t, tc.file)
+			cfg, err := loadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = newApp(context.Background(), cfg, boardtest.Logger(t))
+			if err == nil || !strings.Contains(err.Error(), "BOBNET_HOOKS_FILE") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("newApp = %v, want BOBNET_HOOKS_FILE and %q", err, tc.want)
+			}
+		})
+	}
+}
