@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -110,4 +111,34 @@ func BenchmarkIngestBaselineHMACXADD(b *testing.B) {
 		fmt.Fprintf(w, `{"request_id":%q}`+"\n", id)
 	})
 	ingestBench(b, h)
+}
+
+// oneTripEngine queues with a single XADD, as an intake in one Redis round
+// trip would: it separates the adapter's own cost (signature, delivery row
+// in Postgres) from the engine's.
+type oneTripEngine struct {
+	rdb    *redis.Client
+	stream string
+}
+
+func (e oneTripEngine) Submit(ctx context.Context, r bot.Request) (bot.RequestID, error) {
+	err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: e.stream, Values: map[string]any{"request": string(r.ID), "text": r.Text}}).Err()
+	return r.ID, err
+}
+
+func (oneTripEngine) SetChannelDeciders(string, []string) {}
+
+// BenchmarkIngestOneTripIntake is Ingest with the engine's intake reduced
+// to one XADD: the adapter's share of Ingest.
+func BenchmarkIngestOneTripIntake(b *testing.B) {
+	rdb := bottest.Redis(b)
+	eng := oneTripEngine{rdb: rdb, stream: bottest.Prefix() + ":intake"}
+	b.Cleanup(func() { rdb.Del(context.Background(), eng.stream) })
+	hooks, err := webhook.Build(map[string]string{"bench": benchSecret}, webhook.File{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := chi.NewRouter()
+	webhook.New(hooks, eng, boardtest.NewStore(b), boardtest.Logger(b)).Routes(r)
+	ingestBench(b, r)
 }

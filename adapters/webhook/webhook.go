@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -32,9 +33,10 @@ type Engine interface {
 
 // Deliveries remembers delivery ids in Postgres; *board.Store is one.
 type Deliveries interface {
-	// RecordDelivery stores (hook, delivery) -> requestID unless it is
-	// there; then it returns the stored request id and isNew false.
-	RecordDelivery(ctx context.Context, hook, deliveryID, requestID string) (first string, isNew bool, err error)
+	// RecordDeliveries stores each (hook, delivery) -> request id unless
+	// it is there; then its result has the stored request id and IsNew
+	// false.
+	RecordDeliveries(ctx context.Context, ds []board.Delivery) ([]board.DeliveryResult, error)
 	// ForgetDelivery removes a delivery whose request could not be queued,
 	// so the sender's retry is not mistaken for a duplicate.
 	ForgetDelivery(ctx context.Context, hook, deliveryID string) error
@@ -45,6 +47,7 @@ type Adapter struct {
 	hooks      map[string]*Hook
 	eng        Engine
 	deliveries Deliveries
+	batch      *batcher
 	logger     *slog.Logger
 	now        func() time.Time
 	builtins   map[string]*template.Template
@@ -63,7 +66,7 @@ func New(hooks map[string]*Hook, eng Engine, deliveries Deliveries, logger *slog
 		// The built-in templates are tested to parse.
 		b[name] = template.Must(parseTemplate(name, name))
 	}
-	return &Adapter{hooks: hooks, eng: eng, deliveries: deliveries, logger: logger, now: time.Now, builtins: b}
+	return &Adapter{hooks: hooks, eng: eng, deliveries: deliveries, batch: &batcher{store: deliveries}, logger: logger, now: time.Now, builtins: b}
 }
 
 // SetClock replaces the clock the Standard Webhooks tolerance is judged by.
@@ -179,12 +182,12 @@ func (a *Adapter) submit(ctx context.Context, hook *Hook, delivery string, req b
 		id, err := a.eng.Submit(ctx, req)
 		return id, false, err
 	}
-	first, isNew, err := a.deliveries.RecordDelivery(ctx, hook.Name, delivery, string(req.ID))
+	res, err := a.batch.record(ctx, board.Delivery{Hook: hook.Name, ID: delivery, RequestID: string(req.ID)})
 	if err != nil {
 		return "", false, err
 	}
-	if !isNew {
-		return bot.RequestID(first), true, nil
+	if !res.IsNew {
+		return bot.RequestID(res.RequestID), true, nil
 	}
 	// The engine's own dedupe key guards the gap where the row is written
 	// but the process dies before it is queued.
