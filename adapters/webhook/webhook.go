@@ -152,7 +152,9 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	id, dup, err := a.submit(r.Context(), hook, deliveryID(r.Header), bot.Request{
+	// The audit log then says which delivery a request came from.
+	ctx := bot.WithVia(r.Context(), strings.TrimSpace("hook:"+hook.Name+" "+deliveryID(r.Header)))
+	id, dup, err := a.submit(ctx, hook, deliveryID(r.Header), bot.Request{
 		ID:     bot.RequestID(newID("r_")),
 		Thread: bot.Thread{Channel: hook.Channel, ID: threadID(hook.Channel, deliveryID(r.Header))},
 		User:   "hook:" + hook.Name, UserName: sender(ev.Payload, hook.Name),

@@ -18,6 +18,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/adapters/webhook"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
@@ -124,6 +125,11 @@ func TestGitHubIssueBecomesProposalInTheHookChannel(t *testing.T) {
 	reqs := e.Model.Requests()
 	if len(reqs) != 1 || !strings.Contains(plannertest.LastUserMessage(reqs[0]), "Title: Daily research newspaper") {
 		t.Fatalf("model saw %d requests", len(reqs))
+	}
+	// The audit log names the delivery the request came from.
+	evs, err := e.Store.Audit(context.Background(), board.AuditFilter{Channel: "console:triage"})
+	if err != nil || len(evs) == 0 || evs[0].Action != "requested" || !strings.Contains(string(evs[0].Detail), "hook:github d-1") {
+		t.Fatalf("audit = %+v, %v", evs, err)
 	}
 	// The hook's decider may approve; someone else may not.
 	if _, err := e.Engine.Approve(context.Background(), p.ID, "mallory"); err == nil {
