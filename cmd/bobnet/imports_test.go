@@ -30,6 +30,7 @@ var importRules = []importRule{
 	{"adapters/console", []string{"adapters/slack", "adapters/matrix", "adapters/webhook", "cmd"}},
 	{"adapters/matrix", []string{"adapters/slack", "adapters/console", "adapters/webhook", "cmd"}},
 	{"adapters/webhook", []string{"adapters/slack", "adapters/console", "adapters/matrix", "cmd"}},
+	{"apitoken", []string{"adapters", "cmd"}},
 }
 
 // importViolations lists every import under root that breaks rules, and
