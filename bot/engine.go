@@ -118,6 +118,7 @@ type Engine struct {
 
 	mu      sync.RWMutex
 	posters map[Source]Poster
+	ext     extensions // event sink and channel deciders: events.go
 
 	out    *outbound
 	leases *leases
@@ -325,7 +326,7 @@ func (e *Engine) proposalFromHistory(ctx context.Context, id ProposalID) (Propos
 
 // mayDecide says whether user may approve, revise or cancel p.
 func (e *Engine) mayDecide(p Proposal, user string) bool {
-	return e.cfg.AnyMemberMayDecide || user == p.RequestedBy || slices.Contains(e.cfg.Admins, user)
+	return e.cfg.AnyMemberMayDecide || user == p.RequestedBy || slices.Contains(e.cfg.Admins, user) || e.ext.decides(p.Thread.Channel.Key(), user)
 }
 
 // decidable checks that p is pending and that user may decide it now.
@@ -425,7 +426,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	if err != nil {
 		return Approval{}, err
 	}
-	detail, _ := json.Marshal(map[string]any{"version": p.Version, "supersedes": p.Supersedes, "chain": p.ChainID()})
+	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "supersedes": p.Supersedes, "chain": p.ChainID()}))
 	res, err := e.deps.Boards.Execute(ctx, board.Execution{
 		ProposalID: string(id), Chain: string(p.ChainID()), Channel: p.Thread.Channel.Key(), RequestedBy: p.RequestedBy,
 		ApprovedBy: user, Plan: p.Plan,
@@ -454,6 +455,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		// later changes nothing a user can do.
 		e.logger.Warn("record approval in redis", "proposal", id, "err", err)
 	}
+	e.emit(ctx, p, !res.Replayed)
 	name := "the board"
 	for _, a := range p.Plan.Actions {
 		if a.Board != nil {
@@ -494,6 +496,7 @@ func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, us
 	}
 	e.audit(ctx, board.AuditEvent{Actor: user, Action: action, Channel: p.Thread.Channel.Key(), ProposalID: string(p.ID)},
 		map[string]any{"version": p.Version, "supersedes": p.Supersedes})
+	e.emit(ctx, p, false)
 	e.say(p.Thread, "update preview of "+string(p.ID), func(ctx context.Context, poster Poster) error {
 		return poster.UpdatePreview(ctx, p)
 	})
@@ -562,7 +565,7 @@ const auditTimeout = 5 * time.Second
 // audit records an event with detail; a failure is logged, not returned,
 // because the decision it records has already happened.
 func (e *Engine) audit(ctx context.Context, ev board.AuditEvent, detail map[string]any) {
-	if detail != nil {
+	if detail = withVia(ctx, detail); detail != nil {
 		ev.Detail, _ = json.Marshal(detail)
 	}
 	// The audit outlives a caller that went away, but not a Postgres that

@@ -420,6 +420,7 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 	st := plan.Stats()
 	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed", Channel: r.Thread.Channel.Key(), ProposalID: string(p.ID), DedupeKey: "proposed:" + string(p.ID)},
 		map[string]any{"request_id": r.ID, "version": p.Version, "supersedes": p.Supersedes, "cards": st.Cards, "links": st.Links})
+	e.emit(ctx, p, false)
 	if prev != nil {
 		if cur, err := e.Proposal(ctx, prev.ID); err == nil && cur.State == ProposalPending {
 			if _, err := e.finish(ctx, cur, ProposalSuperseded, r.User, "superseded"); err != nil {

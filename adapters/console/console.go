@@ -61,6 +61,8 @@ type Console struct {
 	channels map[string]*channel
 	streams  map[string]int // open event streams by client
 	open     int            // open event streams in all
+
+	successors Successors // optional: decisions.go
 }
 
 // New returns a console driving eng.
@@ -409,7 +411,7 @@ func (c *Console) approve(w http.ResponseWriter, r *http.Request) {
 	}
 	a, err := c.eng.Approve(r.Context(), id, d.User)
 	if err != nil {
-		c.engineError(w, err)
+		c.decisionError(w, r, id, d.User, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"board_id": a.BoardID, "board_url": a.BoardURL})
@@ -422,7 +424,7 @@ func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := c.eng.Cancel(r.Context(), id, d.User)
 	if err != nil {
-		c.engineError(w, err)
+		c.decisionError(w, r, id, d.User, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, proposalJSON(p))
@@ -442,7 +444,7 @@ func (c *Console) revise(w http.ResponseWriter, r *http.Request) {
 	}
 	rid, err := c.eng.Revise(r.Context(), id, d.User, d.Feedback)
 	if err != nil {
-		c.engineError(w, err)
+		c.decisionError(w, r, id, d.User, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"request_id": rid})

@@ -57,6 +57,7 @@ type Config struct {
 	// secretValues are the values of every secret setting (and their
 	// name=value parts), for the logger to keep out of its output.
 	secretValues []string
+	HooksFile   string
 }
 
 // setting ties one variable to its flag and its field. The first
@@ -164,6 +165,7 @@ var settings = []setting{
 		}
 		return nil
 	}},
+	{"BOBNET_HOOKS_FILE", "hooks-file", "", "YAML file of per-hook targets, deciders, filters, templates and callbacks", str(func(c *Config) *string { return &c.HooksFile })},
 }
 
 // parseRate reads a rate limit written as N/duration ("20/1m", "5/10s");

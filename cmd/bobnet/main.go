@@ -3,6 +3,7 @@
 //	bobnet serve                 serve the console, API and adapters
 //	bobnet migrate               apply the database migrations
 //	bobnet plan check [FILE|-]   parse and validate one raw model output
+//	bobnet token create|list|revoke  manage API tokens
 //	bobnet config vars           list the environment variables serve reads
 //	bobnet config doc            print the configuration reference
 //	bobnet version               print the version
@@ -37,6 +38,9 @@ const usage = `usage:
                                         ("secret" beside those to keep in a secret store)
   bobnet config doc                     print the configuration reference (Markdown)
   bobnet version                        print the version
+  bobnet token create NAME --scopes read,propose [--user U]
+  bobnet token list | bobnet token revoke NAME
+                                        manage API tokens
 
 bobnet serve -h lists every setting.
 `
@@ -55,6 +59,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return runPlanCheck(args[2:], stdin, stdout, stderr)
+	case "token":
+		return runToken(args[1:], os.Getenv, stdout, stderr)
 	case "serve", "migrate":
 		return runService(args[0], args[1:], stdout, stderr)
 	case "config":

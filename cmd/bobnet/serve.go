@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"syscall"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -55,6 +56,7 @@ type app struct {
 	engine  *bot.Engine
 	model   *planner.Client
 	slack   *slack.Adapter // nil when Slack is not configured
+	ext     *integrations
 	close   func()
 }
 
@@ -133,6 +135,11 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		engine.SetPoster(bot.SourceSlack, slackAdapter)
 	}
 
+	ext, err := newIntegrations(cfg, store, engine, con, logger)
+	if err != nil {
+		return nil, err
+	}
+
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer, logRequests(logger))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -146,14 +153,15 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	con.PageRoutes(r)
 	r.Group(func(r chi.Router) {
 		r.Use(console.Guard(console.GuardConfig{PublicURL: cfg.PublicURL, Listen: cfg.Listen, Tokenless: cfg.APIToken == ""}))
-		r.Use(console.RequireToken(cfg.APIToken))
+		r.Use(ext.guard.Middleware)
 		web.APIRoutes(r)
 		con.APIRoutes(r)
 	})
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
 		slackAdapter.Routes(r) // signed by Slack, not by the API token
 	}
-	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, close: closeAll}, nil
+	ext.routes(r) // signed by their senders, not by the API token
+	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, ext: ext, close: closeAll}, nil
 }
 
 // runServe starts everything configured and serves until ctx is done.
@@ -170,6 +178,9 @@ func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		defer close(engineDone)
 		_ = a.engine.Run(ctx)
 	}()
+	var background sync.WaitGroup
+	defer background.Wait()
+	a.ext.run(ctx, &background)
 	if a.slack != nil && cfg.SlackAppToken != "" {
 		go func() {
 			// It only returns when its context ends or the connection

@@ -1,0 +1,144 @@
+package webhook_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/redis/go-redis/v9"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/bobnet/bobnet/adapters/webhook"
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/planner/plannertest"
+)
+
+const benchSecret = "bench-secret"
+
+// ingestBench fires signed deliveries, each with its own delivery id, from
+// 64 concurrent senders at h and reports req/s and the p99 latency.
+func ingestBench(b *testing.B, h http.Handler) {
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	var seq atomic.Int64
+	var mu sync.Mutex
+	var lat []time.Duration
+	b.SetParallelism(32) // 2 cores x 32 = 64 concurrent senders
+	b.ReportAllocs()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n := seq.Add(1)
+			body := fmt.Sprintf(`{"text":"plan release %d of the newsletter","user":"ci"}`, n)
+			req, _ := http.NewRequest("POST", srv.URL+"/api/v1/hooks/bench", strings.NewReader(body))
+			req.Header.Set("X-Bobnet-Signature", webhook.SignatureHeader(benchSecret, []byte(body)))
+			req.Header.Set("X-Bobnet-Delivery", fmt.Sprint("d-", n))
+			req.Header.Set("Content-Type", "application/json")
+			t0 := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			d := time.Since(t0)
+			if resp.StatusCode != http.StatusAccepted {
+				b.Errorf("status %d", resp.StatusCode)
+			}
+			mu.Lock()
+			lat = append(lat, d)
+			mu.Unlock()
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) > 0 {
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	}
+}
+
+// BenchmarkIngest is POST /api/v1/hooks/{name} as served: signature check,
+// the delivery row in Postgres, and the engine's Submit (dedupe, rate
+// limits, request record and stream in Redis, audit row in Postgres).
+func BenchmarkIngest(b *testing.B) {
+	env := bottest.New(b, func(c *bot.Config) { c.Workers = 1 })
+	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply {
+		return plannertest.Reply{Content: `{"kind":"answer","answer":"ok"}`}
+	})
+	hooks, err := webhook.Build(map[string]string{"bench": benchSecret}, webhook.File{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := chi.NewRouter()
+	webhook.New(hooks, env.Engine, env.Store, boardtest.Logger(b)).Routes(r)
+	b.ResetTimer()
+	ingestBench(b, r)
+}
+
+// BenchmarkIngestBaselineHMACXADD is the floor beside Ingest: a bare
+// handler that reads the body, checks the same HMAC and does one Redis
+// XADD.
+func BenchmarkIngestBaselineHMACXADD(b *testing.B) {
+	rdb := bottest.Redis(b)
+	stream := bottest.Prefix() + ":bare"
+	b.Cleanup(func() { rdb.Del(b.Context(), stream) })
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, webhook.MaxBody))
+		if err != nil || webhook.Verify(webhook.Signed(r.Header), r.Header, benchSecret, body, time.Now()) != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		id, err := rdb.XAdd(r.Context(), &redis.XAddArgs{Stream: stream, Values: map[string]any{"body": body}}).Result()
+		if err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintf(w, `{"request_id":%q}`+"\n", id)
+	})
+	ingestBench(b, h)
+}
+
+// oneTripEngine queues with a single XADD, as an intake in one Redis round
+// trip would: it separates the adapter's own cost (signature, delivery row
+// in Postgres) from the engine's.
+type oneTripEngine struct {
+	rdb    *redis.Client
+	stream string
+}
+
+func (e oneTripEngine) Submit(ctx context.Context, r bot.Request) (bot.RequestID, error) {
+	err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: e.stream, Values: map[string]any{"request": string(r.ID), "text": r.Text}}).Err()
+	return r.ID, err
+}
+
+func (oneTripEngine) SetChannelDeciders(string, []string) {}
+
+// BenchmarkIngestOneTripIntake is Ingest with the engine's intake reduced
+// to one XADD: the adapter's share of Ingest.
+func BenchmarkIngestOneTripIntake(b *testing.B) {
+	rdb := bottest.Redis(b)
+	eng := oneTripEngine{rdb: rdb, stream: bottest.Prefix() + ":intake"}
+	b.Cleanup(func() { rdb.Del(context.Background(), eng.stream) })
+	hooks, err := webhook.Build(map[string]string{"bench": benchSecret}, webhook.File{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := chi.NewRouter()
+	webhook.New(hooks, eng, boardtest.NewStore(b), boardtest.Logger(b)).Routes(r)
+	ingestBench(b, r)
+}

@@ -1,0 +1,194 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"text/template"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+// File is BOBNET_HOOKS_FILE: per-hook settings, callback URLs of other
+// channels, and the hosts callbacks may reach. Secrets stay in
+// BOBNET_HOOK_SECRETS, so the file can be committed.
+type File struct {
+	Hooks    map[string]HookConfig    `yaml:"hooks"`
+	Channels map[string]ChannelConfig `yaml:"channels"`
+	Outbound Outbound                 `yaml:"outbound"`
+}
+
+// HookConfig is one hook's optional settings; every field has a default.
+type HookConfig struct {
+	// Target is where the preview goes as source:id: "console:triage",
+	// "slack:C0123", "matrix:!room:example.org". Default console:hook-NAME.
+	Target string `yaml:"target"`
+	// Deciders may approve, revise or cancel this hook's proposals, beside
+	// BOBNET_ADMINS.
+	Deciders []string `yaml:"deciders"`
+	Filter   Filter   `yaml:"filter"`
+	// Template is a built-in template's name (github_issues,
+	// github_workflow_run, gitlab_issue, generic) or a text/template over
+	// .Hook, .Event and .Payload. Default: chosen by the event.
+	Template  string     `yaml:"template"`
+	Callbacks []Callback `yaml:"callbacks"`
+}
+
+// ChannelConfig is the outbound side of a channel that is not a hook's.
+type ChannelConfig struct {
+	Callbacks []Callback `yaml:"callbacks"`
+}
+
+// Callback is a URL that hears the channel's proposal and board events,
+// signed as Standard Webhooks with Secret (default: the hook's secret).
+type Callback struct {
+	URL    string `yaml:"url"`
+	Secret string `yaml:"secret"`
+}
+
+// Outbound limits where callbacks may go.
+type Outbound struct {
+	// AllowHosts are the host names (or IPs) callbacks may name.
+	AllowHosts []string `yaml:"allow_hosts"`
+	// AllowPrivate are CIDR ranges of loopback or private addresses that
+	// callbacks may reach anyway (e.g. 127.0.0.1/32 for a local receiver).
+	AllowPrivate []string `yaml:"allow_private"`
+	// RetryBase is the wait after the first failed delivery, doubled per
+	// failure (default 5s).
+	RetryBase time.Duration `yaml:"retry_base"`
+	// RetryMax caps the wait between attempts (default 1h).
+	RetryMax time.Duration `yaml:"retry_max"`
+}
+
+// Filter says which deliveries a hook acts on; an empty list matches all.
+type Filter struct {
+	Events  []string `yaml:"events"`  // X-GitHub-Event, X-Gitlab-Event or the payload's "type"
+	Actions []string `yaml:"actions"` // payload action (GitHub) or object_attributes.action (GitLab)
+	Labels  []string `yaml:"labels"`  // at least one label with one of these names
+}
+
+// Hook is one configured hook, ready to serve.
+type Hook struct {
+	Name      string
+	Secret    string
+	Channel   bot.Channel
+	Deciders  []string
+	Filter    Filter
+	Template  *template.Template // nil: chosen per event
+	Callbacks []Callback
+}
+
+// hookName is what a hook may be called: it becomes part of a URL and a
+// channel name.
+var hookName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// ReadFile reads a hooks file; an empty path is an empty file.
+func ReadFile(path string) (File, error) {
+	var f File
+	if path == "" {
+		return f, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return f, err
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return f, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Build joins the secrets with the file into hooks. A hook needs only its
+// secret; a hook in the file without a secret, a bad target, template or
+// callback URL is an error naming it.
+func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
+	var errs []error
+	for name := range f.Hooks {
+		if _, ok := secrets[name]; !ok {
+			errs = append(errs, fmt.Errorf("hook %q is in the hooks file but has no secret in BOBNET_HOOK_SECRETS", name))
+		}
+	}
+	hooks := map[string]*Hook{}
+	names := make([]string, 0, len(secrets))
+	for name := range secrets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !hookName.MatchString(name) {
+			errs = append(errs, fmt.Errorf("hook name %q: use 1 to 64 lower-case letters, digits, - or _", name))
+			continue
+		}
+		c := f.Hooks[name]
+		h := &Hook{Name: name, Secret: secrets[name], Deciders: c.Deciders, Filter: c.Filter, Callbacks: c.Callbacks}
+		if strings.HasPrefix(h.Secret, "whsec_") {
+			if _, err := StandardKey(h.Secret); err != nil {
+				errs = append(errs, fmt.Errorf("hook %q: %w", name, err))
+			}
+		}
+		target := c.Target
+		if target == "" {
+			target = "console:hook-" + name
+		}
+		ch, err := ParseChannel(target)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("hook %q: target: %w", name, err))
+		}
+		h.Channel = ch
+		if c.Template != "" {
+			h.Template, err = parseTemplate(name, c.Template)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("hook %q: template: %w", name, err))
+			}
+		}
+		for i := range h.Callbacks {
+			if h.Callbacks[i].Secret == "" {
+				h.Callbacks[i].Secret = h.Secret
+			}
+		}
+		hooks[name] = h
+	}
+	return hooks, errors.Join(errs...)
+}
+
+// ParseChannel reads "source:id" as a channel BobNet can post to.
+func ParseChannel(s string) (bot.Channel, error) {
+	src, id, ok := strings.Cut(s, ":")
+	if !ok || id == "" {
+		return bot.Channel{}, fmt.Errorf("%q is not source:id (console:NAME, slack:CHANNEL or matrix:ROOM)", s)
+	}
+	switch bot.Source(src) {
+	case bot.SourceConsole:
+		if !hookName.MatchString(id) {
+			return bot.Channel{}, fmt.Errorf("console channel %q: use 1 to 64 lower-case letters, digits, - or _", id)
+		}
+	case bot.SourceSlack, bot.SourceMatrix:
+	default:
+		return bot.Channel{}, fmt.Errorf("%q: source must be console, slack or matrix", s)
+	}
+	return bot.Channel{Source: bot.Source(src), ID: id}, nil
+}
+
+// CheckCallbackURL refuses a callback URL that is not http(s) or whose
+// host is not on the allow-list.
+func CheckCallbackURL(raw string, allowHosts []string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
+		return fmt.Errorf("callback %q is not an http(s) URL", raw)
+	}
+	if !slices.Contains(allowHosts, strings.ToLower(u.Hostname())) {
+		return fmt.Errorf("callback %q: host %s is not in outbound.allow_hosts", raw, u.Hostname())
+	}
+	return nil
+}

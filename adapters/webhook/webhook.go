@@ -1,0 +1,265 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+)
+
+// MaxBody caps a delivery's body; GitHub's own cap is 25 MB, but no event
+// worth planning from is near 1 MiB.
+const MaxBody = 1 << 20
+
+// Engine is what the adapter needs from the bot engine.
+type Engine interface {
+	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
+	SetChannelDeciders(channel string, users []string)
+}
+
+// Deliveries remembers delivery ids in Postgres; *board.Store is one.
+type Deliveries interface {
+	// RecordDeliveries stores each (hook, delivery) -> request id unless
+	// it is there; then its result has the stored request id and IsNew
+	// false.
+	RecordDeliveries(ctx context.Context, ds []board.Delivery) ([]board.DeliveryResult, error)
+	// ForgetDelivery removes a delivery whose request could not be queued,
+	// so the sender's retry is not mistaken for a duplicate.
+	ForgetDelivery(ctx context.Context, hook, deliveryID string) error
+}
+
+// Adapter serves the hooks.
+type Adapter struct {
+	hooks      map[string]*Hook
+	eng        Engine
+	deliveries Deliveries
+	batch      *batcher
+	logger     *slog.Logger
+	now        func() time.Time
+	builtins   map[string]*template.Template
+}
+
+// New returns an adapter serving hooks, and tells the engine who decides
+// in each hook's channel.
+func New(hooks map[string]*Hook, eng Engine, deliveries Deliveries, logger *slog.Logger) *Adapter {
+	for _, h := range hooks {
+		if len(h.Deciders) > 0 {
+			eng.SetChannelDeciders(h.Channel.Key(), h.Deciders)
+		}
+	}
+	b := make(map[string]*template.Template, len(builtins))
+	for name := range builtins {
+		// The built-in templates are tested to parse.
+		b[name] = template.Must(parseTemplate(name, name))
+	}
+	return &Adapter{hooks: hooks, eng: eng, deliveries: deliveries, batch: &batcher{store: deliveries}, logger: logger, now: time.Now, builtins: b}
+}
+
+// SetClock replaces the clock the Standard Webhooks tolerance is judged by.
+func (a *Adapter) SetClock(now func() time.Time) { a.now = now }
+
+// Routes mounts POST /api/v1/hooks/{name}. The hooks are signed by their
+// senders, so they sit outside the API token check.
+func (a *Adapter) Routes(r chi.Router) {
+	r.Post("/api/v1/hooks/{name}", a.ServeHTTP)
+}
+
+// Hooks returns the configured hooks by name.
+func (a *Adapter) Hooks() map[string]*Hook { return a.hooks }
+
+// ServeHTTP takes one delivery. Everything that can be refused from the
+// headers is refused before the body is read; a refused delivery records
+// nothing and reaches neither Redis nor the model.
+func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	hook, ok := a.hooks[name]
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no hook named %q: add name=secret to BOBNET_HOOK_SECRETS", name))
+		return
+	}
+	scheme := Signed(r.Header)
+	if scheme == SchemeNone {
+		writeError(w, http.StatusUnauthorized, ErrMissingSignature.Error())
+		return
+	}
+	now := a.now()
+	if scheme == SchemeStandard {
+		if err := CheckTimestamp(r.Header, now); err != nil {
+			writeError(w, http.StatusUnauthorized, err.Error())
+			return
+		}
+	}
+	if r.ContentLength > MaxBody {
+		writeError(w, http.StatusRequestEntityTooLarge, "body is larger than 1 MiB")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "body is larger than 1 MiB")
+			return
+		}
+		writeError(w, http.StatusBadRequest, "could not read the body: "+err.Error())
+		return
+	}
+	if err := Verify(scheme, r.Header, hook.Secret, body, now); err != nil {
+		writeError(w, http.StatusUnauthorized, err.Error())
+		return
+	}
+	ev := Event{Hook: hook.Name, Event: eventType(r.Header)}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // issue numbers render as 42, not 4.2e+01
+	if err := dec.Decode(&ev.Payload); err != nil || ev.Payload == nil {
+		msg := "the body must be one JSON object"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "the body must be one JSON object, not several")
+		return
+	}
+	if ev.Event == "" {
+		ev.Event = fieldString(ev.Payload, "type")
+	}
+	if ev.Event == "ping" || !hook.Filter.Match(ev) {
+		writeJSON(w, http.StatusAccepted, map[string]string{"status": "ignored"})
+		return
+	}
+	t := hook.Template
+	if t == nil {
+		t = a.builtins[defaultTemplate(ev.Event)]
+	}
+	text, err := RequestText(t, ev)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	// The audit log then says which delivery a request came from.
+	ctx := bot.WithVia(r.Context(), strings.TrimSpace("hook:"+hook.Name+" "+deliveryID(r.Header)))
+	id, dup, err := a.submit(ctx, hook, deliveryID(r.Header), bot.Request{
+		ID:     bot.RequestID(newID("r_")),
+		Thread: bot.Thread{Channel: hook.Channel, ID: threadID(hook.Channel, deliveryID(r.Header))},
+		User:   "hook:" + hook.Name, UserName: sender(ev.Payload, hook.Name),
+		Text: text, ReceivedAt: now,
+	})
+	switch {
+	case errors.Is(err, bot.ErrRateLimited):
+		w.Header().Set("Retry-After", "60")
+		writeError(w, http.StatusTooManyRequests, err.Error())
+		return
+	case err != nil:
+		a.logger.Warn("webhook not queued", "hook", hook.Name, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "BobNet could not queue the request; deliver it again shortly")
+		return
+	}
+	out := map[string]any{"request_id": id}
+	if dup {
+		out["duplicate"] = true
+	}
+	writeJSON(w, http.StatusAccepted, out)
+}
+
+// submit records the delivery and queues the request once: of concurrent
+// copies, the first insert wins and the rest answer its request id.
+func (a *Adapter) submit(ctx context.Context, hook *Hook, delivery string, req bot.Request) (bot.RequestID, bool, error) {
+	if delivery == "" {
+		id, err := a.eng.Submit(ctx, req)
+		return id, false, err
+	}
+	res, err := a.batch.record(ctx, board.Delivery{Hook: hook.Name, ID: delivery, RequestID: string(req.ID)})
+	if err != nil {
+		return "", false, err
+	}
+	if !res.IsNew {
+		return bot.RequestID(res.RequestID), true, nil
+	}
+	// The engine's own dedupe key guards the gap where the row is written
+	// but the process dies before it is queued.
+	req.DedupeKey = "hook:" + hook.Name + ":" + delivery
+	id, err := a.eng.Submit(ctx, req)
+	if err != nil {
+		if ferr := a.deliveries.ForgetDelivery(context.WithoutCancel(ctx), hook.Name, delivery); ferr != nil {
+			a.logger.Warn("forget failed delivery", "hook", hook.Name, "delivery", delivery, "err", ferr)
+		}
+		return "", false, err
+	}
+	return id, false, nil
+}
+
+// eventType is the event's name from the sender's header.
+func eventType(h http.Header) string {
+	for _, k := range []string{"X-GitHub-Event", "X-Gitlab-Event", "X-Bobnet-Event"} {
+		if v := h.Get(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// deliveryID is the sender's id of this delivery, the same on every retry.
+func deliveryID(h http.Header) string {
+	for _, k := range []string{"X-Bobnet-Delivery", "X-GitHub-Delivery", "webhook-id", "X-Gitlab-Event-UUID"} {
+		if v := strings.TrimSpace(h.Get(k)); v != "" {
+			return truncate(v, 200)
+		}
+	}
+	return ""
+}
+
+// threadID is the thread a hook's request opens. Slack and Matrix need
+// their own ids (a ts, an event id), so there the request starts a new
+// message; a console thread is named after the delivery.
+func threadID(ch bot.Channel, delivery string) string {
+	if ch.Source != bot.SourceConsole {
+		return ""
+	}
+	if delivery == "" {
+		return newID("t_")
+	}
+	return delivery
+}
+
+// sender is who caused the event, for showing: a GitHub login, a GitLab
+// user name, a "user" field, or the hook.
+func sender(p map[string]any, hook string) string {
+	for _, path := range []string{"sender.login", "user.username", "user"} {
+		if s := fieldString(p, path); s != "" {
+			return truncate(s, 64) + " via " + hook
+		}
+	}
+	return hook
+}
+
+func newID(prefix string) string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}

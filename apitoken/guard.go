@@ -1,0 +1,171 @@
+package apitoken
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+// Lookuper finds a token by its secret; *Store is one.
+type Lookuper interface {
+	Lookup(ctx context.Context, secret string) (Token, error)
+}
+
+// Guard is the API's authentication and authorization middleware.
+type Guard struct {
+	tokens    Lookuper
+	bootstrap string
+	logger    *slog.Logger
+}
+
+// NewGuard returns a guard checking tokens against store, with bootstrap
+// (BOBNET_API_TOKEN) as an admin token. With no bootstrap token, requests
+// without a token pass as admin: such a server listens on loopback only.
+func NewGuard(tokens Lookuper, bootstrap string, logger *slog.Logger) *Guard {
+	return &Guard{tokens: tokens, bootstrap: bootstrap, logger: logger}
+}
+
+type tokenKey struct{}
+
+// FromContext returns the token a request was authorized with.
+func FromContext(ctx context.Context) (Token, bool) {
+	t, ok := ctx.Value(tokenKey{}).(Token)
+	return t, ok
+}
+
+// RequiredScope is the scope a request needs: reads need read, chat needs
+// propose, decisions need approve, card changes need write, and anything
+// else (policies, tokens) admin.
+func RequiredScope(method, path string) Scope {
+	if method == http.MethodGet || method == http.MethodHead {
+		return ScopeRead
+	}
+	switch {
+	case method == http.MethodPost && strings.HasPrefix(path, "/api/v1/channels/") && strings.HasSuffix(path, "/messages"):
+		return ScopePropose
+	case method == http.MethodPost && strings.HasPrefix(path, "/api/v1/proposals/"):
+		switch path[strings.LastIndex(path, "/")+1:] {
+		case "approve", "cancel":
+			return ScopeApprove
+		case "revise", "propose-again":
+			return ScopePropose
+		}
+	case method == http.MethodPatch && strings.HasPrefix(path, "/api/v1/cards/"):
+		return ScopeWrite
+	}
+	return ScopeAdmin
+}
+
+// maxPeek bounds how much of a body the guard reads to check its "user".
+const maxPeek = 64 << 10
+
+// Middleware authenticates the bearer token, checks its scope for the
+// route and, for a token bound to a user, that the body acts for that
+// user. The token's name rides along in the context for the audit log.
+func (g *Guard) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok && strings.HasSuffix(r.URL.Path, "/events") {
+			// EventSource cannot send headers; only event streams take
+			// the token from the query.
+			secret, ok = r.URL.Query().Get("access_token"), r.URL.Query().Has("access_token")
+		}
+		secret = strings.TrimSpace(secret)
+		if !ok || secret == "" {
+			if g.bootstrap == "" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			g.unauthorized(w, "missing API token: send Authorization: Bearer <token> (BOBNET_API_TOKEN or one from `bobnet token create`)")
+			return
+		}
+		t, err := g.authenticate(r.Context(), secret)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			g.unauthorized(w, "unknown API token")
+			return
+		case errors.Is(err, ErrRevoked):
+			g.unauthorized(w, fmt.Sprintf("API token %q was revoked", t.Name))
+			return
+		case err != nil:
+			g.logger.Warn("token lookup failed", "err", err)
+			writeError(w, http.StatusServiceUnavailable, map[string]any{"error": "cannot check the API token right now; try again shortly"})
+			return
+		}
+		need := RequiredScope(r.Method, r.URL.Path)
+		if !t.Has(need) {
+			writeError(w, http.StatusForbidden, map[string]any{
+				"error": fmt.Sprintf("token %q has scopes %s; %s %s needs %q (create a token with it: bobnet token create NAME --scopes %s)", t.Name, joinScopes(t.Scopes), r.Method, r.URL.Path, need, need),
+				"token": t.Name, "needs": need,
+			})
+			return
+		}
+		if t.User != "" && (r.Method == http.MethodPost || r.Method == http.MethodPatch) {
+			user, err := peekUser(r)
+			if err == nil && user != "" && user != t.User {
+				writeError(w, http.StatusForbidden, map[string]any{
+					"error": fmt.Sprintf("token %q acts only for user %q; \"user\" must be %q", t.Name, t.User, t.User),
+					"token": t.Name,
+				})
+				return
+			}
+		}
+		ctx := context.WithValue(r.Context(), tokenKey{}, t)
+		next.ServeHTTP(w, r.WithContext(bot.WithVia(ctx, "token:"+t.Name)))
+	})
+}
+
+func (g *Guard) authenticate(ctx context.Context, secret string) (Token, error) {
+	if g.bootstrap != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(g.bootstrap)) == 1 {
+		return Token{Name: "bootstrap", Scopes: []Scope{ScopeAdmin}}, nil
+	}
+	return g.tokens.Lookup(ctx, secret)
+}
+
+// peekUser reads the "user" of a JSON body and puts the body back for the
+// handler, which does the full validation.
+func peekUser(r *http.Request) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxPeek+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+	if err != nil {
+		return "", err
+	}
+	var body struct {
+		User string `json:"user"`
+	}
+	if err := json.Unmarshal(b, &body); err != nil {
+		return "", err
+	}
+	return body.User, nil
+}
+
+func joinScopes(s []Scope) string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = string(x)
+	}
+	return strings.Join(out, ",")
+}
+
+func (g *Guard) unauthorized(w http.ResponseWriter, msg string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="bobnet"`)
+	writeError(w, http.StatusUnauthorized, map[string]any{"error": msg})
+}
+
+func writeError(w http.ResponseWriter, status int, v map[string]any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,165 @@
+package apitoken_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/bobnet/bobnet/apitoken"
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/bot"
+)
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	pool := boardtest.NewPool(t)
+	s := apitoken.NewStore(pool)
+	ctx := context.Background()
+	secret, err := s.Create(ctx, "ci", []apitoken.Scope{apitoken.ScopeRead, apitoken.ScopePropose}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "ci", []apitoken.Scope{apitoken.ScopeRead}, ""); !errors.Is(err, apitoken.ErrExists) {
+		t.Fatalf("second ci: %v", err)
+	}
+	if _, err := s.Create(ctx, "Bad Name", []apitoken.Scope{apitoken.ScopeRead}, ""); !errors.Is(err, apitoken.ErrBadName) {
+		t.Fatalf("bad name: %v", err)
+	}
+	// Only the hash is stored.
+	var n int
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM api_tokens WHERE position($1::bytea in hash) > 0 OR hash = $1::bytea`, []byte(secret)).Scan(&n)
+	if n != 0 {
+		t.Fatal("the secret is stored in clear")
+	}
+	tok, err := s.Lookup(ctx, secret)
+	if err != nil || tok.Name != "ci" || !tok.Has(apitoken.ScopePropose) || tok.Has(apitoken.ScopeApprove) {
+		t.Fatalf("lookup = %+v, %v", tok, err)
+	}
+	if _, err := s.Lookup(ctx, secret+"x"); !errors.Is(err, apitoken.ErrNotFound) {
+		t.Fatalf("wrong secret: %v", err)
+	}
+	if err := s.Revoke(ctx, "ci"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lookup(ctx, secret); !errors.Is(err, apitoken.ErrRevoked) {
+		t.Fatalf("revoked: %v", err)
+	}
+	if err := s.Revoke(ctx, "ci"); !errors.Is(err, apitoken.ErrNotFound) {
+		t.Fatalf("second revoke: %v", err)
+	}
+	// A revoked name can be issued again, with a new secret.
+	again, err := s.Create(ctx, "ci", []apitoken.Scope{apitoken.ScopeAdmin}, "alice")
+	if err != nil || again == secret {
+		t.Fatalf("recreate: %v", err)
+	}
+	list, err := s.List(ctx)
+	if err != nil || len(list) != 1 || list[0].User != "alice" || !list[0].RevokedAt.IsZero() {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+}
+
+func TestParseScopes(t *testing.T) {
+	t.Parallel()
+	if s, err := apitoken.ParseScopes("read, propose,read"); err != nil || len(s) != 2 {
+		t.Fatalf("%v %v", s, err)
+	}
+	for _, bad := range []string{"", "root", "read,delete"} {
+		if _, err := apitoken.ParseScopes(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestRequiredScope(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		method, path string
+		want         apitoken.Scope
+	}{
+		{"GET", "/api/v1/proposals/p_1", apitoken.ScopeRead},
+		{"POST", "/api/v1/channels/general/messages", apitoken.ScopePropose},
+		{"POST", "/api/v1/proposals/p_1/approve", apitoken.ScopeApprove},
+		{"POST", "/api/v1/proposals/p_1/cancel", apitoken.ScopeApprove},
+		{"POST", "/api/v1/proposals/p_1/revise", apitoken.ScopePropose},
+		{"PATCH", "/api/v1/cards/c_1", apitoken.ScopeWrite},
+		{"PUT", "/api/v1/policies/console:x", apitoken.ScopeAdmin},
+	} {
+		if got := apitoken.RequiredScope(tc.method, tc.path); got != tc.want {
+			t.Errorf("%s %s = %s, want %s", tc.method, tc.path, got, tc.want)
+		}
+	}
+}
+
+func TestGuard(t *testing.T) {
+	t.Parallel()
+	pool := boardtest.NewPool(t)
+	s := apitoken.NewStore(pool)
+	ctx := context.Background()
+	read, _ := s.Create(ctx, "reader", []apitoken.Scope{apitoken.ScopeRead}, "")
+	approver, _ := s.Create(ctx, "alice-bot", []apitoken.Scope{apitoken.ScopeApprove, apitoken.ScopeRead}, "alice")
+	revoked, _ := s.Create(ctx, "old", []apitoken.Scope{apitoken.ScopeAdmin}, "")
+	_ = s.Revoke(ctx, "old")
+
+	var seenVia, seenBody string
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seenVia = bot.Via(r.Context())
+		b, _ := io.ReadAll(r.Body)
+		seenBody = string(b)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	call := func(h http.Handler, method, path, token, body string) (int, map[string]any) {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var out map[string]any
+		_ = json.NewDecoder(bytes.NewReader(rec.Body.Bytes())).Decode(&out)
+		return rec.Code, out
+	}
+	guarded := apitoken.NewGuard(s, "boot", boardtest.Logger(t)).Middleware(next)
+	approve := "/api/v1/proposals/p_1/approve"
+	tests := []struct {
+		name, method, path, token, body string
+		want                            int
+		says                            string
+	}{
+		{"no token", "GET", "/api/v1/proposals/p_1", "", "", 401, "missing API token"},
+		{"bootstrap", "POST", approve, "boot", `{"user":"bob"}`, 204, ""},
+		{"read may read", "GET", "/api/v1/proposals/p_1", read, "", 204, ""},
+		{"read cannot approve", "POST", approve, read, `{"user":"bob"}`, 403, `needs "approve"`},
+		{"revoked", "GET", "/api/v1/proposals/p_1", revoked, "", 401, "revoked"},
+		{"unknown", "GET", "/api/v1/proposals/p_1", "bobnet_nope", "", 401, "unknown"},
+		{"bound to another user", "POST", approve, approver, `{"user":"bob"}`, 403, `acts only for user "alice"`},
+		{"bound to this user", "POST", approve, approver, `{"user":"alice"}`, 204, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, out := call(guarded, tc.method, tc.path, tc.token, tc.body)
+			msg, _ := out["error"].(string)
+			if status != tc.want || !strings.Contains(msg, tc.says) {
+				t.Fatalf("%d %v, want %d saying %q", status, out, tc.want, tc.says)
+			}
+		})
+	}
+	// The handler gets the whole body and the token's name for the audit.
+	if status, _ := call(guarded, "POST", approve, approver, `{"user":"alice","feedback":"x"}`); status != 204 || seenBody != `{"user":"alice","feedback":"x"}` || seenVia != "token:alice-bot" {
+		t.Fatalf("status %d, body %q, via %q", status, seenBody, seenVia)
+	}
+	// Without a bootstrap token (a loopback-only server) no token is needed,
+	// but a token that is sent is still checked.
+	open := apitoken.NewGuard(s, "", boardtest.Logger(t)).Middleware(next)
+	if status, _ := call(open, "POST", approve, "", `{"user":"bob"}`); status != 204 {
+		t.Fatalf("open server: %d", status)
+	}
+	if status, _ := call(open, "POST", approve, read, `{"user":"bob"}`); status != 403 {
+		t.Fatalf("open server, read token approving: %d", status)
+	}
+}

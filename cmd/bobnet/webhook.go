@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/adapters/console"
+	"github.com/bobnet/bobnet/adapters/webhook"
+	"github.com/bobnet/bobnet/adapters/webhook/outbox"
+	"github.com/bobnet/bobnet/apitoken"
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+)
+
+// integrations are the parts that let other tools in and out: the signed
+// hooks, the outbox of outbound events, and the token guard of the API.
+type integrations struct {
+	hooks  *webhook.Adapter
+	outbox *outbox.Outbox
+	guard  *apitoken.Guard
+}
+
+// newIntegrations reads BOBNET_HOOK_SECRETS and BOBNET_HOOKS_FILE, builds
+// the hooks, the outbox (the engine's event sink) and the token guard.
+func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, con *console.Console, logger *slog.Logger) (*integrations, error) {
+	f, err := webhook.ReadFile(cfg.HooksFile)
+	if err != nil {
+		return nil, fmt.Errorf("BOBNET_HOOKS_FILE: %w", err)
+	}
+	hooks, err := webhook.Build(cfg.HookSecrets, f)
+	if err != nil {
+		return nil, fmt.Errorf("BOBNET_HOOKS_FILE / BOBNET_HOOK_SECRETS: %w", err)
+	}
+	ocfg, err := outboxConfig(f, hooks)
+	if err != nil {
+		return nil, fmt.Errorf("BOBNET_HOOKS_FILE: %w", err)
+	}
+	ob := outbox.New(ocfg, store.Pool(), logger)
+	engine.SetEvents(ob)
+	con.SetSuccessors(store)
+	return &integrations{
+		hooks:  webhook.New(hooks, engine, store, logger),
+		outbox: ob,
+		guard:  apitoken.NewGuard(apitoken.NewStore(store.Pool()), cfg.APIToken, logger),
+	}, nil
+}
+
+// outboxConfig gathers every hook's and channel's callbacks, checked
+// against the allow-list.
+func outboxConfig(f webhook.File, hooks map[string]*webhook.Hook) (outbox.Config, error) {
+	c := outbox.Config{Routes: map[string][]outbox.Endpoint{}, RetryBase: f.Outbound.RetryBase, RetryMax: f.Outbound.RetryMax}
+	for _, h := range f.Outbound.AllowHosts {
+		c.AllowHosts = append(c.AllowHosts, strings.ToLower(h))
+	}
+	var errs []error
+	for _, s := range f.Outbound.AllowPrivate {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				errs = append(errs, fmt.Errorf("outbound.allow_private: %q is not an address or CIDR range", s))
+				continue
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		c.AllowPrivate = append(c.AllowPrivate, p)
+	}
+	add := func(channel string, cbs []webhook.Callback) {
+		for _, cb := range cbs {
+			if err := webhook.CheckCallbackURL(cb.URL, c.AllowHosts); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", channel, err))
+				continue
+			}
+			if cb.Secret == "" {
+				errs = append(errs, fmt.Errorf("%s: callback %s needs a secret (whsec_… or any string)", channel, cb.URL))
+				continue
+			}
+			c.Routes[channel] = append(c.Routes[channel], outbox.Endpoint{URL: cb.URL, Secret: cb.Secret})
+		}
+	}
+	for _, h := range hooks {
+		add(h.Channel.Key(), h.Callbacks)
+	}
+	for name, ch := range f.Channels {
+		if _, err := webhook.ParseChannel(name); err != nil {
+			errs = append(errs, fmt.Errorf("channels: %w", err))
+			continue
+		}
+		add(name, ch.Callbacks)
+	}
+	return c, errors.Join(errs...)
+}
+
+// routes mounts the hooks and answers unknown routes and wrong methods in
+// JSON, like every other API answer.
+func (x *integrations) routes(r chi.Router) {
+	x.hooks.Routes(r)
+	r.Get("/api/v1/openapi.json", serveOpenAPI)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such route: " + r.Method + " " + r.URL.Path + " (see /api/v1/openapi.json)"})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": r.Method + " is not allowed on " + r.URL.Path + " (see /api/v1/openapi.json)"})
+	})
+}
+
+// run sends outbound events until ctx is done.
+func (x *integrations) run(ctx context.Context, wg *sync.WaitGroup) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		x.outbox.Run(ctx)
+	}()
+}
