@@ -2,10 +2,10 @@
 
 -- chain is the id of the chain's first version; a proposal that was never
 -- revised is its own chain. Execute locks on it and refuses a second
--- approved version.
+-- approved version. BobNet always sets it; rows written before it existed
+-- get their own id.
 ALTER TABLE proposals ADD COLUMN chain text;
 UPDATE proposals SET chain = id WHERE chain IS NULL;
-ALTER TABLE proposals ALTER COLUMN chain SET NOT NULL;
 CREATE INDEX proposals_chain_approved ON proposals (chain) WHERE state = 'approved';
 
 -- dedupe_key makes an audit write idempotent: a worker that takes a request

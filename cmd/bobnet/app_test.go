@@ -143,7 +143,13 @@ func (a *testApp) waitRequest(t *testing.T, id string) requestJSON {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		var r requestJSON
-		if code := a.call(t, "GET", "/api/v1/requests/"+id, nil, &r); code != http.StatusOK {
+		switch code := a.call(t, "GET", "/api/v1/requests/"+id, nil, &r); code {
+		case http.StatusOK:
+		case http.StatusServiceUnavailable:
+			// Redis coming back (the outage tests): ask again.
+			time.Sleep(25 * time.Millisecond)
+			continue
+		default:
 			t.Fatalf("GET request: %d", code)
 		}
 		if r.State == "done" || r.State == "failed" {

@@ -29,10 +29,6 @@ var importRules = []importRule{
 	{"migrations", []string{"bot", "board", "planner", "adapters", "cmd", "metrics"}},
 	{"bot", []string{"adapters", "cmd", "metrics"}},
 	{"metrics", []string{"adapters", "cmd"}},
-	{"adapters/slack", []string{"adapters/console", "adapters/matrix", "adapters/webhook", "cmd", "metrics"}},
-	{"adapters/console", []string{"adapters/slack", "adapters/matrix", "adapters/webhook", "cmd", "metrics"}},
-	{"adapters/matrix", []string{"adapters/slack", "adapters/console", "adapters/webhook", "cmd", "metrics"}},
-	{"adapters/webhook", []string{"adapters/slack", "adapters/console", "adapters/matrix", "cmd", "metrics"}},
 	{"apitoken", []string{"adapters", "cmd", "metrics"}},
 }
 
