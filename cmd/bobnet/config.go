@@ -57,7 +57,7 @@ type Config struct {
 	// secretValues are the values of every secret setting (and their
 	// name=value parts), for the logger to keep out of its output.
 	secretValues []string
-	HooksFile   string
+	HooksFile    string
 }
 
 // setting ties one variable to its flag and its field. The first

@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"syscall"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-chi/chi/v5"
