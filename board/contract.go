@@ -29,8 +29,11 @@ var (
 // Execution is an approved plan to write. ProposalID makes it idempotent:
 // executing the same proposal again returns the first result.
 type Execution struct {
-	ProposalID  string
-	Channel     string // channel key, e.g. "slack:C123" or "console:general"
+	ProposalID string
+	Channel    string // channel key, e.g. "slack:C123" or "console:general"
+	// Thread is the platform thread the plan was approved in; a board it
+	// creates tells its Done and Blocked cards there.
+	Thread      string
 	RequestedBy string
 	ApprovedBy  string
 	Plan        planner.Envelope // validated and normalized
@@ -47,16 +50,26 @@ type ExecResult struct {
 
 // Board is a board's own fields.
 type Board struct {
-	ID        ID        `json:"id"`
-	Name      string    `json:"name"`
-	Goal      string    `json:"goal"`
+	ID   ID     `json:"id"`
+	Name string `json:"name"`
+	Goal string `json:"goal"`
+	// Key prefixes the handles of the board's cards: NEWS in NEWS-3.
+	Key       string    `json:"key"`
 	Channel   string    `json:"-"`
+	Thread    string    `json:"-"`
 	CreatedAt time.Time `json:"-"`
 }
 
 // Card is a card with the ids of the cards it depends on.
 type Card struct {
-	ID                 CardID   `json:"id"`
+	ID CardID `json:"id"`
+	// Handle is the short name people use for the card: the board's key
+	// and the card's number, such as NEWS-3.
+	Handle string `json:"handle"`
+	Number int    `json:"number"`
+	// Version counts the changes made to the card; a change may name the
+	// version it was based on to be refused if someone changed it since.
+	Version            int      `json:"version"`
 	BoardID            ID       `json:"-"`
 	Title              string   `json:"title"`
 	Body               string   `json:"body"`
@@ -66,7 +79,9 @@ type Card struct {
 	AcceptanceCriteria []string `json:"acceptance_criteria"`
 	SuggestedSkills    []string `json:"suggested_skills"`
 	Notes              string   `json:"notes"`
-	DependsOn          []CardID `json:"depends_on"`
+	// CriteriaDone holds the indexes of the acceptance criteria marked done.
+	CriteriaDone []int    `json:"criteria_done"`
+	DependsOn    []CardID `json:"depends_on"`
 }
 
 // Status is the summary behind "/bobnet status": counts by status, cards

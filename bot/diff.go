@@ -153,10 +153,8 @@ func linksOf(e planner.Envelope) []planner.Link {
 }
 
 func boardOf(e planner.Envelope) string {
-	for _, a := range e.Actions {
-		if a.Board != nil {
-			return a.Board.Name
-		}
+	if b := e.NewBoard(); b != nil {
+		return b.Name
 	}
 	return ""
 }

@@ -358,7 +358,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		return Approval{}, err
 	}
 	res, err := e.deps.Boards.Execute(ctx, board.Execution{
-		ProposalID: string(id), Channel: p.Thread.Channel.Key(), RequestedBy: p.RequestedBy, ApprovedBy: user, Plan: p.Plan,
+		ProposalID: string(id), Channel: p.Thread.Channel.Key(), Thread: p.Thread.ID, RequestedBy: p.RequestedBy, ApprovedBy: user, Plan: p.Plan,
 	})
 	if err != nil {
 		if rerr := e.deps.Proposals.Release(ctx, id); rerr != nil {
@@ -387,10 +387,8 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		e.logger.Warn("update preview", "proposal", id, "err", err)
 	}
 	name := "the board"
-	for _, a := range p.Plan.Actions {
-		if a.Board != nil {
-			name = "board “" + a.Board.Name + "”"
-		}
+	if b := p.Plan.NewBoard(); b != nil {
+		name = "board “" + b.Name + "”"
 	}
 	text := fmt.Sprintf("Approved by %s at %s: %s created with %d cards and %d links (proposal %s, v%d).",
 		user, now.UTC().Format("15:04 UTC"), name, res.Cards, res.Links, id, p.Version)

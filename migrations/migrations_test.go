@@ -124,14 +124,17 @@ func TestSchemaConstraints(t *testing.T) {
 	if _, err := pool.Exec(ctx, `INSERT INTO boards (id, name) VALUES ('b1', 'One'), ('b2', 'Two')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `INSERT INTO cards (id, board_id, position, title, body, status) VALUES
-		('c1', 'b1', 0, 'T', 'B', 'Ready'), ('c2', 'b1', 1, 'T', 'B', 'Backlog'), ('c3', 'b2', 0, 'T', 'B', 'Backlog')`); err != nil {
+	if _, err := pool.Exec(ctx, `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES
+		('c1', 'b1', 0, 1, 'T', 'B', 'Ready'), ('c2', 'b1', 1, 2, 'T', 'B', 'Backlog'), ('c3', 'b2', 0, 1, 'T', 'B', 'Backlog')`); err != nil {
 		t.Fatal(err)
 	}
-	mustFail("bad status", `INSERT INTO cards (id, board_id, position, title, body, status) VALUES ('c9', 'b1', 2, 'T', 'B', 'Delete')`)
-	mustFail("bad workspace", `INSERT INTO cards (id, board_id, position, title, body, status, workspace_mode) VALUES ('c9', 'b1', 2, 'T', 'B', 'Ready', 'Prod')`)
-	mustFail("blank title", `INSERT INTO cards (id, board_id, position, title, body, status) VALUES ('c9', 'b1', 2, ' ', 'B', 'Ready')`)
-	mustFail("card on missing board", `INSERT INTO cards (id, board_id, position, title, body, status) VALUES ('c9', 'bx', 2, 'T', 'B', 'Ready')`)
+	mustFail("duplicate card number", `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES ('c9', 'b1', 2, 2, 'T', 'B', 'Ready')`)
+	mustFail("no card number", `INSERT INTO cards (id, board_id, position, title, body, status) VALUES ('c9', 'b1', 2, 'T', 'B', 'Ready')`)
+	mustFail("bad board key", `INSERT INTO boards (id, name, key) VALUES ('b9', 'Nine', 'no-key')`)
+	mustFail("bad status", `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES ('c9', 'b1', 2, 3, 'T', 'B', 'Delete')`)
+	mustFail("bad workspace", `INSERT INTO cards (id, board_id, position, number, title, body, status, workspace_mode) VALUES ('c9', 'b1', 2, 3, 'T', 'B', 'Ready', 'Prod')`)
+	mustFail("blank title", `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES ('c9', 'b1', 2, 3, ' ', 'B', 'Ready')`)
+	mustFail("card on missing board", `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES ('c9', 'bx', 2, 3, 'T', 'B', 'Ready')`)
 	mustFail("self link", `INSERT INTO card_links (board_id, card_id, depends_on) VALUES ('b1', 'c1', 'c1')`)
 	mustFail("link across boards", `INSERT INTO card_links (board_id, card_id, depends_on) VALUES ('b1', 'c1', 'c3')`)
 	mustFail("bad proposal state", `INSERT INTO proposals (id, state) VALUES ('p1', 'deleted')`)

@@ -122,3 +122,17 @@ func (e *Envelope) Stats() Stats {
 	}
 	return s
 }
+
+// NewBoard returns the board that becomes the channel's current one when
+// the plan is approved: a plan may create several, and the channel is bound
+// to the last. Nil when the plan creates no board. Everything that names
+// "the plan's board" (previews, diffs, approval replies) asks this.
+func (e *Envelope) NewBoard() *BoardDraft {
+	var b *BoardDraft
+	for _, a := range e.Actions {
+		if a.Board != nil && (a.Type == ActionCreateBoard || a.Type == ActionCreateBoardWithCards) {
+			b = a.Board
+		}
+	}
+	return b
+}

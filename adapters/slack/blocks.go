@@ -90,11 +90,13 @@ func PreviewBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
 	var head, tail []slackapi.Block
 	title := "Proposed plan"
 	var goal string
-	for _, a := range p.Plan.Actions {
-		if a.Board != nil {
-			title, goal = a.Board.Name, a.Board.Goal
-		} else if a.Type.NeedsTargetBoard() && title == "Proposed plan" {
-			title = "Cards for this channel's board"
+	if b := p.Plan.NewBoard(); b != nil {
+		title, goal = b.Name, b.Goal
+	} else {
+		for _, a := range p.Plan.Actions {
+			if a.Type.NeedsTargetBoard() {
+				title = "Cards for this channel's board"
+			}
 		}
 	}
 	head = append(head, slackapi.NewHeaderBlock(plainText(title, maxHeaderText)))

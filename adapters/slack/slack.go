@@ -393,10 +393,8 @@ func reviseModal(p bot.Proposal) slackapi.ModalViewRequest {
 }
 
 func boardName(p bot.Proposal) string {
-	for _, a := range p.Plan.Actions {
-		if a.Board != nil {
-			return a.Board.Name
-		}
+	if b := p.Plan.NewBoard(); b != nil {
+		return b.Name
 	}
 	return "the plan"
 }
