@@ -409,8 +409,14 @@ func changeCard(ctx context.Context, tx pgx.Tx, ch CardChange) (CardUpdate, erro
 	detail, _ := json.Marshal(map[string]any{
 		"card": cur.ID, "handle": cur.Handle, "via": ch.Via, "changes": changes, "version": next.Version,
 	})
+	channel := ch.Channel
+	if channel == "" {
+		// A change from the API or the page is filed under the board's
+		// channel, so the channel's audit shows it too.
+		channel = b.Channel
+	}
 	var auditID int64
-	if err := tx.QueryRow(ctx, insertCardAudit, ch.Actor, ch.Channel, cur.BoardID, detail).Scan(&auditID); err != nil {
+	if err := tx.QueryRow(ctx, insertCardAudit, ch.Actor, channel, cur.BoardID, detail).Scan(&auditID); err != nil {
 		return CardUpdate{}, err
 	}
 	// The notification is small (Postgres caps it at 8000 bytes); the

@@ -1,0 +1,158 @@
+package bot_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+)
+
+// approvedNewspaper takes the newspaper plan through the engine to an
+// approved board in the general channel.
+func approvedNewspaper(t *testing.T, env *bottest.Env) board.ID {
+	t.Helper()
+	answerNewspaper(t, env)
+	p := propose(t, env, "alice")
+	a, err := env.Engine.Approve(context.Background(), p.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.BoardID
+}
+
+// waitReply waits for a reply containing text.
+func waitReply(t *testing.T, env *bottest.Env, text string) bottest.PostedReply {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		replies, _, _ := env.Poster.Snapshot()
+		for _, r := range replies {
+			if strings.Contains(r.Reply.Text, text) {
+				return r
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no reply containing %q", text)
+	return bottest.PostedReply{}
+}
+
+func TestMoveAssignAndNext(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	ctx := context.Background()
+	id := approvedNewspaper(t, env)
+	ch := general.Channel
+
+	next, err := env.Engine.NextCards(ctx, ch)
+	if err != nil || len(next.Ready) != 1 || next.Ready[0].Handle != "NEWS-1" {
+		t.Fatalf("next = %+v, %v", next.Ready, err)
+	}
+	if !strings.Contains(bot.NextText(next), "NEWS-1 “Define daily topic and source policy”") {
+		t.Errorf("next text = %q", bot.NextText(next))
+	}
+
+	// A card whose dependency is not Done cannot start, and the refusal
+	// names what it waits on.
+	_, err = env.Engine.MoveCard(ctx, ch, "bob", "NEWS-2", "in progress")
+	var blocked *board.BlockedError
+	if !errors.As(err, &blocked) || blocked.Blockers[0].Handle != "NEWS-1" {
+		t.Fatalf("early start: %v", err)
+	}
+	if txt := bot.CardErrorText(err); !strings.Contains(txt, "NEWS-2 can't move to In Progress yet: it waits on NEWS-1") {
+		t.Errorf("refusal = %q", txt)
+	}
+
+	up, err := env.Engine.MoveCard(ctx, ch, "bob", "define daily", "In Progress")
+	if err != nil || up.Card.Status != "In Progress" || up.Card.Handle != "NEWS-1" {
+		t.Fatalf("move = %+v, %v", up, err)
+	}
+	if txt := bot.CardUpdateText(up, "bob"); txt != "NEWS-1 “Define daily topic and source policy” moved from Ready to In Progress by bob." {
+		t.Errorf("update text = %q", txt)
+	}
+	if _, err := env.Engine.AssignCard(ctx, ch, "bob", "NEWS-1", "reviewer"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Engine.AssignCard(ctx, ch, "bob", "NEWS-1", "Astronaut"); !errors.Is(err, bot.ErrUnknownProfile) {
+		t.Errorf("unknown profile: %v", err)
+	}
+	if _, err := env.Engine.MoveCard(ctx, ch, "bob", "Researcher", "Done"); !errors.Is(err, board.ErrAmbiguous) {
+		t.Errorf("ambiguous: %v", err)
+	}
+	if _, err := env.Engine.MoveCard(ctx, ch, "bob", "NEWS-77", "Done"); !errors.Is(err, bot.ErrNotFound) {
+		t.Errorf("unknown card: %v", err)
+	}
+	if _, err := env.Engine.MoveCard(ctx, bot.Channel{Source: bot.SourceConsole, ID: "empty"}, "bob", "NEWS-1", "Done"); !errors.Is(err, bot.ErrNotFound) {
+		t.Errorf("channel without board: %v", err)
+	}
+
+	// Done is told in the board's thread, with what is ready next.
+	if _, err := env.Engine.MoveCard(ctx, ch, "bob", "NEWS-1", "done"); err != nil {
+		t.Fatal(err)
+	}
+	r := waitReply(t, env, "NEWS-1 “Define daily topic and source policy” moved from In Progress to Done by bob.")
+	if r.Thread != general || !strings.Contains(r.Reply.Text, "1 of 10 cards Done; ready to start: NEWS-2, NEWS-3, NEWS-4.") || r.Reply.BoardURL == "" {
+		t.Errorf("announcement = %+v", r)
+	}
+	st, err := env.Engine.ChannelStatus(ctx, ch)
+	if err != nil || st.Counts["Done"] != 1 || len(st.Ready) != 3 {
+		t.Fatalf("status after moves = %+v, %v", st.Counts, err)
+	}
+	events, _ := env.Store.Audit(ctx, board.AuditFilter{BoardID: id})
+	moves := 0
+	for _, e := range events {
+		if e.Action == "card_changed" {
+			moves++
+			if e.Actor != "bob" || e.Channel != "console:general" {
+				t.Errorf("audit = %+v", e)
+			}
+		}
+	}
+	if moves != 3 {
+		t.Errorf("%d card_changed audit events, want 3", moves)
+	}
+}
+
+func TestBoardEventsAreRateLimited(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	ctx := context.Background()
+	approvedNewspaper(t, env)
+	ch := general.Channel
+	// Eight moves to Blocked within a minute: six are told, the rest
+	// only show on the board and in the audit.
+	for i := range 16 {
+		st := "Blocked"
+		if i%2 == 1 {
+			st = "Backlog"
+		}
+		if _, err := env.Engine.MoveCard(ctx, ch, "bob", "NEWS-9", st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	told := func() int {
+		replies, _, _ := env.Poster.Snapshot()
+		n := 0
+		for _, r := range replies {
+			if strings.Contains(r.Reply.Text, "to Blocked") {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for told() < 6 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The announcements run off the caller's path; give the last two the
+	// chance to (wrongly) appear before counting.
+	time.Sleep(300 * time.Millisecond)
+	if n := told(); n != 6 {
+		t.Errorf("%d Blocked announcements for 8 moves to Blocked with a limit of 6 a minute; want 6", n)
+	}
+}
