@@ -84,13 +84,20 @@ type Card struct {
 	DependsOn    []CardID `json:"depends_on"`
 }
 
-// Status is the summary behind "/bobnet status": counts by status, cards
-// blocked by unfinished dependencies and cards ready to start.
+// Status is the summary behind "/bobnet status": counts by status, the
+// cards ready to start and the cards waiting on dependencies. Every surface
+// uses these words: a card's status "Ready" is where it sits, "ready to
+// start" means nothing it depends on is unfinished, and "waiting on
+// dependencies" is the opposite, whatever its status (the status "Blocked"
+// is a person's call, for reasons outside the board).
 type Status struct {
-	Board   Board          `json:"board"`
-	Counts  map[string]int `json:"counts"`
-	Blocked []Card         `json:"blocked"`
-	Ready   []Card         `json:"ready"`
+	Board  Board          `json:"board"`
+	Counts map[string]int `json:"counts"`
+	// Ready are the cards not started (Backlog or Ready) whose
+	// dependencies are all Done.
+	Ready []Card `json:"ready_to_start"`
+	// Waiting are the cards not Done that depend on a card not Done.
+	Waiting []Card `json:"waiting_on_dependencies"`
 }
 
 // AuditEvent is one recorded decision or step.

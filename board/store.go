@@ -407,8 +407,8 @@ func (s *Store) Board(ctx context.Context, id ID) (Board, []Card, error) {
 }
 
 // Status summarizes a board: counts by status (every status, zeros
-// included), cards blocked by an unfinished dependency, and cards ready to
-// start (not done, every dependency done). ErrNotFound when there is no
+// included), cards waiting on an unfinished dependency, and cards ready to
+// start (not started, every dependency done). ErrNotFound when there is no
 // such board.
 func (s *Store) Status(ctx context.Context, id ID) (Status, error) {
 	b, cards, err := s.Board(ctx, id)
@@ -420,7 +420,7 @@ func (s *Store) Status(ctx context.Context, id ID) (Status, error) {
 
 // Summarize computes a Status from a board's cards.
 func Summarize(b Board, cards []Card) Status {
-	st := Status{Board: b, Counts: map[string]int{}, Blocked: []Card{}, Ready: []Card{}}
+	st := Status{Board: b, Counts: map[string]int{}, Waiting: []Card{}, Ready: []Card{}}
 	for _, s := range Statuses {
 		st.Counts[s] = 0
 	}
@@ -439,7 +439,7 @@ func Summarize(b Board, cards []Card) Status {
 		}
 		switch {
 		case blocked:
-			st.Blocked = append(st.Blocked, c)
+			st.Waiting = append(st.Waiting, c)
 		case c.Status == "Backlog" || c.Status == "Ready":
 			st.Ready = append(st.Ready, c)
 		}

@@ -256,7 +256,7 @@ func progressText(st board.Status) string {
 // `/bobnet next` (Slack) and `!bobnet next` (Matrix).
 func NextText(st board.Status) string {
 	if len(st.Ready) == 0 {
-		if len(st.Blocked) > 0 {
+		if len(st.Waiting) > 0 {
 			return fmt.Sprintf("Nothing is ready to start on %s right now: the cards left wait on others that are not Done.", st.Board.Name)
 		}
 		return fmt.Sprintf("Nothing is ready to start on %s: every card has started or is Done.", st.Board.Name)

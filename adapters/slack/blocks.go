@@ -258,7 +258,7 @@ func StatusBlocks(st board.Status, boardURL string) []slackapi.Block {
 			if who == "" {
 				who = "Unassigned"
 			}
-			b.WriteString("\n• " + escape(c.Title) + " (" + escape(who) + ")")
+			b.WriteString("\n• *" + escape(c.Handle) + "* " + escape(c.Title) + " (" + escape(who) + ", " + c.Status + ")")
 		}
 		return b.String()
 	}
@@ -266,7 +266,7 @@ func StatusBlocks(st board.Status, boardURL string) []slackapi.Block {
 		slackapi.NewHeaderBlock(plainText(st.Board.Name, maxHeaderText)),
 		slackapi.NewSectionBlock(mrkdwn(strings.Join(counts, " · ")+"\n<"+boardURL+"|Open board>"), nil, nil),
 		slackapi.NewSectionBlock(mrkdwn(list("Ready to start", st.Ready)), nil, nil),
-		slackapi.NewSectionBlock(mrkdwn(list("Waiting on others", st.Blocked)), nil, nil),
+		slackapi.NewSectionBlock(mrkdwn(list("Waiting on dependencies", st.Waiting)), nil, nil),
 	}
 }
 
@@ -275,6 +275,7 @@ const helpText = "*BobNet* turns a request into a board of cards you approve.\n"
 	"• Mention me with what you want planned, e.g. `@BobNet plan our daily research newspaper`.\n" +
 	"• I reply in the thread with a preview: *Approve and create*, *Revise* or *Cancel*. Nothing changes until someone approves.\n" +
 	"• `/bobnet status` shows this channel's board; `/bobnet status <board id>` another one.\n" +
+	"• `/bobnet move NEWS-3 in progress` moves a card (by its handle or the start of its title); `/bobnet assign NEWS-3 Researcher` assigns it; `/bobnet next` lists what is ready to start.\n" +
 	"• `/bobnet help` shows this."
 
 // fallback is the notification text of a message with blocks.

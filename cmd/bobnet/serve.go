@@ -143,12 +143,14 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	r.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 
 	web := board.NewWeb(store, logger)
+	closers = append(closers, startLiveBoards(ctx, store, web, logger))
 	web.PageRoutes(r)
 	con.PageRoutes(r)
 	r.Group(func(r chi.Router) {
 		r.Use(console.RequireToken(cfg.APIToken))
 		web.APIRoutes(r)
 		con.APIRoutes(r)
+		con.CardRoutes(r, engine)
 	})
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
 		slackAdapter.Routes(r) // signed by Slack, not by the API token
