@@ -128,8 +128,8 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	data := map[string]any{
-		"Board":        b,
-		"Columns":      cols,
+		"Board":   b,
+		"Columns": cols,
 		// Built here from constants only, so it is safe as CSS.
 		"ColumnWidths": template.CSS(strings.Join(widths, " ")),
 		"Graph":        layoutGraph(cards, ready),
