@@ -96,7 +96,9 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 	byStatus := map[string][]pageCard{}
 	for _, c := range cards {
 		pc := pageCard{Card: c, Anchor: string(c.ID), Blocks: blocks[c.ID], ReadyToStart: ready[c.ID]}
-		for _, d := range c.DependsOn {
+		deps := slices.Clone(c.DependsOn)
+		slices.SortFunc(deps, func(a, b CardID) int { return byID[a].Number - byID[b].Number })
+		for _, d := range deps {
 			pc.DependsOn = append(pc.DependsOn, ref(byID[d]))
 			if byID[d].Status != "Done" {
 				pc.Waiting = append(pc.Waiting, ref(byID[d]))
