@@ -53,6 +53,15 @@ func (q *queueOnly) ChannelStatus(context.Context, bot.Channel) (board.Status, e
 func (q *queueOnly) BoardStatus(context.Context, board.ID) (board.Status, error) {
 	return board.Status{}, bot.ErrNotFound
 }
+func (q *queueOnly) MoveCard(context.Context, bot.Channel, string, string, string) (board.CardUpdate, error) {
+	return board.CardUpdate{}, bot.ErrNotFound
+}
+func (q *queueOnly) AssignCard(context.Context, bot.Channel, string, string, string) (board.CardUpdate, error) {
+	return board.CardUpdate{}, bot.ErrNotFound
+}
+func (q *queueOnly) NextCards(context.Context, bot.Channel) (board.Status, error) {
+	return board.Status{}, bot.ErrNotFound
+}
 
 // memoryMarks is Memory in a map.
 type memoryMarks struct {

@@ -30,6 +30,9 @@ type Engine interface {
 	Authorize(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
 	ChannelStatus(ctx context.Context, ch bot.Channel) (board.Status, error)
 	BoardStatus(ctx context.Context, id board.ID) (board.Status, error)
+	MoveCard(ctx context.Context, ch bot.Channel, user, ref, status string) (board.CardUpdate, error)
+	AssignCard(ctx context.Context, ch bot.Channel, user, ref, profile string) (board.CardUpdate, error)
+	NextCards(ctx context.Context, ch bot.Channel) (board.Status, error)
 }
 
 // Memory remembers event ids and the threads the bot speaks in, across
@@ -491,6 +494,8 @@ func (a *Adapter) command(ctx context.Context, channel, user, text string) comma
 			return commandReply{ResponseType: "ephemeral", Text: decisionText(err)}
 		}
 		return commandReply{ResponseType: "ephemeral", Text: "On it — the preview will appear in the thread."}
+	case "move", "assign", "next":
+		return a.cardCommand(ctx, sub, channel, user, fields[1:])
 	default:
 		return commandReply{ResponseType: "ephemeral", Text: helpText}
 	}
