@@ -30,6 +30,7 @@ import (
 type testApp struct {
 	URL   string
 	Model *plannertest.Server
+	DB    string // the app's own DATABASE_URL
 	token string
 }
 
@@ -82,7 +83,7 @@ func startApp(t *testing.T, env map[string]string) *testApp {
 		<-done
 		a.close()
 	})
-	return &testApp{URL: srv.URL, Model: model, token: vars["BOBNET_API_TOKEN"]}
+	return &testApp{URL: srv.URL, Model: model, DB: vars["DATABASE_URL"], token: vars["BOBNET_API_TOKEN"]}
 }
 
 // call sends a JSON request and decodes the JSON answer into out.
