@@ -133,7 +133,9 @@ func TestMoveCardsEverywhere(t *testing.T) {
 
 	// The newspaper board, approved in the console and shared with a
 	// Slack channel.
-	var sub struct{ RequestID string `json:"request_id"` }
+	var sub struct {
+		RequestID string `json:"request_id"`
+	}
 	if code := a.call(t, "POST", "/api/v1/channels/newsroom/messages", map[string]string{"user": "alice", "text": "plan our daily research newspaper"}, &sub); code != http.StatusAccepted {
 		t.Fatalf("post message: %d", code)
 	}
