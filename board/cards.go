@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/bobnet/bobnet/planner"
 )
 
 // Errors of card changes; check with errors.Is.
@@ -109,23 +111,7 @@ func isKeyRune(r rune) bool { return r < utf8.RuneSelf && (unicode.IsLetter(r) |
 // ParseStatus returns the canonical spelling of one of the six statuses,
 // matched case-insensitively and ignoring spaces, dashes and underscores
 // ("in-progress", "InProgress"). ok is false for anything else.
-func ParseStatus(s string) (status string, ok bool) {
-	squash := func(s string) string {
-		return strings.Map(func(r rune) rune {
-			if r == ' ' || r == '-' || r == '_' {
-				return -1
-			}
-			return unicode.ToLower(r)
-		}, s)
-	}
-	want := squash(s)
-	for _, st := range Statuses {
-		if squash(st) == want {
-			return st, true
-		}
-	}
-	return "", false
-}
+func ParseStatus(s string) (status string, ok bool) { return planner.NormalizeStatus(s) }
 
 // CardChange is one change to a card by a person (or an approved plan).
 // Nil fields are left as they are; several set fields change together, in

@@ -30,7 +30,7 @@ var (
 
 // Card statuses a card may have on a board; planned cards start in the
 // first two.
-var Statuses = []string{"Backlog", "Ready", "In Progress", "Review", "Blocked", "Done"}
+var Statuses = planner.CardStatuses
 
 // Store is the Postgres side of BobNet. Its methods are safe for concurrent
 // use.
