@@ -46,6 +46,8 @@ type ExecResult struct {
 	CardIDs  map[string]CardID // temp id -> real id
 	Cards    int
 	Links    int
+	// Updated counts the existing cards an update_card changed.
+	Updated int
 }
 
 // Board is a board's own fields.

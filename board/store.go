@@ -224,17 +224,8 @@ func (s *Store) Execute(ctx context.Context, ex Execution) (ExecResult, error) {
 		}
 		res = r
 
-		resultJSON, err := json.Marshal(res)
-		if err != nil {
-			return err
-		}
-		planJSON, err := json.Marshal(ex.Plan)
-		if err != nil {
-			return err
-		}
-		detail, _ := json.Marshal(map[string]any{"requested_by": ex.RequestedBy, "cards": res.Cards, "links": res.Links, "boards": len(boards)})
-
-		// One round trip for every write.
+		// One round trip for the new rows, then the changes to existing
+		// cards (which may name the new ones), then one for the records.
 		b := &pgx.Batch{}
 		if len(boards) > 0 {
 			js, _ := json.Marshal(boards)
@@ -248,6 +239,25 @@ func (s *Store) Execute(ctx context.Context, ex Execution) (ExecResult, error) {
 			js, _ := json.Marshal(links)
 			b.Queue(insertLinks, js)
 		}
+		if b.Len() > 0 {
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+		}
+		if err := applyChanges(ctx, tx, ex, target, &res); err != nil {
+			return err
+		}
+
+		resultJSON, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		planJSON, err := json.Marshal(ex.Plan)
+		if err != nil {
+			return err
+		}
+		detail, _ := json.Marshal(map[string]any{"requested_by": ex.RequestedBy, "cards": res.Cards, "links": res.Links, "boards": len(boards), "updated": res.Updated})
+		b = &pgx.Batch{}
 		if len(boards) > 0 && ex.Channel != "" {
 			b.Queue(upsertBinding, ex.Channel, boards[len(boards)-1].ID)
 		}
@@ -291,6 +301,10 @@ func layout(plan planner.Envelope, target ID, next int) ([]boardRow, []cardRow, 
 			boards = append(boards, boardRow{ID: boardID, Name: a.Board.Name, Goal: a.Board.Goal, Key: BoardKey(a.Board.Name)})
 		case planner.ActionCreateCard, planner.ActionCreateCardBatch:
 			boardID = target
+		case planner.ActionUpdateCard, planner.ActionAddLinks:
+			// Applied by applyChanges once the new cards exist.
+			res.BoardID = target
+			continue
 		default:
 			return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has type %q", ErrInvalidPlan, i, a.Type)
 		}
@@ -497,7 +511,8 @@ func (s *Store) BindChannel(ctx context.Context, channel string, id ID) error {
 }
 
 // BoardSummary describes a board for the planner's prompt: name, goal,
-// counts by status and up to 40 cards that are not done.
+// counts by status and up to 40 cards that are not done; and, for
+// validating changes to it, every card with its handle and dependencies.
 func (s *Store) BoardSummary(ctx context.Context, id ID) (planner.BoardSummary, error) {
 	b, cards, err := s.Board(ctx, id)
 	if err != nil {
@@ -510,9 +525,15 @@ func (s *Store) BoardSummary(ctx context.Context, id ID) (planner.BoardSummary, 
 			sum.Counts[k] = v
 		}
 	}
+	sum.State = &planner.BoardState{}
 	for _, c := range cards {
+		cs := planner.CardSummary{ID: string(c.ID), Handle: c.Handle, Title: c.Title, Status: c.Status, Assignee: c.Assignee}
+		for _, d := range c.DependsOn {
+			cs.DependsOn = append(cs.DependsOn, string(d))
+		}
+		sum.State.Cards = append(sum.State.Cards, cs)
 		if c.Status != "Done" && len(sum.Cards) < 40 {
-			sum.Cards = append(sum.Cards, planner.CardSummary{ID: string(c.ID), Title: c.Title, Status: c.Status, Assignee: c.Assignee})
+			sum.Cards = append(sum.Cards, cs)
 		}
 	}
 	return sum, nil

@@ -184,7 +184,11 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	}
 	e.remember(ctx, r, "user", r.Text)
 
-	out, err := e.deps.Planner.Plan(ctx, in, planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard})
+	opts := planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard}
+	if in.Board != nil {
+		opts.Board = in.Board.State
+	}
+	out, err := e.deps.Planner.Plan(ctx, in, opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ""
@@ -234,11 +238,16 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 	}
 	hasBoard := false
 	var target board.ID
+	opts := planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles)}
 	if b, err := e.deps.Boards.ChannelBoard(ctx, r.Thread.Channel.Key()); err == nil {
 		hasBoard, target = true, b.ID
+		if sum, err := e.deps.Boards.BoardSummary(ctx, b.ID); err == nil {
+			opts.Board = sum.State
+		}
 	}
+	opts.HasTargetBoard = hasBoard
 	raw, _ := json.Marshal(old.Plan)
-	res := planner.CheckJSON(raw, planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard})
+	res := planner.CheckJSON(raw, opts)
 	if !res.Valid {
 		msg := fmt.Sprintf("That plan no longer fits this channel (%s: %s), so I can't propose it again. Ask me for a new plan.", res.Errors[0].Path, res.Errors[0].Message)
 		return &Reply{Kind: ReplyError, Text: msg}, nil, msg
