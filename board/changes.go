@@ -83,6 +83,7 @@ func applyChanges(ctx context.Context, tx pgx.Tx, ex Execution, target ID, res *
 			}
 		case planner.ActionAddLinks:
 			var added []string
+			var starts []CardID
 			for j, l := range a.Links {
 				from, ok1 := resolve(l.Card, true)
 				to, ok2 := resolve(l.DependsOn, true)
@@ -92,6 +93,7 @@ func applyChanges(ctx context.Context, tx pgx.Tx, ex Execution, target ID, res *
 				if from == to {
 					return fmt.Errorf("%w: %s.links[%d]: a card cannot depend on itself", ErrInvalidPlan, path, j)
 				}
+				starts = append(starts, from)
 				tag, err := tx.Exec(ctx, insertPlanLink, target, from, to)
 				if err != nil {
 					return err
@@ -101,7 +103,7 @@ func applyChanges(ctx context.Context, tx pgx.Tx, ex Execution, target ID, res *
 					added = append(added, handles[from]+" → "+handles[to])
 				}
 			}
-			if cycle, err := boardCycle(ctx, tx, target, handles); err != nil {
+			if cycle, err := boardCycle(ctx, tx, target, handles, starts); err != nil {
 				return err
 			} else if cycle != nil {
 				return fmt.Errorf("%w: %s.links: the links would make a dependency cycle: %s", ErrInvalidPlan, path, strings.Join(cycle, " -> "))
@@ -116,7 +118,9 @@ func applyChanges(ctx context.Context, tx pgx.Tx, ex Execution, target ID, res *
 }
 
 // boardCycle returns a dependency cycle on the board by handles, or nil.
-func boardCycle(ctx context.Context, tx pgx.Tx, id ID, handles map[CardID]string) ([]string, error) {
+// The search starts from the cards just linked, so the cycle reads from
+// the link that closed it.
+func boardCycle(ctx context.Context, tx pgx.Tx, id ID, handles map[CardID]string, starts []CardID) ([]string, error) {
 	rows, _ := tx.Query(ctx, selectLinks, id)
 	deps := map[CardID][]CardID{}
 	var card, dep CardID
@@ -131,6 +135,7 @@ func boardCycle(ctx context.Context, tx pgx.Tx, id ID, handles map[CardID]string
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	keys = append(slices.Clone(starts), keys...)
 	const (
 		unvisited = iota
 		onStack

@@ -92,7 +92,7 @@ func TestExecuteRefusesWhatTheBoardNoLongerAllows(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := s.Execute(ctx, board.Execution{ProposalID: "p_cycle", Channel: "console:v2bad", ApprovedBy: "alice", Plan: plan})
-	if !errors.Is(err, board.ErrInvalidPlan) || !strings.Contains(err.Error(), "actions[1].links: the links would make a dependency cycle: NEWS-7 -> NEWS-9 -> NEWS-7") {
+	if !errors.Is(err, board.ErrInvalidPlan) || !strings.Contains(err.Error(), "actions[1].links: the links would make a dependency cycle: NEWS-9 -> NEWS-7 -> NEWS-9") {
 		t.Fatalf("err = %v", err)
 	}
 	// Nothing of the plan was applied.

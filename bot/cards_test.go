@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/planner/plannertest"
 )
 
 // approvedNewspaper takes the newspaper plan through the engine to an
@@ -154,5 +157,97 @@ func TestBoardEventsAreRateLimited(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if n := told(); n != 6 {
 		t.Errorf("%d Blocked announcements for 8 moves to Blocked with a limit of 6 a minute; want 6", n)
+	}
+}
+
+// v2Plan is the model's answer to "mark the research cards done and add
+// a fact-check step".
+const v2Plan = `{"kind":"propose_actions","answer":"Research marked done; a fact-check step added before the synthesis.","confidence":0.9,"actions":[
+  {"type":"update_card","card":"NEWS-1","status":"Done"},
+  {"type":"update_card","card":"NEWS-2","status":"Done"},
+  {"type":"update_card","card":"NEWS-3","status":"Done"},
+  {"type":"update_card","card":"NEWS-4","status":"Done"},
+  {"type":"create_card","cards":[{"temp_id":"fact_check","title":"Fact-check the research","body":"Check every claim against two sources.","assignee":"Reviewer","status":"Ready"}]},
+  {"type":"add_links","links":[{"card":"fact_check","depends_on":"NEWS-2"},{"card":"NEWS-5","depends_on":"fact_check"}]}
+]}`
+
+func TestUpdateCardProposal(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	ctx := context.Background()
+	id := approvedNewspaper(t, env)
+	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: v2Plan} })
+	rid, err := env.Engine.Submit(ctx, bot.Request{Thread: general, User: "alice", Text: "mark the research cards done and add a fact-check step"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := env.WaitRequest(t, rid)
+	if st.ProposalID == "" {
+		t.Fatalf("request = %+v", st)
+	}
+	p, err := env.Engine.Proposal(ctx, st.ProposalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The preview's diff is against the board as it is.
+	var lines []string
+	for _, c := range p.BoardChanges {
+		lines = append(lines, c.String())
+	}
+	want := []string{
+		"NEWS-1 “Define daily topic and source policy”: status Ready → Done",
+		"NEWS-2 “Researcher A: factual and background research”: status Backlog → Done",
+		"NEWS-3 “Researcher B: skeptical source validation”: status Backlog → Done",
+		"NEWS-4 “Researcher C: visual and image source research”: status Backlog → Done",
+		"fact_check “Fact-check the research (new)” will wait on NEWS-2 “Researcher A: factual and background research”",
+		"NEWS-5 “Synthesize the edition as editor” will wait on fact_check “Fact-check the research (new)”",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("board changes:\n%s", strings.Join(lines, "\n"))
+	}
+	// Nothing changes before approval.
+	if s, _ := env.Engine.BoardStatus(ctx, id); s.Counts["Done"] != 0 {
+		t.Fatalf("changed before approval: %v", s.Counts)
+	}
+	a, err := env.Engine.Approve(ctx, p.ID, "alice")
+	if err != nil || a.BoardID != id {
+		t.Fatalf("approve = %+v, %v", a, err)
+	}
+	if _, err := env.Engine.Approve(ctx, p.ID, "alice"); !errors.Is(err, bot.ErrAlreadyDecided) {
+		t.Fatalf("second approve: %v", err)
+	}
+	s, _ := env.Engine.BoardStatus(ctx, id)
+	if s.Counts["Done"] != 4 || s.Counts["Ready"] != 1 || len(s.Ready) != 1 || s.Ready[0].Handle != "NEWS-11" {
+		t.Fatalf("after approval: %v, ready %v", s.Counts, s.Ready)
+	}
+	waitReply(t, env, "Approved by alice at")
+	waitReply(t, env, "1 cards added, 4 cards changed, 2 links added (proposal "+string(p.ID))
+	events, _ := env.Store.Audit(ctx, board.AuditFilter{BoardID: id})
+	changes := 0
+	for _, e := range events {
+		if e.Action == "card_changed" {
+			changes++
+		}
+	}
+	if changes != 4 {
+		t.Errorf("%d card changes audited, want 4 (applied once)", changes)
+	}
+}
+
+func TestProposalWithACycleIsRejected(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	ctx := context.Background()
+	approvedNewspaper(t, env)
+	cyclic := `{"kind":"propose_actions","answer":"x","actions":[{"type":"add_links","links":[{"card":"NEWS-1","depends_on":"NEWS-10"}]}]}`
+	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: cyclic} })
+	rid, err := env.Engine.Submit(ctx, bot.Request{Thread: general, User: "alice", Text: "make the topic wait on the final review"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := env.WaitRequest(t, rid)
+	if st.State != bot.RequestFailed || st.ProposalID != "" || st.Reply == nil ||
+		!strings.Contains(st.Reply.Text, "actions[0].links: these links would make a dependency cycle with the board's existing links (each depends on the next): NEWS-1 -> NEWS-10 -> NEWS-7 -> NEWS-6 -> NEWS-4 -> NEWS-1") {
+		t.Fatalf("request = %+v %+v", st, st.Reply)
 	}
 }

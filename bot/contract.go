@@ -142,6 +142,9 @@ type Proposal struct {
 	Plan        planner.Envelope `json:"plan"`
 	Warnings    []planner.Issue  `json:"warnings"`
 	Changes     *Changes         `json:"changes,omitempty"` // against the previous version
+	// BoardChanges are what the plan's update_card and add_links would do
+	// to the current board, each with its value now and after.
+	BoardChanges []BoardChange `json:"board_changes,omitempty"`
 	State       ProposalState    `json:"state"`
 	CreatedAt   time.Time        `json:"created_at"`
 	ExpiresAt   time.Time        `json:"expires_at"`
@@ -163,6 +166,10 @@ type Changes struct {
 	LinksAdded   []string `json:"links_added"`
 	LinksRemoved []string `json:"links_removed"`
 	BoardChanged *Change  `json:"board_changed,omitempty"`
+	// UpdatesAdded and UpdatesRemoved are changes to existing cards
+	// (update_card, add_links) one version proposes and the other did not.
+	UpdatesAdded   []string `json:"updates_added,omitempty"`
+	UpdatesRemoved []string `json:"updates_removed,omitempty"`
 }
 
 // Change is one before/after pair; Subject names the card it is about.

@@ -386,12 +386,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	if err := poster.UpdatePreview(ctx, p); err != nil {
 		e.logger.Warn("update preview", "proposal", id, "err", err)
 	}
-	name := "the board"
-	if b := p.Plan.NewBoard(); b != nil {
-		name = "board “" + b.Name + "”"
-	}
-	text := fmt.Sprintf("Approved by %s at %s: %s created with %d cards and %d links (proposal %s, v%d).",
-		user, now.UTC().Format("15:04 UTC"), name, res.Cards, res.Links, id, p.Version)
+	text := approvalText(user, now, p, res)
 	if err := poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: text, BoardURL: p.BoardURL}); err != nil {
 		e.logger.Warn("post approval reply", "proposal", id, "err", err)
 	}

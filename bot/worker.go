@@ -273,6 +273,7 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 	if p.Warnings == nil {
 		p.Warnings = []planner.Issue{}
 	}
+	p.BoardChanges = e.boardChanges(ctx, plan, target)
 	if prev != nil {
 		p.Version, p.Supersedes, p.Request, p.RequestedBy = prev.Version+1, prev.ID, prev.Request, prev.RequestedBy
 		p.Changes = Diff(prev.Plan, plan)

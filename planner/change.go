@@ -240,7 +240,13 @@ func (v *validator) checkChanges(env *Envelope) {
 					deps[from.key] = append(deps[from.key], to.key)
 				}
 			}
-			if cycle := cycleIn(nodes, deps); cycle != nil {
+			starts := make([]string, 0, len(a.Links))
+			for _, l := range env.Actions[i].Links {
+				if n := resolve(l.Card, true); n != nil {
+					starts = append(starts, n.key)
+				}
+			}
+			if cycle := cycleIn(nodes, deps, starts); cycle != nil {
 				v.errorf(join(path, "links"), "these links would make a dependency cycle with the board's existing links (each depends on the next): %s", strings.Join(cycle, " -> "))
 			}
 		}
@@ -264,13 +270,29 @@ func exampleHandle(b *BoardState) string {
 }
 
 // cycleIn returns one dependency cycle by the nodes' names, the first
-// repeated at the end, or nil.
-func cycleIn(nodes map[string]*planNode, deps map[string][]string) []string {
+// repeated at the end, or nil. The search starts from starts (the cards
+// just linked), so the cycle reads from the link that closed it, and goes
+// through nodes and dependencies in name order, so the same plan always
+// gets the same report.
+func cycleIn(nodes map[string]*planNode, deps map[string][]string, starts []string) []string {
+	name := func(k string) string {
+		if n := nodes[k]; n != nil {
+			return n.name
+		}
+		return k
+	}
+	byName := func(a, b string) int { return strings.Compare(name(a), name(b)) }
 	keys := make([]string, 0, len(nodes))
 	for k := range nodes {
 		keys = append(keys, k)
 	}
-	slices.Sort(keys) // a stable report for the same plan
+	slices.SortFunc(keys, byName)
+	keys = append(slices.Clone(starts), keys...)
+	sorted := map[string][]string{}
+	for k, ds := range deps {
+		sorted[k] = slices.SortedFunc(slices.Values(ds), byName)
+	}
+	deps = sorted
 	const (
 		unvisited = iota
 		onStack
