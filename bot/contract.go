@@ -145,15 +145,15 @@ type Proposal struct {
 	// BoardChanges are what the plan's update_card and add_links would do
 	// to the current board, each with its value now and after.
 	BoardChanges []BoardChange `json:"board_changes,omitempty"`
-	State       ProposalState    `json:"state"`
-	CreatedAt   time.Time        `json:"created_at"`
-	ExpiresAt   time.Time        `json:"expires_at"`
-	DecidedBy   string           `json:"decided_by,omitempty"`
-	DecidedAt   time.Time        `json:"decided_at,omitzero"`
-	BoardID     board.ID         `json:"board_id,omitempty"`
-	BoardURL    string           `json:"board_url,omitempty"`
-	TargetBoard board.ID         `json:"target_board,omitempty"` // for card/batch actions
-	Message     MessageRef       `json:"message,omitempty"`      // the posted preview
+	State        ProposalState `json:"state"`
+	CreatedAt    time.Time     `json:"created_at"`
+	ExpiresAt    time.Time     `json:"expires_at"`
+	DecidedBy    string        `json:"decided_by,omitempty"`
+	DecidedAt    time.Time     `json:"decided_at,omitzero"`
+	BoardID      board.ID      `json:"board_id,omitempty"`
+	BoardURL     string        `json:"board_url,omitempty"`
+	TargetBoard  board.ID      `json:"target_board,omitempty"` // for card/batch actions
+	Message      MessageRef    `json:"message,omitempty"`      // the posted preview
 }
 
 // Changes is what a revision changed against the previous version. Cards are
