@@ -24,8 +24,11 @@ type BoardChange struct {
 
 // String is the change as one line of a preview.
 func (c BoardChange) String() string {
-	if c.Field == "depends_on" {
+	switch c.Field {
+	case "depends_on":
 		return fmt.Sprintf("%s “%s” will wait on %s", c.Card, c.Title, c.To)
+	case "body":
+		return fmt.Sprintf("%s “%s”: description rewritten (%d → %d characters)", c.Card, c.Title, len([]rune(c.From)), len([]rune(c.To)))
 	}
 	return fmt.Sprintf("%s “%s”: %s %s → %s", c.Card, c.Title, c.Field, c.From, c.To)
 }

@@ -95,7 +95,7 @@ func PreviewBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
 	} else {
 		for _, a := range p.Plan.Actions {
 			if a.Type.NeedsTargetBoard() {
-				title = "Cards for this channel's board"
+				title = "Changes to this channel's board"
 			}
 		}
 	}
@@ -109,6 +109,9 @@ func PreviewBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
 	head = append(head, slackapi.NewSectionBlock(mrkdwn(intro), nil, nil))
 	if p.Changes != nil {
 		head = append(head, contextBlock(changesText(p)))
+	}
+	if len(p.BoardChanges) > 0 {
+		head = append(head, slackapi.NewSectionBlock(mrkdwn(boardChangesText(p.BoardChanges)), nil, nil))
 	}
 
 	if len(p.Plan.Assumptions) > 0 {
@@ -176,6 +179,22 @@ func cardSections(p bot.Proposal) []slackapi.Block {
 	return out
 }
 
+// boardChangesText lists what a proposal would change on the current
+// board, one change a line, within a section's limit.
+func boardChangesText(changes []bot.BoardChange) string {
+	var b strings.Builder
+	b.WriteString("*Changes to the board (now → after approval):*")
+	for i, c := range changes {
+		line := "\n• " + escape(c.String())
+		if b.Len()+len(line) > maxSectionText-40 {
+			fmt.Fprintf(&b, "\n…and %d more", len(changes)-i)
+			break
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
 func changesText(p bot.Proposal) string {
 	c := p.Changes
 	parts := []string{fmt.Sprintf("*Changed since v%d:* %s", p.Version-1, c.Summary())}
@@ -198,6 +217,8 @@ func changesText(p bot.Proposal) string {
 	}
 	add("links added:", c.LinksAdded)
 	add("links removed:", c.LinksRemoved)
+	add("card changes added:", c.UpdatesAdded)
+	add("card changes dropped:", c.UpdatesRemoved)
 	return strings.Join(parts, " · ")
 }
 

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/planner"
 )
 
 // slackBoard makes the newspaper board in C_NEWS through the engine, as a
@@ -106,5 +108,18 @@ func TestSlackCardCommands(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("%d audited Slack changes, want 3", n)
+	}
+}
+
+func TestPreviewShowsBoardChanges(t *testing.T) {
+	t.Parallel()
+	p := bot.Proposal{ID: "p_1", Version: 1, RequestedBy: "U_ALICE", Plan: planner.Envelope{Kind: planner.KindProposeActions, Actions: []planner.Action{{Type: planner.ActionUpdateCard, Card: "NEWS-1"}}},
+		BoardChanges: []bot.BoardChange{{Card: "NEWS-1", Title: "Define <!channel> policy", Field: "status", From: "Ready", To: "Done"}}}
+	js, _ := json.Marshal(slack.PreviewBlocks(p, "https://bobnet.example.com"))
+	text := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(js))
+	for _, want := range []string{"Changes to this channel's board", "Changes to the board (now → after approval):", "NEWS-1 “Define &lt;!channel&gt; policy”: status Ready → Done"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("preview lacks %q:\n%s", want, text)
+		}
 	}
 }
