@@ -196,8 +196,9 @@ func TestBoardPageScreenshots(t *testing.T) {
 
 	// The newspaper board, a few cards along.
 	id, cards := newspaperBoard(t, s, "console:shots")
-	for temp, st := range map[string]string{"topic_policy": "Done", "research_a": "In Progress", "research_b": "Review", "research_c": "Blocked"} {
-		if _, err := s.ChangeCard(bg, board.CardChange{Card: cards[temp].ID, Actor: "test", Status: ptr(st)}); err != nil {
+	// In this order: the research cards may start once the topic is Done.
+	for _, m := range [][2]string{{"topic_policy", "Done"}, {"research_a", "In Progress"}, {"research_b", "Review"}, {"research_c", "Blocked"}} {
+		if _, err := s.ChangeCard(bg, board.CardChange{Card: cards[m[0]].ID, Actor: "test", Status: ptr(m[1])}); err != nil {
 			t.Fatal(err)
 		}
 	}
