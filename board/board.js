@@ -18,7 +18,7 @@
       return;
     }
     signin.textContent = "Signed in as " + user + ": use a card's “Move to” buttons.";
-    document.querySelectorAll(".move").forEach(function (m) { m.hidden = false; });
+    document.querySelectorAll(".move, .crit").forEach(function (m) { m.hidden = false; });
   }
 
   // refresh redraws the counts, the graph and the columns from the
@@ -30,7 +30,14 @@
     if (refreshing) { again = true; return refreshing; }
     const active = document.activeElement;
     const focusCard = active && active.closest ? active.closest("article.card") : null;
-    const focusKey = focusCard ? [focusCard.dataset.card, active.dataset.move || ""] : null;
+    let focusSelector = "";
+    if (focusCard && active.dataset.move) { focusSelector = '[data-move="' + active.dataset.move + '"]'; }
+    if (focusCard && active.dataset.criterion) { focusSelector = '[data-criterion="' + active.dataset.criterion + '"]'; }
+    const focusKey = focusCard ? [focusCard.dataset.card, focusSelector] : null;
+    // Descriptions people opened stay open across the redraw.
+    const opened = Array.prototype.map.call(document.querySelectorAll("article.card details[open]"), function (d) {
+      return d.closest("article.card").id;
+    });
     refreshing = fetch(location.pathname, { headers: { Accept: "text/html" }, cache: "no-store" })
       .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.text(); })
       .then(function (html) {
@@ -41,9 +48,13 @@
           if (fresh && old) { old.replaceWith(document.adoptNode(fresh)); }
         });
         showControls();
+        opened.forEach(function (id) {
+          const d = document.querySelector("#" + CSS.escape(id) + " details");
+          if (d) { d.open = true; }
+        });
         if (focusKey) {
           const card = document.getElementById(focusKey[0]);
-          const target = card && (card.querySelector('[data-move="' + focusKey[1] + '"]:not([disabled])') || card.querySelector("button:not([disabled])"));
+          const target = card && ((focusKey[1] && card.querySelector(focusKey[1] + ":not([disabled])")) || card.querySelector(".move button:not([disabled])"));
           if (target) { target.focus(); }
         }
         document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || "0") + 1);
@@ -56,18 +67,21 @@
     return refreshing;
   }
 
-  function move(card, status) {
+  // patch sends one change of a card to the API; done says what happened
+  // when it worked.
+  function patch(card, change, done) {
     const headers = { "Content-Type": "application/json" };
     if (token) { headers.Authorization = "Bearer " + token; }
-    say("Moving " + card.dataset.handle + " to " + status + "…");
+    change.user = user;
+    change.via = "page";
     fetch("/api/v1/cards/" + encodeURIComponent(card.dataset.card), {
       method: "PATCH",
       headers: headers,
-      body: JSON.stringify({ user: user, status: status, via: "page" })
+      body: JSON.stringify(change)
     }).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (body) {
         if (r.ok) {
-          say(card.dataset.handle + " moved to " + status + ".");
+          say(done);
           return refresh();
         }
         if (r.status === 401) {
@@ -80,11 +94,24 @@
     }).catch(function (err) { say("The move did not reach the server: " + err.message); });
   }
 
+  function move(card, status) {
+    say("Moving " + card.dataset.handle + " to " + status + "…");
+    patch(card, { status: status }, card.dataset.handle + " moved to " + status + ".");
+  }
+
   document.addEventListener("click", function (ev) {
-    const button = ev.target.closest ? ev.target.closest("button[data-move]") : null;
+    const button = ev.target.closest ? ev.target.closest("button[data-move], button[data-criterion]") : null;
     if (!button || button.disabled) { return; }
     const card = button.closest("article.card");
-    if (card) { move(card, button.dataset.move); }
+    if (!card) { return; }
+    if (button.dataset.move) {
+      move(card, button.dataset.move);
+      return;
+    }
+    const done = button.dataset.done === "true";
+    const index = Number(button.dataset.criterion);
+    patch(card, { criterion: { index: index, done: done } },
+      card.dataset.handle + ": criterion " + (index + 1) + " marked " + (done ? "done" : "not done") + ".");
   });
 
   function listen() {

@@ -264,4 +264,15 @@ func TestMoveCardsEverywhere(t *testing.T) {
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("audit rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
 	}
+
+	// An acceptance criterion marked done on the page, by keyboard.
+	n1 := "#" + cards["NEWS-1"].ID
+	if err := chromedp.Do(browser, chromedp.Click(chromedp.CSS(n1+" summary")), chromedp.Focus(chromedp.CSS(n1+` button[data-criterion="0"]`)), chromedp.KeyEvent("\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, browser, "the criterion marked done", `document.querySelector('`+n1+` li').classList.contains('done') && document.querySelector('`+n1+` details').open`)
+	c1, err := store.Card(ctx, board.CardID(cards["NEWS-1"].ID))
+	if err != nil || len(c1.CriteriaDone) != 1 || c1.CriteriaDone[0] != 0 {
+		t.Fatalf("criteria done = %v, %v", c1.CriteriaDone, err)
+	}
 }

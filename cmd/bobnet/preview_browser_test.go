@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -85,6 +87,10 @@ func TestConsolePreviewShowsWhatIsApproved(t *testing.T) {
 		if !strings.Contains(list, want) {
 			t.Errorf("board changes lack %q:\n%s", want, list)
 		}
+	}
+	if dir := os.Getenv("BOBNET_SCREENSHOTS"); dir != "" {
+		browse(t, ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll('[data-testid=preview]')].pop().scrollIntoView(); true`))
+		_ = os.WriteFile(filepath.Join(dir, "console-change-preview.png"), browse(t, ctx, chromedp.CaptureScreenshot()), 0o644)
 	}
 	newCards := browse(t, ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('[data-testid=preview]')].pop().innerText`))
 	if !strings.Contains(newCards, "New cards for this channel's board") || !strings.Contains(newCards, "Fact-check the research") {

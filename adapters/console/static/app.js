@@ -133,6 +133,7 @@
   }
 
   function isChange(a) { return a.type === "update_card" || a.type === "add_links"; }
+  function createsBoard(plan) { return ((plan || {}).actions || []).some((a) => !!a.board); }
 
   function renderPreview(p) {
     clearWorking();
@@ -244,7 +245,7 @@
     if (p.state === "pending") {
       state.textContent = "Waiting for approval · expires " + new Date(p.expires_at).toLocaleString();
       actions.prepend(
-        button("Approve and create", "primary", "approve", () => decide(p.id, "approve")),
+        button(createsBoard(p.plan) ? "Approve and create" : "Approve and apply", "primary", "approve", () => decide(p.id, "approve")),
         button("Revise", "", "revise", () => showRevise(p.id, actions)),
         button("Cancel", "danger", "cancel", () => decide(p.id, "cancel")));
     } else if (p.state === "approved") {
