@@ -1,6 +1,7 @@
 package board
 
 import (
+	"fmt"
 	"html/template"
 	"net/http"
 	"slices"
@@ -126,7 +127,11 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 		if len(byStatus[s]) == 0 {
 			widths = append(widths, "minmax(96px, 0.35fr)")
 		} else {
-			widths = append(widths, "minmax(200px, 1fr)")
+			// A column with many cards gets more room and lays its cards
+			// out in several columns of its own, so 64 cards in one status
+			// do not make one endless strip.
+			weight := 1 + min(len(byStatus[s]), 36)/6
+			widths = append(widths, fmt.Sprintf("minmax(170px, %dfr)", weight))
 		}
 	}
 	data := map[string]any{
