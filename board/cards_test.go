@@ -329,3 +329,56 @@ func TestFeedDeliversChanges(t *testing.T) {
 		t.Fatal("no event")
 	}
 }
+
+// TestTwentyConcurrentMoversWithVersions has 20 people move the same card
+// at once, each from the version they saw: exactly one wins, the other 19
+// are told of the conflict with the card as it now is, and nothing they
+// sent is written.
+func TestTwentyConcurrentMoversWithVersions(t *testing.T) {
+	t.Parallel()
+	s := boardtest.NewStore(t)
+	ctx := context.Background()
+	id, cards := newspaperBoard(t, s, "console:versions")
+	c := cards["schedule"]
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	results := make(chan error, 20)
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := s.ChangeCard(ctx, board.CardChange{Card: c.ID, Actor: fmt.Sprintf("person%02d", i), Via: "api",
+				Status: ptr("Blocked"), Assignee: ptr(fmt.Sprintf("person%02d", i)), IfVersion: c.Version})
+			results <- err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(results)
+	won, lost := 0, 0
+	for err := range results {
+		var ce *board.ConflictError
+		switch {
+		case err == nil:
+			won++
+		case errors.As(err, &ce) && ce.Current.Version == 2 && ce.Current.Status == "Blocked":
+			lost++
+		default:
+			t.Errorf("unexpected: %v", err)
+		}
+	}
+	if won != 1 || lost != 19 {
+		t.Fatalf("%d won, %d told of a conflict; want 1 and 19", won, lost)
+	}
+	events, _ := s.Audit(ctx, board.AuditFilter{BoardID: id})
+	changes := 0
+	for _, e := range events {
+		if e.Action == "card_changed" {
+			changes++
+		}
+	}
+	if changes != 1 {
+		t.Errorf("%d changes audited, want the winner's only", changes)
+	}
+}

@@ -295,3 +295,19 @@ func CardErrorText(err error) string {
 	}
 	return "That did not work: " + err.Error()
 }
+
+// SplitCardStatus splits the words of a move command, such as "research b
+// in progress", into the card and the status at its end, which may be two
+// words. Chat adapters (Slack's /bobnet move, Matrix's !bobnet move) share
+// it so they read a command the same way.
+func SplitCardStatus(args []string) (card, status string, ok bool) {
+	for n := 2; n >= 1; n-- {
+		if len(args) <= n {
+			continue
+		}
+		if st, ok := board.ParseStatus(strings.Join(args[len(args)-n:], " ")); ok {
+			return strings.Join(args[:len(args)-n], " "), st, true
+		}
+	}
+	return "", "", false
+}

@@ -251,3 +251,23 @@ func TestProposalWithACycleIsRejected(t *testing.T) {
 		t.Fatalf("request = %+v %+v", st, st.Reply)
 	}
 }
+
+func TestSplitCardStatus(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string][2]string{
+		"NEWS-3 in progress":           {"NEWS-3", "In Progress"},
+		"research b done":              {"research b", "Done"},
+		"define daily topic Review":    {"define daily topic", "Review"},
+		"the in progress card backlog": {"the in progress card", "Backlog"},
+	} {
+		card, st, ok := bot.SplitCardStatus(strings.Fields(in))
+		if !ok || card != want[0] || st != want[1] {
+			t.Errorf("%q -> %q %q %v", in, card, st, ok)
+		}
+	}
+	for _, in := range []string{"NEWS-3", "done", "NEWS-3 finished"} {
+		if _, _, ok := bot.SplitCardStatus(strings.Fields(in)); ok {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}

@@ -30,7 +30,7 @@ func (a *Adapter) cardCommand(ctx context.Context, sub, channel, user string, ar
 		text := escape(bot.NextText(st)) + "\n<" + board.BoardURL(a.cfg.PublicURL, st.Board.ID) + "|Open the board>"
 		return commandReply{ResponseType: "ephemeral", Text: text}
 	case "move":
-		card, status, ok := splitStatus(args)
+		card, status, ok := bot.SplitCardStatus(args)
 		if !ok {
 			return private("Say which card and where to: `/bobnet move NEWS-3 in progress`. Statuses: " + strings.Join(board.Statuses, ", ") + ".")
 		}
@@ -50,18 +50,4 @@ func (a *Adapter) cardCommand(ctx context.Context, sub, channel, user string, ar
 	text := strings.TrimSuffix(escape(bot.CardUpdateText(up, "")), ".") + " by <@" + escape(user) + ">. <" +
 		board.BoardURL(a.cfg.PublicURL, up.Board.ID) + "#" + string(up.Card.ID) + "|Open the board>"
 	return commandReply{ResponseType: "in_channel", Text: text}
-}
-
-// splitStatus splits "research b in progress" into the card and the status
-// at its end, which may be two words.
-func splitStatus(args []string) (card, status string, ok bool) {
-	for n := 2; n >= 1; n-- {
-		if len(args) <= n {
-			continue
-		}
-		if st, ok := board.ParseStatus(strings.Join(args[len(args)-n:], " ")); ok {
-			return strings.Join(args[:len(args)-n], " "), st, true
-		}
-	}
-	return "", "", false
 }
