@@ -316,6 +316,10 @@ func TestFeedDeliversChanges(t *testing.T) {
 	go func() { _ = feed.Run(ctx) }()
 	events, stop := feed.Subscribe(id)
 	defer stop()
+	all, stopAll := feed.Subscribe(board.AllBoards)
+	defer stopAll()
+	other, stopOther := feed.Subscribe(board.NewBoardID())
+	defer stopOther()
 	<-feed.Ready()
 	if _, err := s.ChangeCard(ctx, board.CardChange{Card: cards["topic_policy"].ID, Actor: "carol", Via: "page", Status: ptr("In Progress")}); err != nil {
 		t.Fatal(err)
@@ -327,6 +331,19 @@ func TestFeedDeliversChanges(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("no event")
+	}
+	select {
+	case ev := <-all:
+		if ev.Card.Handle != "NEWS-1" {
+			t.Fatalf("all-boards event = %+v", ev)
+		}
+	case <-ctx.Done():
+		t.Fatal("no event for the all-boards subscriber")
+	}
+	select {
+	case ev := <-other:
+		t.Fatalf("another board's subscriber got %+v", ev)
+	default:
 	}
 }
 
