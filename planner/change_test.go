@@ -107,3 +107,20 @@ func TestChangeActionsNeedABoard(t *testing.T) {
 		t.Fatalf("offline: %+v %+v", res.Errors, res.Warnings)
 	}
 }
+
+func TestPromptNamesCardsByHandleAndOffersChanges(t *testing.T) {
+	t.Parallel()
+	msgs := planner.BuildPrompt(planner.PromptInput{
+		Board:   &planner.BoardSummary{ID: "b_1", Name: "News", Cards: []planner.CardSummary{{ID: "c_1", Handle: "NEWS-1", Title: "Pick topics", Status: "Ready"}}},
+		Message: "mark the topic card done",
+	})
+	var all strings.Builder
+	for _, m := range msgs {
+		all.WriteString(m.Content + "\n")
+	}
+	for _, want := range []string{`"type": "update_card"`, `"type": "add_links"`, "- [NEWS-1] Pick topics (Ready, Unassigned)", "only when every card it depends on is Done"} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("prompt lacks %q", want)
+		}
+	}
+}
