@@ -35,8 +35,11 @@ type Execution struct {
 	Chain string
 	// Audit is written in the same transaction as the board, with the
 	// board's id filled in.
-	Audit       []AuditEvent
-	Channel     string // channel key, e.g. "slack:C123" or "console:general"
+	Audit   []AuditEvent
+	Channel string // channel key, e.g. "slack:C123" or "console:general"
+	// Thread is the platform thread the plan was approved in; a board it
+	// creates tells its Done and Blocked cards there.
+	Thread      string
 	RequestedBy string
 	ApprovedBy  string
 	Plan        planner.Envelope // validated and normalized
@@ -49,20 +52,32 @@ type ExecResult struct {
 	CardIDs  map[string]CardID // temp id -> real id
 	Cards    int
 	Links    int
+	// Updated counts the existing cards an update_card changed.
+	Updated int
 }
 
 // Board is a board's own fields.
 type Board struct {
-	ID        ID        `json:"id"`
-	Name      string    `json:"name"`
-	Goal      string    `json:"goal"`
+	ID   ID     `json:"id"`
+	Name string `json:"name"`
+	Goal string `json:"goal"`
+	// Key prefixes the handles of the board's cards: NEWS in NEWS-3.
+	Key       string    `json:"key"`
 	Channel   string    `json:"-"`
+	Thread    string    `json:"-"`
 	CreatedAt time.Time `json:"-"`
 }
 
 // Card is a card with the ids of the cards it depends on.
 type Card struct {
-	ID                 CardID   `json:"id"`
+	ID CardID `json:"id"`
+	// Handle is the short name people use for the card: the board's key
+	// and the card's number, such as NEWS-3.
+	Handle string `json:"handle"`
+	Number int    `json:"number"`
+	// Version counts the changes made to the card; a change may name the
+	// version it was based on to be refused if someone changed it since.
+	Version            int      `json:"version"`
 	BoardID            ID       `json:"-"`
 	Title              string   `json:"title"`
 	Body               string   `json:"body"`
@@ -72,16 +87,25 @@ type Card struct {
 	AcceptanceCriteria []string `json:"acceptance_criteria"`
 	SuggestedSkills    []string `json:"suggested_skills"`
 	Notes              string   `json:"notes"`
-	DependsOn          []CardID `json:"depends_on"`
+	// CriteriaDone holds the indexes of the acceptance criteria marked done.
+	CriteriaDone []int    `json:"criteria_done"`
+	DependsOn    []CardID `json:"depends_on"`
 }
 
-// Status is the summary behind "/bobnet status": counts by status, cards
-// blocked by unfinished dependencies and cards ready to start.
+// Status is the summary behind "/bobnet status": counts by status, the
+// cards ready to start and the cards waiting on dependencies. Every surface
+// uses these words: a card's status "Ready" is where it sits, "ready to
+// start" means nothing it depends on is unfinished, and "waiting on
+// dependencies" is the opposite, whatever its status (the status "Blocked"
+// is a person's call, for reasons outside the board).
 type Status struct {
-	Board   Board          `json:"board"`
-	Counts  map[string]int `json:"counts"`
-	Blocked []Card         `json:"blocked"`
-	Ready   []Card         `json:"ready"`
+	Board  Board          `json:"board"`
+	Counts map[string]int `json:"counts"`
+	// Ready are the cards not started (Backlog or Ready) whose
+	// dependencies are all Done.
+	Ready []Card `json:"ready_to_start"`
+	// Waiting are the cards not Done that depend on a card not Done.
+	Waiting []Card `json:"waiting_on_dependencies"`
 }
 
 // AuditEvent is one recorded decision or step.

@@ -44,7 +44,7 @@ func (e *OtherVersionApprovedError) Is(target error) bool { return target == Err
 
 // Card statuses a card may have on a board; planned cards start in the
 // first two.
-var Statuses = []string{"Backlog", "Ready", "In Progress", "Review", "Blocked", "Done"}
+var Statuses = planner.CardStatuses
 
 // Store is the Postgres side of BobNet. Its methods are safe for concurrent
 // use.
@@ -112,6 +112,7 @@ type cardRow struct {
 	ID                 CardID   `json:"id"`
 	BoardID            ID       `json:"board_id"`
 	Position           int      `json:"position"`
+	Number             int      `json:"number"`
 	TempID             string   `json:"temp_id"`
 	Title              string   `json:"title"`
 	Body               string   `json:"body"`
@@ -133,6 +134,7 @@ type boardRow struct {
 	ID   ID     `json:"id"`
 	Name string `json:"name"`
 	Goal string `json:"goal"`
+	Key  string `json:"key"`
 }
 
 const (
@@ -148,14 +150,19 @@ const (
 
 	selectChannelBoardID = `SELECT board_id FROM channel_bindings WHERE channel = $1`
 
-	insertBoards = `INSERT INTO boards (id, name, goal, channel, proposal_id)
-SELECT r.id, r.name, r.goal, $2, $3 FROM jsonb_to_recordset($1::jsonb) AS r(id text, name text, goal text)`
+	// Locking the target board serializes card additions to it, so the
+	// numbers they take from the board's highest do not collide.
+	lockBoardNextNumber = `SELECT coalesce((SELECT max(number) FROM cards WHERE board_id = b.id), 0) + 1
+FROM boards b WHERE b.id = $1 FOR UPDATE`
 
-	insertCards = `INSERT INTO cards (id, board_id, position, temp_id, title, body, assignee, status,
+	insertBoards = `INSERT INTO boards (id, name, goal, key, channel, proposal_id, thread)
+SELECT r.id, r.name, r.goal, r.key, $2, $3, $4 FROM jsonb_to_recordset($1::jsonb) AS r(id text, name text, goal text, key text)`
+
+	insertCards = `INSERT INTO cards (id, board_id, position, number, temp_id, title, body, assignee, status,
     workspace_mode, acceptance_criteria, suggested_skills, notes, proposal_id)
-SELECT r.id, r.board_id, r.position, r.temp_id, r.title, r.body, r.assignee, r.status,
+SELECT r.id, r.board_id, r.position, r.number, r.temp_id, r.title, r.body, r.assignee, r.status,
     r.workspace_mode, coalesce(r.acceptance_criteria, '[]'), coalesce(r.suggested_skills, '[]'), r.notes, $2
-FROM jsonb_to_recordset($1::jsonb) AS r(id text, board_id text, position int, temp_id text, title text,
+FROM jsonb_to_recordset($1::jsonb) AS r(id text, board_id text, position int, number int, temp_id text, title text,
     body text, assignee text, status text, workspace_mode text, acceptance_criteria jsonb,
     suggested_skills jsonb, notes text)`
 
@@ -249,6 +256,7 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 	for _, a := range ex.Plan.Actions {
 		needsTarget = needsTarget || a.Type.NeedsTargetBoard()
 	}
+	next := 1
 	if needsTarget {
 		err := conn.QueryRow(ctx, selectChannelBoardID, ex.Channel).Scan(&target)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -257,17 +265,17 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 		if err != nil {
 			return res, err
 		}
+		if err := conn.QueryRow(ctx, lockBoardNextNumber, target).Scan(&next); err != nil {
+			return res, err
+		}
 	}
-	boards, cards, links, r, err := layout(ex.Plan, target)
+	boards, cards, links, r, err := layout(ex.Plan, target, next)
 	if err != nil {
 		return res, err
 	}
 	res = r
+	changes := hasChanges(ex.Plan)
 
-	resultJSON, err := json.Marshal(res)
-	if err != nil {
-		return res, err
-	}
 	// The plan is sent only when Postgres has no record of the proposal:
 	// a recorded one already holds it, and a 64-card plan is most of the
 	// bytes of the transaction.
@@ -277,13 +285,14 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 			return res, err
 		}
 	}
-	detail, _ := json.Marshal(map[string]any{"requested_by": ex.RequestedBy, "cards": res.Cards, "links": res.Links, "boards": len(boards)})
 
-	// One round trip for every write and the commit.
+	// One round trip for every write and the commit. A plan that changes
+	// existing cards needs its new rows first (the changes may name them),
+	// so it takes one more.
 	b := &pgx.Batch{}
 	if len(boards) > 0 {
 		js, _ := json.Marshal(boards)
-		b.Queue(insertBoards, js, ex.Channel, ex.ProposalID)
+		b.Queue(insertBoards, js, ex.Channel, ex.ProposalID, ex.Thread)
 	}
 	if len(cards) > 0 {
 		js, _ := json.Marshal(cards)
@@ -293,6 +302,24 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 		js, _ := json.Marshal(links)
 		b.Queue(insertLinks, js)
 	}
+	if changes {
+		if b.Len() > 0 {
+			if err := conn.SendBatch(ctx, b).Close(); err != nil {
+				return res, err
+			}
+		}
+		if err := applyChanges(ctx, conn, ex, target, &res); err != nil {
+			return res, err
+		}
+		b = &pgx.Batch{}
+	}
+	// The result and the audit say what the changes did too, so they are
+	// made after them.
+	resultJSON, err := json.Marshal(res)
+	if err != nil {
+		return res, err
+	}
+	detail, _ := json.Marshal(map[string]any{"requested_by": ex.RequestedBy, "cards": res.Cards, "links": res.Links, "boards": len(boards), "updated": res.Updated})
 	if len(boards) > 0 && ex.Channel != "" {
 		b.Queue(upsertBinding, ex.Channel, boards[len(boards)-1].ID)
 	}
@@ -316,13 +343,18 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 }
 
 // layout turns a plan into the rows to insert, with new ids. Card actions
-// go to target; board actions to the board they create.
-func layout(plan planner.Envelope, target ID) ([]boardRow, []cardRow, []linkRow, ExecResult, error) {
+// go to target, numbered from next on; board actions to the board they
+// create, numbered from 1.
+func layout(plan planner.Envelope, target ID, next int) ([]boardRow, []cardRow, []linkRow, ExecResult, error) {
 	var boards []boardRow
 	var cards []cardRow
 	var links []linkRow
 	res := ExecResult{CardIDs: map[string]CardID{}}
 	position := 0
+	numbers := map[ID]int{} // board -> the number its next card takes
+	if target != "" {
+		numbers[target] = next
+	}
 	for i, a := range plan.Actions {
 		var boardID ID
 		switch a.Type {
@@ -331,13 +363,20 @@ func layout(plan planner.Envelope, target ID) ([]boardRow, []cardRow, []linkRow,
 				return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has no board", ErrInvalidPlan, i)
 			}
 			boardID = NewBoardID()
-			boards = append(boards, boardRow{ID: boardID, Name: a.Board.Name, Goal: a.Board.Goal})
+			boards = append(boards, boardRow{ID: boardID, Name: a.Board.Name, Goal: a.Board.Goal, Key: BoardKey(a.Board.Name)})
 		case planner.ActionCreateCard, planner.ActionCreateCardBatch:
 			boardID = target
+		case planner.ActionUpdateCard, planner.ActionAddLinks:
+			// Applied by applyChanges once the new cards exist.
+			res.BoardID = target
+			continue
 		default:
 			return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has type %q", ErrInvalidPlan, i, a.Type)
 		}
 		res.BoardID = boardID
+		if _, ok := numbers[boardID]; !ok {
+			numbers[boardID] = 1
+		}
 		local := map[string]CardID{}
 		for _, c := range a.Cards {
 			id := NewCardID()
@@ -348,11 +387,12 @@ func layout(plan planner.Envelope, target ID) ([]boardRow, []cardRow, []linkRow,
 				mode = planner.WorkspaceDirect
 			}
 			cards = append(cards, cardRow{
-				ID: id, BoardID: boardID, Position: position, TempID: c.TempID, Title: c.Title, Body: c.Body,
+				ID: id, BoardID: boardID, Position: position, Number: numbers[boardID], TempID: c.TempID, Title: c.Title, Body: c.Body,
 				Assignee: c.Assignee, Status: status, WorkspaceMode: mode,
 				AcceptanceCriteria: nonNil(c.AcceptanceCriteria), SuggestedSkills: nonNil(c.SuggestedSkills), Notes: c.Notes,
 			})
 			position++
+			numbers[boardID]++
 		}
 		seen := map[linkRow]bool{}
 		addLink := func(card, dep string) error {
@@ -397,11 +437,11 @@ func nonNil(s []string) []string {
 }
 
 const (
-	selectBoard = `SELECT id, name, goal, channel, created_at FROM boards WHERE id = $1`
+	selectBoard = `SELECT id, name, goal, key, channel, thread, created_at FROM boards WHERE id = $1`
 
-	selectCards = `SELECT id, board_id, title, body, assignee, status, workspace_mode, acceptance_criteria,
-    suggested_skills, notes
-FROM cards WHERE board_id = $1 ORDER BY position, id`
+	selectCards = `SELECT c.id, c.board_id, c.title, c.body, c.assignee, c.status, c.workspace_mode, c.acceptance_criteria,
+    c.suggested_skills, c.notes, c.number, c.version, c.criteria_done, b.key || '-' || c.number
+FROM cards c JOIN boards b ON b.id = c.board_id WHERE c.board_id = $1 ORDER BY c.number`
 
 	selectLinks = `SELECT card_id, depends_on FROM card_links WHERE board_id = $1 ORDER BY card_id, depends_on`
 )
@@ -416,23 +456,14 @@ func (s *Store) Board(ctx context.Context, id ID) (Board, []Card, error) {
 	batch.Queue(selectLinks, id)
 	br := s.pool.SendBatch(ctx, batch)
 	defer br.Close()
-	if err := br.QueryRow().Scan(&b.ID, &b.Name, &b.Goal, &b.Channel, &b.CreatedAt); err != nil {
+	if err := br.QueryRow().Scan(&b.ID, &b.Name, &b.Goal, &b.Key, &b.Channel, &b.Thread, &b.CreatedAt); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return Board{}, nil, fmt.Errorf("board %s: %w", id, ErrNotFound)
 		}
 		return Board{}, nil, fmt.Errorf("board %s: %w", id, err)
 	}
 	rows, _ := br.Query()
-	cards, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Card, error) {
-		var c Card
-		var ac, ss []byte
-		err := row.Scan(&c.ID, &c.BoardID, &c.Title, &c.Body, &c.Assignee, &c.Status, &c.WorkspaceMode, &ac, &ss, &c.Notes)
-		if err == nil {
-			err = errors.Join(json.Unmarshal(ac, &c.AcceptanceCriteria), json.Unmarshal(ss, &c.SuggestedSkills))
-		}
-		c.DependsOn = []CardID{}
-		return c, err
-	})
+	cards, err := pgx.CollectRows(rows, scanCard)
 	if err != nil {
 		return Board{}, nil, fmt.Errorf("cards of board %s: %w", id, err)
 	}
@@ -455,8 +486,8 @@ func (s *Store) Board(ctx context.Context, id ID) (Board, []Card, error) {
 }
 
 // Status summarizes a board: counts by status (every status, zeros
-// included), cards blocked by an unfinished dependency, and cards ready to
-// start (not done, every dependency done). ErrNotFound when there is no
+// included), cards waiting on an unfinished dependency, and cards ready to
+// start (not started, every dependency done). ErrNotFound when there is no
 // such board.
 func (s *Store) Status(ctx context.Context, id ID) (Status, error) {
 	b, cards, err := s.Board(ctx, id)
@@ -468,7 +499,7 @@ func (s *Store) Status(ctx context.Context, id ID) (Status, error) {
 
 // Summarize computes a Status from a board's cards.
 func Summarize(b Board, cards []Card) Status {
-	st := Status{Board: b, Counts: map[string]int{}, Blocked: []Card{}, Ready: []Card{}}
+	st := Status{Board: b, Counts: map[string]int{}, Waiting: []Card{}, Ready: []Card{}}
 	for _, s := range Statuses {
 		st.Counts[s] = 0
 	}
@@ -487,7 +518,7 @@ func Summarize(b Board, cards []Card) Status {
 		}
 		switch {
 		case blocked:
-			st.Blocked = append(st.Blocked, c)
+			st.Waiting = append(st.Waiting, c)
 		case c.Status == "Backlog" || c.Status == "Ready":
 			st.Ready = append(st.Ready, c)
 		}
@@ -510,14 +541,17 @@ func (s *Store) SetCardStatus(ctx context.Context, id CardID, status string) err
 	return nil
 }
 
-const selectChannelBoard = `SELECT b.id, b.name, b.goal, b.channel, b.created_at
+const selectChannelBoard = `SELECT b.id, b.name, b.goal, b.key, b.channel, b.thread, b.created_at
 FROM channel_bindings cb JOIN boards b ON b.id = cb.board_id WHERE cb.channel = $1`
 
-// ChannelBoard returns the channel's current board. ErrNotFound when the
-// channel has none.
+// ChannelBoard returns the channel's current board: the one its binding
+// names, which is the board most recently created in (or bound to) the
+// channel. It is the one answer to "which board is this channel's" that
+// status, card commands, planning and execution all use. ErrNotFound when
+// the channel has none.
 func (s *Store) ChannelBoard(ctx context.Context, channel string) (Board, error) {
 	var b Board
-	err := s.pool.QueryRow(ctx, selectChannelBoard, channel).Scan(&b.ID, &b.Name, &b.Goal, &b.Channel, &b.CreatedAt)
+	err := s.pool.QueryRow(ctx, selectChannelBoard, channel).Scan(&b.ID, &b.Name, &b.Goal, &b.Key, &b.Channel, &b.Thread, &b.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Board{}, fmt.Errorf("board of channel %s: %w", channel, ErrNotFound)
 	}
@@ -542,7 +576,8 @@ func (s *Store) BindChannel(ctx context.Context, channel string, id ID) error {
 }
 
 // BoardSummary describes a board for the planner's prompt: name, goal,
-// counts by status and up to 40 cards that are not done.
+// counts by status and up to 40 cards that are not done; and, for
+// validating changes to it, every card with its handle and dependencies.
 func (s *Store) BoardSummary(ctx context.Context, id ID) (planner.BoardSummary, error) {
 	b, cards, err := s.Board(ctx, id)
 	if err != nil {
@@ -555,9 +590,15 @@ func (s *Store) BoardSummary(ctx context.Context, id ID) (planner.BoardSummary, 
 			sum.Counts[k] = v
 		}
 	}
+	sum.State = &planner.BoardState{}
 	for _, c := range cards {
+		cs := planner.CardSummary{ID: string(c.ID), Handle: c.Handle, Title: c.Title, Status: c.Status, Assignee: c.Assignee}
+		for _, d := range c.DependsOn {
+			cs.DependsOn = append(cs.DependsOn, string(d))
+		}
+		sum.State.Cards = append(sum.State.Cards, cs)
 		if c.Status != "Done" && len(sum.Cards) < 40 {
-			sum.Cards = append(sum.Cards, planner.CardSummary{ID: string(c.ID), Title: c.Title, Status: c.Status, Assignee: c.Assignee})
+			sum.Cards = append(sum.Cards, cs)
 		}
 	}
 	return sum, nil

@@ -256,8 +256,8 @@ func TestStatusSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Counts["Ready"] != 1 || st.Counts["Backlog"] != 9 || st.Counts["Done"] != 0 || len(st.Ready) != 1 || len(st.Blocked) != 9 {
-		t.Fatalf("status = counts %v, ready %d, blocked %d", st.Counts, len(st.Ready), len(st.Blocked))
+	if st.Counts["Ready"] != 1 || st.Counts["Backlog"] != 9 || st.Counts["Done"] != 0 || len(st.Ready) != 1 || len(st.Waiting) != 9 {
+		t.Fatalf("status = counts %v, ready %d, blocked %d", st.Counts, len(st.Ready), len(st.Waiting))
 	}
 	if err := s.SetCardStatus(ctx, res.CardIDs["topic_policy"], "Done"); err != nil {
 		t.Fatal(err)
@@ -267,8 +267,8 @@ func TestStatusSummary(t *testing.T) {
 	for _, c := range st.Ready {
 		ready = append(ready, c.Title)
 	}
-	if len(st.Ready) != 3 || len(st.Blocked) != 6 || st.Counts["Done"] != 1 {
-		t.Fatalf("after topic done: ready %v, blocked %d", ready, len(st.Blocked))
+	if len(st.Ready) != 3 || len(st.Waiting) != 6 || st.Counts["Done"] != 1 {
+		t.Fatalf("after topic done: ready %v, blocked %d", ready, len(st.Waiting))
 	}
 	if err := s.SetCardStatus(ctx, res.CardIDs["synthesis"], "Deleted"); err == nil {
 		t.Error("unknown status accepted")

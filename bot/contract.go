@@ -69,8 +69,11 @@ type Request struct {
 	Revises  ProposalID `json:"revises,omitempty"`
 	Feedback string     `json:"feedback,omitempty"`
 	// Again is set when an expired proposal is proposed again.
-	Again      ProposalID `json:"again,omitempty"`
-	ReceivedAt time.Time  `json:"received_at"`
+	Again ProposalID `json:"again,omitempty"`
+	// Via is the credential the request came through (a token, a hook
+	// delivery), for the audit log; Submit takes it from the context.
+	Via        string    `json:"via,omitempty"`
+	ReceivedAt time.Time `json:"received_at"`
 }
 
 // RequestState is where a request is in its life.
@@ -142,15 +145,18 @@ type Proposal struct {
 	Plan        planner.Envelope `json:"plan"`
 	Warnings    []planner.Issue  `json:"warnings"`
 	Changes     *Changes         `json:"changes,omitempty"` // against the previous version
-	State       ProposalState    `json:"state"`
-	CreatedAt   time.Time        `json:"created_at"`
-	ExpiresAt   time.Time        `json:"expires_at"`
-	DecidedBy   string           `json:"decided_by,omitempty"`
-	DecidedAt   time.Time        `json:"decided_at,omitzero"`
-	BoardID     board.ID         `json:"board_id,omitempty"`
-	BoardURL    string           `json:"board_url,omitempty"`
-	TargetBoard board.ID         `json:"target_board,omitempty"` // for card/batch actions
-	Message     MessageRef       `json:"message,omitempty"`      // the posted preview
+	// BoardChanges are what the plan's update_card and add_links would do
+	// to the current board, each with its value now and after.
+	BoardChanges []BoardChange `json:"board_changes,omitempty"`
+	State        ProposalState `json:"state"`
+	CreatedAt    time.Time     `json:"created_at"`
+	ExpiresAt    time.Time     `json:"expires_at"`
+	DecidedBy    string        `json:"decided_by,omitempty"`
+	DecidedAt    time.Time     `json:"decided_at,omitzero"`
+	BoardID      board.ID      `json:"board_id,omitempty"`
+	BoardURL     string        `json:"board_url,omitempty"`
+	TargetBoard  board.ID      `json:"target_board,omitempty"` // for card/batch actions
+	Message      MessageRef    `json:"message,omitempty"`      // the posted preview
 	// Chain is the id of the first version of this request's proposals
 	// (empty for a first version): at most one version of a chain is ever
 	// approved.
@@ -175,6 +181,10 @@ type Changes struct {
 	LinksAdded   []string `json:"links_added"`
 	LinksRemoved []string `json:"links_removed"`
 	BoardChanged *Change  `json:"board_changed,omitempty"`
+	// UpdatesAdded and UpdatesRemoved are changes to existing cards
+	// (update_card, add_links) one version proposes and the other did not.
+	UpdatesAdded   []string `json:"updates_added,omitempty"`
+	UpdatesRemoved []string `json:"updates_removed,omitempty"`
 }
 
 // Change is one before/after pair; Subject names the card it is about.

@@ -85,6 +85,7 @@ func Diff(old, cur planner.Envelope) *Changes {
 	}
 	sort.Strings(c.LinksAdded)
 	sort.Strings(c.LinksRemoved)
+	c.UpdatesAdded, c.UpdatesRemoved = updatesDiff(old, cur)
 	ob, nb := boardOf(old), boardOf(cur)
 	if ob != nb {
 		c.BoardChanged = &Change{From: ob, To: nb}
@@ -94,7 +95,8 @@ func Diff(old, cur planner.Envelope) *Changes {
 
 // Empty reports whether nothing changed.
 func (c *Changes) Empty() bool {
-	return c == nil || (len(c.Added)+len(c.Removed)+len(c.Retitled)+len(c.Reassigned)+len(c.LinksAdded)+len(c.LinksRemoved) == 0 && c.BoardChanged == nil)
+	return c == nil || (len(c.Added)+len(c.Removed)+len(c.Retitled)+len(c.Reassigned)+len(c.LinksAdded)+len(c.LinksRemoved)+
+		len(c.UpdatesAdded)+len(c.UpdatesRemoved) == 0 && c.BoardChanged == nil)
 }
 
 // Summary is the changes in one line, such as "2 cards added, 1 removed".
@@ -117,6 +119,8 @@ func (c *Changes) Summary() string {
 	add(len(c.Reassigned), "reassigned", "reassigned")
 	add(len(c.LinksAdded), "link added", "links added")
 	add(len(c.LinksRemoved), "link removed", "links removed")
+	add(len(c.UpdatesAdded), "card change added", "card changes added")
+	add(len(c.UpdatesRemoved), "card change dropped", "card changes dropped")
 	if c.BoardChanged != nil {
 		parts = append(parts, "board renamed")
 	}
@@ -153,10 +157,8 @@ func linksOf(e planner.Envelope) []planner.Link {
 }
 
 func boardOf(e planner.Envelope) string {
-	for _, a := range e.Actions {
-		if a.Board != nil {
-			return a.Board.Name
-		}
+	if b := e.NewBoard(); b != nil {
+		return b.Name
 	}
 	return ""
 }

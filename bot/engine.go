@@ -55,6 +55,7 @@ type Proposals interface {
 // history; *pending.Store is one.
 type Requests interface {
 	Admit(ctx context.Context, a Admission) (AdmitResult, error)
+	Allow(ctx context.Context, key string, limit RateLimit) (bool, error)
 	PutRequest(ctx context.Context, r RequestRecord) error
 	Request(ctx context.Context, id RequestID) (RequestRecord, error)
 	AppendTurn(ctx context.Context, thread string, t planner.Turn) error
@@ -238,6 +239,9 @@ func (e *Engine) Submit(ctx context.Context, r Request) (id RequestID, err error
 	}
 	if r.ReceivedAt.IsZero() {
 		r.ReceivedAt = e.deps.Now()
+	}
+	if r.Via == "" {
+		r.Via = Via(ctx)
 	}
 	a := Admission{
 		Record:    RequestRecord{Request: r, Status: RequestStatus{ID: r.ID, State: RequestQueued}},
@@ -428,7 +432,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	}
 	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "supersedes": p.Supersedes, "chain": p.ChainID()}))
 	res, err := e.deps.Boards.Execute(ctx, board.Execution{
-		ProposalID: string(id), Chain: string(p.ChainID()), Channel: p.Thread.Channel.Key(), RequestedBy: p.RequestedBy,
+		ProposalID: string(id), Chain: string(p.ChainID()), Channel: p.Thread.Channel.Key(), Thread: p.Thread.ID, RequestedBy: p.RequestedBy,
 		ApprovedBy: user, Plan: p.Plan,
 		Audit: []board.AuditEvent{{Actor: user, Action: "approved", Channel: p.Thread.Channel.Key(), ProposalID: string(id), Detail: detail}},
 	})
@@ -456,14 +460,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		e.logger.Warn("record approval in redis", "proposal", id, "err", err)
 	}
 	e.emit(ctx, p, !res.Replayed)
-	name := "the board"
-	for _, a := range p.Plan.Actions {
-		if a.Board != nil {
-			name = "board “" + a.Board.Name + "”"
-		}
-	}
-	text := fmt.Sprintf("Approved by %s at %s: %s created with %d cards and %d links (proposal %s, v%d).",
-		user, now.UTC().Format("15:04 UTC"), name, res.Cards, res.Links, id, p.Version)
+	text := approvalText(user, now, p, res)
 	e.say(p.Thread, "announce approval of "+string(id), func(ctx context.Context, poster Poster) error {
 		return errors.Join(poster.UpdatePreview(ctx, p), poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: text, BoardURL: p.BoardURL}))
 	})

@@ -72,11 +72,12 @@ func (m *memory) Admit(_ context.Context, a bot.Admission) (bot.AdmitResult, err
 	m.queue <- bot.Delivery{MessageID: string(a.Record.Request.ID), RequestID: a.Record.Request.ID}
 	return bot.AdmitResult{Outcome: bot.AdmitNew, RequestID: a.Record.Request.ID}, nil
 }
-func (m *memory) AppendTurn(context.Context, string, planner.Turn) error { return nil }
-func (m *memory) Turns(context.Context, string) ([]planner.Turn, error)  { return nil, nil }
-func (m *memory) Init(context.Context) error                             { return nil }
-func (m *memory) Renew(context.Context, string, []string) error          { return nil }
-func (m *memory) Ack(context.Context, string) error                      { return nil }
+func (m *memory) Allow(context.Context, string, bot.RateLimit) (bool, error) { return true, nil }
+func (m *memory) AppendTurn(context.Context, string, planner.Turn) error     { return nil }
+func (m *memory) Turns(context.Context, string) ([]planner.Turn, error)      { return nil, nil }
+func (m *memory) Init(context.Context) error                                 { return nil }
+func (m *memory) Renew(context.Context, string, []string) error              { return nil }
+func (m *memory) Ack(context.Context, string) error                          { return nil }
 func (m *memory) Reclaim(context.Context, string, time.Duration) ([]bot.Delivery, error) {
 	return nil, nil
 }

@@ -115,8 +115,11 @@ func (e *Engine) handle(ctx context.Context, consumer string, d Delivery) {
 	if !rec.Taken {
 		// The first thing recorded about a request, so the audit reads in
 		// the order things happened; its key keeps it to one row.
-		e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "requested", Channel: r.Thread.Channel.Key(), DedupeKey: "requested:" + string(id)},
-			map[string]any{"request_id": id, "source": r.Thread.Channel.Source, "revises": r.Revises, "again": r.Again})
+		detail := map[string]any{"request_id": id, "source": r.Thread.Channel.Source, "revises": r.Revises, "again": r.Again}
+		if r.Via != "" {
+			detail["via"] = r.Via // the worker's context does not carry it
+		}
+		e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "requested", Channel: r.Thread.Channel.Key(), DedupeKey: "requested:" + string(id)}, detail)
 		rec.Taken, rec.Status.State = true, RequestPlanning
 		if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
 			e.logger.Warn("store request status", "request", id, "err", err)
@@ -286,7 +289,11 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	}
 	e.remember(ctx, r, "user", r.Text)
 
-	out, err := e.deps.Planner.Plan(ctx, in, planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard})
+	opts := planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard}
+	if in.Board != nil {
+		opts.Board = in.Board.State
+	}
+	out, err := e.deps.Planner.Plan(ctx, in, opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ""
@@ -341,11 +348,16 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 	}
 	hasBoard := false
 	var target board.ID
+	opts := planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles)}
 	if b, err := e.deps.Boards.ChannelBoard(ctx, r.Thread.Channel.Key()); err == nil {
 		hasBoard, target = true, b.ID
+		if sum, err := e.deps.Boards.BoardSummary(ctx, b.ID); err == nil {
+			opts.Board = sum.State
+		}
 	}
+	opts.HasTargetBoard = hasBoard
 	raw, _ := json.Marshal(old.Plan)
-	res := planner.CheckJSON(raw, planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard})
+	res := planner.CheckJSON(raw, opts)
 	if !res.Valid {
 		msg := fmt.Sprintf("That plan no longer fits this channel (%s: %s), so I can't propose it again. Ask me for a new plan.", res.Errors[0].Path, res.Errors[0].Message)
 		return &Reply{Kind: ReplyError, Text: msg}, nil, msg
@@ -375,6 +387,7 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 	if p.Warnings == nil {
 		p.Warnings = []planner.Issue{}
 	}
+	p.BoardChanges = e.boardChanges(ctx, plan, target)
 	if prev != nil {
 		ok, err := e.deps.Proposals.Claim(ctx, prev.ID, "supersede:"+string(p.ID), e.cfg.ClaimTTL)
 		if err != nil {

@@ -124,14 +124,17 @@ func TestSchemaConstraints(t *testing.T) {
 	if _, err := pool.Exec(ctx, `INSERT INTO boards (id, name) VALUES ('b1', 'One'), ('b2', 'Two')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `INSERT INTO cards (id, board_id, position, title, body, status) VALUES
-		('c1', 'b1', 0, 'T', 'B', 'Ready'), ('c2', 'b1', 1, 'T', 'B', 'Backlog'), ('c3', 'b2', 0, 'T', 'B', 'Backlog')`); err != nil {
+	if _, err := pool.Exec(ctx, `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES
+		('c1', 'b1', 0, 1, 'T', 'B', 'Ready'), ('c2', 'b1', 1, 2, 'T', 'B', 'Backlog'), ('c3', 'b2', 0, 1, 'T', 'B', 'Backlog')`); err != nil {
 		t.Fatal(err)
 	}
-	mustFail("bad status", `INSERT INTO cards (id, board_id, position, title, body, status) VALUES ('c9', 'b1', 2, 'T', 'B', 'Delete')`)
-	mustFail("bad workspace", `INSERT INTO cards (id, board_id, position, title, body, status, workspace_mode) VALUES ('c9', 'b1', 2, 'T', 'B', 'Ready', 'Prod')`)
-	mustFail("blank title", `INSERT INTO cards (id, board_id, position, title, body, status) VALUES ('c9', 'b1', 2, ' ', 'B', 'Ready')`)
-	mustFail("card on missing board", `INSERT INTO cards (id, board_id, position, title, body, status) VALUES ('c9', 'bx', 2, 'T', 'B', 'Ready')`)
+	mustFail("duplicate card number", `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES ('c9', 'b1', 2, 2, 'T', 'B', 'Ready')`)
+	mustFail("no card number", `INSERT INTO cards (id, board_id, position, title, body, status) VALUES ('c9', 'b1', 2, 'T', 'B', 'Ready')`)
+	mustFail("bad board key", `INSERT INTO boards (id, name, key) VALUES ('b9', 'Nine', 'no-key')`)
+	mustFail("bad status", `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES ('c9', 'b1', 2, 3, 'T', 'B', 'Delete')`)
+	mustFail("bad workspace", `INSERT INTO cards (id, board_id, position, number, title, body, status, workspace_mode) VALUES ('c9', 'b1', 2, 3, 'T', 'B', 'Ready', 'Prod')`)
+	mustFail("blank title", `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES ('c9', 'b1', 2, 3, ' ', 'B', 'Ready')`)
+	mustFail("card on missing board", `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES ('c9', 'bx', 2, 3, 'T', 'B', 'Ready')`)
 	mustFail("self link", `INSERT INTO card_links (board_id, card_id, depends_on) VALUES ('b1', 'c1', 'c1')`)
 	mustFail("link across boards", `INSERT INTO card_links (board_id, card_id, depends_on) VALUES ('b1', 'c1', 'c3')`)
 	mustFail("bad proposal state", `INSERT INTO proposals (id, state) VALUES ('p1', 'deleted')`)
@@ -144,4 +147,51 @@ func TestSchemaConstraints(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustFail("duplicate proposal", `INSERT INTO proposals (id, state) VALUES ('p1', 'pending')`)
+}
+
+// TestCardHandlesMigrationKeepsExistingBoards upgrades a database holding
+// boards made before card handles: every card gets a number in its board's
+// order (cards added later included) and every board a key.
+func TestCardHandlesMigrationKeepsExistingBoards(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, boardtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	all, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+		all[0].SQL,
+		`INSERT INTO schema_migrations (version, name) VALUES (1, '` + all[0].Name + `')`,
+		`INSERT INTO boards (id, name) VALUES ('b1', 'Daily Research Newspaper'), ('b2', '!!!')`,
+		// A batch added later restarted its positions at 0.
+		`INSERT INTO cards (id, board_id, position, title, body, status, created_at) VALUES
+		   ('c1', 'b1', 0, 'T', 'B', 'Ready', now() - interval '2 hours'), ('c2', 'b1', 1, 'T', 'B', 'Backlog', now() - interval '2 hours'),
+		   ('c3', 'b1', 0, 'T', 'B', 'Backlog', now() - interval '1 hour'), ('c4', 'b2', 0, 'T', 'B', 'Backlog', now())`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := migrations.Apply(ctx, pool, boardtest.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(ctx, `SELECT b.key || '-' || c.number FROM cards c JOIN boards b ON b.id = c.board_id ORDER BY c.id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handles []string
+	for rows.Next() {
+		var h string
+		_ = rows.Scan(&h)
+		handles = append(handles, h)
+	}
+	if strings.Join(handles, ",") != "DAIL-1,DAIL-2,DAIL-3,CARD-1" {
+		t.Fatalf("handles after the upgrade = %v", handles)
+	}
 }

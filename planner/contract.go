@@ -11,6 +11,16 @@ type Options struct {
 	// create_card_batch actions have somewhere to land. Without one they are
 	// errors.
 	HasTargetBoard bool
+	// Board is the channel's current board, every card with its handle,
+	// status and dependencies, so update_card and add_links can be checked
+	// against it (unknown cards, cycles with existing links). Nil means
+	// those actions cannot be checked and are refused.
+	Board *BoardState
+}
+
+// BoardState is a board as V2 actions are validated against it.
+type BoardState struct {
+	Cards []CardSummary
 }
 
 // Result is the outcome of parsing and validating one raw model output.
@@ -33,14 +43,19 @@ type BoardSummary struct {
 	Goal   string
 	Counts map[string]int // cards by status
 	Cards  []CardSummary  // may be trimmed to the most relevant
+	// State is every card of the board, for validating changes to it.
+	State *BoardState
 }
 
 // CardSummary describes one existing card to the model.
 type CardSummary struct {
 	ID       string
+	Handle   string // NEWS-3; what people and plans call the card
 	Title    string
 	Status   string
 	Assignee string
+	// DependsOn holds the ids of the cards it depends on.
+	DependsOn []string
 }
 
 // Turn is an earlier message in the thread. Text from the model or other

@@ -14,11 +14,11 @@ const (
 	KindRefuse         Kind = "refuse"
 )
 
-// ActionType names one board mutation a plan may propose. Only the V1 types
+// ActionType names one board mutation a plan may propose. Only the types
 // below are accepted; anything else (delete, archive, run…) rejects the plan.
 type ActionType string
 
-// The V1 action types.
+// The V1 action types, which create boards and cards.
 const (
 	ActionCreateBoard          ActionType = "create_board"
 	ActionCreateCard           ActionType = "create_card"
@@ -26,10 +26,21 @@ const (
 	ActionCreateBoardWithCards ActionType = "create_board_with_cards"
 )
 
-// NeedsTargetBoard reports whether the action adds cards to an existing board
+// The V2 action types, which change the channel's current board: a card's
+// status, assignee or text, and new dependencies. Nothing is ever deleted.
+const (
+	ActionUpdateCard ActionType = "update_card"
+	ActionAddLinks   ActionType = "add_links"
+)
+
+// NeedsTargetBoard reports whether the action works on an existing board
 // (the channel's current one) rather than creating a board of its own.
 func (t ActionType) NeedsTargetBoard() bool {
-	return t == ActionCreateCard || t == ActionCreateCardBatch
+	switch t {
+	case ActionCreateCard, ActionCreateCardBatch, ActionUpdateCard, ActionAddLinks:
+		return true
+	}
+	return false
 }
 
 // Card statuses a planned card may start in, in their normalized spelling.
@@ -64,7 +75,16 @@ type Action struct {
 	Type  ActionType  `json:"type"`
 	Board *BoardDraft `json:"board,omitempty"`
 	Cards []CardDraft `json:"cards"`
-	Links []Link      `json:"links"`
+	// Links are the action's dependencies. In add_links an end may also
+	// name an existing card of the current board by id or handle.
+	Links []Link `json:"links"`
+	// Card names the existing card an update_card changes, by id or
+	// handle (NEWS-3); the fields below it that are set are the changes.
+	Card     string  `json:"card,omitempty"`
+	Status   *string `json:"status,omitempty"`
+	Assignee *string `json:"assignee,omitempty"`
+	Title    *string `json:"title,omitempty"`
+	Body     *string `json:"body,omitempty"`
 }
 
 // BoardDraft is a board a plan proposes to create.
@@ -121,4 +141,18 @@ func (e *Envelope) Stats() Stats {
 		}
 	}
 	return s
+}
+
+// NewBoard returns the board that becomes the channel's current one when
+// the plan is approved: a plan may create several, and the channel is bound
+// to the last. Nil when the plan creates no board. Everything that names
+// "the plan's board" (previews, diffs, approval replies) asks this.
+func (e *Envelope) NewBoard() *BoardDraft {
+	var b *BoardDraft
+	for _, a := range e.Actions {
+		if a.Board != nil && (a.Type == ActionCreateBoard || a.Type == ActionCreateBoardWithCards) {
+			b = a.Board
+		}
+	}
+	return b
 }

@@ -202,7 +202,7 @@ func typeName(x any) string {
 
 var kinds = []Kind{KindAnswer, KindClarify, KindProposeActions, KindRefuse}
 
-var actionTypes = []ActionType{ActionCreateBoard, ActionCreateCard, ActionCreateCardBatch, ActionCreateBoardWithCards}
+var actionTypes = []ActionType{ActionCreateBoard, ActionCreateCard, ActionCreateCardBatch, ActionCreateBoardWithCards, ActionUpdateCard, ActionAddLinks}
 
 func (v *validator) envelope(m map[string]any) Envelope {
 	var env Envelope
@@ -275,6 +275,7 @@ func (v *validator) envelope(m map[string]any) Envelope {
 	if cards > MaxCards {
 		v.errorf("actions", "the plan has %d cards; at most %d are allowed", cards, MaxCards)
 	}
+	v.checkChanges(&env)
 	return env
 }
 
@@ -284,12 +285,15 @@ func (v *validator) action(m map[string]any, path string, seen map[string]string
 	a.Type = ActionType(strings.ToLower(strings.TrimSpace(typ)))
 	if strings.TrimSpace(typ) == "" {
 		if _, isStr := m["type"].(string); isStr || m["type"] == nil {
-			v.errorf(join(path, "type"), "is required: one of create_board, create_card, create_card_batch, create_board_with_cards")
+			v.errorf(join(path, "type"), "is required: one of create_board, create_card, create_card_batch, create_board_with_cards, update_card, add_links")
 		}
 	} else if !slices.Contains(actionTypes, a.Type) {
 		// The whole plan is refused: a plan that also deletes is not a
 		// plan to approve partly.
-		v.errorf(join(path, "type"), "action type %q is not allowed: BobNet only creates boards and cards, so the whole plan is refused", typ)
+		v.errorf(join(path, "type"), "action type %q is not allowed: BobNet only creates boards and cards and updates cards, never deletes or archives, so the whole plan is refused", typ)
+	}
+	if a.Type == ActionUpdateCard || a.Type == ActionAddLinks {
+		return v.changeAction(m, path, a)
 	}
 
 	if raw, ok := m["board"]; ok && raw != nil {

@@ -214,17 +214,19 @@ type proposalView struct {
 	Plan        any               `json:"plan"`
 	Warnings    any               `json:"warnings"`
 	Changes     *bot.Changes      `json:"changes,omitempty"`
-	ExpiresAt   time.Time         `json:"expires_at"`
-	DecidedBy   string            `json:"decided_by,omitempty"`
-	BoardID     board.ID          `json:"board_id,omitempty"`
-	BoardURL    string            `json:"board_url,omitempty"`
-	Channel     string            `json:"channel"`
+	// BoardChanges are what approving would change on the current board.
+	BoardChanges []bot.BoardChange `json:"board_changes,omitempty"`
+	ExpiresAt    time.Time         `json:"expires_at"`
+	DecidedBy    string            `json:"decided_by,omitempty"`
+	BoardID      board.ID          `json:"board_id,omitempty"`
+	BoardURL     string            `json:"board_url,omitempty"`
+	Channel      string            `json:"channel"`
 }
 
 func proposalJSON(p bot.Proposal) proposalView {
 	return proposalView{
 		ID: p.ID, State: p.State, Version: p.Version, Supersedes: p.Supersedes, RequestedBy: p.RequestedBy, Request: p.Request,
-		Plan: p.Plan, Warnings: p.Warnings, Changes: p.Changes, ExpiresAt: p.ExpiresAt, DecidedBy: p.DecidedBy,
+		Plan: p.Plan, Warnings: p.Warnings, Changes: p.Changes, BoardChanges: p.BoardChanges, ExpiresAt: p.ExpiresAt, DecidedBy: p.DecidedBy,
 		BoardID: p.BoardID, BoardURL: p.BoardURL, Channel: p.Thread.Channel.ID,
 	}
 }
@@ -361,6 +363,7 @@ func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 	// reach the channel first; a refusal is shown after it.
 	id := bot.NewRequestID()
 	c.publish(name, "message", map[string]any{"user": body.User, "text": body.Text, "request_id": id})
+	c.publish(name, "working", map[string]any{"request_id": id})
 	got, err := c.eng.Submit(r.Context(), bot.Request{ID: id, Thread: thread, User: body.User, Text: body.Text})
 	if err != nil {
 		if !errors.Is(err, bot.ErrRateLimited) { // the engine tells a throttled person itself
@@ -369,7 +372,6 @@ func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 		c.engineError(w, err)
 		return
 	}
-	c.publish(name, "working", map[string]any{"request_id": got})
 	writeJSON(w, http.StatusAccepted, map[string]any{"request_id": got})
 }
 
@@ -446,6 +448,10 @@ func (c *Console) revise(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		c.decisionError(w, r, id, d.User, err)
 		return
+	}
+	// Everyone watching the channel sees what was asked, as in a chat.
+	if p, err := c.eng.Proposal(r.Context(), id); err == nil && p.Thread.Channel.Source == bot.SourceConsole {
+		c.publish(p.Thread.Channel.ID, "message", map[string]any{"user": d.User, "text": d.Feedback, "request_id": rid, "revises": id})
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"request_id": rid})
 }

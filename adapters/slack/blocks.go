@@ -90,11 +90,13 @@ func PreviewBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
 	var head, tail []slackapi.Block
 	title := "Proposed plan"
 	var goal string
-	for _, a := range p.Plan.Actions {
-		if a.Board != nil {
-			title, goal = a.Board.Name, a.Board.Goal
-		} else if a.Type.NeedsTargetBoard() && title == "Proposed plan" {
-			title = "Cards for this channel's board"
+	if b := p.Plan.NewBoard(); b != nil {
+		title, goal = b.Name, b.Goal
+	} else {
+		for _, a := range p.Plan.Actions {
+			if a.Type.NeedsTargetBoard() {
+				title = "Changes to this channel's board"
+			}
 		}
 	}
 	head = append(head, slackapi.NewHeaderBlock(plainText(title, maxHeaderText)))
@@ -107,6 +109,9 @@ func PreviewBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
 	head = append(head, slackapi.NewSectionBlock(mrkdwn(intro), nil, nil))
 	if p.Changes != nil {
 		head = append(head, contextBlock(changesText(p)))
+	}
+	if len(p.BoardChanges) > 0 {
+		head = append(head, slackapi.NewSectionBlock(mrkdwn(boardChangesText(p.BoardChanges)), nil, nil))
 	}
 
 	if len(p.Plan.Assumptions) > 0 {
@@ -174,6 +179,22 @@ func cardSections(p bot.Proposal) []slackapi.Block {
 	return out
 }
 
+// boardChangesText lists what a proposal would change on the current
+// board, one change a line, within a section's limit.
+func boardChangesText(changes []bot.BoardChange) string {
+	var b strings.Builder
+	b.WriteString("*Changes to the board (now → after approval):*")
+	for i, c := range changes {
+		line := "\n• " + escape(c.String())
+		if b.Len()+len(line) > maxSectionText-40 {
+			fmt.Fprintf(&b, "\n…and %d more", len(changes)-i)
+			break
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
 func changesText(p bot.Proposal) string {
 	c := p.Changes
 	parts := []string{fmt.Sprintf("*Changed since v%d:* %s", p.Version-1, c.Summary())}
@@ -196,6 +217,8 @@ func changesText(p bot.Proposal) string {
 	}
 	add("links added:", c.LinksAdded)
 	add("links removed:", c.LinksRemoved)
+	add("card changes added:", c.UpdatesAdded)
+	add("card changes dropped:", c.UpdatesRemoved)
 	return strings.Join(parts, " · ")
 }
 
@@ -256,7 +279,7 @@ func StatusBlocks(st board.Status, boardURL string) []slackapi.Block {
 			if who == "" {
 				who = "Unassigned"
 			}
-			b.WriteString("\n• " + escape(c.Title) + " (" + escape(who) + ")")
+			b.WriteString("\n• *" + escape(c.Handle) + "* " + escape(c.Title) + " (" + escape(who) + ", " + c.Status + ")")
 		}
 		return b.String()
 	}
@@ -264,7 +287,7 @@ func StatusBlocks(st board.Status, boardURL string) []slackapi.Block {
 		slackapi.NewHeaderBlock(plainText(st.Board.Name, maxHeaderText)),
 		slackapi.NewSectionBlock(mrkdwn(strings.Join(counts, " · ")+"\n<"+boardURL+"|Open board>"), nil, nil),
 		slackapi.NewSectionBlock(mrkdwn(list("Ready to start", st.Ready)), nil, nil),
-		slackapi.NewSectionBlock(mrkdwn(list("Waiting on others", st.Blocked)), nil, nil),
+		slackapi.NewSectionBlock(mrkdwn(list("Waiting on dependencies", st.Waiting)), nil, nil),
 	}
 }
 
@@ -273,6 +296,7 @@ const helpText = "*BobNet* turns a request into a board of cards you approve.\n"
 	"• Mention me with what you want planned, e.g. `@BobNet plan our daily research newspaper`.\n" +
 	"• I reply in the thread with a preview: *Approve and create*, *Revise* or *Cancel*. Nothing changes until someone approves.\n" +
 	"• `/bobnet status` shows this channel's board; `/bobnet status <board id>` another one.\n" +
+	"• `/bobnet move NEWS-3 in progress` moves a card (by its handle or the start of its title); `/bobnet assign NEWS-3 Researcher` assigns it; `/bobnet next` lists what is ready to start.\n" +
 	"• `/bobnet help` shows this."
 
 // fallback is the notification text of a message with blocks. Slack

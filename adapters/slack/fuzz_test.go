@@ -49,6 +49,16 @@ func (inertEngine) BoardStatus(context.Context, board.ID) (board.Status, error) 
 	return board.Status{}, bot.ErrNotFound
 }
 
+func (inertEngine) MoveCard(context.Context, bot.Channel, string, string, string) (board.CardUpdate, error) {
+	return board.CardUpdate{}, bot.ErrNotFound
+}
+func (inertEngine) AssignCard(context.Context, bot.Channel, string, string, string) (board.CardUpdate, error) {
+	return board.CardUpdate{}, bot.ErrNotFound
+}
+func (inertEngine) NextCards(context.Context, bot.Channel) (board.Status, error) {
+	return board.Status{}, bot.ErrNotFound
+}
+
 // marks is Memory in a map.
 type marks struct {
 	mu sync.Mutex

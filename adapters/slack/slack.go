@@ -32,6 +32,9 @@ type Engine interface {
 	Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error)
 	ChannelStatus(ctx context.Context, ch bot.Channel) (board.Status, error)
 	BoardStatus(ctx context.Context, id board.ID) (board.Status, error)
+	MoveCard(ctx context.Context, ch bot.Channel, user, ref, status string) (board.CardUpdate, error)
+	AssignCard(ctx context.Context, ch bot.Channel, user, ref, profile string) (board.CardUpdate, error)
+	NextCards(ctx context.Context, ch bot.Channel) (board.Status, error)
 }
 
 // Memory remembers event ids and the threads the bot speaks in, across
@@ -543,10 +546,8 @@ func reviseModal(p bot.Proposal) slackapi.ModalViewRequest {
 }
 
 func boardName(p bot.Proposal) string {
-	for _, a := range p.Plan.Actions {
-		if a.Board != nil {
-			return a.Board.Name
-		}
+	if b := p.Plan.NewBoard(); b != nil {
+		return b.Name
 	}
 	return "the plan"
 }
@@ -660,6 +661,8 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 			}
 		})
 		return commandReply{ResponseType: "ephemeral", Text: "On it — the preview will appear in the thread."}
+	case "move", "assign", "next":
+		return a.cardCommand(ctx, sub, channel, user, fields[1:])
 	default:
 		return commandReply{ResponseType: "ephemeral", Text: helpText}
 	}

@@ -31,6 +31,7 @@ import (
 type testApp struct {
 	URL   string
 	Model *plannertest.Server
+	DB    string // the app's own DATABASE_URL
 	token string
 }
 
@@ -94,7 +95,7 @@ func startAppLogged(t *testing.T, env map[string]string, logger func(Config) *sl
 		<-done
 		a.close()
 	})
-	return &testApp{URL: srv.URL, Model: model, token: vars["BOBNET_API_TOKEN"]}
+	return &testApp{URL: srv.URL, Model: model, DB: vars["DATABASE_URL"], token: vars["BOBNET_API_TOKEN"]}
 }
 
 // call sends a JSON request and decodes the JSON answer into out.

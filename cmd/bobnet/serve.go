@@ -149,6 +149,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	r.Handle("/metrics", series.Handler())
 
 	web := board.NewWeb(store, logger)
+	closers = append(closers, startLiveBoards(ctx, store, web, logger))
 	web.PageRoutes(r)
 	con.PageRoutes(r)
 	r.Group(func(r chi.Router) {
@@ -156,6 +157,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		r.Use(ext.guard.Middleware)
 		web.APIRoutes(r)
 		con.APIRoutes(r)
+		con.CardRoutes(r, engine)
 	})
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
 		slackAdapter.Routes(r) // signed by Slack, not by the API token

@@ -57,7 +57,8 @@
 
   function renderMessage(d) {
     const m = el("div", "msg user");
-    m.appendChild(el("div", "who", d.user));
+    m.dataset.testid = d.revises ? "feedback-message" : "message";
+    m.appendChild(el("div", "who", d.revises ? d.user + " · feedback on the proposal" : d.user));
     m.appendChild(document.createTextNode(d.text));
     log.appendChild(m);
   }
@@ -91,6 +92,49 @@
     return t;
   }
 
+  const modeHelp = "Workspace mode says where a card's work happens: Direct in the project itself, Scratch in a throwaway folder, Worktree in a separate git worktree and branch.";
+
+  function labelled(label, value, cls) {
+    const t = el("span", "tag" + (cls ? " " + cls : ""));
+    t.appendChild(el("span", "label", label + ": "));
+    t.appendChild(document.createTextNode(value));
+    return t;
+  }
+
+  function list(cls, title, items, testid) {
+    const box = el("div", cls);
+    if (testid) box.dataset.testid = testid;
+    box.appendChild(el("div", "list-title", title));
+    const ul = el("ul");
+    items.forEach((x) => ul.appendChild(el("li", "", x)));
+    box.appendChild(ul);
+    return box;
+  }
+
+  // changeItems turns a revision's changes into one readable line each.
+  function changeItems(c) {
+    const out = [];
+    (c.added || []).forEach((x) => out.push("Added card “" + x + "”"));
+    (c.removed || []).forEach((x) => out.push("Removed card “" + x + "”"));
+    (c.retitled || []).forEach((x) => out.push("Retitled “" + x.from + "” → “" + x.to + "”"));
+    (c.reassigned || []).forEach((x) => out.push("Reassigned “" + x.subject + "”: " + x.from + " → " + x.to));
+    (c.links_added || []).forEach((x) => out.push("New dependency: " + x));
+    (c.links_removed || []).forEach((x) => out.push("Dependency dropped: " + x));
+    (c.updates_added || []).forEach((x) => out.push("New card change: " + x));
+    (c.updates_removed || []).forEach((x) => out.push("Card change dropped: " + x));
+    if (c.board_changed) out.push("Board renamed “" + c.board_changed.from + "” → “" + c.board_changed.to + "”");
+    return out;
+  }
+
+  function boardChangeText(c) {
+    if (c.field === "depends_on") return c.card + " “" + c.title + "” will wait on " + c.to;
+    if (c.field === "body") return c.card + " “" + c.title + "”: description rewritten";
+    return c.card + " “" + c.title + "”: " + c.field + " " + c.from + " → " + c.to;
+  }
+
+  function isChange(a) { return a.type === "update_card" || a.type === "add_links"; }
+  function createsBoard(plan) { return ((plan || {}).actions || []).some((a) => !!a.board); }
+
   function renderPreview(p) {
     clearWorking();
     const m = el("div", "msg preview");
@@ -99,11 +143,36 @@
     m.appendChild(el("div", "who", "BobNet · proposal v" + p.version + " for " + p.requested_by));
     const plan = p.plan || {};
     if (plan.answer) m.appendChild(el("p", "", plan.answer));
+    if (p.changes) {
+      const items = changeItems(p.changes);
+      let box;
+      if (items.length) {
+        box = list("changes", "What changed since v" + (p.version - 1) + ":", items);
+      } else {
+        box = el("div", "changes none", "No changes since v" + (p.version - 1) + " — try rephrasing your feedback.");
+      }
+      box.dataset.testid = "changes";
+      m.appendChild(box);
+    }
+    const boardChanges = (p.board_changes || []).map(boardChangeText);
+    if (!boardChanges.length) {
+      (plan.actions || []).filter(isChange).forEach((a) => {
+        if (a.type === "update_card") {
+          ["status", "assignee", "title", "body"].forEach((f) => { if (a[f] !== undefined && a[f] !== null) boardChanges.push(a.card + ": " + f + " → " + a[f]); });
+        } else {
+          (a.links || []).forEach((l) => boardChanges.push(l.card + " will wait on " + l.depends_on));
+        }
+      });
+    }
+    if (boardChanges.length) m.appendChild(list("changes board-changes", "Changes to the board (now → after approval):", boardChanges, "board-changes"));
     const titles = cardTitles(plan);
     const warnings = {};
     (p.warnings || []).forEach((w) => { warnings[w.path] = w.message; });
+    let anyCards = false;
     (plan.actions || []).forEach((a, ai) => {
-      m.appendChild(el("h3", "board-name", a.board ? a.board.name : "Cards for this channel's board"));
+      if (isChange(a)) return;
+      anyCards = true;
+      m.appendChild(el("h3", "board-name", a.board ? a.board.name : "New cards for this channel's board"));
       if (a.board && a.board.goal) m.appendChild(el("p", "goal", a.board.goal));
       const deps = {};
       (a.links || []).forEach((l) => { (deps[l.card] = deps[l.card] || []).push(titles[l.depends_on] || l.depends_on); });
@@ -115,13 +184,15 @@
         card.appendChild(el("h4", "", c.title));
         const tags = el("div", "tags");
         const warn = warnings["actions[" + ai + "].cards[" + ci + "].assignee"];
-        if (!c.assignee) tags.appendChild(el("span", "tag warn", "Unassigned"));
-        else if (warn) tags.appendChild(el("span", "tag warn", c.assignee + " · unknown profile"));
-        else tags.appendChild(el("span", "tag", c.assignee));
-        tags.appendChild(el("span", "tag", c.status));
-        tags.appendChild(el("span", "tag", c.workspace_mode));
+        if (!c.assignee) tags.appendChild(labelled("Assignee", "Unassigned", "warn"));
+        else if (warn) tags.appendChild(labelled("Assignee", c.assignee + " (unknown profile)", "warn"));
+        else tags.appendChild(labelled("Assignee", c.assignee));
+        tags.appendChild(labelled("Status", c.status));
+        tags.appendChild(labelled("Workspace", c.workspace_mode || "Direct"));
         card.appendChild(tags);
+        if (c.body) { const b = el("div", "body", c.body); b.dataset.testid = "card-body"; card.appendChild(b); }
         if (c.acceptance_criteria && c.acceptance_criteria.length) {
+          card.appendChild(el("div", "deps", "Acceptance criteria:"));
           const ul = el("ul");
           c.acceptance_criteria.forEach((x) => ul.appendChild(el("li", "", x)));
           card.appendChild(ul);
@@ -131,19 +202,7 @@
       });
       m.appendChild(grid);
     });
-    if (p.changes) {
-      const c = p.changes, parts = [];
-      if (c.added.length) parts.push("added: " + c.added.join(", "));
-      if (c.removed.length) parts.push("removed: " + c.removed.join(", "));
-      c.retitled.forEach((x) => parts.push("retitled: " + x.from + " → " + x.to));
-      c.reassigned.forEach((x) => parts.push("reassigned " + x.subject + ": " + x.from + " → " + x.to));
-      if (c.links_added.length) parts.push("links added: " + c.links_added.join("; "));
-      if (c.links_removed.length) parts.push("links removed: " + c.links_removed.join("; "));
-      if (c.board_changed) parts.push("board: " + c.board_changed.from + " → " + c.board_changed.to);
-      const box = el("div", "changes", "Changes since v" + (p.version - 1) + ": " + (parts.join(" · ") || "none"));
-      box.dataset.testid = "changes";
-      m.insertBefore(box, m.children[1]);
-    }
+    if (anyCards) { const h = el("p", "mode-help", modeHelp); h.dataset.testid = "mode-help"; m.appendChild(h); }
     if (plan.assumptions && plan.assumptions.length) {
       const n = el("div", "notes", "Assumptions:");
       const ul = el("ul");
@@ -186,7 +245,7 @@
     if (p.state === "pending") {
       state.textContent = "Waiting for approval · expires " + new Date(p.expires_at).toLocaleString();
       actions.prepend(
-        button("Approve and create", "primary", "approve", () => decide(p.id, "approve")),
+        button(createsBoard(p.plan) ? "Approve and create" : "Approve and apply", "primary", "approve", () => decide(p.id, "approve")),
         button("Revise", "", "revise", () => showRevise(p.id, actions)),
         button("Cancel", "danger", "cancel", () => decide(p.id, "cancel")));
     } else if (p.state === "approved") {

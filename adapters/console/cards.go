@@ -1,0 +1,84 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+)
+
+// CardEngine is what the card API needs from the bot engine.
+type CardEngine interface {
+	EditCard(ctx context.Context, ed bot.CardEdit) (board.CardUpdate, error)
+}
+
+var cardIDPattern = regexp.MustCompile(`^c_[a-z2-7]{26}$`)
+
+// CardRoutes mounts PATCH /api/v1/cards/{id}, which changes a card through
+// eng: the same checked, audited path as chat commands.
+func (c *Console) CardRoutes(r chi.Router, eng CardEngine) {
+	r.Patch("/api/v1/cards/{id}", func(w http.ResponseWriter, r *http.Request) { c.patchCard(w, r, eng) })
+}
+
+// cardPatch is the body of PATCH /api/v1/cards/{id}. Absent fields are
+// left as they are. Version, when given, makes the change conditional on
+// the card not having changed since.
+type cardPatch struct {
+	User      string               `json:"user"`
+	Status    *string              `json:"status"`
+	Assignee  *string              `json:"assignee"`
+	Title     *string              `json:"title"`
+	Body      *string              `json:"body"`
+	Criterion *board.CriterionMark `json:"criterion"`
+	Version   int                  `json:"version"`
+	// Via says which client made the change (the board page sends
+	// "page"); it defaults to "api".
+	Via string `json:"via"`
+}
+
+func (c *Console) patchCard(w http.ResponseWriter, r *http.Request, eng CardEngine) {
+	id := chi.URLParam(r, "id")
+	if !cardIDPattern.MatchString(id) {
+		writeError(w, http.StatusNotFound, "no card "+id)
+		return
+	}
+	var p cardPatch
+	if !decode(w, r, &p) || !validUser(w, p.User) {
+		return
+	}
+	if p.Status == nil && p.Assignee == nil && p.Title == nil && p.Body == nil && p.Criterion == nil {
+		writeError(w, http.StatusBadRequest, `nothing to change: send "status", "assignee", "title", "body" or "criterion"`)
+		return
+	}
+	via := "api"
+	if p.Via == "page" {
+		via = "page"
+	}
+	up, err := eng.EditCard(r.Context(), bot.CardEdit{
+		ID: board.CardID(id), User: p.User, Via: via,
+		Status: p.Status, Assignee: p.Assignee, Title: p.Title, Body: p.Body, Criterion: p.Criterion, IfVersion: p.Version,
+	})
+	var blocked *board.BlockedError
+	var conflict *board.ConflictError
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, up.Card)
+	case errors.As(err, &blocked):
+		refs := make([]map[string]any, 0, len(blocked.Blockers))
+		for _, b := range blocked.Blockers {
+			refs = append(refs, map[string]any{"id": b.ID, "handle": b.Handle, "title": b.Title, "status": b.Status})
+		}
+		writeJSON(w, http.StatusConflict, map[string]any{"error": bot.CardErrorText(err), "blocked_by": refs})
+	case errors.As(err, &conflict):
+		writeJSON(w, http.StatusConflict, map[string]any{"error": conflict.Error(), "card": conflict.Current})
+	case errors.Is(err, board.ErrInvalidChange), errors.Is(err, bot.ErrUnknownProfile):
+		writeError(w, http.StatusBadRequest, err.Error())
+	default:
+		c.engineError(w, err)
+	}
+}

@@ -1,0 +1,320 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bobnet/bobnet/board"
+)
+
+// CardStore is the part of the board store that card changes use;
+// *board.Store is one. The engine's Boards must also be a CardStore for
+// the card methods below to work.
+type CardStore interface {
+	Board(ctx context.Context, id board.ID) (board.Board, []board.Card, error)
+	Card(ctx context.Context, id board.CardID) (board.Card, error)
+	ChangeCard(ctx context.Context, ch board.CardChange) (board.CardUpdate, error)
+}
+
+// ErrUnknownProfile means a card was assigned to someone who is not one
+// of the deployment's profiles.
+var ErrUnknownProfile = errors.New("unknown profile")
+
+// CardEdit is one change to a card, from any surface. Every surface (chat
+// commands, the REST API, the board page) goes through Engine.EditCard,
+// so every change is checked, audited and announced the same way.
+type CardEdit struct {
+	// ID names the card exactly (the REST API and the board page). When it
+	// is empty, Ref is resolved on the channel's current board: a handle
+	// such as NEWS-3, or a unique prefix of a title.
+	ID      board.CardID
+	Ref     string
+	Channel Channel
+	User    string
+	// Via is the surface for the audit (slack, matrix, api, page); empty
+	// means the channel's source.
+	Via       string
+	Status    *string
+	Assignee  *string
+	Title     *string
+	Body      *string
+	Criterion *board.CriterionMark
+	// IfVersion, when not zero, refuses the edit with a *board.ConflictError
+	// if the card changed since that version.
+	IfVersion int
+}
+
+func (e *Engine) cardStore() (CardStore, error) {
+	cs, ok := e.deps.Boards.(CardStore)
+	if !ok {
+		return nil, errors.New("the board store cannot change cards")
+	}
+	return cs, nil
+}
+
+// EditCard applies one change to a card: it resolves the card, checks the
+// change (a status the schema knows, a known profile, dependencies Done
+// before the card starts), writes it with an audit event in one
+// transaction, and, when the card became Done or Blocked, says so in the
+// thread where its board was made. Errors: ErrNotFound (no such card or
+// board), *board.AmbiguousError, *board.BlockedError,
+// *board.ConflictError, board.ErrInvalidChange, ErrUnknownProfile,
+// ErrUnavailable.
+func (e *Engine) EditCard(ctx context.Context, ed CardEdit) (board.CardUpdate, error) {
+	cs, err := e.cardStore()
+	if err != nil {
+		return board.CardUpdate{}, err
+	}
+	id := ed.ID
+	if id == "" {
+		c, err := e.resolveCard(ctx, cs, ed.Channel, ed.Ref)
+		if err != nil {
+			return board.CardUpdate{}, err
+		}
+		id = c.ID
+	}
+	if ed.Assignee != nil {
+		name, err := e.profileName(*ed.Assignee)
+		if err != nil {
+			return board.CardUpdate{}, err
+		}
+		ed.Assignee = &name
+	}
+	via := ed.Via
+	if via == "" {
+		via = string(ed.Channel.Source)
+	}
+	channel := ""
+	if ed.Channel.ID != "" {
+		channel = ed.Channel.Key()
+	}
+	up, err := cs.ChangeCard(ctx, board.CardChange{
+		Card: id, Actor: ed.User, Via: via, Channel: channel,
+		Status: ed.Status, Assignee: ed.Assignee, Title: ed.Title, Body: ed.Body, Criterion: ed.Criterion, IfVersion: ed.IfVersion,
+	})
+	switch {
+	case errors.Is(err, board.ErrNotFound):
+		return board.CardUpdate{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, board.ErrBlocked), errors.Is(err, board.ErrConflict), errors.Is(err, board.ErrInvalidChange):
+		return board.CardUpdate{}, err
+	case err != nil:
+		return board.CardUpdate{}, unavailable("change card", err)
+	}
+	for _, c := range up.Changes {
+		if c.Field == "status" && (c.To == "Done" || c.To == "Blocked") {
+			// Off the caller's path: a slash command must be answered in
+			// three seconds whatever the chat platform is doing.
+			e.announceLater(up, ed.User)
+		}
+	}
+	return up, nil
+}
+
+// MoveCard moves a card of the channel's board (named by handle or title
+// prefix) to another status. See EditCard for the errors.
+func (e *Engine) MoveCard(ctx context.Context, ch Channel, user, ref, status string) (board.CardUpdate, error) {
+	return e.EditCard(ctx, CardEdit{Channel: ch, User: user, Ref: ref, Status: &status})
+}
+
+// AssignCard gives a card of the channel's board to a profile; "none"
+// (or "nobody", "unassigned") leaves it unassigned. See EditCard for the
+// errors.
+func (e *Engine) AssignCard(ctx context.Context, ch Channel, user, ref, profile string) (board.CardUpdate, error) {
+	return e.EditCard(ctx, CardEdit{Channel: ch, User: user, Ref: ref, Assignee: &profile})
+}
+
+// NextCards returns the channel's board and the cards on it that are
+// ready to start now: not started, every dependency Done. ErrNotFound when
+// the channel has no board.
+func (e *Engine) NextCards(ctx context.Context, ch Channel) (board.Status, error) {
+	return e.ChannelStatus(ctx, ch)
+}
+
+// resolveCard finds what a person calls a card on the channel's board.
+func (e *Engine) resolveCard(ctx context.Context, cs CardStore, ch Channel, ref string) (board.Card, error) {
+	b, err := e.deps.Boards.ChannelBoard(ctx, ch.Key())
+	if errors.Is(err, board.ErrNotFound) {
+		return board.Card{}, fmt.Errorf("channel %s has no board: %w", ch.Key(), ErrNotFound)
+	}
+	if err != nil {
+		return board.Card{}, unavailable("find card", err)
+	}
+	b, cards, err := cs.Board(ctx, b.ID)
+	if err != nil {
+		return board.Card{}, unavailable("find card", err)
+	}
+	c, err := board.MatchCard(b, cards, ref)
+	if errors.Is(err, board.ErrNotFound) {
+		return board.Card{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return c, err
+}
+
+// profileName returns a profile's canonical name, or "" for the words
+// that mean nobody. With no profiles configured any name goes.
+func (e *Engine) profileName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	switch strings.ToLower(name) {
+	case "", "none", "nobody", "unassigned", "-":
+		return "", nil
+	}
+	if len(e.cfg.Profiles) == 0 {
+		return name, nil
+	}
+	names := make([]string, 0, len(e.cfg.Profiles))
+	for _, p := range e.cfg.Profiles {
+		if strings.EqualFold(p.Name, name) {
+			return p.Name, nil
+		}
+		names = append(names, p.Name)
+	}
+	return "", fmt.Errorf("%w %q: assign one of %s, or none", ErrUnknownProfile, name, strings.Join(names, ", "))
+}
+
+// boardEventRate bounds how often one board speaks in its thread, so a
+// burst of moves does not flood the channel; the board page and the audit
+// still show every change.
+var boardEventRate = RateLimit{N: 6, Per: time.Minute}
+
+// announceLater announces a card change off the caller's path, in the
+// board's channel's outbound queue (tracked, bounded by the post timeout,
+// and in order with the channel's other messages).
+func (e *Engine) announceLater(up board.CardUpdate, user string) {
+	if !e.out.send(up.Board.Channel, func(ctx context.Context) { e.announce(ctx, up, user) }) {
+		e.logger.Warn("board event not told: the channel's outbound queue is full", "board", up.Board.ID)
+	}
+}
+
+// announce tells the thread where a board was made that one of its cards
+// became Done or Blocked: a reply in that thread, never a broadcast to the
+// channel, and at most boardEventRate per board.
+func (e *Engine) announce(ctx context.Context, up board.CardUpdate, user string) {
+	src, id, ok := strings.Cut(up.Board.Channel, ":")
+	if !ok || id == "" {
+		return
+	}
+	allowed, err := e.deps.Requests.Allow(ctx, "board-events:"+string(up.Board.ID), boardEventRate)
+	if err != nil || !allowed {
+		e.logger.Debug("board event not told", "board", up.Board.ID, "card", up.Card.Handle, "err", err)
+		return
+	}
+	text := CardUpdateText(up, user)
+	if st, err := e.BoardStatus(ctx, up.Board.ID); err == nil {
+		text += " " + progressText(st)
+	}
+	t := Thread{Channel: Channel{Source: Source(src), ID: id}, ID: up.Board.Thread}
+	r := Reply{Kind: ReplyInfo, Text: text, BoardURL: board.BoardURL(e.cfg.PublicURL, up.Board.ID)}
+	if err := e.poster(t.Channel.Source).Reply(ctx, t, r); err != nil {
+		e.logger.Warn("tell board event", "board", up.Board.ID, "card", up.Card.Handle, "err", err)
+	}
+}
+
+// CardUpdateText says in one line what a card change did, for a chat
+// reply: `NEWS-3 “Researcher B” moved from Backlog to In Progress by bob.`
+func CardUpdateText(up board.CardUpdate, user string) string {
+	c := up.Card
+	if len(up.Changes) == 0 {
+		return fmt.Sprintf("%s “%s” is already %s; nothing changed.", c.Handle, c.Title, c.Status)
+	}
+	parts := make([]string, 0, len(up.Changes))
+	for _, ch := range up.Changes {
+		switch ch.Field {
+		case "status":
+			parts = append(parts, fmt.Sprintf("moved from %s to %s", ch.From, ch.To))
+		case "assignee":
+			parts = append(parts, fmt.Sprintf("assigned to %s (was %s)", orUnassigned(ch.To), orUnassigned(ch.From)))
+		case "title":
+			parts = append(parts, fmt.Sprintf("retitled from “%s”", ch.From))
+		case "body":
+			parts = append(parts, "description edited")
+		default:
+			parts = append(parts, fmt.Sprintf("%s marked %s", ch.Field, ch.To))
+		}
+	}
+	by := ""
+	if user != "" {
+		by = " by " + user
+	}
+	return fmt.Sprintf("%s “%s” %s%s.", c.Handle, c.Title, strings.Join(parts, ", "), by)
+}
+
+// progressText is a board's progress in one sentence, in the same words
+// as the board page: "4 of 10 cards Done; ready to start: NEWS-5, NEWS-6."
+func progressText(st board.Status) string {
+	total := 0
+	for _, n := range st.Counts {
+		total += n
+	}
+	s := fmt.Sprintf("%d of %d cards Done", st.Counts["Done"], total)
+	if len(st.Ready) == 0 {
+		return s + "; nothing is ready to start."
+	}
+	handles := make([]string, 0, len(st.Ready))
+	for _, c := range st.Ready {
+		handles = append(handles, c.Handle)
+	}
+	return s + "; ready to start: " + strings.Join(handles, ", ") + "."
+}
+
+// NextText lists what is ready to start on a board, one card a line, for
+// `/bobnet next` (Slack) and `!bobnet next` (Matrix).
+func NextText(st board.Status) string {
+	if len(st.Ready) == 0 {
+		if len(st.Waiting) > 0 {
+			return fmt.Sprintf("Nothing is ready to start on %s right now: the cards left wait on others that are not Done.", st.Board.Name)
+		}
+		return fmt.Sprintf("Nothing is ready to start on %s: every card has started or is Done.", st.Board.Name)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Ready to start on %s:", st.Board.Name)
+	for _, c := range st.Ready {
+		fmt.Fprintf(&b, "\n%s “%s” (%s, %s)", c.Handle, c.Title, orUnassigned(c.Assignee), c.Status)
+	}
+	return b.String()
+}
+
+// CardErrorText is a refused card change as a sentence for a chat reply.
+func CardErrorText(err error) string {
+	var blocked *board.BlockedError
+	var amb *board.AmbiguousError
+	var conflict *board.ConflictError
+	switch {
+	case errors.As(err, &blocked):
+		names := make([]string, 0, len(blocked.Blockers))
+		for _, c := range blocked.Blockers {
+			names = append(names, fmt.Sprintf("%s “%s” (%s)", c.Handle, c.Title, c.Status))
+		}
+		return fmt.Sprintf("%s can't move to %s yet: it waits on %s. Finish those first, or move it to Blocked.",
+			blocked.Card.Handle, blocked.Status, strings.Join(names, ", "))
+	case errors.As(err, &amb):
+		return amb.Error() + "."
+	case errors.As(err, &conflict):
+		return conflict.Error() + "."
+	case errors.Is(err, board.ErrInvalidChange), errors.Is(err, ErrUnknownProfile):
+		return "That change isn't possible: " + err.Error() + "."
+	case errors.Is(err, ErrNotFound):
+		return "I can't find that card on this channel's board. Use its handle (such as NEWS-3, shown on the board) or the start of its title."
+	case errors.Is(err, ErrUnavailable):
+		return "BobNet's database is unavailable right now; nothing was changed. Try again in a minute."
+	}
+	return "That did not work: " + err.Error()
+}
+
+// SplitCardStatus splits the words of a move command, such as "research b
+// in progress", into the card and the status at its end, which may be two
+// words. Chat adapters (Slack's /bobnet move, Matrix's !bobnet move) share
+// it so they read a command the same way.
+func SplitCardStatus(args []string) (card, status string, ok bool) {
+	for n := 2; n >= 1; n-- {
+		if len(args) <= n {
+			continue
+		}
+		if st, ok := board.ParseStatus(strings.Join(args[len(args)-n:], " ")); ok {
+			return strings.Join(args[:len(args)-n], " "), st, true
+		}
+	}
+	return "", "", false
+}

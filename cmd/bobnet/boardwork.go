@@ -1,0 +1,26 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/bobnet/bobnet/board"
+)
+
+// startLiveBoards runs the feed that carries card changes from Postgres to
+// the board pages and event streams of this process, until the returned
+// stop is called.
+func startLiveBoards(ctx context.Context, store *board.Store, web *board.Web, logger *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	feed := board.NewFeed(store, logger)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = feed.Run(ctx)
+	}()
+	web.Live(feed)
+	return func() {
+		cancel()
+		<-done
+	}
+}
