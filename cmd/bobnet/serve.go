@@ -184,7 +184,9 @@ func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	defer background.Wait()
 	a.ext.run(ctx, &background)
 	if a.slack != nil && cfg.SlackAppToken != "" {
+		background.Add(1)
 		go func() {
+			defer background.Done()
 			// It only returns when its context ends or the connection
 			// fails for good; only the latter is worth a word.
 			if err := a.slack.RunSocketMode(ctx); ctx.Err() == nil {
@@ -196,6 +198,18 @@ func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		logger.Warn("the model server does not answer yet; requests get a friendly error until it does", "OPENAI_BASE_URL", cfg.OpenAIBaseURL, "err", err)
 	}
 	err = serveHTTP(ctx, cfg.Listen, cfg.PublicURL, a.handler, logger)
+	// Shutdown order: the listener is closed and in-flight requests have
+	// finished (serveHTTP); then the work started after acks (Slack
+	// decisions) finishes, the engine stops taking requests, lets the
+	// messages being posted finish and leaves unanswered requests on the
+	// stream for another replica; the pools close last (deferred).
+	if a.slack != nil {
+		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if werr := a.slack.Wait(wctx); werr != nil {
+			logger.Warn("slack work still running at shutdown", "err", werr)
+		}
+		wcancel()
+	}
 	cancel()
 	<-engineDone
 	return err
