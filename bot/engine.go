@@ -107,6 +107,10 @@ type Deps struct {
 	Observer  Observer // optional: told what happens, for metrics
 }
 
+// decisionTimeout bounds one approval or cancellation, which runs to its
+// end even when its caller leaves.
+const decisionTimeout = 30 * time.Second
+
 // DefaultClaimTTL is how long a decision may hold a proposal unless
 // configured otherwise.
 const DefaultClaimTTL = 10 * time.Second
@@ -412,6 +416,10 @@ func (e *Engine) heldBy(ctx context.Context, p Proposal) error {
 }
 
 func (e *Engine) release(ctx context.Context, id ProposalID) {
+	// Given back even when the caller has gone: a claim left behind would
+	// answer "being decided" until it expires.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	if err := e.deps.Proposals.Release(ctx, id); err != nil {
 		e.logger.Warn("release claim", "proposal", id, "err", err)
 	}
@@ -425,6 +433,11 @@ func (e *Engine) release(ctx context.Context, id ProposalID) {
 // approved. When the execution fails the claim is given back, so
 // approving again can succeed.
 func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Approval, error) {
+	// A decision once started is finished, whether or not its caller
+	// waits (a closed browser, a server shutting down): it commits and is
+	// answered, or fails and changes nothing; never half.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decisionTimeout)
+	defer cancel()
 	arrived := time.Now()
 	p, err := e.claimFor(ctx, id, user, "approve")
 	if err != nil {
@@ -469,6 +482,8 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 
 // Cancel closes a pending proposal without writing anything.
 func (e *Engine) Cancel(ctx context.Context, id ProposalID, user string) (Proposal, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decisionTimeout)
+	defer cancel()
 	p, err := e.claimFor(ctx, id, user, "cancel")
 	if err != nil {
 		return Proposal{}, err

@@ -35,6 +35,7 @@ type Config struct {
 	OpenAIAPIKey  string
 	Model         string
 	PlanTimeout   time.Duration
+	ReclaimIdle   time.Duration
 	Workers       int
 
 	SlackBotToken      string
@@ -113,6 +114,14 @@ var settings = []setting{
 			return fmt.Errorf("not a positive duration: %q", v)
 		}
 		c.PlanTimeout = d
+		return nil
+	}},
+	{"BOBNET_RECLAIM_IDLE", "reclaim-idle", "1m", "how long a request may sit with a worker that stopped renewing its lease before another replica takes it over (a `duration` from 3s to 1h)", func(c *Config, v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < 3*time.Second || d > time.Hour {
+			return fmt.Errorf("not a duration from 3s to 1h: %q", v)
+		}
+		c.ReclaimIdle = d
 		return nil
 	}},
 	{"BOBNET_WORKERS", "workers", "4", "planning workers (an `int` from 1 to 256)", func(c *Config, v string) error {

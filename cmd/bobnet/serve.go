@@ -114,6 +114,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		AnyMemberMayDecide: cfg.AnyMemberDecides,
 		PublicURL:          cfg.PublicURL,
 		Workers:            cfg.Workers,
+		ReclaimIdle:        cfg.ReclaimIdle,
 		UserRate:           cfg.UserRate,
 		ChannelRate:        cfg.ChannelRate,
 		Profiles:           profiles,
