@@ -19,6 +19,11 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 . scripts/throwaway.sh
+# A throwaway Dendrite homeserver for the Matrix adapter's tests (built once
+# into a cache folder), stopped before the services' folder is removed.
+eval "$(scripts/dendrite.sh start "$throwaway_dir/dendrite")"
+export MATRIX_TEST_HOMESERVER MATRIX_TEST_SHARED_SECRET
+trap 'scripts/dendrite.sh stop "$throwaway_dir/dendrite" || true; throwaway_cleanup' EXIT
 export BOBNET_CHROMIUM=${BOBNET_CHROMIUM:-$(command -v chromium)}
 
 echo "test: gofmt, go vet, staticcheck" >&2
