@@ -287,7 +287,9 @@ func (a *Adapter) allowedInvite(room id.RoomID, sender id.UserID) bool {
 	return slices.Contains(a.cfg.AllowedRooms, room) || slices.Contains(a.cfg.AllowedServers, sender.Homeserver())
 }
 
-func channel(room id.RoomID) bot.Channel { return bot.Channel{Source: bot.SourceMatrix, ID: string(room)} }
+func channel(room id.RoomID) bot.Channel {
+	return bot.Channel{Source: bot.SourceMatrix, ID: string(room)}
+}
 
 // reactionKey strips the emoji variation selector some clients add.
 func reactionKey(k string) string { return strings.ReplaceAll(k, "\ufe0f", "") }
