@@ -119,7 +119,8 @@ func (a *Adapter) onMessage(ctx context.Context, evt *event.Event) {
 		root, inThread = rel.EventID, true
 	}
 	body := strings.TrimSpace(replyFallback.ReplaceAllString(c.Body, ""))
-	mentioned := a.mentioned(c)
+	// A command names the bot itself (!bobnet …): it is no mention.
+	mentioned := !strings.HasPrefix(body, "!") && a.mentioned(c)
 	text := body
 	if mentioned {
 		text = a.stripMention(body)
