@@ -2,11 +2,13 @@ package matrix_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
@@ -16,6 +18,7 @@ import (
 	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/planner/plannertest"
 )
 
 const newspaperRequest = "BobNet: plan our daily research newspaper @room <script>alert(1)</script>"
@@ -213,5 +216,25 @@ func TestMatrixRestartNeitherRepeatsNorMisses(t *testing.T) {
 	}
 	if n := len(w.env.Model.Requests()); n != 3 {
 		t.Fatalf("the model was asked %d times, want 3", n)
+	}
+}
+
+func TestMatrixHostileModelTextIsInert(t *testing.T) {
+	w := newWorld(t)
+	plan, err := json.Marshal(matrix.HostilePlan())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: string(plan)} })
+	w.start()
+	w.openRoom()
+	req := w.say(w.alice, "BobNet plan something", "", true)
+	pv := w.waitFor("preview", w.preview(req, 1)).Content.AsMessage()
+	matrix.AssertInert(t, pv.FormattedBody, pv.Body, publicURL)
+	if !strings.Contains(pv.FormattedBody, "&lt;script&gt;") {
+		t.Fatalf("the hostile title is not shown escaped: %s", pv.FormattedBody)
+	}
+	if pv.Mentions == nil || pv.Mentions.Room || len(pv.Mentions.UserIDs) > 0 {
+		t.Fatalf("the preview pings: %+v", pv.Mentions)
 	}
 }
