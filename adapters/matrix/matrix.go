@@ -239,8 +239,13 @@ const maxRateLimitWaits = 5
 // M_LIMIT_EXCEEDED for as long as the server's retry_after_ms (or
 // Retry-After) says, a few times at most.
 func (a *Adapter) call(ctx context.Context, what string, f func(ctx context.Context) error) error {
+	return a.callFor(ctx, what, a.cfg.CallTimeout, f)
+}
+
+// callFor is call with a timeout of its own, for the sync long poll.
+func (a *Adapter) callFor(ctx context.Context, what string, timeout time.Duration, f func(ctx context.Context) error) error {
 	for attempt := 0; ; attempt++ {
-		cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
 		err := f(cctx)
 		cancel()
 		wait, limited := retryAfter(err)

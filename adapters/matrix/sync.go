@@ -131,10 +131,8 @@ func (a *Adapter) syncLoop(ctx context.Context) error {
 			timeout = 0
 		}
 		var res *mautrix.RespSync
-		err := a.call(ctx, "sync", func(cctx context.Context) error {
-			// The long poll gets the call timeout on top of its own wait.
-			cctx, cancel := context.WithTimeout(ctx, timeout+a.cfg.CallTimeout)
-			defer cancel()
+		// The long poll gets the call timeout on top of its own wait.
+		err := a.callFor(ctx, "sync", timeout+a.cfg.CallTimeout, func(cctx context.Context) error {
 			var err error
 			res, err = a.cli.FullSyncRequest(cctx, mautrix.ReqSync{Timeout: int(timeout / time.Millisecond), Since: since, FilterID: filterID})
 			return err
