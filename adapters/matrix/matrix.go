@@ -58,7 +58,7 @@ type Config struct {
 	// sync long-poll gets it on top of its 30 s.
 	CallTimeout time.Duration
 	// LeaseTTL is how long a replica holds the sync loop without renewing
-	// it (default 15s); another replica takes over within about that long.
+	// it (default DefaultLeaseTTL); another replica takes over within about that long.
 	LeaseTTL time.Duration
 	// Encryption turns on end-to-end encryption (see crypto.go).
 	Encryption *Encryption
@@ -85,6 +85,10 @@ type Adapter struct {
 	running sync.WaitGroup
 }
 
+// DefaultLeaseTTL is how long a replica holds the sync loop between
+// renewals unless configured otherwise.
+const DefaultLeaseTTL = 15 * time.Second
+
 // ErrConfig is wrapped by New when the settings cannot work.
 var ErrConfig = errors.New("matrix: invalid configuration")
 
@@ -101,7 +105,7 @@ func New(ctx context.Context, cfg Config, eng Engine, store *Store, memory Memor
 		cfg.CallTimeout = 20 * time.Second
 	}
 	if cfg.LeaseTTL <= 0 {
-		cfg.LeaseTTL = 15 * time.Second
+		cfg.LeaseTTL = DefaultLeaseTTL
 	}
 	if len(cfg.AllowedServers) == 0 {
 		cfg.AllowedServers = []string{cfg.UserID.Homeserver()}

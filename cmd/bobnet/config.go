@@ -42,6 +42,10 @@ type Config struct {
 	MatrixUserID      string
 	MatrixAccessToken string
 	MatrixPassword    string
+	// Matrix invites, rooms and encryption; see docs/matrix.md.
+	MatrixAllowedServers []string
+	MatrixAllowedRooms   []string
+	MatrixPickleKey      string
 
 	HookSecrets map[string]string
 }
@@ -114,6 +118,15 @@ var settings = []setting{
 	{"MATRIX_USER_ID", "matrix-user-id", "", "the bot's Matrix user id", str(func(c *Config) *string { return &c.MatrixUserID })},
 	{"MATRIX_ACCESS_TOKEN", "matrix-access-token", "", "the bot's Matrix access token", str(func(c *Config) *string { return &c.MatrixAccessToken })},
 	{"MATRIX_PASSWORD", "matrix-password", "", "the bot's Matrix password (when no access token)", str(func(c *Config) *string { return &c.MatrixPassword })},
+	{"MATRIX_ALLOWED_SERVERS", "matrix-allowed-servers", "", "servers whose users may invite the bot (default: the bot's own)", func(c *Config, v string) error {
+		c.MatrixAllowedServers = splitList(v)
+		return nil
+	}},
+	{"MATRIX_ALLOWED_ROOMS", "matrix-allowed-rooms", "", "room ids the bot joins when invited, whoever invites", func(c *Config, v string) error {
+		c.MatrixAllowedRooms = splitList(v)
+		return nil
+	}},
+	{"MATRIX_PICKLE_KEY", "matrix-pickle-key", "", "secret that seals the bot's encryption keys in Postgres; setting it turns on end-to-end encryption", str(func(c *Config) *string { return &c.MatrixPickleKey })},
 	{"BOBNET_HOOK_SECRETS", "hook-secrets", "", "webhook secrets as name=secret,name=secret", func(c *Config, v string) error {
 		c.HookSecrets = map[string]string{}
 		for _, item := range splitList(v) {

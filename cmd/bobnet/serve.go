@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bobnet/bobnet/adapters/console"
+	"github.com/bobnet/bobnet/adapters/matrix"
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
@@ -55,7 +56,8 @@ type app struct {
 	handler http.Handler
 	engine  *bot.Engine
 	model   *planner.Client
-	slack   *slack.Adapter // nil when Slack is not configured
+	slack   *slack.Adapter  // nil when Slack is not configured
+	matrix  *matrix.Adapter // nil when Matrix is not configured
 	close   func()
 }
 
@@ -130,6 +132,10 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		}
 		engine.SetPoster(bot.SourceSlack, slackAdapter)
 	}
+	matrixAdapter, err := newMatrix(ctx, cfg, engine, store, rdb, redisStore, logger)
+	if err != nil {
+		return nil, err
+	}
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -153,7 +159,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
 		slackAdapter.Routes(r) // signed by Slack, not by the API token
 	}
-	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, close: closeAll}, nil
+	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, close: closeAll}, nil
 }
 
 // runServe starts everything configured and serves until ctx is done.
@@ -179,6 +185,9 @@ func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			}
 		}()
 	}
+	matrixDone := make(chan struct{})
+	go func() { defer close(matrixDone); runMatrix(ctx, a.matrix, logger) }()
+	defer func() { cancel(); <-matrixDone }()
 	if err := a.model.Ping(ctx); err != nil {
 		logger.Warn("the model server does not answer yet; requests get a friendly error until it does", "OPENAI_BASE_URL", cfg.OpenAIBaseURL, "err", err)
 	}
