@@ -14,7 +14,7 @@ trap stop_services EXIT
 eval "$(scripts/services.sh start "$dir")"
 export DATABASE_URL REDIS_URL
 
-go build -o bin/bobnet ./cmd/bobnet
+go build -tags goolm -o bin/bobnet ./cmd/bobnet
 bin/bobnet migrate
 echo "run: BobNet on http://${BOBNET_LISTEN:-127.0.0.1:8080}/ (Ctrl-C stops it)" >&2
 # Not exec: the trap must run after bobnet exits to stop the servers.

@@ -425,3 +425,31 @@ func (a *Adapter) post(ctx context.Context, thread bot.Thread, r bot.Reply) {
 		a.logger.Warn("matrix: post notice", "room", thread.Channel.ID, "err", err)
 	}
 }
+
+// cannotReadTTL is how long "I can't read this" is said only once per
+// room.
+const cannotReadTTL = 7 * 24 * time.Hour
+
+// cannotRead tells a room, once, that BobNet could not read an encrypted
+// message there. History from before BobNet started is not worth it.
+func (a *Adapter) cannotRead(evt *event.Event, text string) {
+	if evt.Sender == a.cfg.UserID || time.UnixMilli(evt.Timestamp).Before(a.started) {
+		return
+	}
+	a.async(func(ctx context.Context) {
+		first, err := a.memory.SeenOnce(ctx, "matrix-cannot-read:"+string(evt.RoomID), cannotReadTTL)
+		if err != nil || !first {
+			return
+		}
+		a.post(ctx, bot.Thread{Channel: channel(evt.RoomID)}, bot.Reply{Kind: bot.ReplyError, Text: text})
+	})
+}
+
+// onEncryptedWithoutKeys answers encrypted messages when encryption is off.
+func (a *Adapter) onEncryptedWithoutKeys(ctx context.Context, evt *event.Event) {
+	if isOld(ctx, evt) {
+		return
+	}
+	a.cannotRead(evt, "I can't read encrypted messages: end-to-end encryption is not turned on for me. "+
+		"Ask whoever runs BobNet to set MATRIX_PICKLE_KEY (see “Add BobNet to Matrix”), or use an unencrypted room.")
+}

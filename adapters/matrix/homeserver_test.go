@@ -100,6 +100,8 @@ type world struct {
 	room   id.RoomID
 	lease  string
 	decode func(*event.Event) *event.Event // decrypts in encrypted rooms
+	// encrypt turns on the bot's end-to-end encryption.
+	encrypt bool
 }
 
 func newWorld(t *testing.T, opts ...bottest.Option) *world {
@@ -142,10 +144,14 @@ func (w *world) start(wrap ...leaseFunc) *replica {
 	for _, f := range wrap {
 		lease = f(lease)
 	}
-	ad, err := matrix.New(ctx30(t), matrix.Config{
+	cfg := matrix.Config{
 		Homeserver: w.hs, UserID: w.bot.ID, Password: w.bot.Password, PublicURL: publicURL,
 		LeaseTTL: 1500 * time.Millisecond, CallTimeout: 20 * time.Second,
-	}, w.env.Engine, matrix.NewStore(w.env.Store.Pool()), pending.NewStore(w.env.Redis, w.env.Prefix), lease, logger(t))
+	}
+	if w.encrypt {
+		cfg.Encryption = &matrix.Encryption{DatabaseURL: w.env.Store.Pool().Config().ConnString(), PickleKey: "test-pickle-key"}
+	}
+	ad, err := matrix.New(ctx30(t), cfg, w.env.Engine, matrix.NewStore(w.env.Store.Pool()), pending.NewStore(w.env.Redis, w.env.Prefix), lease, logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

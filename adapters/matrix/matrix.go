@@ -77,6 +77,7 @@ type Adapter struct {
 	crypto  cryptoCloser
 	name    string // the bot's display name, for mentions in plain text
 	syncing chan struct{}
+	started time.Time
 
 	// work bounds what the sync loop hands off (decisions, notices) so the
 	// loop never waits on them.
@@ -120,7 +121,7 @@ func New(ctx context.Context, cfg Config, eng Engine, store *Store, memory Memor
 	cli.Store = store
 	work, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a := &Adapter{cfg: cfg, cli: cli, eng: eng, store: store, memory: memory, lease: lease, logger: logger,
-		syncing: make(chan struct{}, 1), work: work, stop: stop}
+		syncing: make(chan struct{}, 1), work: work, stop: stop, started: time.Now()}
 	if err := a.login(ctx); err != nil {
 		stop()
 		return nil, err
@@ -143,6 +144,8 @@ func New(ctx context.Context, cfg Config, eng Engine, store *Store, memory Memor
 			stop()
 			return nil, err
 		}
+	} else {
+		syncer.OnEventType(event.EventEncrypted, a.onEncryptedWithoutKeys)
 	}
 	return a, nil
 }
