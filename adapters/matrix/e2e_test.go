@@ -108,6 +108,9 @@ func TestMatrixReviseCancelAndThreadReplies(t *testing.T) {
 	req := w.say(w.alice, "hey bobnet, plan our daily research newspaper", "", false)
 	v1 := w.waitFor("v1", w.preview(req, 1))
 
+	// ✏️ asks for feedback (only of someone who may decide).
+	w.react(w.alice, v1.ID, "✏️")
+	w.waitFor("feedback question", w.fromBot(req, string(w.alice.ID)+": what should change?"))
 	w.say(w.alice, "!revise make it weekly", req, false)
 	v2 := w.waitFor("v2", w.preview(req, 2))
 	if b := v2.Content.AsMessage().Body; !strings.Contains(b, "Changed since v1") || !strings.Contains(b, "Weekly Research Newspaper") {

@@ -5,12 +5,14 @@ package matrix_test
 import (
 	"context"
 	"database/sql"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"go.mau.fi/util/dbutil"
+	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/crypto/cryptohelper"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
@@ -114,11 +116,36 @@ func TestMatrixEncryptedRoom(t *testing.T) {
 		return e.Sender == w.bot.ID && strings.Contains(bodyOf(e), "couldn't decrypt a message")
 	}
 	w.waitFor("cannot-decrypt notice", cannot)
+	// Dave joins later: the bot shares its room key with his device too.
+	dave := register(t, w.hs, os.Getenv("MATRIX_TEST_SHARED_SECRET"), "dave-")
+	dh := withCrypto(t, dave)
+	if _, err := w.alice.cli.InviteUser(ctx30(t), w.room, &mautrix.ReqInviteUser{UserID: dave.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dave.cli.JoinRoomByID(ctx30(t), w.room); err != nil {
+		t.Fatal(err)
+	}
+	w.waitJoined(dave.ID)
+
 	// Something after the garbage that is answered proves the bot got past
 	// both; only then is "once" meaningful.
 	req2 := w.say(w.alice, "BobNet plan our daily research newspaper, second edition", "", true)
-	w.waitFor("second preview", w.preview(req2, 1))
+	pv2 := w.waitFor("second preview", w.preview(req2, 1))
 	if n := w.count(cannot); n != 1 {
 		t.Fatalf("%d cannot-decrypt notices, want 1", n)
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		e, err := dave.cli.GetEvent(ctx30(t), w.room, pv2.ID)
+		if err == nil && e.Content.ParseRaw(e.Type) == nil {
+			e.RoomID = w.room
+			if dec, err := dh.Decrypt(context.Background(), e); err == nil && strings.Contains(string(dec.Content.VeryRaw), "Daily Research Newspaper") {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dave, who joined later, cannot decrypt the bot's preview: %v", err)
+		}
+		time.Sleep(150 * time.Millisecond)
 	}
 }
