@@ -180,8 +180,8 @@ func (a *Adapter) mentioned(c *event.MessageEventContent) bool {
 	}
 	if c.FormattedBody != "" {
 		pill := "matrix.to/#/" + string(a.cfg.UserID)
-		escaped := "matrix.to/#/" + url.PathEscape(string(a.cfg.UserID))
-		if strings.Contains(c.FormattedBody, pill) || strings.Contains(c.FormattedBody, escaped) {
+		escaped := strings.ToLower("matrix.to/#/" + url.QueryEscape(string(a.cfg.UserID)))
+		if strings.Contains(c.FormattedBody, pill) || strings.Contains(strings.ToLower(c.FormattedBody), escaped) {
 			return true
 		}
 	}
@@ -200,8 +200,11 @@ func (a *Adapter) stripMention(body string) string {
 		pats = append(pats, `@?`+regexp.QuoteMeta(a.name))
 	}
 	re := regexp.MustCompile(`(?i)(` + strings.Join(pats, "|") + `)[:,]?`)
-	return strings.TrimSpace(re.ReplaceAllString(body, ""))
+	return strings.TrimSpace(spaces.ReplaceAllString(re.ReplaceAllString(body, ""), " "))
 }
+
+// spaces is a run of blanks a removed mention leaves behind.
+var spaces = regexp.MustCompile(`[ \t]{2,}`)
 
 var boardIDPattern = regexp.MustCompile(`^b_[a-z2-7]{26}$`)
 
