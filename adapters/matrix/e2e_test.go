@@ -94,9 +94,14 @@ func TestMatrixNewspaperFlow(t *testing.T) {
 	// Status by room.
 	status := w.say(w.alice, "!bobnet status", "", false)
 	sm := w.waitFor("status", w.fromBot(status, "Daily Research Newspaper")).Content.AsMessage()
-	if !strings.Contains(sm.FormattedBody, string(st.Board.ID)) || !strings.Contains(sm.Body, "Backlog") {
-		t.Fatalf("status: %q", sm.FormattedBody)
+	if !strings.Contains(sm.FormattedBody, string(st.Board.ID)) || !strings.Contains(sm.Body, "Backlog 9") || !strings.Contains(sm.Body, "Ready 1") {
+		t.Fatalf("status: %q", sm.Body)
 	}
+	// Status by board id, and a bad id.
+	byID := w.say(w.carol, "!bobnet status "+string(st.Board.ID), "", false)
+	w.waitFor("status by board id", w.fromBot(byID, "Ready to start: Define daily topic"))
+	bad := w.say(w.carol, "!bobnet status nonsense", "", false)
+	w.waitFor("bad board id", w.fromBot(bad, "not a board id"))
 }
 
 func TestMatrixReviseCancelAndThreadReplies(t *testing.T) {
