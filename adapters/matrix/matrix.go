@@ -94,7 +94,7 @@ const DefaultLeaseTTL = 15 * time.Second
 var ErrConfig = errors.New("matrix: invalid configuration")
 
 // New logs in (or reuses the saved device) and returns an adapter. Nothing
-// syncs until Run.
+// syncs until Run; lease may be nil for an adapter that only posts.
 func New(ctx context.Context, cfg Config, eng Engine, store *Store, memory Memory, lease Lease, logger *slog.Logger) (*Adapter, error) {
 	if cfg.Homeserver == "" || cfg.UserID == "" {
 		return nil, fmt.Errorf("%w: MATRIX_HOMESERVER and MATRIX_USER_ID are required", ErrConfig)

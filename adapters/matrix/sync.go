@@ -27,6 +27,9 @@ const longPoll = 30 * time.Second
 // Run syncs while this replica holds the lease and waits for it while
 // another replica does, until ctx ends.
 func (a *Adapter) Run(ctx context.Context) error {
+	if a.lease == nil {
+		return fmt.Errorf("%w: Run needs a lease", ErrConfig)
+	}
 	retry := a.cfg.LeaseTTL / 3
 	for {
 		ok, err := a.lease.Acquire(ctx)
