@@ -226,6 +226,14 @@ func (c *Config) validate() []error {
 		if c.MatrixAccessToken == "" && c.MatrixPassword == "" {
 			errs = append(errs, errors.New("MATRIX_ACCESS_TOKEN: required (or MATRIX_PASSWORD) when Matrix is configured"))
 		}
+		if _, server, ok := strings.Cut(c.MatrixUserID, ":"); c.MatrixUserID != "" && (!strings.HasPrefix(c.MatrixUserID, "@") || !ok || server == "") {
+			errs = append(errs, fmt.Errorf("MATRIX_USER_ID: %q is not a user id like @bobnet:example.org", c.MatrixUserID))
+		}
+		for _, r := range c.MatrixAllowedRooms {
+			if !strings.HasPrefix(r, "!") || !strings.Contains(r, ":") {
+				errs = append(errs, fmt.Errorf("MATRIX_ALLOWED_ROOMS: %q is not a room id like !abc:example.org", r))
+			}
+		}
 	}
 	return errs
 }
