@@ -79,6 +79,12 @@ type Adapter struct {
 	syncing chan struct{}
 	started time.Time
 
+	// relogin is set once New is done, when there is a password to log
+	// in again with after the token is revoked.
+	relogin bool
+	loginMu sync.Mutex
+	token   string // the access token in use, guarded by loginMu
+
 	// work bounds what the sync loop hands off (decisions, notices) so the
 	// loop never waits on them.
 	work    context.Context
@@ -135,6 +141,7 @@ func New(ctx context.Context, cfg Config, eng Engine, store *Store, memory Memor
 	}); err != nil {
 		a.logger.Warn("matrix: no display name; mentions by name are not recognised", "err", err)
 	}
+	a.token = cli.AccessToken
 	syncer := cli.Syncer.(*mautrix.DefaultSyncer)
 	syncer.OnEventType(event.StateMember, a.onMember)
 	syncer.OnEventType(event.EventMessage, a.onMessage)
@@ -147,6 +154,7 @@ func New(ctx context.Context, cfg Config, eng Engine, store *Store, memory Memor
 	} else {
 		syncer.OnEventType(event.EventEncrypted, a.onEncryptedWithoutKeys)
 	}
+	a.relogin = cfg.AccessToken == ""
 	return a, nil
 }
 
@@ -216,6 +224,47 @@ func (a *Adapter) login(ctx context.Context) error {
 	return a.store.SaveSession(ctx, a.cfg.UserID, Session{DeviceID: resp.DeviceID, AccessToken: resp.AccessToken})
 }
 
+func (a *Adapter) currentToken() string {
+	a.loginMu.Lock()
+	defer a.loginMu.Unlock()
+	return a.token
+}
+
+// renewToken replaces the revoked token stale: with the one saved in
+// Postgres when another replica already logged in again, else by logging
+// in with the password on the same device. Callers racing here renew once.
+func (a *Adapter) renewToken(ctx context.Context, stale string) error {
+	a.loginMu.Lock()
+	defer a.loginMu.Unlock()
+	if a.token != stale {
+		return nil
+	}
+	if saved, err := a.store.Session(ctx, a.cfg.UserID); err == nil && saved.AccessToken != stale && saved.DeviceID == a.cli.DeviceID {
+		a.setToken(saved.AccessToken)
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	defer cancel()
+	resp, err := a.cli.Login(lctx, &mautrix.ReqLogin{
+		Type:       mautrix.AuthTypePassword,
+		Identifier: mautrix.UserIdentifier{Type: mautrix.IdentifierTypeUser, User: string(a.cfg.UserID)},
+		Password:   a.cfg.Password, DeviceID: a.cli.DeviceID, InitialDeviceDisplayName: "BobNet",
+	})
+	if err != nil {
+		return fmt.Errorf("log in again: %w", err)
+	}
+	a.setToken(resp.AccessToken)
+	a.logger.Info("matrix: the access token was revoked; logged in again on the same device", "device", a.cli.DeviceID)
+	return a.store.SaveSession(ctx, a.cfg.UserID, Session{DeviceID: a.cli.DeviceID, AccessToken: resp.AccessToken})
+}
+
+// setToken swaps the client's token under mautrix's own token lock, which
+// its requests read it under. The caller holds loginMu.
+func (a *Adapter) setToken(token string) {
+	a.token = token
+	a.cli.OAuthSetTokens("", "", token, time.Time{})
+}
+
 // Close stops what the adapter handed off and waits for it.
 func (a *Adapter) Close() {
 	a.stop()
@@ -251,10 +300,22 @@ func (a *Adapter) call(ctx context.Context, what string, f func(ctx context.Cont
 
 // callFor is call with a timeout of its own, for the sync long poll.
 func (a *Adapter) callFor(ctx context.Context, what string, timeout time.Duration, f func(ctx context.Context) error) error {
+	renewed := false
 	for attempt := 0; ; attempt++ {
+		stale := a.currentToken()
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		err := f(cctx)
 		cancel()
+		if errors.Is(err, mautrix.MUnknownToken) && a.relogin && !renewed {
+			// The token was revoked (or another replica replaced it):
+			// pick up the saved one or log in again on the same device.
+			renewed = true
+			rerr := a.renewToken(ctx, stale)
+			if rerr == nil {
+				continue
+			}
+			a.logger.Warn("matrix: log in again", "err", rerr)
+		}
 		wait, limited := retryAfter(err)
 		if !limited || attempt == maxRateLimitWaits {
 			if err != nil {

@@ -66,3 +66,22 @@ func TestMatrixLeavesWhenAskedOrAlone(t *testing.T) {
 	}
 	w.waitLeft(w.room)
 }
+
+func TestMatrixLogsInAgainWhenTheTokenIsRevoked(t *testing.T) {
+	w := newWorld(t)
+	r := w.start()
+	w.openRoom()
+	r1 := w.say(w.alice, "BobNet plan our daily research newspaper", "", true)
+	w.waitFor("first preview", w.preview(r1, 1))
+	device := r.ad.DeviceID()
+
+	// Every token of the bot's account is revoked, the adapter's too.
+	if _, err := w.bot.cli.LogoutAll(ctx30(t)); err != nil {
+		t.Fatal(err)
+	}
+	r2 := w.say(w.alice, "BobNet plan our daily research newspaper, second edition", "", true)
+	w.waitFor("preview after logging in again", w.preview(r2, 1))
+	if r.ad.DeviceID() != device {
+		t.Fatalf("logged in again as device %s, want %s", r.ad.DeviceID(), device)
+	}
+}
