@@ -18,9 +18,6 @@ import (
 // cryptoCloser is the encryption machinery's shutdown.
 type cryptoCloser interface{ Close() error }
 
-// EncryptionBuilt reports whether this binary can do end-to-end encryption.
-const EncryptionBuilt = true
-
 // initCrypto turns on end-to-end encryption with mautrix's crypto helper
 // (pure-Go Olm, the goolm build tag) and its Postgres stores: Olm account,
 // sessions and room state live in BobNet's database in tables of their

@@ -52,7 +52,7 @@ func withCrypto(t *testing.T, u *user) *cryptohelper.CryptoHelper {
 func TestMatrixEncryptedRoom(t *testing.T) {
 	w := newWorld(t)
 	w.encrypt = true
-	w.start()
+	first := w.start()
 	h := withCrypto(t, w.alice)
 	w.decode = func(e *event.Event) *event.Event {
 		if e.Type != event.EventEncrypted {
@@ -103,6 +103,13 @@ func TestMatrixEncryptedRoom(t *testing.T) {
 		return e.Mautrix.WasEncrypted && w.edit(pv.ID, "Approved by "+string(w.alice.ID))(e)
 	})
 	w.checkBoard(10, 13)
+
+	// A restart keeps the device and its keys: the next encrypted request
+	// is read and answered.
+	first.stop()
+	w.start()
+	again := w.say(w.alice, "BobNet plan our daily research newspaper, after a restart", "", true)
+	w.waitFor("preview after a restart", func(e *event.Event) bool { return e.Mautrix.WasEncrypted && w.preview(again, 1)(e) })
 
 	// Carol's client sends something nobody can decrypt, twice: the bot
 	// says so once.

@@ -15,6 +15,3 @@ type cryptoCloser interface{ Close() error }
 func (a *Adapter) initCrypto(context.Context, Encryption) error {
 	return fmt.Errorf("%w: end-to-end encryption needs BobNet built with -tags goolm", ErrConfig)
 }
-
-// EncryptionBuilt reports whether this binary can do end-to-end encryption.
-const EncryptionBuilt = false

@@ -32,6 +32,8 @@ func newMatrix(ctx context.Context, cfg Config, engine *bot.Engine, store *board
 	}
 	if cfg.MatrixPickleKey != "" {
 		mcfg.Encryption = &matrix.Encryption{DatabaseURL: cfg.DatabaseURL, PickleKey: cfg.MatrixPickleKey}
+	} else {
+		logger.Info("matrix: end-to-end encryption is off; set MATRIX_PICKLE_KEY to take part in encrypted rooms")
 	}
 	lease := matrix.NewRedisLease(rdb, cfg.RedisPrefix+":matrix-sync-lease:"+cfg.MatrixUserID, matrix.DefaultLeaseTTL)
 	ad, err := matrix.New(ctx, mcfg, engine, matrix.NewStore(store.Pool()), memory, lease, logger)
