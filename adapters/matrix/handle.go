@@ -28,6 +28,9 @@ const seenTTL = 24 * time.Hour
 // lost decision.
 func (a *Adapter) first(ctx context.Context, kind string, evt id.EventID) bool {
 	ok, err := a.memory.SeenOnce(ctx, "matrix-"+kind+":"+string(evt), seenTTL)
+	if ctx.Err() != nil {
+		return false // the sync lease went away: the next holder replays it
+	}
 	if err != nil {
 		a.logger.Warn("matrix: dedupe event", "event", evt, "err", err)
 		return true
@@ -158,6 +161,9 @@ func (a *Adapter) submit(ctx context.Context, evt *event.Event, thread bot.Threa
 	})
 	switch {
 	case err == nil, errors.Is(err, bot.ErrRateLimited):
+	case ctx.Err() != nil:
+		// The sync lease went away mid-batch: the next holder replays the
+		// event, and the dedupe key keeps it to one request.
 	default:
 		a.logger.Warn("matrix: submit request", "event", evt.ID, "err", err)
 		a.notice(thread, bot.Reply{Kind: bot.ReplyError, Text: decisionText(err)})
