@@ -42,7 +42,7 @@ trap stop_services EXIT
 eval "$(scripts/services.sh start "$dir" 9>&-)"
 export DATABASE_URL REDIS_URL
 
-go build -o "$dir/bobnet" ./cmd/bobnet 9>&-
+go build -tags goolm -o "$dir/bobnet" ./cmd/bobnet 9>&-
 "$dir/bobnet" migrate
 # Not exec: the trap must run after bobnet exits to stop the servers.
 "$dir/bobnet" serve &

@@ -47,6 +47,10 @@ type Config struct {
 	MatrixUserID      string
 	MatrixAccessToken string
 	MatrixPassword    string
+	// Matrix invites, rooms and encryption; see docs/matrix.md.
+	MatrixAllowedServers []string
+	MatrixAllowedRooms   []string
+	MatrixPickleKey      string
 
 	HookSecrets map[string]string
 
@@ -140,6 +144,15 @@ var settings = []setting{
 	{"MATRIX_USER_ID", "matrix-user-id", "", "the bot's Matrix user id", str(func(c *Config) *string { return &c.MatrixUserID })},
 	{"MATRIX_ACCESS_TOKEN", "matrix-access-token", "", "the bot's Matrix access token", str(func(c *Config) *string { return &c.MatrixAccessToken })},
 	{"MATRIX_PASSWORD", "matrix-password", "", "the bot's Matrix password (when no access token)", str(func(c *Config) *string { return &c.MatrixPassword })},
+	{"MATRIX_ALLOWED_SERVERS", "matrix-allowed-servers", "", "servers whose users may invite the bot (default: the bot's own)", func(c *Config, v string) error {
+		c.MatrixAllowedServers = splitList(v)
+		return nil
+	}},
+	{"MATRIX_ALLOWED_ROOMS", "matrix-allowed-rooms", "", "room ids the bot joins when invited, whoever invites", func(c *Config, v string) error {
+		c.MatrixAllowedRooms = splitList(v)
+		return nil
+	}},
+	{"MATRIX_PICKLE_KEY", "matrix-pickle-key", "", "secret that seals the bot's encryption keys in Postgres; setting it turns on end-to-end encryption", str(func(c *Config) *string { return &c.MatrixPickleKey })},
 	{"BOBNET_HOOK_SECRETS", "hook-secrets", "", "webhook secrets as name=secret,name=secret (a `list`)", func(c *Config, v string) error {
 		c.HookSecrets = map[string]string{}
 		for _, item := range splitList(v) {
@@ -375,6 +388,14 @@ func (c *Config) validate() []error {
 		}
 		if c.MatrixAccessToken == "" && c.MatrixPassword == "" {
 			errs = append(errs, errors.New("MATRIX_ACCESS_TOKEN: required (or MATRIX_PASSWORD) when Matrix is configured"))
+		}
+		if _, server, ok := strings.Cut(c.MatrixUserID, ":"); c.MatrixUserID != "" && (!strings.HasPrefix(c.MatrixUserID, "@") || !ok || server == "") {
+			errs = append(errs, fmt.Errorf("MATRIX_USER_ID: %q is not a user id like @bobnet:example.org", c.MatrixUserID))
+		}
+		for _, r := range c.MatrixAllowedRooms {
+			if !strings.HasPrefix(r, "!") || !strings.Contains(r, ":") {
+				errs = append(errs, fmt.Errorf("MATRIX_ALLOWED_ROOMS: %q is not a room id like !abc:example.org", r))
+			}
 		}
 	}
 	return errs

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bobnet/bobnet/adapters/console"
+	"github.com/bobnet/bobnet/adapters/matrix"
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
@@ -55,7 +56,8 @@ type app struct {
 	handler http.Handler
 	engine  *bot.Engine
 	model   *planner.Client
-	slack   *slack.Adapter // nil when Slack is not configured
+	slack   *slack.Adapter  // nil when Slack is not configured
+	matrix  *matrix.Adapter // nil when Matrix is not configured
 	ext     *integrations
 	close   func()
 }
@@ -135,6 +137,10 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		}
 		engine.SetPoster(bot.SourceSlack, slackAdapter)
 	}
+	matrixAdapter, err := newMatrix(ctx, cfg, engine, store, rdb, redisStore, logger)
+	if err != nil {
+		return nil, err
+	}
 
 	ext, err := newIntegrations(cfg, store, engine, con, logger)
 	if err != nil {
@@ -164,7 +170,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		slackAdapter.Routes(r) // signed by Slack, not by the API token
 	}
 	ext.routes(r) // signed by their senders, not by the API token
-	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, ext: ext, close: closeAll}, nil
+	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, close: closeAll}, nil
 }
 
 // runServe starts everything configured and serves until ctx is done.
@@ -195,6 +201,9 @@ func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			}
 		}()
 	}
+	matrixDone := make(chan struct{})
+	go func() { defer close(matrixDone); runMatrix(ctx, a.matrix, logger) }()
+	defer func() { cancel(); <-matrixDone }()
 	if err := a.model.Ping(ctx); err != nil {
 		logger.Warn("the model server does not answer yet; requests get a friendly error until it does", "OPENAI_BASE_URL", cfg.OpenAIBaseURL, "err", err)
 	}

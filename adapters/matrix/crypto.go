@@ -1,0 +1,67 @@
+//go:build goolm
+
+package matrix
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	// The database/sql driver mautrix's crypto store talks to Postgres
+	// through.
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"go.mau.fi/util/dbutil"
+	"maunium.net/go/mautrix/crypto/cryptohelper"
+	"maunium.net/go/mautrix/event"
+)
+
+// cryptoCloser is the encryption machinery's shutdown.
+type cryptoCloser interface{ Close() error }
+
+// initCrypto turns on end-to-end encryption with mautrix's crypto helper
+// (pure-Go Olm, the goolm build tag) and its Postgres stores: Olm account,
+// sessions and room state live in BobNet's database in tables of their
+// own (crypto_*, mx_*), sealed with the pickle key. The helper decrypts
+// incoming events and hands them to the same handlers as plain ones, and
+// encrypts what BobNet sends in encrypted rooms, sharing the room key with
+// the members' devices.
+func (a *Adapter) initCrypto(ctx context.Context, enc Encryption) error {
+	if enc.PickleKey == "" {
+		return fmt.Errorf("%w: MATRIX_PICKLE_KEY is required for encryption", ErrConfig)
+	}
+	db, err := sql.Open("pgx", enc.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("matrix crypto store: %w", err)
+	}
+	db.SetMaxOpenConns(5)
+	store, err := dbutil.NewWithDB(db, "pgx")
+	if err != nil {
+		_ = db.Close()
+		return fmt.Errorf("matrix crypto store: %w", err)
+	}
+	helper, err := cryptohelper.NewCryptoHelper(a.cli, []byte(enc.PickleKey), store)
+	if err != nil {
+		_ = db.Close()
+		return fmt.Errorf("matrix crypto: %w", err)
+	}
+	helper.DBAccountID = string(a.cfg.UserID)
+	helper.DecryptErrorCallback = a.undecryptable
+	ictx, cancel := context.WithTimeout(ctx, 2*a.cfg.CallTimeout)
+	defer cancel()
+	if err := helper.Init(ictx); err != nil {
+		_ = db.Close()
+		return fmt.Errorf("matrix crypto: %w", err)
+	}
+	a.cli.Crypto = helper
+	a.crypto = helper
+	return nil
+}
+
+// undecryptable is called when a message could not be decrypted, even
+// after waiting for its keys: say so in the room, once, instead of going
+// silent.
+func (a *Adapter) undecryptable(evt *event.Event, err error) {
+	a.logger.Warn("matrix: cannot decrypt", "room", evt.RoomID, "event", evt.ID, "sender", evt.Sender, "err", err)
+	a.cannotRead(evt, "I couldn't decrypt a message here (my device has no key for it). "+
+		"If it was meant for me, check that your client shares keys with unverified devices, or send it again.")
+}

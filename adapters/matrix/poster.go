@@ -1,0 +1,102 @@
+package matrix
+
+import (
+	"context"
+	"fmt"
+
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+// The poster side: the engine calls these from its workers, on any
+// replica. Each call is bounded by the call timeout and honours rate
+// limits.
+
+// seeded are the reactions put on every preview, so deciding is one tap.
+var seeded = []string{"✅", "✏️", "❌"}
+
+// content is a notice in a thread rooted at the request. m.mentions is
+// present and empty: nothing BobNet posts pings anyone, whatever the text.
+func content(thread bot.Thread, msg message) *event.MessageEventContent {
+	c := &event.MessageEventContent{
+		MsgType: event.MsgNotice, Body: msg.Plain, Format: event.FormatHTML, FormattedBody: msg.HTML,
+		Mentions: &event.Mentions{},
+	}
+	if thread.ID != "" {
+		root := id.EventID(thread.ID)
+		c.RelatesTo = (&event.RelatesTo{}).SetThread(root, root)
+	}
+	return c
+}
+
+// send posts msg in thread and remembers the thread as one BobNet speaks
+// in, so plain replies there count as requests.
+func (a *Adapter) send(ctx context.Context, thread bot.Thread, msg message) (id.EventID, error) {
+	room := id.RoomID(thread.Channel.ID)
+	var evt id.EventID
+	err := a.call(ctx, "send notice", func(ctx context.Context) error {
+		resp, err := a.cli.SendMessageEvent(ctx, room, event.EventMessage, content(thread, msg))
+		if err == nil {
+			evt = resp.EventID
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if thread.ID != "" {
+		if err := a.store.SaveThread(ctx, room, id.EventID(thread.ID)); err != nil {
+			a.logger.Warn("matrix: remember thread", "err", err)
+		}
+	}
+	return evt, nil
+}
+
+// Reply posts a text reply as a notice in the thread.
+func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
+	_, err := a.send(ctx, t, renderReply(r))
+	return err
+}
+
+// PostPreview posts a pending proposal's preview in its thread and seeds
+// the ✅ ✏️ ❌ reactions.
+func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+	evt, err := a.send(ctx, p.Thread, renderPreview(p, a.cfg.PublicURL))
+	if err != nil {
+		return "", fmt.Errorf("post preview: %w", err)
+	}
+	room := id.RoomID(p.Thread.Channel.ID)
+	if err := a.store.SavePreview(ctx, room, evt, id.EventID(p.Thread.ID), p.ID); err != nil {
+		return bot.MessageRef(evt), fmt.Errorf("post preview: %w", err)
+	}
+	for _, key := range seeded {
+		if err := a.call(ctx, "seed reaction", func(ctx context.Context) error {
+			_, err := a.cli.SendReaction(ctx, room, evt, key)
+			return err
+		}); err != nil {
+			// The commands in the thread still work without them.
+			a.logger.Warn("matrix: seed reaction", "err", err)
+			break
+		}
+	}
+	return bot.MessageRef(evt), nil
+}
+
+// UpdatePreview edits a decided preview (m.replace) to say what became of
+// it: approved by whom with the board link, cancelled, superseded, or
+// expired with how to propose it again.
+func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
+	if p.Message == "" {
+		return nil
+	}
+	room := id.RoomID(p.Thread.Channel.ID)
+	msg := renderPreview(p, a.cfg.PublicURL)
+	c := content(bot.Thread{}, msg)
+	c.SetEdit(id.EventID(p.Message))
+	return a.call(ctx, "edit preview", func(ctx context.Context) error {
+		_, err := a.cli.SendMessageEvent(ctx, room, event.EventMessage, c)
+		return err
+	})
+}

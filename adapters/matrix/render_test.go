@@ -1,0 +1,117 @@
+package matrix
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/planner"
+)
+
+// hostile is model text that would be live if rendered as is.
+var hostile = []string{
+	`<script>alert(1)</script>`,
+	`<a href="https://evil.example/login">click</a>`,
+	`<img src=x onerror=alert(1)>`,
+	`@room look at this`,
+	`visit https://evil.example/x or www.evil.example or evil.example`,
+	`<a href="https://matrix.to/#/@alice:localhost">Alice</a>`,
+	`"><b onmouseover=alert(1)>`,
+}
+
+// tag is any real tag: escaped model text holds &lt;, never <.
+var tag = regexp.MustCompile(`<(/?)([a-zA-Z0-9]+)([^>]*)>`)
+
+// AssertInert fails when html or plain holds anything live: a tag outside
+// the preview's own few, an attribute other than the href of BobNet's own
+// links, or text that clients would turn into a link or a room ping.
+func AssertInert(t *testing.T, html, plain, publicURL string) {
+	t.Helper()
+	allowed := map[string]bool{"h4": true, "p": true, "b": true, "i": true, "ol": true, "ul": true, "li": true, "br": true, "code": true, "a": true}
+	for _, m := range tag.FindAllStringSubmatch(html, -1) {
+		name, attrs := strings.ToLower(m[2]), strings.TrimSpace(m[3])
+		if !allowed[name] {
+			t.Errorf("HTML has a <%s> tag: %s", name, m[0])
+		}
+		if name == "a" && m[1] == "" {
+			if !strings.HasPrefix(attrs, `href="`+publicURL+`/`) || strings.Count(attrs, "=") != 1 {
+				t.Errorf("a link that is not BobNet's: %s", m[0])
+			}
+		} else if attrs != "" {
+			t.Errorf("HTML tag with attributes: %s", m[0])
+		}
+	}
+	for _, live := range []string{"https://evil", "www.evil", "evil.example", "@room", "matrix.to"} {
+		if strings.Contains(strings.ToLower(html), live) {
+			t.Errorf("HTML contains %q, which clients make live:\n%s", live, html)
+		}
+		if strings.Contains(strings.ToLower(plain), live) {
+			t.Errorf("plain body contains %q, which clients make live:\n%s", live, plain)
+		}
+	}
+}
+
+// HostilePlan is a valid plan whose every text is hostile.
+func HostilePlan() planner.Envelope {
+	var cards []planner.CardDraft
+	for i, h := range hostile {
+		cards = append(cards, planner.CardDraft{
+			TempID: string(rune('a' + i)), Title: h, Body: h, Assignee: h, Status: "Backlog", WorkspaceMode: "Direct",
+			AcceptanceCriteria: []string{h},
+		})
+	}
+	return planner.Envelope{
+		Kind: planner.KindProposeActions, Answer: strings.Join(hostile, " "), Assumptions: hostile,
+		Actions: []planner.Action{{
+			Type:  planner.ActionCreateBoardWithCards,
+			Board: &planner.BoardDraft{Name: hostile[0], Goal: strings.Join(hostile, " ")},
+			Cards: cards,
+			Links: []planner.Link{{Card: "a", DependsOn: "b"}},
+		}},
+	}
+}
+
+func TestRenderKeepsModelTextInert(t *testing.T) {
+	t.Parallel()
+	const public = "https://bobnet.example.com"
+	p := bot.Proposal{
+		ID: "p_x", Version: 2, Thread: bot.Thread{}, RequestedBy: "@mallory:localhost <b>", Plan: HostilePlan(),
+		Warnings: []planner.Issue{{Path: hostile[1], Message: hostile[4]}}, State: bot.ProposalPending,
+		ExpiresAt: time.Unix(0, 0), Changes: &bot.Changes{Added: hostile, Retitled: []bot.Change{{From: hostile[0], To: hostile[1]}}},
+	}
+	cases := map[string]message{"pending preview": renderPreview(p, public)}
+	for _, st := range []bot.ProposalState{bot.ProposalApproved, bot.ProposalCancelled, bot.ProposalExpired, bot.ProposalSuperseded} {
+		d := p
+		d.State, d.DecidedBy, d.BoardURL = st, hostile[3], public+"/boards/b_x"
+		cases[string(st)+" preview"] = renderPreview(d, public)
+	}
+	cases["reply"] = renderReply(bot.Reply{Kind: bot.ReplyClarify, Text: strings.Join(hostile, "\n"), Questions: hostile, BoardURL: public + "/boards/b_x"})
+	for name, m := range cases {
+		t.Run(name, func(t *testing.T) {
+			AssertInert(t, m.HTML, m.Plain, public)
+			if !strings.Contains(m.HTML, "&lt;script&gt;") && name != "superseded preview" {
+				t.Errorf("the hostile text is not shown escaped:\n%s", m.HTML)
+			}
+		})
+	}
+	if !strings.Contains(cases["pending preview"].HTML, `<a href="`+public+`/api/v1/proposals/p_x">`) {
+		t.Errorf("the preview lost BobNet's own link:\n%s", cases["pending preview"].HTML)
+	}
+}
+
+func TestInert(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"https://x.io/a":       "https:\u200b//x.\u200bio/a",
+		"ping @room now":       "ping @\u2060room now",
+		"see www.example.com":  "see www\u200b.example.\u200bcom",
+		"version 1.2, e.g. it": "version 1.2, e.\u200bg. it",
+		"plain words":          "plain words",
+	} {
+		if got := inert(in); got != want {
+			t.Errorf("inert(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+	"maunium.net/go/mautrix/synapseadmin"
+
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/planner/plannertest"
+)
+
+// registerMatrix creates an account on the test homeserver, skipping
+// without one.
+func registerMatrix(t *testing.T, prefix string) (*mautrix.Client, string) {
+	t.Helper()
+	hs, secret := os.Getenv("MATRIX_TEST_HOMESERVER"), os.Getenv("MATRIX_TEST_SHARED_SECRET")
+	if hs == "" {
+		t.Skip("MATRIX_TEST_HOMESERVER is not set; `make test` starts a Dendrite and sets it")
+	}
+	cli, err := mautrix.NewClient(hs, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	name, password := prefix+hex.EncodeToString(b), "pw-"+hex.EncodeToString(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := (&synapseadmin.Client{Client: cli}).SharedSecretRegister(ctx, secret, synapseadmin.ReqSharedSecretRegister{Username: name, Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli.UserID, cli.AccessToken, cli.DeviceID = resp.UserID, resp.AccessToken, resp.DeviceID
+	return cli, password
+}
+
+func matrixConfig(t *testing.T, extra map[string]string) (Config, error) {
+	model := plannertest.NewServer(t)
+	plan := plannertest.NewspaperPlan(t)
+	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
+	bottest.Redis(t)
+	vars := map[string]string{
+		"DATABASE_URL": boardtest.NewDatabase(t), "REDIS_URL": os.Getenv("REDIS_URL"), "BOBNET_REDIS_PREFIX": bottest.Prefix(),
+		"OPENAI_BASE_URL": model.URL(), "BOBNET_MODEL": "test-model",
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	return loadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
+}
+
+func TestServeAnswersInMatrix(t *testing.T) {
+	botCli, password := registerMatrix(t, "bobnet-")
+	alice, _ := registerMatrix(t, "alice-")
+	cfg, err := matrixConfig(t, map[string]string{
+		"MATRIX_HOMESERVER": os.Getenv("MATRIX_TEST_HOMESERVER"), "MATRIX_USER_ID": string(botCli.UserID), "MATRIX_PASSWORD": password,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newApp(context.Background(), cfg, boardtest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.matrix == nil {
+		t.Fatal("MATRIX_* set but the Matrix adapter is off")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	engineDone, matrixDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(engineDone); _ = a.engine.Run(ctx) }()
+	go func() { defer close(matrixDone); runMatrix(ctx, a.matrix, boardtest.Logger(t)) }()
+	t.Cleanup(func() { cancel(); <-engineDone; <-matrixDone; a.close() })
+
+	cctx, ccancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer ccancel()
+	room, err := alice.CreateRoom(cctx, &mautrix.ReqCreateRoom{Preset: "private_chat", Invite: []id.UserID{botCli.UserID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if m, err := alice.JoinedMembers(cctx, room.RoomID); err == nil {
+			if _, ok := m.Joined[botCli.UserID]; ok {
+				break
+			}
+		}
+		if cctx.Err() != nil {
+			t.Fatal("the bot never joined")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := alice.SendMessageEvent(cctx, room.RoomID, event.EventMessage, &event.MessageEventContent{
+		MsgType: event.MsgText, Body: "plan our daily research newspaper", Mentions: &event.Mentions{UserIDs: []id.UserID{botCli.UserID}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for cctx.Err() == nil {
+		msgs, err := alice.Messages(cctx, room.RoomID, "", "", mautrix.DirectionBackward, nil, 100)
+		if err == nil {
+			for _, e := range msgs.Chunk {
+				if e.Sender == botCli.UserID && e.Type == event.EventMessage && strings.Contains(string(e.Content.VeryRaw), "Daily Research Newspaper") {
+					return
+				}
+			}
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	t.Fatal("no preview from bobnet serve in Matrix")
+}
+
+func TestServeRefusesABadMatrixToken(t *testing.T) {
+	botCli, _ := registerMatrix(t, "bobnet-")
+	cfg, err := matrixConfig(t, map[string]string{
+		"MATRIX_HOMESERVER": os.Getenv("MATRIX_TEST_HOMESERVER"), "MATRIX_USER_ID": string(botCli.UserID), "MATRIX_ACCESS_TOKEN": "not-a-token",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = newApp(context.Background(), cfg, boardtest.Logger(t))
+	if err == nil || !strings.Contains(err.Error(), "MATRIX_ACCESS_TOKEN") {
+		t.Fatalf("newApp = %v, want an error naming MATRIX_ACCESS_TOKEN", err)
+	}
+}
+
+func TestConfigMatrix(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"MATRIX_HOMESERVER": "https://matrix.example.org", "MATRIX_USER_ID": "@bobnet:example.org", "MATRIX_PASSWORD": "pw"}
+	with := func(k, v string) map[string]string {
+		env := map[string]string{k: v}
+		for bk, bv := range base {
+			if _, ok := env[bk]; !ok {
+				env[bk] = bv
+			}
+		}
+		return env
+	}
+	c, err := testConfig(t, with("MATRIX_ALLOWED_SERVERS", "example.org, partner.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.MatrixAllowedServers, "|") != "example.org|partner.example" {
+		t.Errorf("allowed servers = %q", c.MatrixAllowedServers)
+	}
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"bad user id":       {with("MATRIX_USER_ID", "bobnet"), "MATRIX_USER_ID"},
+		"bad room":          {with("MATRIX_ALLOWED_ROOMS", "#general:example.org"), "MATRIX_ALLOWED_ROOMS"},
+		"bad homeserver":    {with("MATRIX_HOMESERVER", "matrix.example.org"), "MATRIX_HOMESERVER"},
+		"no token/password": {map[string]string{"MATRIX_HOMESERVER": "https://m.example.org", "MATRIX_USER_ID": "@b:example.org"}, "MATRIX_ACCESS_TOKEN"},
+	} {
+		if _, err := testConfig(t, tc.env); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one naming %s", name, err, tc.want)
+		}
+	}
+}
