@@ -7,6 +7,8 @@ import (
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/id"
+
+	"github.com/bobnet/bobnet/adapters/matrix"
 )
 
 // waitLeft waits until the bot is no longer in room, as its account sees it.
@@ -39,6 +41,17 @@ func TestMatrixFirstStartIgnoresHistory(t *testing.T) {
 	old := w.say(w.alice, "BobNet plan our daily research newspaper", "", true)
 
 	w.start()
+	// What is sent before the first sync completes is history too; wait
+	// for that sync to be saved.
+	store := matrix.NewStore(w.env.Store.Pool())
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if nb, err := store.LoadNextBatch(ctx30(t), w.bot.ID); err == nil && nb != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the bot never finished its first sync")
+		}
+	}
 	fresh := w.say(w.alice, "BobNet plan our daily research newspaper, today's", "", true)
 	w.waitFor("answer to the new request", w.preview(fresh, 1))
 	if n := w.count(w.preview(old, 1)); n != 0 {
