@@ -402,9 +402,21 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 		p.Changes = Diff(prev.Plan, plan)
 	}
 	planJSON, _ := json.Marshal(plan)
+	q, err := e.quorumFor(ctx, r.Thread.Channel, plan.Stats().Cards, prev)
+	if err != nil {
+		if prev != nil {
+			e.release(ctx, prev.ID)
+		}
+		return nil, nil, err
+	}
+	p.Quorum = q
+	policyJSON, _ := json.Marshal(q)
+	if q == nil {
+		policyJSON = nil
+	}
 	if err := e.deps.Boards.SaveProposal(ctx, board.ProposalRecord{
 		ID: string(p.ID), Chain: string(p.ChainID()), Channel: r.Thread.Channel.Key(), Version: p.Version, Supersedes: string(p.Supersedes),
-		RequestedBy: p.RequestedBy, State: string(ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt,
+		RequestedBy: p.RequestedBy, State: string(ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt, Policy: policyJSON,
 	}); err != nil {
 		if prev != nil {
 			e.release(ctx, prev.ID)

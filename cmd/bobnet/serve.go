@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"syscall"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -135,6 +135,9 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		engine.SetPoster(bot.SourceSlack, slackAdapter)
 	}
 
+	if err := seedPolicies(ctx, cfg, store); err != nil {
+		return nil, err
+	}
 	ext, err := newIntegrations(cfg, store, engine, con, logger)
 	if err != nil {
 		return nil, err
@@ -156,6 +159,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		r.Use(ext.guard.Middleware)
 		web.APIRoutes(r)
 		con.APIRoutes(r)
+		(&policyAPI{store: store, engine: engine, logger: logger}).routes(r)
 	})
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
 		slackAdapter.Routes(r) // signed by Slack, not by the API token
