@@ -32,6 +32,7 @@ type testApp struct {
 	URL   string
 	Model *plannertest.Server
 	token string
+	dbURL string
 }
 
 func startApp(t *testing.T, env map[string]string) *testApp {
@@ -94,7 +95,7 @@ func startAppLogged(t *testing.T, env map[string]string, logger func(Config) *sl
 		<-done
 		a.close()
 	})
-	return &testApp{URL: srv.URL, Model: model, token: vars["BOBNET_API_TOKEN"]}
+	return &testApp{URL: srv.URL, Model: model, token: vars["BOBNET_API_TOKEN"], dbURL: vars["DATABASE_URL"]}
 }
 
 // call sends a JSON request and decodes the JSON answer into out.
