@@ -145,6 +145,10 @@ func (e *Engine) mayAct(ctx context.Context, p Proposal, user, action string) er
 	}
 	pol := p.Quorum.Policy
 	if !e.ext.decides(p.Thread.Channel.Key(), user) && !e.policyAllows(ctx, p, user) {
+		if p.Quorum.Key == BuiltinPolicyKey {
+			// No policy was set: the refusal reads as it always has.
+			return fmt.Errorf("%s proposal %s: %w: only the requester or an admin may", action, p.ID, ErrForbidden)
+		}
 		return fmt.Errorf("%s proposal %s: %w", action, p.ID, &PolicyError{
 			Rule: fmt.Sprintf("the %s policy lets only %s decide", p.Quorum.Key, strings.Join(pol.Deciders, ", "))})
 	}

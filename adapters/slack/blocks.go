@@ -108,6 +108,7 @@ func PreviewBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
 	if p.Changes != nil {
 		head = append(head, contextBlock(changesText(p)))
 	}
+	head = append(head, quorumBlocks(p)...)
 
 	if len(p.Plan.Assumptions) > 0 {
 		tail = append(tail, contextBlock("*Assumptions:* "+escape(strings.Join(p.Plan.Assumptions, " · "))))
@@ -273,6 +274,7 @@ const helpText = "*BobNet* turns a request into a board of cards you approve.\n"
 	"• Mention me with what you want planned, e.g. `@BobNet plan our daily research newspaper`.\n" +
 	"• I reply in the thread with a preview: *Approve and create*, *Revise* or *Cancel*. Nothing changes until someone approves.\n" +
 	"• `/bobnet status` shows this channel's board; `/bobnet status <board id>` another one.\n" +
+	"• `/bobnet policy` shows who decides here and how many approvals a plan needs.\n" +
 	"• `/bobnet help` shows this."
 
 // fallback is the notification text of a message with blocks. Slack

@@ -356,7 +356,7 @@ func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
 	}
 	_, _, _, err := a.api.UpdateMessageContext(ctx, p.Thread.Channel.ID, string(p.Message),
 		slackapi.MsgOptionText(fallback("Proposal "+string(p.State)), false),
-		slackapi.MsgOptionBlocks(DecidedBlocks(p)...))
+		slackapi.MsgOptionBlocks(updatedBlocks(p, a.cfg.PublicURL)...))
 	if err != nil {
 		return fmt.Errorf("update preview: %w", err)
 	}
@@ -390,6 +390,9 @@ func (a *Adapter) ephemeral(ctx context.Context, channel, thread, user, text str
 
 // decisionText is what a refused click tells the clicker.
 func decisionText(err error) string {
+	if text, ok := policyRefusal(err); ok {
+		return text
+	}
 	var de *bot.DecidedError
 	switch {
 	case errors.As(err, &de) && de.Other != "":
@@ -506,7 +509,10 @@ func (a *Adapter) decide(ctx context.Context, action string, id bot.ProposalID, 
 	}
 	switch action {
 	case actionApprove:
-		_, err = a.eng.Approve(ctx, id, user)
+		var ap bot.Approval
+		if ap, err = a.eng.Approve(ctx, id, user); err == nil && ap.State == bot.ProposalPending {
+			a.ephemeral(ctx, channel, thread, user, approvalText(ap))
+		}
 	case actionCancel:
 		_, err = a.eng.Cancel(ctx, id, user)
 	case actionProposeAgain:
@@ -611,6 +617,8 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		sub = strings.ToLower(fields[0])
 	}
 	switch sub {
+	case "policy":
+		return a.policyCommand(ctx, channel)
 	case "status":
 		var st board.Status
 		var err error

@@ -1,0 +1,137 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+)
+
+// policyReader is what an engine that keeps approval policies offers;
+// *bot.Engine is one.
+type policyReader interface {
+	PolicyFor(ctx context.Context, ch bot.Channel) (board.PolicyInForce, error)
+}
+
+// policyCommand answers `/bobnet policy`: who decides in this channel,
+// how many approvals a plan needs, and the model budget.
+func (a *Adapter) policyCommand(ctx context.Context, channel string) commandReply {
+	pr, ok := a.eng.(policyReader)
+	if !ok {
+		return commandReply{ResponseType: "ephemeral", Text: "This BobNet keeps no approval policies: the requester or an admin decides."}
+	}
+	in, err := pr.PolicyFor(ctx, bot.Channel{Source: bot.SourceSlack, ID: channel})
+	if err != nil {
+		return commandReply{ResponseType: "ephemeral", Text: decisionText(err)}
+	}
+	return commandReply{ResponseType: "ephemeral", Text: PolicyText(in)}
+}
+
+// PolicyText describes a policy in Slack mrkdwn.
+func PolicyText(in board.PolicyInForce) string {
+	p := in.Policy
+	var b strings.Builder
+	fmt.Fprintf(&b, "*Approval policy* (%s)\n", escape(policyName(in.Key)))
+	fmt.Fprintf(&b, "• Who decides: %s\n", decidersText(p.Deciders))
+	fmt.Fprintf(&b, "• Approvals needed: %d", max(p.Approvals, 1))
+	if ac := p.AboveCards; ac != nil {
+		fmt.Fprintf(&b, "; %d for a plan of more than %d cards", ac.Approvals, ac.Cards)
+	}
+	b.WriteString("\n")
+	if p.SelfApproval {
+		b.WriteString("• The requester's own approval counts.\n")
+	} else {
+		b.WriteString("• The requester's own approval does not count.\n")
+	}
+	if bu := p.Budget; bu != nil && bu.TokensPerDay > 0 {
+		fmt.Fprintf(&b, "• Model budget: %d tokens a day (UTC).", bu.TokensPerDay)
+	} else {
+		b.WriteString("• Model budget: none.")
+	}
+	return b.String()
+}
+
+func policyName(key string) string {
+	switch key {
+	case bot.BuiltinPolicyKey:
+		return "BobNet's built-in rule"
+	case board.DefaultPolicyKey:
+		return "the default policy"
+	}
+	return "policy " + key
+}
+
+// decidersText renders deciders with Slack user ids as mentions.
+func decidersText(deciders []string) string {
+	out := make([]string, len(deciders))
+	for i, d := range deciders {
+		switch {
+		case d == board.DeciderRequester:
+			out[i] = "the requester"
+		case d == board.DeciderAdmins:
+			out[i] = "admins"
+		case d == board.DeciderAnyMember:
+			out[i] = "any member"
+		case strings.HasPrefix(d, board.DeciderSlackGroup):
+			out[i] = "<!subteam^" + escape(strings.TrimPrefix(d, board.DeciderSlackGroup)) + ">"
+		case strings.Contains(d, ":"):
+			out[i] = escape(d)
+		default:
+			out[i] = "<@" + escape(d) + ">"
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// quorumBlocks is the preview's line about approvals: "1 of 2 approvals:
+// @alice" and the policy it was proposed under. None for a proposal that
+// needs one approval under the built-in rule.
+func quorumBlocks(p bot.Proposal) []slackapi.Block {
+	q := p.Quorum
+	if q == nil || (q.Key == bot.BuiltinPolicyKey && q.Needed <= 1) {
+		return nil
+	}
+	var parts []string
+	if q.Needed > 1 {
+		s := fmt.Sprintf("*%d of %d approvals*", len(q.Approvals), q.Needed)
+		if len(q.Approvals) > 0 {
+			s += ": " + decidersText(q.Approvals)
+		}
+		parts = append(parts, s)
+	}
+	parts = append(parts, "decided under "+escape(policyName(q.Key))+" by "+decidersText(q.Policy.Deciders))
+	if !q.Policy.SelfApproval {
+		parts = append(parts, "the requester's own approval does not count")
+	}
+	return []slackapi.Block{contextBlock(strings.Join(parts, " · "))}
+}
+
+// approvalText tells an approver what their click did when more
+// approvals are needed.
+func approvalText(a bot.Approval) string {
+	return fmt.Sprintf("Your approval is recorded: %d of %d approvals. The board is created when the last one arrives.", len(a.Approvals), a.Needed)
+}
+
+// policyRefusal says which rule of the policy refused a decision.
+func policyRefusal(err error) (string, bool) {
+	var pe *bot.PolicyError
+	if !errors.As(err, &pe) {
+		return "", false
+	}
+	return "You can't do that here: " + escape(pe.Rule) + ".", true
+}
+
+// updatedBlocks redraws a preview: a proposal still pending (an approval
+// was recorded or withdrawn) keeps its buttons and shows the count; a
+// decided one loses them.
+func updatedBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
+	if p.State == bot.ProposalPending {
+		return PreviewBlocks(p, publicURL)
+	}
+	return DecidedBlocks(p)
+}
