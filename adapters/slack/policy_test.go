@@ -88,7 +88,9 @@ func TestSlackQuorumFiftyClicks(t *testing.T) {
 	preview := w.slack.waitFor(t, "preview", isPreview)
 	pid := proposalID.FindStringSubmatch(preview.Form.Get("blocks"))[1]
 	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_BOB", "bobnet_approve", pid, preview.TS))
-	w.slack.waitFor(t, "1 of 2", func(c call) bool { return c.Method == "chat.update" && strings.Contains(c.blocks(), "1 of 2 approvals") })
+	w.slack.waitFor(t, "1 of 2", func(c call) bool {
+		return c.Method == "chat.update" && strings.Contains(c.blocks(), "1 of 2 approvals")
+	})
 
 	var wg sync.WaitGroup
 	for i := range 50 {
