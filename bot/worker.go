@@ -286,7 +286,11 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	}
 	e.remember(ctx, r, "user", r.Text)
 
+	if reply := e.overBudget(ctx, r); reply != nil {
+		return reply, nil, ErrOverBudget.Error()
+	}
 	out, err := e.deps.Planner.Plan(ctx, in, planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard})
+	e.chargeTokens(ctx, r.Thread.Channel, out)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ""

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	slackapi "github.com/slack-go/slack"
 
@@ -134,4 +135,32 @@ func updatedBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
 		return PreviewBlocks(p, publicURL)
 	}
 	return DecidedBlocks(p)
+}
+
+// budgetReader is what an engine that keeps model budgets offers;
+// *bot.Engine is one.
+type budgetReader interface {
+	BudgetStatus(ctx context.Context, ch bot.Channel) (bot.Budget, error)
+}
+
+// budgetLine is "\nModel use today: …" for /bobnet status, or "" when it
+// cannot be read quickly.
+func (a *Adapter) budgetLine(ctx context.Context, channel string) string {
+	br, ok := a.eng.(budgetReader)
+	if !ok {
+		return ""
+	}
+	// The command is answered within Slack's 3 s; the line is not worth
+	// missing that.
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	b, err := br.BudgetStatus(ctx, bot.Channel{Source: bot.SourceSlack, ID: channel})
+	if err != nil {
+		a.logger.Warn("read model budget", "channel", channel, "err", err)
+		return ""
+	}
+	if b.Limit <= 0 {
+		return fmt.Sprintf("\nModel use today: %d tokens (no budget).", b.Used)
+	}
+	return fmt.Sprintf("\nModel use today: %d of %d tokens; resets %s.", b.Used, b.Limit, b.Resets.Format("15:04 UTC"))
 }

@@ -632,12 +632,16 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		}
 		switch {
 		case errors.Is(err, bot.ErrNotFound):
-			return commandReply{ResponseType: "ephemeral", Text: "This channel has no board yet. Mention me with what you want planned, and approve the preview."}
+			return commandReply{ResponseType: "ephemeral", Text: "This channel has no board yet. Mention me with what you want planned, and approve the preview." + a.budgetLine(ctx, channel)}
 		case err != nil:
 			return commandReply{ResponseType: "ephemeral", Text: decisionText(err)}
 		}
 		url := board.BoardURL(a.cfg.PublicURL, st.Board.ID)
-		return commandReply{ResponseType: "in_channel", Text: fallback("Status of " + st.Board.Name), Blocks: StatusBlocks(st, url)}
+		blocks := StatusBlocks(st, url)
+		if line := a.budgetLine(ctx, channel); line != "" {
+			blocks = append(blocks, contextBlock(strings.TrimSpace(line)))
+		}
+		return commandReply{ResponseType: "in_channel", Text: fallback("Status of " + st.Board.Name), Blocks: blocks}
 	case "plan":
 		req := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), fields[0]))
 		if req == "" {

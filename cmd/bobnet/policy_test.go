@@ -318,3 +318,13 @@ func TestPolicyFileErrors(t *testing.T) {
 		t.Fatalf("a bad file: %v, want an error naming BOBNET_POLICY_FILE", err)
 	}
 }
+
+func TestModelTokensMetric(t *testing.T) {
+	t.Parallel()
+	a := startPolicyApp(t)
+	a.propose(t, "release", "alice")
+	got := a.scrape(t)
+	if got[`bobnet_model_tokens_total{channel="console:release"}`] <= 0 {
+		t.Fatalf("no tokens for console:release in /metrics: %v", got)
+	}
+}
