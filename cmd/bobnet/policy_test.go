@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -115,6 +117,7 @@ func (a *testApp) boards(t *testing.T, id string) int {
 func TestQuorumTwoOfThreeREST(t *testing.T) {
 	t.Parallel()
 	a := startPolicyApp(t)
+	events := a.events(t, "release")
 	id := a.propose(t, "release", "alice")
 	p := a.proposal(t, id)
 	if p.Quorum.Key != "console:release" || p.Quorum.Needed != 2 || len(p.Quorum.Approvals) != 0 {
@@ -139,6 +142,18 @@ func TestQuorumTwoOfThreeREST(t *testing.T) {
 	}
 	if p := a.proposal(t, id); p.State != "pending" || !slices.Equal(p.Quorum.Approvals, []string{"bob"}) {
 		t.Fatalf("after bob: %+v", p)
+	}
+	// The console's preview is told: proposal_updated with 1 of 2.
+	timeout := time.After(20 * time.Second)
+	for told := false; !told; {
+		select {
+		case ev := <-events:
+			var upd proposalAnswer
+			told = ev.Type == "proposal_updated" && json.Unmarshal(ev.Data, &upd) == nil && upd.Quorum != nil &&
+				upd.State == "pending" && slices.Equal(upd.Quorum.Approvals, []string{"bob"}) && upd.Quorum.Needed == 2
+		case <-timeout:
+			t.Fatal("no proposal_updated event with 1 of 2 approvals")
+		}
 	}
 	// Approving twice is one approval.
 	if code, ans = a.approve(t, id, "bob"); code != http.StatusOK || !slices.Equal(ans.Approvals, []string{"bob"}) {
