@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -163,4 +164,15 @@ func (a *Adapter) budgetLine(ctx context.Context, channel string) string {
 		return fmt.Sprintf("\nModel use today: %d tokens (no budget).", b.Used)
 	}
 	return fmt.Sprintf("\nModel use today: %d of %d tokens; resets %s.", b.Used, b.Limit, b.Resets.Format("15:04 UTC"))
+}
+
+// InGroup reports whether user is in the Slack user group, for
+// "slack_group:S…" deciders (usergroups.users.list; the app needs the
+// usergroups:read scope).
+func (a *Adapter) InGroup(ctx context.Context, group, user string) (bool, error) {
+	members, err := a.api.GetUserGroupMembersContext(ctx, group)
+	if err != nil {
+		return false, fmt.Errorf("members of user group %s: %w", group, err)
+	}
+	return slices.Contains(members, user), nil
 }

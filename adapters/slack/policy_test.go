@@ -112,3 +112,26 @@ func TestSlackQuorumFiftyClicks(t *testing.T) {
 		}
 	}
 }
+
+func TestSlackGroupDecides(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	if err := w.env.Store.PutPolicy(context.Background(), "slack:C_NEWS", board.Policy{Deciders: []string{"slack_group:S_EDITORS"}, Approvals: 1}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	w.post(t, "/slack/events", "application/json", mentionEvent("Ev301", "1690000000.000001", "plan our daily research newspaper"))
+	preview := w.slack.waitFor(t, "preview", isPreview)
+	pid := proposalID.FindStringSubmatch(preview.Form.Get("blocks"))[1]
+	// The requester is not in the group: refused, naming the rule.
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_ALICE", "bobnet_approve", pid, preview.TS))
+	w.slack.waitFor(t, "refusal", func(c call) bool {
+		return c.Method == "chat.postEphemeral" && c.Form.Get("user") == "U_ALICE" && strings.Contains(c.Form.Get("text"), "slack_group:S_EDITORS")
+	})
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_EDITOR", "bobnet_approve", pid, preview.TS))
+	w.slack.waitFor(t, "approved by the editor", func(c call) bool {
+		return c.Method == "chat.update" && strings.Contains(c.blocks(), "Approved by <@U_EDITOR>")
+	})
+	if n := count(t, w, "SELECT count(*) FROM boards"); n != 1 {
+		t.Fatalf("%d boards", n)
+	}
+}
