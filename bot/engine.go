@@ -437,7 +437,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	if err != nil {
 		return Approval{}, err
 	}
-	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "supersedes": p.Supersedes, "chain": p.ChainID()}))
+	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "supersedes": p.Supersedes, "chain": p.ChainID(), "quorum": p.Quorum}))
 	res, err := e.deps.Boards.Execute(ctx, board.Execution{
 		ProposalID: string(id), Chain: string(p.ChainID()), Channel: p.Thread.Channel.Key(), RequestedBy: p.RequestedBy,
 		ApprovedBy: user, Plan: p.Plan,

@@ -212,3 +212,17 @@ func TestWithdrawAndCancel(t *testing.T) {
 		}
 	}
 }
+
+func TestDescribePolicy(t *testing.T) {
+	t.Parallel()
+	got := bot.DescribePolicy(board.PolicyInForce{Key: "matrix:!r:x", Policy: board.Policy{
+		Deciders: []string{"matrix_power:50"}, Approvals: 2, AboveCards: &board.AboveCards{Cards: 20, Approvals: 3}, Budget: &board.Budget{TokensPerDay: 1000}}})
+	want := "Approval policy matrix:!r:x: matrix_power:50 decide; 2 approval(s) needed, 3 for a plan of more than 20 cards; the requester's own approval does not count; model budget 1000 tokens a day (UTC)."
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	p := bot.Proposal{Quorum: &bot.Quorum{Key: "console:release", Policy: board.Policy{Deciders: []string{"alice", "bob"}}, Needed: 2, Approvals: []string{"alice"}}}
+	if got := bot.QuorumText(p); got != "1 of 2 approvals: alice · policy console:release (deciders: alice, bob) · the requester's own approval does not count" {
+		t.Fatalf("QuorumText = %s", got)
+	}
+}
