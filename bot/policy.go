@@ -261,7 +261,7 @@ func (e *Engine) approveQuorum(ctx context.Context, p Proposal, user string, hol
 		})
 		return p, &Approval{ProposalID: p.ID, State: ProposalPending, Approvals: approvers, Needed: q.Needed}, nil
 	}
-	return e.claimCompleted(ctx, p.ID, user, approvers)
+	return e.claimCompleted(ctx, p.ID, user)
 }
 
 // claimCompleted takes the decision of a proposal whose quorum is
@@ -269,7 +269,7 @@ func (e *Engine) approveQuorum(ctx context.Context, p Proposal, user string, hol
 // and on several replicas: one claims and executes, the others wait for
 // its outcome (the claim frees itself within ClaimTTL) and answer with the
 // same board.
-func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string, approvers []string) (Proposal, *Approval, error) {
+func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string) (Proposal, *Approval, error) {
 	deadline := time.Now().Add(e.cfg.ClaimTTL + time.Second)
 	for wait := 5 * time.Millisecond; ; wait = min(wait*2, 100*time.Millisecond) {
 		p, claimed, err := e.deps.Proposals.ClaimProposal(ctx, id, "approve:"+user, e.cfg.ClaimTTL)
@@ -281,10 +281,22 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string,
 		case err != nil:
 			return Proposal{}, nil, unavailable("claim proposal", err)
 		case claimed && p.State == ProposalPending && e.deps.Now().Before(p.ExpiresAt):
-			if p.Quorum != nil {
-				q := *p.Quorum
-				q.Approvals = approvers
-				p.Quorum = &q
+			// A withdrawal holds the claim too: the approvals read now,
+			// under the claim, are the ones the board is created on.
+			now, err := e.policyStore().Approvals(ctx, string(id))
+			if err != nil {
+				e.release(ctx, id)
+				return p, nil, unavailable("read approvals of "+string(id), err)
+			}
+			if p.Quorum == nil {
+				return p, nil, nil
+			}
+			q := *p.Quorum
+			q.Approvals = now
+			p.Quorum = &q
+			if len(now) < q.Needed {
+				e.release(ctx, id)
+				return p, &Approval{ProposalID: id, State: ProposalPending, Approvals: now, Needed: q.Needed}, nil
 			}
 			return p, nil, nil
 		case claimed:
@@ -341,15 +353,19 @@ func (e *Engine) settledFrom(rec board.ProposalRecord, done **Approval) error {
 }
 
 // Withdraw takes back user's approval of a pending proposal that has not
-// reached its quorum yet. ErrNothingToWithdraw when user has none.
+// reached its quorum yet. ErrNothingToWithdraw when user has none; a
+// *DecidedError "being decided" while the approval completing the quorum
+// is executing.
 func (e *Engine) Withdraw(ctx context.Context, id ProposalID, user string) (Proposal, error) {
-	p, err := e.Proposal(ctx, id)
+	// The claim orders a withdrawal against the approval that completes
+	// the quorum: a withdrawal either lands before the board's approvals
+	// are read, or it finds the proposal being decided.
+	p, err := e.claimFor(ctx, id, user, "withdraw")
 	if err != nil {
-		return Proposal{}, err
-	}
-	if err := e.decidable(ctx, p, user, "withdraw"); err != nil {
 		return p, err
 	}
+	defer e.release(ctx, id)
+	p = e.withApprovals(ctx, p)
 	if !p.Quorum.Multi() {
 		return p, fmt.Errorf("withdraw from %s: %w: it needs one approval, so none is waiting", id, ErrNothingToWithdraw)
 	}

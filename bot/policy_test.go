@@ -226,3 +226,41 @@ func TestDescribePolicy(t *testing.T) {
 		t.Fatalf("QuorumText = %s", got)
 	}
 }
+
+// TestWithdrawRacesCompletion: a withdrawal and the approval that would
+// complete the quorum at the same moment never make a board on an
+// approval that was withdrawn.
+func TestWithdrawRacesCompletion(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	answerNewspaper(t, env)
+	setPolicy(t, env, "console:general", board.Policy{Deciders: []string{"bob", "carol"}, Approvals: 2})
+	ctx := context.Background()
+	for range 10 {
+		p := propose(t, env, "alice")
+		if _, err := env.Engine.Approve(ctx, p.ID, "bob"); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var a bot.Approval
+		var aerr, werr error
+		wg.Go(func() { a, aerr = env.Engine.Approve(ctx, p.ID, "carol") })
+		wg.Go(func() { _, werr = env.Engine.Withdraw(ctx, p.ID, "bob") })
+		wg.Wait()
+		if aerr != nil {
+			t.Fatalf("carol: %v", aerr)
+		}
+		var boards int
+		if err := env.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM boards WHERE proposal_id = $1`, string(p.ID)).Scan(&boards); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case werr == nil && (boards != 0 || a.State != bot.ProposalPending):
+			t.Fatalf("bob withdrew, yet %d boards and carol got %+v", boards, a)
+		case werr != nil && (boards != 1 || a.BoardID == ""):
+			t.Fatalf("bob's withdrawal failed (%v), yet %d boards and carol got %+v", werr, boards, a)
+		case werr != nil && !errors.Is(werr, bot.ErrAlreadyDecided):
+			t.Fatalf("withdrawal refused with %v, want a decided error", werr)
+		}
+	}
+}
