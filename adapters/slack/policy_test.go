@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +18,7 @@ func TestSlackQuorumTwoOfThree(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
-	if err := w.env.Store.PutPolicy(ctx, "slack:C_NEWS", board.Policy{Deciders: []string{"U_ALICE", "U_BOB", "U_CAROL"}, Approvals: 2}, "test"); err != nil {
+	if err := w.env.Store.PutPolicy(ctx, "slack:C_NEWS", board.Policy{Deciders: []string{"U_ALICE", "U_BOB", "U_CAROL"}, Approvals: 2, Budget: &board.Budget{TokensPerDay: 1_000_000}}, "test"); err != nil {
 		t.Fatal(err)
 	}
 	w.post(t, "/slack/events", "application/json", mentionEvent("Ev101", "1690000000.000001", "plan our daily research newspaper"))
@@ -70,10 +71,18 @@ func TestSlackQuorumTwoOfThree(t *testing.T) {
 	resp := w.post(t, "/slack/commands", "application/x-www-form-urlencoded", url.Values{"command": {"/bobnet"}, "text": {"policy"}, "channel_id": {"C_NEWS"}, "user_id": {"U_ALICE"}}.Encode())
 	var reply struct{ Text string }
 	_ = json.NewDecoder(resp.Body).Decode(&reply)
-	for _, want := range []string{"policy slack:C_NEWS", "<@U_ALICE>, <@U_BOB>, <@U_CAROL>", "Approvals needed: 2", "does not count"} {
+	for _, want := range []string{"policy slack:C_NEWS", "<@U_ALICE>, <@U_BOB>, <@U_CAROL>", "Approvals needed: 2", "does not count", "Model budget: 1000000 tokens a day"} {
 		if !strings.Contains(reply.Text, want) {
 			t.Errorf("/bobnet policy lacks %q: %s", want, reply.Text)
 		}
+	}
+	// /bobnet status shows the channel's model use today.
+	resp = w.post(t, "/slack/commands", "application/x-www-form-urlencoded", url.Values{"command": {"/bobnet"}, "text": {"status"}, "channel_id": {"C_NEWS"}, "user_id": {"U_ALICE"}}.Encode())
+	var status struct{ Blocks []any }
+	_ = json.NewDecoder(resp.Body).Decode(&status)
+	sj, _ := json.Marshal(status.Blocks)
+	if !regexp.MustCompile(`Model use today: [1-9]\d* of 1000000 tokens; resets 00:00 UTC`).Match(sj) {
+		t.Fatalf("/bobnet status lacks today's model use: %s", sj)
 	}
 }
 
