@@ -110,7 +110,37 @@ func quorumBlocks(p bot.Proposal) []slackapi.Block {
 	if !q.Policy.SelfApproval {
 		parts = append(parts, "the requester's own approval does not count")
 	}
-	return []slackapi.Block{contextBlock(strings.Join(parts, " · "))}
+	blocks := []slackapi.Block{contextBlock(strings.Join(parts, " · "))}
+	if q.Needed > 1 && len(q.Approvals) > 0 && p.State == bot.ProposalPending {
+		blocks = append(blocks, slackapi.NewActionBlock("bobnet_quorum:"+string(p.ID),
+			slackapi.NewButtonBlockElement(actionWithdraw, string(p.ID), plainText("Withdraw my approval", maxButtonText))))
+	}
+	return blocks
+}
+
+// actionWithdraw is the button that takes back one's approval before the
+// quorum is reached.
+const actionWithdraw = "bobnet_withdraw"
+
+// withdrawer is what an engine that keeps approval policies also offers;
+// *bot.Engine is one.
+type withdrawer interface {
+	Withdraw(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
+}
+
+// withdraw takes back user's approval and tells them privately; the
+// engine redraws the preview.
+func (a *Adapter) withdraw(ctx context.Context, id bot.ProposalID, user, channel, thread string) error {
+	w, ok := a.eng.(withdrawer)
+	if !ok {
+		return bot.ErrNothingToWithdraw
+	}
+	p, err := w.Withdraw(ctx, id, user)
+	if err != nil {
+		return err
+	}
+	a.ephemeral(ctx, channel, thread, user, fmt.Sprintf("Your approval is withdrawn: %d of %d approvals now.", len(p.Quorum.Approvals), p.Quorum.Needed))
+	return nil
 }
 
 // approvalText tells an approver what their click did when more
@@ -119,13 +149,17 @@ func approvalText(a bot.Approval) string {
 	return fmt.Sprintf("Your approval is recorded: %d of %d approvals. The board is created when the last one arrives.", len(a.Approvals), a.Needed)
 }
 
-// policyRefusal says which rule of the policy refused a decision.
+// policyRefusal says which rule of the policy refused a decision, or
+// that there was no approval to withdraw.
 func policyRefusal(err error) (string, bool) {
 	var pe *bot.PolicyError
-	if !errors.As(err, &pe) {
-		return "", false
+	switch {
+	case errors.As(err, &pe):
+		return "You can't do that here: " + escape(pe.Rule) + ".", true
+	case errors.Is(err, bot.ErrNothingToWithdraw):
+		return "You have no approval of this proposal to withdraw.", true
 	}
-	return "You can't do that here: " + escape(pe.Rule) + ".", true
+	return "", false
 }
 
 // updatedBlocks redraws a preview: a proposal still pending (an approval

@@ -144,3 +144,35 @@ func TestSlackGroupDecides(t *testing.T) {
 		t.Fatalf("%d boards", n)
 	}
 }
+
+func TestSlackWithdraw(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	if err := w.env.Store.PutPolicy(context.Background(), "slack:C_NEWS", board.Policy{Deciders: []string{"any_member"}, Approvals: 2, SelfApproval: true}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	w.post(t, "/slack/events", "application/json", mentionEvent("Ev401", "1690000000.000001", "plan our daily research newspaper"))
+	preview := w.slack.waitFor(t, "preview", isPreview)
+	if strings.Contains(preview.blocks(), "bobnet_withdraw") {
+		t.Fatalf("a preview without approvals offers to withdraw one: %s", preview.blocks())
+	}
+	pid := proposalID.FindStringSubmatch(preview.Form.Get("blocks"))[1]
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_BOB", "bobnet_approve", pid, preview.TS))
+	w.slack.waitFor(t, "1 of 2 with a withdraw button", func(c call) bool {
+		return c.Method == "chat.update" && strings.Contains(c.blocks(), "1 of 2 approvals") && strings.Contains(c.blocks(), "bobnet_withdraw")
+	})
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_CAROL", "bobnet_withdraw", pid, preview.TS))
+	w.slack.waitFor(t, "nothing to withdraw", func(c call) bool {
+		return c.Method == "chat.postEphemeral" && c.Form.Get("user") == "U_CAROL" && strings.Contains(c.Form.Get("text"), "no approval")
+	})
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_BOB", "bobnet_withdraw", pid, preview.TS))
+	w.slack.waitFor(t, "withdrawn notice", func(c call) bool {
+		return c.Method == "chat.postEphemeral" && c.Form.Get("user") == "U_BOB" && strings.Contains(c.Form.Get("text"), "0 of 2")
+	})
+	w.slack.waitFor(t, "0 of 2 preview", func(c call) bool {
+		return c.Method == "chat.update" && strings.Contains(c.blocks(), "0 of 2 approvals")
+	})
+	if n := count(t, w, "SELECT count(*) FROM boards"); n != 0 {
+		t.Fatalf("%d boards", n)
+	}
+}

@@ -468,7 +468,7 @@ func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallb
 			if _, err := a.api.OpenViewContext(ctx, cb.TriggerID, reviseModal(p)); err != nil {
 				a.logger.Warn("open revise modal", "err", err)
 			}
-		case actionApprove, actionCancel, actionProposeAgain:
+		case actionApprove, actionCancel, actionProposeAgain, actionWithdraw:
 			// A decision writes Postgres and posts; finish it after the
 			// ack, bounded by the server's lifetime rather than this
 			// request's.
@@ -517,6 +517,8 @@ func (a *Adapter) decide(ctx context.Context, action string, id bot.ProposalID, 
 		_, err = a.eng.Cancel(ctx, id, user)
 	case actionProposeAgain:
 		_, err = a.eng.ProposeAgain(ctx, id, user)
+	case actionWithdraw:
+		err = a.withdraw(ctx, id, user, channel, thread)
 	}
 	if err != nil {
 		a.ephemeral(ctx, channel, thread, user, decisionText(err))
