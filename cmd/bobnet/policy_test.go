@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -142,6 +143,16 @@ func TestQuorumTwoOfThreeREST(t *testing.T) {
 	}
 	if p := a.proposal(t, id); p.State != "pending" || !slices.Equal(p.Quorum.Approvals, []string{"bob"}) {
 		t.Fatalf("after bob: %+v", p)
+	}
+	// The proposal page says so too.
+	page, err := http.Get(a.URL + "/proposals/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, _ := io.ReadAll(page.Body)
+	page.Body.Close()
+	if !strings.Contains(string(html), "1 of 2 approvals: bob · policy console:release") {
+		t.Fatalf("the proposal page does not show the approvals: %s", html)
 	}
 	// The console's preview is told: proposal_updated with 1 of 2.
 	timeout := time.After(20 * time.Second)
