@@ -181,9 +181,9 @@ func (s *Store) PutPolicy(ctx context.Context, key string, p Policy, actor strin
 	return nil
 }
 
-// SeedPolicies writes the policies of the policy file, except those set
+// WriteFilePolicies writes the policies of the policy file, except those set
 // through the API since, which stay as set.
-func (s *Store) SeedPolicies(ctx context.Context, set map[string]Policy) error {
+func (s *Store) WriteFilePolicies(ctx context.Context, set map[string]Policy) error {
 	b := &pgx.Batch{}
 	for key, p := range set {
 		if !ValidPolicyKey(key) {
@@ -196,7 +196,7 @@ func (s *Store) SeedPolicies(ctx context.Context, set map[string]Policy) error {
 		b.Queue(upsertPolicyFile, key, js)
 	}
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("seed policies: %w", err)
+		return fmt.Errorf("write the policy file's policies: %w", err)
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ func TestPolicyStore(t *testing.T) {
 	}
 	def := board.Policy{Deciders: []string{"requester", "admins"}, Approvals: 1, SelfApproval: true}
 	strict := board.Policy{Deciders: []string{"alice", "bob", "carol"}, Approvals: 2}
-	if err := s.SeedPolicies(ctx, map[string]board.Policy{"default": def, "slack:C1": strict}); err != nil {
+	if err := s.WriteFilePolicies(ctx, map[string]board.Policy{"default": def, "slack:C1": strict}); err != nil {
 		t.Fatal(err)
 	}
 	for ch, want := range map[string]string{"slack:C1": "slack:C1", "slack:C2": "default"} {
@@ -70,16 +70,16 @@ func TestPolicyStore(t *testing.T) {
 	if in, _ := s.PolicyFor(ctx, "matrix:!r:x"); in.Key != "matrix:*" {
 		t.Fatalf("a matrix room should get matrix:*, got %+v", in)
 	}
-	// The API's word outlives a restart that seeds the file again.
+	// The API's word outlives a restart that writes the file again.
 	api := board.Policy{Deciders: []string{"dave"}, Approvals: 1}
 	if err := s.PutPolicy(ctx, "slack:C1", api, "root"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SeedPolicies(ctx, map[string]board.Policy{"slack:C1": strict}); err != nil {
+	if err := s.WriteFilePolicies(ctx, map[string]board.Policy{"slack:C1": strict}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.Policy(ctx, "slack:C1"); !slices.Equal(got.Deciders, []string{"dave"}) {
-		t.Fatalf("seeding overwrote the API's policy: %+v", got)
+		t.Fatalf("writing the file again overwrote the API's policy: %+v", got)
 	}
 	if err := s.PutPolicy(ctx, "nochannel", api, "root"); !errors.Is(err, board.ErrInvalidPolicy) {
 		t.Fatalf("bad key: got %v", err)

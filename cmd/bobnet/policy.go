@@ -86,15 +86,15 @@ func parsePolicies(data []byte) (map[string]board.Policy, error) {
 // policyStore is what the policy API and the policy file need of the
 // board store.
 type policyStore interface {
-	SeedPolicies(ctx context.Context, set map[string]board.Policy) error
+	WriteFilePolicies(ctx context.Context, set map[string]board.Policy) error
 	PutPolicy(ctx context.Context, key string, p board.Policy, actor string) error
 	Policies(ctx context.Context) (map[string]board.Policy, error)
 	Policy(ctx context.Context, key string) (board.Policy, error)
 }
 
-// seedPolicies writes BOBNET_POLICY_FILE's policies, if it is set; a file
+// loadPolicyFile writes BOBNET_POLICY_FILE's policies, if it is set; a file
 // that cannot be used stops the start, naming the variable.
-func seedPolicies(ctx context.Context, cfg Config, store policyStore) error {
+func loadPolicyFile(ctx context.Context, cfg Config, store policyStore) error {
 	if cfg.PolicyFile == "" {
 		return nil
 	}
@@ -106,7 +106,7 @@ func seedPolicies(ctx context.Context, cfg Config, store policyStore) error {
 	if err != nil {
 		return fmt.Errorf("BOBNET_POLICY_FILE %s: %w", cfg.PolicyFile, err)
 	}
-	if err := store.SeedPolicies(ctx, set); err != nil {
+	if err := store.WriteFilePolicies(ctx, set); err != nil {
 		return fmt.Errorf("BOBNET_POLICY_FILE: %w", err)
 	}
 	return nil

@@ -339,7 +339,7 @@ func TestPolicyFileErrors(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "p.yaml")
 	_ = os.WriteFile(path, []byte("default: {deciders: []}\n"), 0o600)
-	err = seedPolicies(context.Background(), Config{PolicyFile: path}, nil)
+	err = loadPolicyFile(context.Background(), Config{PolicyFile: path}, nil)
 	if err == nil || !strings.Contains(err.Error(), "BOBNET_POLICY_FILE") {
 		t.Fatalf("a bad file: %v, want an error naming BOBNET_POLICY_FILE", err)
 	}

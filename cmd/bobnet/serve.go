@@ -135,7 +135,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		engine.SetPoster(bot.SourceSlack, slackAdapter)
 	}
 
-	if err := seedPolicies(ctx, cfg, store); err != nil {
+	if err := loadPolicyFile(ctx, cfg, store); err != nil {
 		return nil, err
 	}
 	ext, err := newIntegrations(cfg, store, engine, con, logger)
