@@ -54,7 +54,7 @@ func RequiredScope(method, path string) Scope {
 		return ScopePropose
 	case method == http.MethodPost && strings.HasPrefix(path, "/api/v1/proposals/"):
 		switch path[strings.LastIndex(path, "/")+1:] {
-		case "approve", "cancel":
+		case "approve", "cancel", "withdraw":
 			return ScopeApprove
 		case "revise", "propose-again":
 			return ScopePropose

@@ -86,6 +86,8 @@ func TestRequiredScope(t *testing.T) {
 		{"POST", "/api/v1/channels/general/messages", apitoken.ScopePropose},
 		{"POST", "/api/v1/proposals/p_1/approve", apitoken.ScopeApprove},
 		{"POST", "/api/v1/proposals/p_1/cancel", apitoken.ScopeApprove},
+		{"POST", "/api/v1/proposals/p_1/withdraw", apitoken.ScopeApprove},
+		{"GET", "/api/v1/policies/console:x", apitoken.ScopeRead},
 		{"POST", "/api/v1/proposals/p_1/revise", apitoken.ScopePropose},
 		{"PATCH", "/api/v1/cards/c_1", apitoken.ScopeWrite},
 		{"PUT", "/api/v1/policies/console:x", apitoken.ScopeAdmin},

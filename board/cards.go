@@ -208,14 +208,9 @@ func scanCard(row pgx.CollectableRow) (Card, error) {
 	return c, err
 }
 
-// queryer is a pool or a transaction.
-type queryer interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // readCard reads one card with its dependencies. ErrNotFound when there is
 // no such card.
-func readCard(ctx context.Context, q queryer, sql string, id CardID) (Card, error) {
+func readCard(ctx context.Context, q querier, sql string, id CardID) (Card, error) {
 	rows, _ := q.Query(ctx, sql, id)
 	c, err := pgx.CollectExactlyOneRow(rows, scanCard)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -22,8 +22,8 @@ const (
 VALUES ($1, 'links_added', $2, $3, $4, $5)`
 )
 
-// querier is what applyChanges needs of a transaction: a pgx.Tx, or the
-// connection Execute drives its transaction on.
+// querier is what the store's helpers need to run SQL: a pool, a pgx.Tx,
+// or the connection Execute drives its transaction on.
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)

@@ -669,11 +669,14 @@ type ProposalRecord struct {
 	CreatedAt   time.Time
 	ExpiresAt   time.Time
 	DecidedAt   time.Time
+	// Policy is the approval policy in force when the proposal was made
+	// (JSON, as the engine wrote it); nil when none was recorded.
+	Policy json.RawMessage
 }
 
 const (
-	upsertProposal = `INSERT INTO proposals (id, channel, version, supersedes, requested_by, state, plan, created_at, expires_at, chain)
-VALUES ($1, $2, $3, nullif($4, ''), $5, $6, $7, $8, $9, $10)
+	upsertProposal = `INSERT INTO proposals (id, channel, version, supersedes, requested_by, state, plan, created_at, expires_at, chain, policy)
+VALUES ($1, $2, $3, nullif($4, ''), $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (id) DO UPDATE SET plan = excluded.plan, expires_at = excluded.expires_at
 WHERE proposals.state = 'pending'`
 
@@ -681,7 +684,7 @@ WHERE proposals.state = 'pending'`
 WHERE id = $1 AND state = 'pending'`
 
 	selectProposal = `SELECT id, channel, version, coalesce(supersedes, ''), requested_by, state, plan, decided_by,
-    coalesce(board_id, ''), created_at, coalesce(expires_at, 'epoch'), coalesce(decided_at, 'epoch')
+    coalesce(board_id, ''), created_at, coalesce(expires_at, 'epoch'), coalesce(decided_at, 'epoch'), policy
 FROM proposals WHERE id = $1`
 )
 
@@ -708,7 +711,7 @@ func (s *Store) SaveProposal(ctx context.Context, p ProposalRecord) error {
 	if p.Chain == "" {
 		p.Chain = p.ID
 	}
-	if _, err := s.pool.Exec(ctx, upsertProposal, p.ID, p.Channel, p.Version, p.Supersedes, p.RequestedBy, p.State, plan, p.CreatedAt, expires, p.Chain); err != nil {
+	if _, err := s.pool.Exec(ctx, upsertProposal, p.ID, p.Channel, p.Version, p.Supersedes, p.RequestedBy, p.State, plan, p.CreatedAt, expires, p.Chain, nullJSON(p.Policy)); err != nil {
 		return fmt.Errorf("save proposal %s: %w", p.ID, err)
 	}
 	return nil
@@ -741,7 +744,7 @@ func (s *Store) Proposal(ctx context.Context, id string) (ProposalRecord, error)
 	var p ProposalRecord
 	var plan []byte
 	err := s.pool.QueryRow(ctx, selectProposal, id).Scan(&p.ID, &p.Channel, &p.Version, &p.Supersedes, &p.RequestedBy,
-		&p.State, &plan, &p.DecidedBy, &p.BoardID, &p.CreatedAt, &p.ExpiresAt, &p.DecidedAt)
+		&p.State, &plan, &p.DecidedBy, &p.BoardID, &p.CreatedAt, &p.ExpiresAt, &p.DecidedAt, &p.Policy)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ProposalRecord{}, fmt.Errorf("proposal %s: %w", id, ErrNotFound)
 	}

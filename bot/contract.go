@@ -161,6 +161,9 @@ type Proposal struct {
 	// (empty for a first version): at most one version of a chain is ever
 	// approved.
 	Chain ProposalID `json:"chain,omitempty"`
+	// Quorum is the approval policy in force when it was proposed and the
+	// approvals so far; nil when the engine keeps no policies.
+	Quorum *Quorum `json:"quorum,omitempty"`
 }
 
 // ChainID is the id naming every version of p's request.
@@ -194,11 +197,16 @@ type Change struct {
 	To      string `json:"to"`
 }
 
-// Approval is the result of a successful approve.
+// Approval is the result of a successful approve. State is pending when
+// the approval was recorded but more are needed (Approvals so far, Needed
+// in all); then there is no board yet.
 type Approval struct {
-	ProposalID ProposalID `json:"proposal_id"`
-	BoardID    board.ID   `json:"board_id"`
-	BoardURL   string     `json:"board_url"`
+	ProposalID ProposalID    `json:"proposal_id"`
+	BoardID    board.ID      `json:"board_id"`
+	BoardURL   string        `json:"board_url"`
+	State      ProposalState `json:"state,omitempty"`
+	Approvals  []string      `json:"approvals,omitempty"`
+	Needed     int           `json:"needed,omitempty"`
 }
 
 // Notifier is what a poster may also offer: a message only one person

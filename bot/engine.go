@@ -295,7 +295,7 @@ func (e *Engine) Proposal(ctx context.Context, id ProposalID) (Proposal, error) 
 		if p.State == ProposalPending && !e.deps.Now().Before(p.ExpiresAt) {
 			p.State = ProposalExpired
 		}
-		return p, nil
+		return e.withApprovals(ctx, p), nil
 	}
 	if !errors.Is(err, ErrNotFound) {
 		return Proposal{}, err
@@ -323,6 +323,9 @@ func (e *Engine) proposalFromHistory(ctx context.Context, id ProposalID) (Propos
 		p.Thread.Channel = Channel{Source: Source(ch), ID: cid}
 	}
 	_ = json.Unmarshal(rec.Plan, &p.Plan)
+	if len(rec.Policy) > 0 && json.Unmarshal(rec.Policy, &p.Quorum) == nil {
+		p = e.withApprovals(ctx, p)
+	}
 	if p.State == ProposalPending {
 		p.State = ProposalExpired
 	}
@@ -350,10 +353,10 @@ func (e *Engine) decidable(ctx context.Context, p Proposal, user, action string)
 	default:
 		return &DecidedError{State: p.State, By: p.DecidedBy, BoardID: p.BoardID}
 	}
-	if !e.mayDecide(p, user) {
+	if err := e.mayAct(ctx, p, user, action); err != nil {
 		e.audit(ctx, board.AuditEvent{Actor: user, Action: "denied", Channel: p.Thread.Channel.Key(), ProposalID: string(p.ID)},
-			map[string]any{"attempted": action, "version": p.Version})
-		return fmt.Errorf("%s proposal %s: %w: only the requester or an admin may", action, p.ID, ErrForbidden)
+			map[string]any{"attempted": action, "version": p.Version, "reason": err.Error()})
+		return err
 	}
 	return nil
 }
@@ -440,10 +443,18 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	defer cancel()
 	arrived := time.Now()
 	p, err := e.claimFor(ctx, id, user, "approve")
+	if p.Quorum.Multi() && (err == nil || beingDecided(err)) {
+		// Several approvals needed: policy.go records this one and
+		// returns with the claim held only when it completes the quorum.
+		var done *Approval
+		if p, done, err = e.approveQuorum(ctx, p, user, err == nil); done != nil || err != nil {
+			return deref(done), err
+		}
+	}
 	if err != nil {
 		return Approval{}, err
 	}
-	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "supersedes": p.Supersedes, "chain": p.ChainID()}))
+	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "supersedes": p.Supersedes, "chain": p.ChainID(), "quorum": p.Quorum}))
 	res, err := e.deps.Boards.Execute(ctx, board.Execution{
 		ProposalID: string(id), Chain: string(p.ChainID()), Channel: p.Thread.Channel.Key(), Thread: p.Thread.ID, RequestedBy: p.RequestedBy,
 		ApprovedBy: user, Plan: p.Plan,
@@ -540,8 +551,8 @@ func (e *Engine) ProposeAgain(ctx context.Context, id ProposalID, user string) (
 	if p.State != ProposalExpired {
 		return "", &DecidedError{State: p.State, By: p.DecidedBy, BoardID: p.BoardID}
 	}
-	if !e.mayDecide(p, user) {
-		return "", fmt.Errorf("propose %s again: %w: only the requester or an admin may", id, ErrForbidden)
+	if err := e.mayAct(ctx, p, user, "propose again"); err != nil {
+		return "", err
 	}
 	return e.Submit(ctx, Request{Thread: p.Thread, User: user, Text: "propose again", Again: id})
 }

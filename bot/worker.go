@@ -289,11 +289,15 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	}
 	e.remember(ctx, r, "user", r.Text)
 
+	if reply := e.overBudget(ctx, r); reply != nil {
+		return reply, nil, ErrOverBudget.Error()
+	}
 	opts := planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard}
 	if in.Board != nil {
 		opts.Board = in.Board.State
 	}
 	out, err := e.deps.Planner.Plan(ctx, in, opts)
+	e.chargeTokens(ctx, r.Thread.Channel, out)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ""
@@ -415,9 +419,21 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 		p.Changes = Diff(prev.Plan, plan)
 	}
 	planJSON, _ := json.Marshal(plan)
+	q, err := e.quorumFor(ctx, r.Thread.Channel, plan.Stats().Cards, prev)
+	if err != nil {
+		if prev != nil {
+			e.release(ctx, prev.ID)
+		}
+		return nil, nil, err
+	}
+	p.Quorum = q
+	policyJSON, _ := json.Marshal(q)
+	if q == nil {
+		policyJSON = nil
+	}
 	if err := e.deps.Boards.SaveProposal(ctx, board.ProposalRecord{
 		ID: string(p.ID), Chain: string(p.ChainID()), Channel: r.Thread.Channel.Key(), Version: p.Version, Supersedes: string(p.Supersedes),
-		RequestedBy: p.RequestedBy, State: string(ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt,
+		RequestedBy: p.RequestedBy, State: string(ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt, Policy: policyJSON,
 	}); err != nil {
 		if prev != nil {
 			e.release(ctx, prev.ID)

@@ -27,6 +27,7 @@ type Metrics struct {
 	proposals  *prometheus.CounterVec
 	planning   *prometheus.HistogramVec
 	commit     prometheus.Histogram
+	tokens     *prometheus.CounterVec
 	scrapeWait time.Duration
 }
 
@@ -53,9 +54,13 @@ func New() *Metrics {
 			Help:    "Time from an approval arriving to its board being committed in Postgres.",
 			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 		}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobnet_model_tokens_total",
+			Help: "Model tokens spent, by channel (<source>:<id>): the server's usage, or an estimate of four characters a token when it sends none.",
+		}, []string{"channel"}),
 		scrapeWait: 2 * time.Second,
 	}
-	m.registry.MustRegister(m.requests, m.proposals, m.planning, m.commit,
+	m.registry.MustRegister(m.requests, m.proposals, m.planning, m.commit, m.tokens,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -87,6 +92,11 @@ func (m *Metrics) ProposalClosed(state bot.ProposalState) {
 // Committed records how long an approval took to commit its board.
 func (m *Metrics) Committed(d time.Duration) {
 	m.commit.Observe(d.Seconds())
+}
+
+// ModelTokens counts the model tokens a channel spent.
+func (m *Metrics) ModelTokens(channel string, n int) {
+	m.tokens.WithLabelValues(channel).Add(float64(n))
 }
 
 // Planner returns next timed: every Plan call is recorded in

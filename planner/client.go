@@ -75,25 +75,29 @@ func (c *Client) Plan(ctx context.Context, in PromptInput, opts Options) (Outcom
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	msgs := BuildPrompt(in)
-	raw, err := c.complete(ctx, msgs)
+	raw, tokens, err := c.complete(ctx, msgs)
 	if err != nil {
 		return Outcome{}, err
 	}
 	res := Check([]byte(raw), opts)
 	if res.Valid {
-		return Outcome{Result: res, Raw: raw}, nil
+		return Outcome{Result: res, Raw: raw, Tokens: tokens}, nil
 	}
 	c.logger.Info("model output invalid; asking for a repair", "errors", len(res.Errors), "first", res.Errors[0].Message)
-	raw2, err := c.complete(ctx, RepairMessages(msgs, raw, res.Errors))
+	raw2, tokens2, err := c.complete(ctx, RepairMessages(msgs, raw, res.Errors))
 	if err != nil {
-		return Outcome{}, err
+		return Outcome{Tokens: tokens}, err
 	}
 	res2 := Check([]byte(raw2), opts)
 	if res2.Valid {
-		return Outcome{Result: res2, Raw: raw2, Repaired: true}, nil
+		return Outcome{Result: res2, Raw: raw2, Repaired: true, Tokens: tokens + tokens2}, nil
 	}
-	return Outcome{Result: res2, Raw: raw2}, &InvalidOutputError{Raw: []string{raw, raw2}, Errors: res2.Errors}
+	return Outcome{Result: res2, Raw: raw2, Tokens: tokens + tokens2}, &InvalidOutputError{Raw: []string{raw, raw2}, Errors: res2.Errors}
 }
+
+// EstimateTokens is the token count of text when the server does not say:
+// about four characters a token.
+func EstimateTokens(text string) int { return (len(text) + 3) / 4 }
 
 // Ping asks the server for its models, to tell whether it is reachable.
 func (c *Client) Ping(ctx context.Context) error {
@@ -103,8 +107,22 @@ func (c *Client) Ping(ctx context.Context) error {
 	return nil
 }
 
-// complete sends one chat request, retrying what is worth retrying.
-func (c *Client) complete(ctx context.Context, msgs []Message) (string, error) {
+// complete sends one chat request, retrying what is worth retrying, and
+// returns the answer and the tokens it cost: the server's usage, or an
+// estimate from the prompt and answer when the server sends none.
+func (c *Client) complete(ctx context.Context, msgs []Message) (string, int, error) {
+	out, tokens, err := c.completeOnce(ctx, msgs)
+	if err == nil && tokens <= 0 {
+		n := 0
+		for _, m := range msgs {
+			n += len(m.Content)
+		}
+		tokens = EstimateTokens(out) + (n+3)/4
+	}
+	return out, tokens, err
+}
+
+func (c *Client) completeOnce(ctx context.Context, msgs []Message) (string, int, error) {
 	req := openai.ChatCompletionRequest{
 		Model:       c.cfg.Model,
 		Temperature: c.cfg.Temperature,
@@ -119,12 +137,12 @@ func (c *Client) complete(ctx context.Context, msgs []Message) (string, error) {
 		if jsonMode {
 			req.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
 		}
-		out, err := c.send(ctx, req)
+		out, tokens, err := c.send(ctx, req)
 		if err == nil {
-			return out, nil
+			return out, tokens, nil
 		}
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("%w after %s: %w", ErrTimeout, c.cfg.Timeout, err)
+			return "", 0, fmt.Errorf("%w after %s: %w", ErrTimeout, c.cfg.Timeout, err)
 		}
 		status := statusOf(err)
 		switch {
@@ -137,46 +155,50 @@ func (c *Client) complete(ctx context.Context, msgs []Message) (string, error) {
 		case status == http.StatusTooManyRequests || status >= 500 || (status == 0 && isNetworkError(err)):
 			lastErr = err
 		default:
-			return "", fmt.Errorf("%w: %s refused the request: %w", ErrUnreachable, c.cfg.BaseURL, err)
+			return "", 0, fmt.Errorf("%w: %s refused the request: %w", ErrUnreachable, c.cfg.BaseURL, err)
 		}
 		if c.cfg.MaxRetries < 0 || attempt >= c.cfg.MaxRetries {
-			return "", fmt.Errorf("%w: %s (after %d attempts): %w", ErrUnreachable, c.cfg.BaseURL, attempt+1, lastErr)
+			return "", 0, fmt.Errorf("%w: %s (after %d attempts): %w", ErrUnreachable, c.cfg.BaseURL, attempt+1, lastErr)
 		}
 		delay := c.backoff(attempt)
 		c.logger.Info("model server failed; retrying", "attempt", attempt+1, "delay", delay, "err", err)
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
-			return "", fmt.Errorf("%w after %s: %w", ErrTimeout, c.cfg.Timeout, lastErr)
+			return "", 0, fmt.Errorf("%w after %s: %w", ErrTimeout, c.cfg.Timeout, lastErr)
 		}
 	}
 }
 
-func (c *Client) send(ctx context.Context, req openai.ChatCompletionRequest) (string, error) {
+func (c *Client) send(ctx context.Context, req openai.ChatCompletionRequest) (string, int, error) {
 	if !c.cfg.Stream {
 		resp, err := c.api.CreateChatCompletion(ctx, req)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		if len(resp.Choices) == 0 {
-			return "", errors.New("the answer has no choices")
+			return "", 0, errors.New("the answer has no choices")
 		}
-		return resp.Choices[0].Message.Content, nil
+		return resp.Choices[0].Message.Content, resp.Usage.TotalTokens, nil
 	}
 	req.Stream = true
 	stream, err := c.api.CreateChatCompletionStream(ctx, req)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer stream.Close()
 	var b strings.Builder
+	tokens := 0
 	for {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return b.String(), nil
+			return b.String(), tokens, nil
 		}
 		if err != nil {
-			return "", err
+			return "", 0, err
+		}
+		if resp.Usage != nil {
+			tokens = resp.Usage.TotalTokens
 		}
 		for _, ch := range resp.Choices {
 			if ch.Index == 0 {
@@ -185,7 +207,7 @@ func (c *Client) send(ctx context.Context, req openai.ChatCompletionRequest) (st
 		}
 		if b.Len() > MaxRawOutput {
 			// Past the cap the parser refuses it anyway; stop reading.
-			return b.String(), nil
+			return b.String(), tokens, nil
 		}
 	}
 }

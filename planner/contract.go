@@ -85,6 +85,10 @@ type Outcome struct {
 	Result   Result
 	Raw      string
 	Repaired bool
+	// Tokens is what the calls cost, from the server's usage (estimated
+	// at four characters a token when it sends none); set on an invalid
+	// output too, which cost as much.
+	Tokens int
 }
 
 // Errors a planning call returns; check with errors.Is.

@@ -221,13 +221,15 @@ type proposalView struct {
 	BoardID      board.ID          `json:"board_id,omitempty"`
 	BoardURL     string            `json:"board_url,omitempty"`
 	Channel      string            `json:"channel"`
+	// Quorum is the policy the proposal was made under and its approvals.
+	Quorum *bot.Quorum `json:"quorum,omitempty"`
 }
 
 func proposalJSON(p bot.Proposal) proposalView {
 	return proposalView{
 		ID: p.ID, State: p.State, Version: p.Version, Supersedes: p.Supersedes, RequestedBy: p.RequestedBy, Request: p.Request,
 		Plan: p.Plan, Warnings: p.Warnings, Changes: p.Changes, BoardChanges: p.BoardChanges, ExpiresAt: p.ExpiresAt, DecidedBy: p.DecidedBy,
-		BoardID: p.BoardID, BoardURL: p.BoardURL, Channel: p.Thread.Channel.ID,
+		BoardID: p.BoardID, BoardURL: p.BoardURL, Channel: p.Thread.Channel.ID, Quorum: p.Quorum,
 	}
 }
 
@@ -241,6 +243,7 @@ func (c *Console) APIRoutes(r chi.Router) {
 	r.Post("/api/v1/proposals/{id}/cancel", c.cancel)
 	r.Post("/api/v1/proposals/{id}/revise", c.revise)
 	r.Post("/api/v1/proposals/{id}/propose-again", c.proposeAgain)
+	r.Post("/api/v1/proposals/{id}/withdraw", c.withdraw)
 }
 
 // PageRoutes mounts the web console at / and /c/{channel}.
@@ -414,6 +417,10 @@ func (c *Console) approve(w http.ResponseWriter, r *http.Request) {
 	a, err := c.eng.Approve(r.Context(), id, d.User)
 	if err != nil {
 		c.decisionError(w, r, id, d.User, err)
+		return
+	}
+	if a.State == bot.ProposalPending {
+		writeJSON(w, http.StatusOK, map[string]any{"state": a.State, "approvals": a.Approvals, "needed": a.Needed})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"board_id": a.BoardID, "board_url": a.BoardURL})

@@ -25,7 +25,12 @@ func (c *Console) SetSuccessors(s Successors) { c.successors = s }
 func (c *Console) decisionError(w http.ResponseWriter, r *http.Request, id bot.ProposalID, user string, err error) {
 	ctx := r.Context()
 	var de *bot.DecidedError
+	var pe *bot.PolicyError
 	switch {
+	case errors.As(err, &pe):
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": fmt.Sprintf("%s may not decide proposal %s: %s", user, id, pe.Rule), "rule": pe.Rule})
+	case errors.Is(err, bot.ErrNothingToWithdraw):
+		writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error()})
 	case errors.Is(err, bot.ErrForbidden):
 		out := map[string]any{"setting": "BOBNET_ADMINS"}
 		who := "its requester"

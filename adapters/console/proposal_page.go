@@ -29,6 +29,7 @@ type pageCard struct {
 // proposalPageData is what the proposal page shows.
 type proposalPageData struct {
 	ID, Name, Goal, RequestedBy, Request, Answer, DecidedBy, BoardURL, ExpiresAt string
+	Quorum                                                                       string // approvals so far and the policy
 	State                                                                        bot.ProposalState
 	Version                                                                      int
 	Warnings                                                                     []planner.Issue
@@ -39,7 +40,7 @@ func pageData(p bot.Proposal) proposalPageData {
 	d := proposalPageData{
 		ID: string(p.ID), Name: "Proposed plan", RequestedBy: p.RequestedBy, Request: p.Request, Answer: p.Plan.Answer,
 		DecidedBy: p.DecidedBy, BoardURL: p.BoardURL, State: p.State, Version: p.Version, Warnings: p.Warnings,
-		ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC1123),
+		ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC1123), Quorum: bot.QuorumText(p),
 	}
 	for _, a := range p.Plan.Actions {
 		if a.Board != nil {

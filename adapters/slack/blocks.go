@@ -113,6 +113,7 @@ func PreviewBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
 	if len(p.BoardChanges) > 0 {
 		head = append(head, slackapi.NewSectionBlock(mrkdwn(boardChangesText(p.BoardChanges)), nil, nil))
 	}
+	head = append(head, quorumBlocks(p)...)
 
 	if len(p.Plan.Assumptions) > 0 {
 		tail = append(tail, contextBlock("*Assumptions:* "+escape(strings.Join(p.Plan.Assumptions, " · "))))
@@ -297,6 +298,7 @@ const helpText = "*BobNet* turns a request into a board of cards you approve.\n"
 	"• I reply in the thread with a preview: *Approve and create*, *Revise* or *Cancel*. Nothing changes until someone approves.\n" +
 	"• `/bobnet status` shows this channel's board; `/bobnet status <board id>` another one.\n" +
 	"• `/bobnet move NEWS-3 in progress` moves a card (by its handle or the start of its title); `/bobnet assign NEWS-3 Researcher` assigns it; `/bobnet next` lists what is ready to start.\n" +
+	"• `/bobnet policy` shows who decides here and how many approvals a plan needs.\n" +
 	"• `/bobnet help` shows this."
 
 // fallback is the notification text of a message with blocks. Slack

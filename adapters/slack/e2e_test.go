@@ -95,6 +95,9 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": ts})
 		case "chat.postEphemeral":
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "message_ts": ts})
+		case "usergroups.users.list":
+			members := map[string][]string{"S_EDITORS": {"U_EDITOR"}}[c.Form.Get("usergroup")]
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "users": members})
 		case "views.open":
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "view": map[string]any{"id": "V1"}})
 		default:

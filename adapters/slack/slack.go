@@ -359,7 +359,7 @@ func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
 	}
 	_, _, _, err := a.api.UpdateMessageContext(ctx, p.Thread.Channel.ID, string(p.Message),
 		slackapi.MsgOptionText(fallback("Proposal "+string(p.State)), false),
-		slackapi.MsgOptionBlocks(DecidedBlocks(p)...))
+		slackapi.MsgOptionBlocks(updatedBlocks(p, a.cfg.PublicURL)...))
 	if err != nil {
 		return fmt.Errorf("update preview: %w", err)
 	}
@@ -393,6 +393,9 @@ func (a *Adapter) ephemeral(ctx context.Context, channel, thread, user, text str
 
 // decisionText is what a refused click tells the clicker.
 func decisionText(err error) string {
+	if text, ok := policyRefusal(err); ok {
+		return text
+	}
 	var de *bot.DecidedError
 	switch {
 	case errors.As(err, &de) && de.Other != "":
@@ -468,7 +471,7 @@ func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallb
 			if _, err := a.api.OpenViewContext(ctx, cb.TriggerID, reviseModal(p)); err != nil {
 				a.logger.Warn("open revise modal", "err", err)
 			}
-		case actionApprove, actionCancel, actionProposeAgain:
+		case actionApprove, actionCancel, actionProposeAgain, actionWithdraw:
 			// A decision writes Postgres and posts; finish it after the
 			// ack, bounded by the server's lifetime rather than this
 			// request's.
@@ -509,11 +512,16 @@ func (a *Adapter) decide(ctx context.Context, action string, id bot.ProposalID, 
 	}
 	switch action {
 	case actionApprove:
-		_, err = a.eng.Approve(ctx, id, user)
+		var ap bot.Approval
+		if ap, err = a.eng.Approve(ctx, id, user); err == nil && ap.State == bot.ProposalPending {
+			a.ephemeral(ctx, channel, thread, user, approvalText(ap))
+		}
 	case actionCancel:
 		_, err = a.eng.Cancel(ctx, id, user)
 	case actionProposeAgain:
 		_, err = a.eng.ProposeAgain(ctx, id, user)
+	case actionWithdraw:
+		err = a.withdraw(ctx, id, user, channel, thread)
 	}
 	if err != nil {
 		a.ephemeral(ctx, channel, thread, user, decisionText(err))
@@ -612,6 +620,8 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		sub = strings.ToLower(fields[0])
 	}
 	switch sub {
+	case "policy":
+		return a.policyCommand(ctx, channel)
 	case "status":
 		var st board.Status
 		var err error
@@ -625,12 +635,16 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		}
 		switch {
 		case errors.Is(err, bot.ErrNotFound):
-			return commandReply{ResponseType: "ephemeral", Text: "This channel has no board yet. Mention me with what you want planned, and approve the preview."}
+			return commandReply{ResponseType: "ephemeral", Text: "This channel has no board yet. Mention me with what you want planned, and approve the preview." + a.budgetLine(ctx, channel)}
 		case err != nil:
 			return commandReply{ResponseType: "ephemeral", Text: decisionText(err)}
 		}
 		url := board.BoardURL(a.cfg.PublicURL, st.Board.ID)
-		return commandReply{ResponseType: "in_channel", Text: fallback("Status of " + st.Board.Name), Blocks: StatusBlocks(st, url)}
+		blocks := StatusBlocks(st, url)
+		if line := a.budgetLine(ctx, channel); line != "" {
+			blocks = append(blocks, contextBlock(strings.TrimSpace(line)))
+		}
+		return commandReply{ResponseType: "in_channel", Text: fallback("Status of " + st.Board.Name), Blocks: blocks}
 	case "plan":
 		req := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), fields[0]))
 		if req == "" {

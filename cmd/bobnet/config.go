@@ -63,6 +63,7 @@ type Config struct {
 	// name=value parts), for the logger to keep out of its output.
 	secretValues []string
 	HooksFile    string
+	PolicyFile   string
 }
 
 // setting ties one variable to its flag and its field. The first
@@ -188,6 +189,7 @@ var settings = []setting{
 		return nil
 	}},
 	{"BOBNET_HOOKS_FILE", "hooks-file", "", "YAML file of per-hook targets, deciders, filters, templates and callbacks", str(func(c *Config) *string { return &c.HooksFile })},
+	{"BOBNET_POLICY_FILE", "policy-file", "", "YAML file of approval policies and model budgets per channel, written to Postgres at start", str(func(c *Config) *string { return &c.PolicyFile })},
 }
 
 // parseRate reads a rate limit written as N/duration ("20/1m", "5/10s");

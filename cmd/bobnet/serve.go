@@ -142,6 +142,9 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		return nil, err
 	}
 
+	if err := loadPolicyFile(ctx, cfg, store); err != nil {
+		return nil, err
+	}
 	ext, err := newIntegrations(cfg, store, engine, con, logger)
 	if err != nil {
 		return nil, err
@@ -165,6 +168,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		web.APIRoutes(r)
 		con.APIRoutes(r)
 		con.CardRoutes(r, engine)
+		(&policyAPI{store: store, engine: engine, logger: logger}).routes(r)
 	})
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
 		slackAdapter.Routes(r) // signed by Slack, not by the API token

@@ -39,6 +39,10 @@ type Reply struct {
 	Ollama bool
 	// Chunks splits a streamed answer into this many pieces (default 5).
 	Chunks int
+	// Tokens, when set, is the total_tokens the answer reports; NoUsage
+	// leaves usage out, as some servers do.
+	Tokens  int
+	NoUsage bool
 }
 
 // Server is a scripted chat-completions server.
@@ -150,12 +154,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	created := time.Now().Unix()
 	if !req.Stream {
-		writeJSON(w, http.StatusOK, map[string]any{
+		answer := map[string]any{
 			"id": "chatcmpl-test", "object": "chat.completion", "created": created, "model": req.Model,
 			"system_fingerprint": fingerprint,
 			"choices":            []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": reply.Content}, "finish_reason": "stop"}},
 			"usage":              map[string]any{"prompt_tokens": 100, "completion_tokens": len(reply.Content) / 4, "total_tokens": 100 + len(reply.Content)/4},
-		})
+		}
+		if reply.Tokens > 0 {
+			answer["usage"] = map[string]any{"prompt_tokens": reply.Tokens / 2, "completion_tokens": reply.Tokens - reply.Tokens/2, "total_tokens": reply.Tokens}
+		}
+		if reply.NoUsage {
+			delete(answer, "usage")
+		}
+		writeJSON(w, http.StatusOK, answer)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")

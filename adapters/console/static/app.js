@@ -248,6 +248,15 @@
         button(createsBoard(p.plan) ? "Approve and create" : "Approve and apply", "primary", "approve", () => decide(p.id, "approve")),
         button("Revise", "", "revise", () => showRevise(p.id, actions)),
         button("Cancel", "danger", "cancel", () => decide(p.id, "cancel")));
+      const q = quorumText(p.quorum);
+      if (q) {
+        const line = el("span", "quorum", q);
+        line.dataset.testid = "quorum";
+        actions.appendChild(line);
+      }
+      if (p.quorum && p.quorum.needed > 1 && (p.quorum.approvals || []).length) {
+        actions.appendChild(button("Withdraw my approval", "", "withdraw", () => decide(p.id, "withdraw")));
+      }
     } else if (p.state === "approved") {
       state.textContent = "Approved by " + p.decided_by + " ";
       const href = p.board_url && safeURL(p.board_url);
@@ -258,6 +267,18 @@
     } else {
       state.textContent = p.state.charAt(0).toUpperCase() + p.state.slice(1) + (p.decided_by ? " by " + p.decided_by : "");
     }
+  }
+
+  // quorumText is the approvals line: "1 of 2 approvals: @bob · policy
+  // console:release"; empty under the built-in one-approval rule.
+  function quorumText(q) {
+    if (!q || (q.key === "built-in" && q.needed <= 1)) return "";
+    const parts = [];
+    const got = q.approvals || [];
+    if (q.needed > 1) parts.push(got.length + " of " + q.needed + " approvals" + (got.length ? ": " + got.map((u) => "@" + u).join(", ") : ""));
+    parts.push("policy " + q.key + " (deciders: " + q.policy.deciders.join(", ") + ")");
+    if (!q.policy.self_approval) parts.push("the requester's own approval does not count");
+    return parts.join(" · ");
   }
 
   function showRevise(id, actions) {

@@ -1,0 +1,212 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+)
+
+// policyReader is what an engine that keeps approval policies offers;
+// *bot.Engine is one.
+type policyReader interface {
+	PolicyFor(ctx context.Context, ch bot.Channel) (board.PolicyInForce, error)
+}
+
+// policyCommand answers `/bobnet policy`: who decides in this channel,
+// how many approvals a plan needs, and the model budget.
+func (a *Adapter) policyCommand(ctx context.Context, channel string) commandReply {
+	pr, ok := a.eng.(policyReader)
+	if !ok {
+		return commandReply{ResponseType: "ephemeral", Text: "This BobNet keeps no approval policies: the requester or an admin decides."}
+	}
+	in, err := pr.PolicyFor(ctx, bot.Channel{Source: bot.SourceSlack, ID: channel})
+	if err != nil {
+		return commandReply{ResponseType: "ephemeral", Text: decisionText(err)}
+	}
+	return commandReply{ResponseType: "ephemeral", Text: PolicyText(in)}
+}
+
+// PolicyText describes a policy in Slack mrkdwn.
+func PolicyText(in board.PolicyInForce) string {
+	p := in.Policy
+	var b strings.Builder
+	fmt.Fprintf(&b, "*Approval policy* (%s)\n", escape(policyName(in.Key)))
+	fmt.Fprintf(&b, "• Who decides: %s\n", decidersText(p.Deciders))
+	fmt.Fprintf(&b, "• Approvals needed: %d", max(p.Approvals, 1))
+	if ac := p.AboveCards; ac != nil {
+		fmt.Fprintf(&b, "; %d for a plan of more than %d cards", ac.Approvals, ac.Cards)
+	}
+	b.WriteString("\n")
+	if p.SelfApproval {
+		b.WriteString("• The requester's own approval counts.\n")
+	} else {
+		b.WriteString("• The requester's own approval does not count.\n")
+	}
+	if bu := p.Budget; bu != nil && bu.TokensPerDay > 0 {
+		fmt.Fprintf(&b, "• Model budget: %d tokens a day (UTC).", bu.TokensPerDay)
+	} else {
+		b.WriteString("• Model budget: none.")
+	}
+	return b.String()
+}
+
+func policyName(key string) string {
+	switch key {
+	case bot.BuiltinPolicyKey:
+		return "BobNet's built-in rule"
+	case board.DefaultPolicyKey:
+		return "the default policy"
+	}
+	return "policy " + key
+}
+
+// decidersText renders deciders with Slack user ids as mentions.
+func decidersText(deciders []string) string {
+	out := make([]string, len(deciders))
+	for i, d := range deciders {
+		switch {
+		case d == board.DeciderRequester:
+			out[i] = "the requester"
+		case d == board.DeciderAdmins:
+			out[i] = "admins"
+		case d == board.DeciderAnyMember:
+			out[i] = "any member"
+		case strings.HasPrefix(d, board.DeciderSlackGroup):
+			out[i] = "<!subteam^" + escape(strings.TrimPrefix(d, board.DeciderSlackGroup)) + ">"
+		case strings.Contains(d, ":"):
+			out[i] = escape(d)
+		default:
+			out[i] = "<@" + escape(d) + ">"
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// quorumBlocks is the preview's line about approvals: "1 of 2 approvals:
+// @alice" and the policy it was proposed under. None for a proposal that
+// needs one approval under the built-in rule.
+func quorumBlocks(p bot.Proposal) []slackapi.Block {
+	q := p.Quorum
+	if q == nil || (q.Key == bot.BuiltinPolicyKey && q.Needed <= 1) {
+		return nil
+	}
+	var parts []string
+	if q.Needed > 1 {
+		s := fmt.Sprintf("*%d of %d approvals*", len(q.Approvals), q.Needed)
+		if len(q.Approvals) > 0 {
+			s += ": " + decidersText(q.Approvals)
+		}
+		parts = append(parts, s)
+	}
+	parts = append(parts, "decided under "+escape(policyName(q.Key))+" by "+decidersText(q.Policy.Deciders))
+	if !q.Policy.SelfApproval {
+		parts = append(parts, "the requester's own approval does not count")
+	}
+	blocks := []slackapi.Block{contextBlock(strings.Join(parts, " · "))}
+	if q.Needed > 1 && len(q.Approvals) > 0 && p.State == bot.ProposalPending {
+		blocks = append(blocks, slackapi.NewActionBlock("bobnet_quorum:"+string(p.ID),
+			slackapi.NewButtonBlockElement(actionWithdraw, string(p.ID), plainText("Withdraw my approval", maxButtonText))))
+	}
+	return blocks
+}
+
+// actionWithdraw is the button that takes back one's approval before the
+// quorum is reached.
+const actionWithdraw = "bobnet_withdraw"
+
+// withdrawer is what an engine that keeps approval policies also offers;
+// *bot.Engine is one.
+type withdrawer interface {
+	Withdraw(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
+}
+
+// withdraw takes back user's approval and tells them privately; the
+// engine redraws the preview.
+func (a *Adapter) withdraw(ctx context.Context, id bot.ProposalID, user, channel, thread string) error {
+	w, ok := a.eng.(withdrawer)
+	if !ok {
+		return bot.ErrNothingToWithdraw
+	}
+	p, err := w.Withdraw(ctx, id, user)
+	if err != nil {
+		return err
+	}
+	a.ephemeral(ctx, channel, thread, user, fmt.Sprintf("Your approval is withdrawn: %d of %d approvals now.", len(p.Quorum.Approvals), p.Quorum.Needed))
+	return nil
+}
+
+// approvalText tells an approver what their click did when more
+// approvals are needed.
+func approvalText(a bot.Approval) string {
+	return fmt.Sprintf("Your approval is recorded: %d of %d approvals. The board is created when the last one arrives.", len(a.Approvals), a.Needed)
+}
+
+// policyRefusal says which rule of the policy refused a decision, or
+// that there was no approval to withdraw.
+func policyRefusal(err error) (string, bool) {
+	var pe *bot.PolicyError
+	switch {
+	case errors.As(err, &pe):
+		return "You can't do that here: " + escape(pe.Rule) + ".", true
+	case errors.Is(err, bot.ErrNothingToWithdraw):
+		return "You have no approval of this proposal to withdraw.", true
+	}
+	return "", false
+}
+
+// updatedBlocks redraws a preview: a proposal still pending (an approval
+// was recorded or withdrawn) keeps its buttons and shows the count; a
+// decided one loses them.
+func updatedBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
+	if p.State == bot.ProposalPending {
+		return PreviewBlocks(p, publicURL)
+	}
+	return DecidedBlocks(p)
+}
+
+// budgetReader is what an engine that keeps model budgets offers;
+// *bot.Engine is one.
+type budgetReader interface {
+	BudgetStatus(ctx context.Context, ch bot.Channel) (bot.Budget, error)
+}
+
+// budgetLine is "\nModel use today: …" for /bobnet status, or "" when it
+// cannot be read quickly.
+func (a *Adapter) budgetLine(ctx context.Context, channel string) string {
+	br, ok := a.eng.(budgetReader)
+	if !ok {
+		return ""
+	}
+	// The command is answered within Slack's 3 s; the line is not worth
+	// missing that.
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	b, err := br.BudgetStatus(ctx, bot.Channel{Source: bot.SourceSlack, ID: channel})
+	if err != nil {
+		a.logger.Warn("read model budget", "channel", channel, "err", err)
+		return ""
+	}
+	if b.Limit <= 0 {
+		return fmt.Sprintf("\nModel use today: %d tokens (no budget).", b.Used)
+	}
+	return fmt.Sprintf("\nModel use today: %d of %d tokens; resets %s.", b.Used, b.Limit, b.Resets.Format("15:04 UTC"))
+}
+
+// InGroup reports whether user is in the Slack user group, for
+// "slack_group:S…" deciders (usergroups.users.list; the app needs the
+// usergroups:read scope).
+func (a *Adapter) InGroup(ctx context.Context, group, user string) (bool, error) {
+	members, err := a.api.GetUserGroupMembersContext(ctx, group)
+	if err != nil {
+		return false, fmt.Errorf("members of user group %s: %w", group, err)
+	}
+	return slices.Contains(members, user), nil
+}

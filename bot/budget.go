@@ -1,0 +1,104 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bobnet/bobnet/planner"
+)
+
+// UsageStore is what the board store also offers to keep model budgets:
+// tokens spent per channel and UTC day. *board.Store is one; without it
+// budgets are not enforced.
+type UsageStore interface {
+	AddTokens(ctx context.Context, channel string, at time.Time, n int64) (int64, error)
+	TokensUsed(ctx context.Context, channel string, at time.Time) (int64, error)
+}
+
+// TokenObserver is what an Observer may also hear: the model tokens each
+// channel spent, for /metrics.
+type TokenObserver interface {
+	ModelTokens(channel string, n int)
+}
+
+// ErrOverBudget means the channel spent its model budget for the day.
+var ErrOverBudget = errors.New("over the model budget")
+
+// Budget is a channel's model use today against its budget.
+type Budget struct {
+	Used int64 `json:"used"`
+	// Limit is the tokens a day the channel may spend; 0 means no limit.
+	Limit int64 `json:"limit"`
+	// Resets is when the day's count starts again (midnight UTC).
+	Resets time.Time `json:"resets"`
+}
+
+// Over reports whether the budget is spent.
+func (b Budget) Over() bool { return b.Limit > 0 && b.Used >= b.Limit }
+
+func (e *Engine) usageStore() UsageStore {
+	us, _ := e.deps.Boards.(UsageStore)
+	return us
+}
+
+// BudgetStatus returns ch's model use today and its budget under the
+// channel's policy now.
+func (e *Engine) BudgetStatus(ctx context.Context, ch Channel) (Budget, error) {
+	now := e.deps.Now().UTC()
+	b := Budget{Resets: time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)}
+	us := e.usageStore()
+	if us == nil {
+		return b, nil
+	}
+	in, err := e.PolicyFor(ctx, ch)
+	if err != nil {
+		return b, err
+	}
+	if in.Policy.Budget != nil {
+		b.Limit = in.Policy.Budget.TokensPerDay
+	}
+	if b.Used, err = us.TokensUsed(ctx, ch.Key(), now); err != nil {
+		return b, unavailable("read model use", err)
+	}
+	return b, nil
+}
+
+// overBudget is the answer to a request in a channel that spent its model
+// budget, or nil when the model may be asked. The check comes before the
+// model is called; requests planned at the same moment may together pass
+// the budget by one request's worth.
+func (e *Engine) overBudget(ctx context.Context, r Request) *Reply {
+	b, err := e.BudgetStatus(ctx, r.Thread.Channel)
+	if err != nil {
+		e.logger.Warn("read model budget", "channel", r.Thread.Channel.Key(), "err", err)
+		return &Reply{Kind: ReplyError, Text: "I can't check this channel's model budget right now, so I didn't ask the model. Please try again in a minute."}
+	}
+	if !b.Over() {
+		return nil
+	}
+	wait := b.Resets.Sub(e.deps.Now()).Round(time.Minute)
+	return &Reply{Kind: ReplyError, Text: fmt.Sprintf(
+		"This channel has used its model budget for today (%d of %d tokens), so I didn't send this to the model. The budget resets at %s (in %s); ask again then, or ask an admin to raise budget.tokens_per_day.",
+		b.Used, b.Limit, b.Resets.Format("2006-01-02 15:04 UTC"), wait)}
+}
+
+// chargeTokens records what a planning call cost the channel.
+func (e *Engine) chargeTokens(ctx context.Context, ch Channel, out planner.Outcome) {
+	if out.Tokens <= 0 {
+		return
+	}
+	if o, ok := e.deps.Observer.(TokenObserver); ok {
+		o.ModelTokens(ch.Key(), out.Tokens)
+	}
+	us := e.usageStore()
+	if us == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+	defer cancel()
+	if _, err := us.AddTokens(ctx, ch.Key(), e.deps.Now(), int64(out.Tokens)); err != nil {
+		e.logger.Warn("record model tokens", "channel", ch.Key(), "tokens", out.Tokens, "err", err)
+	}
+}
