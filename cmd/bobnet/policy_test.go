@@ -199,10 +199,14 @@ func TestQuorumFiftyConcurrentSecondApprovals(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// Every approver is told of the one board: 200 for those that raced to
+	// complete the quorum, 409 "already approved" naming it for one that
+	// arrived after it was committed.
 	board := ""
 	for i := range 50 {
-		if codes[i] != http.StatusOK || answers[i].BoardID == "" {
-			t.Fatalf("approver %d: %d %+v, want 200 with the board", i, codes[i], answers[i])
+		ok := (codes[i] == http.StatusOK || (codes[i] == http.StatusConflict && answers[i].State == "approved")) && answers[i].BoardID != ""
+		if !ok {
+			t.Fatalf("approver %d: %d %+v, want 200 or 409 with the board", i, codes[i], answers[i])
 		}
 		if board == "" {
 			board = answers[i].BoardID
