@@ -51,7 +51,7 @@ SELECT coalesce(ins.request_id, '') FROM input LEFT JOIN ins USING (hook, delive
 const selectDeliveries = `SELECT d.hook, d.delivery_id, d.request_id FROM webhook_deliveries d
 JOIN unnest($1::text[], $2::text[]) AS t(hook, delivery_id) USING (hook, delivery_id)`
 
-// RecordDeliveries is RecordDelivery for many deliveries in one round
+// RecordDeliveries remembers webhook deliveries in one round
 // trip (two when some were seen before), so that a burst of webhooks
 // costs Postgres one statement instead of one each. Results are in the
 // order of ds.

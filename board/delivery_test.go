@@ -12,8 +12,8 @@ func TestRecordDeliveries(t *testing.T) {
 	t.Parallel()
 	s := boardtest.NewStore(t)
 	ctx := context.Background()
-	if _, isNew, err := s.RecordDelivery(ctx, "github", "old", "r_old"); err != nil || !isNew {
-		t.Fatalf("RecordDelivery: %v %v", isNew, err)
+	if first, err := s.RecordDeliveries(ctx, []board.Delivery{{Hook: "github", ID: "old", RequestID: "r_old"}}); err != nil || !first[0].IsNew {
+		t.Fatalf("first delivery: %v %v", first, err)
 	}
 	res, err := s.RecordDeliveries(ctx, []board.Delivery{
 		{Hook: "github", ID: "d1", RequestID: "r_1"},

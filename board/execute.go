@@ -1,0 +1,343 @@
+package board
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bobnet/bobnet/planner"
+)
+
+// cardRow and linkRow are the JSON shapes jsonb_to_recordset reads; sending
+// all cards as one parameter keeps a 64-card plan to one statement.
+type cardRow struct {
+	ID                 CardID   `json:"id"`
+	BoardID            ID       `json:"board_id"`
+	Position           int      `json:"position"`
+	Number             int      `json:"number"`
+	TempID             string   `json:"temp_id"`
+	Title              string   `json:"title"`
+	Body               string   `json:"body"`
+	Assignee           string   `json:"assignee"`
+	Status             string   `json:"status"`
+	WorkspaceMode      string   `json:"workspace_mode"`
+	AcceptanceCriteria []string `json:"acceptance_criteria"`
+	SuggestedSkills    []string `json:"suggested_skills"`
+	Notes              string   `json:"notes"`
+}
+
+type linkRow struct {
+	BoardID   ID     `json:"board_id"`
+	CardID    CardID `json:"card_id"`
+	DependsOn CardID `json:"depends_on"`
+}
+
+type boardRow struct {
+	ID   ID     `json:"id"`
+	Name string `json:"name"`
+	Goal string `json:"goal"`
+	Key  string `json:"key"`
+}
+
+const (
+	// lockChain serialises executions of every version of one request:
+	// the first writes, the rest find its result (or its sibling's) below.
+	lockChain = `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`
+
+	// selectProposalForExecute always returns one row: this proposal's
+	// state and result (NULL when Postgres has no record yet) and another
+	// version of the same chain that was already approved, if any.
+	selectProposalForExecute = `SELECT (SELECT state FROM proposals WHERE id = $1), (SELECT result FROM proposals WHERE id = $1),
+    coalesce((SELECT id FROM proposals WHERE chain = $2 AND state = 'approved' AND id <> $1 LIMIT 1), '')`
+
+	selectChannelBoardID = `SELECT board_id FROM channel_bindings WHERE channel = $1`
+
+	// Locking the target board serializes card additions to it, so the
+	// numbers they take from the board's highest do not collide.
+	lockBoardNextNumber = `SELECT coalesce((SELECT max(number) FROM cards WHERE board_id = b.id), 0) + 1
+FROM boards b WHERE b.id = $1 FOR UPDATE`
+
+	insertBoards = `INSERT INTO boards (id, name, goal, key, channel, proposal_id, thread)
+SELECT r.id, r.name, r.goal, r.key, $2, $3, $4 FROM jsonb_to_recordset($1::jsonb) AS r(id text, name text, goal text, key text)`
+
+	insertCards = `INSERT INTO cards (id, board_id, position, number, temp_id, title, body, assignee, status,
+    workspace_mode, acceptance_criteria, suggested_skills, notes, proposal_id)
+SELECT r.id, r.board_id, r.position, r.number, r.temp_id, r.title, r.body, r.assignee, r.status,
+    r.workspace_mode, coalesce(r.acceptance_criteria, '[]'), coalesce(r.suggested_skills, '[]'), r.notes, $2
+FROM jsonb_to_recordset($1::jsonb) AS r(id text, board_id text, position int, number int, temp_id text, title text,
+    body text, assignee text, status text, workspace_mode text, acceptance_criteria jsonb,
+    suggested_skills jsonb, notes text)`
+
+	insertLinks = `INSERT INTO card_links (board_id, card_id, depends_on)
+SELECT r.board_id, r.card_id, r.depends_on FROM jsonb_to_recordset($1::jsonb) AS r(board_id text, card_id text, depends_on text)`
+
+	upsertBinding = `INSERT INTO channel_bindings (channel, board_id) VALUES ($1, $2)
+ON CONFLICT (channel) DO UPDATE SET board_id = excluded.board_id, updated_at = now()`
+
+	upsertExecutedProposal = `INSERT INTO proposals (id, channel, requested_by, state, plan, decided_by, board_id, result, decided_at, chain)
+VALUES ($1, $2, $3, 'approved', coalesce($4::jsonb, '{}'), $5, $6, $7, now(), $8)
+ON CONFLICT (id) DO UPDATE SET state = 'approved', decided_by = excluded.decided_by,
+    board_id = excluded.board_id, result = excluded.result, decided_at = now()`
+
+	insertAudit = `INSERT INTO audit_events (actor, action, channel, proposal_id, board_id, detail, dedupe_key)
+VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''))
+ON CONFLICT (dedupe_key) DO NOTHING`
+)
+
+// Execute writes an approved, validated plan in one transaction: the boards
+// it creates, every card and link (temp ids mapped to new ids), the
+// channel's binding to the last board created, the proposal's record as
+// approved and an "executed" audit event. Executing a proposal that was
+// already executed writes nothing and returns the first result with
+// Replayed set. ErrNoTargetBoard: a card action and no board for the
+// channel. ErrProposalClosed: the proposal's record says it was cancelled,
+// expired or superseded.
+func (s *Store) Execute(ctx context.Context, ex Execution) (ExecResult, error) {
+	if ex.ProposalID == "" {
+		return ExecResult{}, fmt.Errorf("%w: no proposal id", ErrInvalidPlan)
+	}
+	if ex.Plan.Kind != planner.KindProposeActions || len(ex.Plan.Actions) == 0 {
+		return ExecResult{}, fmt.Errorf("%w: kind %q has no actions", ErrInvalidPlan, ex.Plan.Kind)
+	}
+	if ex.Chain == "" {
+		ex.Chain = ex.ProposalID
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return ExecResult{}, fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
+	}
+	defer conn.Release()
+	res, err := s.execute(ctx, conn.Conn(), ex)
+	if err != nil {
+		// Whatever state the batch left the transaction in, end it; on a
+		// broken connection this fails too and the pool drops it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+			_ = conn.Conn().Close(rctx) // the pool discards a closed connection
+		}
+		return ExecResult{}, fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
+	}
+	return res, nil
+}
+
+// execute is Execute's transaction in two round trips: BEGIN travels with
+// the lock and the read, COMMIT with the writes.
+func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (ExecResult, error) {
+	var res ExecResult
+	var state *string
+	var prior []byte
+	var sibling string
+	// The lock and the read stay two statements so the read's snapshot is
+	// taken after the lock is held.
+	pre := &pgx.Batch{}
+	pre.Queue("BEGIN")
+	pre.Queue(lockChain, ex.Chain)
+	pre.Queue(selectProposalForExecute, ex.ProposalID, ex.Chain).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&state, &prior, &sibling)
+	})
+	if err := conn.SendBatch(ctx, pre).Close(); err != nil {
+		return res, err
+	}
+	switch {
+	case prior != nil:
+		if err := json.Unmarshal(prior, &res); err != nil {
+			return res, fmt.Errorf("read earlier result: %w", err)
+		}
+		res.Replayed = true
+		_, err := conn.Exec(ctx, "COMMIT")
+		return res, err
+	case state != nil && *state != "pending":
+		return res, fmt.Errorf("%w: it is %s", ErrProposalClosed, *state)
+	case sibling != "":
+		return res, &OtherVersionApprovedError{ProposalID: sibling}
+	}
+
+	var target ID
+	needsTarget := false
+	for _, a := range ex.Plan.Actions {
+		needsTarget = needsTarget || a.Type.NeedsTargetBoard()
+	}
+	next := 1
+	if needsTarget {
+		err := conn.QueryRow(ctx, selectChannelBoardID, ex.Channel).Scan(&target)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return res, ErrNoTargetBoard
+		}
+		if err != nil {
+			return res, err
+		}
+		if err := conn.QueryRow(ctx, lockBoardNextNumber, target).Scan(&next); err != nil {
+			return res, err
+		}
+	}
+	boards, cards, links, r, err := layout(ex.Plan, target, next)
+	if err != nil {
+		return res, err
+	}
+	res = r
+	changes := hasChanges(ex.Plan)
+
+	// The plan is sent only when Postgres has no record of the proposal:
+	// a recorded one already holds it, and a 64-card plan is most of the
+	// bytes of the transaction.
+	var planJSON []byte
+	if state == nil {
+		if planJSON, err = json.Marshal(ex.Plan); err != nil {
+			return res, err
+		}
+	}
+
+	// One round trip for every write and the commit. A plan that changes
+	// existing cards needs its new rows first (the changes may name them),
+	// so it takes one more.
+	b := &pgx.Batch{}
+	if len(boards) > 0 {
+		js, _ := json.Marshal(boards)
+		b.Queue(insertBoards, js, ex.Channel, ex.ProposalID, ex.Thread)
+	}
+	if len(cards) > 0 {
+		js, _ := json.Marshal(cards)
+		b.Queue(insertCards, js, ex.ProposalID)
+	}
+	if len(links) > 0 {
+		js, _ := json.Marshal(links)
+		b.Queue(insertLinks, js)
+	}
+	if changes {
+		if b.Len() > 0 {
+			if err := conn.SendBatch(ctx, b).Close(); err != nil {
+				return res, err
+			}
+		}
+		if err := applyChanges(ctx, conn, ex, target, &res); err != nil {
+			return res, err
+		}
+		b = &pgx.Batch{}
+	}
+	// The result and the audit say what the changes did too, so they are
+	// made after them.
+	resultJSON, err := json.Marshal(res)
+	if err != nil {
+		return res, err
+	}
+	detail, _ := json.Marshal(map[string]any{"requested_by": ex.RequestedBy, "cards": res.Cards, "links": res.Links, "boards": len(boards), "updated": res.Updated})
+	if len(boards) > 0 && ex.Channel != "" {
+		b.Queue(upsertBinding, ex.Channel, boards[len(boards)-1].ID)
+	}
+	b.Queue(upsertExecutedProposal, ex.ProposalID, ex.Channel, ex.RequestedBy, planJSON, ex.ApprovedBy, res.BoardID, resultJSON, ex.Chain)
+	b.Queue(insertAudit, ex.ApprovedBy, "executed", ex.Channel, ex.ProposalID, res.BoardID, detail, "")
+	for _, e := range ex.Audit {
+		// The decision's own audit rows commit with the board, so the
+		// record never says "approved" without the board, or the reverse.
+		b.Queue(insertAudit, e.Actor, e.Action, e.Channel, e.ProposalID, res.BoardID, auditDetail(e), e.DedupeKey)
+	}
+	if s.failBeforeCommit == nil {
+		b.Queue("COMMIT")
+	}
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return res, err
+	}
+	if s.failBeforeCommit != nil {
+		return res, s.failBeforeCommit()
+	}
+	return res, nil
+}
+
+// layout turns a plan into the rows to insert, with new ids. Card actions
+// go to target, numbered from next on; board actions to the board they
+// create, numbered from 1.
+func layout(plan planner.Envelope, target ID, next int) ([]boardRow, []cardRow, []linkRow, ExecResult, error) {
+	var boards []boardRow
+	var cards []cardRow
+	var links []linkRow
+	res := ExecResult{CardIDs: map[string]CardID{}}
+	position := 0
+	numbers := map[ID]int{} // board -> the number its next card takes
+	if target != "" {
+		numbers[target] = next
+	}
+	for i, a := range plan.Actions {
+		var boardID ID
+		switch a.Type {
+		case planner.ActionCreateBoard, planner.ActionCreateBoardWithCards:
+			if a.Board == nil {
+				return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has no board", ErrInvalidPlan, i)
+			}
+			boardID = NewBoardID()
+			boards = append(boards, boardRow{ID: boardID, Name: a.Board.Name, Goal: a.Board.Goal, Key: BoardKey(a.Board.Name)})
+		case planner.ActionCreateCard, planner.ActionCreateCardBatch:
+			boardID = target
+		case planner.ActionUpdateCard, planner.ActionAddLinks:
+			// Applied by applyChanges once the new cards exist.
+			res.BoardID = target
+			continue
+		default:
+			return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has type %q", ErrInvalidPlan, i, a.Type)
+		}
+		res.BoardID = boardID
+		if _, ok := numbers[boardID]; !ok {
+			numbers[boardID] = 1
+		}
+		local := map[string]CardID{}
+		for _, c := range a.Cards {
+			id := NewCardID()
+			local[c.TempID] = id
+			res.CardIDs[c.TempID] = id
+			status, mode := c.Status, c.WorkspaceMode
+			if mode == "" {
+				mode = planner.WorkspaceDirect
+			}
+			cards = append(cards, cardRow{
+				ID: id, BoardID: boardID, Position: position, Number: numbers[boardID], TempID: c.TempID, Title: c.Title, Body: c.Body,
+				Assignee: c.Assignee, Status: status, WorkspaceMode: mode,
+				AcceptanceCriteria: nonNil(c.AcceptanceCriteria), SuggestedSkills: nonNil(c.SuggestedSkills), Notes: c.Notes,
+			})
+			position++
+			numbers[boardID]++
+		}
+		seen := map[linkRow]bool{}
+		addLink := func(card, dep string) error {
+			from, ok1 := local[card]
+			to, ok2 := local[dep]
+			if !ok1 || !ok2 {
+				return fmt.Errorf("%w: actions[%d] links %q to %q, which are not both its cards", ErrInvalidPlan, i, card, dep)
+			}
+			l := linkRow{BoardID: boardID, CardID: from, DependsOn: to}
+			if !seen[l] {
+				seen[l] = true
+				links = append(links, l)
+			}
+			return nil
+		}
+		for _, l := range a.Links {
+			if err := addLink(l.Card, l.DependsOn); err != nil {
+				return nil, nil, nil, res, err
+			}
+		}
+		// A plan that skipped normalization still has card-level depends_on.
+		for _, c := range a.Cards {
+			for _, d := range c.DependsOn {
+				if err := addLink(c.TempID, d); err != nil {
+					return nil, nil, nil, res, err
+				}
+			}
+		}
+	}
+	if len(boards) > 0 {
+		res.BoardID = boards[len(boards)-1].ID
+	}
+	res.Cards, res.Links = len(cards), len(links)
+	return boards, cards, links, res, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

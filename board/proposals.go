@@ -1,0 +1,120 @@
+package board
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ProposalRecord is a proposal's history in Postgres.
+type ProposalRecord struct {
+	ID string
+	// Chain is the id of the first version of the request's proposals;
+	// empty means ID.
+	Chain       string
+	Channel     string
+	Version     int
+	Supersedes  string
+	RequestedBy string
+	State       string
+	Plan        json.RawMessage
+	DecidedBy   string
+	BoardID     ID
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	DecidedAt   time.Time
+	// Policy is the approval policy in force when the proposal was made
+	// (JSON, as the engine wrote it); nil when none was recorded.
+	Policy json.RawMessage
+}
+
+const (
+	upsertProposal = `INSERT INTO proposals (id, channel, version, supersedes, requested_by, state, plan, created_at, expires_at, chain, policy)
+VALUES ($1, $2, $3, nullif($4, ''), $5, $6, $7, $8, $9, $10, $11)
+ON CONFLICT (id) DO UPDATE SET plan = excluded.plan, expires_at = excluded.expires_at
+WHERE proposals.state = 'pending'`
+
+	updateProposalState = `UPDATE proposals SET state = $2, decided_by = $3, decided_at = now()
+WHERE id = $1 AND state = 'pending'`
+
+	selectProposal = `SELECT id, channel, version, coalesce(supersedes, ''), requested_by, state, plan, decided_by,
+    coalesce(board_id, ''), created_at, coalesce(expires_at, 'epoch'), coalesce(decided_at, 'epoch'), policy
+FROM proposals WHERE id = $1`
+)
+
+// SaveProposal records a new pending proposal (or refreshes a pending
+// one's plan and expiry). A decided proposal is left as it is.
+func (s *Store) SaveProposal(ctx context.Context, p ProposalRecord) error {
+	if p.State == "" {
+		p.State = "pending"
+	}
+	if p.Version == 0 {
+		p.Version = 1
+	}
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = time.Now()
+	}
+	var expires any
+	if !p.ExpiresAt.IsZero() {
+		expires = p.ExpiresAt
+	}
+	plan := []byte(p.Plan)
+	if len(plan) == 0 {
+		plan = []byte("{}")
+	}
+	if p.Chain == "" {
+		p.Chain = p.ID
+	}
+	if _, err := s.pool.Exec(ctx, upsertProposal, p.ID, p.Channel, p.Version, p.Supersedes, p.RequestedBy, p.State, plan, p.CreatedAt, expires, p.Chain, nullJSON(p.Policy)); err != nil {
+		return fmt.Errorf("save proposal %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// SetProposalState moves a pending proposal to cancelled, expired or
+// superseded. An approved or already closed proposal is not changed:
+// ErrProposalClosed. ErrNotFound when there is no such proposal.
+func (s *Store) SetProposalState(ctx context.Context, id, state, decidedBy string) error {
+	switch state {
+	case "cancelled", "expired", "superseded":
+	default:
+		return fmt.Errorf("set proposal %s to %q: not a closing state", id, state)
+	}
+	tag, err := s.pool.Exec(ctx, updateProposalState, id, state, decidedBy)
+	if err != nil {
+		return fmt.Errorf("set proposal %s %s: %w", id, state, err)
+	}
+	if tag.RowsAffected() == 0 {
+		if _, err := s.Proposal(ctx, id); err != nil {
+			return err
+		}
+		return fmt.Errorf("set proposal %s %s: %w", id, state, ErrProposalClosed)
+	}
+	return nil
+}
+
+// Proposal returns a proposal's record. ErrNotFound when there is none.
+func (s *Store) Proposal(ctx context.Context, id string) (ProposalRecord, error) {
+	var p ProposalRecord
+	var plan []byte
+	err := s.pool.QueryRow(ctx, selectProposal, id).Scan(&p.ID, &p.Channel, &p.Version, &p.Supersedes, &p.RequestedBy,
+		&p.State, &plan, &p.DecidedBy, &p.BoardID, &p.CreatedAt, &p.ExpiresAt, &p.DecidedAt, &p.Policy)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ProposalRecord{}, fmt.Errorf("proposal %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return ProposalRecord{}, fmt.Errorf("proposal %s: %w", id, err)
+	}
+	p.Plan = plan
+	if p.ExpiresAt.Unix() == 0 {
+		p.ExpiresAt = time.Time{}
+	}
+	if p.DecidedAt.Unix() == 0 {
+		p.DecidedAt = time.Time{}
+	}
+	return p, nil
+}
