@@ -151,41 +151,13 @@ func boardCycle(ctx context.Context, tx querier, id ID, handles map[CardID]strin
 	}
 	slices.Sort(keys)
 	keys = append(slices.Clone(starts), keys...)
-	const (
-		unvisited = iota
-		onStack
-		done
-	)
-	state := map[CardID]int{}
-	var stack []CardID
-	var visit func(k CardID) []string
-	visit = func(k CardID) []string {
-		state[k] = onStack
-		stack = append(stack, k)
-		for _, d := range deps[k] {
-			switch state[d] {
-			case onStack:
-				var out []string
-				for _, c := range append(slices.Clone(stack[slices.Index(stack, d):]), d) {
-					out = append(out, handles[c])
-				}
-				return out
-			case unvisited:
-				if c := visit(d); c != nil {
-					return c
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		state[k] = done
-		return nil
+	c := planner.FindCycle(deps, keys)
+	if c == nil {
+		return nil, nil
 	}
-	for _, k := range keys {
-		if state[k] == unvisited {
-			if c := visit(k); c != nil {
-				return c, nil
-			}
-		}
+	out := make([]string, len(c))
+	for i, k := range c {
+		out[i] = handles[k]
 	}
-	return nil, nil
+	return out, nil
 }

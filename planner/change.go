@@ -293,48 +293,15 @@ func cycleIn(nodes map[string]*planNode, deps map[string][]string, starts []stri
 		sorted[k] = slices.SortedFunc(slices.Values(ds), byName)
 	}
 	deps = sorted
-	const (
-		unvisited = iota
-		onStack
-		done
-	)
-	state := map[string]int{}
-	var stack []string
-	var visit func(k string) []string
-	visit = func(k string) []string {
-		state[k] = onStack
-		stack = append(stack, k)
-		for _, d := range deps[k] {
-			switch state[d] {
-			case onStack:
-				i := slices.Index(stack, d)
-				out := make([]string, 0, len(stack)-i+1)
-				for _, s := range append(slices.Clone(stack[i:]), d) {
-					name := s
-					if n := nodes[s]; n != nil {
-						name = n.name
-					}
-					out = append(out, name)
-				}
-				return out
-			case unvisited:
-				if c := visit(d); c != nil {
-					return c
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		state[k] = done
+	c := FindCycle(deps, keys)
+	if c == nil {
 		return nil
 	}
-	for _, k := range keys {
-		if state[k] == unvisited {
-			if c := visit(k); c != nil {
-				return c
-			}
-		}
+	out := make([]string, len(c))
+	for i, k := range c {
+		out[i] = name(k)
 	}
-	return nil
+	return out
 }
 
 // String says what an update_card changes, for logs and fallbacks.

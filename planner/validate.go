@@ -489,43 +489,10 @@ func findCycle(cards []CardDraft, links []Link) []string {
 	for _, l := range links {
 		deps[l.Card] = append(deps[l.Card], l.DependsOn)
 	}
-	const (
-		unvisited = iota
-		onStack
-		done
-	)
-	state := map[string]int{}
-	var stack []string
-	var visit func(id string) []string
-	visit = func(id string) []string {
-		state[id] = onStack
-		stack = append(stack, id)
-		for _, d := range deps[id] {
-			switch state[d] {
-			case onStack:
-				i := slices.Index(stack, d)
-				return append(slices.Clone(stack[i:]), d)
-			case unvisited:
-				if c := visit(d); c != nil {
-					return c
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		state[id] = done
-		return nil
-	}
 	ids := make([]string, 0, len(cards))
 	for _, c := range cards {
 		ids = append(ids, c.TempID)
 	}
 	sort.Strings(ids) // a stable report for the same plan
-	for _, id := range ids {
-		if state[id] == unvisited {
-			if c := visit(id); c != nil {
-				return c
-			}
-		}
-	}
-	return nil
+	return FindCycle(deps, ids)
 }
