@@ -212,10 +212,20 @@ func TestMoveCardsEverywhere(t *testing.T) {
 		t.Fatalf("slack status after the page move: %q", text)
 	}
 	// Keyboard: focus a move button and press Enter.
-	if err := chromedp.Do(browser, chromedp.Focus(chromedp.CSS(`#`+cards["NEWS-3"].ID+` button[data-move="Blocked"]`)), chromedp.KeyEvent("\r")); err != nil {
-		t.Fatal(err)
+	// A live redraw may replace the button between finding and focusing
+	// it; try again then.
+	blocked := `document.getElementById('` + cards["NEWS-3"].ID + `').closest('section').dataset.status === 'Blocked'`
+	for attempt := 0; ; attempt++ {
+		err := chromedp.Do(browser, chromedp.Focus(chromedp.CSS(`#`+cards["NEWS-3"].ID+` button[data-move="Blocked"]`)), chromedp.KeyEvent("\r"))
+		if err == nil {
+			break
+		}
+		if attempt == 4 {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	waitFor(t, browser, "NEWS-3 blocked by keyboard", `document.getElementById('`+cards["NEWS-3"].ID+`').closest('section').dataset.status === 'Blocked'`)
+	waitFor(t, browser, "NEWS-3 blocked by keyboard", blocked)
 
 	// A move elsewhere appears on the open page without a reload.
 	if code := a.call(t, "PATCH", "/api/v1/cards/"+cards["NEWS-2"].ID, map[string]any{"user": "dave", "status": "Review"}, nil); code != http.StatusOK {
