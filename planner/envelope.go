@@ -143,6 +143,26 @@ func (e *Envelope) Stats() Stats {
 	return s
 }
 
+// DependsOnTitles maps each card of the action (by temp id) to the titles
+// of the cards it depends on, from its links and then the card's own
+// depends_on, for previews that show dependencies by name.
+func (a Action) DependsOnTitles() map[string][]string {
+	titles := make(map[string]string, len(a.Cards))
+	for _, c := range a.Cards {
+		titles[c.TempID] = c.Title
+	}
+	deps := map[string][]string{}
+	for _, l := range a.Links {
+		deps[l.Card] = append(deps[l.Card], titles[l.DependsOn])
+	}
+	for _, c := range a.Cards {
+		for _, d := range c.DependsOn {
+			deps[c.TempID] = append(deps[c.TempID], titles[d])
+		}
+	}
+	return deps
+}
+
 // NewBoard returns the board that becomes the channel's current one when
 // the plan is approved: a plan may create several, and the channel is bound
 // to the last. Nil when the plan creates no board. Everything that names

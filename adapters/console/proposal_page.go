@@ -46,14 +46,7 @@ func pageData(p bot.Proposal) proposalPageData {
 		if a.Board != nil {
 			d.Name, d.Goal = a.Board.Name, a.Board.Goal
 		}
-		titles := map[string]string{}
-		for _, c := range a.Cards {
-			titles[c.TempID] = c.Title
-		}
-		deps := map[string][]string{}
-		for _, l := range a.Links {
-			deps[l.Card] = append(deps[l.Card], titles[l.DependsOn])
-		}
+		deps := a.DependsOnTitles()
 		for _, c := range a.Cards {
 			mode := c.WorkspaceMode
 			if mode == "" {

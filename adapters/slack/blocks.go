@@ -146,14 +146,7 @@ func cardSections(p bot.Proposal) []slackapi.Block {
 	}
 	var out []slackapi.Block
 	for ai, a := range p.Plan.Actions {
-		titles := map[string]string{}
-		for _, c := range a.Cards {
-			titles[c.TempID] = c.Title
-		}
-		deps := map[string][]string{}
-		for _, l := range a.Links {
-			deps[l.Card] = append(deps[l.Card], titles[l.DependsOn])
-		}
+		deps := a.DependsOnTitles()
 		for ci, c := range a.Cards {
 			assignee := escape(c.Assignee)
 			switch {
