@@ -61,7 +61,7 @@ func BenchmarkExecute64Baseline(b *testing.B) {
 		boardID := board.NewBoardID()
 		ids := map[string]board.CardID{}
 		var cardSQL strings.Builder
-		cardSQL.WriteString(`INSERT INTO cards (id, board_id, position, temp_id, title, body, assignee, status, workspace_mode, acceptance_criteria) VALUES `)
+		cardSQL.WriteString(`INSERT INTO cards (id, board_id, position, number, temp_id, title, body, assignee, status, workspace_mode, acceptance_criteria) VALUES `)
 		cardArgs := make([]any, 0, len(a.Cards)*9)
 		for i, c := range a.Cards {
 			id := board.NewCardID()
@@ -70,8 +70,8 @@ func BenchmarkExecute64Baseline(b *testing.B) {
 				cardSQL.WriteString(",")
 			}
 			n := len(cardArgs)
-			fmt.Fprintf(&cardSQL, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,'[\"It works.\",\"It is tested.\"]')", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9)
-			cardArgs = append(cardArgs, id, boardID, i, c.TempID, c.Title, c.Body, c.Assignee, c.Status, c.WorkspaceMode)
+			fmt.Fprintf(&cardSQL, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,'[\"It works.\",\"It is tested.\"]')", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10)
+			cardArgs = append(cardArgs, id, boardID, i, i+1, c.TempID, c.Title, c.Body, c.Assignee, c.Status, c.WorkspaceMode)
 		}
 		var linkSQL strings.Builder
 		linkSQL.WriteString(`INSERT INTO card_links (board_id, card_id, depends_on) VALUES `)

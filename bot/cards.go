@@ -103,6 +103,9 @@ func (e *Engine) EditCard(ctx context.Context, ed CardEdit) (board.CardUpdate, e
 	case err != nil:
 		return board.CardUpdate{}, unavailable("change card", err)
 	}
+	if len(up.Changes) > 0 {
+		e.emitCard(ctx, up, ed.User)
+	}
 	for _, c := range up.Changes {
 		if c.Field == "status" && (c.To == "Done" || c.To == "Blocked") {
 			// Off the caller's path: a slash command must be answered in

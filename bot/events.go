@@ -20,6 +20,8 @@ const (
 	EventProposalCancelled EventType = "proposal.cancelled"
 	EventProposalExpired   EventType = "proposal.expired"
 	EventBoardCreated      EventType = "board.created"
+	// EventCardChanged: a card of a board was moved, reassigned or edited.
+	EventCardChanged EventType = "card.changed"
 )
 
 // Event is one thing that happened, with the proposal as it stood then.
@@ -32,10 +34,17 @@ type Event struct {
 	Actor    string
 	BoardID  board.ID
 	BoardURL string
+	// Card is what a card.changed event changed; Proposal is empty then.
+	Card *board.CardUpdate
 }
 
 // Channel is the key of the channel the event happened in.
-func (ev Event) Channel() string { return ev.Proposal.Thread.Channel.Key() }
+func (ev Event) Channel() string {
+	if ev.Card != nil {
+		return ev.Card.Board.Channel // the channel the board belongs to
+	}
+	return ev.Proposal.Thread.Channel.Key()
+}
 
 // EventSink hears the engine's events; an outbox is one. Emit runs on the
 // decision path, so it should be one quick write; its error is logged and
@@ -111,6 +120,21 @@ func (e *Engine) emit(ctx context.Context, p Proposal, boardCreated bool) {
 		if err := sink.Emit(context.WithoutCancel(ctx), ev); err != nil {
 			e.logger.Warn("emit event", "type", ev.Type, "proposal", p.ID, "err", err)
 		}
+	}
+}
+
+// emitCard tells the sink that a card changed; its error is logged.
+func (e *Engine) emitCard(ctx context.Context, up board.CardUpdate, user string) {
+	e.ext.mu.RLock()
+	sink := e.ext.sink
+	e.ext.mu.RUnlock()
+	if sink == nil {
+		return
+	}
+	ev := Event{Type: EventCardChanged, At: e.deps.Now(), Actor: user, BoardID: up.Board.ID,
+		BoardURL: board.BoardURL(e.cfg.PublicURL, up.Board.ID), Card: &up}
+	if err := sink.Emit(context.WithoutCancel(ctx), ev); err != nil {
+		e.logger.Warn("emit event", "type", ev.Type, "board", up.Board.ID, "err", err)
 	}
 }
 

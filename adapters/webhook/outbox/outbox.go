@@ -31,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bobnet/bobnet/adapters/webhook"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -168,6 +169,18 @@ type Data struct {
 	ExpiresAt   time.Time         `json:"expires_at,omitzero"`
 	BoardID     string            `json:"board_id,omitempty"`
 	BoardURL    string            `json:"board_url,omitempty"`
+	// Card is set on card.changed: the card as it is now and what changed.
+	Card *CardData `json:"card,omitempty"`
+}
+
+// CardData is a card.changed event's card: its handle, title and status
+// now, and each field before and after.
+type CardData struct {
+	ID      string              `json:"id"`
+	Handle  string              `json:"handle"`
+	Title   string              `json:"title"`
+	Status  string              `json:"status"`
+	Changes []board.FieldChange `json:"changes"`
 }
 
 const insertEvent = `INSERT INTO event_outbox (msg_id, event_type, endpoint, body)
@@ -179,6 +192,12 @@ func (o *Outbox) Emit(ctx context.Context, ev bot.Event) error {
 	eps := o.cfg.Routes[ev.Channel()]
 	if len(eps) == 0 {
 		return nil
+	}
+	if ev.Card != nil {
+		c := ev.Card.Card
+		return o.store(ctx, ev, eps, Data{Channel: ev.Channel(), Actor: ev.Actor, BoardName: ev.Card.Board.Name,
+			BoardID: string(ev.BoardID), BoardURL: ev.BoardURL,
+			Card: &CardData{ID: string(c.ID), Handle: c.Handle, Title: c.Title, Status: c.Status, Changes: ev.Card.Changes}})
 	}
 	p := ev.Proposal
 	st := p.Plan.Stats()
@@ -195,6 +214,11 @@ func (o *Outbox) Emit(ctx context.Context, ev bot.Event) error {
 			d.BoardName = a.Board.Name
 		}
 	}
+	return o.store(ctx, ev, eps, d)
+}
+
+// store writes one event's row for its endpoints and wakes the sender.
+func (o *Outbox) store(ctx context.Context, ev bot.Event, eps []Endpoint, d Data) error {
 	body, err := json.Marshal(Payload{Type: ev.Type, Timestamp: ev.At.UTC(), Data: d})
 	if err != nil {
 		return fmt.Errorf("outbox: encode %s: %w", ev.Type, err)

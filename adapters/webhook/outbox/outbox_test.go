@@ -15,6 +15,7 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 )
@@ -266,5 +267,31 @@ func TestPrivate(t *testing.T) {
 		if got := outbox.Private(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("Private(%s) = %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// A card moved on a board of a channel with callbacks goes out as
+// card.changed, naming the card and each field before and after.
+func TestCardChangesGoOutAsEvents(t *testing.T) {
+	t.Parallel()
+	pool := boardtest.NewPool(t)
+	rc := newReceiver(t)
+	o := outbox.New(config(rc.srv.URL+"/hook"), pool, boardtest.Logger(t))
+	run(t, o)
+	up := board.CardUpdate{
+		Card:    board.Card{ID: "c_1", Handle: "NEWS-3", Title: "Researcher B", Status: "Done"},
+		Board:   board.Board{ID: "b_1", Name: "Daily news", Channel: "console:news"},
+		Changes: []board.FieldChange{{Field: "status", From: "In Progress", To: "Done"}},
+	}
+	ev := bot.Event{Type: bot.EventCardChanged, At: time.Now(), Actor: "bob", BoardID: "b_1", BoardURL: "http://bobnet.test/boards/b_1", Card: &up}
+	if err := o.Emit(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	rc.waitFor(t, "card.changed", func(got []received, _ []string) bool { return len(got) >= 1 })
+	got, _ := rc.snapshot()
+	d := got[0].Payload.Data
+	if got[0].Payload.Type != bot.EventCardChanged || d.Card == nil || d.Card.Handle != "NEWS-3" || d.Actor != "bob" || d.Channel != "console:news" ||
+		len(d.Card.Changes) != 1 || d.Card.Changes[0].To != "Done" || d.BoardURL != ev.BoardURL {
+		t.Fatalf("card.changed = %+v (card %+v)", got[0], d.Card)
 	}
 }
