@@ -12,8 +12,8 @@ import (
 	"github.com/bobnet/bobnet/planner"
 )
 
-// cardRow and linkRow are the JSON shapes jsonb_to_recordset reads; sending
-// all cards as one parameter keeps a 64-card plan to one statement.
+// cardRow and linkRow are the rows a plan writes; cardColumns turns the
+// cards into insertCards' column arrays.
 type cardRow struct {
 	ID                 CardID   `json:"id"`
 	BoardID            ID       `json:"board_id"`
@@ -64,16 +64,18 @@ FROM boards b WHERE b.id = $1 FOR UPDATE`
 	insertBoards = `INSERT INTO boards (id, name, goal, key, channel, proposal_id, thread)
 SELECT r.id, r.name, r.goal, r.key, $2, $3, $4 FROM jsonb_to_recordset($1::jsonb) AS r(id text, name text, goal text, key text)`
 
+	// insertCards and insertLinks take one array per column: a 64-card
+	// plan is one statement, and Postgres reads arrays faster than JSON.
 	insertCards = `INSERT INTO cards (id, board_id, position, number, temp_id, title, body, assignee, status,
     workspace_mode, acceptance_criteria, suggested_skills, notes, proposal_id)
-SELECT r.id, r.board_id, r.position, r.number, r.temp_id, r.title, r.body, r.assignee, r.status,
-    r.workspace_mode, coalesce(r.acceptance_criteria, '[]'), coalesce(r.suggested_skills, '[]'), r.notes, $2
-FROM jsonb_to_recordset($1::jsonb) AS r(id text, board_id text, position int, number int, temp_id text, title text,
-    body text, assignee text, status text, workspace_mode text, acceptance_criteria jsonb,
-    suggested_skills jsonb, notes text)`
+SELECT u.id, u.board_id, u.position, u.number, u.temp_id, u.title, u.body, u.assignee, u.status,
+    u.workspace_mode, u.ac::jsonb, u.ss::jsonb, u.notes, $14
+FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+    $10::text[], $11::text[], $12::text[], $13::text[])
+    AS u(id, board_id, position, number, temp_id, title, body, assignee, status, workspace_mode, ac, ss, notes)`
 
 	insertLinks = `INSERT INTO card_links (board_id, card_id, depends_on)
-SELECT r.board_id, r.card_id, r.depends_on FROM jsonb_to_recordset($1::jsonb) AS r(board_id text, card_id text, depends_on text)`
+SELECT u.board_id, u.card_id, u.depends_on FROM unnest($1::text[], $2::text[], $3::text[]) AS u(board_id, card_id, depends_on)`
 
 	upsertBinding = `INSERT INTO channel_bindings (channel, board_id) VALUES ($1, $2)
 ON CONFLICT (channel) DO UPDATE SET board_id = excluded.board_id, updated_at = now()`
@@ -201,12 +203,14 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 		b.Queue(insertBoards, js, ex.Channel, ex.ProposalID, ex.Thread)
 	}
 	if len(cards) > 0 {
-		js, _ := json.Marshal(cards)
-		b.Queue(insertCards, js, ex.ProposalID)
+		b.Queue(insertCards, append(cardColumns(cards), ex.ProposalID)...)
 	}
 	if len(links) > 0 {
-		js, _ := json.Marshal(links)
-		b.Queue(insertLinks, js)
+		from, to, boardIDs := make([]string, len(links)), make([]string, len(links)), make([]string, len(links))
+		for i, l := range links {
+			boardIDs[i], from[i], to[i] = string(l.BoardID), string(l.CardID), string(l.DependsOn)
+		}
+		b.Queue(insertLinks, boardIDs, from, to)
 	}
 	if changes {
 		if b.Len() > 0 {
@@ -333,6 +337,24 @@ func layout(plan planner.Envelope, target ID, next int) ([]boardRow, []cardRow, 
 	}
 	res.Cards, res.Links = len(cards), len(links)
 	return boards, cards, links, res, nil
+}
+
+// cardColumns is insertCards' first 13 arguments: one array per column,
+// the JSON lists as JSON text.
+func cardColumns(cards []cardRow) []any {
+	n := len(cards)
+	id, boardID, temp, title, body := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	assignee, status, mode, ac, ss, notes := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	position, number := make([]int32, n), make([]int32, n)
+	for i, c := range cards {
+		id[i], boardID[i], temp[i], title[i], body[i] = string(c.ID), string(c.BoardID), c.TempID, c.Title, c.Body
+		assignee[i], status[i], mode[i], notes[i] = c.Assignee, c.Status, c.WorkspaceMode, c.Notes
+		position[i], number[i] = int32(c.Position), int32(c.Number)
+		a, _ := json.Marshal(nonNil(c.AcceptanceCriteria))
+		k, _ := json.Marshal(nonNil(c.SuggestedSkills))
+		ac[i], ss[i] = string(a), string(k)
+	}
+	return []any{id, boardID, position, number, temp, title, body, assignee, status, mode, ac, ss, notes}
 }
 
 func nonNil(s []string) []string {
