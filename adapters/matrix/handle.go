@@ -243,6 +243,17 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 				arg = fields[2]
 			}
 			a.async(func(ctx context.Context) { a.status(ctx, thread, arg) })
+		case "move", "assign", "next":
+			if !a.first(ctx, "command", evt.ID) {
+				return
+			}
+			args := fields[2:]
+			a.async(func(ctx context.Context) { a.cardCommand(ctx, thread, sub, user, args) })
+		case "policy":
+			if !a.first(ctx, "command", evt.ID) {
+				return
+			}
+			a.async(func(ctx context.Context) { a.policyCommand(ctx, thread) })
 		case "leave":
 			if !a.first(ctx, "command", evt.ID) {
 				return
@@ -291,7 +302,16 @@ func (a *Adapter) decide(ctx context.Context, thread bot.Thread, act string, p b
 	var err error
 	switch act {
 	case "approve":
-		_, err = a.eng.Approve(ctx, p, user)
+		var ap bot.Approval
+		ap, err = a.eng.Approve(ctx, p, user)
+		if err == nil && ap.State == bot.ProposalPending && ap.Needed > 1 {
+			// The edited preview shows the count to the room; the
+			// approver hears that their approval counted.
+			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: fmt.Sprintf(
+				"%s: your approval is recorded: %d of %d approvals. The board is created when the last one arrives.",
+				user, len(ap.Approvals), ap.Needed)})
+			return
+		}
 	case "cancel":
 		_, err = a.eng.Cancel(ctx, p, user)
 	case "revise":
@@ -407,7 +427,10 @@ func (a *Adapter) status(ctx context.Context, thread bot.Thread, arg string) {
 // decisionText is what a refused decision tells the person.
 func decisionText(err error) string {
 	var de *bot.DecidedError
+	var pe *bot.PolicyError
 	switch {
+	case errors.As(err, &pe):
+		return "you can't do that here: " + pe.Rule + "."
 	case errors.As(err, &de) && de.By != "":
 		return fmt.Sprintf("this proposal was already %s by %s.", de.State, de.By)
 	case errors.As(err, &de):
