@@ -78,3 +78,9 @@ func (a *Adapter) policyCommand(ctx context.Context, thread bot.Thread) {
 	}
 	a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: text})
 }
+
+// withdrawer is what an engine that keeps approval policies also offers;
+// *bot.Engine is one.
+type withdrawer interface {
+	Withdraw(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
+}

@@ -177,8 +177,20 @@ func TestMatrixQuorumTwoOfThree(t *testing.T) {
 	// One approval: the preview says 1 of 2; no board.
 	w.react(bob, pv.ID, "✅")
 	w.waitFor("preview edited to 1 of 2", w.edit(pv.ID, "1 of 2 approvals: "+string(bob.ID)))
-	w.waitFor("bob told", w.fromBot(req, string(bob.ID)+": your approval is recorded: 1 of 2 approvals"))
+	told := w.waitFor("bob told", w.fromBot(req, string(bob.ID)+": your approval is recorded: 1 of 2 approvals"))
 	w.noBoard("after one of two approvals")
+
+	// Bob takes it back, and gives it again.
+	w.say(bob, "!withdraw", req, false)
+	w.waitFor("preview edited to 0 of 2", w.edit(pv.ID, "0 of 2 approvals"))
+	w.waitFor("withdrawal told", w.fromBot(req, string(bob.ID)+": your approval is withdrawn: 0 of 2 approvals now"))
+	w.say(w.carol, "!withdraw", req, false)
+	w.waitFor("nothing to withdraw", w.fromBot(req, string(w.carol.ID)+": you have no approval of this proposal to withdraw"))
+	w.say(bob, "!approve", req, false)
+	w.waitFor("bob told again", func(e *event.Event) bool {
+		return e.ID != told.ID && w.fromBot(req, string(bob.ID)+": your approval is recorded: 1 of 2 approvals")(e)
+	})
+	w.noBoard("after one of two approvals, withdrawn and given again")
 
 	// The second approver creates the board, once.
 	w.react(w.carol, pv.ID, "✅")

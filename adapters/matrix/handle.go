@@ -269,7 +269,7 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 	}
 	var act string
 	switch verb {
-	case "!approve", "!cancel", "!revise", "!again":
+	case "!approve", "!cancel", "!revise", "!again", "!withdraw":
 		act = verb[1:]
 	default:
 		return // another bot's command
@@ -318,6 +318,16 @@ func (a *Adapter) decide(ctx context.Context, thread bot.Thread, act string, p b
 		_, err = a.eng.Revise(ctx, p, user, feedback)
 	case "again":
 		_, err = a.eng.ProposeAgain(ctx, p, user)
+	case "withdraw":
+		err = bot.ErrNothingToWithdraw
+		if w, ok := a.eng.(withdrawer); ok {
+			var wp bot.Proposal
+			if wp, err = w.Withdraw(ctx, p, user); err == nil {
+				a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: fmt.Sprintf(
+					"%s: your approval is withdrawn: %d of %d approvals now.", user, len(wp.Quorum.Approvals), wp.Quorum.Needed)})
+				return
+			}
+		}
 	case "ask-feedback":
 		if _, err = a.eng.Authorize(ctx, p, user); err == nil {
 			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: user + ": what should change? Reply in this thread with !revise <what to change>."})
@@ -435,6 +445,8 @@ func decisionText(err error) string {
 		return fmt.Sprintf("this proposal was already %s by %s.", de.State, de.By)
 	case errors.As(err, &de):
 		return fmt.Sprintf("this proposal was already %s.", de.State)
+	case errors.Is(err, bot.ErrNothingToWithdraw):
+		return "you have no approval of this proposal to withdraw."
 	case errors.Is(err, bot.ErrForbidden):
 		return "only the person who asked for this plan, or an admin, can decide it."
 	case errors.Is(err, bot.ErrExpired):

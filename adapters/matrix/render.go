@@ -182,6 +182,9 @@ func quorumLine(p bot.Proposal) string {
 	if !q.Policy.SelfApproval {
 		parts = append(parts, "the requester's own approval does not count")
 	}
+	if q.Needed > 1 {
+		parts = append(parts, "reply !withdraw in this thread to take back your approval before the last one arrives")
+	}
 	return strings.Join(parts, " · ")
 }
 
