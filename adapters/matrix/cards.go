@@ -3,7 +3,9 @@ package matrix
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
@@ -83,4 +85,32 @@ func (a *Adapter) policyCommand(ctx context.Context, thread bot.Thread) {
 // *bot.Engine is one.
 type withdrawer interface {
 	Withdraw(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
+}
+
+// budgetReader is what an engine that keeps model budgets offers;
+// *bot.Engine is one.
+type budgetReader interface {
+	BudgetStatus(ctx context.Context, ch bot.Channel) (bot.Budget, error)
+}
+
+// budgetLine is the room's model use today for !bobnet status, or ""
+// when it cannot be read quickly. It holds only numbers and a time, so
+// it needs no escaping.
+func (a *Adapter) budgetLine(ctx context.Context, ch bot.Channel) string {
+	br, ok := a.eng.(budgetReader)
+	if !ok {
+		return ""
+	}
+	// Not worth holding the status answer up for.
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	b, err := br.BudgetStatus(ctx, ch)
+	if err != nil {
+		a.logger.Warn("matrix: read model budget", "room", ch.ID, "err", err)
+		return ""
+	}
+	if b.Limit <= 0 {
+		return fmt.Sprintf("Model use today: %d tokens (no budget).", b.Used)
+	}
+	return fmt.Sprintf("Model use today: %d of %d tokens; resets %s.", b.Used, b.Limit, b.Resets.Format("15:04 UTC"))
 }

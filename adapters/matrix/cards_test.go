@@ -157,7 +157,7 @@ func TestMatrixQuorumTwoOfThree(t *testing.T) {
 	w.join(bob)
 	key := "matrix:" + string(w.room)
 	if err := w.env.Store.PutPolicy(context.Background(), key, board.Policy{
-		Deciders: []string{string(w.alice.ID), string(bob.ID), string(w.carol.ID)}, Approvals: 2,
+		Deciders: []string{string(w.alice.ID), string(bob.ID), string(w.carol.ID)}, Approvals: 2, Budget: &board.Budget{TokensPerDay: 1_000_000},
 	}, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -204,9 +204,14 @@ func TestMatrixQuorumTwoOfThree(t *testing.T) {
 		t.Fatalf("%d boards, want 1", boards)
 	}
 
+	status := w.say(bob, "!bobnet status", "", false)
+	w.waitFor("model use in the status", func(e *event.Event) bool {
+		return w.fromBot(status, "Model use today: ")(e) && strings.Contains(e.Content.AsMessage().FormattedBody, "of 1000000 tokens; resets 00:00 UTC")
+	})
+
 	pol := w.say(bob, "!bobnet policy", "", false)
 	pm := w.waitFor("policy", w.fromBot(pol, "Approval policy "+key)).Content.AsMessage()
-	if !strings.Contains(pm.Body, "2 approval(s) needed") || !strings.Contains(pm.Body, string(bob.ID)) || !strings.Contains(pm.Body, "does not count") {
+	if !strings.Contains(pm.Body, "2 approval(s) needed") || !strings.Contains(pm.Body, "model budget 1000000 tokens a day") || !strings.Contains(pm.Body, string(bob.ID)) || !strings.Contains(pm.Body, "does not count") {
 		t.Fatalf("!bobnet policy: %q", pm.Body)
 	}
 }

@@ -429,6 +429,12 @@ func (a *Adapter) status(ctx context.Context, thread bot.Thread, arg string) {
 		return
 	}
 	msg := renderStatus(st, board.BoardURL(a.cfg.PublicURL, st.Board.ID))
+	if arg == "" {
+		if line := a.budgetLine(ctx, thread.Channel); line != "" {
+			msg.Plain += "\n" + line
+			msg.HTML += "<p>" + line + "</p>"
+		}
+	}
 	if _, err := a.send(ctx, thread, msg); err != nil {
 		a.logger.Warn("matrix: post status", "err", err)
 	}
