@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/bobnet/bobnet/adapters/matrix"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
@@ -214,4 +216,72 @@ func TestMatrixQuorumTwoOfThree(t *testing.T) {
 	if !strings.Contains(pm.Body, "2 approval(s) needed") || !strings.Contains(pm.Body, "model budget 1000000 tokens a day") || !strings.Contains(pm.Body, string(bob.ID)) || !strings.Contains(pm.Body, "does not count") {
 		t.Fatalf("!bobnet policy: %q", pm.Body)
 	}
+}
+
+func TestMatrixQuorumApprovalsAtOnce(t *testing.T) {
+	w := newWorld(t)
+	w.start()
+	w.openRoom()
+	hs, secret := homeserver(t)
+	bob := register(t, hs, secret, "bob-")
+	w.join(bob)
+	key := "matrix:" + string(w.room)
+	if err := w.env.Store.PutPolicy(context.Background(), key, board.Policy{Deciders: []string{"any_member"}, Approvals: 2, SelfApproval: true}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	req := w.say(w.alice, "BobNet plan our daily research newspaper", "", true)
+	pv := w.waitFor("preview", w.preview(req, 1))
+
+	// Three approvals of a 2-approval plan at the same moment: one board.
+	var wg sync.WaitGroup
+	for _, u := range []*user{w.alice, bob, w.carol} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := u.cli.SendReaction(ctx30(t), w.room, pv.ID, "✅"); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	w.waitFor("approved", w.edit(pv.ID, "Approved by "))
+	w.waitFor("board link", w.fromBot(req, "created with 10 cards and 13 links"))
+	w.checkBoard(10, 13)
+	var boards int
+	if err := w.env.Store.Pool().QueryRow(context.Background(), "SELECT count(*) FROM boards WHERE channel = $1", key).Scan(&boards); err != nil {
+		t.Fatal(err)
+	}
+	if boards != 1 {
+		t.Fatalf("%d boards, want 1", boards)
+	}
+	if n := w.count(w.fromBot(req, "created with 10 cards")); n != 1 {
+		t.Fatalf("the board was announced %d times", n)
+	}
+	if n := w.count(w.edit(pv.ID, "Approved by ")); n != 1 {
+		t.Fatalf("the preview was edited to approved %d times", n)
+	}
+}
+
+// A decision that comes in while the preview's reactions are still being
+// seeded finds no message id on the proposal: the edit goes to the
+// recorded preview all the same.
+func TestMatrixEditsPreviewBeforeItsIDIsKnown(t *testing.T) {
+	w := newWorld(t)
+	r := w.start()
+	w.openRoom()
+	req := w.say(w.alice, "BobNet plan our daily research newspaper", "", true)
+	pv := w.waitFor("preview", w.preview(req, 1))
+	pid, err := matrix.NewStore(w.env.Store.Pool()).PreviewProposal(ctx30(t), w.room, pv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := w.env.Engine.Proposal(ctx30(t), pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Message, p.State, p.DecidedBy = "", bot.ProposalCancelled, "@someone:localhost"
+	if err := r.ad.UpdatePreview(ctx30(t), p); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor("edited preview", w.edit(pv.ID, "Cancelled by @someone:localhost"))
 }
