@@ -285,3 +285,16 @@ func TestMatrixEditsPreviewBeforeItsIDIsKnown(t *testing.T) {
 	}
 	w.waitFor("edited preview", w.edit(pv.ID, "Cancelled by @someone:localhost"))
 }
+
+// With no policy set, a Matrix room's moderators decide besides the
+// requester: alice, the room's creator, approves carol's plan.
+func TestMatrixModeratorDecidesByDefault(t *testing.T) {
+	w := newWorld(t)
+	w.start()
+	w.openRoom()
+	req := w.say(w.carol, "BobNet plan our daily research newspaper", "", true)
+	pv := w.waitFor("preview", w.preview(req, 1))
+	w.react(w.alice, pv.ID, "✅")
+	w.waitFor("approved", w.edit(pv.ID, "Approved by "+string(w.alice.ID)))
+	w.checkBoard(10, 13)
+}

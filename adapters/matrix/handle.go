@@ -454,7 +454,7 @@ func decisionText(err error) string {
 	case errors.Is(err, bot.ErrNothingToWithdraw):
 		return "you have no approval of this proposal to withdraw."
 	case errors.Is(err, bot.ErrForbidden):
-		return "only the person who asked for this plan, or an admin, can decide it."
+		return "only the person who asked for this plan, a room moderator or an admin can decide it."
 	case errors.Is(err, bot.ErrExpired):
 		return "this proposal expired. Reply !again in this thread to propose it again."
 	case errors.Is(err, bot.ErrNotFound):
