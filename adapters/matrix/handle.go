@@ -243,6 +243,17 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 				arg = fields[2]
 			}
 			a.async(func(ctx context.Context) { a.status(ctx, thread, arg) })
+		case "move", "assign", "next":
+			if !a.first(ctx, "command", evt.ID) {
+				return
+			}
+			args := fields[2:]
+			a.async(func(ctx context.Context) { a.cardCommand(ctx, thread, sub, user, args) })
+		case "policy":
+			if !a.first(ctx, "command", evt.ID) {
+				return
+			}
+			a.async(func(ctx context.Context) { a.policyCommand(ctx, thread) })
 		case "leave":
 			if !a.first(ctx, "command", evt.ID) {
 				return
@@ -258,7 +269,7 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 	}
 	var act string
 	switch verb {
-	case "!approve", "!cancel", "!revise", "!again":
+	case "!approve", "!cancel", "!revise", "!again", "!withdraw":
 		act = verb[1:]
 	default:
 		return // another bot's command
@@ -291,13 +302,32 @@ func (a *Adapter) decide(ctx context.Context, thread bot.Thread, act string, p b
 	var err error
 	switch act {
 	case "approve":
-		_, err = a.eng.Approve(ctx, p, user)
+		var ap bot.Approval
+		ap, err = a.eng.Approve(ctx, p, user)
+		if err == nil && ap.State == bot.ProposalPending && ap.Needed > 1 {
+			// The edited preview shows the count to the room; the
+			// approver hears that their approval counted.
+			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: fmt.Sprintf(
+				"%s: your approval is recorded: %d of %d approvals. The board is created when the last one arrives.",
+				user, len(ap.Approvals), ap.Needed)})
+			return
+		}
 	case "cancel":
 		_, err = a.eng.Cancel(ctx, p, user)
 	case "revise":
 		_, err = a.eng.Revise(ctx, p, user, feedback)
 	case "again":
 		_, err = a.eng.ProposeAgain(ctx, p, user)
+	case "withdraw":
+		err = bot.ErrNothingToWithdraw
+		if w, ok := a.eng.(withdrawer); ok {
+			var wp bot.Proposal
+			if wp, err = w.Withdraw(ctx, p, user); err == nil {
+				a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: fmt.Sprintf(
+					"%s: your approval is withdrawn: %d of %d approvals now.", user, len(wp.Quorum.Approvals), wp.Quorum.Needed)})
+				return
+			}
+		}
 	case "ask-feedback":
 		if _, err = a.eng.Authorize(ctx, p, user); err == nil {
 			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: user + ": what should change? Reply in this thread with !revise <what to change>."})
@@ -399,6 +429,12 @@ func (a *Adapter) status(ctx context.Context, thread bot.Thread, arg string) {
 		return
 	}
 	msg := renderStatus(st, board.BoardURL(a.cfg.PublicURL, st.Board.ID))
+	if arg == "" {
+		if line := a.budgetLine(ctx, thread.Channel); line != "" {
+			msg.Plain += "\n" + line
+			msg.HTML += "<p>" + line + "</p>"
+		}
+	}
 	if _, err := a.send(ctx, thread, msg); err != nil {
 		a.logger.Warn("matrix: post status", "err", err)
 	}
@@ -407,13 +443,18 @@ func (a *Adapter) status(ctx context.Context, thread bot.Thread, arg string) {
 // decisionText is what a refused decision tells the person.
 func decisionText(err error) string {
 	var de *bot.DecidedError
+	var pe *bot.PolicyError
 	switch {
+	case errors.As(err, &pe):
+		return "you can't do that here: " + pe.Rule + "."
 	case errors.As(err, &de) && de.By != "":
 		return fmt.Sprintf("this proposal was already %s by %s.", de.State, de.By)
 	case errors.As(err, &de):
 		return fmt.Sprintf("this proposal was already %s.", de.State)
+	case errors.Is(err, bot.ErrNothingToWithdraw):
+		return "you have no approval of this proposal to withdraw."
 	case errors.Is(err, bot.ErrForbidden):
-		return "only the person who asked for this plan, or an admin, can decide it."
+		return "only the person who asked for this plan, a room moderator or an admin can decide it."
 	case errors.Is(err, bot.ErrExpired):
 		return "this proposal expired. Reply !again in this thread to propose it again."
 	case errors.Is(err, bot.ErrNotFound):

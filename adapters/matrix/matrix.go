@@ -32,6 +32,9 @@ type Engine interface {
 	Authorize(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
 	ChannelStatus(ctx context.Context, ch bot.Channel) (board.Status, error)
 	BoardStatus(ctx context.Context, id board.ID) (board.Status, error)
+	MoveCard(ctx context.Context, ch bot.Channel, user, ref, status string) (board.CardUpdate, error)
+	AssignCard(ctx context.Context, ch bot.Channel, user, ref, profile string) (board.CardUpdate, error)
+	NextCards(ctx context.Context, ch bot.Channel) (board.Status, error)
 }
 
 // Memory remembers event ids across replicas and restarts, so a
@@ -78,6 +81,7 @@ type Adapter struct {
 	name    string // the bot's display name, for mentions in plain text
 	syncing chan struct{}
 	started time.Time
+	power   powerCache
 
 	// relogin is set once New is done, when there is a password to log
 	// in again with after the token is revoked.
@@ -146,6 +150,7 @@ func New(ctx context.Context, cfg Config, eng Engine, store *Store, memory Memor
 	syncer.OnEventType(event.StateMember, a.onMember)
 	syncer.OnEventType(event.EventMessage, a.onMessage)
 	syncer.OnEventType(event.EventReaction, a.onReaction)
+	syncer.OnEventType(event.StatePowerLevels, a.onPowerLevels)
 	if cfg.Encryption != nil {
 		if err := a.initCrypto(ctx, *cfg.Encryption); err != nil {
 			stop()

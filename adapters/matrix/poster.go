@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"maunium.net/go/mautrix/event"
@@ -88,13 +89,25 @@ func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageR
 // it: approved by whom with the board link, cancelled, superseded, or
 // expired with how to propose it again.
 func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
-	if p.Message == "" {
-		return nil
-	}
 	room := id.RoomID(p.Thread.Channel.ID)
+	target := id.EventID(p.Message)
+	if target == "" {
+		// A decision can come in while PostPreview is still seeding the
+		// reactions, before the engine has the preview's id: the preview
+		// is recorded by then, as it has to be for a reaction to it to
+		// count.
+		evt, err := a.store.PreviewEvent(ctx, room, p.ID)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("edit preview: %w", err)
+		}
+		target = evt
+	}
 	msg := renderPreview(p, a.cfg.PublicURL)
 	c := content(bot.Thread{}, msg)
-	c.SetEdit(id.EventID(p.Message))
+	c.SetEdit(target)
 	return a.call(ctx, "edit preview", func(ctx context.Context) error {
 		_, err := a.cli.SendMessageEvent(ctx, room, event.EventMessage, c)
 		return err

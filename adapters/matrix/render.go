@@ -52,6 +52,7 @@ var (
 		`<h4>📋 {{inert .Title}}</h4>` +
 			`{{if .Goal}}<p><b>Goal:</b> {{inert .Goal}}</p>{{end}}` +
 			`<p>{{.Cards}} cards, {{.Links}} dependencies · v{{.Version}} requested by {{inert .Requester}}</p>` +
+			`{{if .Quorum}}<p>🗳️ {{inert .Quorum}}</p>{{end}}` +
 			`{{if .Changes}}<p><i>{{inert .Changes}}</i></p>{{end}}` +
 			`{{if .CardList}}<ol>{{range .CardList}}<li><b>{{inert .Title}}</b> — {{if .Assignee}}{{inert .Assignee}}{{else}}⚠️ Unassigned{{end}}{{if .Unknown}} (unknown profile){{end}} · {{inert .Status}} · {{inert .Mode}}` +
 			`{{if .Criteria}}<ul>{{range .Criteria}}<li>{{inert .}}</li>{{end}}</ul>{{end}}` +
@@ -78,12 +79,12 @@ type cardView struct {
 }
 
 type previewView struct {
-	Title, Goal, Requester, Changes, Assumptions, Warnings string
-	Cards, Links, Version                                  int
-	CardList                                               []cardView
-	Expires, ProposalURL                                   string
-	State                                                  string // set once decided
-	BoardURL                                               string
+	Title, Goal, Requester, Quorum, Changes, Assumptions, Warnings string
+	Cards, Links, Version                                          int
+	CardList                                                       []cardView
+	Expires, ProposalURL                                           string
+	State                                                          string // set once decided
+	BoardURL                                                       string
 }
 
 func boardTitle(p bot.Proposal) (title, goal string) {
@@ -160,6 +161,64 @@ func warningsLine(ws []planner.Issue) string {
 	return strings.Join(out, " · ")
 }
 
+// quorumLine is a pending preview's line about approvals, as Slack's
+// preview shows it: "1 of 2 approvals: @bob:example.org · decided under
+// policy matrix:!room by …". Empty for a proposal that needs one
+// approval under the built-in rule. The caller escapes it.
+func quorumLine(p bot.Proposal) string {
+	q := p.Quorum
+	if q == nil || (q.Key == bot.BuiltinPolicyKey && q.Needed <= 1) {
+		return ""
+	}
+	var parts []string
+	if q.Needed > 1 {
+		s := fmt.Sprintf("%d of %d approvals", len(q.Approvals), q.Needed)
+		if len(q.Approvals) > 0 {
+			s += ": " + strings.Join(q.Approvals, ", ")
+		}
+		parts = append(parts, s)
+	}
+	parts = append(parts, "decided under "+policyName(q.Key)+" by "+decidersText(q.Policy.Deciders))
+	if !q.Policy.SelfApproval {
+		parts = append(parts, "the requester's own approval does not count")
+	}
+	if q.Needed > 1 {
+		parts = append(parts, "reply !withdraw in this thread to take back your approval before the last one arrives")
+	}
+	return strings.Join(parts, " · ")
+}
+
+// policyName names where a policy came from, in words.
+func policyName(key string) string {
+	switch key {
+	case bot.BuiltinPolicyKey:
+		return "BobNet's built-in rule"
+	case board.DefaultPolicyKey:
+		return "the default policy"
+	}
+	return "policy " + key
+}
+
+// decidersText says who a policy's deciders are, in words.
+func decidersText(deciders []string) string {
+	out := make([]string, len(deciders))
+	for i, d := range deciders {
+		switch {
+		case d == board.DeciderRequester:
+			out[i] = "the requester"
+		case d == board.DeciderAdmins:
+			out[i] = "admins"
+		case d == board.DeciderAnyMember:
+			out[i] = "any member"
+		case strings.HasPrefix(d, board.DeciderMatrixPower):
+			out[i] = "members at power level " + strings.TrimPrefix(d, board.DeciderMatrixPower) + " or above"
+		default:
+			out[i] = d
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // decidedLine says what became of a proposal, for the edited preview.
 func decidedLine(p bot.Proposal) string {
 	switch p.State {
@@ -188,6 +247,7 @@ func renderPreview(p bot.Proposal, publicURL string) message {
 		Changes: changesLine(p), Expires: p.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"),
 	}
 	if p.State == bot.ProposalPending || p.State == "" {
+		v.Quorum = quorumLine(p)
 		v.CardList = cardViews(p)
 		v.Assumptions = strings.Join(p.Plan.Assumptions, " · ")
 		v.Warnings = warningsLine(p.Warnings)
@@ -211,6 +271,9 @@ func renderPreview(p bot.Proposal, publicURL string) message {
 		fmt.Fprintf(&b, "Goal: %s\n", inert(goal))
 	}
 	fmt.Fprintf(&b, "%d cards, %d dependencies · v%d requested by %s\n", st.Cards, st.Links, p.Version, inert(p.RequestedBy))
+	if v.Quorum != "" {
+		b.WriteString(inert(v.Quorum) + "\n")
+	}
 	if v.Changes != "" {
 		b.WriteString(inert(v.Changes) + "\n")
 	}
@@ -307,4 +370,6 @@ const helpText = "BobNet turns a request into a board of cards you approve.\n" +
 	"• Mention me with what you want planned, e.g. “@bobnet plan our daily research newspaper”, or write !bobnet plan <what>.\n" +
 	"• I answer in a thread with a preview. React ✅ to approve, ✏️ to revise, ❌ to cancel, or reply there with !approve, !revise <what to change>, !cancel. Nothing changes until someone approves.\n" +
 	"• !bobnet status shows this room's board; !bobnet status <board id> another one.\n" +
+	"• !bobnet move <card> <status>, !bobnet assign <card> <profile> and !bobnet next work on this room's board; name a card by its handle (NEWS-3) or the start of its title.\n" +
+	"• !bobnet policy shows who decides here and how many approvals a plan needs; when a plan needs several, !withdraw in its thread takes your approval back.\n" +
 	"• !bobnet leave makes me leave the room."

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/planner"
 )
@@ -113,5 +114,31 @@ func TestInert(t *testing.T) {
 		if got := inert(in); got != want {
 			t.Errorf("inert(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestPreviewQuorumLine(t *testing.T) {
+	t.Parallel()
+	const public = "https://bobnet.example.com"
+	p := bot.Proposal{
+		ID: "p_q", Version: 1, RequestedBy: "@alice:localhost", Plan: HostilePlan(), State: bot.ProposalPending, ExpiresAt: time.Unix(0, 0),
+		Quorum: &bot.Quorum{Key: "matrix:!news:localhost", Needed: 2, Approvals: []string{"@bob:localhost"},
+			Policy: board.Policy{Deciders: []string{"@bob:localhost", hostile[0], "matrix_power:50"}, Approvals: 2}},
+	}
+	m := renderPreview(p, public)
+	AssertInert(t, m.HTML, m.Plain, public)
+	for _, want := range []string{"1 of 2 approvals: @bob:localhost", "decided under policy matrix:!news:localhost by @bob:localhost, &lt;script&gt;", "members at power level 50 or above", "the requester&#39;s own approval does not count"} {
+		if !strings.Contains(m.HTML, want) {
+			t.Errorf("the preview lacks %q:\n%s", want, m.HTML)
+		}
+	}
+	if !strings.Contains(m.Plain, "1 of 2 approvals: @bob:localhost ·") {
+		t.Errorf("the plain preview lacks the count:\n%s", m.Plain)
+	}
+	// One approval under the built-in rule says nothing; a decided
+	// preview shows the outcome instead.
+	p.Quorum = &bot.Quorum{Key: bot.BuiltinPolicyKey, Needed: 1, Policy: board.Policy{Deciders: []string{"requester"}, Approvals: 1, SelfApproval: true}}
+	if m := renderPreview(p, public); strings.Contains(m.Plain, "approvals") || strings.Contains(m.Plain, "decided under") {
+		t.Errorf("a one-approval built-in preview shows a quorum:\n%s", m.Plain)
 	}
 }
