@@ -42,6 +42,10 @@ type Boards interface {
 // lets one decision win; *pending.Store is one.
 type Proposals interface {
 	PutProposal(ctx context.Context, p Proposal) error
+	// SetPreviewMessage records where the preview was posted, apart from
+	// the rest of the proposal (which a decision may be rewriting at the
+	// same moment); Proposal and ClaimProposal return it in Message.
+	SetPreviewMessage(ctx context.Context, id ProposalID, ref MessageRef, expires time.Time) error
 	Proposal(ctx context.Context, id ProposalID) (Proposal, error)
 	Claim(ctx context.Context, id ProposalID, holder string, ttl time.Duration) (bool, error)
 	ClaimProposal(ctx context.Context, id ProposalID, holder string, ttl time.Duration) (Proposal, bool, error)
@@ -486,7 +490,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	e.emit(ctx, p, !res.Replayed)
 	text := approvalText(user, now, p, res)
 	e.say(p.Thread, "announce approval of "+string(id), func(ctx context.Context, poster Poster) error {
-		return errors.Join(poster.UpdatePreview(ctx, p), poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: text, BoardURL: p.BoardURL}))
+		return errors.Join(e.updatePreview(ctx, poster, p), poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: text, BoardURL: p.BoardURL}))
 	})
 	return Approval{ProposalID: id, BoardID: res.BoardID, BoardURL: p.BoardURL}, nil
 }
@@ -521,7 +525,7 @@ func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, us
 		map[string]any{"version": p.Version, "supersedes": p.Supersedes})
 	e.emit(ctx, p, false)
 	e.say(p.Thread, "update preview of "+string(p.ID), func(ctx context.Context, poster Poster) error {
-		return poster.UpdatePreview(ctx, p)
+		return e.updatePreview(ctx, poster, p)
 	})
 	return p, nil
 }

@@ -32,6 +32,14 @@ func (m *memory) PutProposal(_ context.Context, p bot.Proposal) error {
 	m.proposals[p.ID] = p
 	return nil
 }
+func (m *memory) SetPreviewMessage(_ context.Context, id bot.ProposalID, ref bot.MessageRef, _ time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.proposals[id]
+	p.Message = ref
+	m.proposals[id] = p
+	return nil
+}
 func (m *memory) Proposal(_ context.Context, id bot.ProposalID) (bot.Proposal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -257,7 +257,7 @@ func (e *Engine) approveQuorum(ctx context.Context, p Proposal, user string, hol
 	p.Quorum = &q
 	if len(approvers) < q.Needed {
 		e.say(p.Thread, "update preview of "+string(p.ID), func(ctx context.Context, poster Poster) error {
-			return poster.UpdatePreview(ctx, p)
+			return e.updatePreview(ctx, poster, p)
 		})
 		return p, &Approval{ProposalID: p.ID, State: ProposalPending, Approvals: approvers, Needed: q.Needed}, nil
 	}
@@ -386,7 +386,7 @@ func (e *Engine) Withdraw(ctx context.Context, id ProposalID, user string) (Prop
 	q.Approvals = approvers
 	p.Quorum = &q
 	e.say(p.Thread, "update preview of "+string(p.ID), func(ctx context.Context, poster Poster) error {
-		return poster.UpdatePreview(ctx, p)
+		return e.updatePreview(ctx, poster, p)
 	})
 	return p, nil
 }

@@ -216,13 +216,49 @@ func (e *Engine) postOnce(ctx context.Context, poster Poster, r Request, ans *An
 		return err
 	}
 	if ref != "" {
-		p.Message = ref
-		if err := e.deps.Proposals.PutProposal(ctx, p); err != nil {
-			e.logger.Warn("store preview ref", "proposal", p.ID, "err", err)
-		}
+		e.previewPosted(ctx, poster, p, ref)
 	}
 	e.remember(ctx, r, "assistant", fmt.Sprintf("(proposed %s v%d with %d cards)", p.ID, p.Version, p.Plan.Stats().Cards))
 	return nil
+}
+
+// previewPosted records where p's preview went, then redraws it if p was
+// decided, or approved by someone, while it was being posted: the decision
+// found no message to redraw then. Recording before looking means one of
+// the two sides always sees the other (updatePreview reads the message
+// after the decision was written).
+func (e *Engine) previewPosted(ctx context.Context, poster Poster, p Proposal, ref MessageRef) {
+	if err := e.deps.Proposals.SetPreviewMessage(ctx, p.ID, ref, p.ExpiresAt); err != nil {
+		e.logger.Warn("store preview ref", "proposal", p.ID, "err", err)
+		return
+	}
+	now, err := e.deps.Proposals.Proposal(ctx, p.ID)
+	if err != nil {
+		e.logger.Warn("reread proposal after its preview", "proposal", p.ID, "err", err)
+		return
+	}
+	now.Message = ref
+	now = e.withApprovals(ctx, now)
+	if now.State == ProposalPending && (now.Quorum == nil || len(now.Quorum.Approvals) == 0) {
+		return
+	}
+	if err := poster.UpdatePreview(ctx, now); err != nil {
+		e.logger.Warn("update preview decided while posted", "proposal", p.ID, "err", err)
+	}
+}
+
+// updatePreview redraws p's preview. A decision taken while the preview
+// was still being posted has no message yet; it is read again here, when
+// the redraw runs.
+func (e *Engine) updatePreview(ctx context.Context, poster Poster, p Proposal) error {
+	if p.Message == "" {
+		now, err := e.deps.Proposals.Proposal(ctx, p.ID)
+		if err != nil || now.Message == "" {
+			return nil // never posted: previewPosted redraws it if it is
+		}
+		p.Message = now.Message
+	}
+	return poster.UpdatePreview(ctx, p)
 }
 
 func (e *Engine) ack(ctx context.Context, consumer string, d Delivery) {

@@ -83,18 +83,39 @@ func (s *Store) PutProposal(ctx context.Context, p bot.Proposal) error {
 // Proposal returns a stored proposal; bot.ErrNotFound when Redis has none
 // (never stored, or gone after its expiry).
 func (s *Store) Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error) {
-	b, err := s.rdb.Get(ctx, s.key("proposal", string(id))).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return bot.Proposal{}, fmt.Errorf("proposal %s: %w", id, bot.ErrNotFound)
-	}
+	vals, err := s.rdb.MGet(ctx, s.key("proposal", string(id)), s.key("preview", string(id))).Result()
 	if err != nil {
 		return bot.Proposal{}, wrap("get proposal", err)
 	}
+	raw, ok := vals[0].(string)
+	if !ok {
+		return bot.Proposal{}, fmt.Errorf("proposal %s: %w", id, bot.ErrNotFound)
+	}
 	var p bot.Proposal
-	if err := json.Unmarshal(b, &p); err != nil {
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
 		return bot.Proposal{}, fmt.Errorf("proposal %s: %w", id, err)
 	}
+	withPreview(&p, vals[1])
 	return p, nil
+}
+
+// withPreview fills in the message a proposal's preview was posted as,
+// kept under its own key (see SetPreviewMessage).
+func withPreview(p *bot.Proposal, ref any) {
+	if s, ok := ref.(string); ok && s != "" && p.Message == "" {
+		p.Message = bot.MessageRef(s)
+	}
+}
+
+// SetPreviewMessage records the message a proposal's preview was posted
+// as. It has its own key rather than being a field written with the
+// proposal, because the post and a decision race: a decision's
+// PutProposal, made from a copy loaded before the post returned, must not
+// erase the message, and the post must not put back the pending state a
+// decision just replaced. The key lives as long as the proposal does.
+func (s *Store) SetPreviewMessage(ctx context.Context, id bot.ProposalID, ref bot.MessageRef, expires time.Time) error {
+	ttl := max(time.Until(expires)+grace, time.Second)
+	return wrap("set preview message", s.rdb.Set(ctx, s.key("preview", string(id)), string(ref), ttl).Err())
 }
 
 // Claim takes the proposal's decision lock for holder. Exactly one caller
@@ -106,13 +127,14 @@ func (s *Store) Claim(ctx context.Context, id bot.ProposalID, holder string, ttl
 }
 
 // claimScript takes a proposal's decision lock and reads the proposal in
-// one round trip. KEYS: 1 claim, 2 proposal. ARGV: 1 holder, 2 TTL ms.
-// A proposal Redis does not have is not claimed.
+// one round trip. KEYS: 1 claim, 2 proposal, 3 preview message. ARGV: 1
+// holder, 2 TTL ms. A proposal Redis does not have is not claimed.
 var claimScript = redis.NewScript(`
 local p = redis.call('GET', KEYS[2])
-if not p then return {-1, ''} end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, p} end
-return {0, p}
+if not p then return {-1, '', ''} end
+local m = redis.call('GET', KEYS[3]) or ''
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, p, m} end
+return {0, p, m}
 `)
 
 // ClaimProposal takes the proposal's decision lock for holder, like Claim,
@@ -120,12 +142,12 @@ return {0, p}
 // holds it, as it is now). bot.ErrNotFound when Redis has no such proposal;
 // then nothing is claimed.
 func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder string, ttl time.Duration) (bot.Proposal, bool, error) {
-	res, err := claimScript.Run(ctx, s.rdb, []string{s.key("claim", string(id)), s.key("proposal", string(id))},
+	res, err := claimScript.Run(ctx, s.rdb, []string{s.key("claim", string(id)), s.key("proposal", string(id)), s.key("preview", string(id))},
 		holder, max(ttl, time.Millisecond).Milliseconds()).Slice()
 	if err != nil {
 		return bot.Proposal{}, false, wrap("claim proposal", err)
 	}
-	if len(res) != 2 {
+	if len(res) != 3 {
 		return bot.Proposal{}, false, fmt.Errorf("claim proposal %s: unexpected reply %v", id, res)
 	}
 	code, _ := res[0].(int64)
@@ -140,6 +162,7 @@ func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder str
 		}
 		return bot.Proposal{}, false, fmt.Errorf("proposal %s: %w", id, err)
 	}
+	withPreview(&p, res[2])
 	return p, code == 1, nil
 }
 
