@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/bobnet/bobnet/planner"
 )
@@ -130,6 +131,56 @@ func (s *Store) Execute(ctx context.Context, ex Execution) (ExecResult, error) {
 // execute is Execute's transaction in two round trips: BEGIN travels with
 // the lock and the read, COMMIT with the writes.
 func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (ExecResult, error) {
+	if !needsTargetBoard(ex.Plan) && !hasChanges(ex.Plan) {
+		res, err := s.executeInOneTrip(ctx, conn, ex)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != sqlstateRecheck {
+			return res, err
+		}
+		if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+			return ExecResult{}, err
+		}
+	}
+	return s.executeChecked(ctx, conn, ex)
+}
+
+// sqlstateRecheck is what bobnet_executable (migration 0008) raises when a
+// proposal is not simply pending: Execute then reads its state and
+// decides (executeChecked).
+const sqlstateRecheck = "BN001"
+
+// executeInOneTrip writes a plan of new boards in one round trip: the
+// transaction, the chain's lock, bobnet_executable's check and every
+// write go in one batch. It is the usual approval, of a pending proposal
+// Postgres has a record of; anything else fails the check and nothing is
+// written.
+func (s *Store) executeInOneTrip(ctx context.Context, conn *pgx.Conn, ex Execution) (ExecResult, error) {
+	boards, cards, links, res, err := layout(ex.Plan, "", 1)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(lockChain, ex.Chain)
+	b.Queue(`SELECT bobnet_executable($1, $2)`, ex.ProposalID, ex.Chain)
+	queueRows(b, ex, boards, cards, links)
+	if err := s.queueRecord(b, ex, boards, res, nil); err != nil {
+		return ExecResult{}, err
+	}
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return ExecResult{}, err
+	}
+	if s.failBeforeCommit != nil {
+		return res, s.failBeforeCommit()
+	}
+	return res, nil
+}
+
+// executeChecked reads the proposal's state under the chain's lock and
+// decides in Go: a replay returns the first result, a closed proposal or
+// another approved version is refused, a plan changing an existing board
+// reads that board first.
+func (s *Store) executeChecked(ctx context.Context, conn *pgx.Conn, ex Execution) (ExecResult, error) {
 	var res ExecResult
 	var state *string
 	var prior []byte
@@ -160,12 +211,8 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 	}
 
 	var target ID
-	needsTarget := false
-	for _, a := range ex.Plan.Actions {
-		needsTarget = needsTarget || a.Type.NeedsTargetBoard()
-	}
 	next := 1
-	if needsTarget {
+	if needsTargetBoard(ex.Plan) {
 		err := conn.QueryRow(ctx, selectChannelBoardID, ex.Channel).Scan(&target)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return res, ErrNoTargetBoard
@@ -182,7 +229,6 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 		return res, err
 	}
 	res = r
-	changes := hasChanges(ex.Plan)
 
 	// The plan is sent only when Postgres has no record of the proposal:
 	// a recorded one already holds it, and a 64-card plan is most of the
@@ -198,6 +244,42 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 	// existing cards needs its new rows first (the changes may name them),
 	// so it takes one more.
 	b := &pgx.Batch{}
+	queueRows(b, ex, boards, cards, links)
+	if hasChanges(ex.Plan) {
+		if b.Len() > 0 {
+			if err := conn.SendBatch(ctx, b).Close(); err != nil {
+				return res, err
+			}
+		}
+		if err := applyChanges(ctx, conn, ex, target, &res); err != nil {
+			return res, err
+		}
+		b = &pgx.Batch{}
+	}
+	if err := s.queueRecord(b, ex, boards, res, planJSON); err != nil {
+		return res, err
+	}
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return res, err
+	}
+	if s.failBeforeCommit != nil {
+		return res, s.failBeforeCommit()
+	}
+	return res, nil
+}
+
+// needsTargetBoard reports whether a plan adds to the channel's board.
+func needsTargetBoard(plan planner.Envelope) bool {
+	for _, a := range plan.Actions {
+		if a.Type.NeedsTargetBoard() {
+			return true
+		}
+	}
+	return false
+}
+
+// queueRows queues the inserts of a plan's new boards, cards and links.
+func queueRows(b *pgx.Batch, ex Execution, boards []boardRow, cards []cardRow, links []linkRow) {
 	if len(boards) > 0 {
 		js, _ := json.Marshal(boards)
 		b.Queue(insertBoards, js, ex.Channel, ex.ProposalID, ex.Thread)
@@ -212,22 +294,17 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 		}
 		b.Queue(insertLinks, boardIDs, from, to)
 	}
-	if changes {
-		if b.Len() > 0 {
-			if err := conn.SendBatch(ctx, b).Close(); err != nil {
-				return res, err
-			}
-		}
-		if err := applyChanges(ctx, conn, ex, target, &res); err != nil {
-			return res, err
-		}
-		b = &pgx.Batch{}
-	}
-	// The result and the audit say what the changes did too, so they are
-	// made after them.
+}
+
+// queueRecord queues what records the execution, then the commit: the
+// channel's binding, the proposal as approved with its result, the
+// "executed" audit event and the decision's own. They say what the
+// changes did too, so they come after them. planJSON is nil when
+// Postgres already holds the plan.
+func (s *Store) queueRecord(b *pgx.Batch, ex Execution, boards []boardRow, res ExecResult, planJSON []byte) error {
 	resultJSON, err := json.Marshal(res)
 	if err != nil {
-		return res, err
+		return err
 	}
 	detail, _ := json.Marshal(map[string]any{"requested_by": ex.RequestedBy, "cards": res.Cards, "links": res.Links, "boards": len(boards), "updated": res.Updated})
 	if len(boards) > 0 && ex.Channel != "" {
@@ -243,13 +320,7 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 	if s.failBeforeCommit == nil {
 		b.Queue("COMMIT")
 	}
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return res, err
-	}
-	if s.failBeforeCommit != nil {
-		return res, s.failBeforeCommit()
-	}
-	return res, nil
+	return nil
 }
 
 // layout turns a plan into the rows to insert, with new ids. Card actions
