@@ -42,10 +42,17 @@ type Boards interface {
 // lets one decision win; *pending.Store is one.
 type Proposals interface {
 	PutProposal(ctx context.Context, p Proposal) error
+	// PutDecision records p's decision (state, decider, time, board) and
+	// takes it off the expiry schedule, without writing the plan again.
+	PutDecision(ctx context.Context, p Proposal) error
 	// SetPreviewMessage records where the preview was posted, apart from
 	// the rest of the proposal (which a decision may be rewriting at the
-	// same moment); Proposal and ClaimProposal return it in Message.
-	SetPreviewMessage(ctx context.Context, id ProposalID, ref MessageRef, expires time.Time) error
+	// same moment); Proposal and ClaimProposal return it in Message. It
+	// reports whether PreviewMessage found none meanwhile.
+	SetPreviewMessage(ctx context.Context, id ProposalID, ref MessageRef, expires time.Time) (missed bool, err error)
+	// PreviewMessage returns where the preview was posted; "" (noted as a
+	// miss for SetPreviewMessage) while it is still being posted.
+	PreviewMessage(ctx context.Context, id ProposalID, expires time.Time) (MessageRef, error)
 	Proposal(ctx context.Context, id ProposalID) (Proposal, error)
 	Claim(ctx context.Context, id ProposalID, holder string, ttl time.Duration) (bool, error)
 	ClaimProposal(ctx context.Context, id ProposalID, holder string, ttl time.Duration) (Proposal, bool, error)
@@ -482,7 +489,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	now := e.deps.Now()
 	p.State, p.DecidedBy, p.DecidedAt = ProposalApproved, user, now
 	p.BoardID, p.BoardURL = res.BoardID, board.BoardURL(e.cfg.PublicURL, res.BoardID)
-	if err := e.deps.Proposals.PutProposal(ctx, p); err != nil {
+	if err := e.deps.Proposals.PutDecision(ctx, p); err != nil {
 		// The board exists and Postgres says approved; Redis catching up
 		// later changes nothing a user can do.
 		e.logger.Warn("record approval in redis", "proposal", id, "err", err)
@@ -518,7 +525,7 @@ func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, us
 	}
 	p.State, p.DecidedBy, p.DecidedAt = state, user, e.deps.Now()
 	e.observe().ProposalClosed(state)
-	if err := e.deps.Proposals.PutProposal(ctx, p); err != nil {
+	if err := e.deps.Proposals.PutDecision(ctx, p); err != nil {
 		e.logger.Warn("record "+action+" in redis", "proposal", p.ID, "err", err)
 	}
 	e.audit(ctx, board.AuditEvent{Actor: user, Action: action, Channel: p.Thread.Channel.Key(), ProposalID: string(p.ID)},

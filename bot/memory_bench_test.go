@@ -32,13 +32,21 @@ func (m *memory) PutProposal(_ context.Context, p bot.Proposal) error {
 	m.proposals[p.ID] = p
 	return nil
 }
-func (m *memory) SetPreviewMessage(_ context.Context, id bot.ProposalID, ref bot.MessageRef, _ time.Time) error {
+func (m *memory) PutDecision(ctx context.Context, p bot.Proposal) error {
+	return m.PutProposal(ctx, p)
+}
+func (m *memory) SetPreviewMessage(_ context.Context, id bot.ProposalID, ref bot.MessageRef, _ time.Time) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.proposals[id]
 	p.Message = ref
 	m.proposals[id] = p
-	return nil
+	return false, nil
+}
+func (m *memory) PreviewMessage(_ context.Context, id bot.ProposalID, _ time.Time) (bot.MessageRef, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.proposals[id].Message, nil
 }
 func (m *memory) Proposal(_ context.Context, id bot.ProposalID) (bot.Proposal, error) {
 	m.mu.Lock()

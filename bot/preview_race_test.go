@@ -81,6 +81,14 @@ func TestDecisionWhilePreviewIsPostedRedrawsIt(t *testing.T) {
 			if a.State != "" && a.State != want {
 				t.Fatalf("approval = %+v", a)
 			}
+			// The decision's redraw runs on the other replica, finds no
+			// message and says so; only then does the post return.
+			missed := one.Prefix + ":preview-missed:" + string(at.proposal)
+			for deadline := time.Now().Add(20 * time.Second); one.Redis.Exists(context.Background(), missed).Val() == 0; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the decision never tried to redraw the preview")
+				}
+			}
 			open()
 			posters[at.replica].WaitFor(t, "the preview redrawn", func(_ []bottest.PostedReply, _, updates []bot.Proposal) bool {
 				for _, u := range updates {
@@ -93,6 +101,13 @@ func TestDecisionWhilePreviewIsPostedRedrawsIt(t *testing.T) {
 				}
 				return false
 			})
+			one.WaitIdle(t)
+			two.WaitIdle(t)
+			_, _, u1 := posters["one"].Snapshot()
+			_, _, u2 := posters["two"].Snapshot()
+			if n := len(u1) + len(u2); n != 1 {
+				t.Fatalf("the preview was redrawn %d times, want once: %+v %+v", n, u1, u2)
+			}
 		})
 	}
 }

@@ -222,14 +222,17 @@ func (e *Engine) postOnce(ctx context.Context, poster Poster, r Request, ans *An
 	return nil
 }
 
-// previewPosted records where p's preview went, then redraws it if p was
-// decided, or approved by someone, while it was being posted: the decision
-// found no message to redraw then. Recording before looking means one of
-// the two sides always sees the other (updatePreview reads the message
-// after the decision was written).
+// previewPosted records where p's preview went, and redraws it if a
+// decision (or an approval of several) came in while it was being posted
+// and found no message to redraw. The store tells which side redraws, so
+// exactly one does.
 func (e *Engine) previewPosted(ctx context.Context, poster Poster, p Proposal, ref MessageRef) {
-	if err := e.deps.Proposals.SetPreviewMessage(ctx, p.ID, ref, p.ExpiresAt); err != nil {
+	missed, err := e.deps.Proposals.SetPreviewMessage(ctx, p.ID, ref, p.ExpiresAt)
+	if err != nil {
 		e.logger.Warn("store preview ref", "proposal", p.ID, "err", err)
+		return
+	}
+	if !missed {
 		return
 	}
 	now, err := e.deps.Proposals.Proposal(ctx, p.ID)
@@ -238,25 +241,24 @@ func (e *Engine) previewPosted(ctx context.Context, poster Poster, p Proposal, r
 		return
 	}
 	now.Message = ref
-	now = e.withApprovals(ctx, now)
-	if now.State == ProposalPending && (now.Quorum == nil || len(now.Quorum.Approvals) == 0) {
-		return
-	}
-	if err := poster.UpdatePreview(ctx, now); err != nil {
+	if err := poster.UpdatePreview(ctx, e.withApprovals(ctx, now)); err != nil {
 		e.logger.Warn("update preview decided while posted", "proposal", p.ID, "err", err)
 	}
 }
 
 // updatePreview redraws p's preview. A decision taken while the preview
-// was still being posted has no message yet; it is read again here, when
-// the redraw runs.
+// was still being posted has no message yet: it is read again here, when
+// the redraw runs, and when there is still none previewPosted redraws.
 func (e *Engine) updatePreview(ctx context.Context, poster Poster, p Proposal) error {
 	if p.Message == "" {
-		now, err := e.deps.Proposals.Proposal(ctx, p.ID)
-		if err != nil || now.Message == "" {
-			return nil // never posted: previewPosted redraws it if it is
+		ref, err := e.deps.Proposals.PreviewMessage(ctx, p.ID, p.ExpiresAt)
+		if err != nil {
+			return err
 		}
-		p.Message = now.Message
+		if ref == "" {
+			return nil
+		}
+		p.Message = ref
 	}
 	return poster.UpdatePreview(ctx, p)
 }

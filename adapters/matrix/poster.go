@@ -2,7 +2,6 @@ package matrix
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"maunium.net/go/mautrix/event"
@@ -92,18 +91,9 @@ func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
 	room := id.RoomID(p.Thread.Channel.ID)
 	target := id.EventID(p.Message)
 	if target == "" {
-		// A decision can come in while PostPreview is still seeding the
-		// reactions, before the engine has the preview's id: the preview
-		// is recorded by then, as it has to be for a reaction to it to
-		// count.
-		evt, err := a.store.PreviewEvent(ctx, room, p.ID)
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("edit preview: %w", err)
-		}
-		target = evt
+		// The engine redraws a preview it could not find once the post
+		// has returned its id.
+		return nil
 	}
 	msg := renderPreview(p, a.cfg.PublicURL)
 	c := content(bot.Thread{}, msg)

@@ -186,20 +186,3 @@ func (s *Store) PreviewThread(ctx context.Context, room id.RoomID, proposal bot.
 	}
 	return t, nil
 }
-
-const selectPreviewEvent = `SELECT event_id FROM matrix_previews WHERE room_id = $1 AND proposal_id = $2
-ORDER BY created_at DESC LIMIT 1`
-
-// PreviewEvent returns the event of proposal's newest preview in room;
-// ErrNotFound when it has none.
-func (s *Store) PreviewEvent(ctx context.Context, room id.RoomID, proposal bot.ProposalID) (id.EventID, error) {
-	var e id.EventID
-	err := s.pool.QueryRow(ctx, selectPreviewEvent, room, proposal).Scan(&e)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("preview of %s: %w", proposal, ErrNotFound)
-	}
-	if err != nil {
-		return "", fmt.Errorf("load matrix preview event: %w", err)
-	}
-	return e, nil
-}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/planner"
 )
@@ -83,7 +84,7 @@ func (s *Store) PutProposal(ctx context.Context, p bot.Proposal) error {
 // Proposal returns a stored proposal; bot.ErrNotFound when Redis has none
 // (never stored, or gone after its expiry).
 func (s *Store) Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error) {
-	vals, err := s.rdb.MGet(ctx, s.key("proposal", string(id)), s.key("preview", string(id))).Result()
+	vals, err := s.rdb.MGet(ctx, s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id))).Result()
 	if err != nil {
 		return bot.Proposal{}, wrap("get proposal", err)
 	}
@@ -96,7 +97,54 @@ func (s *Store) Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, 
 		return bot.Proposal{}, fmt.Errorf("proposal %s: %w", id, err)
 	}
 	withPreview(&p, vals[1])
+	if err := withDecision(&p, vals[2]); err != nil {
+		return bot.Proposal{}, err
+	}
 	return p, nil
+}
+
+// decision is the part of a proposal its decision changes. It is written
+// under its own key (PutDecision): a 64-card proposal is some 20 KB of
+// JSON to encode and send again for five fields, on the path between an
+// approval and its answer.
+type decision struct {
+	State     bot.ProposalState `json:"state"`
+	DecidedBy string            `json:"decided_by,omitempty"`
+	DecidedAt time.Time         `json:"decided_at,omitzero"`
+	BoardID   board.ID          `json:"board_id,omitempty"`
+	BoardURL  string            `json:"board_url,omitempty"`
+}
+
+// withDecision lays a proposal's recorded decision over it.
+func withDecision(p *bot.Proposal, raw any) error {
+	s, ok := raw.(string)
+	if !ok || s == "" {
+		return nil
+	}
+	var d decision
+	if err := json.Unmarshal([]byte(s), &d); err != nil {
+		return fmt.Errorf("proposal %s: decision: %w", p.ID, err)
+	}
+	p.State, p.DecidedBy, p.DecidedAt, p.BoardID, p.BoardURL = d.State, d.DecidedBy, d.DecidedAt, d.BoardID, d.BoardURL
+	return nil
+}
+
+// PutDecision records how a proposal was decided (its state, who, when
+// and the board) and takes it off the expiry schedule. Proposal and
+// ClaimProposal return the proposal with it; a decision is final, so it
+// wins over the state PutProposal last wrote.
+func (s *Store) PutDecision(ctx context.Context, p bot.Proposal) error {
+	b, err := json.Marshal(decision{State: p.State, DecidedBy: p.DecidedBy, DecidedAt: p.DecidedAt, BoardID: p.BoardID, BoardURL: p.BoardURL})
+	if err != nil {
+		return err
+	}
+	ttl := max(time.Until(p.ExpiresAt)+grace, time.Second)
+	_, err = s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, s.key("decision", string(p.ID)), b, ttl)
+		pipe.ZRem(ctx, s.key("expiries"), string(p.ID))
+		return nil
+	})
+	return wrap("put decision", err)
 }
 
 // withPreview fills in the message a proposal's preview was posted as,
@@ -108,15 +156,46 @@ func withPreview(p *bot.Proposal, ref any) {
 }
 
 // SetPreviewMessage records the message a proposal's preview was posted
-// as. It has its own key rather than being a field written with the
-// proposal, because the post and a decision race: a decision's
-// PutProposal, made from a copy loaded before the post returned, must not
-// erase the message, and the post must not put back the pending state a
-// decision just replaced. The key lives as long as the proposal does.
-func (s *Store) SetPreviewMessage(ctx context.Context, id bot.ProposalID, ref bot.MessageRef, expires time.Time) error {
-	ttl := max(time.Until(expires)+grace, time.Second)
-	return wrap("set preview message", s.rdb.Set(ctx, s.key("preview", string(id)), string(ref), ttl).Err())
+// as, and reports whether a redraw missed it meanwhile (PreviewMessage
+// found none): then the caller redraws. It has its own key rather than
+// being a field written with the proposal, because the post and a
+// decision race: a decision's write, made from a copy loaded before the
+// post returned, must not erase the message, and the post must not put
+// back the pending state a decision just replaced. Both steps are one
+// script, so exactly one side redraws.
+func (s *Store) SetPreviewMessage(ctx context.Context, id bot.ProposalID, ref bot.MessageRef, expires time.Time) (missed bool, err error) {
+	n, err := setPreviewScript.Run(ctx, s.rdb, []string{s.key("preview", string(id)), s.key("preview-missed", string(id))},
+		string(ref), previewTTL(expires).Milliseconds()).Int()
+	return n == 1, wrap("set preview message", err)
 }
+
+// PreviewMessage returns the message a proposal's preview was posted as.
+// When there is none yet it notes that a redraw missed it, so that
+// SetPreviewMessage's caller redraws once the post returns.
+func (s *Store) PreviewMessage(ctx context.Context, id bot.ProposalID, expires time.Time) (bot.MessageRef, error) {
+	ref, err := previewScript.Run(ctx, s.rdb, []string{s.key("preview", string(id)), s.key("preview-missed", string(id))},
+		previewTTL(expires).Milliseconds()).Text()
+	return bot.MessageRef(ref), wrap("get preview message", err)
+}
+
+func previewTTL(expires time.Time) time.Duration { return max(time.Until(expires)+grace, time.Second) }
+
+// setPreviewScript: KEYS 1 preview, 2 missed marker; ARGV 1 message, 2 TTL
+// ms. Returns 1 when a redraw missed the message.
+var setPreviewScript = redis.NewScript(`
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('DEL', KEYS[2]) == 1 then return 1 end
+return 0
+`)
+
+// previewScript: KEYS 1 preview, 2 missed marker; ARGV 1 TTL ms. Returns
+// the message, or ” after marking the miss.
+var previewScript = redis.NewScript(`
+local m = redis.call('GET', KEYS[1])
+if m then return m end
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
+return ''
+`)
 
 // Claim takes the proposal's decision lock for holder. Exactly one caller
 // gets true until the lock is released or ttl passes; that caller alone may
@@ -127,14 +206,16 @@ func (s *Store) Claim(ctx context.Context, id bot.ProposalID, holder string, ttl
 }
 
 // claimScript takes a proposal's decision lock and reads the proposal in
-// one round trip. KEYS: 1 claim, 2 proposal, 3 preview message. ARGV: 1
-// holder, 2 TTL ms. A proposal Redis does not have is not claimed.
+// one round trip. KEYS: 1 claim, 2 proposal, 3 preview message, 4
+// decision. ARGV: 1 holder, 2 TTL ms. A proposal Redis does not have is
+// not claimed.
 var claimScript = redis.NewScript(`
 local p = redis.call('GET', KEYS[2])
-if not p then return {-1, '', ''} end
+if not p then return {-1, '', '', ''} end
 local m = redis.call('GET', KEYS[3]) or ''
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, p, m} end
-return {0, p, m}
+local d = redis.call('GET', KEYS[4]) or ''
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, p, m, d} end
+return {0, p, m, d}
 `)
 
 // ClaimProposal takes the proposal's decision lock for holder, like Claim,
@@ -142,12 +223,12 @@ return {0, p, m}
 // holds it, as it is now). bot.ErrNotFound when Redis has no such proposal;
 // then nothing is claimed.
 func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder string, ttl time.Duration) (bot.Proposal, bool, error) {
-	res, err := claimScript.Run(ctx, s.rdb, []string{s.key("claim", string(id)), s.key("proposal", string(id)), s.key("preview", string(id))},
+	res, err := claimScript.Run(ctx, s.rdb, []string{s.key("claim", string(id)), s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id))},
 		holder, max(ttl, time.Millisecond).Milliseconds()).Slice()
 	if err != nil {
 		return bot.Proposal{}, false, wrap("claim proposal", err)
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return bot.Proposal{}, false, fmt.Errorf("claim proposal %s: unexpected reply %v", id, res)
 	}
 	code, _ := res[0].(int64)
@@ -163,6 +244,12 @@ func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder str
 		return bot.Proposal{}, false, fmt.Errorf("proposal %s: %w", id, err)
 	}
 	withPreview(&p, res[2])
+	if err := withDecision(&p, res[3]); err != nil {
+		if code == 1 {
+			_ = s.Release(ctx, id)
+		}
+		return bot.Proposal{}, false, err
+	}
 	return p, code == 1, nil
 }
 

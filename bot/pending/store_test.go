@@ -234,3 +234,106 @@ func TestThreadHistoryIsBounded(t *testing.T) {
 		t.Fatalf("kept %+v; want the newest 20 (m5..m24)", turns)
 	}
 }
+
+// A decision and the preview's message are written beside the proposal, so
+// a writer holding an older copy of it (the worker that posted the preview,
+// a decision loaded before the post returned) erases neither.
+func TestDecisionAndPreviewSurviveAStaleCopy(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	stale := bot.Proposal{ID: "p_d", Version: 1, RequestedBy: "alice", State: bot.ProposalPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if err := s.PutProposal(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	if missed, err := s.SetPreviewMessage(ctx, stale.ID, "ts-1", stale.ExpiresAt); err != nil || missed {
+		t.Fatalf("set preview: missed %v, %v", missed, err)
+	}
+	decided := stale
+	decided.State, decided.DecidedBy, decided.DecidedAt, decided.BoardID, decided.BoardURL = bot.ProposalApproved, "bob", now, "b_1", "http://x/boards/b_1"
+	if err := s.PutDecision(ctx, decided); err != nil {
+		t.Fatal(err)
+	}
+	due, err := s.DueExpiries(ctx, now.Add(2*time.Hour), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range due {
+		if id == stale.ID {
+			t.Errorf("a decided proposal is still on the expiry schedule")
+		}
+	}
+	if err := s.PutProposal(ctx, stale); err != nil { // a copy from before both
+		t.Fatal(err)
+	}
+	check := func(how string, p bot.Proposal) {
+		t.Helper()
+		if p.State != bot.ProposalApproved || p.DecidedBy != "bob" || p.BoardID != "b_1" || p.BoardURL != decided.BoardURL || !p.DecidedAt.Equal(now) || p.Message != "ts-1" {
+			t.Errorf("%s: %+v", how, p)
+		}
+	}
+	p, err := s.Proposal(ctx, stale.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Proposal", p)
+	p, claimed, err := s.ClaimProposal(ctx, stale.ID, "carol", time.Minute)
+	if err != nil || !claimed {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	check("ClaimProposal", p)
+}
+
+// Of a redraw that finds no message yet and the post recording it, exactly
+// one side is told to redraw, in whichever order they come.
+func TestPreviewRedrawnByExactlyOneSide(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	exp := time.Now().Add(time.Hour)
+	// The redraw first: it finds nothing, so the post redraws.
+	if ref, err := s.PreviewMessage(ctx, "p_a", exp); err != nil || ref != "" {
+		t.Fatalf("before the post: %q, %v", ref, err)
+	}
+	if missed, err := s.SetPreviewMessage(ctx, "p_a", "ts-a", exp); err != nil || !missed {
+		t.Fatalf("post after a missed redraw: missed %v, %v", missed, err)
+	}
+	if missed, err := s.SetPreviewMessage(ctx, "p_a", "ts-a", exp); err != nil || missed {
+		t.Fatalf("the miss is told once: missed %v, %v", missed, err)
+	}
+	// The post first: the redraw finds the message, the post was told nothing.
+	if missed, err := s.SetPreviewMessage(ctx, "p_b", "ts-b", exp); err != nil || missed {
+		t.Fatalf("post: missed %v, %v", missed, err)
+	}
+	if ref, err := s.PreviewMessage(ctx, "p_b", exp); err != nil || ref != "ts-b" {
+		t.Fatalf("after the post: %q, %v", ref, err)
+	}
+	// At once, many times: exactly one side redraws each time.
+	for i := range 50 {
+		id := bot.ProposalID(fmt.Sprint("p_race", i))
+		var redraws atomic.Int32
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if ref, err := s.PreviewMessage(ctx, id, exp); err != nil {
+				t.Error(err)
+			} else if ref != "" {
+				redraws.Add(1)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if missed, err := s.SetPreviewMessage(ctx, id, "ts", exp); err != nil {
+				t.Error(err)
+			} else if missed {
+				redraws.Add(1)
+			}
+		}()
+		wg.Wait()
+		if n := redraws.Load(); n != 1 {
+			t.Fatalf("race %d: %d redraws, want 1", i, n)
+		}
+	}
+}
