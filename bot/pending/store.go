@@ -340,14 +340,23 @@ if ARGV[4] == '1' then
   local first = redis.call('GET', KEYS[1])
   if first then return {'duplicate', first, 0} end
 end
-local function full(key, n)
+-- take counts one request in a window, unless the window is full. A new
+-- window is one SET; a full one is given back its count, since throttled
+-- requests do not count.
+local function take(key, n, win)
   n = tonumber(n)
-  return n > 0 and tonumber(redis.call('GET', key) or '0') >= n
+  if n <= 0 then return true end
+  if redis.call('SET', key, '1', 'NX', 'PX', win) then return true end
+  if redis.call('INCR', key) <= n then return true end
+  redis.call('DECR', key)
+  return false
 end
-local which = false
-local window = 0
-if full(KEYS[2], ARGV[6]) then which, window = 'user', ARGV[7]
-elseif full(KEYS[3], ARGV[8]) then which, window = 'channel', ARGV[9] end
+local which, window = false, 0
+if not take(KEYS[2], ARGV[6], ARGV[7]) then which, window = 'user', ARGV[7]
+elseif not take(KEYS[3], ARGV[8], ARGV[9]) then
+  which, window = 'channel', ARGV[9]
+  if tonumber(ARGV[6]) > 0 then redis.call('DECR', KEYS[2]) end
+end
 if which then
   local notify = 0
   if redis.call('SET', KEYS[6], '1', 'NX', 'PX', window) then
@@ -356,12 +365,6 @@ if which then
     if n <= tonumber(ARGV[10]) then notify = 1 end
   end
   return {'throttled', which, notify}
-end
-if tonumber(ARGV[6]) > 0 then
-  if redis.call('INCR', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[7]) end
-end
-if tonumber(ARGV[8]) > 0 then
-  if redis.call('INCR', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[9]) end
 end
 redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[3])
 if ARGV[4] == '1' then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5]) end
