@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,13 +15,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/redis/go-redis/v9"
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/planner"
 )
 
 const benchSecret = "bench-secret"
@@ -71,20 +72,34 @@ func ingestBench(b *testing.B, h http.Handler) {
 
 // BenchmarkWebhookIngest is POST /api/v1/hooks/{name} as served:
 // signature check, the delivery row in Postgres (group-committed under a
-// burst), and the engine's one-round-trip intake in Redis.
+// burst), and the engine's one-round-trip intake in Redis. The engine's
+// workers do not run, as in the Slack ingest benchmark: this is the path
+// that answers the sender, and planning would take the same two cores.
 func BenchmarkWebhookIngest(b *testing.B) {
-	env := bottest.New(b, func(c *bot.Config) { c.Workers = 1 })
-	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply {
-		return plannertest.Reply{Content: `{"kind":"answer","answer":"ok"}`}
-	})
+	rdb := bottest.Redis(b)
+	prefix := bottest.Prefix()
+	store := boardtest.NewStore(b)
+	ps := pending.NewStore(rdb, prefix)
+	eng, err := bot.New(bot.Config{Profiles: planner.DefaultProfiles()},
+		bot.Deps{Planner: nopPlanner{}, Boards: store, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)}, boardtest.Logger(b))
+	if err != nil {
+		b.Fatal(err)
+	}
 	hooks, err := webhook.Build(map[string]string{"bench": benchSecret}, webhook.File{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	r := chi.NewRouter()
-	webhook.New(hooks, env.Engine, env.Store, boardtest.Logger(b)).Routes(r)
+	webhook.New(hooks, eng, store, boardtest.Logger(b)).Routes(r)
 	b.ResetTimer()
 	ingestBench(b, r)
+}
+
+// nopPlanner is never called: the workers do not run in these benchmarks.
+type nopPlanner struct{}
+
+func (nopPlanner) Plan(context.Context, planner.PromptInput, planner.Options) (planner.Outcome, error) {
+	return planner.Outcome{}, nil
 }
 
 // BenchmarkWebhookIngestBaseline is the floor beside WebhookIngest: a
