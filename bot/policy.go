@@ -410,32 +410,6 @@ func (e *Engine) withApprovals(ctx context.Context, p Proposal) Proposal {
 	return p
 }
 
-// QuorumText describes a proposal's quorum for a preview: "1 of 2
-// approvals: alice · policy console:release, the requester's approval
-// does not count". Empty for a proposal that needs one approval under
-// the built-in rule.
-func QuorumText(p Proposal) string {
-	q := p.Quorum
-	if q == nil {
-		return ""
-	}
-	var parts []string
-	if q.Needed > 1 {
-		s := fmt.Sprintf("%d of %d approvals", len(q.Approvals), q.Needed)
-		if len(q.Approvals) > 0 {
-			s += ": " + strings.Join(q.Approvals, ", ")
-		}
-		parts = append(parts, s)
-	}
-	if q.Key != BuiltinPolicyKey || q.Needed > 1 {
-		parts = append(parts, "policy "+q.Key+" (deciders: "+strings.Join(q.Policy.Deciders, ", ")+")")
-	}
-	if !q.Policy.SelfApproval {
-		parts = append(parts, "the requester's own approval does not count")
-	}
-	return strings.Join(parts, " · ")
-}
-
 func deref(a *Approval) Approval {
 	if a == nil {
 		return Approval{}

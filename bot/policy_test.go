@@ -90,7 +90,7 @@ func TestQuorumTwoReplicas(t *testing.T) {
 	// The replica that took the first approval redrew the preview with it.
 	two.Poster.WaitFor(t, "an update saying 1 of 2", func(_ []bottest.PostedReply, _, updates []bot.Proposal) bool {
 		for _, u := range updates {
-			if u.State == bot.ProposalPending && strings.Contains(bot.QuorumText(u), "1 of 2 approvals: bob") {
+			if u.State == bot.ProposalPending && strings.Contains(bot.QuorumText(u, nil), "1 of 2 approvals: bob") {
 				return true
 			}
 		}
@@ -238,7 +238,7 @@ func TestDescribePolicy(t *testing.T) {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 	p := bot.Proposal{Quorum: &bot.Quorum{Key: "console:release", Policy: board.Policy{Deciders: []string{"alice", "bob"}}, Needed: 2, Approvals: []string{"alice"}}}
-	if got := bot.QuorumText(p); got != "1 of 2 approvals: alice · policy console:release (deciders: alice, bob) · the requester's own approval does not count" {
+	if got := bot.QuorumText(p, nil); got != "1 of 2 approvals: alice · decided under policy console:release by alice, bob · the requester's own approval does not count" {
 		t.Fatalf("QuorumText = %s", got)
 	}
 }

@@ -40,7 +40,7 @@ func pageData(p bot.Proposal) proposalPageData {
 	d := proposalPageData{
 		ID: string(p.ID), Name: "Proposed plan", RequestedBy: p.RequestedBy, Request: p.Request, Answer: p.Plan.Answer,
 		DecidedBy: p.DecidedBy, BoardURL: p.BoardURL, State: p.State, Version: p.Version, Warnings: p.Warnings,
-		ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC1123), Quorum: bot.QuorumText(p),
+		ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC1123), Quorum: bot.QuorumText(p, nil),
 	}
 	for _, a := range p.Plan.Actions {
 		if a.Board != nil {

@@ -162,61 +162,27 @@ func warningsLine(ws []planner.Issue) string {
 }
 
 // quorumLine is a pending preview's line about approvals, as Slack's
-// preview shows it: "1 of 2 approvals: @bob:example.org · decided under
-// policy matrix:!room by …". Empty for a proposal that needs one
-// approval under the built-in rule. The caller escapes it.
+// preview shows it, with how to withdraw an approval. Empty for a
+// proposal that needs one approval under the built-in rule. The caller
+// escapes it.
 func quorumLine(p bot.Proposal) string {
-	q := p.Quorum
-	if q == nil || (q.Key == bot.BuiltinPolicyKey && q.Needed <= 1) {
-		return ""
+	s := bot.QuorumText(p, matrixDecider)
+	if s != "" && p.Quorum.Needed > 1 {
+		s += " · reply !withdraw in this thread to take back your approval before the last one arrives"
 	}
-	var parts []string
-	if q.Needed > 1 {
-		s := fmt.Sprintf("%d of %d approvals", len(q.Approvals), q.Needed)
-		if len(q.Approvals) > 0 {
-			s += ": " + strings.Join(q.Approvals, ", ")
-		}
-		parts = append(parts, s)
-	}
-	parts = append(parts, "decided under "+policyName(q.Key)+" by "+decidersText(q.Policy.Deciders))
-	if !q.Policy.SelfApproval {
-		parts = append(parts, "the requester's own approval does not count")
-	}
-	if q.Needed > 1 {
-		parts = append(parts, "reply !withdraw in this thread to take back your approval before the last one arrives")
-	}
-	return strings.Join(parts, " · ")
-}
-
-// policyName names where a policy came from, in words.
-func policyName(key string) string {
-	switch key {
-	case bot.BuiltinPolicyKey:
-		return "BobNet's built-in rule"
-	case board.DefaultPolicyKey:
-		return "the default policy"
-	}
-	return "policy " + key
+	return s
 }
 
 // decidersText says who a policy's deciders are, in words.
-func decidersText(deciders []string) string {
-	out := make([]string, len(deciders))
-	for i, d := range deciders {
-		switch {
-		case d == board.DeciderRequester:
-			out[i] = "the requester"
-		case d == board.DeciderAdmins:
-			out[i] = "admins"
-		case d == board.DeciderAnyMember:
-			out[i] = "any member"
-		case strings.HasPrefix(d, board.DeciderMatrixPower):
-			out[i] = "members at power level " + strings.TrimPrefix(d, board.DeciderMatrixPower) + " or above"
-		default:
-			out[i] = d
-		}
+func decidersText(deciders []string) string { return bot.DecidersText(deciders, matrixDecider) }
+
+// matrixDecider renders a Matrix-specific decider: a power level, or a
+// user as their id.
+func matrixDecider(d string) string {
+	if level, ok := strings.CutPrefix(d, board.DeciderMatrixPower); ok {
+		return "members at power level " + level + " or above"
 	}
-	return strings.Join(out, ", ")
+	return d
 }
 
 // decidedLine says what became of a proposal, for the edited preview.

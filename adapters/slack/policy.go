@@ -38,7 +38,7 @@ func (a *Adapter) policyCommand(ctx context.Context, channel string) commandRepl
 func PolicyText(in board.PolicyInForce) string {
 	p := in.Policy
 	var b strings.Builder
-	fmt.Fprintf(&b, "*Approval policy* (%s)\n", escape(policyName(in.Key)))
+	fmt.Fprintf(&b, "*Approval policy* (%s)\n", escape(bot.PolicyName(in.Key)))
 	fmt.Fprintf(&b, "• Who decides: %s\n", decidersText(p.Deciders))
 	fmt.Fprintf(&b, "• Approvals needed: %d", max(p.Approvals, 1))
 	if ac := p.AboveCards; ac != nil {
@@ -58,36 +58,17 @@ func PolicyText(in board.PolicyInForce) string {
 	return b.String()
 }
 
-func policyName(key string) string {
-	switch key {
-	case bot.BuiltinPolicyKey:
-		return "BobNet's built-in rule"
-	case board.DefaultPolicyKey:
-		return "the default policy"
-	}
-	return "policy " + key
-}
-
 // decidersText renders deciders with Slack user ids as mentions.
 func decidersText(deciders []string) string {
-	out := make([]string, len(deciders))
-	for i, d := range deciders {
+	return bot.DecidersText(deciders, func(d string) string {
 		switch {
-		case d == board.DeciderRequester:
-			out[i] = "the requester"
-		case d == board.DeciderAdmins:
-			out[i] = "admins"
-		case d == board.DeciderAnyMember:
-			out[i] = "any member"
 		case strings.HasPrefix(d, board.DeciderSlackGroup):
-			out[i] = "<!subteam^" + escape(strings.TrimPrefix(d, board.DeciderSlackGroup)) + ">"
+			return "<!subteam^" + escape(strings.TrimPrefix(d, board.DeciderSlackGroup)) + ">"
 		case strings.Contains(d, ":"):
-			out[i] = escape(d)
-		default:
-			out[i] = "<@" + escape(d) + ">"
+			return escape(d)
 		}
-	}
-	return strings.Join(out, ", ")
+		return "<@" + escape(d) + ">"
+	})
 }
 
 // quorumBlocks is the preview's line about approvals: "1 of 2 approvals:
@@ -106,7 +87,7 @@ func quorumBlocks(p bot.Proposal) []slackapi.Block {
 		}
 		parts = append(parts, s)
 	}
-	parts = append(parts, "decided under "+escape(policyName(q.Key))+" by "+decidersText(q.Policy.Deciders))
+	parts = append(parts, "decided under "+escape(bot.PolicyName(q.Key))+" by "+decidersText(q.Policy.Deciders))
 	if !q.Policy.SelfApproval {
 		parts = append(parts, "the requester's own approval does not count")
 	}

@@ -151,7 +151,7 @@ func TestQuorumTwoOfThreeREST(t *testing.T) {
 	}
 	html, _ := io.ReadAll(page.Body)
 	page.Body.Close()
-	if !strings.Contains(string(html), "1 of 2 approvals: bob · policy console:release") {
+	if !strings.Contains(string(html), "1 of 2 approvals: bob · decided under policy console:release") {
 		t.Fatalf("the proposal page does not show the approvals: %s", html)
 	}
 	// The console's preview is told: proposal_updated with 1 of 2.
