@@ -43,7 +43,7 @@ func BenchmarkExecute64(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		i++
-		if _, err := s.Execute(ctx, board.Execution{ProposalID: fmt.Sprint("p_bench_", i), Channel: "bench", ApprovedBy: "bench", Plan: plan}); err != nil {
+		if _, err := s.Execute(ctx, board.Execution{ProposalID: board.ProposalID(fmt.Sprint("p_bench_", i)), Channel: "bench", ApprovedBy: "bench", Plan: plan}); err != nil {
 			b.Fatal(err)
 		}
 	}

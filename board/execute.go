@@ -133,7 +133,7 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 	var res ExecResult
 	var state *string
 	var prior []byte
-	var sibling string
+	var sibling ProposalID
 	// The lock and the read stay two statements so the read's snapshot is
 	// taken after the lock is held.
 	pre := &pgx.Batch{}

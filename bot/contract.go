@@ -15,11 +15,13 @@ import (
 )
 
 // RequestID identifies one request to the bot (a mention, a webhook, a
-// console message, a revision).
-type RequestID string
+// console message, a revision). It is board's type, so ids cross between
+// the engine and the board store without conversions.
+type RequestID = board.RequestID
 
-// ProposalID identifies one version of a proposed plan.
-type ProposalID string
+// ProposalID identifies one version of a proposed plan; it is board's type
+// too.
+type ProposalID = board.ProposalID
 
 // Source names the surface a request came from.
 type Source string

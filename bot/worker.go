@@ -408,7 +408,7 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
 		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal: " + describe(err)}, nil, "could not store the proposal"
 	}
-	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed_again", Channel: r.Thread.Channel.Key(), ProposalID: string(p.ID)},
+	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed_again", Channel: r.Thread.Channel.Key(), ProposalID: p.ID},
 		map[string]any{"expired": id, "version": p.Version})
 	return nil, p, ""
 }
@@ -446,7 +446,7 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 				}
 				why += " while I was revising it"
 			}
-			e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "revision_dropped", Channel: r.Thread.Channel.Key(), ProposalID: string(prev.ID)},
+			e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "revision_dropped", Channel: r.Thread.Channel.Key(), ProposalID: prev.ID},
 				map[string]any{"request_id": r.ID, "version": prev.Version})
 			return &Reply{Kind: ReplyInfo, Text: "I dropped this revision: " + why + ", so nothing new needs deciding."}, nil, nil
 		}
@@ -468,7 +468,7 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 		policyJSON = nil
 	}
 	if err := e.deps.Boards.SaveProposal(ctx, board.ProposalRecord{
-		ID: string(p.ID), Chain: string(p.ChainID()), Channel: r.Thread.Channel.Key(), Version: p.Version, Supersedes: string(p.Supersedes),
+		ID: p.ID, Chain: p.ChainID(), Channel: r.Thread.Channel.Key(), Version: p.Version, Supersedes: p.Supersedes,
 		RequestedBy: p.RequestedBy, State: string(ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt, Policy: policyJSON,
 	}); err != nil {
 		if prev != nil {
@@ -483,7 +483,7 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 		return nil, nil, err
 	}
 	st := plan.Stats()
-	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed", Channel: r.Thread.Channel.Key(), ProposalID: string(p.ID), DedupeKey: "proposed:" + string(p.ID)},
+	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed", Channel: r.Thread.Channel.Key(), ProposalID: p.ID, DedupeKey: "proposed:" + string(p.ID)},
 		map[string]any{"request_id": r.ID, "version": p.Version, "supersedes": p.Supersedes, "cards": st.Cards, "links": st.Links})
 	e.emit(ctx, p, false)
 	if prev != nil {

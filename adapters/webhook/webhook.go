@@ -155,7 +155,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The audit log then says which delivery a request came from.
 	ctx := bot.WithVia(r.Context(), strings.TrimSpace("hook:"+hook.Name+" "+deliveryID(r.Header)))
 	id, dup, err := a.submit(ctx, hook, deliveryID(r.Header), bot.Request{
-		ID:     bot.RequestID(newID("r_")),
+		ID:     bot.NewRequestID(),
 		Thread: bot.Thread{Channel: hook.Channel, ID: threadID(hook.Channel, deliveryID(r.Header))},
 		User:   "hook:" + hook.Name, UserName: sender(ev.Payload, hook.Name),
 		Text: text, ReceivedAt: now,
@@ -184,12 +184,12 @@ func (a *Adapter) submit(ctx context.Context, hook *Hook, delivery string, req b
 		id, err := a.eng.Submit(ctx, req)
 		return id, false, err
 	}
-	res, err := a.batch.record(ctx, board.Delivery{Hook: hook.Name, ID: delivery, RequestID: string(req.ID)})
+	res, err := a.batch.record(ctx, board.Delivery{Hook: hook.Name, ID: delivery, RequestID: req.ID})
 	if err != nil {
 		return "", false, err
 	}
 	if !res.IsNew {
-		return bot.RequestID(res.RequestID), true, nil
+		return res.RequestID, true, nil
 	}
 	// The engine's own dedupe key guards the gap where the row is written
 	// but the process dies before it is queued.
