@@ -23,6 +23,27 @@ type RequestID = board.RequestID
 // too.
 type ProposalID = board.ProposalID
 
+// ParseProposalID checks that text from outside (a button's value, a URL)
+// is shaped like a proposal id. A malformed one names no proposal: its
+// error matches ErrNotFound, as an unknown proposal's does, and
+// board.ErrMalformedID.
+func ParseProposalID(s string) (ProposalID, error) {
+	id, err := board.ParseProposalID(s)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", err, ErrNotFound)
+	}
+	return id, nil
+}
+
+// ParseRequestID is ParseProposalID for request ids.
+func ParseRequestID(s string) (RequestID, error) {
+	id, err := board.ParseRequestID(s)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", err, ErrNotFound)
+	}
+	return id, nil
+}
+
 // Source names the surface a request came from.
 type Source string
 

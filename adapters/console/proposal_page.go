@@ -63,7 +63,11 @@ func pageData(p bot.Proposal) proposalPageData {
 // the "read the whole proposal" link in chat. Like a board page it needs
 // no token: the id is unguessable, and the page decides nothing.
 func (c *Console) proposalHTML(w http.ResponseWriter, r *http.Request) {
-	p, err := c.eng.Proposal(r.Context(), bot.ProposalID(chi.URLParam(r, "id")))
+	id, err := bot.ParseProposalID(chi.URLParam(r, "id"))
+	var p bot.Proposal
+	if err == nil {
+		p, err = c.eng.Proposal(r.Context(), id)
+	}
 	if errors.Is(err, bot.ErrNotFound) {
 		http.Error(w, "no such proposal", http.StatusNotFound)
 		return

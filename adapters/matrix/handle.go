@@ -212,8 +212,6 @@ func (a *Adapter) stripMention(body string) string {
 // spaces is a run of blanks a removed mention leaves behind.
 var spaces = regexp.MustCompile(`[ \t]{2,}`)
 
-var boardIDPattern = regexp.MustCompile(`^b_[a-z2-7]{26}$`)
-
 // command handles "!…": room commands (!bobnet …) and thread decisions.
 func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thread, inThread bool, text string) {
 	fields := strings.Fields(text)
@@ -411,18 +409,22 @@ func (a *Adapter) previewThread(ctx context.Context, room id.RoomID, p bot.Propo
 func (a *Adapter) status(ctx context.Context, thread bot.Thread, arg string) {
 	var st board.Status
 	var err error
-	switch {
-	case arg == "":
+	if arg == "" {
 		st, err = a.eng.ChannelStatus(ctx, thread.Channel)
-	case !boardIDPattern.MatchString(arg):
-		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "That is not a board id; board ids look like b_ followed by 26 letters and digits."})
-		return
-	default:
-		st, err = a.eng.BoardStatus(ctx, board.ID(arg))
+	} else {
+		id, perr := board.ParseID(arg)
+		if perr != nil {
+			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "That is not a board id; board ids look like b_ followed by 26 letters and digits."})
+			return
+		}
+		st, err = a.eng.BoardStatus(ctx, id)
 	}
 	switch {
 	case errors.Is(err, bot.ErrNotFound) && arg == "":
 		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "This room has no board yet. Mention me with what you want planned, and approve the preview."})
+		return
+	case errors.Is(err, bot.ErrNotFound):
+		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "There is no board with that id. Board ids are long and exact: check that the whole id was copied."})
 		return
 	case err != nil:
 		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: decisionText(err)})
