@@ -275,7 +275,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (id RequestID, err error
 		}
 		text := fmt.Sprintf("Slow down: %s sent more than %d requests in %s. Try again in a moment.", who, limit.N, limit.Per)
 		if res.Notify {
-			e.notify(r.Thread, r.User, Reply{Kind: ReplySlowDown, Text: text})
+			e.notify(r.Thread, r.User, r.ID, Reply{Kind: ReplySlowDown, Text: text})
 		}
 		return "", fmt.Errorf("%w: %s", ErrRateLimited, text)
 	}
@@ -479,6 +479,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	}
 	e.observe().Committed(time.Since(arrived))
 	e.observe().ProposalClosed(ProposalApproved)
+	e.logger.Debug("proposal approved", "proposal", id, "board", res.BoardID, "replayed", res.Replayed)
 	now := e.deps.Now()
 	p.State, p.DecidedBy, p.DecidedAt = ProposalApproved, user, now
 	p.BoardID, p.BoardURL = res.BoardID, board.BoardURL(e.cfg.PublicURL, res.BoardID)
@@ -489,9 +490,9 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	}
 	e.emit(ctx, p, !res.Replayed)
 	text := approvalText(user, now, p, res)
-	e.say(p.Thread, "announce approval of "+string(id), func(ctx context.Context, poster Poster) error {
+	e.say(p.Thread, "announce approval", func(ctx context.Context, poster Poster) error {
 		return errors.Join(e.updatePreview(ctx, poster, p), poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: text, BoardURL: p.BoardURL}))
-	})
+	}, "proposal", id, "board", res.BoardID)
 	return Approval{ProposalID: id, BoardID: res.BoardID, BoardURL: p.BoardURL}, nil
 }
 
@@ -518,15 +519,16 @@ func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, us
 	}
 	p.State, p.DecidedBy, p.DecidedAt = state, user, e.deps.Now()
 	e.observe().ProposalClosed(state)
+	e.logger.Debug("proposal "+action, "proposal", p.ID)
 	if err := e.deps.Proposals.PutProposal(ctx, p); err != nil {
 		e.logger.Warn("record "+action+" in redis", "proposal", p.ID, "err", err)
 	}
 	e.audit(ctx, board.AuditEvent{Actor: user, Action: action, Channel: p.Thread.Channel.Key(), ProposalID: p.ID},
 		map[string]any{"version": p.Version, "supersedes": p.Supersedes})
 	e.emit(ctx, p, false)
-	e.say(p.Thread, "update preview of "+string(p.ID), func(ctx context.Context, poster Poster) error {
+	e.say(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
 		return e.updatePreview(ctx, poster, p)
-	})
+	}, "proposal", p.ID)
 	return p, nil
 }
 
@@ -600,6 +602,16 @@ func (e *Engine) audit(ctx context.Context, ev board.AuditEvent, detail map[stri
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
 	if err := e.deps.Boards.RecordAudit(ctx, ev); err != nil {
-		e.logger.Warn("record audit event", "action", ev.Action, "err", err)
+		attrs := []any{"action", ev.Action, "err", err}
+		if id, ok := detail["request_id"].(RequestID); ok {
+			attrs = append(attrs, "request", id)
+		}
+		if ev.ProposalID != "" {
+			attrs = append(attrs, "proposal", ev.ProposalID)
+		}
+		if ev.BoardID != "" {
+			attrs = append(attrs, "board", ev.BoardID)
+		}
+		e.logger.Warn("record audit event", attrs...)
 	}
 }

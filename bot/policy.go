@@ -256,9 +256,9 @@ func (e *Engine) approveQuorum(ctx context.Context, p Proposal, user string, hol
 	q.Approvals = approvers
 	p.Quorum = &q
 	if len(approvers) < q.Needed {
-		e.say(p.Thread, "update preview of "+string(p.ID), func(ctx context.Context, poster Poster) error {
+		e.say(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
 			return e.updatePreview(ctx, poster, p)
-		})
+		}, "proposal", p.ID)
 		return p, &Approval{ProposalID: p.ID, State: ProposalPending, Approvals: approvers, Needed: q.Needed}, nil
 	}
 	return e.claimCompleted(ctx, p.ID, user)
@@ -385,9 +385,9 @@ func (e *Engine) Withdraw(ctx context.Context, id ProposalID, user string) (Prop
 	q := *p.Quorum
 	q.Approvals = approvers
 	p.Quorum = &q
-	e.say(p.Thread, "update preview of "+string(p.ID), func(ctx context.Context, poster Poster) error {
+	e.say(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
 		return e.updatePreview(ctx, poster, p)
-	})
+	}, "proposal", p.ID)
 	return p, nil
 }
 

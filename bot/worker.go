@@ -189,6 +189,11 @@ func (e *Engine) post(ctx context.Context, consumer string, d Delivery, rec Requ
 		e.leases.drop(consumer, d.MessageID) // not acked: posted again after a reclaim
 		return
 	}
+	if ans.ProposalID != "" {
+		e.logger.Debug("request answered", "request", r.ID, "state", rec.Status.State, "proposal", ans.ProposalID)
+	} else {
+		e.logger.Debug("request answered", "request", r.ID, "state", rec.Status.State)
+	}
 	e.ack(ctx, consumer, d)
 }
 
@@ -232,6 +237,7 @@ func (e *Engine) previewPosted(ctx context.Context, poster Poster, p Proposal, r
 		e.logger.Warn("store preview ref", "proposal", p.ID, "err", err)
 		return
 	}
+	e.logger.Debug("preview posted", "proposal", p.ID, "message", ref)
 	now, err := e.deps.Proposals.Proposal(ctx, p.ID)
 	if err != nil {
 		e.logger.Warn("reread proposal after its preview", "proposal", p.ID, "err", err)
@@ -286,7 +292,7 @@ func threadKey(t Thread) string { return t.Channel.Key() + ":" + t.ID }
 
 func (e *Engine) remember(ctx context.Context, r Request, role, text string) {
 	if err := e.deps.Requests.AppendTurn(ctx, threadKey(r.Thread), planner.Turn{Role: role, User: r.User, Text: text}); err != nil {
-		e.logger.Warn("remember thread turn", "err", err)
+		e.logger.Warn("remember thread turn", "request", r.ID, "err", err)
 	}
 }
 
@@ -333,7 +339,7 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 		opts.Board = in.Board.State
 	}
 	out, err := e.deps.Planner.Plan(ctx, in, opts)
-	e.chargeTokens(ctx, r.Thread.Channel, out)
+	e.chargeTokens(ctx, r, out)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ""

@@ -73,13 +73,13 @@ func (c *Console) proposalHTML(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		c.logger.Warn("proposal page", "err", err)
+		c.logger.Warn("proposal page", "proposal", id, "err", err)
 		http.Error(w, "BobNet's database is unavailable right now; try again shortly", http.StatusServiceUnavailable)
 		return
 	}
 	var buf bytes.Buffer
 	if err := proposalPage.Execute(&buf, pageData(p)); err != nil {
-		c.logger.Error("render proposal page", "err", err)
+		c.logger.Error("render proposal page", "proposal", id, "err", err)
 		http.Error(w, "could not render the proposal", http.StatusInternalServerError)
 		return
 	}

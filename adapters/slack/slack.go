@@ -480,7 +480,7 @@ func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallb
 				continue
 			}
 			if _, err := a.api.OpenViewContext(ctx, cb.TriggerID, reviseModal(p)); err != nil {
-				a.logger.Warn("open revise modal", "err", err)
+				a.logger.Warn("open revise modal", "proposal", id, "err", err)
 			}
 		case actionApprove, actionCancel, actionProposeAgain, actionWithdraw:
 			// A decision writes Postgres and posts; finish it after the
@@ -683,15 +683,16 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		}
 		// A slash command has no message to thread on: post the request
 		// so the preview has a thread, after the ack.
+		rid := bot.NewRequestID()
 		a.later("slash plan", func(ctx context.Context) {
 			_, ts, err := a.api.PostMessageContext(ctx, channel, slackapi.MsgOptionText(fmt.Sprintf("<@%s> asked BobNet: %s", escape(user), escape(req)), false))
 			if err != nil {
-				a.logger.Warn("post slash-command request", "err", err)
+				a.logger.Warn("post slash-command request", "request", rid, "err", err)
 				a.ephemeral(ctx, channel, "", user, "I couldn't post in this channel; invite me first (`/invite @BobNet`).")
 				return
 			}
 			t := bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: channel}, ID: ts}
-			if _, err := a.eng.Submit(ctx, bot.Request{Thread: t, User: user, Text: req, DedupeKey: "slack-command:" + trigger}); err != nil && !errors.Is(err, bot.ErrRateLimited) {
+			if _, err := a.eng.Submit(ctx, bot.Request{ID: rid, Thread: t, User: user, Text: req, DedupeKey: "slack-command:" + trigger}); err != nil && !errors.Is(err, bot.ErrRateLimited) {
 				a.ephemeral(ctx, channel, ts, user, decisionText(err))
 			}
 		})
