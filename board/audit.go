@@ -10,7 +10,7 @@ import (
 // AuditFilter selects audit events; empty fields match everything.
 type AuditFilter struct {
 	Channel    string
-	ProposalID string
+	ProposalID ProposalID
 	BoardID    ID
 	Limit      int // default 1000
 }

@@ -47,7 +47,7 @@ func BenchmarkExecute64(b *testing.B) {
 		i++
 		// Recorded first, as the engine records every proposal it shows.
 		b.StopTimer()
-		id := fmt.Sprint("p_bench_", i)
+		id := board.ProposalID(fmt.Sprint("p_bench_", i))
 		if err := s.SaveProposal(ctx, board.ProposalRecord{ID: id, Channel: "bench", RequestedBy: "bench", Plan: planJSON}); err != nil {
 			b.Fatal(err)
 		}

@@ -50,7 +50,7 @@ func TestParseStatus(t *testing.T) {
 func newspaperBoard(t *testing.T, s *board.Store, channel string) (board.ID, map[string]board.Card) {
 	t.Helper()
 	ctx := context.Background()
-	res, err := s.Execute(ctx, board.Execution{ProposalID: "p_" + channel, Channel: channel, Thread: "T1", ApprovedBy: "alice", Plan: newspaper(t)})
+	res, err := s.Execute(ctx, board.Execution{ProposalID: board.ProposalID("p_" + channel), Channel: channel, Thread: "T1", ApprovedBy: "alice", Plan: newspaper(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

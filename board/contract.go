@@ -29,10 +29,10 @@ var (
 // Execution is an approved plan to write. ProposalID makes it idempotent:
 // executing the same proposal again returns the first result.
 type Execution struct {
-	ProposalID string
+	ProposalID ProposalID
 	// Chain names every version of one request (the first version's id;
 	// empty means ProposalID): at most one version of a chain executes.
-	Chain string
+	Chain ProposalID
 	// Audit is written in the same transaction as the board, with the
 	// board's id filled in.
 	Audit   []AuditEvent
@@ -115,7 +115,7 @@ type AuditEvent struct {
 	Actor      string          `json:"actor"`
 	Action     string          `json:"action"` // e.g. "requested", "proposed", "approved", "cancelled", "expired", "superseded", "plan_failed"
 	Channel    string          `json:"channel"`
-	ProposalID string          `json:"proposal_id,omitempty"`
+	ProposalID ProposalID      `json:"proposal_id,omitempty"`
 	BoardID    ID              `json:"board_id,omitempty"`
 	Detail     json.RawMessage `json:"detail,omitempty"`
 	// DedupeKey, when set, makes recording the event idempotent.

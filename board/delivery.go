@@ -23,13 +23,13 @@ func (s *Store) ForgetDelivery(ctx context.Context, hook, deliveryID string) err
 type Delivery struct {
 	Hook      string
 	ID        string
-	RequestID string
+	RequestID RequestID
 }
 
 // DeliveryResult is what recording a delivery found: the request id of the
 // delivery's first recording, and whether this was it.
 type DeliveryResult struct {
-	RequestID string
+	RequestID RequestID
 	IsNew     bool
 }
 
@@ -58,13 +58,13 @@ JOIN unnest($1::text[], $2::text[]) AS t(hook, delivery_id) USING (hook, deliver
 func (s *Store) RecordDeliveries(ctx context.Context, ds []Delivery) ([]DeliveryResult, error) {
 	hooks, ids, reqs := make([]string, len(ds)), make([]string, len(ds)), make([]string, len(ds))
 	for i, d := range ds {
-		hooks[i], ids[i], reqs[i] = d.Hook, d.ID, d.RequestID
+		hooks[i], ids[i], reqs[i] = d.Hook, d.ID, string(d.RequestID)
 	}
 	rows, err := s.pool.Query(ctx, insertDeliveries, hooks, ids, reqs)
 	if err != nil {
 		return nil, fmt.Errorf("record %d deliveries: %w", len(ds), err)
 	}
-	firsts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	firsts, err := pgx.CollectRows(rows, pgx.RowTo[RequestID])
 	if err != nil {
 		return nil, fmt.Errorf("record %d deliveries: %w", len(ds), err)
 	}
@@ -84,8 +84,9 @@ func (s *Store) RecordDeliveries(ctx context.Context, ds []Delivery) ([]Delivery
 	if err != nil {
 		return nil, fmt.Errorf("read earlier deliveries: %w", err)
 	}
-	seen := map[[2]string]string{}
-	var hook, id, req string
+	seen := map[[2]string]RequestID{}
+	var hook, id string
+	var req RequestID
 	if _, err := pgx.ForEachRow(rows, []any{&hook, &id, &req}, func() error {
 		seen[[2]string{hook, id}] = req
 		return nil

@@ -184,7 +184,7 @@ func (s *Store) executeChecked(ctx context.Context, conn *pgx.Conn, ex Execution
 	var res ExecResult
 	var state *string
 	var prior []byte
-	var sibling string
+	var sibling ProposalID
 	// The lock and the read stay two statements so the read's snapshot is
 	// taken after the lock is held.
 	pre := &pgx.Batch{}

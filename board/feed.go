@@ -90,7 +90,7 @@ func (f *Feed) listen(ctx context.Context) error {
 		}
 		ev, err := f.event(ctx, note)
 		if err != nil {
-			f.logger.Warn("read card change", "card", note.Card, "err", err)
+			f.logger.Warn("read card change", "board", note.Board, "card", note.Card, "err", err)
 			continue
 		}
 		f.publish(ev)

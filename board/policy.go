@@ -276,7 +276,7 @@ const (
 
 // ApprovalChange is one approval given or withdrawn.
 type ApprovalChange struct {
-	ProposalID string
+	ProposalID ProposalID
 	User       string
 	Channel    string
 	// Detail goes into the audit event.
@@ -336,7 +336,7 @@ func (s *Store) changeApproval(ctx context.Context, c ApprovalChange, stmt, acti
 }
 
 // Approvals returns who has approved a proposal so far, in order.
-func (s *Store) Approvals(ctx context.Context, proposalID string) ([]string, error) {
+func (s *Store) Approvals(ctx context.Context, proposalID ProposalID) ([]string, error) {
 	users, err := collectStrings(ctx, s.pool, selectApprovals, proposalID)
 	if err != nil {
 		return nil, fmt.Errorf("approvals of %s: %w", proposalID, err)

@@ -12,13 +12,13 @@ import (
 
 // ProposalRecord is a proposal's history in Postgres.
 type ProposalRecord struct {
-	ID string
+	ID ProposalID
 	// Chain is the id of the first version of the request's proposals;
 	// empty means ID.
-	Chain       string
+	Chain       ProposalID
 	Channel     string
 	Version     int
-	Supersedes  string
+	Supersedes  ProposalID
 	RequestedBy string
 	State       string
 	Plan        json.RawMessage
@@ -78,7 +78,7 @@ func (s *Store) SaveProposal(ctx context.Context, p ProposalRecord) error {
 // SetProposalState moves a pending proposal to cancelled, expired or
 // superseded. An approved or already closed proposal is not changed:
 // ErrProposalClosed. ErrNotFound when there is no such proposal.
-func (s *Store) SetProposalState(ctx context.Context, id, state, decidedBy string) error {
+func (s *Store) SetProposalState(ctx context.Context, id ProposalID, state, decidedBy string) error {
 	switch state {
 	case "cancelled", "expired", "superseded":
 	default:
@@ -98,7 +98,7 @@ func (s *Store) SetProposalState(ctx context.Context, id, state, decidedBy strin
 }
 
 // Proposal returns a proposal's record. ErrNotFound when there is none.
-func (s *Store) Proposal(ctx context.Context, id string) (ProposalRecord, error) {
+func (s *Store) Proposal(ctx context.Context, id ProposalID) (ProposalRecord, error) {
 	var p ProposalRecord
 	var plan []byte
 	err := s.pool.QueryRow(ctx, selectProposal, id).Scan(&p.ID, &p.Channel, &p.Version, &p.Supersedes, &p.RequestedBy,

@@ -28,11 +28,11 @@ var (
 // approved already, so this one must not be executed. It matches
 // ErrProposalClosed.
 type OtherVersionApprovedError struct {
-	ProposalID string // the approved version
+	ProposalID ProposalID // the approved version
 }
 
 func (e *OtherVersionApprovedError) Error() string {
-	return "another version of this plan was approved: " + e.ProposalID
+	return "another version of this plan was approved: " + string(e.ProposalID)
 }
 
 // Is makes errors.Is(err, ErrProposalClosed) true.

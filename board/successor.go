@@ -12,8 +12,8 @@ const selectSuccessor = `SELECT id FROM proposals WHERE supersedes = $1 ORDER BY
 
 // Successor returns the id of the proposal that supersedes id, or
 // ErrNotFound when none does.
-func (s *Store) Successor(ctx context.Context, id string) (string, error) {
-	var next string
+func (s *Store) Successor(ctx context.Context, id ProposalID) (ProposalID, error) {
+	var next ProposalID
 	err := s.pool.QueryRow(ctx, selectSuccessor, id).Scan(&next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("successor of %s: %w", id, ErrNotFound)

@@ -8,7 +8,6 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -23,9 +22,6 @@ var boardScript []byte
 var boardPage = template.Must(template.New("board").Funcs(template.FuncMap{
 	"statusClass": statusClass,
 }).Parse(boardPageSource))
-
-// idPattern is what board ids look like; anything else is not looked up.
-var idPattern = regexp.MustCompile(`^b_[a-z2-7]{26}$`)
 
 // BoardURL is the link to a board's page that chat messages carry.
 func BoardURL(publicURL string, id ID) string {
@@ -99,14 +95,15 @@ var (
 // load reads the board named in the URL. When it cannot, it has already
 // answered, in the handler's own form, and reports false.
 func (w *Web) load(rw http.ResponseWriter, r *http.Request, ans answers) (Board, []Card, bool) {
-	id := chi.URLParam(r, "id")
-	if !idPattern.MatchString(id) {
-		ans.missing(rw, id)
+	text := chi.URLParam(r, "id")
+	id, err := ParseID(text) // anything not shaped like a board id is not looked up
+	if err != nil {
+		ans.missing(rw, text)
 		return Board{}, nil, false
 	}
-	b, cards, err := w.store.Board(r.Context(), ID(id))
+	b, cards, err := w.store.Board(r.Context(), id)
 	if errors.Is(err, ErrNotFound) {
-		ans.missing(rw, id)
+		ans.missing(rw, text)
 		return Board{}, nil, false
 	}
 	if err != nil {

@@ -72,7 +72,7 @@ func (e *Engine) BudgetStatus(ctx context.Context, ch Channel) (Budget, error) {
 func (e *Engine) overBudget(ctx context.Context, r Request) *Reply {
 	b, err := e.BudgetStatus(ctx, r.Thread.Channel)
 	if err != nil {
-		e.logger.Warn("read model budget", "channel", r.Thread.Channel.Key(), "err", err)
+		e.logger.Warn("read model budget", "request", r.ID, "channel", r.Thread.Channel.Key(), "err", err)
 		return &Reply{Kind: ReplyError, Text: "I can't check this channel's model budget right now, so I didn't ask the model. Please try again in a minute."}
 	}
 	if !b.Over() {
@@ -84,8 +84,9 @@ func (e *Engine) overBudget(ctx context.Context, r Request) *Reply {
 		b.Used, b.Limit, b.Resets.Format("2006-01-02 15:04 UTC"), wait)}
 }
 
-// chargeTokens records what a planning call cost the channel.
-func (e *Engine) chargeTokens(ctx context.Context, ch Channel, out planner.Outcome) {
+// chargeTokens records what planning r cost its channel.
+func (e *Engine) chargeTokens(ctx context.Context, r Request, out planner.Outcome) {
+	ch := r.Thread.Channel
 	if out.Tokens <= 0 {
 		return
 	}
@@ -99,6 +100,6 @@ func (e *Engine) chargeTokens(ctx context.Context, ch Channel, out planner.Outco
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
 	if _, err := us.AddTokens(ctx, ch.Key(), e.deps.Now(), int64(out.Tokens)); err != nil {
-		e.logger.Warn("record model tokens", "channel", ch.Key(), "tokens", out.Tokens, "err", err)
+		e.logger.Warn("record model tokens", "request", r.ID, "channel", ch.Key(), "tokens", out.Tokens, "err", err)
 	}
 }

@@ -15,11 +15,34 @@ import (
 )
 
 // RequestID identifies one request to the bot (a mention, a webhook, a
-// console message, a revision).
-type RequestID string
+// console message, a revision). It is board's type, so ids cross between
+// the engine and the board store without conversions.
+type RequestID = board.RequestID
 
-// ProposalID identifies one version of a proposed plan.
-type ProposalID string
+// ProposalID identifies one version of a proposed plan; it is board's type
+// too.
+type ProposalID = board.ProposalID
+
+// ParseProposalID checks that text from outside (a button's value, a URL)
+// is shaped like a proposal id. A malformed one names no proposal: its
+// error matches ErrNotFound, as an unknown proposal's does, and
+// board.ErrMalformedID.
+func ParseProposalID(s string) (ProposalID, error) {
+	id, err := board.ParseProposalID(s)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", err, ErrNotFound)
+	}
+	return id, nil
+}
+
+// ParseRequestID is ParseProposalID for request ids.
+func ParseRequestID(s string) (RequestID, error) {
+	id, err := board.ParseRequestID(s)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", err, ErrNotFound)
+	}
+	return id, nil
+}
 
 // Source names the surface a request came from.
 type Source string

@@ -33,8 +33,8 @@ type Boards interface {
 	Status(ctx context.Context, id board.ID) (board.Status, error)
 	RecordAudit(ctx context.Context, e board.AuditEvent) error
 	SaveProposal(ctx context.Context, p board.ProposalRecord) error
-	SetProposalState(ctx context.Context, id, state, decidedBy string) error
-	Proposal(ctx context.Context, id string) (board.ProposalRecord, error)
+	SetProposalState(ctx context.Context, id ProposalID, state, decidedBy string) error
+	Proposal(ctx context.Context, id ProposalID) (board.ProposalRecord, error)
 	Ping(ctx context.Context) error
 }
 
@@ -282,7 +282,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (id RequestID, err error
 		}
 		text := fmt.Sprintf("Slow down: %s sent more than %d requests in %s. Try again in a moment.", who, limit.N, limit.Per)
 		if res.Notify {
-			e.notify(r.Thread, r.User, Reply{Kind: ReplySlowDown, Text: text})
+			e.notify(r.Thread, r.User, r.ID, Reply{Kind: ReplySlowDown, Text: text})
 		}
 		return "", fmt.Errorf("%w: %s", ErrRateLimited, text)
 	}
@@ -318,7 +318,7 @@ func (e *Engine) Proposal(ctx context.Context, id ProposalID) (Proposal, error) 
 // record still "pending" whose Redis copy is gone has expired: Redis losing
 // a proposal never leaves it approvable.
 func (e *Engine) proposalFromHistory(ctx context.Context, id ProposalID) (Proposal, error) {
-	rec, err := e.deps.Boards.Proposal(ctx, string(id))
+	rec, err := e.deps.Boards.Proposal(ctx, id)
 	if errors.Is(err, board.ErrNotFound) {
 		return Proposal{}, fmt.Errorf("proposal %s: %w", id, ErrNotFound)
 	}
@@ -326,7 +326,7 @@ func (e *Engine) proposalFromHistory(ctx context.Context, id ProposalID) (Propos
 		return Proposal{}, unavailable("read proposal", err)
 	}
 	p := Proposal{
-		ID: id, Version: rec.Version, Supersedes: ProposalID(rec.Supersedes), RequestedBy: rec.RequestedBy,
+		ID: id, Version: rec.Version, Supersedes: rec.Supersedes, RequestedBy: rec.RequestedBy,
 		State: ProposalState(rec.State), CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt, DecidedBy: rec.DecidedBy,
 		DecidedAt: rec.DecidedAt, BoardID: rec.BoardID,
 	}
@@ -365,7 +365,7 @@ func (e *Engine) decidable(ctx context.Context, p Proposal, user, action string)
 		return &DecidedError{State: p.State, By: p.DecidedBy, BoardID: p.BoardID}
 	}
 	if err := e.mayAct(ctx, p, user, action); err != nil {
-		e.audit(ctx, board.AuditEvent{Actor: user, Action: "denied", Channel: p.Thread.Channel.Key(), ProposalID: string(p.ID)},
+		e.audit(ctx, board.AuditEvent{Actor: user, Action: "denied", Channel: p.Thread.Channel.Key(), ProposalID: p.ID},
 			map[string]any{"attempted": action, "version": p.Version, "reason": err.Error()})
 		return err
 	}
@@ -423,7 +423,7 @@ func (e *Engine) claimFor(ctx context.Context, id ProposalID, user, action strin
 // decision really in flight is "being decided". Claims free themselves
 // within ClaimTTL, so that answer never lasts long.
 func (e *Engine) heldBy(ctx context.Context, p Proposal) error {
-	if rec, err := e.deps.Boards.Proposal(ctx, string(p.ID)); err == nil && rec.State != string(ProposalPending) {
+	if rec, err := e.deps.Boards.Proposal(ctx, p.ID); err == nil && rec.State != string(ProposalPending) {
 		return &DecidedError{State: ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
 	}
 	return &DecidedError{State: "being decided"}
@@ -467,9 +467,9 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	}
 	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "supersedes": p.Supersedes, "chain": p.ChainID(), "quorum": p.Quorum}))
 	res, err := e.deps.Boards.Execute(ctx, board.Execution{
-		ProposalID: string(id), Chain: string(p.ChainID()), Channel: p.Thread.Channel.Key(), Thread: p.Thread.ID, RequestedBy: p.RequestedBy,
+		ProposalID: id, Chain: p.ChainID(), Channel: p.Thread.Channel.Key(), Thread: p.Thread.ID, RequestedBy: p.RequestedBy,
 		ApprovedBy: user, Plan: p.Plan,
-		Audit: []board.AuditEvent{{Actor: user, Action: "approved", Channel: p.Thread.Channel.Key(), ProposalID: string(id), Detail: detail}},
+		Audit: []board.AuditEvent{{Actor: user, Action: "approved", Channel: p.Thread.Channel.Key(), ProposalID: id, Detail: detail}},
 	})
 	if err != nil {
 		e.release(ctx, id)
@@ -478,7 +478,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		case errors.Is(err, board.ErrNoTargetBoard):
 			return Approval{}, fmt.Errorf("approve %s: this channel has no board to add the cards to any more: %w", id, err)
 		case errors.As(err, &other):
-			return Approval{}, &DecidedError{State: "closed", Other: ProposalID(other.ProposalID)}
+			return Approval{}, &DecidedError{State: "closed", Other: other.ProposalID}
 		case errors.Is(err, board.ErrProposalClosed):
 			return Approval{}, &DecidedError{State: ProposalCancelled}
 		}
@@ -486,6 +486,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	}
 	e.observe().Committed(time.Since(arrived))
 	e.observe().ProposalClosed(ProposalApproved)
+	e.logger.Debug("proposal approved", "proposal", id, "board", res.BoardID, "replayed", res.Replayed)
 	now := e.deps.Now()
 	p.State, p.DecidedBy, p.DecidedAt = ProposalApproved, user, now
 	p.BoardID, p.BoardURL = res.BoardID, board.BoardURL(e.cfg.PublicURL, res.BoardID)
@@ -496,9 +497,9 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	}
 	e.emit(ctx, p, !res.Replayed)
 	text := approvalText(user, now, p, res)
-	e.say(p.Thread, "announce approval of "+string(id), func(ctx context.Context, poster Poster) error {
+	e.say(p.Thread, "announce approval", func(ctx context.Context, poster Poster) error {
 		return errors.Join(e.updatePreview(ctx, poster, p), poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: text, BoardURL: p.BoardURL}))
-	})
+	}, "proposal", id, "board", res.BoardID)
 	return Approval{ProposalID: id, BoardID: res.BoardID, BoardURL: p.BoardURL}, nil
 }
 
@@ -516,7 +517,7 @@ func (e *Engine) Cancel(ctx context.Context, id ProposalID, user string) (Propos
 // finish records a closed proposal everywhere; the caller holds its claim,
 // which stays taken so nothing else decides it.
 func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, user, action string) (Proposal, error) {
-	if err := e.deps.Boards.SetProposalState(ctx, string(p.ID), string(state), user); err != nil && !errors.Is(err, board.ErrNotFound) {
+	if err := e.deps.Boards.SetProposalState(ctx, p.ID, string(state), user); err != nil && !errors.Is(err, board.ErrNotFound) {
 		e.release(ctx, p.ID)
 		if errors.Is(err, board.ErrProposalClosed) {
 			return p, &DecidedError{State: "decided"}
@@ -525,15 +526,16 @@ func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, us
 	}
 	p.State, p.DecidedBy, p.DecidedAt = state, user, e.deps.Now()
 	e.observe().ProposalClosed(state)
+	e.logger.Debug("proposal "+action, "proposal", p.ID)
 	if err := e.deps.Proposals.PutDecision(ctx, p); err != nil {
 		e.logger.Warn("record "+action+" in redis", "proposal", p.ID, "err", err)
 	}
-	e.audit(ctx, board.AuditEvent{Actor: user, Action: action, Channel: p.Thread.Channel.Key(), ProposalID: string(p.ID)},
+	e.audit(ctx, board.AuditEvent{Actor: user, Action: action, Channel: p.Thread.Channel.Key(), ProposalID: p.ID},
 		map[string]any{"version": p.Version, "supersedes": p.Supersedes})
 	e.emit(ctx, p, false)
-	e.say(p.Thread, "update preview of "+string(p.ID), func(ctx context.Context, poster Poster) error {
+	e.say(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
 		return e.updatePreview(ctx, poster, p)
-	})
+	}, "proposal", p.ID)
 	return p, nil
 }
 
@@ -607,6 +609,16 @@ func (e *Engine) audit(ctx context.Context, ev board.AuditEvent, detail map[stri
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
 	if err := e.deps.Boards.RecordAudit(ctx, ev); err != nil {
-		e.logger.Warn("record audit event", "action", ev.Action, "err", err)
+		attrs := []any{"action", ev.Action, "err", err}
+		if id, ok := detail["request_id"].(RequestID); ok {
+			attrs = append(attrs, "request", id)
+		}
+		if ev.ProposalID != "" {
+			attrs = append(attrs, "proposal", ev.ProposalID)
+		}
+		if ev.BoardID != "" {
+			attrs = append(attrs, "board", ev.BoardID)
+		}
+		e.logger.Warn("record audit event", attrs...)
 	}
 }

@@ -188,7 +188,7 @@ func TestOnlyRequesterOrAdminDecides(t *testing.T) {
 	if _, err := env.Engine.Revise(ctx, p.ID, "mallory", "more cards"); !errors.Is(err, bot.ErrForbidden) {
 		t.Fatalf("stranger revise: %v", err)
 	}
-	if got := actions(t, env, board.AuditFilter{ProposalID: string(p.ID)}); strings.Count(strings.Join(got, ","), "denied") != 3 {
+	if got := actions(t, env, board.AuditFilter{ProposalID: p.ID}); strings.Count(strings.Join(got, ","), "denied") != 3 {
 		t.Errorf("audit = %v", got)
 	}
 	if _, err := env.Engine.Approve(ctx, p.ID, "root"); err != nil {
@@ -294,8 +294,8 @@ func TestReviseSupersedes(t *testing.T) {
 	if chain != "requested,proposed,requested,proposed,superseded,executed,approved" {
 		t.Errorf("audit chain = %s", chain)
 	}
-	rec, _ := env.Store.Proposal(ctx, string(v2.ID))
-	if rec.Supersedes != string(v1.ID) || rec.Version != 2 {
+	rec, _ := env.Store.Proposal(ctx, v2.ID)
+	if rec.Supersedes != v1.ID || rec.Version != 2 {
 		t.Errorf("v2 record = %+v", rec)
 	}
 }
@@ -317,7 +317,7 @@ func TestCancelLeavesNoBoard(t *testing.T) {
 	if count(t, env, "boards") != 0 {
 		t.Fatal("board after cancel")
 	}
-	if got := actions(t, env, board.AuditFilter{ProposalID: string(p.ID)}); strings.Join(got, ",") != "proposed,cancelled" {
+	if got := actions(t, env, board.AuditFilter{ProposalID: p.ID}); strings.Join(got, ",") != "proposed,cancelled" {
 		t.Errorf("audit = %v", got)
 	}
 }
@@ -345,7 +345,7 @@ func TestExpiryAndProposeAgain(t *testing.T) {
 	if count(t, env, "boards") != 0 {
 		t.Fatal("board after expiry")
 	}
-	if got := actions(t, env, board.AuditFilter{ProposalID: string(p.ID)}); strings.Join(got, ",") != "proposed,expired" {
+	if got := actions(t, env, board.AuditFilter{ProposalID: p.ID}); strings.Join(got, ",") != "proposed,expired" {
 		t.Errorf("audit = %v", got)
 	}
 	calls := len(env.Model.Requests())

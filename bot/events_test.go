@@ -104,7 +104,7 @@ func TestChannelDecidersAndVia(t *testing.T) {
 	if _, err := env.Engine.Approve(bot.WithVia(ctx, "token:ci"), p.ID, "bob"); err != nil {
 		t.Fatalf("a channel decider could not approve: %v", err)
 	}
-	evs, err := env.Store.Audit(ctx, board.AuditFilter{ProposalID: string(p.ID)})
+	evs, err := env.Store.Audit(ctx, board.AuditFilter{ProposalID: p.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,10 +123,12 @@ func (memoryBoards) BoardSummary(context.Context, board.ID) (planner.BoardSummar
 func (memoryBoards) Status(context.Context, board.ID) (board.Status, error) {
 	return board.Status{}, board.ErrNotFound
 }
-func (memoryBoards) RecordAudit(context.Context, board.AuditEvent) error            { return nil }
-func (memoryBoards) SaveProposal(context.Context, board.ProposalRecord) error       { return nil }
-func (memoryBoards) SetProposalState(context.Context, string, string, string) error { return nil }
-func (memoryBoards) Proposal(context.Context, string) (board.ProposalRecord, error) {
+func (memoryBoards) RecordAudit(context.Context, board.AuditEvent) error      { return nil }
+func (memoryBoards) SaveProposal(context.Context, board.ProposalRecord) error { return nil }
+func (memoryBoards) SetProposalState(context.Context, bot.ProposalID, string, string) error {
+	return nil
+}
+func (memoryBoards) Proposal(context.Context, bot.ProposalID) (board.ProposalRecord, error) {
 	return board.ProposalRecord{}, board.ErrNotFound
 }
 func (memoryBoards) Ping(context.Context) error { return nil }

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -112,26 +113,28 @@ func (o *outbound) close() {
 }
 
 // say sends what fn posts with the poster of t's surface, off the
-// caller's path, logging a failure as what.
-func (e *Engine) say(t Thread, what string, fn func(ctx context.Context, p Poster) error) {
+// caller's path, logging a failure as what with the attributes in about:
+// the id of the request or proposal the message is about.
+func (e *Engine) say(t Thread, what string, fn func(ctx context.Context, p Poster) error, about ...any) {
 	poster := e.poster(t.Channel.Source)
 	if !e.out.send(t.Channel.Key(), func(ctx context.Context) {
 		if err := fn(ctx, poster); err != nil {
-			e.logger.Warn(what, "channel", t.Channel.Key(), "err", err)
+			e.logger.Warn(what, append(slices.Clip(about), "channel", t.Channel.Key(), "err", err)...)
 		}
 	}) {
-		e.logger.Warn(what+": dropped, the channel's outbound queue is full", "channel", t.Channel.Key())
+		e.logger.Warn(what+": dropped, the channel's outbound queue is full", append(slices.Clip(about), "channel", t.Channel.Key())...)
 	}
 }
 
-// notify tells one person something, privately where the surface can.
-func (e *Engine) notify(t Thread, user string, r Reply) {
-	e.say(t, "notify "+user, func(ctx context.Context, p Poster) error {
+// notify tells one person something about request id, privately where
+// the surface can.
+func (e *Engine) notify(t Thread, user string, id RequestID, r Reply) {
+	e.say(t, "notify", func(ctx context.Context, p Poster) error {
 		if n, ok := p.(Notifier); ok {
 			return n.Notify(ctx, t, user, r)
 		}
 		return p.Reply(ctx, t, r)
-	})
+	}, "request", id, "user", user)
 }
 
 // leases are the requests this process is working on, by consumer. Their

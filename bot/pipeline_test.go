@@ -245,7 +245,7 @@ func TestCrashedApproverClaimIsReleasedPromptly(t *testing.T) {
 	// Crashed after committing, before Redis heard: the answer is what
 	// Postgres says.
 	q := propose(t, env, "bob")
-	res, err := env.Store.Execute(ctx, board.Execution{ProposalID: string(q.ID), Channel: q.Thread.Channel.Key(), ApprovedBy: "bob", Plan: q.Plan})
+	res, err := env.Store.Execute(ctx, board.Execution{ProposalID: q.ID, Channel: q.Thread.Channel.Key(), ApprovedBy: "bob", Plan: q.Plan})
 	if err != nil {
 		t.Fatal(err)
 	}

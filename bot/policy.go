@@ -21,7 +21,7 @@ type PolicyStore interface {
 	PolicyFor(ctx context.Context, channel string) (board.PolicyInForce, error)
 	AddApproval(ctx context.Context, c board.ApprovalChange) ([]string, error)
 	WithdrawApproval(ctx context.Context, c board.ApprovalChange) ([]string, error)
-	Approvals(ctx context.Context, proposalID string) ([]string, error)
+	Approvals(ctx context.Context, proposalID ProposalID) ([]string, error)
 }
 
 // PowerLevels tells a Matrix room member's power level, for
@@ -244,7 +244,7 @@ func (e *Engine) approveQuorum(ctx context.Context, p Proposal, user string, hol
 	}
 	ps := e.policyStore()
 	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "needed": p.Quorum.Needed, "policy": p.Quorum.Key}))
-	approvers, err := ps.AddApproval(ctx, board.ApprovalChange{ProposalID: string(p.ID), User: user, Channel: p.Thread.Channel.Key(), Detail: detail})
+	approvers, err := ps.AddApproval(ctx, board.ApprovalChange{ProposalID: p.ID, User: user, Channel: p.Thread.Channel.Key(), Detail: detail})
 	if errors.Is(err, board.ErrProposalClosed) {
 		err := e.settled(ctx, p.ID, &done)
 		return p, done, err
@@ -256,9 +256,9 @@ func (e *Engine) approveQuorum(ctx context.Context, p Proposal, user string, hol
 	q.Approvals = approvers
 	p.Quorum = &q
 	if len(approvers) < q.Needed {
-		e.say(p.Thread, "update preview of "+string(p.ID), func(ctx context.Context, poster Poster) error {
+		e.say(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
 			return e.updatePreview(ctx, poster, p)
-		})
+		}, "proposal", p.ID)
 		return p, &Approval{ProposalID: p.ID, State: ProposalPending, Approvals: approvers, Needed: q.Needed}, nil
 	}
 	return e.claimCompleted(ctx, p.ID, user)
@@ -283,7 +283,7 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string)
 		case claimed && p.State == ProposalPending && e.deps.Now().Before(p.ExpiresAt):
 			// A withdrawal holds the claim too: the approvals read now,
 			// under the claim, are the ones the board is created on.
-			now, err := e.policyStore().Approvals(ctx, string(id))
+			now, err := e.policyStore().Approvals(ctx, id)
 			if err != nil {
 				e.release(ctx, id)
 				return p, nil, unavailable("read approvals of "+string(id), err)
@@ -311,7 +311,7 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string)
 		if !e.deps.Now().Before(p.ExpiresAt) {
 			return p, nil, fmt.Errorf("proposal %s: %w", id, ErrExpired)
 		}
-		if rec, err := e.deps.Boards.Proposal(ctx, string(id)); err == nil && rec.State != string(ProposalPending) {
+		if rec, err := e.deps.Boards.Proposal(ctx, id); err == nil && rec.State != string(ProposalPending) {
 			var done *Approval
 			err := e.settledFrom(rec, &done)
 			return p, done, err
@@ -331,7 +331,7 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string)
 // approval sets *done (every approver of a completed quorum gets the
 // board), anything else is the error to return.
 func (e *Engine) settled(ctx context.Context, id ProposalID, done **Approval) error {
-	rec, err := e.deps.Boards.Proposal(ctx, string(id))
+	rec, err := e.deps.Boards.Proposal(ctx, id)
 	if errors.Is(err, board.ErrNotFound) {
 		return fmt.Errorf("proposal %s: %w", id, ErrExpired)
 	}
@@ -344,7 +344,7 @@ func (e *Engine) settled(ctx context.Context, id ProposalID, done **Approval) er
 func (e *Engine) settledFrom(rec board.ProposalRecord, done **Approval) error {
 	switch ProposalState(rec.State) {
 	case ProposalApproved:
-		*done = &Approval{ProposalID: ProposalID(rec.ID), BoardID: rec.BoardID, BoardURL: board.BoardURL(e.cfg.PublicURL, rec.BoardID)}
+		*done = &Approval{ProposalID: rec.ID, BoardID: rec.BoardID, BoardURL: board.BoardURL(e.cfg.PublicURL, rec.BoardID)}
 		return nil
 	case ProposalPending:
 		return fmt.Errorf("proposal %s: %w", rec.ID, ErrExpired)
@@ -369,7 +369,7 @@ func (e *Engine) Withdraw(ctx context.Context, id ProposalID, user string) (Prop
 	if !p.Quorum.Multi() {
 		return p, fmt.Errorf("withdraw from %s: %w: it needs one approval, so none is waiting", id, ErrNothingToWithdraw)
 	}
-	approvers, err := e.policyStore().WithdrawApproval(ctx, board.ApprovalChange{ProposalID: string(id), User: user, Channel: p.Thread.Channel.Key()})
+	approvers, err := e.policyStore().WithdrawApproval(ctx, board.ApprovalChange{ProposalID: id, User: user, Channel: p.Thread.Channel.Key()})
 	switch {
 	case errors.Is(err, board.ErrProposalClosed):
 		var done *Approval
@@ -385,9 +385,9 @@ func (e *Engine) Withdraw(ctx context.Context, id ProposalID, user string) (Prop
 	q := *p.Quorum
 	q.Approvals = approvers
 	p.Quorum = &q
-	e.say(p.Thread, "update preview of "+string(p.ID), func(ctx context.Context, poster Poster) error {
+	e.say(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
 		return e.updatePreview(ctx, poster, p)
-	})
+	}, "proposal", p.ID)
 	return p, nil
 }
 
@@ -399,7 +399,7 @@ func (e *Engine) withApprovals(ctx context.Context, p Proposal) Proposal {
 	if !p.Quorum.Multi() || ps == nil {
 		return p
 	}
-	users, err := ps.Approvals(ctx, string(p.ID))
+	users, err := ps.Approvals(ctx, p.ID)
 	if err != nil {
 		e.logger.Warn("read approvals", "proposal", p.ID, "err", err)
 		return p

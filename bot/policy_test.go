@@ -80,7 +80,7 @@ func TestQuorumTwoReplicas(t *testing.T) {
 	if n < 2 || n > 51 {
 		t.Fatalf("%d approvals recorded, want 2..51", n)
 	}
-	acts := actions(t, one, board.AuditFilter{ProposalID: string(p.ID)})
+	acts := actions(t, one, board.AuditFilter{ProposalID: p.ID})
 	if c := strings.Count(strings.Join(acts, " "), "approval_recorded"); c != n {
 		t.Fatalf("audited %d approvals, recorded %d: %v", c, n, acts)
 	}
@@ -221,7 +221,7 @@ func TestWithdrawAndCancel(t *testing.T) {
 	if _, err := env.Engine.Approve(ctx, p.ID, "bob"); !errors.Is(err, bot.ErrAlreadyDecided) {
 		t.Fatalf("approve after cancel: %v", err)
 	}
-	acts := strings.Join(actions(t, env, board.AuditFilter{ProposalID: string(p.ID)}), " ")
+	acts := strings.Join(actions(t, env, board.AuditFilter{ProposalID: p.ID}), " ")
 	for _, want := range []string{"approval_recorded", "approval_withdrawn", "denied", "cancelled"} {
 		if !strings.Contains(acts, want) {
 			t.Errorf("audit lacks %s: %s", want, acts)

@@ -189,6 +189,11 @@ func (e *Engine) post(ctx context.Context, consumer string, d Delivery, rec Requ
 		e.leases.drop(consumer, d.MessageID) // not acked: posted again after a reclaim
 		return
 	}
+	if ans.ProposalID != "" {
+		e.logger.Debug("request answered", "request", r.ID, "state", rec.Status.State, "proposal", ans.ProposalID)
+	} else {
+		e.logger.Debug("request answered", "request", r.ID, "state", rec.Status.State)
+	}
 	e.ack(ctx, consumer, d)
 }
 
@@ -232,6 +237,7 @@ func (e *Engine) previewPosted(ctx context.Context, poster Poster, p Proposal, r
 		e.logger.Warn("store preview ref", "proposal", p.ID, "err", err)
 		return
 	}
+	e.logger.Debug("preview posted", "proposal", p.ID, "message", ref)
 	if !missed {
 		return
 	}
@@ -288,7 +294,7 @@ func threadKey(t Thread) string { return t.Channel.Key() + ":" + t.ID }
 
 func (e *Engine) remember(ctx context.Context, r Request, role, text string) {
 	if err := e.deps.Requests.AppendTurn(ctx, threadKey(r.Thread), planner.Turn{Role: role, User: r.User, Text: text}); err != nil {
-		e.logger.Warn("remember thread turn", "err", err)
+		e.logger.Warn("remember thread turn", "request", r.ID, "err", err)
 	}
 }
 
@@ -335,7 +341,7 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 		opts.Board = in.Board.State
 	}
 	out, err := e.deps.Planner.Plan(ctx, in, opts)
-	e.chargeTokens(ctx, r.Thread.Channel, out)
+	e.chargeTokens(ctx, r, out)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ""
@@ -410,7 +416,7 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
 		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal: " + describe(err)}, nil, "could not store the proposal"
 	}
-	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed_again", Channel: r.Thread.Channel.Key(), ProposalID: string(p.ID)},
+	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed_again", Channel: r.Thread.Channel.Key(), ProposalID: p.ID},
 		map[string]any{"expired": id, "version": p.Version})
 	return nil, p, ""
 }
@@ -448,7 +454,7 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 				}
 				why += " while I was revising it"
 			}
-			e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "revision_dropped", Channel: r.Thread.Channel.Key(), ProposalID: string(prev.ID)},
+			e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "revision_dropped", Channel: r.Thread.Channel.Key(), ProposalID: prev.ID},
 				map[string]any{"request_id": r.ID, "version": prev.Version})
 			return &Reply{Kind: ReplyInfo, Text: "I dropped this revision: " + why + ", so nothing new needs deciding."}, nil, nil
 		}
@@ -470,7 +476,7 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 		policyJSON = nil
 	}
 	if err := e.deps.Boards.SaveProposal(ctx, board.ProposalRecord{
-		ID: string(p.ID), Chain: string(p.ChainID()), Channel: r.Thread.Channel.Key(), Version: p.Version, Supersedes: string(p.Supersedes),
+		ID: p.ID, Chain: p.ChainID(), Channel: r.Thread.Channel.Key(), Version: p.Version, Supersedes: p.Supersedes,
 		RequestedBy: p.RequestedBy, State: string(ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt, Policy: policyJSON,
 	}); err != nil {
 		if prev != nil {
@@ -485,7 +491,7 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 		return nil, nil, err
 	}
 	st := plan.Stats()
-	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed", Channel: r.Thread.Channel.Key(), ProposalID: string(p.ID), DedupeKey: "proposed:" + string(p.ID)},
+	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed", Channel: r.Thread.Channel.Key(), ProposalID: p.ID, DedupeKey: "proposed:" + string(p.ID)},
 		map[string]any{"request_id": r.ID, "version": p.Version, "supersedes": p.Supersedes, "cards": st.Cards, "links": st.Links})
 	e.emit(ctx, p, false)
 	if prev != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"regexp"
 
 	"github.com/go-chi/chi/v5"
 
@@ -16,8 +15,6 @@ import (
 type CardEngine interface {
 	EditCard(ctx context.Context, ed bot.CardEdit) (board.CardUpdate, error)
 }
-
-var cardIDPattern = regexp.MustCompile(`^c_[a-z2-7]{26}$`)
 
 // CardRoutes mounts PATCH /api/v1/cards/{id}, which changes a card through
 // eng: the same checked, audited path as chat commands.
@@ -42,9 +39,9 @@ type cardPatch struct {
 }
 
 func (c *Console) patchCard(w http.ResponseWriter, r *http.Request, eng CardEngine) {
-	id := chi.URLParam(r, "id")
-	if !cardIDPattern.MatchString(id) {
-		writeError(w, http.StatusNotFound, "no card "+id)
+	id, err := board.ParseCardID(chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, http.StatusNotFound, "no card "+chi.URLParam(r, "id"))
 		return
 	}
 	var p cardPatch
@@ -60,7 +57,7 @@ func (c *Console) patchCard(w http.ResponseWriter, r *http.Request, eng CardEngi
 		via = "page"
 	}
 	up, err := eng.EditCard(r.Context(), bot.CardEdit{
-		ID: board.CardID(id), User: p.User, Via: via,
+		ID: id, User: p.User, Via: via,
 		Status: p.Status, Assignee: p.Assignee, Title: p.Title, Body: p.Body, Criterion: p.Criterion, IfVersion: p.Version,
 	})
 	var blocked *board.BlockedError

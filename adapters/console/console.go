@@ -379,7 +379,11 @@ func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) getRequest(w http.ResponseWriter, r *http.Request) {
-	st, err := c.eng.Request(r.Context(), bot.RequestID(chi.URLParam(r, "id")))
+	id, err := bot.ParseRequestID(chi.URLParam(r, "id"))
+	var st bot.RequestStatus
+	if err == nil {
+		st, err = c.eng.Request(r.Context(), id)
+	}
 	if err != nil {
 		c.engineError(w, err)
 		return
@@ -388,7 +392,11 @@ func (c *Console) getRequest(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) getProposal(w http.ResponseWriter, r *http.Request) {
-	p, err := c.eng.Proposal(r.Context(), bot.ProposalID(chi.URLParam(r, "id")))
+	id, err := bot.ParseProposalID(chi.URLParam(r, "id"))
+	var p bot.Proposal
+	if err == nil {
+		p, err = c.eng.Proposal(r.Context(), id)
+	}
 	if err != nil {
 		c.engineError(w, err)
 		return
@@ -401,12 +409,20 @@ type decision struct {
 	Feedback string `json:"feedback,omitempty"`
 }
 
+// decision reads a decision's body and the proposal id in its URL. When
+// either is wrong it has already answered and reports false; a malformed id
+// is answered as an unknown proposal is.
 func (c *Console) decision(w http.ResponseWriter, r *http.Request) (bot.ProposalID, decision, bool) {
 	var d decision
 	if !decode(w, r, &d) || !validUser(w, d.User) {
 		return "", d, false
 	}
-	return bot.ProposalID(chi.URLParam(r, "id")), d, true
+	id, err := bot.ParseProposalID(chi.URLParam(r, "id"))
+	if err != nil {
+		c.engineError(w, err)
+		return "", d, false
+	}
+	return id, d, true
 }
 
 func (c *Console) approve(w http.ResponseWriter, r *http.Request) {

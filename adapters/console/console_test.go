@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,11 +16,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
-// fakeEngine answers by proposal id: "p_ok" succeeds, the others fail with
-// the error their name says.
+// fakeEngine answers by proposal id: "p_ok…" (padded to an id's length)
+// succeeds, the others fail with the error their name says. A malformed id
+// must not reach it: it answers one with errMalformedReached.
 type fakeEngine struct {
 	mu      sync.Mutex
 	submits []bot.Request
@@ -33,27 +36,37 @@ func (f *fakeEngine) Submit(_ context.Context, r bot.Request) (bot.RequestID, er
 		return "", f.err
 	}
 	f.submits = append(f.submits, r)
-	return "r_1", nil
+	return "r_oneaaaaaaaaaaaaa", nil
 }
 
+// errMalformedReached is what the fake engines answer for an id the
+// console should have refused before asking them.
+var errMalformedReached = errors.New("the engine was asked about a malformed id")
+
 func (f *fakeEngine) Request(_ context.Context, id bot.RequestID) (bot.RequestStatus, error) {
-	if id != "r_1" {
+	if _, err := board.ParseRequestID(string(id)); err != nil {
+		return bot.RequestStatus{}, errMalformedReached
+	}
+	if id != "r_oneaaaaaaaaaaaaa" {
 		return bot.RequestStatus{}, bot.ErrNotFound
 	}
-	return bot.RequestStatus{ID: id, State: "done", ProposalID: "p_ok"}, nil
+	return bot.RequestStatus{ID: id, State: "done", ProposalID: "p_okaaaaaaaaaaaaaa"}, nil
 }
 
 func byID(id bot.ProposalID) error {
+	if _, err := board.ParseProposalID(string(id)); err != nil {
+		return errMalformedReached
+	}
 	switch id {
-	case "p_ok":
+	case "p_okaaaaaaaaaaaaaa":
 		return nil
-	case "p_decided":
+	case "p_decidedaaaaaaaaa":
 		return &bot.DecidedError{State: bot.ProposalApproved, By: "bob", BoardID: "b_1"}
-	case "p_expired":
+	case "p_expiredaaaaaaaaa":
 		return bot.ErrExpired
-	case "p_forbidden":
+	case "p_forbiddenaaaaaaa":
 		return bot.ErrForbidden
-	case "p_down":
+	case "p_downaaaaaaaaaaaa":
 		return bot.ErrUnavailable
 	}
 	return bot.ErrNotFound
@@ -81,11 +94,11 @@ func (f *fakeEngine) Cancel(_ context.Context, id bot.ProposalID, _ string) (bot
 }
 
 func (f *fakeEngine) Revise(_ context.Context, id bot.ProposalID, _, _ string) (bot.RequestID, error) {
-	return "r_2", byID(id)
+	return "r_twoaaaaaaaaaaaaa", byID(id)
 }
 
 func (f *fakeEngine) ProposeAgain(_ context.Context, id bot.ProposalID, _ string) (bot.RequestID, error) {
-	return "r_3", byID(id)
+	return "r_threeaaaaaaaaaaa", byID(id)
 }
 
 func newServer(t *testing.T, eng Engine) (*Console, *httptest.Server) {
@@ -108,7 +121,7 @@ func TestRoutes(t *testing.T) {
 		status                   int
 		contains                 string
 	}{
-		{"post message", "POST", "/api/v1/channels/general/messages", `{"user":"alice","text":"make a board"}`, 202, `"request_id":"r_1"`},
+		{"post message", "POST", "/api/v1/channels/general/messages", `{"user":"alice","text":"make a board"}`, 202, `"request_id":"r_oneaaaaaaaaaaaaa"`},
 		{"bad channel", "POST", "/api/v1/channels/Bad%20Name/messages", `{"user":"alice","text":"x"}`, 400, "channel names"},
 		{"bad json", "POST", "/api/v1/channels/general/messages", `{"user":`, 400, "invalid JSON"},
 		{"unknown field", "POST", "/api/v1/channels/general/messages", `{"user":"alice","text":"x","extra":1}`, 400, "unknown field"},
@@ -116,23 +129,28 @@ func TestRoutes(t *testing.T) {
 		{"missing user", "POST", "/api/v1/channels/general/messages", `{"text":"x"}`, 400, `\"user\" is required`},
 		{"missing text", "POST", "/api/v1/channels/general/messages", `{"user":"alice","text":"  "}`, 400, `\"text\" is required`},
 		{"too big", "POST", "/api/v1/channels/general/messages", big, 413, "larger than"},
-		{"get request", "GET", "/api/v1/requests/r_1", "", 200, `"proposal_id":"p_ok"`},
-		{"unknown request", "GET", "/api/v1/requests/r_9", "", 404, "error"},
-		{"get proposal", "GET", "/api/v1/proposals/p_ok", "", 200, `"requested_by":"alice"`},
-		{"unknown proposal", "GET", "/api/v1/proposals/p_nope", "", 404, "error"},
-		{"approve", "POST", "/api/v1/proposals/p_ok/approve", `{"user":"alice"}`, 200, `"board_url":"http://x/boards/b_1"`},
-		{"approve decided", "POST", "/api/v1/proposals/p_decided/approve", `{"user":"alice"}`, 409, `"error":"proposal already approved (board b_1)"`},
-		{"approve expired", "POST", "/api/v1/proposals/p_expired/approve", `{"user":"alice"}`, 409, `"state":"expired"`},
-		{"approve forbidden", "POST", "/api/v1/proposals/p_forbidden/approve", `{"user":"alice"}`, 403, "error"},
-		{"approve unknown", "POST", "/api/v1/proposals/p_nope/approve", `{"user":"alice"}`, 404, "error"},
-		{"approve down", "POST", "/api/v1/proposals/p_down/approve", `{"user":"alice"}`, 503, "unavailable"},
-		{"approve no user", "POST", "/api/v1/proposals/p_ok/approve", `{}`, 400, `\"user\" is required`},
-		{"cancel", "POST", "/api/v1/proposals/p_ok/cancel", `{"user":"alice"}`, 200, `"state":"cancelled"`},
-		{"cancel decided", "POST", "/api/v1/proposals/p_decided/cancel", `{"user":"alice"}`, 409, `"board_id":"b_1"`},
-		{"revise", "POST", "/api/v1/proposals/p_ok/revise", `{"user":"alice","feedback":"fewer cards"}`, 202, `"request_id":"r_2"`},
-		{"revise no feedback", "POST", "/api/v1/proposals/p_ok/revise", `{"user":"alice"}`, 400, `\"feedback\" is required`},
-		{"propose again", "POST", "/api/v1/proposals/p_expired/propose-again", `{"user":"alice"}`, 409, "expired"},
-		{"propose again ok", "POST", "/api/v1/proposals/p_ok/propose-again", `{"user":"alice"}`, 202, `"request_id":"r_3"`},
+		{"get request", "GET", "/api/v1/requests/r_oneaaaaaaaaaaaaa", "", 200, `"proposal_id":"p_okaaaaaaaaaaaaaa"`},
+		{"unknown request", "GET", "/api/v1/requests/r_nineaaaaaaaaaaaa", "", 404, "error"},
+		{"malformed request", "GET", "/api/v1/requests/r_9", "", 404, `"error":"request \"r_9\": malformed id: not found"`},
+		{"get proposal", "GET", "/api/v1/proposals/p_okaaaaaaaaaaaaaa", "", 200, `"requested_by":"alice"`},
+		{"unknown proposal", "GET", "/api/v1/proposals/p_nopeaaaaaaaaaaaa", "", 404, "error"},
+		{"malformed proposal", "GET", "/api/v1/proposals/p_ok", "", 404, "malformed id: not found"},
+		{"proposal path", "GET", "/api/v1/proposals/..%2F..%2Fhealthz", "", 404, "malformed id: not found"},
+		{"approve", "POST", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/approve", `{"user":"alice"}`, 200, `"board_url":"http://x/boards/b_1"`},
+		{"approve decided", "POST", "/api/v1/proposals/p_decidedaaaaaaaaa/approve", `{"user":"alice"}`, 409, `"error":"proposal already approved (board b_1)"`},
+		{"approve expired", "POST", "/api/v1/proposals/p_expiredaaaaaaaaa/approve", `{"user":"alice"}`, 409, `"state":"expired"`},
+		{"approve forbidden", "POST", "/api/v1/proposals/p_forbiddenaaaaaaa/approve", `{"user":"alice"}`, 403, "error"},
+		{"approve unknown", "POST", "/api/v1/proposals/p_nopeaaaaaaaaaaaa/approve", `{"user":"alice"}`, 404, "error"},
+		{"approve malformed", "POST", "/api/v1/proposals/P_OKAAAAAAAAAAAAAA/approve", `{"user":"alice"}`, 404, "malformed id: not found"},
+		{"cancel malformed", "POST", "/api/v1/proposals/p_okaaaaaaaaaaaaa0/cancel", `{"user":"alice"}`, 404, "malformed id: not found"},
+		{"approve down", "POST", "/api/v1/proposals/p_downaaaaaaaaaaaa/approve", `{"user":"alice"}`, 503, "unavailable"},
+		{"approve no user", "POST", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/approve", `{}`, 400, `\"user\" is required`},
+		{"cancel", "POST", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/cancel", `{"user":"alice"}`, 200, `"state":"cancelled"`},
+		{"cancel decided", "POST", "/api/v1/proposals/p_decidedaaaaaaaaa/cancel", `{"user":"alice"}`, 409, `"board_id":"b_1"`},
+		{"revise", "POST", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/revise", `{"user":"alice","feedback":"fewer cards"}`, 202, `"request_id":"r_twoaaaaaaaaaaaaa"`},
+		{"revise no feedback", "POST", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/revise", `{"user":"alice"}`, 400, `\"feedback\" is required`},
+		{"propose again", "POST", "/api/v1/proposals/p_expiredaaaaaaaaa/propose-again", `{"user":"alice"}`, 409, "expired"},
+		{"propose again ok", "POST", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/propose-again", `{"user":"alice"}`, 202, `"request_id":"r_threeaaaaaaaaaaa"`},
 		{"page", "GET", "/", "", 200, "<html"},
 		{"channel page", "GET", "/c/news", "", 200, "<html"},
 	}

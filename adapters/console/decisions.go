@@ -12,7 +12,7 @@ import (
 // Successors finds the proposal that superseded another; *board.Store is
 // one.
 type Successors interface {
-	Successor(ctx context.Context, id string) (string, error)
+	Successor(ctx context.Context, id bot.ProposalID) (bot.ProposalID, error)
 }
 
 // SetSuccessors lets a 409 on a superseded proposal name its replacement.
@@ -50,7 +50,7 @@ func (c *Console) decisionError(w http.ResponseWriter, r *http.Request, id bot.P
 	case errors.As(err, &de) && de.State == bot.ProposalSuperseded:
 		out := map[string]any{"error": fmt.Sprintf("proposal %s was superseded by a revision", id), "state": de.State}
 		if c.successors != nil {
-			if next, serr := c.successors.Successor(ctx, string(id)); serr == nil && next != "" {
+			if next, serr := c.successors.Successor(ctx, id); serr == nil && next != "" {
 				out["superseded_by"] = next
 				out["error"] = fmt.Sprintf("proposal %s was superseded by %s; decide that one instead", id, next)
 			}

@@ -25,8 +25,8 @@ func FuzzRESTBodies(f *testing.F) {
 	c.limits = newClientLimits(1<<30, 1<<40) // the fuzzer is one client sending a lot
 	r := chi.NewRouter()
 	c.APIRoutes(r)
-	paths := []string{"/api/v1/channels/general/messages", "/api/v1/proposals/p_ok/approve", "/api/v1/proposals/p_ok/cancel",
-		"/api/v1/proposals/p_ok/revise", "/api/v1/proposals/p_ok/propose-again", "/api/v1/proposals/p_decided/approve"}
+	paths := []string{"/api/v1/channels/general/messages", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/approve", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/cancel",
+		"/api/v1/proposals/p_okaaaaaaaaaaaaaa/revise", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/propose-again", "/api/v1/proposals/p_decidedaaaaaaaaa/approve"}
 	allowed := map[int]bool{200: true, 202: true, 400: true, 403: true, 404: true, 409: true, 413: true, 415: true, 429: true, 503: true}
 	f.Fuzz(func(t *testing.T, body string, which uint8) {
 		req := httptest.NewRequest("POST", paths[int(which)%len(paths)], strings.NewReader(body))

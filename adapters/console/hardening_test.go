@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/planner"
 )
@@ -108,7 +109,7 @@ func TestGuardRefusesCrossSiteAndRebinding(t *testing.T) {
 		{"localhost", "POST", "/api/v1/channels/general/messages", "localhost:8080", "http://localhost:8080", http.StatusAccepted},
 		{"curl", "POST", "/api/v1/channels/general/messages", "127.0.0.1:8080", "", http.StatusAccepted},
 		{"another site", "POST", "/api/v1/channels/general/messages", "127.0.0.1:8080", "https://evil.example", http.StatusForbidden},
-		{"rebound name", "POST", "/api/v1/proposals/p_ok/approve", "evil.example:8080", "http://evil.example:8080", http.StatusForbidden},
+		{"rebound name", "POST", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/approve", "evil.example:8080", "http://evil.example:8080", http.StatusForbidden},
 		{"rebound stream", "GET", "/api/v1/channels/general/events", "evil.example:8080", "", http.StatusForbidden},
 	}
 	for _, tt := range tests {
@@ -170,7 +171,7 @@ func TestProposalPageIsReadableAndInert(t *testing.T) {
 	t.Parallel()
 	eng := &pageEngine{fakeEngine: &fakeEngine{}}
 	_, srv := newServer(t, eng)
-	resp, err := http.Get(srv.URL + "/proposals/p_page")
+	resp, err := http.Get(srv.URL + "/proposals/p_pageaaaaaaaaaaaa")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,15 +184,20 @@ func TestProposalPageIsReadableAndInert(t *testing.T) {
 	if strings.Contains(page, "<script>") || !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") || !strings.Contains(page, "Write the intro") {
 		t.Fatalf("page = %s", page)
 	}
-	if resp, _ := http.Get(srv.URL + "/proposals/p_nope"); resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("unknown proposal: %d", resp.StatusCode)
+	for _, id := range []string{"p_nopeaaaaaaaaaaaa", "p_nope", "p_pageaaaaaaaaaaa%3F"} {
+		if resp, _ := http.Get(srv.URL + "/proposals/" + id); resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("unknown proposal %s: %d", id, resp.StatusCode)
+		}
 	}
 }
 
 type pageEngine struct{ *fakeEngine }
 
 func (p *pageEngine) Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error) {
-	if id != "p_page" {
+	if _, err := board.ParseProposalID(string(id)); err != nil {
+		return bot.Proposal{}, errMalformedReached
+	}
+	if id != "p_pageaaaaaaaaaaaa" {
 		return bot.Proposal{}, bot.ErrNotFound
 	}
 	return bot.Proposal{ID: id, State: bot.ProposalPending, Version: 1, RequestedBy: "alice", ExpiresAt: time.Now().Add(time.Hour),

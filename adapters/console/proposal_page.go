@@ -63,19 +63,23 @@ func pageData(p bot.Proposal) proposalPageData {
 // the "read the whole proposal" link in chat. Like a board page it needs
 // no token: the id is unguessable, and the page decides nothing.
 func (c *Console) proposalHTML(w http.ResponseWriter, r *http.Request) {
-	p, err := c.eng.Proposal(r.Context(), bot.ProposalID(chi.URLParam(r, "id")))
+	id, err := bot.ParseProposalID(chi.URLParam(r, "id"))
+	var p bot.Proposal
+	if err == nil {
+		p, err = c.eng.Proposal(r.Context(), id)
+	}
 	if errors.Is(err, bot.ErrNotFound) {
 		http.Error(w, "no such proposal", http.StatusNotFound)
 		return
 	}
 	if err != nil {
-		c.logger.Warn("proposal page", "err", err)
+		c.logger.Warn("proposal page", "proposal", id, "err", err)
 		http.Error(w, "BobNet's database is unavailable right now; try again shortly", http.StatusServiceUnavailable)
 		return
 	}
 	var buf bytes.Buffer
 	if err := proposalPage.Execute(&buf, pageData(p)); err != nil {
-		c.logger.Error("render proposal page", "err", err)
+		c.logger.Error("render proposal page", "proposal", id, "err", err)
 		http.Error(w, "could not render the proposal", http.StatusInternalServerError)
 		return
 	}

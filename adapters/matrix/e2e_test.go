@@ -97,11 +97,15 @@ func TestMatrixNewspaperFlow(t *testing.T) {
 	if !strings.Contains(sm.FormattedBody, string(st.Board.ID)) || !strings.Contains(sm.Body, "Backlog 9") || !strings.Contains(sm.Body, "Ready 1") {
 		t.Fatalf("status: %q", sm.Body)
 	}
-	// Status by board id, and a bad id.
+	// Status by board id, a bad id and an id of no board.
 	byID := w.say(w.carol, "!bobnet status "+string(st.Board.ID), "", false)
 	w.waitFor("status by board id", w.fromBot(byID, "Ready to start: Define daily topic"))
 	bad := w.say(w.carol, "!bobnet status nonsense", "", false)
 	w.waitFor("bad board id", w.fromBot(bad, "not a board id"))
+	path := w.say(w.carol, "!bobnet status ../b_"+strings.Repeat("a", 26), "", false)
+	w.waitFor("board id with a path", w.fromBot(path, "not a board id"))
+	unknown := w.say(w.carol, "!bobnet status b_"+strings.Repeat("a", 26), "", false)
+	w.waitFor("unknown board id", w.fromBot(unknown, "There is no board with that id"))
 }
 
 func TestMatrixReviseCancelAndThreadReplies(t *testing.T) {

@@ -155,8 +155,9 @@ func (a *Adapter) onMessage(ctx context.Context, evt *event.Event) {
 }
 
 func (a *Adapter) submit(ctx context.Context, evt *event.Event, thread bot.Thread, text string) {
+	rid := bot.NewRequestID() // for the log: a request that fails to queue has no other id
 	_, err := a.eng.Submit(ctx, bot.Request{
-		Thread: thread, User: string(evt.Sender), Text: text, DedupeKey: "matrix:" + string(evt.ID),
+		ID: rid, Thread: thread, User: string(evt.Sender), Text: text, DedupeKey: "matrix:" + string(evt.ID),
 		ReceivedAt: time.UnixMilli(evt.Timestamp),
 	})
 	switch {
@@ -165,7 +166,7 @@ func (a *Adapter) submit(ctx context.Context, evt *event.Event, thread bot.Threa
 		// The sync lease went away mid-batch: the next holder replays the
 		// event, and the dedupe key keeps it to one request.
 	default:
-		a.logger.Warn("matrix: submit request", "event", evt.ID, "err", err)
+		a.logger.Warn("matrix: submit request", "request", rid, "event", evt.ID, "err", err)
 		a.notice(thread, bot.Reply{Kind: bot.ReplyError, Text: decisionText(err)})
 	}
 }
@@ -211,8 +212,6 @@ func (a *Adapter) stripMention(body string) string {
 
 // spaces is a run of blanks a removed mention leaves behind.
 var spaces = regexp.MustCompile(`[ \t]{2,}`)
-
-var boardIDPattern = regexp.MustCompile(`^b_[a-z2-7]{26}$`)
 
 // command handles "!…": room commands (!bobnet …) and thread decisions.
 func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thread, inThread bool, text string) {
@@ -284,7 +283,7 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 		return
 	}
 	if err != nil {
-		a.logger.Warn("matrix: find thread proposal", "err", err)
+		a.logger.Warn("matrix: find thread proposal", "room", room, "thread", thread.ID, "err", err)
 		return
 	}
 	if act == "revise" && rest == "" {
@@ -383,7 +382,7 @@ func (a *Adapter) onReaction(ctx context.Context, evt *event.Event) {
 	p, err := a.store.PreviewProposal(ctx, evt.RoomID, rel.EventID)
 	if err != nil {
 		if !errors.Is(err, ErrNotFound) {
-			a.logger.Warn("matrix: find preview", "err", err)
+			a.logger.Warn("matrix: find preview", "room", evt.RoomID, "event", rel.EventID, "err", err)
 		}
 		return
 	}
@@ -392,7 +391,7 @@ func (a *Adapter) onReaction(ctx context.Context, evt *event.Event) {
 	}
 	thread, err := a.previewThread(ctx, evt.RoomID, p)
 	if err != nil {
-		a.logger.Warn("matrix: find preview thread", "err", err)
+		a.logger.Warn("matrix: find preview thread", "proposal", p, "err", err)
 		return
 	}
 	user := string(evt.Sender)
@@ -411,18 +410,22 @@ func (a *Adapter) previewThread(ctx context.Context, room id.RoomID, p bot.Propo
 func (a *Adapter) status(ctx context.Context, thread bot.Thread, arg string) {
 	var st board.Status
 	var err error
-	switch {
-	case arg == "":
+	if arg == "" {
 		st, err = a.eng.ChannelStatus(ctx, thread.Channel)
-	case !boardIDPattern.MatchString(arg):
-		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "That is not a board id; board ids look like b_ followed by 26 letters and digits."})
-		return
-	default:
-		st, err = a.eng.BoardStatus(ctx, board.ID(arg))
+	} else {
+		id, perr := board.ParseID(arg)
+		if perr != nil {
+			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "That is not a board id; board ids look like b_ followed by 26 letters and digits."})
+			return
+		}
+		st, err = a.eng.BoardStatus(ctx, id)
 	}
 	switch {
 	case errors.Is(err, bot.ErrNotFound) && arg == "":
 		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "This room has no board yet. Mention me with what you want planned, and approve the preview."})
+		return
+	case errors.Is(err, bot.ErrNotFound):
+		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "There is no board with that id. Board ids are long and exact: check that the whole id was copied."})
 		return
 	case err != nil:
 		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: decisionText(err)})
@@ -436,7 +439,7 @@ func (a *Adapter) status(ctx context.Context, thread bot.Thread, arg string) {
 		}
 	}
 	if _, err := a.send(ctx, thread, msg); err != nil {
-		a.logger.Warn("matrix: post status", "err", err)
+		a.logger.Warn("matrix: post status", "board", st.Board.ID, "err", err)
 	}
 }
 

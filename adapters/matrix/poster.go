@@ -77,7 +77,7 @@ func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageR
 			return err
 		}); err != nil {
 			// The commands in the thread still work without them.
-			a.logger.Warn("matrix: seed reaction", "err", err)
+			a.logger.Warn("matrix: seed reaction", "proposal", p.ID, "err", err)
 			break
 		}
 	}

@@ -339,6 +339,62 @@ func count(t *testing.T, w *world, q string) int {
 	return n
 }
 
+// TestSlackMalformedIDs checks that an id no BobNet made, in a button, in
+// a revise modal's metadata or in /bobnet status, is answered as an unknown
+// one is, and that an unknown board id is not taken for the channel's.
+func TestSlackMalformedIDs(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	gone := func(c call) bool {
+		return c.Method == "chat.postEphemeral" && strings.Contains(c.Form.Get("text"), "I can't find that proposal any more.")
+	}
+	values := []string{"", "p_x", "../p_aaaaaaaaaaaaaaaa", "P_AAAAAAAAAAAAAAAA", "p_aaaaaaaaaaaaaaa1"}
+	for _, v := range values {
+		for _, action := range []string{"bobnet_approve", "bobnet_revise"} {
+			if resp := w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_ALICE", action, v, "1690000000.000002")); resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s %q: %d", action, v, resp.StatusCode)
+			}
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); w.slack.count(gone) < 2*len(values); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d clicks told the proposal is gone; calls: %+v", w.slack.count(gone), 2*len(values), w.slack.snapshot())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := w.slack.count(func(c call) bool { return c.Method == "views.open" }); n != 0 {
+		t.Errorf("%d revise modals opened for malformed ids", n)
+	}
+
+	payload, _ := json.Marshal(map[string]any{
+		"type": "view_submission", "user": map[string]any{"id": "U_ALICE"},
+		"view": map[string]any{"id": "V1", "callback_id": "bobnet_revise_modal", "private_metadata": `{"p":"../p_x","c":"C_NEWS","t":"1"}`,
+			"state": map[string]any{"values": map[string]any{"feedback": map[string]any{"feedback_input": map[string]any{"type": "plain_text_input", "value": "more cards"}}}}},
+	})
+	resp := w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", "payload="+url.QueryEscape(string(payload)))
+	if body, _ := io.ReadAll(resp.Body); !strings.Contains(string(body), "I can't find that proposal any more.") {
+		t.Errorf("revise with malformed metadata: %s", body)
+	}
+
+	status := func(arg string) string {
+		resp := w.post(t, "/slack/commands", "application/x-www-form-urlencoded", url.Values{"command": {"/bobnet"}, "text": {"status " + arg}, "channel_id": {"C_NEWS"}, "user_id": {"U_ALICE"}}.Encode())
+		var reply struct{ Text string }
+		_ = json.NewDecoder(resp.Body).Decode(&reply)
+		return reply.Text
+	}
+	for _, arg := range []string{"nonsense", "../b_" + strings.Repeat("a", 26), "b_" + strings.Repeat("a", 25) + "1"} {
+		if got := status(arg); !strings.Contains(got, "That is not a board id") {
+			t.Errorf("status %s = %q", arg, got)
+		}
+	}
+	if got := status("b_" + strings.Repeat("a", 26)); !strings.Contains(got, "There is no board with that id") {
+		t.Errorf("status of an unknown board = %q", got)
+	}
+	if n := w.env.Model.Requests(); len(n) != 0 {
+		t.Errorf("the model was asked %d times", len(n))
+	}
+}
+
 func TestSlackReviseModal(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)

@@ -452,7 +452,18 @@ func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallb
 		thread = cb.Container.ThreadTs
 	}
 	for _, act := range cb.ActionCallback.BlockActions {
-		id := bot.ProposalID(act.Value)
+		switch act.ActionID {
+		case actionRevise, actionApprove, actionCancel, actionProposeAgain, actionWithdraw:
+		default:
+			continue
+		}
+		// A malformed value names no proposal: the clicker is told so,
+		// as for a proposal that is gone.
+		id, err := bot.ParseProposalID(act.Value)
+		if err != nil {
+			a.later("refusal", func(ctx context.Context) { a.ephemeral(ctx, channel, thread, user, decisionText(err)) })
+			continue
+		}
 		message := cb.Message.Timestamp
 		if message == "" {
 			message = cb.Container.MessageTs
@@ -469,7 +480,7 @@ func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallb
 				continue
 			}
 			if _, err := a.api.OpenViewContext(ctx, cb.TriggerID, reviseModal(p)); err != nil {
-				a.logger.Warn("open revise modal", "err", err)
+				a.logger.Warn("open revise modal", "proposal", id, "err", err)
 			}
 		case actionApprove, actionCancel, actionProposeAgain, actionWithdraw:
 			// A decision writes Postgres and posts; finish it after the
@@ -530,13 +541,15 @@ func (a *Adapter) decide(ctx context.Context, action string, id bot.ProposalID, 
 
 // reviseMeta is what the modal carries back.
 type reviseMeta struct {
-	Proposal bot.ProposalID `json:"p"`
-	Channel  string         `json:"c"`
-	Thread   string         `json:"t"`
+	// Proposal is parsed on the way back: the metadata is a client's
+	// text like any other.
+	Proposal string `json:"p"`
+	Channel  string `json:"c"`
+	Thread   string `json:"t"`
 }
 
 func reviseModal(p bot.Proposal) slackapi.ModalViewRequest {
-	meta, _ := json.Marshal(reviseMeta{Proposal: p.ID, Channel: p.Thread.Channel.ID, Thread: p.Thread.ID})
+	meta, _ := json.Marshal(reviseMeta{Proposal: string(p.ID), Channel: p.Thread.Channel.ID, Thread: p.Thread.ID})
 	input := slackapi.NewPlainTextInputBlockElement(plainText("e.g. add a card for an RSS feed; give the design QA to a Coder", 150), feedbackInput)
 	input.Multiline = true
 	return slackapi.ModalViewRequest{
@@ -581,7 +594,11 @@ func (a *Adapter) submitView(ctx context.Context, cb slackapi.InteractionCallbac
 	if feedback == "" {
 		return map[string]any{"response_action": "errors", "errors": map[string]string{feedbackBlock: "Say what should change."}}
 	}
-	if _, err := a.eng.Revise(ctx, meta.Proposal, cb.User.ID, feedback); err != nil {
+	id, err := bot.ParseProposalID(meta.Proposal)
+	if err == nil {
+		_, err = a.eng.Revise(ctx, id, cb.User.ID, feedback)
+	}
+	if err != nil {
 		return map[string]any{"response_action": "errors", "errors": map[string]string{feedbackBlock: decisionText(err)}}
 	}
 	return nil
@@ -599,8 +616,6 @@ type commandReply struct {
 	Blocks       []slackapi.Block `json:"blocks,omitempty"`
 }
 
-var boardIDPattern = regexp.MustCompile(`^b_[a-z2-7]{26}$`)
-
 func (a *Adapter) commands(w http.ResponseWriter, r *http.Request, body []byte) {
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
@@ -609,6 +624,9 @@ func (a *Adapter) commands(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	writeJSON(w, a.command(r.Context(), form.Get("channel_id"), form.Get("user_id"), form.Get("text"), form.Get("trigger_id")))
 }
+
+// noSuchBoard answers a status request naming a board id nobody made.
+const noSuchBoard = "There is no board with that id. Board ids are long and exact: check that the whole id was copied."
 
 // command answers /bobnet; shared by HTTP and Socket Mode. trigger is the
 // command's trigger id, unique per invocation: a replayed command carries
@@ -626,14 +644,17 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		var st board.Status
 		var err error
 		if len(fields) > 1 {
-			if !boardIDPattern.MatchString(fields[1]) {
+			id, perr := board.ParseID(fields[1])
+			if perr != nil {
 				return commandReply{ResponseType: "ephemeral", Text: "That is not a board id; board ids look like b_ followed by 26 letters and digits."}
 			}
-			st, err = a.eng.BoardStatus(ctx, board.ID(fields[1]))
+			st, err = a.eng.BoardStatus(ctx, id)
 		} else {
 			st, err = a.eng.ChannelStatus(ctx, bot.Channel{Source: bot.SourceSlack, ID: channel})
 		}
 		switch {
+		case errors.Is(err, bot.ErrNotFound) && len(fields) > 1:
+			return commandReply{ResponseType: "ephemeral", Text: noSuchBoard}
 		case errors.Is(err, bot.ErrNotFound):
 			return commandReply{ResponseType: "ephemeral", Text: "This channel has no board yet. Mention me with what you want planned, and approve the preview." + a.budgetLine(ctx, channel)}
 		case err != nil:
@@ -662,15 +683,16 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		}
 		// A slash command has no message to thread on: post the request
 		// so the preview has a thread, after the ack.
+		rid := bot.NewRequestID()
 		a.later("slash plan", func(ctx context.Context) {
 			_, ts, err := a.api.PostMessageContext(ctx, channel, slackapi.MsgOptionText(fmt.Sprintf("<@%s> asked BobNet: %s", escape(user), escape(req)), false))
 			if err != nil {
-				a.logger.Warn("post slash-command request", "err", err)
+				a.logger.Warn("post slash-command request", "request", rid, "err", err)
 				a.ephemeral(ctx, channel, "", user, "I couldn't post in this channel; invite me first (`/invite @BobNet`).")
 				return
 			}
 			t := bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: channel}, ID: ts}
-			if _, err := a.eng.Submit(ctx, bot.Request{Thread: t, User: user, Text: req, DedupeKey: "slack-command:" + trigger}); err != nil && !errors.Is(err, bot.ErrRateLimited) {
+			if _, err := a.eng.Submit(ctx, bot.Request{ID: rid, Thread: t, User: user, Text: req, DedupeKey: "slack-command:" + trigger}); err != nil && !errors.Is(err, bot.ErrRateLimited) {
 				a.ephemeral(ctx, channel, ts, user, decisionText(err))
 			}
 		})

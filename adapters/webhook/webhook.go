@@ -154,8 +154,9 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The audit log then says which delivery a request came from.
 	ctx := bot.WithVia(r.Context(), strings.TrimSpace("hook:"+hook.Name+" "+deliveryID(r.Header)))
+	rid := bot.NewRequestID()
 	id, dup, err := a.submit(ctx, hook, deliveryID(r.Header), bot.Request{
-		ID:     bot.RequestID(newID("r_")),
+		ID:     rid,
 		Thread: bot.Thread{Channel: hook.Channel, ID: threadID(hook.Channel, deliveryID(r.Header))},
 		User:   "hook:" + hook.Name, UserName: sender(ev.Payload, hook.Name),
 		Text: text, ReceivedAt: now,
@@ -166,7 +167,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusTooManyRequests, err.Error())
 		return
 	case err != nil:
-		a.logger.Warn("webhook not queued", "hook", hook.Name, "err", err)
+		a.logger.Warn("webhook not queued", "request", rid, "hook", hook.Name, "err", err)
 		writeError(w, http.StatusServiceUnavailable, "BobNet could not queue the request; deliver it again shortly")
 		return
 	}
@@ -184,12 +185,12 @@ func (a *Adapter) submit(ctx context.Context, hook *Hook, delivery string, req b
 		id, err := a.eng.Submit(ctx, req)
 		return id, false, err
 	}
-	res, err := a.batch.record(ctx, board.Delivery{Hook: hook.Name, ID: delivery, RequestID: string(req.ID)})
+	res, err := a.batch.record(ctx, board.Delivery{Hook: hook.Name, ID: delivery, RequestID: req.ID})
 	if err != nil {
 		return "", false, err
 	}
 	if !res.IsNew {
-		return bot.RequestID(res.RequestID), true, nil
+		return res.RequestID, true, nil
 	}
 	// The engine's own dedupe key guards the gap where the row is written
 	// but the process dies before it is queued.
@@ -197,7 +198,7 @@ func (a *Adapter) submit(ctx context.Context, hook *Hook, delivery string, req b
 	id, err := a.eng.Submit(ctx, req)
 	if err != nil {
 		if ferr := a.deliveries.ForgetDelivery(context.WithoutCancel(ctx), hook.Name, delivery); ferr != nil {
-			a.logger.Warn("forget failed delivery", "hook", hook.Name, "delivery", delivery, "err", ferr)
+			a.logger.Warn("forget failed delivery", "request", req.ID, "hook", hook.Name, "delivery", delivery, "err", ferr)
 		}
 		return "", false, err
 	}

@@ -90,7 +90,7 @@ func (s *benchServer) seed(b *testing.B, plan planner.Envelope, planJSON []byte)
 	now := time.Now()
 	p := bot.Proposal{ID: id, Version: 1, RequestedBy: "alice", Thread: bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "bench"}},
 		Plan: plan, State: bot.ProposalPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Warnings: []planner.Issue{}}
-	if err := s.store.SaveProposal(ctx, board.ProposalRecord{ID: string(id), Channel: "console:bench", RequestedBy: "alice", Plan: planJSON, ExpiresAt: p.ExpiresAt}); err != nil {
+	if err := s.store.SaveProposal(ctx, board.ProposalRecord{ID: id, Channel: "console:bench", RequestedBy: "alice", Plan: planJSON, ExpiresAt: p.ExpiresAt}); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.proposal.PutProposal(ctx, p); err != nil {

@@ -2,12 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,23 +36,96 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// slackStandIn answers Slack's Web API calls with ok and remembers the
-// methods called.
+// aboutIDs matches a log message about a request, a proposal or a board.
+var aboutIDs = regexp.MustCompile(`(?i)request|proposal|preview|approval|board`)
+
+// notAboutOne are messages that match aboutIDs without being about one
+// known request, proposal or board: HTTP requests (the path names any
+// id), work on the whole queue, and lookups of the id itself.
+var notAboutOne = map[string]bool{
+	"http request":                      true,
+	"slack request refused":             true,
+	"request queue not ready; retrying": true,
+	"read request queue":                true,
+	"renew request leases":              true,
+	"find expired proposals":            true,
+	"the model server does not answer yet; requests get a friendly error until it does": true,
+	"matrix: find thread proposal": true,
+	"matrix: find preview":         true,
+}
+
+// checkLogNamesIDs checks that every JSON record of log whose message is
+// about a request, proposal or board carries its id in the attribute
+// request, proposal or board, and that the run logged such records (at
+// debug level it does: each answered request, posted preview and
+// approval; and the failed redraw of a preview), so the check checks
+// something.
+func checkLogNamesIDs(t *testing.T, log string) {
+	t.Helper()
+	found := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue // reported as not JSON
+		}
+		msg, _ := rec["msg"].(string)
+		if !aboutIDs.MatchString(msg) || notAboutOne[msg] {
+			continue
+		}
+		found[msg] = true
+		named := false
+		for _, key := range []string{"request", "proposal", "board"} {
+			if id, _ := rec[key].(string); id != "" {
+				named = true
+			}
+		}
+		if !named {
+			t.Errorf("a log record about a request, proposal or board names none of them: %s", line)
+		}
+	}
+	for _, want := range []string{"request answered", "preview posted", "proposal approved", "announce approval"} {
+		if !found[want] {
+			t.Errorf("the log has no %q record to check", want)
+		}
+	}
+}
+
+// slackStandIn answers Slack's Web API calls with ok, but for chat.update,
+// which fails (so redrawing a preview logs a warning), and remembers the
+// methods called and the last preview posted.
 type slackStandIn struct {
 	mu      sync.Mutex
 	methods []string
 	ts      int
+	// preview is the proposal id and message ts of the last preview.
+	preview, previewTS string
 }
 
+var previewValue = regexp.MustCompile(`"value":"(p_[a-z2-7]+)"`)
+
 func (s *slackStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
+	_ = r.ParseForm()
+	method := strings.TrimPrefix(r.URL.Path, "/api/")
 	s.mu.Lock()
 	s.ts++
 	ts := "1700000000." + strconv.Itoa(100000+s.ts)
-	s.methods = append(s.methods, strings.TrimPrefix(r.URL.Path, "/api/"))
+	s.methods = append(s.methods, method)
+	if m := previewValue.FindStringSubmatch(r.Form.Get("blocks")); m != nil && method == "chat.postMessage" {
+		s.preview, s.previewTS = m[1], ts
+	}
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
+	if method == "chat.update" {
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "message_not_found"})
+		return
+	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": "C_LOG", "ts": ts, "message_ts": ts})
+}
+
+func (s *slackStandIn) lastPreview() (id, ts string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.preview, s.previewTS
 }
 
 func (s *slackStandIn) called(method string) int {
@@ -161,6 +234,24 @@ func TestLogOfAFullRunHoldsNoSecret(t *testing.T) {
 	if standIn.called("chat.postMessage") == 0 {
 		t.Fatalf("no preview posted to Slack; log:\n%s", log.String())
 	}
+	// Approve it in Slack; redrawing the preview fails and is logged.
+	pid, pts := standIn.lastPreview()
+	if pid == "" {
+		t.Fatalf("no preview among the Slack calls; log:\n%s", log.String())
+	}
+	click, _ := json.Marshal(map[string]any{
+		"type": "block_actions", "trigger_id": "T-approve", "user": map[string]any{"id": "U_ALICE"},
+		"channel":   map[string]any{"id": "C_LOG"},
+		"container": map[string]any{"type": "message", "message_ts": pts, "channel_id": "C_LOG", "thread_ts": "1690000000.000001"},
+		"message":   map[string]any{"ts": pts, "thread_ts": "1690000000.000001"},
+		"actions":   []map[string]any{{"action_id": "bobnet_approve", "block_id": "bobnet_decision:" + pid, "type": "button", "value": pid, "action_ts": "1"}},
+	})
+	if code := postSlack("/slack/interactivity", "application/x-www-form-urlencoded", "payload="+url.QueryEscape(string(click)), secrets["SLACK_SIGNING_SECRET"]); code != http.StatusOK {
+		t.Fatalf("approve in Slack: %d", code)
+	}
+	for !strings.Contains(log.String(), `"msg":"announce approval"`) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 
 	out := log.String()
 	for _, want := range []string{`"level":"DEBUG"`, `"path":"/api/v1/channels/logs/events"`, `"path":"/slack/events"`, `"path":"/api/v1/proposals/` + r.ProposalID + `/approve"`} {
@@ -173,6 +264,7 @@ func TestLogOfAFullRunHoldsNoSecret(t *testing.T) {
 			t.Errorf("not a JSON line: %s", line)
 		}
 	}
+	checkLogNamesIDs(t, out)
 	forbidden := []string{"db-password-0f9e", "wrong-token-3a4b", "forged-secret-5a6b", "Bearer "}
 	for _, v := range secrets {
 		forbidden = append(forbidden, v)

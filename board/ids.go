@@ -1,0 +1,84 @@
+package board
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ProposalID identifies one version of a proposed plan: "p_" and 16
+// lower-case base32 characters. The bot package names it bot.ProposalID.
+type ProposalID string
+
+// RequestID identifies one request to the bot (a mention, a webhook, a
+// console message, a revision): "r_" and 16 lower-case base32 characters.
+// The bot package names it bot.RequestID.
+type RequestID string
+
+// ErrMalformedID means a text is not an id BobNet could have made. Such an
+// error also matches ErrNotFound: a malformed id names nothing.
+var ErrMalformedID = errors.New("malformed id")
+
+// The shapes of the ids BobNet makes: a prefix and lower-case base32
+// (a-z, 2-7) without padding. Board and card ids carry 128 random bits
+// (26 characters), request and proposal ids 80 bits (16 characters).
+const (
+	longIDChars  = 26
+	shortIDChars = 16
+)
+
+// ParseID checks that s is shaped like a board id (see NewBoardID) and
+// returns it as one. It says nothing of whether the board exists.
+func ParseID(s string) (ID, error) {
+	return parseID[ID]("board", "b_", longIDChars, s)
+}
+
+// ParseCardID checks that s is shaped like a card id (see NewCardID).
+func ParseCardID(s string) (CardID, error) {
+	return parseID[CardID]("card", "c_", longIDChars, s)
+}
+
+// ParseProposalID checks that s is shaped like a proposal id.
+func ParseProposalID(s string) (ProposalID, error) {
+	return parseID[ProposalID]("proposal", "p_", shortIDChars, s)
+}
+
+// ParseRequestID checks that s is shaped like a request id.
+func ParseRequestID(s string) (RequestID, error) {
+	return parseID[RequestID]("request", "r_", shortIDChars, s)
+}
+
+func parseID[T ~string](kind, prefix string, chars int, s string) (T, error) {
+	rest, ok := strings.CutPrefix(s, prefix)
+	if !ok || len(rest) != chars || strings.IndexFunc(rest, notBase32) >= 0 {
+		return "", &malformedIDError{kind: kind, text: s}
+	}
+	return T(s), nil
+}
+
+// notBase32 reports whether r is outside the lower-case base32 alphabet.
+func notBase32(r rune) bool {
+	return (r < 'a' || r > 'z') && (r < '2' || r > '7')
+}
+
+// malformedIDError names the kind of id that was expected and (shortened)
+// the text that was given.
+type malformedIDError struct {
+	kind, text string
+}
+
+func (e *malformedIDError) Error() string {
+	text := e.text
+	for i := range text {
+		if i >= 40 {
+			text = text[:i] + "…"
+			break
+		}
+	}
+	return fmt.Sprintf("%s %q: %v", e.kind, text, ErrMalformedID)
+}
+
+// Is makes errors.Is match ErrMalformedID and ErrNotFound.
+func (e *malformedIDError) Is(target error) bool {
+	return target == ErrMalformedID || target == ErrNotFound
+}
