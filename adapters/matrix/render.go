@@ -173,9 +173,6 @@ func quorumLine(p bot.Proposal) string {
 	return s
 }
 
-// decidersText says who a policy's deciders are, in words.
-func decidersText(deciders []string) string { return bot.DecidersText(deciders, matrixDecider) }
-
 // matrixDecider renders a Matrix-specific decider: a power level, or a
 // user as their id.
 func matrixDecider(d string) string {
