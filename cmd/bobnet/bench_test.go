@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,7 +87,8 @@ func newBenchServer(b *testing.B) *benchServer {
 func (s *benchServer) seed(b *testing.B, plan planner.Envelope, planJSON []byte) bot.ProposalID {
 	b.Helper()
 	ctx := context.Background()
-	id := bot.ProposalID("p_bench" + bottest.Prefix())
+	// An id of the shape the engine makes: the API refuses any other.
+	id := bot.ProposalID("p_" + strings.TrimPrefix(string(bot.NewRequestID()), "r_"))
 	now := time.Now()
 	p := bot.Proposal{ID: id, Version: 1, RequestedBy: "alice", Thread: bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "bench"}},
 		Plan: plan, State: bot.ProposalPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Warnings: []planner.Issue{}}

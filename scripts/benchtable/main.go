@@ -2,7 +2,9 @@
 // prints one table: each benchmark beside its baseline from the same run
 // (BenchmarkX beside BenchmarkXBaseline), with the ratio of every figure
 // they share. Benchmarks without a baseline are listed on their own. `make
-// bench` pipes its run through it.
+// bench` pipes its run through it. A benchmark run several times (-count)
+// is shown by the median of each figure, which one noisy run on a shared
+// machine does not move.
 package main
 
 import (
@@ -11,15 +13,32 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// line is one benchmark result: its figures by unit.
+// line is one benchmark's results: every run's figure, by unit.
 type line struct {
 	name   string
-	values map[string]float64
+	values map[string][]float64
 	units  []string
+	runs   int
+}
+
+// median is the middle of a unit's figures (the mean of the middle two
+// when there is an even number).
+func (l line) median(unit string) (float64, bool) {
+	v := slices.Clone(l.values[unit])
+	if len(v) == 0 {
+		return 0, false
+	}
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2], true
+	}
+	return (v[n/2-1] + v[n/2]) / 2, true
 }
 
 var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
@@ -33,18 +52,23 @@ func parse(r io.Reader) (map[string]line, []string) {
 		if m == nil {
 			continue
 		}
-		l := line{name: m[1], values: map[string]float64{}}
+		l, seen := out[m[1]]
+		if !seen {
+			l = line{name: m[1], values: map[string][]float64{}}
+			order = append(order, l.name)
+		}
+		l.runs++
 		f := strings.Fields(m[3])
 		for i := 0; i+1 < len(f); i += 2 {
 			v, err := strconv.ParseFloat(f[i], 64)
 			if err != nil {
 				continue
 			}
-			l.values[f[i+1]] = v
-			l.units = append(l.units, f[i+1])
-		}
-		if _, seen := out[l.name]; !seen {
-			order = append(order, l.name)
+			u := f[i+1]
+			if _, ok := l.values[u]; !ok {
+				l.units = append(l.units, u)
+			}
+			l.values[u] = append(l.values[u], v)
 		}
 		out[l.name] = l
 	}
@@ -56,6 +80,13 @@ var higherIsBetter = map[string]bool{"req/s": true, "MB/s": true}
 
 func main() {
 	results, order := parse(os.Stdin)
+	runs := 0
+	for _, l := range results {
+		runs = max(runs, l.runs)
+	}
+	if runs > 1 {
+		fmt.Printf("Each figure is the median of %d runs.\n\n", runs)
+	}
 	fmt.Println("| benchmark | figure | BobNet | baseline (same run) | ratio |")
 	fmt.Println("|---|---|---|---|---|")
 	for _, name := range order {
@@ -68,12 +99,12 @@ func main() {
 			if u == "B/op" || u == "allocs/op" {
 				continue
 			}
-			v := l.values[u]
+			v, _ := l.median(u)
 			if !hasBase {
 				fmt.Printf("| %s | %s | %s | | |\n", name, u, format(v))
 				continue
 			}
-			b, ok := base.values[u]
+			b, ok := base.median(u)
 			if !ok || b == 0 {
 				fmt.Printf("| %s | %s | %s | | |\n", name, u, format(v))
 				continue
