@@ -340,23 +340,18 @@ if ARGV[4] == '1' then
   local first = redis.call('GET', KEYS[1])
   if first then return {'duplicate', first, 0} end
 end
--- take counts one request in a window, unless the window is full. A new
--- window is one SET; a full one is given back its count, since throttled
--- requests do not count.
-local function take(key, n, win)
+local function full(key, n)
   n = tonumber(n)
-  if n <= 0 then return true end
-  if redis.call('SET', key, '1', 'NX', 'PX', win) then return true end
-  if redis.call('INCR', key) <= n then return true end
-  redis.call('DECR', key)
-  return false
+  return n > 0 and tonumber(redis.call('GET', key) or '0') >= n
+end
+-- count counts one request in a window: one SET for a new window, one
+-- INCR for an open one.
+local function count(key, n, win)
+  if tonumber(n) > 0 and not redis.call('SET', key, '1', 'NX', 'PX', win) then redis.call('INCR', key) end
 end
 local which, window = false, 0
-if not take(KEYS[2], ARGV[6], ARGV[7]) then which, window = 'user', ARGV[7]
-elseif not take(KEYS[3], ARGV[8], ARGV[9]) then
-  which, window = 'channel', ARGV[9]
-  if tonumber(ARGV[6]) > 0 then redis.call('DECR', KEYS[2]) end
-end
+if full(KEYS[2], ARGV[6]) then which, window = 'user', ARGV[7]
+elseif full(KEYS[3], ARGV[8]) then which, window = 'channel', ARGV[9] end
 if which then
   local notify = 0
   if redis.call('SET', KEYS[6], '1', 'NX', 'PX', window) then
@@ -366,6 +361,8 @@ if which then
   end
   return {'throttled', which, notify}
 end
+count(KEYS[2], ARGV[6], ARGV[7])
+count(KEYS[3], ARGV[8], ARGV[9])
 redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[3])
 if ARGV[4] == '1' then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5]) end
 redis.call('XADD', KEYS[5], '*', 'request', ARGV[1])

@@ -41,15 +41,32 @@ func (l line) median(unit string) (float64, bool) {
 	return (v[n/2-1] + v[n/2]) / 2, true
 }
 
-var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
+var (
+	benchLine = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
+	// A library logging while a benchmark runs splits its line: the name,
+	// the log, and the figures on a line of their own.
+	benchName = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s`)
+	figures   = regexp.MustCompile(`^\d+\s+(\d.*)$`)
+)
 
 func parse(r io.Reader) (map[string]line, []string) {
 	out := map[string]line{}
 	var order []string
 	sc := bufio.NewScanner(r)
+	split := ""
 	for sc.Scan() {
-		m := benchLine.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		text := strings.TrimSpace(sc.Text())
+		m := benchLine.FindStringSubmatch(text)
+		if m == nil && split != "" {
+			if f := figures.FindStringSubmatch(text); f != nil {
+				m = []string{text, split, "", f[1]}
+			}
+		}
+		split = ""
 		if m == nil {
+			if n := benchName.FindStringSubmatch(text); n != nil {
+				split = n[1]
+			}
 			continue
 		}
 		l, seen := out[m[1]]
