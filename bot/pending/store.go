@@ -68,7 +68,7 @@ func (s *Store) PutProposal(ctx context.Context, p bot.Proposal) error {
 	if err != nil {
 		return err
 	}
-	ttl := time.Until(p.ExpiresAt) + grace
+	ttl := keepFor(p.ExpiresAt)
 	_, err = s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.Set(ctx, s.key("proposal", string(p.ID)), b, ttl)
 		if p.State == bot.ProposalPending {
@@ -138,7 +138,7 @@ func (s *Store) PutDecision(ctx context.Context, p bot.Proposal) error {
 	if err != nil {
 		return err
 	}
-	ttl := max(time.Until(p.ExpiresAt)+grace, time.Second)
+	ttl := keepFor(p.ExpiresAt)
 	_, err = s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.Set(ctx, s.key("decision", string(p.ID)), b, ttl)
 		pipe.ZRem(ctx, s.key("expiries"), string(p.ID))
@@ -165,7 +165,7 @@ func withPreview(p *bot.Proposal, ref any) {
 // script, so exactly one side redraws.
 func (s *Store) SetPreviewMessage(ctx context.Context, id bot.ProposalID, ref bot.MessageRef, expires time.Time) (missed bool, err error) {
 	n, err := setPreviewScript.Run(ctx, s.rdb, []string{s.key("preview", string(id)), s.key("preview-missed", string(id))},
-		string(ref), previewTTL(expires).Milliseconds()).Int()
+		string(ref), keepFor(expires).Milliseconds()).Int()
 	return n == 1, wrap("set preview message", err)
 }
 
@@ -174,11 +174,13 @@ func (s *Store) SetPreviewMessage(ctx context.Context, id bot.ProposalID, ref bo
 // SetPreviewMessage's caller redraws once the post returns.
 func (s *Store) PreviewMessage(ctx context.Context, id bot.ProposalID, expires time.Time) (bot.MessageRef, error) {
 	ref, err := previewScript.Run(ctx, s.rdb, []string{s.key("preview", string(id)), s.key("preview-missed", string(id))},
-		previewTTL(expires).Milliseconds()).Text()
+		keepFor(expires).Milliseconds()).Text()
 	return bot.MessageRef(ref), wrap("get preview message", err)
 }
 
-func previewTTL(expires time.Time) time.Duration { return max(time.Until(expires)+grace, time.Second) }
+// keepFor is how long the keys of a proposal expiring at expires live:
+// until then and grace after, at least a second.
+func keepFor(expires time.Time) time.Duration { return max(time.Until(expires)+grace, time.Second) }
 
 // setPreviewScript: KEYS 1 preview, 2 missed marker; ARGV 1 message, 2 TTL
 // ms. Returns 1 when a redraw missed the message.
