@@ -2,24 +2,14 @@ package board
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 )
 
-const deleteDelivery = `DELETE FROM webhook_deliveries WHERE hook = $1 AND delivery_id = $2`
-
-// ForgetDelivery removes a recorded webhook delivery, for one whose request
-// could not be queued: the sender's retry must then be taken as new.
-func (s *Store) ForgetDelivery(ctx context.Context, hook, deliveryID string) error {
-	if _, err := s.pool.Exec(ctx, deleteDelivery, hook, deliveryID); err != nil {
-		return fmt.Errorf("forget delivery %s/%s: %w", hook, deliveryID, err)
-	}
-	return nil
-}
-
 // Delivery is one webhook delivery to record: the hook, the sender's
-// delivery id, and the request id it would start.
+// delivery id, and the request id it started.
 type Delivery struct {
 	Hook      string
 	ID        string
@@ -33,77 +23,29 @@ type DeliveryResult struct {
 	IsNew     bool
 }
 
-// insertDeliveries records many deliveries in one statement. Of several
-// copies in one batch the first wins; rows already there are left alone.
-const insertDeliveries = `WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS t(hook, delivery_id, request_id, ord)
-), ins AS (
-    INSERT INTO webhook_deliveries (hook, delivery_id, request_id)
-    SELECT DISTINCT ON (hook, delivery_id) hook, delivery_id, request_id FROM input ORDER BY hook, delivery_id, ord
-    ON CONFLICT (hook, delivery_id) DO NOTHING
-    RETURNING hook, delivery_id, request_id
-)
-SELECT coalesce(ins.request_id, '') FROM input LEFT JOIN ins USING (hook, delivery_id) ORDER BY input.ord`
+const insertDelivery = `INSERT INTO webhook_deliveries (hook, delivery_id, request_id) VALUES ($1, $2, $3)
+ON CONFLICT (hook, delivery_id) DO NOTHING RETURNING request_id`
 
-// selectDeliveries reads rows that were there before a batch: a separate
-// statement, so it also sees rows that concurrent batches committed while
-// the insert waited for them.
-const selectDeliveries = `SELECT d.hook, d.delivery_id, d.request_id FROM webhook_deliveries d
-JOIN unnest($1::text[], $2::text[]) AS t(hook, delivery_id) USING (hook, delivery_id)`
+// selectDelivery is a statement of its own, not part of the insert: after
+// ON CONFLICT waited for a concurrent insert of the same delivery, only a
+// new snapshot sees the row that insert committed.
+const selectDelivery = `SELECT request_id FROM webhook_deliveries WHERE hook = $1 AND delivery_id = $2`
 
-// RecordDeliveries remembers webhook deliveries in one round
-// trip (two when some were seen before), so that a burst of webhooks
-// costs Postgres one statement instead of one each. Results are in the
-// order of ds.
-func (s *Store) RecordDeliveries(ctx context.Context, ds []Delivery) ([]DeliveryResult, error) {
-	hooks, ids, reqs := make([]string, len(ds)), make([]string, len(ds)), make([]string, len(ds))
-	for i, d := range ds {
-		hooks[i], ids[i], reqs[i] = d.Hook, d.ID, string(d.RequestID)
+// RecordDelivery remembers which request a webhook delivery started. When
+// the delivery was recorded before, nothing changes and the result has
+// the first request's id with IsNew false; recording the same request
+// again (a worker retrying after a crash) answers that same id.
+func (s *Store) RecordDelivery(ctx context.Context, d Delivery) (DeliveryResult, error) {
+	var first RequestID
+	err := s.pool.QueryRow(ctx, insertDelivery, d.Hook, d.ID, d.RequestID).Scan(&first)
+	if err == nil {
+		return DeliveryResult{RequestID: first, IsNew: true}, nil
 	}
-	rows, err := s.pool.Query(ctx, insertDeliveries, hooks, ids, reqs)
-	if err != nil {
-		return nil, fmt.Errorf("record %d deliveries: %w", len(ds), err)
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return DeliveryResult{}, fmt.Errorf("record delivery %s/%s: %w", d.Hook, d.ID, err)
 	}
-	firsts, err := pgx.CollectRows(rows, pgx.RowTo[RequestID])
-	if err != nil {
-		return nil, fmt.Errorf("record %d deliveries: %w", len(ds), err)
+	if err := s.pool.QueryRow(ctx, selectDelivery, d.Hook, d.ID).Scan(&first); err != nil {
+		return DeliveryResult{}, fmt.Errorf("read delivery %s/%s: %w", d.Hook, d.ID, err)
 	}
-	out := make([]DeliveryResult, len(ds))
-	var oldHooks, oldIDs []string
-	for i, first := range firsts {
-		if first == "" {
-			oldHooks, oldIDs = append(oldHooks, ds[i].Hook), append(oldIDs, ds[i].ID)
-			continue
-		}
-		out[i] = DeliveryResult{RequestID: first, IsNew: first == ds[i].RequestID}
-	}
-	if len(oldHooks) == 0 {
-		return out, nil
-	}
-	rows, err = s.pool.Query(ctx, selectDeliveries, oldHooks, oldIDs)
-	if err != nil {
-		return nil, fmt.Errorf("read earlier deliveries: %w", err)
-	}
-	seen := map[[2]string]RequestID{}
-	var hook, id string
-	var req RequestID
-	if _, err := pgx.ForEachRow(rows, []any{&hook, &id, &req}, func() error {
-		seen[[2]string{hook, id}] = req
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("read earlier deliveries: %w", err)
-	}
-	for i, first := range firsts {
-		if first != "" {
-			continue
-		}
-		req, ok := seen[[2]string{ds[i].Hook, ds[i].ID}]
-		if !ok {
-			// Recorded and forgotten again while we waited: a failed
-			// submit gave it back, so the sender's next try is new.
-			return nil, fmt.Errorf("delivery %s/%s vanished while being recorded: %w", ds[i].Hook, ds[i].ID, ErrNotFound)
-		}
-		out[i] = DeliveryResult{RequestID: req}
-	}
-	return out, nil
+	return DeliveryResult{RequestID: first}, nil
 }

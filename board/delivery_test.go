@@ -2,45 +2,66 @@ package board_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/board/boardtest"
 )
 
-func TestRecordDeliveries(t *testing.T) {
+func TestRecordDelivery(t *testing.T) {
 	t.Parallel()
 	s := boardtest.NewStore(t)
 	ctx := context.Background()
-	if first, err := s.RecordDeliveries(ctx, []board.Delivery{{Hook: "github", ID: "old", RequestID: "r_old"}}); err != nil || !first[0].IsNew {
-		t.Fatalf("first delivery: %v %v", first, err)
-	}
-	res, err := s.RecordDeliveries(ctx, []board.Delivery{
-		{Hook: "github", ID: "d1", RequestID: "r_1"},
-		{Hook: "github", ID: "old", RequestID: "r_2"}, // seen before this batch
-		{Hook: "github", ID: "d1", RequestID: "r_3"},  // a copy within the batch
-		{Hook: "forms", ID: "d1", RequestID: "r_4"},   // same id, other hook
-		{Hook: "github", ID: "d2", RequestID: "r_5"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []board.DeliveryResult{{"r_1", true}, {"r_old", false}, {"r_1", false}, {"r_4", true}, {"r_5", true}}
-	for i := range want {
-		if res[i] != want[i] {
-			t.Errorf("result %d = %+v, want %+v", i, res[i], want[i])
+	for _, c := range []struct {
+		d    board.Delivery
+		want board.DeliveryResult
+	}{
+		{board.Delivery{Hook: "github", ID: "d1", RequestID: "r_1"}, board.DeliveryResult{RequestID: "r_1", IsNew: true}},
+		{board.Delivery{Hook: "github", ID: "d1", RequestID: "r_2"}, board.DeliveryResult{RequestID: "r_1"}}, // redelivered
+		{board.Delivery{Hook: "github", ID: "d1", RequestID: "r_1"}, board.DeliveryResult{RequestID: "r_1"}}, // its worker again
+		{board.Delivery{Hook: "forms", ID: "d1", RequestID: "r_3"}, board.DeliveryResult{RequestID: "r_3", IsNew: true}},
+	} {
+		got, err := s.RecordDelivery(ctx, c.d)
+		if err != nil || got != c.want {
+			t.Errorf("RecordDelivery(%+v) = %+v, %v; want %+v", c.d, got, err, c.want)
 		}
 	}
 	var n int
 	_ = s.Pool().QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries`).Scan(&n)
-	if n != 4 {
-		t.Fatalf("%d rows, want 4", n)
+	if n != 2 {
+		t.Fatalf("%d rows, want 2", n)
 	}
-	if err := s.ForgetDelivery(ctx, "github", "d2"); err != nil {
-		t.Fatal(err)
+}
+
+// Concurrent copies of one delivery: one is new, and every copy learns
+// its request id, including copies whose insert waited on the first.
+func TestRecordDeliveryConcurrentCopies(t *testing.T) {
+	t.Parallel()
+	s := boardtest.NewStore(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	res := make([]board.DeliveryResult, 20)
+	errs := make([]error, 20)
+	for i := range res {
+		wg.Go(func() {
+			res[i], errs[i] = s.RecordDelivery(ctx, board.Delivery{Hook: "github", ID: "copy", RequestID: board.RequestID("r_" + string(rune('a'+i)))})
+		})
 	}
-	res, _ = s.RecordDeliveries(ctx, []board.Delivery{{Hook: "github", ID: "d2", RequestID: "r_6"}})
-	if res[0] != (board.DeliveryResult{RequestID: "r_6", IsNew: true}) {
-		t.Fatalf("after forgetting: %+v", res[0])
+	wg.Wait()
+	news := 0
+	for i := range res {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if res[i].IsNew {
+			news++
+		}
+		if res[i].RequestID != res[0].RequestID {
+			t.Fatalf("copy %d answered %s, copy 0 %s", i, res[i].RequestID, res[0].RequestID)
+		}
+	}
+	if news != 1 {
+		t.Fatalf("%d copies were new, want 1", news)
 	}
 }

@@ -95,8 +95,18 @@ type Request struct {
 	Again ProposalID `json:"again,omitempty"`
 	// Via is the credential the request came through (a token, a hook
 	// delivery), for the audit log; Submit takes it from the context.
-	Via        string    `json:"via,omitempty"`
-	ReceivedAt time.Time `json:"received_at"`
+	Via string `json:"via,omitempty"`
+	// Webhook names the webhook delivery the request came from; the worker
+	// records it in Postgres when it takes the request, and closes a
+	// delivery seen there before as a duplicate.
+	Webhook    *WebhookDelivery `json:"webhook,omitempty"`
+	ReceivedAt time.Time        `json:"received_at"`
+}
+
+// WebhookDelivery is a hook's name and the sender's id of one delivery.
+type WebhookDelivery struct {
+	Hook string `json:"hook"`
+	ID   string `json:"id"`
 }
 
 // RequestState is where a request is in its life.
@@ -142,6 +152,9 @@ type RequestStatus struct {
 	Reply      *Reply       `json:"reply,omitempty"`
 	ProposalID ProposalID   `json:"proposal_id,omitempty"`
 	Error      string       `json:"error,omitempty"`
+	// DuplicateOf is set on a webhook redelivery closed by its worker: the
+	// request the delivery started the first time.
+	DuplicateOf RequestID `json:"duplicate_of,omitempty"`
 }
 
 // ProposalState is where a proposal is in its life.

@@ -35,6 +35,9 @@ type Boards interface {
 	SaveProposal(ctx context.Context, p board.ProposalRecord) error
 	SetProposalState(ctx context.Context, id ProposalID, state, decidedBy string) error
 	Proposal(ctx context.Context, id ProposalID) (board.ProposalRecord, error)
+	// RecordDelivery records a webhook delivery's first request, or
+	// returns the one recorded before.
+	RecordDelivery(ctx context.Context, d board.Delivery) (board.DeliveryResult, error)
 	Ping(ctx context.Context) error
 }
 
@@ -259,8 +262,10 @@ func (e *Engine) Submit(ctx context.Context, r Request) (id RequestID, err error
 		r.Via = Via(ctx)
 	}
 	a := Admission{
-		Record:    RequestRecord{Request: r, Status: RequestStatus{ID: r.ID, State: RequestQueued}},
-		DedupeTTL: 24 * time.Hour,
+		Record: RequestRecord{Request: r, Status: RequestStatus{ID: r.ID, State: RequestQueued}},
+		// As long as the request's record: a webhook redelivered within a
+		// week answers the first request's id on the ack path.
+		DedupeTTL: 7 * 24 * time.Hour,
 		UserKey:   "user:" + string(r.Thread.Channel.Source) + ":" + r.User, UserLimit: e.cfg.UserRate,
 		ChannelKey: "channel:" + r.Thread.Channel.Key(), ChannelLimit: e.cfg.ChannelRate,
 		ChannelNotices: e.cfg.ChannelNotices, Now: e.deps.Now(),

@@ -125,6 +125,9 @@ func (memoryBoards) Status(context.Context, board.ID) (board.Status, error) {
 }
 func (memoryBoards) RecordAudit(context.Context, board.AuditEvent) error      { return nil }
 func (memoryBoards) SaveProposal(context.Context, board.ProposalRecord) error { return nil }
+func (memoryBoards) RecordDelivery(_ context.Context, d board.Delivery) (board.DeliveryResult, error) {
+	return board.DeliveryResult{RequestID: d.RequestID, IsNew: true}, nil
+}
 func (memoryBoards) SetProposalState(context.Context, bot.ProposalID, string, string) error {
 	return nil
 }

@@ -112,6 +112,11 @@ func (e *Engine) handle(ctx context.Context, consumer string, d Delivery) {
 		return
 	}
 	r := rec.Request
+	if !rec.Taken && r.Webhook != nil {
+		if closed := e.takeDelivery(ctx, consumer, d, rec); closed {
+			return
+		}
+	}
 	if !rec.Taken {
 		// The first thing recorded about a request, so the audit reads in
 		// the order things happened; its key keeps it to one row.
@@ -140,6 +145,36 @@ func (e *Engine) handle(ctx context.Context, consumer string, d Delivery) {
 		e.logger.Warn("answer not posted yet: the channel's outbound queue is full; it will be retried", "request", id)
 		e.leases.drop(consumer, d.MessageID)
 	}
+}
+
+// takeDelivery records the webhook delivery a request came from before
+// anything else is written about it. The ack path only dedupes in Redis
+// (for as long as the request's record lives there); Postgres keeps the
+// delivery for good, so a redelivery that outlived its Redis key, or that
+// Redis lost, is closed here as a duplicate instead of planned again. It
+// reports whether the request is finished with (closed, or left for a
+// retry because Postgres did not answer).
+func (e *Engine) takeDelivery(ctx context.Context, consumer string, d Delivery, rec RequestRecord) bool {
+	w := rec.Request.Webhook
+	res, err := e.deps.Boards.RecordDelivery(ctx, board.Delivery{Hook: w.Hook, ID: w.ID, RequestID: rec.Request.ID})
+	if err != nil {
+		e.logger.Warn("record webhook delivery; the request is retried", "request", rec.Request.ID, "hook", w.Hook, "delivery", w.ID, "err", err)
+		e.leases.drop(consumer, d.MessageID) // reclaimed once Postgres answers again
+		return true
+	}
+	if res.RequestID == rec.Request.ID {
+		return false // this request's own delivery (new, or recorded before a crash)
+	}
+	e.logger.Info("webhook redelivery closed as a duplicate", "request", rec.Request.ID, "hook", w.Hook, "delivery", w.ID, "first", res.RequestID)
+	rec.Taken = true
+	rec.Status.State, rec.Status.DuplicateOf = RequestDone, res.RequestID
+	if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
+		e.logger.Warn("store request status", "request", rec.Request.ID, "err", err)
+		e.leases.drop(consumer, d.MessageID)
+		return true
+	}
+	e.ack(ctx, consumer, d)
+	return true
 }
 
 // postAttempts is how many times an answer is tried before the request is

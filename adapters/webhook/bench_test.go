@@ -90,7 +90,7 @@ func BenchmarkWebhookIngest(b *testing.B) {
 		b.Fatal(err)
 	}
 	r := chi.NewRouter()
-	webhook.New(hooks, eng, store, boardtest.Logger(b)).Routes(r)
+	webhook.New(hooks, eng, boardtest.Logger(b)).Routes(r)
 	b.ResetTimer()
 	ingestBench(b, r)
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -31,31 +30,18 @@ type Engine interface {
 	SetChannelDeciders(channel string, users []string)
 }
 
-// Deliveries remembers delivery ids in Postgres; *board.Store is one.
-type Deliveries interface {
-	// RecordDeliveries stores each (hook, delivery) -> request id unless
-	// it is there; then its result has the stored request id and IsNew
-	// false.
-	RecordDeliveries(ctx context.Context, ds []board.Delivery) ([]board.DeliveryResult, error)
-	// ForgetDelivery removes a delivery whose request could not be queued,
-	// so the sender's retry is not mistaken for a duplicate.
-	ForgetDelivery(ctx context.Context, hook, deliveryID string) error
-}
-
 // Adapter serves the hooks.
 type Adapter struct {
-	hooks      map[string]*Hook
-	eng        Engine
-	deliveries Deliveries
-	batch      *batcher
-	logger     *slog.Logger
-	now        func() time.Time
-	builtins   map[string]*template.Template
+	hooks    map[string]*Hook
+	eng      Engine
+	logger   *slog.Logger
+	now      func() time.Time
+	builtins map[string]*template.Template
 }
 
 // New returns an adapter serving hooks, and tells the engine who decides
 // in each hook's channel.
-func New(hooks map[string]*Hook, eng Engine, deliveries Deliveries, logger *slog.Logger) *Adapter {
+func New(hooks map[string]*Hook, eng Engine, logger *slog.Logger) *Adapter {
 	for _, h := range hooks {
 		if len(h.Deciders) > 0 {
 			eng.SetChannelDeciders(h.Channel.Key(), h.Deciders)
@@ -66,7 +52,7 @@ func New(hooks map[string]*Hook, eng Engine, deliveries Deliveries, logger *slog
 		// The built-in templates are tested to parse.
 		b[name] = template.Must(parseTemplate(name, name))
 	}
-	return &Adapter{hooks: hooks, eng: eng, deliveries: deliveries, batch: &batcher{store: deliveries}, logger: logger, now: time.Now, builtins: b}
+	return &Adapter{hooks: hooks, eng: eng, logger: logger, now: time.Now, builtins: b}
 }
 
 // SetClock replaces the clock the Standard Webhooks tolerance is judged by.
@@ -178,31 +164,22 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, out)
 }
 
-// submit records the delivery and queues the request once: of concurrent
-// copies, the first insert wins and the rest answer its request id.
+// submit queues the request once per delivery id. The engine's intake
+// dedupes on the ack path in the same Redis step that queues, so of
+// concurrent copies one is queued and the rest answer its request id, and
+// a copy that failed to queue left nothing behind for the retry to trip
+// on. Postgres is not on this path: the worker records the delivery in
+// webhook_deliveries when it takes the request.
 func (a *Adapter) submit(ctx context.Context, hook *Hook, delivery string, req bot.Request) (bot.RequestID, bool, error) {
-	if delivery == "" {
-		id, err := a.eng.Submit(ctx, req)
-		return id, false, err
+	if delivery != "" {
+		req.DedupeKey = "hook:" + hook.Name + ":" + delivery
+		req.Webhook = &bot.WebhookDelivery{Hook: hook.Name, ID: delivery}
 	}
-	res, err := a.batch.record(ctx, board.Delivery{Hook: hook.Name, ID: delivery, RequestID: req.ID})
-	if err != nil {
-		return "", false, err
-	}
-	if !res.IsNew {
-		return res.RequestID, true, nil
-	}
-	// The engine's own dedupe key guards the gap where the row is written
-	// but the process dies before it is queued.
-	req.DedupeKey = "hook:" + hook.Name + ":" + delivery
 	id, err := a.eng.Submit(ctx, req)
 	if err != nil {
-		if ferr := a.deliveries.ForgetDelivery(context.WithoutCancel(ctx), hook.Name, delivery); ferr != nil {
-			a.logger.Warn("forget failed delivery", "request", req.ID, "hook", hook.Name, "delivery", delivery, "err", ferr)
-		}
 		return "", false, err
 	}
-	return id, false, nil
+	return id, id != req.ID, nil
 }
 
 // eventType is the event's name from the sender's header.

@@ -48,7 +48,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 		t.Fatal(err)
 	}
 	r := chi.NewRouter()
-	webhook.New(hooks, env.Engine, env.Store, boardtest.Logger(t)).Routes(r)
+	webhook.New(hooks, env.Engine, boardtest.Logger(t)).Routes(r)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	return &hookEnv{Env: env, URL: srv.URL}
@@ -257,5 +257,42 @@ func TestConcurrentCopiesMakeOneRequest(t *testing.T) {
 	_ = e.Store.Pool().QueryRow(context.Background(), "SELECT count(*) FROM proposals").Scan(&proposals)
 	if proposals != 1 || len(e.Model.Requests()) != 1 {
 		t.Fatalf("%d proposals and %d model calls, want 1 and 1", proposals, len(e.Model.Requests()))
+	}
+}
+
+// A redelivery whose Redis dedupe key is gone (it outlived it, or Redis
+// restarted empty) gets past the ack path, but its worker finds the
+// delivery in Postgres and closes it as a duplicate: no second plan.
+func TestRedeliveryPastRedisIsClosedByTheWorker(t *testing.T) {
+	t.Parallel()
+	e := newHookEnv(t)
+	ctx := context.Background()
+	body := fixture(t, "github-issues-labeled.json")
+	status, out := post(t, e.URL+"/api/v1/hooks/github", githubHeaders(body, "issues", "d-old"), body)
+	if status != http.StatusAccepted {
+		t.Fatalf("%d %v", status, out)
+	}
+	first := bot.RequestID(out["request_id"].(string))
+	if st := e.WaitRequest(t, first); st.ProposalID == "" {
+		t.Fatalf("no proposal: %+v", st)
+	}
+	keys, err := e.Redis.Keys(ctx, e.Prefix+":dedupe:*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("dedupe keys %v, %v; want one", keys, err)
+	}
+	e.Redis.Del(ctx, keys...)
+
+	status, out = post(t, e.URL+"/api/v1/hooks/github", githubHeaders(body, "issues", "d-old"), body)
+	if status != http.StatusAccepted || out["request_id"] == string(first) {
+		t.Fatalf("redelivery past Redis: %d %v", status, out)
+	}
+	st := e.WaitRequest(t, bot.RequestID(out["request_id"].(string)))
+	if st.State != bot.RequestDone || st.DuplicateOf != first || st.ProposalID != "" || st.Reply != nil {
+		t.Fatalf("redelivery's request = %+v, want done as a duplicate of %s", st, first)
+	}
+	var proposals int
+	_ = e.Store.Pool().QueryRow(ctx, "SELECT count(*) FROM proposals").Scan(&proposals)
+	if proposals != 1 || len(e.Model.Requests()) != 1 || e.deliveries(t) != 1 {
+		t.Fatalf("%d proposals, %d model calls, %d delivery rows; want 1 each", proposals, len(e.Model.Requests()), e.deliveries(t))
 	}
 }

@@ -47,7 +47,7 @@ func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, con *co
 	engine.SetEvents(ob)
 	con.SetSuccessors(store)
 	return &integrations{
-		hooks:  webhook.New(hooks, engine, store, logger),
+		hooks:  webhook.New(hooks, engine, logger),
 		outbox: ob,
 		guard:  apitoken.NewGuard(apitoken.NewStore(store.Pool()), cfg.APIToken, logger),
 	}, nil
