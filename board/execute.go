@@ -86,6 +86,21 @@ VALUES ($1, $2, $3, 'approved', coalesce($4::jsonb, '{}'), $5, $6, $7, now(), $8
 ON CONFLICT (id) DO UPDATE SET state = 'approved', decided_by = excluded.decided_by,
     board_id = excluded.board_id, result = excluded.result, decided_at = now()`
 
+	// updateExecutedProposal records a proposal Postgres holds as
+	// approved: an UPDATE, not upsertExecutedProposal's insert attempt,
+	// on the usual path where the record is known to be there.
+	updateExecutedProposal = `UPDATE proposals SET state = 'approved', decided_by = $2, board_id = $3, result = $4, decided_at = now()
+WHERE id = $1`
+
+	// insertAudits writes an execution's audit events in one statement,
+	// in order: ids follow the ordinality.
+	insertAudits = `INSERT INTO audit_events (actor, action, channel, proposal_id, board_id, detail, dedupe_key)
+SELECT u.actor, u.action, u.channel, u.proposal_id, u.board_id, u.detail::jsonb, nullif(u.dedupe_key, '')
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+    WITH ORDINALITY AS u(actor, action, channel, proposal_id, board_id, detail, dedupe_key, ord)
+ORDER BY u.ord
+ON CONFLICT (dedupe_key) DO NOTHING`
+
 	insertAudit = `INSERT INTO audit_events (actor, action, channel, proposal_id, board_id, detail, dedupe_key)
 VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''))
 ON CONFLICT (dedupe_key) DO NOTHING`
@@ -310,13 +325,24 @@ func (s *Store) queueRecord(b *pgx.Batch, ex Execution, boards []boardRow, res E
 	if len(boards) > 0 && ex.Channel != "" {
 		b.Queue(upsertBinding, ex.Channel, boards[len(boards)-1].ID)
 	}
-	b.Queue(upsertExecutedProposal, ex.ProposalID, ex.Channel, ex.RequestedBy, planJSON, ex.ApprovedBy, res.BoardID, resultJSON, ex.Chain)
-	b.Queue(insertAudit, ex.ApprovedBy, "executed", ex.Channel, ex.ProposalID, res.BoardID, detail, "")
-	for _, e := range ex.Audit {
-		// The decision's own audit rows commit with the board, so the
-		// record never says "approved" without the board, or the reverse.
-		b.Queue(insertAudit, e.Actor, e.Action, e.Channel, e.ProposalID, res.BoardID, auditDetail(e), e.DedupeKey)
+	if planJSON == nil {
+		b.Queue(updateExecutedProposal, ex.ProposalID, ex.ApprovedBy, res.BoardID, resultJSON)
+	} else {
+		b.Queue(upsertExecutedProposal, ex.ProposalID, ex.Channel, ex.RequestedBy, planJSON, ex.ApprovedBy, res.BoardID, resultJSON, ex.Chain)
 	}
+	// The decision's own audit rows commit with the board, so the record
+	// never says "approved" without the board, or the reverse.
+	events := append([]AuditEvent{{Actor: ex.ApprovedBy, Action: "executed", Channel: ex.Channel, ProposalID: ex.ProposalID, Detail: detail}}, ex.Audit...)
+	n := len(events)
+	actor, action, channel, proposal, boardID, details, dedupe := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]*string, n), make([]string, n)
+	for i, e := range events {
+		actor[i], action[i], channel[i], proposal[i], boardID[i], dedupe[i] = e.Actor, e.Action, e.Channel, string(e.ProposalID), string(res.BoardID), e.DedupeKey
+		if len(e.Detail) > 0 {
+			d := string(e.Detail)
+			details[i] = &d
+		}
+	}
+	b.Queue(insertAudits, actor, action, channel, proposal, boardID, details, dedupe)
 	if s.failBeforeCommit == nil {
 		b.Queue("COMMIT")
 	}

@@ -92,9 +92,9 @@ func (s *Store) Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, 
 	if !ok {
 		return bot.Proposal{}, fmt.Errorf("proposal %s: %w", id, bot.ErrNotFound)
 	}
-	var p bot.Proposal
-	if err := json.Unmarshal([]byte(raw), &p); err != nil {
-		return bot.Proposal{}, fmt.Errorf("proposal %s: %w", id, err)
+	p, err := decodeProposal(id, raw)
+	if err != nil {
+		return bot.Proposal{}, err
 	}
 	withPreview(&p, vals[1])
 	if err := withDecision(&p, vals[2]); err != nil {
@@ -238,12 +238,12 @@ func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder str
 		return bot.Proposal{}, false, fmt.Errorf("proposal %s: %w", id, bot.ErrNotFound)
 	}
 	raw, _ := res[1].(string)
-	var p bot.Proposal
-	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+	p, err := decodeProposal(id, raw)
+	if err != nil {
 		if code == 1 {
 			_ = s.Release(ctx, id)
 		}
-		return bot.Proposal{}, false, fmt.Errorf("proposal %s: %w", id, err)
+		return bot.Proposal{}, false, err
 	}
 	withPreview(&p, res[2])
 	if err := withDecision(&p, res[3]); err != nil {
@@ -356,7 +356,9 @@ if full(KEYS[2], ARGV[6]) then which, window = 'user', ARGV[7]
 elseif full(KEYS[3], ARGV[8]) then which, window = 'channel', ARGV[9] end
 if which then
   local notify = 0
-  if redis.call('SET', KEYS[6], '1', 'NX', 'PX', window) then
+  -- Once the channel's notices are used up, a throttled request reads
+  -- and writes nothing more: a flood costs Redis only these reads.
+  if tonumber(redis.call('GET', KEYS[7]) or '0') < tonumber(ARGV[10]) and redis.call('SET', KEYS[6], '1', 'NX', 'PX', window) then
     local n = redis.call('INCR', KEYS[7])
     if n == 1 then redis.call('PEXPIRE', KEYS[7], ARGV[9]) end
     if n <= tonumber(ARGV[10]) then notify = 1 end
