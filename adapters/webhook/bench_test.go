@@ -71,8 +71,9 @@ func ingestBench(b *testing.B, h http.Handler) {
 }
 
 // BenchmarkWebhookIngest is POST /api/v1/hooks/{name} as served:
-// signature check, the delivery row in Postgres (group-committed under a
-// burst), and the engine's one-round-trip intake in Redis. The engine's
+// signature check, the payload decoded and templated, and the engine's
+// one-round-trip intake in Redis, which also dedupes the delivery id (the
+// worker records it in Postgres when it takes the request). The engine's
 // workers do not run, as in the Slack ingest benchmark: this is the path
 // that answers the sender, and planning would take the same two cores.
 func BenchmarkWebhookIngest(b *testing.B) {
