@@ -207,52 +207,47 @@ func (s *Store) Claim(ctx context.Context, id bot.ProposalID, holder string, ttl
 	return ok, wrap("claim proposal", err)
 }
 
-// claimScript takes a proposal's decision lock and reads the proposal in
-// one round trip. KEYS: 1 claim, 2 proposal, 3 preview message, 4
-// decision. ARGV: 1 holder, 2 TTL ms. A proposal Redis does not have is
-// not claimed.
-var claimScript = redis.NewScript(`
-local p = redis.call('GET', KEYS[2])
-if not p then return {-1, '', '', ''} end
-local m = redis.call('GET', KEYS[3]) or ''
-local d = redis.call('GET', KEYS[4]) or ''
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, p, m, d} end
-return {0, p, m, d}
-`)
-
 // ClaimProposal takes the proposal's decision lock for holder, like Claim,
 // and returns the proposal as it is under the lock (or, when someone else
 // holds it, as it is now). bot.ErrNotFound when Redis has no such proposal;
 // then nothing is claimed.
+//
+// The lock and the read are one MULTI/EXEC, one round trip, rather than a
+// Lua script: a script copies a 64-card proposal (some 20 KB) into Lua and
+// back, which costs more than the round trip itself. MULTI takes the lock
+// even for a proposal Redis does not have; it is given back at once.
 func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder string, ttl time.Duration) (bot.Proposal, bool, error) {
-	res, err := claimScript.Run(ctx, s.rdb, []string{s.key("claim", string(id)), s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id))},
-		holder, max(ttl, time.Millisecond).Milliseconds()).Slice()
+	var lock *redis.BoolCmd
+	var vals *redis.SliceCmd
+	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		lock = pipe.SetNX(ctx, s.key("claim", string(id)), holder, max(ttl, time.Millisecond))
+		vals = pipe.MGet(ctx, s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id)))
+		return nil
+	})
 	if err != nil {
 		return bot.Proposal{}, false, wrap("claim proposal", err)
 	}
-	if len(res) != 4 {
-		return bot.Proposal{}, false, fmt.Errorf("claim proposal %s: unexpected reply %v", id, res)
-	}
-	code, _ := res[0].(int64)
-	if code < 0 {
+	claimed := lock.Val()
+	v := vals.Val()
+	raw, ok := v[0].(string)
+	if !ok {
+		if claimed {
+			_ = s.Release(ctx, id)
+		}
 		return bot.Proposal{}, false, fmt.Errorf("proposal %s: %w", id, bot.ErrNotFound)
 	}
-	raw, _ := res[1].(string)
 	p, err := decodeProposal(id, raw)
+	if err == nil {
+		withPreview(&p, v[1])
+		err = withDecision(&p, v[2])
+	}
 	if err != nil {
-		if code == 1 {
+		if claimed {
 			_ = s.Release(ctx, id)
 		}
 		return bot.Proposal{}, false, err
 	}
-	withPreview(&p, res[2])
-	if err := withDecision(&p, res[3]); err != nil {
-		if code == 1 {
-			_ = s.Release(ctx, id)
-		}
-		return bot.Proposal{}, false, err
-	}
-	return p, code == 1, nil
+	return p, claimed, nil
 }
 
 // Release gives a claim back, so a decision that failed can be retried.
