@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,15 +37,23 @@ func NewStore(rdb redis.UniversalClient, prefix string) *Store {
 	return &Store{rdb: rdb, prefix: prefix + ":"}
 }
 
+// key joins the prefix and parts with ":" in one allocation: intake builds
+// seven keys per request.
 func (s *Store) key(parts ...string) string {
-	k := s.prefix
+	n := len(s.prefix) + len(parts)
+	for _, p := range parts {
+		n += len(p)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(s.prefix)
 	for i, p := range parts {
 		if i > 0 {
-			k += ":"
+			b.WriteByte(':')
 		}
-		k += p
+		b.WriteString(p)
 	}
-	return k
+	return b.String()
 }
 
 // wrap marks Redis failures as bot.ErrUnavailable, so the engine can tell
