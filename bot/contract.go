@@ -200,6 +200,10 @@ type Proposal struct {
 	// Quorum is the approval policy in force when it was proposed and the
 	// approvals so far; nil when the engine keeps no policies.
 	Quorum *Quorum `json:"quorum,omitempty"`
+	// Deciding says that a decision held the proposal's claim when it was
+	// read from Redis: its state there may trail what Postgres committed.
+	// It is never stored.
+	Deciding bool `json:"-"`
 }
 
 // ChainID is the id naming every version of p's request.

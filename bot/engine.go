@@ -308,6 +308,7 @@ func (e *Engine) Request(ctx context.Context, id RequestID) (RequestStatus, erro
 func (e *Engine) Proposal(ctx context.Context, id ProposalID) (Proposal, error) {
 	p, err := e.deps.Proposals.Proposal(ctx, id)
 	if err == nil {
+		p = e.committed(ctx, p)
 		if p.State == ProposalPending && !e.deps.Now().Before(p.ExpiresAt) {
 			p.State = ProposalExpired
 		}
@@ -317,6 +318,51 @@ func (e *Engine) Proposal(ctx context.Context, id ProposalID) (Proposal, error) 
 		return Proposal{}, err
 	}
 	return e.proposalFromHistory(ctx, id)
+}
+
+// committed lays what Postgres committed over a proposal Redis still has
+// as pending while a decision holds it: an approval answers its caller
+// before Redis has its decision (recordDecision), and a read in between
+// must already see the approval. Postgres failing leaves the Redis view.
+func (e *Engine) committed(ctx context.Context, p Proposal) Proposal {
+	if !p.Deciding {
+		return p
+	}
+	rec, err := e.deps.Boards.Proposal(ctx, p.ID)
+	if err != nil || rec.State == string(ProposalPending) {
+		return p
+	}
+	p.State, p.DecidedBy, p.DecidedAt, p.BoardID = ProposalState(rec.State), rec.DecidedBy, rec.DecidedAt, rec.BoardID
+	if rec.BoardID != "" {
+		p.BoardURL = board.BoardURL(e.cfg.PublicURL, rec.BoardID)
+	}
+	p.Deciding = false
+	return p
+}
+
+// recordDecision writes an approval's decision to Redis off the approver's
+// path, retrying a few times: until it lands, readers see the decision
+// through committed, and the claim it holds keeps every other decision
+// out.
+func (e *Engine) recordDecision(p Proposal) {
+	e.out.detach(func() {
+		var err error
+		for attempt := range 3 {
+			if attempt > 0 {
+				time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err = e.deps.Proposals.PutDecision(ctx, p)
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+		// The board exists and Postgres says approved; reads fall back to
+		// Postgres while the claim lasts, and the next decision attempt
+		// finds the approval there.
+		e.logger.Warn("record approval in redis", "proposal", p.ID, "err", err)
+	})
 }
 
 // proposalFromHistory rebuilds a proposal from its Postgres record. A
@@ -446,7 +492,9 @@ func (e *Engine) release(ctx context.Context, id ProposalID) {
 
 // Approve executes a pending proposal's plan, once: one Redis round trip
 // claims and loads the proposal, one Postgres transaction writes the board
-// with the decision and its audit. The first approver wins; every later
+// with the decision and its audit, and the answer goes back; Redis learns
+// the decision just after (recordDecision), and reads in between see it
+// from Postgres (committed). The first approver wins; every later
 // approve or cancel gets a *DecidedError naming the state and board, and
 // so does approving a version of a request another version of which was
 // approved. When the execution fails the claim is given back, so
@@ -495,11 +543,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	now := e.deps.Now()
 	p.State, p.DecidedBy, p.DecidedAt = ProposalApproved, user, now
 	p.BoardID, p.BoardURL = res.BoardID, board.BoardURL(e.cfg.PublicURL, res.BoardID)
-	if err := e.deps.Proposals.PutDecision(ctx, p); err != nil {
-		// The board exists and Postgres says approved; Redis catching up
-		// later changes nothing a user can do.
-		e.logger.Warn("record approval in redis", "proposal", id, "err", err)
-	}
+	e.recordDecision(p)
 	e.emit(ctx, p, !res.Replayed)
 	text := approvalText(user, now, p, res)
 	e.say(p.Thread, "announce approval", func(ctx context.Context, poster Poster) error {

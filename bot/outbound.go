@@ -88,6 +88,24 @@ func (o *outbound) drain(channel string, q chan func(context.Context)) {
 	}
 }
 
+// detach runs fn off the caller's path and outside the channel queues, so
+// it is never dropped; close waits for it. Once closing, fn runs at once on
+// the caller's path instead.
+func (o *outbound) detach(fn func()) {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		fn()
+		return
+	}
+	o.wg.Add(1)
+	o.mu.Unlock()
+	go func() {
+		defer o.wg.Done()
+		fn()
+	}()
+}
+
 // stopping reports whether the engine is stopping: an answer that failed
 // to post now is left for another replica rather than given up on.
 func (o *outbound) stopping() bool {

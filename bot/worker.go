@@ -281,6 +281,7 @@ func (e *Engine) previewPosted(ctx context.Context, poster Poster, p Proposal, r
 		e.logger.Warn("reread proposal after its preview", "proposal", p.ID, "err", err)
 		return
 	}
+	now = e.committed(ctx, now)
 	now.Message = ref
 	if err := poster.UpdatePreview(ctx, e.withApprovals(ctx, now)); err != nil {
 		e.logger.Warn("update preview decided while posted", "proposal", p.ID, "err", err)

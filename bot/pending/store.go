@@ -91,9 +91,10 @@ func (s *Store) PutProposal(ctx context.Context, p bot.Proposal) error {
 }
 
 // Proposal returns a stored proposal; bot.ErrNotFound when Redis has none
-// (never stored, or gone after its expiry).
+// (never stored, or gone after its expiry). Deciding is set on a pending
+// proposal whose claim is held.
 func (s *Store) Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error) {
-	vals, err := s.rdb.MGet(ctx, s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id))).Result()
+	vals, err := s.rdb.MGet(ctx, s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id)), s.key("claim", string(id))).Result()
 	if err != nil {
 		return bot.Proposal{}, wrap("get proposal", err)
 	}
@@ -109,6 +110,7 @@ func (s *Store) Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, 
 	if err := withDecision(&p, vals[2]); err != nil {
 		return bot.Proposal{}, err
 	}
+	p.Deciding = vals[3] != nil && p.State == bot.ProposalPending
 	return p, nil
 }
 

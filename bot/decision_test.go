@@ -1,0 +1,102 @@
+package bot_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/planner/plannertest"
+)
+
+// slowDecisions is the Redis store whose PutDecision waits until let is
+// closed, as when Redis is slow right after an approval committed.
+type slowDecisions struct {
+	*pending.Store
+	let chan struct{}
+}
+
+func (s *slowDecisions) PutDecision(ctx context.Context, p bot.Proposal) error {
+	select {
+	case <-s.let:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.Store.PutDecision(ctx, p)
+}
+
+// An approval answers before Redis records its decision; every read in
+// between already sees it approved (from Postgres), and no second decision
+// gets through.
+func TestApprovalIsSeenBeforeRedisRecordsIt(t *testing.T) {
+	t.Parallel()
+	rdb := bottest.Redis(t)
+	store := boardtest.NewStore(t)
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
+	if !res.Valid {
+		t.Fatalf("newspaper plan invalid: %+v", res.Errors)
+	}
+	prefix := bottest.Prefix()
+	ps := pending.NewStore(rdb, prefix)
+	slow := &slowDecisions{Store: ps, let: make(chan struct{})}
+	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ProposalTTL: time.Hour, ReclaimIdle: time.Minute, SweepInterval: time.Hour, PublicURL: "http://bobnet.test"},
+		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: store, Proposals: slow, Requests: ps, Queue: pending.NewQueue(rdb, prefix)},
+		boardtest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.SetPoster(bot.SourceConsole, &bottest.Poster{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = eng.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	env := &bottest.Env{Engine: eng, Store: store}
+	id, err := eng.Submit(ctx, bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := env.WaitRequest(t, id)
+	if st.ProposalID == "" {
+		t.Fatalf("no proposal: %+v", st)
+	}
+	ap, err := eng.Approve(ctx, st.ProposalID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := ps.Proposal(ctx, st.ProposalID); raw.State != bot.ProposalPending || !raw.Deciding {
+		t.Fatalf("Redis has %q (deciding %v) before PutDecision; the test needs it still pending", raw.State, raw.Deciding)
+	}
+	p, err := eng.Proposal(ctx, st.ProposalID)
+	if err != nil || p.State != bot.ProposalApproved || p.BoardID != ap.BoardID || p.BoardURL != ap.BoardURL || p.DecidedBy != "alice" {
+		t.Fatalf("read after the answer: %+v, %v; want approved by alice with board %s", p, err, ap.BoardID)
+	}
+	var de *bot.DecidedError
+	if _, err := eng.Cancel(ctx, st.ProposalID, "alice"); !errors.As(err, &de) || de.State != bot.ProposalApproved {
+		t.Fatalf("cancel after approve = %v, want already approved", err)
+	}
+	if _, err := eng.Approve(ctx, st.ProposalID, "alice"); !errors.As(err, &de) || de.State != bot.ProposalApproved || de.BoardID != ap.BoardID {
+		t.Fatalf("second approve = %v, want already approved with the board", err)
+	}
+
+	close(slow.let)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		raw, err := ps.Proposal(ctx, st.ProposalID)
+		if err == nil && raw.State == bot.ProposalApproved && raw.BoardID == ap.BoardID && !raw.Deciding {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis never recorded the approval: %+v, %v", raw, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := count(t, env, "boards"); n != 1 {
+		t.Fatalf("%d boards, want 1", n)
+	}
+}
