@@ -30,11 +30,12 @@ const grace = time.Hour
 type Store struct {
 	rdb    redis.UniversalClient
 	prefix string
+	admits *admitter
 }
 
 // NewStore returns a store on rdb with keys under prefix.
 func NewStore(rdb redis.UniversalClient, prefix string) *Store {
-	return &Store{rdb: rdb, prefix: prefix + ":"}
+	return &Store{rdb: rdb, prefix: prefix + ":", admits: &admitter{rdb: rdb}}
 }
 
 // key joins the prefix and parts with ":" in one allocation: intake builds
@@ -446,7 +447,7 @@ func (s *Store) Admit(ctx context.Context, a bot.Admission) (bot.AdmitResult, er
 		a.UserLimit.N, max(a.UserLimit.Per, time.Millisecond).Milliseconds(),
 		a.ChannelLimit.N, max(a.ChannelLimit.Per, time.Millisecond).Milliseconds(), a.ChannelNotices,
 	}
-	res, err := admitScript.Run(ctx, s.rdb, keys, args...).Slice()
+	res, err := s.admits.run(ctx, keys, args)
 	if err != nil {
 		return bot.AdmitResult{}, wrap("admit request", err)
 	}

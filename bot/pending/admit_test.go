@@ -1,0 +1,82 @@
+package pending_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/bot/pending"
+)
+
+// A burst of admissions, pipelined together, answers each caller with its
+// own outcome and queues each new request once.
+func TestBurstOfAdmissionsAnswersEachCaller(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := bottest.Redis(t), bottest.Prefix()
+	s := pending.NewStore(rdb, prefix)
+	ctx := context.Background()
+	const n = 300
+	got := make([]bot.AdmitResult, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			// Every third is a copy of the one before it; users 0-9 share a
+			// limit of 20 per minute.
+			key := fmt.Sprint("evt-", i-i%3/2)
+			res, err := s.Admit(ctx, bot.Admission{Record: bot.RequestRecord{Request: bot.Request{ID: bot.RequestID(fmt.Sprint("r_", i))}},
+				DedupeKey: key, DedupeTTL: time.Minute, UserKey: fmt.Sprint("u", i%10), UserLimit: bot.RateLimit{N: 20, Per: time.Minute}, ChannelKey: "c"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got[i] = res
+		})
+	}
+	wg.Wait()
+	news, dups, throttled := 0, 0, 0
+	for i, r := range got {
+		switch r.Outcome {
+		case bot.AdmitNew:
+			news++
+			if r.RequestID != bot.RequestID(fmt.Sprint("r_", i)) {
+				t.Errorf("admission %d answered %s", i, r.RequestID)
+			}
+		case bot.AdmitDuplicate:
+			dups++
+		case bot.AdmitThrottled:
+			throttled++
+		}
+	}
+	if news > 200 || news+dups+throttled != n {
+		t.Fatalf("new %d, duplicate %d, throttled %d of %d; at most 200 new (10 users x 20)", news, dups, throttled, n)
+	}
+	if l, err := rdb.XLen(ctx, prefix+":requests").Result(); err != nil || l != int64(news) {
+		t.Fatalf("stream has %d entries (%v), want one per new admission (%d)", l, err, news)
+	}
+}
+
+// A Redis that lost its scripts (restarted, or SCRIPT FLUSH) still admits.
+func TestAdmitAfterRedisLostItsScripts(t *testing.T) {
+	rdb, prefix := bottest.Redis(t), bottest.Prefix()
+	s := pending.NewStore(rdb, prefix)
+	ctx := context.Background()
+	admit := func(id string) bot.AdmitResult {
+		t.Helper()
+		res, err := s.Admit(ctx, bot.Admission{Record: bot.RequestRecord{Request: bot.Request{ID: bot.RequestID(id)}}, UserKey: "u", ChannelKey: "c"})
+		if err != nil {
+			t.Fatalf("admit %s: %v", id, err)
+		}
+		return res
+	}
+	admit("r_1")
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if res := admit("r_2"); res.Outcome != bot.AdmitNew || res.RequestID != "r_2" {
+		t.Fatalf("after SCRIPT FLUSH: %+v", res)
+	}
+}
