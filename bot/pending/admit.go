@@ -33,9 +33,10 @@ type admitter struct {
 }
 
 type admitCall struct {
-	keys []string
-	args []any
-	done chan admitReply // buffered: the flusher never blocks on it
+	record []byte // the request record, stored at keys[recordKey]
+	keys   []string
+	args   []any
+	done   chan admitReply // buffered: the flusher never blocks on it
 }
 
 type admitReply struct {
@@ -44,8 +45,8 @@ type admitReply struct {
 }
 
 // run admits one request: its script's reply, or the error that stopped it.
-func (a *admitter) run(ctx context.Context, keys []string, args []any) ([]any, error) {
-	c := &admitCall{keys: keys, args: args, done: make(chan admitReply, 1)}
+func (a *admitter) run(ctx context.Context, record []byte, keys []string, args []any) ([]any, error) {
+	c := &admitCall{record: record, keys: keys, args: args, done: make(chan admitReply, 1)}
 	a.mu.Lock()
 	a.queue = append(a.queue, c)
 	if !a.flushing {
@@ -86,12 +87,21 @@ func (a *admitter) flush() {
 // send runs one pipeline of admissions and answers each caller. A Redis
 // that lost its scripts (restarted) answers NOSCRIPT; those admissions are
 // sent again with the script's source.
+//
+// Each admission is two commands: the request record is stored under its
+// new, random id, then the script decides and deletes the record again
+// unless the request was taken. The record stays out of the script because
+// every byte passed to Lua is copied into a Lua string and collected
+// again: an 800-byte record made the script cost about 16 µs of Redis time
+// instead of 11, where a plain SET of it costs 3. A script that fails
+// leaves that record behind under an id nobody was given, until its TTL.
 func (a *admitter) send(batch []*admitCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), admitTimeout)
 	defer cancel()
 	cmds := make([]*redis.Cmd, len(batch))
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range batch {
+			p.Set(ctx, c.keys[admitRecordKey], c.record, requestTTL)
 			cmds[i] = admitScript.EvalSha(ctx, p, c.keys, c.args...)
 		}
 		return nil

@@ -57,3 +57,32 @@ func TestDecodeProposalMatchesEncodingJSON(t *testing.T) {
 		t.Fatal("a malformed proposal decoded without an error")
 	}
 }
+
+func TestEncodeRecordMatchesEncodingJSON(t *testing.T) {
+	now := time.Date(2026, 11, 23, 10, 4, 5, 123456789, time.FixedZone("CET", 3600))
+	full := bot.RequestRecord{
+		Request: bot.Request{
+			ID: "r_abc", Thread: bot.Thread{Channel: bot.Channel{Source: bot.SourceMatrix, ID: "!room:example.org"}, ID: "$evt"},
+			User: "@alice:example.org", UserName: "Alice <admin> & \"co\"",
+			Text:      "plan <script>alert(1)</script> & \u2028\u2029 é 🗞 \x00 \x1f tab\there \xff invalid",
+			DedupeKey: "matrix:$evt", Revises: "p_1", Feedback: "more cards", Again: "p_0", Via: "token:ci",
+			Webhook: &bot.WebhookDelivery{Hook: "github", ID: "d-1"}, ReceivedAt: now,
+		},
+		Status: bot.RequestStatus{ID: "r_abc", State: bot.RequestQueued, Reply: &bot.Reply{Text: "hi"}, ProposalID: "p_2", Error: "e", DuplicateOf: "r_x"},
+		Taken:  true,
+		Answer: &bot.Answer{Reply: &bot.Reply{Text: "<b>"}, ProposalID: "p_2", Failure: "f"},
+	}
+	for name, r := range map[string]bot.RequestRecord{"full": full, "empty": {}} {
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeRecord(r)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s: go-json wrote\n%s\nencoding/json wrote\n%s", name, got, want)
+		}
+	}
+}

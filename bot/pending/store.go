@@ -336,18 +336,23 @@ func (s *Store) Marked(ctx context.Context, key string) (bool, error) {
 }
 
 // admitScript admits a request in one round trip: dedupe, both rate-limit
-// windows, the request record and the stream entry, all or nothing. A
-// failure leaves nothing marked, so the platform's retry goes through.
+// windows and the stream entry, all or nothing. The request record was
+// stored just before it in the same pipeline (see admitter.send); a request
+// not taken has its record deleted again. A failure leaves nothing marked,
+// so the platform's retry goes through.
 //
 // KEYS: 1 dedupe, 2 user window, 3 channel window, 4 request record,
 // 5 stream, 6 user notice, 7 channel notice count.
-// ARGV: 1 request id, 2 record JSON, 3 record TTL ms, 4 has dedupe (0/1),
-// 5 dedupe TTL ms, 6 user N, 7 user window ms, 8 channel N,
-// 9 channel window ms, 10 notices per channel window.
+// ARGV: 1 request id, 2 has dedupe (0/1), 3 dedupe TTL ms, 4 user N,
+// 5 user window ms, 6 channel N, 7 channel window ms, 8 notices per
+// channel window.
 var admitScript = redis.NewScript(`
-if ARGV[4] == '1' then
+if ARGV[2] == '1' then
   local first = redis.call('GET', KEYS[1])
-  if first then return {'duplicate', first, 0} end
+  if first then
+    redis.call('DEL', KEYS[4])
+    return {'duplicate', first, 0}
+  end
 end
 local function full(key, n)
   n = tonumber(n)
@@ -359,26 +364,30 @@ local function count(key, n, win)
   if tonumber(n) > 0 and not redis.call('SET', key, '1', 'NX', 'PX', win) then redis.call('INCR', key) end
 end
 local which, window = false, 0
-if full(KEYS[2], ARGV[6]) then which, window = 'user', ARGV[7]
-elseif full(KEYS[3], ARGV[8]) then which, window = 'channel', ARGV[9] end
+if full(KEYS[2], ARGV[4]) then which, window = 'user', ARGV[5]
+elseif full(KEYS[3], ARGV[6]) then which, window = 'channel', ARGV[7] end
 if which then
+  redis.call('DEL', KEYS[4])
   local notify = 0
-  -- Once the channel's notices are used up, a throttled request reads
-  -- and writes nothing more: a flood costs Redis only these reads.
-  if tonumber(redis.call('GET', KEYS[7]) or '0') < tonumber(ARGV[10]) and redis.call('SET', KEYS[6], '1', 'NX', 'PX', window) then
+  -- Once the channel's notices are used up, a throttled request writes
+  -- nothing that stays: a flood costs Redis only these reads.
+  if tonumber(redis.call('GET', KEYS[7]) or '0') < tonumber(ARGV[8]) and redis.call('SET', KEYS[6], '1', 'NX', 'PX', window) then
     local n = redis.call('INCR', KEYS[7])
-    if n == 1 then redis.call('PEXPIRE', KEYS[7], ARGV[9]) end
-    if n <= tonumber(ARGV[10]) then notify = 1 end
+    if n == 1 then redis.call('PEXPIRE', KEYS[7], ARGV[7]) end
+    if n <= tonumber(ARGV[8]) then notify = 1 end
   end
   return {'throttled', which, notify}
 end
-count(KEYS[2], ARGV[6], ARGV[7])
-count(KEYS[3], ARGV[8], ARGV[9])
-redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[3])
-if ARGV[4] == '1' then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5]) end
+count(KEYS[2], ARGV[4], ARGV[5])
+count(KEYS[3], ARGV[6], ARGV[7])
+if ARGV[2] == '1' then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3]) end
 redis.call('XADD', KEYS[5], '*', 'request', ARGV[1])
 return {'new', ARGV[1], 0}
 `)
+
+// admitRecordKey is the index of the request record among admitScript's
+// KEYS.
+const admitRecordKey = 3
 
 // Allow counts one event against limit for key in a fixed window and
 // reports whether it is within the limit. Requests are limited by Admit;
@@ -415,7 +424,7 @@ func window(now time.Time, per time.Duration) string {
 // people per channel window); otherwise its record is stored and it is
 // queued on the request stream.
 func (s *Store) Admit(ctx context.Context, a bot.Admission) (bot.AdmitResult, error) {
-	rec, err := json.Marshal(a.Record)
+	rec, err := encodeRecord(a.Record)
 	if err != nil {
 		return bot.AdmitResult{}, err
 	}
@@ -443,11 +452,11 @@ func (s *Store) Admit(ctx context.Context, a bot.Admission) (bot.AdmitResult, er
 		s.key("notices", a.ChannelKey, chanWin),
 	}
 	args := []any{
-		id, rec, requestTTL.Milliseconds(), hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(),
+		id, hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(),
 		a.UserLimit.N, max(a.UserLimit.Per, time.Millisecond).Milliseconds(),
 		a.ChannelLimit.N, max(a.ChannelLimit.Per, time.Millisecond).Milliseconds(), a.ChannelNotices,
 	}
-	res, err := s.admits.run(ctx, keys, args)
+	res, err := s.admits.run(ctx, rec, keys, args)
 	if err != nil {
 		return bot.AdmitResult{}, wrap("admit request", err)
 	}

@@ -148,8 +148,10 @@ func TestAdmitDedupesAndLimits(t *testing.T) {
 	}
 	// A throttled request stored nothing and marked nothing: its dedupe key
 	// is free for the platform's retry once the window has room.
-	if _, err := s.Request(ctx, "r_4"); !errors.Is(err, bot.ErrNotFound) {
-		t.Fatalf("a throttled request stored a record: %v", err)
+	for _, id := range []bot.RequestID{"r_4", "r_5", "r_c0", "r_c3"} {
+		if _, err := s.Request(ctx, id); !errors.Is(err, bot.ErrNotFound) {
+			t.Fatalf("throttled request %s stored a record: %v", id, err)
+		}
 	}
 	// Unlimited: no limits at all.
 	for i := range 5 {
@@ -190,6 +192,16 @@ func TestAdmitIsAtomic(t *testing.T) {
 	wg.Wait()
 	if news != 1 || len(ids) != 1 {
 		t.Fatalf("new = %d, ids = %v; want one request for all", news, ids)
+	}
+	// Only the admitted copy keeps its record.
+	records := 0
+	for i := range 50 {
+		if _, err := s.Request(ctx, bot.RequestID(fmt.Sprint("r_", i))); err == nil {
+			records++
+		}
+	}
+	if records != 1 {
+		t.Fatalf("%d request records for one admitted request", records)
 	}
 }
 
