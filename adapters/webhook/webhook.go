@@ -157,11 +157,14 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "BobNet could not queue the request; deliver it again shortly")
 		return
 	}
-	out := map[string]any{"request_id": id}
-	if dup {
-		out["duplicate"] = true
-	}
-	writeJSON(w, http.StatusAccepted, out)
+	writeJSON(w, http.StatusAccepted, accepted{RequestID: id, Duplicate: dup})
+}
+
+// accepted is the answer to a delivery taken in, or recognised as a
+// redelivery of one.
+type accepted struct {
+	RequestID bot.RequestID `json:"request_id"`
+	Duplicate bool          `json:"duplicate,omitempty"`
 }
 
 // submit queues the request once per delivery id. The engine's intake
