@@ -21,27 +21,37 @@
     document.querySelectorAll(".move, .crit").forEach(function (m) { m.hidden = false; });
   }
 
+  // focused names the card button that has keyboard focus, to give it
+  // back after a redraw.
+  function focused() {
+    const active = document.activeElement;
+    const card = active && active.closest ? active.closest("article.card") : null;
+    if (!card) { return null; }
+    let selector = "";
+    if (active.dataset.move) { selector = '[data-move="' + active.dataset.move + '"]'; }
+    if (active.dataset.criterion) { selector = '[data-criterion="' + active.dataset.criterion + '"]'; }
+    return [card.dataset.card, selector];
+  }
+
   // refresh redraws the counts, the graph and the columns from the
   // server's page, keeping keyboard focus on the same button if it is
-  // still there.
+  // still there. What has focus and which descriptions are open are read
+  // when the new page arrives, not when it was asked for: someone who
+  // tabbed to another card meanwhile keeps that card, and an Enter
+  // pressed next acts on the card they chose.
   let refreshing = null;
   let again = false;
   function refresh() {
     if (refreshing) { again = true; return refreshing; }
-    const active = document.activeElement;
-    const focusCard = active && active.closest ? active.closest("article.card") : null;
-    let focusSelector = "";
-    if (focusCard && active.dataset.move) { focusSelector = '[data-move="' + active.dataset.move + '"]'; }
-    if (focusCard && active.dataset.criterion) { focusSelector = '[data-criterion="' + active.dataset.criterion + '"]'; }
-    const focusKey = focusCard ? [focusCard.dataset.card, focusSelector] : null;
-    // Descriptions people opened stay open across the redraw.
-    const opened = Array.prototype.map.call(document.querySelectorAll("article.card details[open]"), function (d) {
-      return d.closest("article.card").id;
-    });
     refreshing = fetch(location.pathname, { headers: { Accept: "text/html" }, cache: "no-store" })
       .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.text(); })
       .then(function (html) {
         const doc = new DOMParser().parseFromString(html, "text/html");
+        const focusKey = focused();
+        // Descriptions people opened stay open across the redraw.
+        const opened = Array.prototype.map.call(document.querySelectorAll("article.card details[open]"), function (d) {
+          return d.closest("article.card").id;
+        });
         ["live-counts", "live"].forEach(function (id) {
           const fresh = doc.getElementById(id);
           const old = document.getElementById(id);

@@ -211,10 +211,25 @@ func TestMoveCardsEverywhere(t *testing.T) {
 	if text := slashCommand(t, a, "U_BOB", "status"); !strings.Contains(text, "In Progress *1*") || !strings.Contains(text, "Done *1*") {
 		t.Fatalf("slack status after the page move: %q", text)
 	}
-	// Keyboard: focus a move button and press Enter.
-	// A live redraw may replace the button between finding and focusing
-	// it; try again then.
+	// Keyboard: focus a move button and press Enter. The redraw that
+	// move asks for is held until someone has tabbed to another card:
+	// when it lands, focus stays on the card they chose (it used to go
+	// back to the card that had focus when the redraw was asked for, and
+	// an Enter then moved that card).
+	browse(t, browser, chromedp.Evaluate[bool](`(function () {
+  const real = window.fetch;
+  window.held = null;
+  window.fetch = function (url, opts) {
+    if (!window.released && opts && opts.headers && opts.headers.Accept === 'text/html') {
+      return new Promise(function (resolve) { window.held = function () { resolve(real(url, opts)); }; });
+    }
+    return real(url, opts);
+  };
+  return true;
+})()`))
 	blocked := `document.getElementById('` + cards["NEWS-3"].ID + `').closest('section').dataset.status === 'Blocked'`
+	// A redraw still on its way may replace the button between finding
+	// and focusing it; try again then.
 	for attempt := 0; ; attempt++ {
 		err := chromedp.Do(browser, chromedp.Focus(chromedp.CSS(`#`+cards["NEWS-3"].ID+` button[data-move="Blocked"]`)), chromedp.KeyEvent("\r"))
 		if err == nil {
@@ -225,7 +240,16 @@ func TestMoveCardsEverywhere(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	waitFor(t, browser, "the redraw to be asked for", `window.held !== null`)
+	news4Ready := `#` + cards["NEWS-4"].ID + ` button[data-move="Ready"]`
+	if err := chromedp.Do(browser, chromedp.Focus(chromedp.CSS(news4Ready))); err != nil {
+		t.Fatal(err)
+	}
+	browse(t, browser, chromedp.Evaluate[bool](`window.released = true; window.held(); true`))
 	waitFor(t, browser, "NEWS-3 blocked by keyboard", blocked)
+	if got := browse(t, browser, chromedp.Evaluate[string](`(function () { const a = document.activeElement; const c = a && a.closest('article.card'); return (c ? c.id : '') + ' ' + (a.dataset.move || a.tagName); })()`)); got != cards["NEWS-4"].ID+" Ready" {
+		t.Errorf("after the redraw focus is on %q; want NEWS-4's Ready button (%s Ready)", got, cards["NEWS-4"].ID)
+	}
 
 	// A move elsewhere appears on the open page without a reload.
 	if code := a.call(t, "PATCH", "/api/v1/cards/"+cards["NEWS-2"].ID, map[string]any{"user": "dave", "status": "Review"}, nil); code != http.StatusOK {

@@ -85,7 +85,20 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !strings.HasPrefix(href, a.URL+"/boards/b_") {
 		t.Fatalf("board link = %q", href)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("[data-testid=board-link]")), chromedp.WaitVisible(chromedp.CSS("#board-name"))); err != nil {
+	// The events that follow an approval (the decision, the reply in the
+	// thread) redraw the proposal, and a redraw may replace the link
+	// between finding and clicking it; try again then.
+	for attempt := 0; ; attempt++ {
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("[data-testid=board-link]")))
+		if err == nil {
+			break
+		}
+		if attempt == 4 {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#board-name"))); err != nil {
 		t.Fatal(err)
 	}
 	name := browse(t, ctx, chromedp.Text(chromedp.CSS("#board-name")))
