@@ -441,32 +441,63 @@ func (e *Engine) Authorize(ctx context.Context, id ProposalID, user string) (Pro
 
 // claimFor takes the decision lock of a proposal and loads it, in one
 // Redis round trip, and checks that user may decide it. On success the
-// caller holds the claim; on any error nothing is held.
+// caller holds the claim; on any error nothing is held. A claim someone
+// else holds is tried again for a moment (claimWaits) unless what was
+// committed already answers.
 func (e *Engine) claimFor(ctx context.Context, id ProposalID, user, action string) (Proposal, error) {
-	p, claimed, err := e.deps.Proposals.ClaimProposal(ctx, id, action+":"+user, e.cfg.ClaimTTL)
-	if errors.Is(err, ErrNotFound) {
-		// Redis let it go: Postgres knows how it ended.
-		p, err := e.proposalFromHistory(ctx, id)
-		if err != nil {
-			return Proposal{}, err
+	for attempt := 0; ; attempt++ {
+		p, claimed, err := e.deps.Proposals.ClaimProposal(ctx, id, action+":"+user, e.cfg.ClaimTTL)
+		if errors.Is(err, ErrNotFound) {
+			// Redis let it go: Postgres knows how it ended.
+			p, err := e.proposalFromHistory(ctx, id)
+			if err != nil {
+				return Proposal{}, err
+			}
+			return p, e.decidable(ctx, p, user, action)
 		}
-		return p, e.decidable(ctx, p, user, action)
-	}
-	if err != nil {
-		return Proposal{}, unavailable("claim proposal", err)
-	}
-	if !claimed {
+		if err != nil {
+			return Proposal{}, unavailable("claim proposal", err)
+		}
+		if claimed {
+			if err := e.decidable(ctx, p, user, action); err != nil {
+				e.release(ctx, id)
+				return p, err
+			}
+			return p, nil
+		}
 		if p.State != ProposalPending {
 			return p, e.decidable(ctx, p, user, action)
 		}
-		return p, e.heldBy(ctx, p)
+		if p.Quorum.Multi() {
+			// approveQuorum records approvals while another holds the claim.
+			return p, e.heldBy(ctx, p)
+		}
+		if attempt == 0 {
+			// Someone who may not decide hears so at once, whoever holds
+			// the claim.
+			if err := e.decidable(ctx, p, user, action); err != nil {
+				return p, err
+			}
+		}
+		held := e.heldBy(ctx, p)
+		if !beingDecided(held) || attempt == len(claimWaits) {
+			return p, held
+		}
+		select {
+		case <-ctx.Done():
+			return p, held
+		case <-time.After(claimWaits[attempt]):
+		}
 	}
-	if err := e.decidable(ctx, p, user, action); err != nil {
-		e.release(ctx, id)
-		return p, err
-	}
-	return p, nil
 }
+
+// claimWaits are the pauses before trying a held claim again, about a
+// third of a second in all. A decision holds its claim for milliseconds,
+// and a refused one (someone who may not decide clicked first) gives it
+// back at once: the person who may decide, clicking at the same moment,
+// goes ahead instead of hearing "being decided". A claim left by a crashed
+// process still gets that answer within a moment.
+var claimWaits = []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 160 * time.Millisecond}
 
 // heldBy explains why a proposal someone else holds cannot be decided
 // now, from what was committed: a decision Redis has not caught up with

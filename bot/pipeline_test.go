@@ -257,6 +257,46 @@ func TestCrashedApproverClaimIsReleasedPromptly(t *testing.T) {
 	}
 }
 
+// Someone who may not decide, clicking Approve at the same moment as the
+// requester, does not turn the requester away with "being decided": their
+// claim is given back at once and the requester's approval goes ahead. And
+// they hear that they may not decide, whoever holds the claim.
+func TestRefusedClickDoesNotTurnTheRequesterAway(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	answerNewspaper(t, env)
+	ctx := context.Background()
+	p := propose(t, env, "alice")
+	ps := pending.NewStore(env.Redis, env.Prefix)
+
+	// Alice's own claim is held: mallory is refused for who she is.
+	if ok, err := ps.Claim(ctx, p.ID, "approve:alice", bot.DefaultClaimTTL); err != nil || !ok {
+		t.Fatalf("claim = %v, %v", ok, err)
+	}
+	if _, err := env.Engine.Approve(ctx, p.ID, "mallory"); !errors.Is(err, bot.ErrForbidden) {
+		t.Fatalf("mallory under alice's claim: %v; want forbidden", err)
+	}
+	if err := ps.Release(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// Mallory's refused click holds the claim for a moment.
+	if ok, err := ps.Claim(ctx, p.ID, "approve:mallory", bot.DefaultClaimTTL); err != nil || !ok {
+		t.Fatalf("claim = %v, %v", ok, err)
+	}
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		_ = ps.Release(ctx, p.ID)
+	}()
+	a, err := env.Engine.Approve(ctx, p.ID, "alice")
+	if err != nil {
+		t.Fatalf("alice's approval next to a refused click: %v", err)
+	}
+	if a.BoardID == "" || count(t, env, "boards") != 1 {
+		t.Fatalf("approval %+v, boards = %d; want one board", a, count(t, env, "boards"))
+	}
+}
+
 // A NUL in model output is a bad plan, named with its path; it never
 // reaches Postgres to come back as "a database is unavailable".
 func TestNULInModelOutputIsABadPlan(t *testing.T) {
