@@ -204,6 +204,9 @@ type Proposal struct {
 	// read from Redis: its state there may trail what Postgres committed.
 	// It is never stored.
 	Deciding bool `json:"-"`
+	// ClaimHolder is who holds the claim ("approve:U123") when a claim
+	// attempt found it held by another decision. It is never stored.
+	ClaimHolder string `json:"-"`
 }
 
 // ChainID is the id naming every version of p's request.

@@ -441,9 +441,8 @@ func (e *Engine) Authorize(ctx context.Context, id ProposalID, user string) (Pro
 
 // claimFor takes the decision lock of a proposal and loads it, in one
 // Redis round trip, and checks that user may decide it. On success the
-// caller holds the claim; on any error nothing is held. A claim someone
-// else holds is tried again for a moment (claimWaits) unless what was
-// committed already answers.
+// caller holds the claim; on any error nothing is held. A claim held by
+// someone who may not decide is tried again for a moment (claimWaits).
 func (e *Engine) claimFor(ctx context.Context, id ProposalID, user, action string) (Proposal, error) {
 	for attempt := 0; ; attempt++ {
 		p, claimed, err := e.deps.Proposals.ClaimProposal(ctx, id, action+":"+user, e.cfg.ClaimTTL)
@@ -480,7 +479,7 @@ func (e *Engine) claimFor(ctx context.Context, id ProposalID, user, action strin
 			}
 		}
 		held := e.heldBy(ctx, p)
-		if !beingDecided(held) || attempt == len(claimWaits) {
+		if !beingDecided(held) || attempt == len(claimWaits) || e.holderMayDecide(ctx, p) {
 			return p, held
 		}
 		select {
@@ -491,12 +490,21 @@ func (e *Engine) claimFor(ctx context.Context, id ProposalID, user, action strin
 	}
 }
 
+// holderMayDecide reports whether the claim p was found under is held by
+// someone who may decide it: a decision that will go through (or fail on
+// its own), not a refused one about to give the claim back.
+func (e *Engine) holderMayDecide(ctx context.Context, p Proposal) bool {
+	action, user, ok := strings.Cut(p.ClaimHolder, ":")
+	return !ok || e.mayAct(ctx, p, user, action) == nil
+}
+
 // claimWaits are the pauses before trying a held claim again, about a
-// third of a second in all. A decision holds its claim for milliseconds,
-// and a refused one (someone who may not decide clicked first) gives it
-// back at once: the person who may decide, clicking at the same moment,
-// goes ahead instead of hearing "being decided". A claim left by a crashed
-// process still gets that answer within a moment.
+// third of a second in all, when its holder may not decide: a refused
+// decision gives its claim back at once, and the person who may decide,
+// clicking at the same moment, goes ahead instead of hearing "being
+// decided". A claim held by someone who may decide is answered at once
+// (it is a decision in flight, or one a crash left behind), so a hundred
+// people clicking together do not all wait and retry.
 var claimWaits = []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 160 * time.Millisecond}
 
 // heldBy explains why a proposal someone else holds cannot be decided

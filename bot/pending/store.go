@@ -231,9 +231,10 @@ func (s *Store) Claim(ctx context.Context, id bot.ProposalID, holder string, ttl
 func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder string, ttl time.Duration) (bot.Proposal, bool, error) {
 	var lock *redis.BoolCmd
 	var vals *redis.SliceCmd
+	claim := s.key("claim", string(id))
 	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		lock = pipe.SetNX(ctx, s.key("claim", string(id)), holder, max(ttl, time.Millisecond))
-		vals = pipe.MGet(ctx, s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id)))
+		lock = pipe.SetNX(ctx, claim, holder, max(ttl, time.Millisecond))
+		vals = pipe.MGet(ctx, s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id)), claim)
 		return nil
 	})
 	if err != nil {
@@ -258,6 +259,9 @@ func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder str
 			_ = s.Release(ctx, id)
 		}
 		return bot.Proposal{}, false, err
+	}
+	if !claimed {
+		p.ClaimHolder, _ = v[3].(string)
 	}
 	return p, claimed, nil
 }

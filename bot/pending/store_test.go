@@ -219,13 +219,13 @@ func TestClaimProposalLoadsUnderTheClaim(t *testing.T) {
 	if err := s.PutProposal(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := s.ClaimProposal(ctx, "p_1", "a", time.Minute)
-	if err != nil || !ok || got.ID != "p_1" {
+	got, ok, err := s.ClaimProposal(ctx, "p_1", "approve:a", time.Minute)
+	if err != nil || !ok || got.ID != "p_1" || got.ClaimHolder != "" {
 		t.Fatalf("claim = %+v, %v, %v", got, ok, err)
 	}
-	got, ok, err = s.ClaimProposal(ctx, "p_1", "b", time.Minute)
-	if err != nil || ok || got.ID != "p_1" {
-		t.Fatalf("second claim = %+v, %v, %v; want the proposal, not claimed", got, ok, err)
+	got, ok, err = s.ClaimProposal(ctx, "p_1", "approve:b", time.Minute)
+	if err != nil || ok || got.ID != "p_1" || got.ClaimHolder != "approve:a" {
+		t.Fatalf("second claim = %+v, %v, %v; want the proposal held by approve:a, not claimed", got, ok, err)
 	}
 }
 

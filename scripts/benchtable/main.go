@@ -2,9 +2,13 @@
 // prints one table: each benchmark beside its baseline from the same run
 // (BenchmarkX beside BenchmarkXBaseline), with the ratio of every figure
 // they share. Benchmarks without a baseline are listed on their own. `make
-// bench` pipes its run through it. A benchmark run several times (-count)
-// is shown by the median of each figure, which one noisy run on a shared
-// machine does not move.
+// bench` pipes its run through it. A benchmark run several times is shown
+// by the median of each figure, which one noisy run on a shared machine
+// does not move. When a benchmark and its baseline ran the same number of
+// times, in rounds (`make bench` runs every package once per round, so
+// BenchmarkX and BenchmarkXBaseline run back to back), the ratio is the
+// median of each round's ratio: the load other tenants put on the machine
+// drifts over a minute, and a pair measured seconds apart shares it.
 package main
 
 import (
@@ -29,7 +33,34 @@ type line struct {
 // median is the middle of a unit's figures (the mean of the middle two
 // when there is an even number).
 func (l line) median(unit string) (float64, bool) {
-	v := slices.Clone(l.values[unit])
+	return median(l.values[unit])
+}
+
+// ratio is l's figure against base's: the median of the rounds' ratios
+// when both ran the same number of rounds, else the ratio of the medians.
+func ratio(l, base line, unit string) (float64, bool) {
+	v, b := l.values[unit], base.values[unit]
+	if len(v) > 0 && len(v) == len(b) {
+		rs := make([]float64, 0, len(v))
+		for i := range v {
+			if b[i] != 0 {
+				rs = append(rs, v[i]/b[i])
+			}
+		}
+		if len(rs) == len(v) {
+			return median(rs)
+		}
+	}
+	m, ok1 := median(v)
+	n, ok2 := median(b)
+	if !ok1 || !ok2 || n == 0 {
+		return 0, false
+	}
+	return m / n, true
+}
+
+func median(values []float64) (float64, bool) {
+	v := slices.Clone(values)
 	if len(v) == 0 {
 		return 0, false
 	}
@@ -102,7 +133,7 @@ func main() {
 		runs = max(runs, l.runs)
 	}
 	if runs > 1 {
-		fmt.Printf("Each figure is the median of %d runs.\n\n", runs)
+		fmt.Printf("Each figure is the median of %d runs; each ratio is the median of the %d runs' ratios, a run of a benchmark beside the run of its baseline that followed it.\n\n", runs, runs)
 	}
 	fmt.Println("| benchmark | figure | BobNet | baseline (same run) | ratio |")
 	fmt.Println("|---|---|---|---|---|")
@@ -121,17 +152,17 @@ func main() {
 				fmt.Printf("| %s | %s | %s | | |\n", name, u, format(v))
 				continue
 			}
-			b, ok := base.median(u)
-			if !ok || b == 0 {
+			b, _ := base.median(u)
+			r, ok := ratio(l, base, u)
+			if !ok {
 				fmt.Printf("| %s | %s | %s | | |\n", name, u, format(v))
 				continue
 			}
-			ratio := v / b
 			note := "x"
 			if higherIsBetter[u] {
 				note = "x (higher is better)"
 			}
-			fmt.Printf("| %s | %s | %s | %s | %.2f%s |\n", name, u, format(v), format(b), ratio, note)
+			fmt.Printf("| %s | %s | %s | %s | %.2f%s |\n", name, u, format(v), format(b), r, note)
 		}
 	}
 }

@@ -52,3 +52,26 @@ func TestSplitLine(t *testing.T) {
 		t.Fatalf("Approve64 = %+v", got)
 	}
 }
+
+// Rounds whose load drifted: two rounds' ratio is 0.8 and one's 0.75, but
+// the medians of each side (900 and 1200) come from different rounds and
+// would say 0.75. The ratio is the median of the rounds' ratios.
+func TestRatioOfRounds(t *testing.T) {
+	out := `BenchmarkIngest-2	 100	 10 ns/op	 800 req/s
+BenchmarkIngestBaseline-2	 100	 10 ns/op	 1000 req/s
+BenchmarkIngest-2	 100	 10 ns/op	 1200 req/s
+BenchmarkIngestBaseline-2	 100	 10 ns/op	 1500 req/s
+BenchmarkIngest-2	 100	 10 ns/op	 900 req/s
+BenchmarkIngestBaseline-2	 100	 10 ns/op	 1200 req/s
+`
+	res, _ := parse(strings.NewReader(out))
+	r, ok := ratio(res["Ingest"], res["IngestBaseline"], "req/s")
+	if !ok || r != 0.8 {
+		t.Fatalf("ratio = %v, %v; want the middle round's 0.8", r, ok)
+	}
+	// Rounds out of step (one missing) fall back to the medians.
+	res["Ingest"] = line{name: "Ingest", values: map[string][]float64{"req/s": {800, 1200}}}
+	if r, ok := ratio(res["Ingest"], res["IngestBaseline"], "req/s"); !ok || r != 1000.0/1200 {
+		t.Fatalf("ratio of medians = %v, %v; want 1000/1200", r, ok)
+	}
+}
