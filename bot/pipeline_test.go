@@ -212,16 +212,10 @@ func TestConcurrentRevisesMakeOneVersion(t *testing.T) {
 // committed at once, not "being decided".
 func TestCrashedApproverClaimIsReleasedPromptly(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t)
-	answerNewspaper(t, env)
+	// Alice's approval in a process that crashed took the claim (with the
+	// engine's own TTL) and wrote nothing.
+	env, p, ps := heldProposal(t, "approve:alice")
 	ctx := context.Background()
-	p := propose(t, env, "alice")
-	ps := pending.NewStore(env.Redis, env.Prefix)
-	// The crashed process took the claim (with the engine's own TTL) and
-	// wrote nothing.
-	if ok, err := ps.Claim(ctx, p.ID, "approve:ghost", bot.DefaultClaimTTL); err != nil || !ok {
-		t.Fatalf("ghost claim = %v, %v", ok, err)
-	}
 	start := time.Now()
 	var de *bot.DecidedError
 	if _, err := env.Engine.Approve(ctx, p.ID, "alice"); !errors.As(err, &de) || de.State != "being decided" {
@@ -249,8 +243,8 @@ func TestCrashedApproverClaimIsReleasedPromptly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := ps.Claim(ctx, q.ID, "approve:ghost", bot.DefaultClaimTTL); !ok {
-		t.Fatal("ghost claim not taken")
+	if ok, _ := ps.Claim(ctx, q.ID, "approve:bob", bot.DefaultClaimTTL); !ok {
+		t.Fatal("crashed claim not taken")
 	}
 	if _, err := env.Engine.Approve(ctx, q.ID, "bob"); !errors.As(err, &de) || de.State != bot.ProposalApproved || de.BoardID != res.BoardID {
 		t.Fatalf("approve after a committed crash: %v", err)
@@ -263,16 +257,9 @@ func TestCrashedApproverClaimIsReleasedPromptly(t *testing.T) {
 // they hear that they may not decide, whoever holds the claim.
 func TestRefusedClickDoesNotTurnTheRequesterAway(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t)
-	answerNewspaper(t, env)
-	ctx := context.Background()
-	p := propose(t, env, "alice")
-	ps := pending.NewStore(env.Redis, env.Prefix)
-
 	// Alice's own claim is held: mallory is refused for who she is.
-	if ok, err := ps.Claim(ctx, p.ID, "approve:alice", bot.DefaultClaimTTL); err != nil || !ok {
-		t.Fatalf("claim = %v, %v", ok, err)
-	}
+	env, p, ps := heldProposal(t, "approve:alice")
+	ctx := context.Background()
 	if _, err := env.Engine.Approve(ctx, p.ID, "mallory"); !errors.Is(err, bot.ErrForbidden) {
 		t.Fatalf("mallory under alice's claim: %v; want forbidden", err)
 	}
@@ -295,6 +282,21 @@ func TestRefusedClickDoesNotTurnTheRequesterAway(t *testing.T) {
 	if a.BoardID == "" || count(t, env, "boards") != 1 {
 		t.Fatalf("approval %+v, boards = %d; want one board", a, count(t, env, "boards"))
 	}
+}
+
+// heldProposal is alice's newspaper proposal with its decision claim
+// taken by holder ("approve:alice"), as a decision in another process
+// takes it.
+func heldProposal(t *testing.T, holder string) (*bottest.Env, bot.Proposal, *pending.Store) {
+	t.Helper()
+	env := bottest.New(t)
+	answerNewspaper(t, env)
+	p := propose(t, env, "alice")
+	ps := pending.NewStore(env.Redis, env.Prefix)
+	if ok, err := ps.Claim(context.Background(), p.ID, holder, bot.DefaultClaimTTL); err != nil || !ok {
+		t.Fatalf("claim by %s = %v, %v", holder, ok, err)
+	}
+	return env, p, ps
 }
 
 // A NUL in model output is a bad plan, named with its path; it never
