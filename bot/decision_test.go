@@ -51,20 +51,7 @@ func TestApprovalIsSeenBeforeRedisRecordsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng.SetPoster(bot.SourceConsole, &bottest.Poster{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = eng.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	env := &bottest.Env{Engine: eng, Store: store}
-	id, err := eng.Submit(ctx, bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := env.WaitRequest(t, id)
-	if st.ProposalID == "" {
-		t.Fatalf("no proposal: %+v", st)
-	}
+	ctx, env, st := runAndPropose(t, eng, store)
 	ap, err := eng.Approve(ctx, st.ProposalID, "alice")
 	if err != nil {
 		t.Fatal(err)

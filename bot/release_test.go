@@ -52,20 +52,7 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 	}
 	poster := &bottest.Poster{}
 	eng.SetPoster(bot.SourceConsole, poster)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = eng.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	env := &bottest.Env{Engine: eng, Store: store}
-	id, err := eng.Submit(ctx, bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := env.WaitRequest(t, id)
-	if st.ProposalID == "" {
-		t.Fatalf("no proposal: %+v", st)
-	}
+	ctx, env, st := runAndPropose(t, eng, store)
 
 	if _, err := eng.Approve(ctx, st.ProposalID, "alice"); !errors.Is(err, bot.ErrUnavailable) || !errors.Is(err, errConnectionLost) {
 		t.Fatalf("first approve: err = %v, want ErrUnavailable wrapping the cause", err)
@@ -91,4 +78,25 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 	if _, err := eng.Approve(ctx, st.ProposalID, "alice"); !errors.Is(err, bot.ErrAlreadyDecided) {
 		t.Fatalf("third approve: err = %v, want ErrAlreadyDecided", err)
 	}
+}
+
+// runAndPropose runs eng's workers for the rest of the test and has alice
+// ask for the newspaper in general; it returns the request's status with
+// its proposal.
+func runAndPropose(t *testing.T, eng *bot.Engine, store *board.Store) (context.Context, *bottest.Env, bot.RequestStatus) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = eng.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	env := &bottest.Env{Engine: eng, Store: store}
+	id, err := eng.Submit(ctx, bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := env.WaitRequest(t, id)
+	if st.ProposalID == "" {
+		t.Fatalf("no proposal: %+v", st)
+	}
+	return ctx, env, st
 }
