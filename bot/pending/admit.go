@@ -33,7 +33,7 @@ type admitter struct {
 }
 
 type admitCall struct {
-	record []byte // the request record, stored at keys[recordKey]
+	record []byte // the request record, stored at keys[admitRecordKey]
 	keys   []string
 	args   []any
 	done   chan admitReply // buffered: the flusher never blocks on it

@@ -374,7 +374,8 @@ if which then
   redis.call('DEL', KEYS[4])
   local notify = 0
   -- Once the channel's notices are used up, a throttled request writes
-  -- nothing that stays: a flood costs Redis only these reads.
+  -- nothing that stays: a flood costs Redis these reads and deleting
+  -- the record stored beside the script.
   if tonumber(redis.call('GET', KEYS[7]) or '0') < tonumber(ARGV[8]) and redis.call('SET', KEYS[6], '1', 'NX', 'PX', window) then
     local n = redis.call('INCR', KEYS[7])
     if n == 1 then redis.call('PEXPIRE', KEYS[7], ARGV[7]) end
