@@ -63,9 +63,18 @@
           if (d) { d.open = true; }
         });
         if (focusKey) {
+          // The same button if it can still be pressed; else the card
+          // itself. After a move the button that made it is disabled, and
+          // focus on another of the card's buttons would let a second
+          // Enter move the card again, somewhere else.
           const card = document.getElementById(focusKey[0]);
-          const target = card && ((focusKey[1] && card.querySelector(focusKey[1] + ":not([disabled])")) || card.querySelector(".move button:not([disabled])"));
-          if (target) { target.focus(); }
+          const target = card && focusKey[1] && card.querySelector(focusKey[1] + ":not([disabled])");
+          if (target) {
+            target.focus();
+          } else if (card) {
+            card.tabIndex = -1;
+            card.focus();
+          }
         }
         document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || "0") + 1);
       })

@@ -299,6 +299,21 @@ func TestMoveCardsEverywhere(t *testing.T) {
 		t.Errorf("audit rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
 	}
 
+	// After a keyboard move focus stays on the moved card itself, not on
+	// another of its buttons, where a second Enter would move it again.
+	n3 := "#" + cards["NEWS-3"].ID
+	for attempt := 0; ; attempt++ {
+		err := chromedp.Do(browser, chromedp.Focus(chromedp.CSS(n3+` button[data-move="Backlog"]`)), chromedp.KeyEvent("\r"))
+		if err == nil {
+			break
+		}
+		if attempt == 4 {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitFor(t, browser, "NEWS-3 back in Backlog, with focus on the card", `document.getElementById('`+cards["NEWS-3"].ID+`').closest('section').dataset.status === 'Backlog' && document.activeElement === document.getElementById('`+cards["NEWS-3"].ID+`')`)
+
 	// An acceptance criterion marked done on the page, by keyboard.
 	n1 := "#" + cards["NEWS-1"].ID
 	if err := chromedp.Do(browser, chromedp.Click(chromedp.CSS(n1+" summary")), chromedp.Focus(chromedp.CSS(n1+` button[data-criterion="0"]`)), chromedp.KeyEvent("\r")); err != nil {
