@@ -95,24 +95,42 @@ func (s *Store) PutProposal(ctx context.Context, p bot.Proposal) error {
 // (never stored, or gone after its expiry). Deciding is set on a pending
 // proposal whose claim is held.
 func (s *Store) Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error) {
-	vals, err := s.rdb.MGet(ctx, s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id)), s.key("claim", string(id))).Result()
+	vals, err := s.rdb.MGet(ctx, s.proposalKeys(id)...).Result()
 	if err != nil {
 		return bot.Proposal{}, wrap("get proposal", err)
 	}
-	raw, ok := vals[0].(string)
-	if !ok {
-		return bot.Proposal{}, fmt.Errorf("proposal %s: %w", id, bot.ErrNotFound)
-	}
-	p, err := decodeProposal(id, raw)
+	p, held, err := readProposal(id, vals)
 	if err != nil {
 		return bot.Proposal{}, err
 	}
+	p.Deciding = held != nil && p.State == bot.ProposalPending
+	return p, nil
+}
+
+// proposalKeys are the keys a proposal is read from, in the order
+// readProposal takes their values: the proposal, the message its preview
+// was posted as, its decision and its claim.
+func (s *Store) proposalKeys(id bot.ProposalID) []string {
+	return []string{s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id)), s.key("claim", string(id))}
+}
+
+// readProposal builds a proposal from the values of proposalKeys, and
+// returns the claim's holder (nil when none holds it) beside it.
+// bot.ErrNotFound when Redis has no such proposal.
+func readProposal(id bot.ProposalID, vals []any) (bot.Proposal, any, error) {
+	raw, ok := vals[0].(string)
+	if !ok {
+		return bot.Proposal{}, nil, fmt.Errorf("proposal %s: %w", id, bot.ErrNotFound)
+	}
+	p, err := decodeProposal(id, raw)
+	if err != nil {
+		return bot.Proposal{}, nil, err
+	}
 	withPreview(&p, vals[1])
 	if err := withDecision(&p, vals[2]); err != nil {
-		return bot.Proposal{}, err
+		return bot.Proposal{}, nil, err
 	}
-	p.Deciding = vals[3] != nil && p.State == bot.ProposalPending
-	return p, nil
+	return p, vals[3], nil
 }
 
 // decision is the part of a proposal its decision changes. It is written
@@ -231,29 +249,16 @@ func (s *Store) Claim(ctx context.Context, id bot.ProposalID, holder string, ttl
 func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder string, ttl time.Duration) (bot.Proposal, bool, error) {
 	var lock *redis.BoolCmd
 	var vals *redis.SliceCmd
-	claim := s.key("claim", string(id))
 	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		lock = pipe.SetNX(ctx, claim, holder, max(ttl, time.Millisecond))
-		vals = pipe.MGet(ctx, s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id)), claim)
+		lock = pipe.SetNX(ctx, s.key("claim", string(id)), holder, max(ttl, time.Millisecond))
+		vals = pipe.MGet(ctx, s.proposalKeys(id)...)
 		return nil
 	})
 	if err != nil {
 		return bot.Proposal{}, false, wrap("claim proposal", err)
 	}
 	claimed := lock.Val()
-	v := vals.Val()
-	raw, ok := v[0].(string)
-	if !ok {
-		if claimed {
-			_ = s.Release(ctx, id)
-		}
-		return bot.Proposal{}, false, fmt.Errorf("proposal %s: %w", id, bot.ErrNotFound)
-	}
-	p, err := decodeProposal(id, raw)
-	if err == nil {
-		withPreview(&p, v[1])
-		err = withDecision(&p, v[2])
-	}
+	p, held, err := readProposal(id, vals.Val())
 	if err != nil {
 		if claimed {
 			_ = s.Release(ctx, id)
@@ -261,7 +266,7 @@ func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder str
 		return bot.Proposal{}, false, err
 	}
 	if !claimed {
-		p.ClaimHolder, _ = v[3].(string)
+		p.ClaimHolder, _ = held.(string)
 	}
 	return p, claimed, nil
 }
