@@ -228,18 +228,8 @@ func TestMoveCardsEverywhere(t *testing.T) {
   return true;
 })()`))
 	blocked := `document.getElementById('` + cards["NEWS-3"].ID + `').closest('section').dataset.status === 'Blocked'`
-	// A redraw still on its way may replace the button between finding
-	// and focusing it; try again then.
-	for attempt := 0; ; attempt++ {
-		err := chromedp.Do(browser, chromedp.Focus(chromedp.CSS(`#`+cards["NEWS-3"].ID+` button[data-move="Blocked"]`)), chromedp.KeyEvent("\r"))
-		if err == nil {
-			break
-		}
-		if attempt == 4 {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	// A redraw still on its way may replace the button.
+	doRedrawn(t, browser, chromedp.Focus(chromedp.CSS(`#`+cards["NEWS-3"].ID+` button[data-move="Blocked"]`)), chromedp.KeyEvent("\r"))
 	waitFor(t, browser, "the redraw to be asked for", `window.held !== null`)
 	news4Ready := `#` + cards["NEWS-4"].ID + ` button[data-move="Ready"]`
 	if err := chromedp.Do(browser, chromedp.Focus(chromedp.CSS(news4Ready))); err != nil {
@@ -302,16 +292,7 @@ func TestMoveCardsEverywhere(t *testing.T) {
 	// After a keyboard move focus stays on the moved card itself, not on
 	// another of its buttons, where a second Enter would move it again.
 	n3 := "#" + cards["NEWS-3"].ID
-	for attempt := 0; ; attempt++ {
-		err := chromedp.Do(browser, chromedp.Focus(chromedp.CSS(n3+` button[data-move="Backlog"]`)), chromedp.KeyEvent("\r"))
-		if err == nil {
-			break
-		}
-		if attempt == 4 {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	doRedrawn(t, browser, chromedp.Focus(chromedp.CSS(n3+` button[data-move="Backlog"]`)), chromedp.KeyEvent("\r"))
 	waitFor(t, browser, "NEWS-3 back in Backlog, with focus on the card", `document.getElementById('`+cards["NEWS-3"].ID+`').closest('section').dataset.status === 'Backlog' && document.activeElement === document.getElementById('`+cards["NEWS-3"].ID+`')`)
 
 	// An acceptance criterion marked done on the page, by keyboard.

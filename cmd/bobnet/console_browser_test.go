@@ -25,6 +25,23 @@ func browse[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
 	return v
 }
 
+// doRedrawn runs steps, and again (up to five times in all) when they
+// fail: a live redraw of the page may replace a node between finding it
+// and acting on it.
+func doRedrawn(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		err := chromedp.Do(ctx, steps...)
+		if err == nil {
+			return
+		}
+		if attempt == 4 {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // waitFor polls a JavaScript condition until it is true.
 func waitFor(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
@@ -86,18 +103,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("board link = %q", href)
 	}
 	// The events that follow an approval (the decision, the reply in the
-	// thread) redraw the proposal, and a redraw may replace the link
-	// between finding and clicking it; try again then.
-	for attempt := 0; ; attempt++ {
-		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("[data-testid=board-link]")))
-		if err == nil {
-			break
-		}
-		if attempt == 4 {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	// thread) redraw the proposal, and may replace the link.
+	doRedrawn(t, ctx, chromedp.Click(chromedp.CSS("[data-testid=board-link]")))
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#board-name"))); err != nil {
 		t.Fatal(err)
 	}
