@@ -295,11 +295,13 @@ func TestMoveCardsEverywhere(t *testing.T) {
 	doRedrawn(t, browser, chromedp.Focus(chromedp.CSS(n3+` button[data-move="Backlog"]`)), chromedp.KeyEvent("\r"))
 	waitFor(t, browser, "NEWS-3 back in Backlog, with focus on the card", `document.getElementById('`+cards["NEWS-3"].ID+`').closest('section').dataset.status === 'Backlog' && document.activeElement === document.getElementById('`+cards["NEWS-3"].ID+`')`)
 
-	// An acceptance criterion marked done on the page, by keyboard.
+	// An acceptance criterion marked done on the page, by keyboard. The
+	// redraws of the move above may still be landing: the description is
+	// opened first (a redraw keeps it open), then the button is pressed.
 	n1 := "#" + cards["NEWS-1"].ID
-	if err := chromedp.Do(browser, chromedp.Click(chromedp.CSS(n1+" summary")), chromedp.Focus(chromedp.CSS(n1+` button[data-criterion="0"]`)), chromedp.KeyEvent("\r")); err != nil {
-		t.Fatal(err)
-	}
+	doRedrawn(t, browser, chromedp.Click(chromedp.CSS(n1+" summary")))
+	waitFor(t, browser, "NEWS-1's description open", `document.querySelector('`+n1+` details').open`)
+	doRedrawn(t, browser, chromedp.Focus(chromedp.CSS(n1+` button[data-criterion="0"]`)), chromedp.KeyEvent("\r"))
 	waitFor(t, browser, "the criterion marked done", `document.querySelector('`+n1+` li').classList.contains('done') && document.querySelector('`+n1+` details').open`)
 	c1, err := store.Card(ctx, board.CardID(cards["NEWS-1"].ID))
 	if err != nil || len(c1.CriteriaDone) != 1 || c1.CriteriaDone[0] != 0 {
