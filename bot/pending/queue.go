@@ -90,9 +90,17 @@ func (q *Queue) Renew(ctx context.Context, consumer string, messageIDs []string)
 	return wrap("renew requests", err)
 }
 
-// Ack acknowledges a handled request.
+// Ack acknowledges a handled request and deletes its entry, in one
+// MULTI/EXEC. Without the delete the stream kept every request ever
+// queued: an acknowledged entry is never read again, since Reclaim only
+// looks at entries still pending.
 func (q *Queue) Ack(ctx context.Context, messageID string) error {
-	return wrap("ack request", q.rdb.XAck(ctx, q.stream, group, messageID).Err())
+	_, err := q.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.XAck(ctx, q.stream, group, messageID)
+		pipe.XDel(ctx, q.stream, messageID)
+		return nil
+	})
+	return wrap("ack request", err)
 }
 
 func deliveries(msgs []redis.XMessage) []bot.Delivery {

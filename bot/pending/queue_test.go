@@ -57,6 +57,42 @@ func TestUnackedEntryIsReclaimedByAnotherConsumer(t *testing.T) {
 	}
 }
 
+// An acknowledged request leaves the stream: only requests waiting or in
+// flight stay in it, whatever the depth says.
+func TestAckDeletesTheEntry(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := bottest.Redis(t), bottest.Prefix()
+	q := pending.NewQueue(rdb, prefix)
+	ctx := context.Background()
+	if err := q.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []bot.RequestID{"r_1", "r_2", "r_3"} {
+		admit(t, rdb, prefix, id)
+	}
+	got, err := q.Read(ctx, "w", 100*time.Millisecond)
+	if err != nil || len(got) != 1 || got[0].RequestID != "r_1" {
+		t.Fatalf("read = %+v, %v", got, err)
+	}
+	if err := q.Ack(ctx, got[0].MessageID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rdb.XLen(ctx, prefix+":requests").Result(); err != nil || n != 2 {
+		t.Fatalf("stream length after one ack = %d, %v; want 2", n, err)
+	}
+	waiting, inFlight, err := q.Depth(ctx)
+	if err != nil || waiting != 2 || inFlight != 0 {
+		t.Fatalf("depth = %d waiting, %d in flight, %v; want 2, 0", waiting, inFlight, err)
+	}
+	if err := q.Ack(ctx, got[0].MessageID); err != nil { // a second ack, after a lost reply
+		t.Fatalf("second ack: %v", err)
+	}
+	got, err = q.Read(ctx, "w", 100*time.Millisecond)
+	if err != nil || len(got) != 1 || got[0].RequestID != "r_2" {
+		t.Fatalf("next read = %+v, %v; want r_2", got, err)
+	}
+}
+
 // A worker that keeps renewing its lease keeps its request however long
 // it works; once it stops, the request is reclaimed.
 func TestRenewedEntryIsNotReclaimed(t *testing.T) {
