@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/board/boardtest"
@@ -52,7 +53,7 @@ type benchServer struct {
 	client   *http.Client
 }
 
-func newBenchServer(b *testing.B) *benchServer {
+func newBenchServer(b testing.TB) *benchServer {
 	b.Helper()
 	bottest.Redis(b)
 	prefix := bottest.Prefix()
@@ -84,7 +85,7 @@ func newBenchServer(b *testing.B) *benchServer {
 }
 
 // seed stores a pending 64-card proposal as the engine would.
-func (s *benchServer) seed(b *testing.B, plan planner.Envelope, planJSON []byte) bot.ProposalID {
+func (s *benchServer) seed(b testing.TB, plan planner.Envelope, planJSON []byte) bot.ProposalID {
 	b.Helper()
 	ctx := context.Background()
 	// An id of the shape the engine makes: the API refuses any other.
@@ -148,45 +149,110 @@ func BenchmarkApprove64(b *testing.B) {
 
 // BenchmarkApprove64Baseline is the floor beside Approve64: a bare pgx
 // transaction writing the same board, cards and links in one batch with
-// unnest inserts.
+// unnest inserts (writeBaseline).
 func BenchmarkApprove64Baseline(b *testing.B) {
 	pool := boardtest.NewPool(b)
 	a := benchPlan().Actions[0]
 	ctx := context.Background()
 	var lat []time.Duration
 	b.ReportAllocs()
-	for range b.N {
+	for i := range b.N {
+		proposal := fmt.Sprint("p_baseline_", i)
 		t0 := time.Now()
-		boardID := board.NewBoardID()
-		ids := map[string]board.CardID{}
-		var cid, temp, title, body, assignee, status, mode []string
-		var pos []int32
-		for i, c := range a.Cards {
-			id := board.NewCardID()
-			ids[c.TempID] = id
-			cid, temp, title, body = append(cid, string(id)), append(temp, c.TempID), append(title, c.Title), append(body, c.Body)
-			assignee, status, mode, pos = append(assignee, c.Assignee), append(status, c.Status), append(mode, c.WorkspaceMode), append(pos, int32(i))
-		}
-		var from, to []string
-		for _, l := range a.Links {
-			from, to = append(from, string(ids[l.Card])), append(to, string(ids[l.DependsOn]))
-		}
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			batch := &pgx.Batch{}
-			batch.Queue(`INSERT INTO boards (id, name, goal) VALUES ($1, $2, $3)`, boardID, a.Board.Name, a.Board.Goal)
-			batch.Queue(`INSERT INTO cards (id, board_id, position, number, temp_id, title, body, assignee, status, workspace_mode, acceptance_criteria)
-SELECT u.id, $1, u.pos, u.pos + 1, u.temp, u.title, u.body, u.assignee, u.status, u.mode, '["It works.","It is tested."]'
-FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[]) AS u(id, pos, temp, title, body, assignee, status, mode)`,
-				boardID, cid, pos, temp, title, body, assignee, status, mode)
-			batch.Queue(`INSERT INTO card_links (board_id, card_id, depends_on) SELECT $1, f, t FROM unnest($2::text[], $3::text[]) AS u(f, t)`, boardID, from, to)
-			return tx.SendBatch(ctx, batch).Close()
-		})
-		if err != nil {
+		if err := writeBaseline(ctx, pool, a, proposal); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(t0))
 	}
 	b.ReportMetric(percentile(lat, 50), "p50-ms")
+}
+
+// writeBaseline writes the rows an approval of a proposal with action a
+// writes, column for column (TestBaselineWritesTheRowsAnApprovalWrites):
+// the board with its key, channel and proposal, each card with its
+// criteria, skills, notes and proposal as data, and the links. So the
+// baseline differs from an approval by BobNet's work, not by fewer bytes.
+func writeBaseline(ctx context.Context, pool *pgxpool.Pool, a planner.Action, proposal string) error {
+	boardID := board.NewBoardID()
+	ids := map[string]board.CardID{}
+	var cid, temp, title, body, assignee, status, mode, criteria, skills, notes []string
+	var pos []int32
+	for i, c := range a.Cards {
+		id := board.NewCardID()
+		ids[c.TempID] = id
+		ac, _ := json.Marshal(append([]string{}, c.AcceptanceCriteria...))
+		ss, _ := json.Marshal(append([]string{}, c.SuggestedSkills...))
+		cid, temp, title, body = append(cid, string(id)), append(temp, c.TempID), append(title, c.Title), append(body, c.Body)
+		assignee, status, mode, pos = append(assignee, c.Assignee), append(status, c.Status), append(mode, c.WorkspaceMode), append(pos, int32(i))
+		criteria, skills, notes = append(criteria, string(ac)), append(skills, string(ss)), append(notes, c.Notes)
+	}
+	var from, to []string
+	for _, l := range a.Links {
+		from, to = append(from, string(ids[l.Card])), append(to, string(ids[l.DependsOn]))
+	}
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		batch := &pgx.Batch{}
+		batch.Queue(`INSERT INTO boards (id, name, goal, key, channel, proposal_id, thread) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			boardID, a.Board.Name, a.Board.Goal, board.BoardKey(a.Board.Name), "console:bench", proposal, "")
+		batch.Queue(`INSERT INTO cards (id, board_id, position, number, temp_id, title, body, assignee, status, workspace_mode,
+    acceptance_criteria, suggested_skills, notes, proposal_id)
+SELECT u.id, $1, u.pos, u.pos + 1, u.temp, u.title, u.body, u.assignee, u.status, u.mode, u.ac::jsonb, u.ss::jsonb, u.notes, $13
+FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+    AS u(id, pos, temp, title, body, assignee, status, mode, ac, ss, notes)`,
+			boardID, cid, pos, temp, title, body, assignee, status, mode, criteria, skills, notes, proposal)
+		batch.Queue(`INSERT INTO card_links (board_id, card_id, depends_on) SELECT $1, f, t FROM unnest($2::text[], $3::text[]) AS u(f, t)`, boardID, from, to)
+		return tx.SendBatch(ctx, batch).Close()
+	})
+}
+
+// TestBaselineWritesTheRowsAnApprovalWrites holds Approve64's baseline to
+// the rows an approval writes: the same board, cards and links, every
+// column but ids and times.
+func TestBaselineWritesTheRowsAnApprovalWrites(t *testing.T) {
+	s := newBenchServer(t)
+	plan := benchPlan()
+	planJSON, _ := json.Marshal(plan)
+	id := s.seed(t, plan, planJSON)
+	if code, err := s.approve(id); err != nil || code != http.StatusOK {
+		t.Fatalf("approve: %d, %v", code, err)
+	}
+	ctx := context.Background()
+	if err := writeBaseline(ctx, s.store.Pool(), plan.Actions[0], string(id)); err != nil {
+		t.Fatal(err)
+	}
+	for table, q := range map[string]string{
+		"boards": `SELECT name, goal, key, channel, coalesce(proposal_id, '<null>'), thread FROM boards`,
+		"cards": `SELECT c.position, c.number, c.temp_id, c.title, c.body, c.assignee, c.status, c.workspace_mode,
+    c.acceptance_criteria::text, c.suggested_skills::text, c.notes, coalesce(c.proposal_id, '<null>'), c.version, c.criteria_done::text
+FROM cards c`,
+		"card_links": `SELECT f.temp_id, d.temp_id FROM card_links l JOIN cards f ON f.id = l.card_id JOIN cards d ON d.id = l.depends_on`,
+	} {
+		rows, err := s.store.Pool().Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[fmt.Sprint(vals)]++
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) == 0 {
+			t.Fatalf("%s: no rows", table)
+		}
+		// Each row appears twice: once from the approval, once from the
+		// baseline.
+		for row, n := range seen {
+			if n != 2 {
+				t.Errorf("%s: row %s written %d times; the approval and the baseline differ", table, row, n)
+			}
+		}
+	}
 }
 
 // BenchmarkConcurrentApproves100 fires 100 approves of one proposal at
