@@ -23,22 +23,36 @@ func admit(t *testing.T, rdb *redis.Client, prefix string, id bot.RequestID) {
 	}
 }
 
-func TestUnackedEntryIsReclaimedByAnotherConsumer(t *testing.T) {
-	t.Parallel()
+// newQueue returns a fresh request stream with its consumer group.
+func newQueue(t *testing.T) (*redis.Client, string, *pending.Queue) {
+	t.Helper()
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
 	q := pending.NewQueue(rdb, prefix)
-	ctx := context.Background()
-	if err := q.Init(ctx); err != nil {
+	if err := q.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return rdb, prefix, q
+}
+
+// readOne reads the next request for consumer and requires it to be want.
+func readOne(t *testing.T, q *pending.Queue, consumer string, want bot.RequestID) bot.Delivery {
+	t.Helper()
+	got, err := q.Read(context.Background(), consumer, 100*time.Millisecond)
+	if err != nil || len(got) != 1 || got[0].RequestID != want {
+		t.Fatalf("read = %+v, %v; want %s", got, err, want)
+	}
+	return got[0]
+}
+
+func TestUnackedEntryIsReclaimedByAnotherConsumer(t *testing.T) {
+	t.Parallel()
+	rdb, prefix, q := newQueue(t)
+	ctx := context.Background()
 	if err := q.Init(ctx); err != nil { // a second replica starting
 		t.Fatalf("second Init: %v", err)
 	}
 	admit(t, rdb, prefix, "r_1")
-	got, err := q.Read(ctx, "dead", 100*time.Millisecond)
-	if err != nil || len(got) != 1 || got[0].RequestID != "r_1" {
-		t.Fatalf("read = %+v, %v", got, err)
-	}
+	readOne(t, q, "dead", "r_1")
 	// The reader dies without acking. Before the idle time nothing moves.
 	if re, err := q.Reclaim(ctx, "alive", time.Hour); err != nil || len(re) != 0 {
 		t.Fatalf("early reclaim = %+v, %v; want none", re, err)
@@ -61,20 +75,13 @@ func TestUnackedEntryIsReclaimedByAnotherConsumer(t *testing.T) {
 // flight stay in it, whatever the depth says.
 func TestAckDeletesTheEntry(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	q := pending.NewQueue(rdb, prefix)
+	rdb, prefix, q := newQueue(t)
 	ctx := context.Background()
-	if err := q.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
 	for _, id := range []bot.RequestID{"r_1", "r_2", "r_3"} {
 		admit(t, rdb, prefix, id)
 	}
-	got, err := q.Read(ctx, "w", 100*time.Millisecond)
-	if err != nil || len(got) != 1 || got[0].RequestID != "r_1" {
-		t.Fatalf("read = %+v, %v", got, err)
-	}
-	if err := q.Ack(ctx, got[0].MessageID); err != nil {
+	first := readOne(t, q, "w", "r_1")
+	if err := q.Ack(ctx, first.MessageID); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := rdb.XLen(ctx, prefix+":requests").Result(); err != nil || n != 2 {
@@ -84,34 +91,24 @@ func TestAckDeletesTheEntry(t *testing.T) {
 	if err != nil || waiting != 2 || inFlight != 0 {
 		t.Fatalf("depth = %d waiting, %d in flight, %v; want 2, 0", waiting, inFlight, err)
 	}
-	if err := q.Ack(ctx, got[0].MessageID); err != nil { // a second ack, after a lost reply
+	if err := q.Ack(ctx, first.MessageID); err != nil { // a second ack, after a lost reply
 		t.Fatalf("second ack: %v", err)
 	}
-	got, err = q.Read(ctx, "w", 100*time.Millisecond)
-	if err != nil || len(got) != 1 || got[0].RequestID != "r_2" {
-		t.Fatalf("next read = %+v, %v; want r_2", got, err)
-	}
+	readOne(t, q, "w", "r_2")
 }
 
 // A worker that keeps renewing its lease keeps its request however long
 // it works; once it stops, the request is reclaimed.
 func TestRenewedEntryIsNotReclaimed(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	q := pending.NewQueue(rdb, prefix)
+	rdb, prefix, q := newQueue(t)
 	ctx := context.Background()
-	if err := q.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
 	admit(t, rdb, prefix, "r_slow")
-	got, err := q.Read(ctx, "slow", 100*time.Millisecond)
-	if err != nil || len(got) != 1 {
-		t.Fatalf("read = %+v, %v", got, err)
-	}
+	got := readOne(t, q, "slow", "r_slow")
 	const idle = 150 * time.Millisecond
 	for range 6 { // 6 x 50 ms: twice the idle time, renewed all along
 		time.Sleep(idle / 3)
-		if err := q.Renew(ctx, "slow", []string{got[0].MessageID}); err != nil {
+		if err := q.Renew(ctx, "slow", []string{got.MessageID}); err != nil {
 			t.Fatal(err)
 		}
 		if re, err := q.Reclaim(ctx, "thief", idle); err != nil || len(re) != 0 {
