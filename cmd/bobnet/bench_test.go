@@ -70,9 +70,22 @@ func newBenchServer(b testing.TB) *benchServer {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The engine runs as serve runs it, and stops as serve stops it:
+	// the server first, then the engine, which waits for the work a
+	// decision leaves after its answer (recording it in Redis, the
+	// announcement), then the pools. Closed under that work, the Redis
+	// client logged into the benchmark's output and cut its result line.
+	ctx, cancel := context.WithCancel(context.Background())
+	engineDone := make(chan struct{})
+	go func() {
+		defer close(engineDone)
+		_ = a.engine.Run(ctx)
+	}()
 	srv := httptest.NewServer(a.handler)
 	b.Cleanup(func() {
 		srv.Close()
+		cancel()
+		<-engineDone
 		a.close()
 	})
 	store, err := board.Open(context.Background(), vars["DATABASE_URL"], logger)
