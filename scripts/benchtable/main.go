@@ -75,7 +75,7 @@ func median(values []float64) (float64, bool) {
 var (
 	benchLine = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 	// A library logging while a benchmark runs splits its line: the name,
-	// the log, and the figures on a line of their own.
+	// the log (one line or more), and the figures on a line of their own.
 	benchName = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s`)
 	figures   = regexp.MustCompile(`^\d+\s+(\d.*)$`)
 )
@@ -93,13 +93,15 @@ func parse(r io.Reader) (map[string]line, []string) {
 				m = []string{text, split, "", f[1]}
 			}
 		}
-		split = ""
 		if m == nil {
+			// More log lines may come before the figures: the split
+			// name waits for them, or for the next benchmark.
 			if n := benchName.FindStringSubmatch(text); n != nil {
 				split = n[1]
 			}
 			continue
 		}
+		split = ""
 		l, seen := out[m[1]]
 		if !seen {
 			l = line{name: m[1], values: map[string][]float64{}}

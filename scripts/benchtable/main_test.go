@@ -44,6 +44,7 @@ BenchmarkOther-2	 10	 40 ns/op
 // figures on the next line still count for it.
 func TestSplitLine(t *testing.T) {
 	out := "BenchmarkApprove64-2   \tredis: 2026/11/23 12:39:02 pool.go:1458: conn closed\n" +
+		"redis: 2026/11/23 12:39:04 pool.go:1458: another conn closed\n" +
 		"     134\t   7490029 ns/op\t         4.985 p50-ms\t  452642 B/op\n" +
 		"BenchmarkApprove64-2   \t 112\t 10492876 ns/op\t 6.899 p50-ms\n" +
 		"ok  \tgithub.com/bobnet/bobnet/cmd/bobnet\t4.195s\n"
