@@ -97,6 +97,10 @@ func newBenchServer(b testing.TB) *benchServer {
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}
 }
 
+// benchChannel is the console channel the benchmark's proposals are in;
+// writeBaseline writes its boards there too.
+var benchChannel = bot.Channel{Source: bot.SourceConsole, ID: "bench"}
+
 // seed stores a pending 64-card proposal as the engine would.
 func (s *benchServer) seed(b testing.TB, plan planner.Envelope, planJSON []byte) bot.ProposalID {
 	b.Helper()
@@ -104,9 +108,9 @@ func (s *benchServer) seed(b testing.TB, plan planner.Envelope, planJSON []byte)
 	// An id of the shape the engine makes: the API refuses any other.
 	id := bot.ProposalID("p_" + strings.TrimPrefix(string(bot.NewRequestID()), "r_"))
 	now := time.Now()
-	p := bot.Proposal{ID: id, Version: 1, RequestedBy: "alice", Thread: bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "bench"}},
+	p := bot.Proposal{ID: id, Version: 1, RequestedBy: "alice", Thread: bot.Thread{Channel: benchChannel},
 		Plan: plan, State: bot.ProposalPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Warnings: []planner.Issue{}}
-	if err := s.store.SaveProposal(ctx, board.ProposalRecord{ID: id, Channel: "console:bench", RequestedBy: "alice", Plan: planJSON, ExpiresAt: p.ExpiresAt}); err != nil {
+	if err := s.store.SaveProposal(ctx, board.ProposalRecord{ID: id, Channel: benchChannel.Key(), RequestedBy: "alice", Plan: planJSON, ExpiresAt: p.ExpiresAt}); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.proposal.PutProposal(ctx, p); err != nil {
@@ -206,7 +210,7 @@ func writeBaseline(ctx context.Context, pool *pgxpool.Pool, a planner.Action, pr
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
 		batch.Queue(`INSERT INTO boards (id, name, goal, key, channel, proposal_id, thread) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			boardID, a.Board.Name, a.Board.Goal, board.BoardKey(a.Board.Name), "console:bench", proposal, "")
+			boardID, a.Board.Name, a.Board.Goal, board.BoardKey(a.Board.Name), benchChannel.Key(), proposal, "")
 		batch.Queue(`INSERT INTO cards (id, board_id, position, number, temp_id, title, body, assignee, status, workspace_mode,
     acceptance_criteria, suggested_skills, notes, proposal_id)
 SELECT u.id, $1, u.pos, u.pos + 1, u.temp, u.title, u.body, u.assignee, u.status, u.mode, u.ac::jsonb, u.ss::jsonb, u.notes, $13
