@@ -350,37 +350,55 @@ func (s *Store) Marked(ctx context.Context, key string) (bool, error) {
 // not taken has its record deleted again. A failure leaves nothing marked,
 // so the platform's retry goes through.
 //
+// Each step is written to cost the fewest Redis calls for a request that
+// is taken, which is most of them: every call a script makes costs Redis
+// about as much as a command sent on its own, and the ack path waits for
+// the script. So the dedupe key is claimed with one SET NX rather than a
+// GET and a SET, and a window counts with one call in its usual case
+// rather than a GET to check and a SET NX or INCR to count: a request
+// counts first and is refused when that took the window over its limit. A refused request then undoes what it claimed: its dedupe key
+// (the platform's retry must go through once there is room), its record,
+// and its count in the user window when the channel's refused it.
+//
 // KEYS: 1 dedupe, 2 user window, 3 channel window, 4 request record,
 // 5 stream, 6 user notice, 7 channel notice count.
 // ARGV: 1 request id, 2 has dedupe (0/1), 3 dedupe TTL ms, 4 user N,
 // 5 user window ms, 6 channel N, 7 channel window ms, 8 notices per
 // channel window.
 var admitScript = redis.NewScript(`
-if ARGV[2] == '1' then
-  local first = redis.call('GET', KEYS[1])
-  if first then
-    redis.call('DEL', KEYS[4])
-    return {'duplicate', first, 0}
-  end
+if ARGV[2] == '1' and not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[3]) then
+  -- Time stands still inside a script: the key SET NX found is there.
+  redis.call('DEL', KEYS[4])
+  return {'duplicate', redis.call('GET', KEYS[1]), 0}
 end
-local function full(key, n)
+-- over counts the request in a window and says whether that took the
+-- window over its limit n (0: no limit). A user's window is most often a
+-- new one (people seldom ask twice a minute), which one SET NX opens; a
+-- channel's is most often open, which one INCR counts.
+local function over(key, n, win, fresh)
   n = tonumber(n)
-  return n > 0 and tonumber(redis.call('GET', key) or '0') >= n
-end
--- count counts one request in a window: one SET for a new window, one
--- INCR for an open one.
-local function count(key, n, win)
-  if tonumber(n) > 0 and not redis.call('SET', key, '1', 'NX', 'PX', win) then redis.call('INCR', key) end
+  if n <= 0 then return false end
+  if fresh then
+    if redis.call('SET', key, '1', 'NX', 'PX', win) then return false end
+    return redis.call('INCR', key) > n
+  end
+  local c = redis.call('INCR', key)
+  if c == 1 then redis.call('PEXPIRE', key, win) end
+  return c > n
 end
 local which, window = false, 0
-if full(KEYS[2], ARGV[4]) then which, window = 'user', ARGV[5]
-elseif full(KEYS[3], ARGV[6]) then which, window = 'channel', ARGV[7] end
+if over(KEYS[2], ARGV[4], ARGV[5], true) then which, window = 'user', ARGV[5]
+elseif over(KEYS[3], ARGV[6], ARGV[7], false) then
+  which, window = 'channel', ARGV[7]
+  if tonumber(ARGV[4]) > 0 then redis.call('DECR', KEYS[2]) end
+end
 if which then
+  if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end
   redis.call('DEL', KEYS[4])
   local notify = 0
-  -- Once the channel's notices are used up, a throttled request writes
-  -- nothing that stays: a flood costs Redis these reads and deleting
-  -- the record stored beside the script.
+  -- Once the channel's notices are used up, a throttled request adds no
+  -- key that stays: a flood costs Redis these few calls and deleting the
+  -- record stored beside the script.
   if tonumber(redis.call('GET', KEYS[7]) or '0') < tonumber(ARGV[8]) and redis.call('SET', KEYS[6], '1', 'NX', 'PX', window) then
     local n = redis.call('INCR', KEYS[7])
     if n == 1 then redis.call('PEXPIRE', KEYS[7], ARGV[7]) end
@@ -388,9 +406,6 @@ if which then
   end
   return {'throttled', which, notify}
 end
-count(KEYS[2], ARGV[4], ARGV[5])
-count(KEYS[3], ARGV[6], ARGV[7])
-if ARGV[2] == '1' then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3]) end
 redis.call('XADD', KEYS[5], '*', 'request', ARGV[1])
 return {'new', ARGV[1], 0}
 `)

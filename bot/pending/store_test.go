@@ -153,6 +153,42 @@ func TestAdmitDedupesAndLimits(t *testing.T) {
 			t.Fatalf("throttled request %s stored a record: %v", id, err)
 		}
 	}
+	// A throttled request's dedupe key is left free: the retry goes
+	// through once there is room, in the next window, and is then a
+	// request like any other.
+	adm2 := func(id bot.RequestID, at time.Time) bot.AdmitResult {
+		t.Helper()
+		res, err := s.Admit(ctx, bot.Admission{
+			Record: bot.RequestRecord{Request: bot.Request{ID: id, User: "gina"}}, DedupeKey: "evt-retry", DedupeTTL: time.Hour,
+			UserKey: "user:gina", UserLimit: bot.RateLimit{N: 2, Per: time.Minute},
+			ChannelKey: "channel:c", ChannelLimit: bot.RateLimit{N: 4, Per: time.Minute}, ChannelNotices: 2, Now: at,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := adm2("r_g1", now); res.Outcome != bot.AdmitThrottled || res.Limit != "channel" {
+		t.Fatalf("gina in a full channel = %+v; want throttled by channel", res)
+	}
+	if res := adm2("r_g2", now.Add(time.Minute)); res.Outcome != bot.AdmitNew || res.RequestID != "r_g2" {
+		t.Fatalf("gina's retry in the next window = %+v; want a new request", res)
+	}
+	if res := adm2("r_g3", now.Add(time.Minute)); res.Outcome != bot.AdmitDuplicate || res.RequestID != "r_g2" {
+		t.Fatalf("a second retry = %+v; want a duplicate of r_g2", res)
+	}
+	// Refused by the channel, gina was not counted against her own limit:
+	// her two requests this window are her first two.
+	for i := range 2 {
+		res, err := s.Admit(ctx, bot.Admission{
+			Record:  bot.RequestRecord{Request: bot.Request{ID: bot.RequestID(fmt.Sprint("r_gin", i)), User: "gina"}},
+			UserKey: "user:gina", UserLimit: bot.RateLimit{N: 2, Per: time.Minute},
+			ChannelKey: "channel:d", ChannelLimit: bot.RateLimit{N: 4, Per: time.Minute}, ChannelNotices: 2, Now: now,
+		})
+		if err != nil || res.Outcome != bot.AdmitNew {
+			t.Fatalf("gina's request %d in another channel = %+v, %v; want new", i, res, err)
+		}
+	}
 	// Unlimited: no limits at all.
 	for i := range 5 {
 		res, err := s.Admit(ctx, bot.Admission{Record: bot.RequestRecord{Request: bot.Request{ID: bot.RequestID(fmt.Sprint("r_u", i))}}, UserKey: "u", ChannelKey: "c2", Now: now})
