@@ -24,13 +24,3 @@ func decodeProposal(id bot.ProposalID, raw string) (bot.Proposal, error) {
 	}
 	return p, nil
 }
-
-// encodeRecord writes a request record as encoding/json would.
-//
-// It encodes with goccy/go-json because every request taken in encodes
-// its record on the ack path, where encoding/json spends about twice as
-// long and allocates more; TestEncodeRecordMatchesEncodingJSON holds the
-// two encoders to the same bytes.
-func encodeRecord(r bot.RequestRecord) ([]byte, error) {
-	return gojson.Marshal(r)
-}

@@ -2,6 +2,8 @@ package pending
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -58,21 +60,73 @@ func TestDecodeProposalMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-func TestEncodeRecordMatchesEncodingJSON(t *testing.T) {
-	now := time.Date(2026, 11, 23, 10, 4, 5, 123456789, time.FixedZone("CET", 3600))
-	full := bot.RequestRecord{
-		Request: bot.Request{
-			ID: "r_abc", Thread: bot.Thread{Channel: bot.Channel{Source: bot.SourceMatrix, ID: "!room:example.org"}, ID: "$evt"},
-			User: "@alice:example.org", UserName: "Alice <admin> & \"co\"",
-			Text:      "plan <script>alert(1)</script> & \u2028\u2029 é 🗞 \x00 \x1f tab\there \xff invalid",
-			DedupeKey: "matrix:$evt", Revises: "p_1", Feedback: "more cards", Again: "p_0", Via: "token:ci",
-			Webhook: &bot.WebhookDelivery{Hook: "github", ID: "d-1"}, ReceivedAt: now,
-		},
-		Status: bot.RequestStatus{ID: "r_abc", State: bot.RequestQueued, Reply: &bot.Reply{Text: "hi"}, ProposalID: "p_2", Error: "e", DuplicateOf: "r_x"},
-		Taken:  true,
-		Answer: &bot.Answer{Reply: &bot.Reply{Text: "<b>"}, ProposalID: "p_2", Failure: "f"},
+// recordStrings are the values the record tests put in string fields:
+// empty (omitted where omitempty), plain, and every kind of character
+// encoding/json escapes.
+var recordStrings = []string{
+	"", "r_abc", "plan <script>alert(1)</script> & \"co\" \\ ",
+	"\u2028\u2029 é 🗞 \x00 \x1f \b\f\n\r\t \x7f", "\xff invalid \xe2\x80 cut",
+}
+
+// fillRecord sets every field reachable from v: a string from
+// recordStrings, a bool, a pointer allocated or left nil, a slice of zero
+// to two strings, a time. With all set, every field of every type in a
+// record is written; with rnd choosing, the omitempty combinations are.
+func fillRecord(v reflect.Value, rnd *rand.Rand, all bool) {
+	pick := func(n int) int {
+		if all {
+			return n - 1
+		}
+		return rnd.IntN(n)
 	}
-	for name, r := range map[string]bot.RequestRecord{"full": full, "empty": {}} {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(recordStrings[pick(len(recordStrings))])
+	case reflect.Bool:
+		v.SetBool(pick(2) == 1)
+	case reflect.Pointer:
+		if pick(2) == 1 {
+			v.Set(reflect.New(v.Type().Elem()))
+			fillRecord(v.Elem(), rnd, all)
+		}
+	case reflect.Slice:
+		n := pick(3)
+		s := reflect.MakeSlice(v.Type(), n, n)
+		for i := range n {
+			fillRecord(s.Index(i), rnd, all)
+		}
+		v.Set(s)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			zones := []*time.Location{time.UTC, time.FixedZone("CET", 3600), time.FixedZone("odd", -(3*3600 + 30*60))}
+			t := time.Date(2026, 11, 23, 10, 4, 5, 123456789, zones[pick(len(zones))])
+			v.Set(reflect.ValueOf(t.Add(time.Duration(pick(1000)) * time.Millisecond).Truncate(time.Duration(1+pick(3)) * time.Microsecond)))
+			return
+		}
+		for i := range v.NumField() {
+			fillRecord(v.Field(i), rnd, all)
+		}
+	default:
+		panic("fillRecord: add a case for " + v.Type().String())
+	}
+}
+
+// TestEncodeRecordMatchesEncodingJSON holds the hand-written encoder to
+// encoding/json's bytes: with every field of every type set, so that a
+// field added to a record's types and not to the encoder fails here, and
+// with fields set at random, for the omitempty combinations.
+func TestEncodeRecordMatchesEncodingJSON(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	records := map[string]bot.RequestRecord{"empty": {}}
+	var full bot.RequestRecord
+	fillRecord(reflect.ValueOf(&full).Elem(), rnd, true)
+	records["full"] = full
+	for i := range 2000 {
+		var r bot.RequestRecord
+		fillRecord(reflect.ValueOf(&r).Elem(), rnd, false)
+		records[fmt.Sprint("random ", i)] = r
+	}
+	for name, r := range records {
 		want, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +136,33 @@ func TestEncodeRecordMatchesEncodingJSON(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if string(got) != string(want) {
-			t.Errorf("%s: go-json wrote\n%s\nencoding/json wrote\n%s", name, got, want)
+			t.Fatalf("%s: encodeRecord wrote\n%s\nencoding/json wrote\n%s", name, got, want)
 		}
 	}
+	// A year RFC 3339 cannot hold is refused, as time.Time refuses it.
+	var far bot.RequestRecord
+	far.Request.ReceivedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := json.Marshal(far); err == nil {
+		t.Fatal("encoding/json wrote year 10000")
+	}
+	if _, err := encodeRecord(far); err == nil {
+		t.Fatal("encodeRecord wrote year 10000")
+	}
+}
+
+// FuzzAppendJSONString holds the record encoder's string escaping to
+// encoding/json's for any bytes.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range recordStrings {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Fatalf("%q: wrote %s, encoding/json %s", s, got[1:], want)
+		}
+	})
 }
