@@ -43,6 +43,7 @@ func ingest(b *testing.B, h http.Handler, channelEach bool) {
 	var mu sync.Mutex
 	var lat []time.Duration
 	b.SetParallelism(max(1, ingestClients/runtime.GOMAXPROCS(0)))
+	cpu := bottest.StartCPU(b, bottest.Redis(b))
 	b.ResetTimer()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
@@ -82,6 +83,7 @@ func ingest(b *testing.B, h http.Handler, channelEach bool) {
 	})
 	elapsed := time.Since(start)
 	b.StopTimer()
+	cpu.Report(b)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	if len(lat) > 0 {
 		b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "req/s")

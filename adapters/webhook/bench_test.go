@@ -37,6 +37,7 @@ func ingestBench(b *testing.B, h http.Handler) {
 	var lat []time.Duration
 	b.SetParallelism(32) // 2 cores x 32 = 64 concurrent senders
 	b.ReportAllocs()
+	cpu := bottest.StartCPU(b, bottest.Redis(b))
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -64,6 +65,8 @@ func ingestBench(b *testing.B, h http.Handler) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	b.StopTimer()
+	cpu.Report(b)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	if len(lat) > 0 {
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
