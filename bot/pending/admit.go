@@ -40,12 +40,12 @@ type admitCall struct {
 }
 
 type admitReply struct {
-	res []any
+	res string
 	err error
 }
 
 // run admits one request: its script's reply, or the error that stopped it.
-func (a *admitter) run(ctx context.Context, record []byte, keys []string, args []any) ([]any, error) {
+func (a *admitter) run(ctx context.Context, record []byte, keys []string, args []any) (string, error) {
 	c := &admitCall{record: record, keys: keys, args: args, done: make(chan admitReply, 1)}
 	a.mu.Lock()
 	a.queue = append(a.queue, c)
@@ -60,7 +60,7 @@ func (a *admitter) run(ctx context.Context, record []byte, keys []string, args [
 	case <-ctx.Done():
 		// The admission may still land: a retry of it is then answered
 		// as a duplicate of it, as after any lost reply.
-		return nil, ctx.Err()
+		return "", ctx.Err()
 	}
 }
 
@@ -115,7 +115,7 @@ func (a *admitter) send(batch []*admitCall) {
 		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 			cmd = admitScript.Run(ctx, a.rdb, c.keys, c.args...)
 		}
-		res, rerr := cmd.Slice()
+		res, rerr := cmd.Text()
 		c.done <- admitReply{res: res, err: rerr}
 	}
 }

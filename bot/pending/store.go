@@ -356,58 +356,56 @@ func (s *Store) Marked(ctx context.Context, key string) (bool, error) {
 // the script. So the dedupe key is claimed with one SET NX rather than a
 // GET and a SET, and a window counts with one call in its usual case
 // rather than a GET to check and a SET NX or INCR to count: a request
-// counts first and is refused when that took the window over its limit. A refused request then undoes what it claimed: its dedupe key
-// (the platform's retry must go through once there is room), its record,
-// and its count in the user window when the channel's refused it.
+// counts first and is refused when that took the window over its limit.
+// A refused request then undoes what it claimed: its dedupe key (the
+// platform's retry must go through once there is room), its record, and
+// its count in the user window when the channel's refused it. The reply
+// is one string, not a table, for the same reason: "new", "duplicate
+// <first request id>" or "throttled <user|channel> <notify: 0|1>".
 //
 // KEYS: 1 dedupe, 2 user window, 3 channel window, 4 request record,
 // 5 stream, 6 user notice, 7 channel notice count.
-// ARGV: 1 request id, 2 has dedupe (0/1), 3 dedupe TTL ms, 4 user N,
-// 5 user window ms, 6 channel N, 7 channel window ms, 8 notices per
-// channel window.
+// ARGV: 1 request id, 2 has dedupe (0/1), 3 dedupe TTL ms, 4 user N
+// (0: no limit), 5 user window ms, 6 channel N (0: no limit), 7 channel
+// window ms, 8 notices per channel window.
 var admitScript = redis.NewScript(`
 if ARGV[2] == '1' and not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[3]) then
   -- Time stands still inside a script: the key SET NX found is there.
   redis.call('DEL', KEYS[4])
-  return {'duplicate', redis.call('GET', KEYS[1]), 0}
-end
--- over counts the request in a window and says whether that took the
--- window over its limit n (0: no limit). A user's window is most often a
--- new one (people seldom ask twice a minute), which one SET NX opens; a
--- channel's is most often open, which one INCR counts.
-local function over(key, n, win, fresh)
-  n = tonumber(n)
-  if n <= 0 then return false end
-  if fresh then
-    if redis.call('SET', key, '1', 'NX', 'PX', win) then return false end
-    return redis.call('INCR', key) > n
-  end
-  local c = redis.call('INCR', key)
-  if c == 1 then redis.call('PEXPIRE', key, win) end
-  return c > n
+  return 'duplicate ' .. redis.call('GET', KEYS[1])
 end
 local which, window = false, 0
-if over(KEYS[2], ARGV[4], ARGV[5], true) then which, window = 'user', ARGV[5]
-elseif over(KEYS[3], ARGV[6], ARGV[7], false) then
-  which, window = 'channel', ARGV[7]
-  if tonumber(ARGV[4]) > 0 then redis.call('DECR', KEYS[2]) end
+-- A user's window is most often a new one (people seldom ask twice a
+-- minute), which one SET NX opens; a channel's is most often open, which
+-- one INCR counts. Written out rather than as one Lua function for both:
+-- a closure made on every run cost Redis more than the calls it saved.
+if ARGV[4] ~= '0' and not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[5])
+    and redis.call('INCR', KEYS[2]) > tonumber(ARGV[4]) then
+  which, window = 'user', ARGV[5]
+elseif ARGV[6] ~= '0' then
+  local c = redis.call('INCR', KEYS[3])
+  if c == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[7]) end
+  if c > tonumber(ARGV[6]) then
+    which, window = 'channel', ARGV[7]
+    if ARGV[4] ~= '0' then redis.call('DECR', KEYS[2]) end
+  end
 end
 if which then
   if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end
   redis.call('DEL', KEYS[4])
-  local notify = 0
+  local notify = '0'
   -- Once the channel's notices are used up, a throttled request adds no
   -- key that stays: a flood costs Redis these few calls and deleting the
   -- record stored beside the script.
   if tonumber(redis.call('GET', KEYS[7]) or '0') < tonumber(ARGV[8]) and redis.call('SET', KEYS[6], '1', 'NX', 'PX', window) then
     local n = redis.call('INCR', KEYS[7])
     if n == 1 then redis.call('PEXPIRE', KEYS[7], ARGV[7]) end
-    if n <= tonumber(ARGV[8]) then notify = 1 end
+    if n <= tonumber(ARGV[8]) then notify = '1' end
   end
-  return {'throttled', which, notify}
+  return 'throttled ' .. which .. ' ' .. notify
 end
 redis.call('XADD', KEYS[5], '*', 'request', ARGV[1])
-return {'new', ARGV[1], 0}
+return 'new'
 `)
 
 // admitRecordKey is the index of the request record among admitScript's
@@ -478,28 +476,24 @@ func (s *Store) Admit(ctx context.Context, a bot.Admission) (bot.AdmitResult, er
 	}
 	args := []any{
 		id, hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(),
-		a.UserLimit.N, max(a.UserLimit.Per, time.Millisecond).Milliseconds(),
-		a.ChannelLimit.N, max(a.ChannelLimit.Per, time.Millisecond).Milliseconds(), a.ChannelNotices,
+		max(a.UserLimit.N, 0), max(a.UserLimit.Per, time.Millisecond).Milliseconds(),
+		max(a.ChannelLimit.N, 0), max(a.ChannelLimit.Per, time.Millisecond).Milliseconds(), a.ChannelNotices,
 	}
 	res, err := s.admits.run(ctx, rec, keys, args)
 	if err != nil {
 		return bot.AdmitResult{}, wrap("admit request", err)
 	}
-	if len(res) != 3 {
-		return bot.AdmitResult{}, fmt.Errorf("admit request: unexpected reply %v", res)
-	}
-	outcome, _ := res[0].(string)
-	detail, _ := res[1].(string)
-	notify, _ := res[2].(int64)
+	outcome, detail, _ := strings.Cut(res, " ")
 	switch outcome {
 	case "new":
-		return bot.AdmitResult{Outcome: bot.AdmitNew, RequestID: bot.RequestID(detail)}, nil
+		return bot.AdmitResult{Outcome: bot.AdmitNew, RequestID: a.Record.Request.ID}, nil
 	case "duplicate":
 		return bot.AdmitResult{Outcome: bot.AdmitDuplicate, RequestID: bot.RequestID(detail)}, nil
 	case "throttled":
-		return bot.AdmitResult{Outcome: bot.AdmitThrottled, Limit: detail, Notify: notify == 1}, nil
+		limit, notify, _ := strings.Cut(detail, " ")
+		return bot.AdmitResult{Outcome: bot.AdmitThrottled, Limit: limit, Notify: notify == "1"}, nil
 	}
-	return bot.AdmitResult{}, fmt.Errorf("admit request: unexpected outcome %q", outcome)
+	return bot.AdmitResult{}, fmt.Errorf("admit request: unexpected reply %q", res)
 }
 
 // maxTurns is how many earlier messages of a thread are kept for prompts.
