@@ -374,20 +374,23 @@ if ARGV[2] == '1' and not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[3
   redis.call('DEL', KEYS[4])
   return 'duplicate ' .. redis.call('GET', KEYS[1])
 end
-local which, window = false, 0
+local which, window, opened = false, 0, false
 -- A user's window is most often a new one (people seldom ask twice a
 -- minute), which one SET NX opens; a channel's is most often open, which
 -- one INCR counts. Written out rather than as one Lua function for both:
 -- a closure made on every run cost Redis more than the calls it saved.
-if ARGV[4] ~= '0' and not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[5])
-    and redis.call('INCR', KEYS[2]) > tonumber(ARGV[4]) then
-  which, window = 'user', ARGV[5]
-elseif ARGV[6] ~= '0' then
+if ARGV[4] ~= '0' then
+  opened = redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[5])
+  if not opened and redis.call('INCR', KEYS[2]) > tonumber(ARGV[4]) then which, window = 'user', ARGV[5] end
+end
+if not which and ARGV[6] ~= '0' then
   local c = redis.call('INCR', KEYS[3])
   if c == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[7]) end
   if c > tonumber(ARGV[6]) then
     which, window = 'channel', ARGV[7]
-    if ARGV[4] ~= '0' then redis.call('DECR', KEYS[2]) end
+    -- Uncounted in the user's window; one this request opened goes, so
+    -- that a flood from many people leaves no key per person behind.
+    if opened then redis.call('DEL', KEYS[2]) elseif ARGV[4] ~= '0' then redis.call('DECR', KEYS[2]) end
   end
 end
 if which then

@@ -94,7 +94,8 @@ func TestProposalsAndExpirySchedule(t *testing.T) {
 
 func TestAdmitDedupesAndLimits(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	rdb, prefix := bottest.Redis(t), bottest.Prefix()
+	s := pending.NewStore(rdb, prefix)
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 	adm := func(id bot.RequestID, user, dedupe string) bot.AdmitResult {
@@ -145,6 +146,13 @@ func TestAdmitDedupesAndLimits(t *testing.T) {
 	// Alice was told already (by the user limit) in this window.
 	if notified != 1 {
 		t.Fatalf("channel notices = %d; want the cap of 2 less alice's", notified)
+	}
+	// Refused by the channel, they were not counted in windows of their
+	// own: a flood from many people leaves no key per person.
+	for _, user := range []string{"carol", "dave", "erin", "frank"} {
+		if keys, err := rdb.Keys(ctx, prefix+":rate:user:"+user+":*").Result(); err != nil || len(keys) != 0 {
+			t.Fatalf("%s's window is left behind: %v, %v", user, keys, err)
+		}
 	}
 	// A throttled request stored nothing and marked nothing: its dedupe key
 	// is free for the platform's retry once the window has room.
