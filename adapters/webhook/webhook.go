@@ -129,11 +129,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, map[string]string{"status": "ignored"})
 		return
 	}
-	t := hook.Template
-	if t == nil {
-		t = a.builtins[defaultTemplate(ev.Event)]
-	}
-	text, err := RequestText(t, ev)
+	text, err := a.requestText(hook, ev)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -157,14 +153,66 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "BobNet could not queue the request; deliver it again shortly")
 		return
 	}
-	writeJSON(w, http.StatusAccepted, accepted{RequestID: id, Duplicate: dup})
+	writeAccepted(w, id, dup)
 }
 
-// accepted is the answer to a delivery taken in, or recognised as a
-// redelivery of one.
+// requestText is the request a delivery makes: the hook's template, or
+// the built-in one for its event, rendered and quoted (see RequestText).
+func (a *Adapter) requestText(hook *Hook, ev Event) (string, error) {
+	t := hook.Template
+	if t == nil {
+		t = a.builtins[defaultTemplate(ev.Event)]
+	}
+	if t == a.builtins["generic"] {
+		if text, ok := genericText(ev); ok {
+			return quote(ev, text), nil
+		}
+	}
+	return RequestText(t, ev)
+}
+
+// writeAccepted answers a delivery taken in, or recognised as a
+// redelivery of one: {"request_id":"…"}, with "duplicate":true for a
+// redelivery. Written out rather than through encoding/json, whose
+// encoder cost more than the rest of the answer on the ack path. Request
+// ids are letters, digits and "_" (bot.NewRequestID), which need no
+// escaping in JSON; any other id goes through encoding/json.
+func writeAccepted(w http.ResponseWriter, id bot.RequestID, dup bool) {
+	if !plainID(string(id)) {
+		writeJSON(w, http.StatusAccepted, accepted{RequestID: id, Duplicate: dup})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	var scratch [96]byte
+	b := append(scratch[:0], `{"request_id":"`...)
+	b = append(b, id...)
+	b = append(b, '"')
+	if dup {
+		b = append(b, `,"duplicate":true`...)
+	}
+	_, _ = w.Write(append(b, '}', '\n'))
+}
+
+// accepted is writeAccepted's answer as encoding/json writes it.
 type accepted struct {
 	RequestID bot.RequestID `json:"request_id"`
 	Duplicate bool          `json:"duplicate,omitempty"`
+}
+
+// plainID says whether id is made of ASCII letters, digits, "_" and "-"
+// only, and short enough for writeAccepted's buffer.
+func plainID(id string) bool {
+	if len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // submit queues the request once per delivery id. The engine's intake

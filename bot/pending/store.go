@@ -35,7 +35,7 @@ type Store struct {
 
 // NewStore returns a store on rdb with keys under prefix.
 func NewStore(rdb redis.UniversalClient, prefix string) *Store {
-	return &Store{rdb: rdb, prefix: prefix + ":", admits: &admitter{rdb: rdb}}
+	return &Store{rdb: rdb, prefix: prefix + ":", admits: newAdmitter(rdb)}
 }
 
 // key joins the prefix and parts with ":" in one allocation: intake builds
@@ -368,25 +368,27 @@ func (s *Store) Marked(ctx context.Context, key string) (bool, error) {
 // ARGV: 1 request id, 2 has dedupe (0/1), 3 dedupe TTL ms, 4 user N
 // (0: no limit), 5 user window ms, 6 channel N (0: no limit), 7 channel
 // window ms, 8 notices per channel window.
-var admitScript = redis.NewScript(`
+var admitScript = redis.NewScript(admitSource)
+
+// admitSource is admitScript's Lua.
+const admitSource = `
 if ARGV[2] == '1' and not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[3]) then
   -- Time stands still inside a script: the key SET NX found is there.
   redis.call('DEL', KEYS[4])
   return 'duplicate ' .. redis.call('GET', KEYS[1])
 end
 local which, window, opened = false, 0, false
--- A user's window is most often a new one (people seldom ask twice a
--- minute), which one SET NX opens; a channel's is most often open, which
--- one INCR counts. Written out rather than as one Lua function for both:
--- a closure made on every run cost Redis more than the calls it saved.
+-- A window is most often a new one, which one SET NX opens: people seldom
+-- ask twice a minute, and most channels see fewer requests than that. An
+-- open one (a busy channel) costs an INCR more. Written out rather than as
+-- one Lua function for both: a closure made on every run cost Redis more
+-- than the calls it saved.
 if ARGV[4] ~= '0' then
   opened = redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[5])
   if not opened and redis.call('INCR', KEYS[2]) > tonumber(ARGV[4]) then which, window = 'user', ARGV[5] end
 end
-if not which and ARGV[6] ~= '0' then
-  local c = redis.call('INCR', KEYS[3])
-  if c == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[7]) end
-  if c > tonumber(ARGV[6]) then
+if not which and ARGV[6] ~= '0' and not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[7]) then
+  if redis.call('INCR', KEYS[3]) > tonumber(ARGV[6]) then
     which, window = 'channel', ARGV[7]
     -- Uncounted in the user's window; one this request opened goes, so
     -- that a flood from many people leaves no key per person behind.
@@ -409,7 +411,7 @@ if which then
 end
 redis.call('XADD', KEYS[5], '*', 'request', ARGV[1])
 return 'new'
-`)
+`
 
 // admitRecordKey is the index of the request record among admitScript's
 // KEYS.
@@ -437,10 +439,15 @@ func (s *Store) Allow(ctx context.Context, key string, limit bot.RateLimit) (boo
 
 // window names the fixed rate-limit window now falls in.
 func window(now time.Time, per time.Duration) string {
+	return strconv.FormatInt(windowIndex(now, per), 10)
+}
+
+// windowIndex numbers the fixed rate-limit window now falls in.
+func windowIndex(now time.Time, per time.Duration) int64 {
 	if per <= 0 {
-		return "0"
+		return 0
 	}
-	return strconv.FormatInt(now.UnixMilli()/per.Milliseconds(), 10)
+	return now.UnixMilli() / per.Milliseconds()
 }
 
 // Admit takes a request in, or tells why not, in one Redis round trip:
@@ -458,31 +465,17 @@ func (s *Store) Admit(ctx context.Context, a bot.Admission) (bot.AdmitResult, er
 	if now.IsZero() {
 		now = time.Now()
 	}
-	id := string(a.Record.Request.ID)
-	hasDedupe, dedupeKey := "0", s.key("dedupe", "none")
+	c := &admitCall{record: rec, id: string(a.Record.Request.ID), hasDedupe: "0", ttl: requestTTL.Milliseconds()}
 	if a.DedupeKey != "" {
-		hasDedupe, dedupeKey = "1", s.key("dedupe", a.DedupeKey)
+		c.hasDedupe = "1"
 	}
-	userWin, chanWin := window(now, a.UserLimit.Per), window(now, a.ChannelLimit.Per)
-	noticeWin := userWin
-	if a.ChannelLimit.Per > a.UserLimit.Per {
-		noticeWin = chanWin
+	s.admitKeys(c, a, now)
+	c.nums = [6]int64{
+		max(a.DedupeTTL, time.Millisecond).Milliseconds(),
+		int64(max(a.UserLimit.N, 0)), max(a.UserLimit.Per, time.Millisecond).Milliseconds(),
+		int64(max(a.ChannelLimit.N, 0)), max(a.ChannelLimit.Per, time.Millisecond).Milliseconds(), int64(a.ChannelNotices),
 	}
-	keys := []string{
-		dedupeKey,
-		s.key("rate", a.UserKey, userWin),
-		s.key("rate", a.ChannelKey, chanWin),
-		s.key("request", id),
-		s.key("requests"),
-		s.key("notice", a.UserKey, a.ChannelKey, noticeWin),
-		s.key("notices", a.ChannelKey, chanWin),
-	}
-	args := []any{
-		id, hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(),
-		max(a.UserLimit.N, 0), max(a.UserLimit.Per, time.Millisecond).Milliseconds(),
-		max(a.ChannelLimit.N, 0), max(a.ChannelLimit.Per, time.Millisecond).Milliseconds(), a.ChannelNotices,
-	}
-	res, err := s.admits.run(ctx, rec, keys, args)
+	res, err := s.admits.run(ctx, c)
 	if err != nil {
 		return bot.AdmitResult{}, wrap("admit request", err)
 	}
@@ -497,6 +490,58 @@ func (s *Store) Admit(ctx context.Context, a bot.Admission) (bot.AdmitResult, er
 		return bot.AdmitResult{Outcome: bot.AdmitThrottled, Limit: limit, Notify: notify == "1"}, nil
 	}
 	return bot.AdmitResult{}, fmt.Errorf("admit request: unexpected reply %q", res)
+}
+
+// admitKeys names admitScript's KEYS for a, in the order it takes them,
+// all in one string: seven allocations on the ack path become one.
+func (s *Store) admitKeys(c *admitCall, a bot.Admission, now time.Time) {
+	dedupe := a.DedupeKey
+	if dedupe == "" {
+		dedupe = "none"
+	}
+	userWin, chanWin := windowIndex(now, a.UserLimit.Per), windowIndex(now, a.ChannelLimit.Per)
+	noticeWin := userWin
+	if a.ChannelLimit.Per > a.UserLimit.Per {
+		noticeWin = chanWin
+	}
+	var b strings.Builder
+	b.Grow(7*len(s.prefix) + 80 + len(dedupe) + 4*len(a.ChannelKey) + 2*len(a.UserKey) + len(c.id))
+	var ends [admitKeyCount]int
+	key := func(i int, parts ...string) {
+		b.WriteString(s.prefix)
+		for j, p := range parts {
+			if j > 0 {
+				b.WriteByte(':')
+			}
+			b.WriteString(p)
+		}
+		ends[i] = b.Len()
+	}
+	num := func(n int64) {
+		var scratch [20]byte
+		b.WriteByte(':')
+		b.Write(strconv.AppendInt(scratch[:0], n, 10))
+	}
+	key(0, "dedupe", dedupe)
+	key(1, "rate", a.UserKey)
+	num(userWin)
+	ends[1] = b.Len()
+	key(2, "rate", a.ChannelKey)
+	num(chanWin)
+	ends[2] = b.Len()
+	key(admitRecordKey, "request", c.id)
+	key(4, "requests")
+	key(5, "notice", a.UserKey, a.ChannelKey)
+	num(noticeWin)
+	ends[5] = b.Len()
+	key(6, "notices", a.ChannelKey)
+	num(chanWin)
+	ends[6] = b.Len()
+	all, from := b.String(), 0
+	for i, to := range ends {
+		c.keys[i] = all[from:to]
+		from = to
+	}
 }
 
 // maxTurns is how many earlier messages of a thread are kept for prompts.
