@@ -2,6 +2,7 @@ package pending
 
 import (
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -22,7 +23,13 @@ import (
 // bytes, so a field added to one of them and not here fails it, and
 // FuzzAppendJSONString holds the string escaping to encoding/json's.
 func encodeRecord(r bot.RequestRecord) ([]byte, error) {
-	b := make([]byte, 0, recordSize(&r))
+	return appendRecord(nil, &r)
+}
+
+// appendRecord is encodeRecord writing after b, which it grows once to
+// fit r's record in the usual case.
+func appendRecord(b []byte, r *bot.RequestRecord) ([]byte, error) {
+	b = slices.Grow(b, recordSize(r))
 	b = append(b, `{"request":`...)
 	b, err := appendRequest(b, &r.Request)
 	if err != nil {

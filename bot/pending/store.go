@@ -457,7 +457,8 @@ func windowIndex(now time.Time, per time.Duration) int64 {
 // people per channel window); otherwise its record is stored and it is
 // queued on the request stream.
 func (s *Store) Admit(ctx context.Context, a bot.Admission) (bot.AdmitResult, error) {
-	rec, err := encodeRecord(a.Record)
+	c := s.admits.call()
+	rec, err := appendRecord(c.record[:0], &a.Record)
 	if err != nil {
 		return bot.AdmitResult{}, err
 	}
@@ -465,7 +466,7 @@ func (s *Store) Admit(ctx context.Context, a bot.Admission) (bot.AdmitResult, er
 	if now.IsZero() {
 		now = time.Now()
 	}
-	c := &admitCall{record: rec, id: string(a.Record.Request.ID), hasDedupe: "0", ttl: requestTTL.Milliseconds()}
+	c.record, c.id, c.hasDedupe, c.ttl = rec, string(a.Record.Request.ID), "0", requestTTL.Milliseconds()
 	if a.DedupeKey != "" {
 		c.hasDedupe = "1"
 	}
