@@ -38,8 +38,8 @@ func NewStore(rdb redis.UniversalClient, prefix string) *Store {
 	return &Store{rdb: rdb, prefix: prefix + ":", admits: newAdmitter(rdb)}
 }
 
-// key joins the prefix and parts with ":" in one allocation: intake builds
-// seven keys per request.
+// key joins the prefix and parts with ":" in one allocation. (Intake
+// names its seven keys in one string of their own: admitKeys.)
 func (s *Store) key(parts ...string) string {
 	n := len(s.prefix) + len(parts)
 	for _, p := range parts {
