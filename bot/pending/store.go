@@ -508,7 +508,9 @@ func (s *Store) admitKeys(c *admitCall, a bot.Admission, now time.Time) {
 	var b strings.Builder
 	b.Grow(7*len(s.prefix) + 80 + len(dedupe) + 4*len(a.ChannelKey) + 2*len(a.UserKey) + len(c.id))
 	var ends [admitKeyCount]int
-	key := func(i int, parts ...string) {
+	// Each key is its parts, maybe a window number, then end: KEYS order.
+	n := 0
+	key := func(parts ...string) {
 		b.WriteString(s.prefix)
 		for j, p := range parts {
 			if j > 0 {
@@ -516,28 +518,31 @@ func (s *Store) admitKeys(c *admitCall, a bot.Admission, now time.Time) {
 			}
 			b.WriteString(p)
 		}
-		ends[i] = b.Len()
 	}
-	num := func(n int64) {
+	num := func(w int64) {
 		var scratch [20]byte
 		b.WriteByte(':')
-		b.Write(strconv.AppendInt(scratch[:0], n, 10))
+		b.Write(strconv.AppendInt(scratch[:0], w, 10))
 	}
-	key(0, "dedupe", dedupe)
-	key(1, "rate", a.UserKey)
+	end := func() { ends[n] = b.Len(); n++ }
+	key("dedupe", dedupe)
+	end()
+	key("rate", a.UserKey)
 	num(userWin)
-	ends[1] = b.Len()
-	key(2, "rate", a.ChannelKey)
+	end()
+	key("rate", a.ChannelKey)
 	num(chanWin)
-	ends[2] = b.Len()
-	key(admitRecordKey, "request", c.id)
-	key(4, "requests")
-	key(5, "notice", a.UserKey, a.ChannelKey)
+	end()
+	key("request", c.id) // admitRecordKey
+	end()
+	key("requests")
+	end()
+	key("notice", a.UserKey, a.ChannelKey)
 	num(noticeWin)
-	ends[5] = b.Len()
-	key(6, "notices", a.ChannelKey)
+	end()
+	key("notices", a.ChannelKey)
 	num(chanWin)
-	ends[6] = b.Len()
+	end()
 	all, from := b.String(), 0
 	for i, to := range ends {
 		c.keys[i] = all[from:to]
