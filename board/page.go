@@ -1,6 +1,7 @@
 package board
 
 import (
+	"bytes"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -145,13 +146,22 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 		"Total":        len(cards),
 		"Console":      consoleLink(b.Channel),
 	}
+	// Rendered whole before the first byte goes out: a template error is
+	// ours and logged as one, while a reader who closed the page (a broken
+	// pipe) is nobody's error.
+	var buf bytes.Buffer
+	if err := boardPage.Execute(&buf, data); err != nil {
+		w.logger.Error("render board page", "board", b.ID, "err", err)
+		http.Error(rw, "could not render the board", http.StatusInternalServerError)
+		return
+	}
 	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 	rw.Header().Set("Content-Security-Policy", pageCSP)
 	rw.Header().Set("X-Content-Type-Options", "nosniff")
 	rw.Header().Set("Referrer-Policy", "no-referrer")
 	rw.Header().Set("Cache-Control", "no-store")
-	if err := boardPage.Execute(rw, data); err != nil {
-		w.logger.Error("render board page", "board", b.ID, "err", err)
+	if _, err := rw.Write(buf.Bytes()); err != nil {
+		w.logger.Debug("board page not delivered", "board", b.ID, "err", err)
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"image/png"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/chromedp/cdproto/page"
@@ -224,4 +226,26 @@ func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// brokenPipe is a reader who closed the page: every write fails.
+type brokenPipe struct{ *httptest.ResponseRecorder }
+
+func (brokenPipe) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+
+func TestBoardPageClosedByReaderIsNoError(t *testing.T) {
+	t.Parallel()
+	s := boardtest.NewStore(t)
+	res, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_pipe", Channel: "c", Plan: newspaper(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	r := chi.NewRouter()
+	board.NewWeb(s, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))).PageRoutes(r)
+	req := httptest.NewRequest(http.MethodGet, "/boards/"+string(res.BoardID), nil)
+	r.ServeHTTP(brokenPipe{httptest.NewRecorder()}, req)
+	if strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "board page not delivered") {
+		t.Fatalf("a closed page should be logged at debug, not as an error:\n%s", logs.String())
+	}
 }
