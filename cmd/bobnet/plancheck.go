@@ -67,6 +67,7 @@ func runPlanCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // read on a terminal, not embedded in HTML
 	if err := enc.Encode(res); err != nil {
 		fmt.Fprintf(stderr, "bobnet plan check: %v\n", err)
 		return 2

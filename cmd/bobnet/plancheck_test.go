@@ -131,3 +131,16 @@ func TestPlanCheckUsageErrors(t *testing.T) {
 		t.Errorf("bobnet plan: code %d", code)
 	}
 }
+
+// TestPlanCheckPrintsTextAsWritten: the output is read on a terminal, so
+// a cycle's arrows are "->", not HTML-escaped "\u003e".
+func TestPlanCheckPrintsTextAsWritten(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	if code := run([]string{"plan", "check", "--no-board", "../../testdata/plans/invalid-cycle.json"}, strings.NewReader(""), &out, &errb); code != 1 {
+		t.Fatalf("code %d: %s", code, errb.String())
+	}
+	if strings.Contains(out.String(), `\u003e`) || !strings.Contains(out.String(), "->") {
+		t.Fatalf("cycle message escaped for HTML:\n%s", out.String())
+	}
+}
