@@ -9,7 +9,7 @@ all: build
 
 # -tags goolm: Matrix end-to-end encryption with the pure-Go Olm, no cgo.
 build:
-	$(GO) build -tags goolm -o bin/bobnet ./cmd/bobnet
+	$(GO) build -buildvcs=auto -tags goolm -o bin/bobnet ./cmd/bobnet
 
 run:
 	scripts/run.sh

@@ -35,17 +35,24 @@ if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
 fi
 
 stop_services() {
-	rm -f "$info"
+	rm -f "$info" "$dir/env"
 	scripts/services.sh stop "$dir" 9>&- || true
 }
 trap stop_services EXIT
 eval "$(scripts/services.sh start "$dir" 9>&-)"
 export DATABASE_URL REDIS_URL
+# `bobnet token …` and `bobnet migrate` run beside this one read the
+# services' addresses from here (they hold no secret: the servers trust
+# local connections only).
+printf 'DATABASE_URL=%s\nREDIS_URL=%s\n' "$DATABASE_URL" "$REDIS_URL" >"$dir/env"
 
-go build -tags goolm -o "$dir/bobnet" ./cmd/bobnet 9>&-
-"$dir/bobnet" migrate
+echo "run: building BobNet into bin/bobnet (the first time takes a few minutes)" >&2
+# The same binary and path as `make build`; -buildvcs stamps the commit
+# into `bobnet version` (in a git checkout) even where GOFLAGS turns it off.
+go build -buildvcs=auto -tags goolm -o bin/bobnet ./cmd/bobnet 9>&-
+bin/bobnet migrate
 # Not exec: the trap must run after bobnet exits to stop the servers.
-"$dir/bobnet" serve &
+bin/bobnet serve &
 pid=$!
 echo "http://$listen/ (pid $pid)" >"$info"
 echo "run: BobNet on http://$listen/, pid $pid (Ctrl-C stops it)" >&2

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -331,4 +332,25 @@ func TestUnreachableServicesAreReportedWithoutPasswords(t *testing.T) {
 		t.Errorf("json: exit %d, stderr %s", code, stderr)
 	}
 	assertNoSecret(t, "json", stderr, []string{"pw-db-7c7c", "pw-redis-8d8d"})
+}
+
+func TestVersionNamesTheCommitOnce(t *testing.T) {
+	t.Parallel()
+	rev := []debug.BuildSetting{{Key: "vcs.revision", Value: "5c95e25039130000aaaa"}, {Key: "vcs.modified", Value: "true"}}
+	for _, c := range []struct {
+		name string
+		info *debug.BuildInfo
+		want string
+	}{
+		{"no build info", nil, "bobnet (devel)"},
+		{"go run", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, "bobnet (devel) go1.26.8"},
+		{"pseudo-version", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261124015631-5c95e2503913+dirty"}, Settings: rev},
+			"bobnet v0.0.0-20261124015631-5c95e2503913+dirty go1.26.8"},
+		{"tag without the commit", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.0"}, Settings: rev},
+			"bobnet v1.2.0 5c95e2503913+dirty go1.26.8"},
+	} {
+		if got := versionOf(c.info); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -165,9 +166,16 @@ func isFlagError(err error) bool {
 // version describes this build: the module version and, when built from a
 // checkout, the commit.
 func version() string {
+	info, _ := debug.ReadBuildInfo()
+	return versionOf(info)
+}
+
+// versionOf formats what the build stamped: `go build` in a git checkout
+// stamps a pseudo-version that already ends in the commit, so the commit is
+// added only where the version does not name it.
+func versionOf(info *debug.BuildInfo) string {
 	v, rev, dirty := "(devel)", "", false
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
+	if info == nil {
 		return "bobnet " + v
 	}
 	if info.Main.Version != "" {
@@ -182,10 +190,10 @@ func version() string {
 		}
 	}
 	out := "bobnet " + v
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" && !strings.Contains(v, rev) {
 		out += " " + rev
 		if dirty {
 			out += "+dirty"

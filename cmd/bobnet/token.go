@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -56,8 +59,13 @@ func runToken(args []string, getenv func(string) string, stdout, stderr io.Write
 		return 2
 	}
 	if *dbURL == "" {
-		fmt.Fprintln(stderr, "bobnet token: DATABASE_URL: required")
-		return 2
+		runDir := cmp.Or(getenv("BOBNET_RUN_DIR"), ".run")
+		*dbURL = makeRunDatabase(runDir)
+		if *dbURL == "" {
+			fmt.Fprintf(stderr, "bobnet token: DATABASE_URL: required: set it, or run this in the checkout where `make run` is running (it reads %s)\n", filepath.Join(runDir, "env"))
+			return 2
+		}
+		fmt.Fprintf(stderr, "bobnet token: using the database of `make run` (%s)\n", filepath.Join(runDir, "env"))
 	}
 	var parsed []apitoken.Scope
 	if verb == "create" {
@@ -125,4 +133,19 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// makeRunDatabase is the DATABASE_URL that a running `make run` wrote into
+// its folder, or "" when none runs there.
+func makeRunDatabase(runDir string) string {
+	b, err := os.ReadFile(filepath.Join(runDir, "env"))
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "DATABASE_URL="); ok {
+			return v
+		}
+	}
+	return ""
 }
