@@ -3,7 +3,7 @@
 GO ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run test lint bench fmt clean
+.PHONY: all build run demo test lint bench fmt clean
 
 all: build
 
@@ -13,6 +13,11 @@ build:
 
 run:
 	scripts/run.sh
+
+# make run with a canned model serving testdata/plans: the whole flow in a
+# minute with no model server.
+demo:
+	BOBNET_DEMO=1 scripts/run.sh
 
 test:
 	scripts/test.sh

@@ -5,6 +5,8 @@
 # serves the console and API on BOBNET_LISTEN (default 127.0.0.1:8080).
 # Ctrl-C stops BobNet and both servers; the data stays in .run/ for next time.
 #
+# BOBNET_DEMO=1 (make demo) serves canned plans instead of asking a model.
+#
 # One checkout runs one BobNet: a second `make run` says where the first is
 # and exits without touching its servers. BOBNET_RUN_DIR moves .run/.
 set -euo pipefail
@@ -51,6 +53,16 @@ echo "run: building BobNet into bin/bobnet (the first time takes a few minutes)"
 # into `bobnet version` (in a git checkout) even where GOFLAGS turns it off.
 go build -buildvcs=auto -tags goolm -o bin/bobnet ./cmd/bobnet 9>&-
 bin/bobnet migrate
+if [ -n "${BOBNET_DEMO:-}" ]; then
+	# make demo: the canned model on a free loopback port, stopped with
+	# BobNet. It serves the example plans in testdata/plans, labelled.
+	demo_port=$( (python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') 2>/dev/null || echo $((20000 + RANDOM % 20000)))
+	bin/bobnet demo-model --listen "127.0.0.1:$demo_port" 9>&- &
+	demo_pid=$!
+	trap 'kill $demo_pid 2>/dev/null || true; stop_services' EXIT
+	export OPENAI_BASE_URL="http://127.0.0.1:$demo_port/v1" BOBNET_MODEL="bobnet-demo (canned)"
+	echo "run: demo mode: plans come from a canned model (testdata/plans), not a real one" >&2
+fi
 # Not exec: the trap must run after bobnet exits to stop the servers.
 bin/bobnet serve &
 pid=$!

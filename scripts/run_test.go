@@ -5,6 +5,8 @@ package scripts
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -163,4 +165,101 @@ func TestMakeRunTwiceRefusesTheSecondAndKeepsTheFirst(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "bobnet.running")); !os.IsNotExist(err) {
 		t.Errorf("run info left behind: %v", err)
 	}
+}
+
+// post sends a JSON body and decodes the JSON answer into out.
+func post(t *testing.T, url, body string, want int, out any) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("POST %s: %v: %s", url, err, b)
+	}
+}
+
+// TestMakeDemoMakesABoardWithNoModelServer runs make demo with no model
+// server anywhere: a request in the console gets the canned plan, labelled
+// as canned, and approving it makes a board.
+func TestMakeDemoMakesABoardWithNoModelServer(t *testing.T) {
+	if os.Getenv("REDIS_URL") == "" {
+		t.Skip("REDIS_URL is not set: Postgres and Redis may not be installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir, listen := runDir(t), freeAddr(t)
+	start := time.Now()
+	demo := makeRun(ctx, dir, listen)
+	demo.Env = append(demo.Env, "BOBNET_DEMO=1")
+	var out safeBuffer
+	demo.Stdout, demo.Stderr = &out, &out
+	if err := demo.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- demo.Wait() }()
+	defer func() {
+		_ = syscall.Kill(-demo.Process.Pid, syscall.SIGINT)
+		<-exited
+	}()
+	for get("http://"+listen+"/readyz") != http.StatusOK {
+		select {
+		case err := <-exited:
+			t.Fatalf("make demo exited: %v\n%s", err, out.String())
+		case <-ctx.Done():
+			t.Fatalf("make demo never became ready:\n%s", out.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	ready := time.Now()
+	base := "http://" + listen + "/api/v1"
+	var req struct {
+		RequestID string `json:"request_id"`
+	}
+	post(t, base+"/channels/demo/messages", `{"user":"alice","text":"plan our daily research newspaper"}`, http.StatusAccepted, &req)
+	var status struct {
+		State      string `json:"state"`
+		ProposalID string `json:"proposal_id"`
+		Error      string `json:"error"`
+	}
+	for status.ProposalID == "" {
+		resp, err := http.Get(base + "/requests/" + req.RequestID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&status)
+		resp.Body.Close()
+		if status.State == "failed" || ctx.Err() != nil {
+			t.Fatalf("request %s: %+v\n%s", req.RequestID, status, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var proposal struct {
+		Plan struct {
+			Assumptions []string `json:"assumptions"`
+		} `json:"plan"`
+	}
+	resp, err := http.Get(base + "/proposals/" + status.ProposalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&proposal)
+	resp.Body.Close()
+	if len(proposal.Plan.Assumptions) == 0 || !strings.HasPrefix(proposal.Plan.Assumptions[0], "Canned demo model") {
+		t.Errorf("the demo plan is not labelled as canned: %+v", proposal.Plan.Assumptions)
+	}
+	var approved struct {
+		BoardID string `json:"board_id"`
+	}
+	post(t, base+"/proposals/"+status.ProposalID+"/approve", `{"user":"alice"}`, http.StatusOK, &approved)
+	if code := get("http://" + listen + "/boards/" + approved.BoardID); approved.BoardID == "" || code != http.StatusOK {
+		t.Fatalf("board %q: %d", approved.BoardID, code)
+	}
+	t.Logf("make demo: ready %s after start, a board %s later", ready.Sub(start).Round(time.Millisecond), time.Since(ready).Round(time.Millisecond))
 }

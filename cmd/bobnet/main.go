@@ -7,6 +7,7 @@
 //	bobnet config vars           list the environment variables serve reads
 //	bobnet config doc            print the configuration reference
 //	bobnet version               print the version
+//	bobnet demo-model            a canned stand-in for a model server (make demo)
 //
 // Settings come from the environment; flags of the same meaning override
 // them (bobnet serve -h lists them).
@@ -39,6 +40,9 @@ const usage = `usage:
                                         ("secret" beside those to keep in a secret store)
   bobnet config doc                     print the configuration reference (Markdown)
   bobnet version                        print the version
+  bobnet demo-model [--listen ADDR] [DIR]
+                                        a canned stand-in for a model server, for
+                                        trying BobNet without one (make demo)
   bobnet token create NAME --scopes read,propose [--user U]
   bobnet token list | bobnet token revoke NAME
                                         manage API tokens
@@ -64,6 +68,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runToken(args[1:], os.Getenv, stdout, stderr)
 	case "serve", "migrate":
 		return runService(args[0], args[1:], stdout, stderr)
+	case "demo-model":
+		return runDemoModel(args[1:], stdout, stderr)
 	case "config":
 		if len(args) == 2 && args[1] == "doc" {
 			fmt.Fprint(stdout, configDoc())

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/bobnet/bobnet/planner/demomodel"
+)
+
+// runDemoModel is `bobnet demo-model`: the canned stand-in for a model
+// server that `make demo` points BobNet at, serving until interrupted.
+func runDemoModel(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bobnet demo-model", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:11435", "loopback `address` to serve the OpenAI-compatible API on")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	dir := "testdata/plans"
+	if fs.NArg() > 1 {
+		fmt.Fprintln(stderr, "usage: bobnet demo-model [--listen ADDR] [DIR]")
+		return 2
+	}
+	if fs.NArg() == 1 {
+		dir = fs.Arg(0)
+	}
+	m, err := demomodel.Load(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "bobnet demo-model: %v (run it at the top of the repository, or name the folder of canned plans)\n", err)
+		return 2
+	}
+	host, _, err := net.SplitHostPort(*listen)
+	if err != nil || !isLoopback(host) {
+		fmt.Fprintf(stderr, "bobnet demo-model: --listen %q: a loopback address is required\n", *listen)
+		return 2
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "bobnet demo-model: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	srv := &http.Server{Handler: m, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	fmt.Fprintf(stdout, "bobnet demo-model: canned plans from %s on http://%s/v1 (model %q)\n", dir, ln.Addr(), demomodel.Name)
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "bobnet demo-model: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,144 @@
+// Package demomodel is a canned stand-in for a language model, for trying
+// BobNet with no model server (`make demo`). It speaks the OpenAI
+// chat-completions API and answers every request with one of a few fixed
+// model outputs read from a folder (testdata/plans in the repository),
+// each labelled as canned so nobody mistakes it for planning.
+package demomodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Name is the model name the demo model answers as.
+const Name = "bobnet-demo (canned)"
+
+// Label is said in every answer, so the preview shows where the plan came
+// from.
+const Label = "Canned demo model: a fixed example plan, not written for your request. Point OPENAI_BASE_URL at a real model for real plans."
+
+// The outputs it serves, by what the request looks like.
+const (
+	planFile     = "newspaper.json"
+	answerFile   = "valid-answer.json"
+	refuseFile   = "valid-refuse.json"
+	clarifyFile  = "valid-clarify.json"
+	maxBodyBytes = 4 << 20
+)
+
+// Model answers chat-completion requests with canned outputs.
+type Model struct {
+	outputs map[string]string
+}
+
+// Load reads the canned outputs from dir and labels each one.
+func Load(dir string) (*Model, error) {
+	m := &Model{outputs: map[string]string{}}
+	for _, name := range []string{planFile, answerFile, refuseFile, clarifyFile} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("demo model: %w", err)
+		}
+		labelled, err := label(b)
+		if err != nil {
+			return nil, fmt.Errorf("demo model: %s: %w", name, err)
+		}
+		m.outputs[name] = labelled
+	}
+	return m, nil
+}
+
+// label adds Label to an output: to a plan's assumptions, where the preview
+// lists them, and in front of any other kind's answer.
+func label(raw []byte) (string, error) {
+	var env map[string]any
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return "", err
+	}
+	if env["kind"] == "propose_actions" {
+		as, _ := env["assumptions"].([]any)
+		env["assumptions"] = append([]any{Label}, as...)
+	} else {
+		a, _ := env["answer"].(string)
+		env["answer"] = "[" + Label + "] " + a
+	}
+	b, err := json.Marshal(env)
+	return string(b), err
+}
+
+// Choose picks the canned output for a request's user message: the plan
+// again for a revision, a refusal for destructive words, an answer for a
+// question, questions back for a request too short to plan, and the
+// newspaper plan otherwise.
+func (m *Model) Choose(text string) string {
+	t := strings.ToLower(strings.TrimSpace(text))
+	switch {
+	case strings.Contains(t, "feedback on the previous plan:"):
+		return m.outputs[planFile]
+	case strings.Contains(t, "delete") || strings.Contains(t, "archive"):
+		return m.outputs[refuseFile]
+	case strings.HasSuffix(t, "?"):
+		return m.outputs[answerFile]
+	case len(strings.Fields(t)) < 3:
+		return m.outputs[clarifyFile]
+	}
+	return m.outputs[planFile]
+}
+
+// ServeHTTP answers POST …/chat/completions, streamed when asked.
+func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		writeError(w, http.StatusNotFound, "the demo model only answers POST /v1/chat/completions")
+		return
+	}
+	var req openai.ChatCompletionRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "request body: "+err.Error())
+		return
+	}
+	var last string
+	for _, msg := range req.Messages {
+		if msg.Role == openai.ChatMessageRoleUser {
+			last = msg.Content
+		}
+	}
+	content := m.Choose(last)
+	id, created := fmt.Sprintf("demo-%d", time.Now().UnixNano()), time.Now().Unix()
+	if req.Stream {
+		stream(w, id, created, content)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(openai.ChatCompletionResponse{
+		ID: id, Object: "chat.completion", Created: created, Model: Name,
+		Choices: []openai.ChatCompletionChoice{{Message: openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: content}, FinishReason: openai.FinishReasonStop}},
+		Usage:   openai.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2},
+	})
+}
+
+// stream sends content as one chunk and a closing one, as servers that
+// stream do.
+func stream(w http.ResponseWriter, id string, created int64, content string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, delta := range []openai.ChatCompletionStreamChoice{
+		{Delta: openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant, Content: content}},
+		{FinishReason: openai.FinishReasonStop},
+	} {
+		b, _ := json.Marshal(openai.ChatCompletionStreamResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: Name, Choices: []openai.ChatCompletionStreamChoice{delta}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": msg, "type": "invalid_request_error"}})
+}
