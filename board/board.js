@@ -1,7 +1,8 @@
-// The board page's one script: it shows move buttons to people signed in
-// on the console (the console keeps their name and API token in this
-// origin's localStorage), sends moves to the REST API, and redraws the
-// board whenever a card changes, wherever the change came from.
+// The board page's one script: it shows the "Move to" menus and lets cards
+// be dragged between columns for people signed in on the console (the
+// console keeps their name and API token in this origin's localStorage),
+// sends moves to the REST API, and redraws the board whenever a card
+// changes, wherever the change came from.
 (function () {
   "use strict";
   const boardID = document.body.dataset.board;
@@ -17,8 +18,23 @@
       signin.textContent = "Sign in on the console to move cards here.";
       return;
     }
-    signin.textContent = "Signed in as " + user + ": use a card's “Move to” buttons.";
+    signin.textContent = "Signed in as " + user + ": drag a card to another column, or use its “Move to” menu.";
     document.querySelectorAll(".move, .crit").forEach(function (m) { m.hidden = false; });
+    document.querySelectorAll("article.card").forEach(function (c) { c.draggable = true; });
+  }
+
+  // The graph is drawn to fit its box unless someone asked for its actual
+  // size; the choice outlives redraws.
+  let zoom = "fit";
+  function applyZoom() {
+    const box = document.getElementById("graph-scroll");
+    if (!box) { return; }
+    box.classList.toggle("fit", zoom === "fit");
+    const hint = document.getElementById("scroll-hint");
+    if (hint) { hint.hidden = box.scrollWidth <= box.clientWidth + 1; }
+    document.querySelectorAll("button[data-zoom]").forEach(function (b) {
+      b.setAttribute("aria-pressed", String(b.dataset.zoom === zoom));
+    });
   }
 
   // focused names the card button that has keyboard focus, to give it
@@ -48,18 +64,24 @@
       .then(function (html) {
         const doc = new DOMParser().parseFromString(html, "text/html");
         const focusKey = focused();
-        // Descriptions people opened stay open across the redraw.
+        // Descriptions and menus people opened stay open across the
+        // redraw, and the columns keep their sideways scroll.
         const opened = Array.prototype.map.call(document.querySelectorAll("article.card details[open]"), function (d) {
-          return d.closest("article.card").id;
+          return [d.closest("article.card").id, d.className];
         });
+        const columns = document.getElementById("columns");
+        const scrolled = columns ? columns.scrollLeft : 0;
         ["live-counts", "live"].forEach(function (id) {
           const fresh = doc.getElementById(id);
           const old = document.getElementById(id);
           if (fresh && old) { old.replaceWith(document.adoptNode(fresh)); }
         });
         showControls();
-        opened.forEach(function (id) {
-          const d = document.querySelector("#" + CSS.escape(id) + " details");
+        applyZoom();
+        const fresh = document.getElementById("columns");
+        if (fresh) { fresh.scrollLeft = scrolled; }
+        opened.forEach(function (o) {
+          const d = document.querySelector("#" + CSS.escape(o[0]) + " details." + CSS.escape(o[1]));
           if (d) { d.open = true; }
         });
         if (focusKey) {
@@ -70,6 +92,8 @@
           const card = document.getElementById(focusKey[0]);
           const target = card && focusKey[1] && card.querySelector(focusKey[1] + ":not([disabled])");
           if (target) {
+            const menu = target.closest("details");
+            if (menu) { menu.open = true; }
             target.focus();
           } else if (card) {
             card.tabIndex = -1;
@@ -119,6 +143,12 @@
   }
 
   document.addEventListener("click", function (ev) {
+    const z = ev.target.closest ? ev.target.closest("button[data-zoom]") : null;
+    if (z) {
+      zoom = z.dataset.zoom;
+      applyZoom();
+      return;
+    }
     const button = ev.target.closest ? ev.target.closest("button[data-move], button[data-criterion]") : null;
     if (!button || button.disabled) { return; }
     const card = button.closest("article.card");
@@ -132,6 +162,57 @@
     patch(card, { criterion: { index: index, done: done } },
       card.dataset.handle + ": criterion " + (index + 1) + " marked " + (done ? "done" : "not done") + ".");
   });
+
+  // Drag and drop: while a card is dragged every column says whether it
+  // can take it. A column the dependency rule refuses says why (the same
+  // reason its menu item gives) and takes no drop.
+  let dragged = null;
+  function endDrag() {
+    document.body.classList.remove("dragging");
+    document.querySelectorAll("section.column").forEach(function (col) {
+      col.classList.remove("drop-ok", "drop-refused", "drop-over", "drop-same");
+      col.querySelector(".drop-note").textContent = "";
+    });
+    if (dragged) { dragged.classList.remove("is-dragged"); }
+    dragged = null;
+  }
+  document.addEventListener("dragstart", function (ev) {
+    const card = ev.target.closest ? ev.target.closest("article.card") : null;
+    if (!card || !user) { return; }
+    dragged = card;
+    card.classList.add("is-dragged");
+    ev.dataTransfer.effectAllowed = "move";
+    ev.dataTransfer.setData("text/plain", card.dataset.handle);
+    document.body.classList.add("dragging");
+    document.querySelectorAll("section.column").forEach(function (col) {
+      const status = col.dataset.status;
+      if (status === card.dataset.status) { col.classList.add("drop-same"); return; }
+      const item = card.querySelector('button[data-move="' + CSS.escape(status) + '"]');
+      if (!item || item.disabled) {
+        col.classList.add("drop-refused");
+        col.querySelector(".drop-note").textContent = card.dataset.handle + " can't move here: " + (item ? item.title : "not allowed");
+        return;
+      }
+      col.classList.add("drop-ok");
+    });
+  });
+  document.addEventListener("dragover", function (ev) {
+    const col = dragged && ev.target.closest ? ev.target.closest("section.column.drop-ok") : null;
+    if (!col) { return; }
+    ev.preventDefault();
+    ev.dataTransfer.dropEffect = "move";
+    document.querySelectorAll("section.column.drop-over").forEach(function (c) { if (c !== col) { c.classList.remove("drop-over"); } });
+    col.classList.add("drop-over");
+  });
+  document.addEventListener("drop", function (ev) {
+    const col = dragged && ev.target.closest ? ev.target.closest("section.column.drop-ok") : null;
+    if (!col) { return; }
+    ev.preventDefault();
+    const card = dragged;
+    endDrag();
+    move(card, col.dataset.status);
+  });
+  document.addEventListener("dragend", endDrag);
 
   function listen() {
     const es = new EventSource("/boards/" + encodeURIComponent(boardID) + "/events");
@@ -155,5 +236,6 @@
   }
 
   showControls();
+  applyZoom();
   listen();
 })();

@@ -2,8 +2,6 @@ package board
 
 import (
 	"bytes"
-	"fmt"
-	"html/template"
 	"net/http"
 	"slices"
 	"strings"
@@ -56,6 +54,15 @@ type pageMove struct {
 // statusClass is a status as a CSS class: "In Progress" -> "s-in-progress".
 func statusClass(status string) string {
 	return "s-" + strings.ReplaceAll(strings.ToLower(status), " ", "-")
+}
+
+// joinHandles lists cards by handle: "NEWS-1, NEWS-2".
+func joinHandles(refs []pageRef) string {
+	hs := make([]string, len(refs))
+	for i, r := range refs {
+		hs[i] = r.Handle
+	}
+	return strings.Join(hs, ", ")
 }
 
 // consoleLink is where the page's "back to the console" link goes: the
@@ -115,36 +122,24 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 			}
 			m := pageMove{Status: s}
 			if len(pc.Waiting) > 0 && slices.Contains(Started, s) {
-				m.Refused = "waits on unfinished cards"
+				m.Refused = "waits on " + joinHandles(pc.Waiting)
 			}
 			pc.Moves = append(pc.Moves, m)
 		}
 		byStatus[c.Status] = append(byStatus[c.Status], pc)
 	}
 	var cols []column
-	var widths []string
 	for _, s := range Statuses {
 		cols = append(cols, column{Status: s, Class: statusClass(s), Cards: byStatus[s], Empty: len(byStatus[s]) == 0})
-		if len(byStatus[s]) == 0 {
-			widths = append(widths, "minmax(96px, 0.35fr)")
-		} else {
-			// A column with many cards gets more room and lays its cards
-			// out in several columns of its own, so 64 cards in one status
-			// do not make one endless strip.
-			weight := 1 + min(len(byStatus[s]), 36)/6
-			widths = append(widths, fmt.Sprintf("minmax(170px, %dfr)", weight))
-		}
 	}
 	data := map[string]any{
-		"Board":   b,
-		"Columns": cols,
-		// Built here from constants only, so it is safe as CSS.
-		"ColumnWidths": template.CSS(strings.Join(widths, " ")),
-		"Graph":        layoutGraph(cards, ready),
-		"Status":       st,
-		"Statuses":     Statuses,
-		"Total":        len(cards),
-		"Console":      consoleLink(b.Channel),
+		"Board":    b,
+		"Columns":  cols,
+		"Graph":    layoutGraph(cards, ready),
+		"Status":   st,
+		"Statuses": Statuses,
+		"Total":    len(cards),
+		"Console":  consoleLink(b.Channel),
 	}
 	// Rendered whole before the first byte goes out: a template error is
 	// ours and logged as one, while a reader who closed the page (a broken
@@ -170,11 +165,8 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 // it, full titles wrapped onto as many lines as they need.
 type graph struct {
 	Width, Height int
-	// Fits says the graph is as narrow as the page's content area at
-	// 1400 px; when it is not, the page says it scrolls sideways.
-	Fits  bool
-	Nodes []graphNode
-	Edges []graphEdge
+	Nodes         []graphNode
+	Edges         []graphEdge
 }
 
 type graphNode struct {
@@ -281,7 +273,6 @@ func layoutGraph(cards []Card, ready map[CardID]bool) graph {
 			g.Edges = append(g.Edges, graphEdge{X1: x1, Y1: y1, X2: x2, Y2: y2, C1: x1 + graphGapX/2 + 4, C2: x2 - graphGapX/2 - 4})
 		}
 	}
-	g.Fits = g.Width <= graphAvail
 	return g
 }
 

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/planner"
 )
@@ -203,6 +205,44 @@ func (p *pageEngine) Proposal(ctx context.Context, id bot.ProposalID) (bot.Propo
 	return bot.Proposal{ID: id, State: bot.ProposalPending, Version: 1, RequestedBy: "alice", ExpiresAt: time.Now().Add(time.Hour),
 		Plan: planner.Envelope{Kind: planner.KindProposeActions, Answer: "<script>alert(1)</script>", Actions: []planner.Action{{
 			Type: planner.ActionCreateBoardWithCards, Board: &planner.BoardDraft{Name: "News"},
-			Cards: []planner.CardDraft{{TempID: "c1", Title: "Write the intro", Body: "b", Status: "Backlog"}},
+			Cards: []planner.CardDraft{{TempID: "c1", Title: "Write the intro", Body: "b", Status: "Backlog"},
+				{TempID: "c2", Title: "Research the second topic of the edition at length", Body: "b", Status: "Backlog"},
+				{TempID: "c3", Title: "Edit", Body: "b", Status: "Backlog"}, {TempID: "c4", Title: "Publish", Body: "b", Status: "Backlog"}},
 		}}}}, nil
+}
+
+// TestProposalPageNumbersStayInTheirCards: the page lays the cards out in
+// columns; each card's number is drawn inside its own box, never over the
+// column to its left.
+func TestProposalPageNumbersStayInTheirCards(t *testing.T) {
+	t.Parallel()
+	ctx := boardtest.Browser(t)
+	_, srv := newServer(t, &pageEngine{fakeEngine: &fakeEngine{}})
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/proposals/p_pageaaaaaaaaaaaa"), chromedp.WaitVisible(chromedp.CSS("ol.cards"))); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(function () {
+  const out = [];
+  const items = [...document.querySelectorAll('ol.cards > li')];
+  if (items.length !== 4) out.push('cards shown: ' + items.length);
+  const boxes = items.map(li => li.getBoundingClientRect());
+  items.forEach((li, i) => {
+    const cs = getComputedStyle(li);
+    if (cs.listStyleType !== 'none' && cs.listStylePosition !== 'inside') out.push('card ' + (i + 1) + ': number drawn outside its box');
+    const h = li.querySelector('h3').getBoundingClientRect();
+    if (h.left < boxes[i].left || h.right > boxes[i].right + 1) out.push('card ' + (i + 1) + ': title outside its box');
+    if (!getComputedStyle(li.querySelector('h3'), '::before').content.includes('counter')) out.push('card ' + (i + 1) + ': no number');
+    boxes.forEach((b, j) => {
+      if (j > i && b.left < boxes[i].right && boxes[i].left < b.right && b.top < boxes[i].bottom && boxes[i].top < b.bottom) out.push('cards ' + (i + 1) + ' and ' + (j + 1) + ' overlap');
+    });
+  });
+  if (boxes.length > 1 && boxes[1].top !== boxes[0].top) out.push('cards are not laid out in columns at 1400 px');
+  return out;
+})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
 }

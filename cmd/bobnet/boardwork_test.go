@@ -201,7 +201,7 @@ func TestMoveCardsEverywhere(t *testing.T) {
 		t.Fatalf("page shows NEWS-1 in %s", st)
 	}
 	browse(t, browser, chromedp.Evaluate[bool](`window.notReloaded = true; true`))
-	if err := chromedp.Do(browser, chromedp.Click(chromedp.CSS(`#`+cards["NEWS-2"].ID+` button[data-move="In Progress"]`))); err != nil {
+	if err := chromedp.Do(browser, chromedp.Click(chromedp.CSS(`#`+cards["NEWS-2"].ID+` details.move summary`)), chromedp.Click(chromedp.CSS(`#`+cards["NEWS-2"].ID+` button[data-move="In Progress"]`))); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, browser, "NEWS-2 in the In Progress column", `document.getElementById('`+cards["NEWS-2"].ID+`').closest('section').dataset.status === 'In Progress'`)
@@ -229,9 +229,11 @@ func TestMoveCardsEverywhere(t *testing.T) {
 })()`))
 	blocked := `document.getElementById('` + cards["NEWS-3"].ID + `').closest('section').dataset.status === 'Blocked'`
 	// A redraw still on its way may replace the button.
+	openMoveMenu(t, browser, cards["NEWS-3"].ID)
 	doRedrawn(t, browser, chromedp.Focus(chromedp.CSS(`#`+cards["NEWS-3"].ID+` button[data-move="Blocked"]`)), chromedp.KeyEvent("\r"))
 	waitFor(t, browser, "the redraw to be asked for", `window.held !== null`)
 	news4Ready := `#` + cards["NEWS-4"].ID + ` button[data-move="Ready"]`
+	openMoveMenu(t, browser, cards["NEWS-4"].ID)
 	if err := chromedp.Do(browser, chromedp.Focus(chromedp.CSS(news4Ready))); err != nil {
 		t.Fatal(err)
 	}
@@ -292,6 +294,7 @@ func TestMoveCardsEverywhere(t *testing.T) {
 	// After a keyboard move focus stays on the moved card itself, not on
 	// another of its buttons, where a second Enter would move it again.
 	n3 := "#" + cards["NEWS-3"].ID
+	openMoveMenu(t, browser, cards["NEWS-3"].ID)
 	doRedrawn(t, browser, chromedp.Focus(chromedp.CSS(n3+` button[data-move="Backlog"]`)), chromedp.KeyEvent("\r"))
 	waitFor(t, browser, "NEWS-3 back in Backlog, with focus on the card", `document.getElementById('`+cards["NEWS-3"].ID+`').closest('section').dataset.status === 'Backlog' && document.activeElement === document.getElementById('`+cards["NEWS-3"].ID+`')`)
 
@@ -307,4 +310,11 @@ func TestMoveCardsEverywhere(t *testing.T) {
 	if err != nil || len(c1.CriteriaDone) != 1 || c1.CriteriaDone[0] != 0 {
 		t.Fatalf("criteria done = %v, %v", c1.CriteriaDone, err)
 	}
+}
+
+// openMoveMenu opens a card's "Move to" menu (a redraw keeps it open), as
+// a person does before choosing where the card goes.
+func openMoveMenu(t *testing.T, browser context.Context, cardID string) {
+	t.Helper()
+	waitFor(t, browser, "the move menu of "+cardID, `(function () { const d = document.querySelector('#`+cardID+` details.move'); if (!d || d.hidden) { return false; } d.open = true; return true; })()`)
 }
