@@ -63,6 +63,8 @@ type Console struct {
 	open     int            // open event streams in all
 
 	successors Successors // optional: decisions.go
+	history    History    // optional: history.go
+	boards     BoardLister
 }
 
 // New returns a console driving eng.
@@ -137,6 +139,14 @@ func (c *Console) dropIdleChannel() {
 // subscriber too slow to keep up is dropped (its browser reconnects and
 // resumes from Last-Event-ID), so the engine never waits on a browser.
 func (c *Console) publish(name, typ string, data any) {
+	c.load(name)
+	ev := c.append(name, typ, data)
+	c.keep(name, ev)
+}
+
+// append adds an event to a channel in memory and hands it to the
+// channel's subscribers.
+func (c *Console) append(name, typ string, data any) Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := c.channel(name)
@@ -154,10 +164,12 @@ func (c *Console) publish(name, typ string, data any) {
 			close(sub)
 		}
 	}
+	return ev
 }
 
 // subscribe returns the events after lastID and a channel of new ones.
 func (c *Console) subscribe(name string, lastID int64) ([]Event, chan Event) {
+	c.load(name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := c.channel(name)
@@ -244,6 +256,8 @@ func (c *Console) APIRoutes(r chi.Router) {
 	r.Post("/api/v1/proposals/{id}/revise", c.revise)
 	r.Post("/api/v1/proposals/{id}/propose-again", c.proposeAgain)
 	r.Post("/api/v1/proposals/{id}/withdraw", c.withdraw)
+	r.Get("/api/v1/channels", c.listChannels)
+	r.Get("/api/v1/boards", c.listBoards)
 }
 
 // PageRoutes mounts the web console at / and /c/{channel}.

@@ -33,6 +33,9 @@ type testApp struct {
 	Model *plannertest.Server
 	DB    string // the app's own DATABASE_URL
 	token string
+	// stop shuts the app down as a restart does (HTTP, engine, pools);
+	// the test's cleanup calls it too.
+	stop func()
 }
 
 func startApp(t *testing.T, env map[string]string) *testApp {
@@ -54,10 +57,14 @@ func startAppLogged(t *testing.T, env map[string]string, logger func(Config) *sl
 	base, endStreams := context.WithCancel(context.Background())
 	srv.Config.BaseContext = func(net.Listener) context.Context { return base }
 	srv.Start()
-	t.Cleanup(func() {
-		endStreams()
-		srv.Close()
-	})
+	var stopHTTP sync.Once
+	closeHTTP := func() {
+		stopHTTP.Do(func() {
+			endStreams()
+			srv.Close()
+		})
+	}
+	t.Cleanup(closeHTTP)
 	bottest.Redis(t) // skips without REDIS_URL
 	vars := map[string]string{
 		"DATABASE_URL":        boardtest.NewDatabase(t),
@@ -90,12 +97,17 @@ func startAppLogged(t *testing.T, env map[string]string, logger func(Config) *sl
 		defer close(done)
 		_ = a.engine.Run(ctx)
 	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		a.close()
-	})
-	return &testApp{URL: srv.URL, Model: model, DB: vars["DATABASE_URL"], token: vars["BOBNET_API_TOKEN"]}
+	var stopApp sync.Once
+	stop := func() {
+		closeHTTP()
+		stopApp.Do(func() {
+			cancel()
+			<-done
+			a.close()
+		})
+	}
+	t.Cleanup(stop)
+	return &testApp{URL: srv.URL, Model: model, DB: vars["DATABASE_URL"], token: vars["BOBNET_API_TOKEN"], stop: stop}
 }
 
 // call sends a JSON request and decodes the JSON answer into out.

@@ -125,6 +125,8 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		return nil, err
 	}
 	con := console.New(engine, logger)
+	con.Remember(store)
+	con.ListBoards(store)
 	engine.SetPoster(bot.SourceConsole, con)
 	var slackAdapter *slack.Adapter
 	if cfg.SlackBotToken != "" {

@@ -143,16 +143,17 @@
     m.appendChild(el("div", "who", "BobNet · proposal v" + p.version + " for " + p.requested_by));
     const plan = p.plan || {};
     if (plan.answer) m.appendChild(el("p", "", plan.answer));
+    // What changed since the last version goes beside the buttons, where
+    // the decision is made.
+    let changesBox = null;
     if (p.changes) {
       const items = changeItems(p.changes);
-      let box;
       if (items.length) {
-        box = list("changes", "What changed since v" + (p.version - 1) + ":", items);
+        changesBox = list("changes", "What changed since v" + (p.version - 1) + ":", items);
       } else {
-        box = el("div", "changes none", "No changes since v" + (p.version - 1) + " — try rephrasing your feedback.");
+        changesBox = el("div", "changes none", "No changes since v" + (p.version - 1) + " — try rephrasing your feedback.");
       }
-      box.dataset.testid = "changes";
-      m.appendChild(box);
+      changesBox.dataset.testid = "changes";
     }
     const boardChanges = (p.board_changes || []).map(boardChangeText);
     if (!boardChanges.length) {
@@ -218,6 +219,7 @@
       n.appendChild(ul);
       m.appendChild(n);
     }
+    if (changesBox) m.appendChild(changesBox);
     const actions = el("div", "actions");
     actions.appendChild(el("span", "state"));
     m.appendChild(actions);
@@ -267,6 +269,15 @@
     } else {
       state.textContent = p.state.charAt(0).toUpperCase() + p.state.slice(1) + (p.decided_by ? " by " + p.decided_by : "");
     }
+    if (p.state === "superseded") {
+      m.classList.add("superseded");
+      const toggle = button(m.classList.contains("expanded") ? "Hide this version" : "Show this version", "", "show-version", () => {
+        m.classList.toggle("expanded");
+        toggle.textContent = m.classList.contains("expanded") ? "Hide this version" : "Show this version";
+      });
+      actions.appendChild(toggle);
+    }
+    homeSoon();
   }
 
   // quorumText is the approvals line: "1 of 2 approvals: @bob · policy
@@ -285,12 +296,14 @@
     if (actions.querySelector(".revise")) return;
     const f = el("div", "revise");
     const input = el("input");
-    input.placeholder = "What should change?";
+    input.placeholder = "What should change? (Enter sends)";
     input.dataset.testid = "feedback";
     f.appendChild(input);
-    f.appendChild(button("Send feedback", "primary", "send-feedback", () => {
-      if (input.value.trim()) decide(id, "revise", input.value.trim());
-    }));
+    const send = () => { if (input.value.trim()) decide(id, "revise", input.value.trim()); };
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
+    });
+    f.appendChild(button("Send feedback", "primary", "send-feedback", send));
     actions.appendChild(f);
     input.focus();
   }
@@ -325,7 +338,7 @@
         log.appendChild(w);
         break;
       }
-      case "reply": renderReply(d); break;
+      case "reply": renderReply(d); homeSoon(); break;
       case "proposal": renderPreview(d); break;
       case "proposal_updated": updatePreview(d); break;
     }
@@ -343,7 +356,7 @@
     if (token()) url += "?access_token=" + encodeURIComponent(token());
     source = new EventSource(url);
     ["message", "working", "reply", "proposal", "proposal_updated"].forEach((t) => source.addEventListener(t, handle));
-    source.onopen = () => { $("conn").textContent = "connected to #" + ch; };
+    source.onopen = () => { $("conn").textContent = "connected to #" + ch; loadHome(); };
     source.onerror = () => { $("conn").textContent = "reconnecting…"; };
   }
 
@@ -360,7 +373,51 @@
     else alertMsg(data.error || "Sending failed (" + status + ").");
   });
   $("text").addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) $("composer").requestSubmit();
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); }
   });
+
+  // The home list: console channels by latest activity and boards with
+  // their counts, fetched when the stream opens and after anything that
+  // may change them (not on a timer).
+  let homeTimer = null;
+  function homeSoon() {
+    if (homeTimer) return;
+    homeTimer = setTimeout(() => { homeTimer = null; loadHome(); }, 300);
+  }
+  async function loadHome() {
+    const current = $("channel").value.trim();
+    const [chs, bs] = await Promise.all([api("GET", "/api/v1/channels"), api("GET", "/api/v1/boards?limit=20")]);
+    if (chs.status === 200) {
+      const ul = $("channels");
+      ul.replaceChildren();
+      (chs.data.channels || []).forEach((c) => {
+        const li = el("li", c.channel === current ? "current" : "");
+        li.dataset.testid = "home-channel";
+        const a = el("a", "", "#" + c.channel);
+        a.href = "/c/" + encodeURIComponent(c.channel);
+        a.addEventListener("click", (e) => { e.preventDefault(); $("channel").value = c.channel; connect(); });
+        li.appendChild(a);
+        li.appendChild(el("span", "when", c.last_type + " · " + new Date(c.latest_at).toLocaleString()));
+        ul.appendChild(li);
+      });
+      if (!ul.children.length) ul.appendChild(el("li", "none", "No conversations yet"));
+    }
+    if (bs.status === 200) {
+      const ul = $("boards");
+      ul.replaceChildren();
+      (bs.data.boards || []).forEach((b) => {
+        const li = el("li");
+        li.dataset.testid = "home-board";
+        const a = el("a", "", b.key + " · " + b.name);
+        const href = safeURL(b.url);
+        if (href) a.href = href;
+        li.appendChild(a);
+        const counts = Object.keys(b.counts || {}).sort().map((k) => k + " " + b.counts[k]).join(", ");
+        li.appendChild(el("span", "counts", b.cards + " cards" + (counts ? ": " + counts : "")));
+        ul.appendChild(li);
+      });
+      if (!ul.children.length) ul.appendChild(el("li", "none", "No boards yet"));
+    }
+  }
   connect();
 })();
