@@ -150,7 +150,7 @@ func (s *Store) BoardSummary(ctx context.Context, id ID) (planner.BoardSummary, 
 			sum.Counts[k] = v
 		}
 	}
-	sum.State = &planner.BoardState{}
+	sum.State = &planner.BoardState{Name: b.Name, Key: b.Key}
 	for _, c := range cards {
 		cs := planner.CardSummary{ID: string(c.ID), Handle: c.Handle, Title: c.Title, Status: c.Status, Assignee: c.Assignee}
 		for _, d := range c.DependsOn {

@@ -175,6 +175,8 @@ FROM cards c JOIN boards b ON b.id = c.board_id WHERE c.id = $1 FOR UPDATE OF c`
     c.suggested_skills, c.notes, c.number, c.version, c.criteria_done, b.key || '-' || c.number
 FROM cards c JOIN boards b ON b.id = c.board_id WHERE c.id = $1`
 
+	selectCardByHandle = `SELECT c.id FROM cards c JOIN boards b ON b.id = c.board_id WHERE upper(b.key) = $1 AND c.number = $2`
+
 	selectCardDeps = `SELECT depends_on FROM card_links WHERE card_id = $1 ORDER BY depends_on`
 
 	// Locking the dependencies for share keeps them from leaving Done
@@ -232,6 +234,44 @@ func readCard(ctx context.Context, q querier, sql string, id CardID) (Card, erro
 // ErrNotFound when there is no such card.
 func (s *Store) Card(ctx context.Context, id CardID) (Card, error) {
 	return readCard(ctx, s.pool, selectCard, id)
+}
+
+// ParseHandle splits a card handle such as NEWS-3 into its board key
+// (upper case) and number; ok is false when s is not shaped like one.
+func ParseHandle(s string) (key string, number int, ok bool) {
+	key, num, found := strings.Cut(strings.TrimSpace(s), "-")
+	if !found || key == "" || len(key) > 6 {
+		return "", 0, false
+	}
+	for _, r := range key {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return "", 0, false
+		}
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 1 || strings.HasPrefix(num, "+") {
+		return "", 0, false
+	}
+	return strings.ToUpper(key), n, true
+}
+
+// CardByHandle finds a card by its handle (NEWS-3, any case), which board
+// keys being unique makes one card wherever it is used. ErrNotFound when
+// the handle is malformed or names no card.
+func (s *Store) CardByHandle(ctx context.Context, handle string) (Card, error) {
+	key, n, ok := ParseHandle(handle)
+	if !ok {
+		return Card{}, fmt.Errorf("card %q: not a handle such as NEWS-3: %w", handle, ErrNotFound)
+	}
+	var id CardID
+	err := s.pool.QueryRow(ctx, selectCardByHandle, key, n).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Card{}, fmt.Errorf("card %s-%d: %w", key, n, ErrNotFound)
+	}
+	if err != nil {
+		return Card{}, fmt.Errorf("card %s-%d: %w", key, n, err)
+	}
+	return s.Card(ctx, id)
 }
 
 // FindCard resolves what a person calls a card on a board: its handle

@@ -16,6 +16,7 @@ import (
 type CardStore interface {
 	Board(ctx context.Context, id board.ID) (board.Board, []board.Card, error)
 	Card(ctx context.Context, id board.CardID) (board.Card, error)
+	CardByHandle(ctx context.Context, handle string) (board.Card, error)
 	ChangeCard(ctx context.Context, ch board.CardChange) (board.CardUpdate, error)
 }
 
@@ -30,7 +31,9 @@ type CardEdit struct {
 	// ID names the card exactly (the REST API and the board page). When it
 	// is empty, Ref is resolved on the channel's current board: a handle
 	// such as NEWS-3, or a unique prefix of a title.
+	// Handle (NEWS-3) names a card on any board, board keys being unique.
 	ID      board.CardID
+	Handle  string
 	Ref     string
 	Channel Channel
 	User    string
@@ -69,6 +72,16 @@ func (e *Engine) EditCard(ctx context.Context, ed CardEdit) (board.CardUpdate, e
 		return board.CardUpdate{}, err
 	}
 	id := ed.ID
+	if id == "" && ed.Handle != "" {
+		c, err := cs.CardByHandle(ctx, ed.Handle)
+		if errors.Is(err, board.ErrNotFound) {
+			return board.CardUpdate{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+		if err != nil {
+			return board.CardUpdate{}, unavailable("find card", err)
+		}
+		id = c.ID
+	}
 	if id == "" {
 		c, err := e.resolveCard(ctx, cs, ed.Channel, ed.Ref)
 		if err != nil {

@@ -2,10 +2,12 @@ package migrations_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bobnet/bobnet/board/boardtest"
@@ -121,7 +123,7 @@ func TestSchemaConstraints(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if _, err := pool.Exec(ctx, `INSERT INTO boards (id, name) VALUES ('b1', 'One'), ('b2', 'Two')`); err != nil {
+	if _, err := pool.Exec(ctx, `INSERT INTO boards (id, name, key) VALUES ('b1', 'One', 'ONE'), ('b2', 'Two', 'TWO')`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES
@@ -131,6 +133,7 @@ func TestSchemaConstraints(t *testing.T) {
 	mustFail("duplicate card number", `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES ('c9', 'b1', 2, 2, 'T', 'B', 'Ready')`)
 	mustFail("no card number", `INSERT INTO cards (id, board_id, position, title, body, status) VALUES ('c9', 'b1', 2, 'T', 'B', 'Ready')`)
 	mustFail("bad board key", `INSERT INTO boards (id, name, key) VALUES ('b9', 'Nine', 'no-key')`)
+	mustFail("duplicate board key", `INSERT INTO boards (id, name, key) VALUES ('b9', 'Nine', 'ONE')`)
 	mustFail("bad status", `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES ('c9', 'b1', 2, 3, 'T', 'B', 'Delete')`)
 	mustFail("bad workspace", `INSERT INTO cards (id, board_id, position, number, title, body, status, workspace_mode) VALUES ('c9', 'b1', 2, 3, 'T', 'B', 'Ready', 'Prod')`)
 	mustFail("blank title", `INSERT INTO cards (id, board_id, position, number, title, body, status) VALUES ('c9', 'b1', 2, 3, ' ', 'B', 'Ready')`)
@@ -193,5 +196,52 @@ func TestCardHandlesMigrationKeepsExistingBoards(t *testing.T) {
 	}
 	if strings.Join(handles, ",") != "DAIL-1,DAIL-2,DAIL-3,CARD-1" {
 		t.Fatalf("handles after the upgrade = %v", handles)
+	}
+}
+
+// TestBoardKeysMigrationNumbersSharedKeys: boards made before 0010 that
+// share a key keep working; the oldest keeps the key, the others take the
+// first free numbered one, past a numbered key already in use.
+func TestBoardKeysMigrationNumbersSharedKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, boardtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	all, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
+	for _, m := range all[:9] {
+		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')`, m.Version, m.Name))
+	}
+	stmts = append(stmts, `INSERT INTO boards (id, name, key, created_at) VALUES
+	  ('b1', 'News one', 'NEWS', now() - interval '3 hours'), ('b2', 'News two', 'NEWS', now() - interval '2 hours'),
+	  ('b3', 'News three', 'NEWS', now() - interval '1 hour'), ('b4', 'Old second', 'NEWS2', now() - interval '4 hours')`)
+	for _, sql := range stmts {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := migrations.Apply(ctx, pool, boardtest.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := pool.Query(ctx, `SELECT id || '=' || key FROM boards ORDER BY id`)
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(keys, ",") != "b1=NEWS,b2=NEWS3,b3=NEWS4,b4=NEWS2" {
+		t.Fatalf("keys after the upgrade = %v", keys)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO boards (id, name, key) VALUES ('b5', 'x', 'NEWS')`); err == nil {
+		t.Fatal("a second board with the key NEWS was written")
+	}
+	var next string
+	if err := pool.QueryRow(ctx, `SELECT bobnet_board_key('NEWS')`).Scan(&next); err != nil || next != "NEWS5" {
+		t.Fatalf("next key %q, %v", next, err)
 	}
 }

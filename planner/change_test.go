@@ -124,3 +124,32 @@ func TestPromptNamesCardsByHandleAndOffersChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondBoardIsWarned: a plan making a board in a channel that has
+// one is valid (people may want a second board) but says so, naming the
+// board it would replace as the channel's current one.
+func TestSecondBoardIsWarned(t *testing.T) {
+	t.Parallel()
+	st := newspaperState()
+	st.Name, st.Key = "Daily newspaper", "NEWS"
+	raw := `{"kind":"propose_actions","answer":"a board","actions":[{"type":"create_board_with_cards","board":{"name":"Weekly digest","goal":"g"},"cards":[{"temp_id":"a","title":"Collect","body":"Collect the week's stories.","assignee":"Researcher","status":"Ready"}]}]}`
+	res := planner.Check([]byte(raw), planner.Options{HasTargetBoard: true, Board: st})
+	if !res.Valid {
+		t.Fatalf("errors: %+v", res.Errors)
+	}
+	found := false
+	for _, w := range res.Warnings {
+		if w.Path == "actions[0].board" && strings.Contains(w.Message, `"Daily newspaper" (NEWS)`) && strings.Contains(w.Message, "second board") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no second-board warning in %+v", res.Warnings)
+	}
+	res = planner.Check([]byte(raw), planner.Options{})
+	for _, w := range res.Warnings {
+		if strings.Contains(w.Message, "second board") {
+			t.Errorf("warned with no board in the channel: %+v", w)
+		}
+	}
+}

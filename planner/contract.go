@@ -20,7 +20,10 @@ type Options struct {
 
 // BoardState is a board as V2 actions are validated against it.
 type BoardState struct {
-	Cards []CardSummary
+	// Name and Key name the board in warnings, such as a plan that would
+	// make the channel a second board.
+	Name, Key string
+	Cards     []CardSummary
 }
 
 // Result is the outcome of parsing and validating one raw model output.

@@ -39,10 +39,16 @@ type cardPatch struct {
 }
 
 func (c *Console) patchCard(w http.ResponseWriter, r *http.Request, eng CardEngine) {
-	id, err := board.ParseCardID(chi.URLParam(r, "id"))
+	// The id or the handle people see (NEWS-3).
+	ref := chi.URLParam(r, "id")
+	id, err := board.ParseCardID(ref)
+	handle := ""
 	if err != nil {
-		writeError(w, http.StatusNotFound, "no card "+chi.URLParam(r, "id"))
-		return
+		if _, _, ok := board.ParseHandle(ref); !ok {
+			writeError(w, http.StatusNotFound, "no card "+ref+": give a card id (c_…) or a handle such as NEWS-3")
+			return
+		}
+		handle = ref
 	}
 	var p cardPatch
 	if !decode(w, r, &p) || !validUser(w, p.User) {
@@ -57,7 +63,7 @@ func (c *Console) patchCard(w http.ResponseWriter, r *http.Request, eng CardEngi
 		via = "page"
 	}
 	up, err := eng.EditCard(r.Context(), bot.CardEdit{
-		ID: id, User: p.User, Via: via,
+		ID: id, Handle: handle, User: p.User, Via: via,
 		Status: p.Status, Assignee: p.Assignee, Title: p.Title, Body: p.Body, Criterion: p.Criterion, IfVersion: p.Version,
 	})
 	var blocked *board.BlockedError

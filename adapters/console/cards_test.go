@@ -24,6 +24,12 @@ const okCard = "c_aaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 func (fakeCards) EditCard(_ context.Context, ed bot.CardEdit) (board.CardUpdate, error) {
 	card := board.Card{ID: ed.ID, Handle: "NEWS-1", Title: "T", Status: "Ready", Version: 2}
+	if ed.ID == "" {
+		if ed.Handle == "" {
+			return board.CardUpdate{}, fmt.Errorf("neither an id nor a handle")
+		}
+		card.Handle = ed.Handle
+	}
 	title := ""
 	if ed.Title != nil {
 		title = *ed.Title
@@ -68,7 +74,9 @@ func TestPatchCard(t *testing.T) {
 		{"nothing to change", path, `{"user":"alice"}`, 400, "nothing to change"},
 		{"no user", path, `{"status":"Done"}`, 400, `\"user\" is required`},
 		{"unknown field", path, `{"user":"alice","colour":"red"}`, 400, "unknown field"},
-		{"bad id", "/api/v1/cards/NEWS-1", `{"user":"alice","status":"Done"}`, 404, "no card"},
+		{"by handle", "/api/v1/cards/NEWS2-7", `{"user":"alice","status":"Done"}`, 200, `"handle":"NEWS2-7"`},
+		{"bad id", "/api/v1/cards/NEWS-1x", `{"user":"alice","status":"Done"}`, 404, "no card"},
+		{"bad id shape", "/api/v1/cards/c_short", `{"user":"alice","status":"Done"}`, 404, "handle such as NEWS-3"},
 		{"blocked", path, `{"user":"alice","title":"blocked"}`, 409, `"blocked_by":[{"handle":"NEWS-2"`},
 		{"stale version", path, `{"user":"alice","title":"stale","version":1}`, 409, "someone changed it since"},
 		{"invalid", path, `{"user":"alice","title":"invalid"}`, 400, "1 to 200 characters"},
