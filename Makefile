@@ -3,7 +3,7 @@
 GO ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run demo test lint bench fmt clean
+.PHONY: all build run demo test soak lint bench fmt clean
 
 all: build
 
@@ -21,6 +21,12 @@ demo:
 
 test:
 	scripts/test.sh
+
+# Three replicas under a mixed workload while replicas are killed and
+# Postgres and Redis restarted; prints what it checked as a table. make test
+# runs the same for 60 s. BOBNET_SOAK_DURATION=20m make soak for longer.
+soak:
+	BOBNET_SOAK_DURATION=$${BOBNET_SOAK_DURATION:-5m} $(GO) test -tags goolm -count=1 -v -run '^TestSoak$$' -timeout 90m ./soak/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -4,6 +4,9 @@
 #
 #   scripts/services.sh start DIR   start both (data under DIR), print env lines
 #   scripts/services.sh stop DIR    stop both
+#   scripts/services.sh stop-postgres DIR, stop-redis DIR
+#                                   stop one (start brings it back on the
+#                                   same port; the soak test restarts them)
 #
 # Redis keeps its data in an append-only file under DIR, so pending
 # proposals, queued requests and dedupe keys survive a restart. Set
@@ -16,7 +19,7 @@
 # package) and DIR is handed to that user.
 set -euo pipefail
 
-cmd=${1:?usage: services.sh start|stop DIR}
+cmd=${1:?usage: services.sh start|stop|stop-postgres|stop-redis DIR}
 dir=${2:?usage: services.sh start|stop DIR}
 
 log() { echo "services: $*" >&2; }
@@ -111,20 +114,36 @@ start() {
 	echo "export REDIS_URL=redis://127.0.0.1:$redisport/0"
 }
 
-stop() {
+stop_postgres() {
 	[ -d "$dir" ] || return 0
 	local bindir
 	if bindir=$(pg_bindir) && [ -f "$dir/pg/PG_VERSION" ]; then
 		as_pg "$bindir/pg_ctl" -D "$dir/pg" -m fast -w stop >/dev/null 2>&1 || true
 	fi
+}
+
+stop_redis() {
+	[ -d "$dir" ] || return 0
 	if [ -f "$dir/redis.pid" ]; then
-		kill "$(cat "$dir/redis.pid")" 2>/dev/null || true
+		local pid
+		pid=$(cat "$dir/redis.pid")
+		kill "$pid" 2>/dev/null || true
+		# SIGTERM makes Redis write its append-only file and exit; wait
+		# for that, so a start right after finds the port free.
+		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		rm -f "$dir/redis.pid"
 	fi
+}
+
+stop() {
+	stop_postgres
+	stop_redis
 }
 
 case "$cmd" in
 start) start ;;
 stop) stop ;;
-*) echo "usage: services.sh start|stop DIR" >&2; exit 2 ;;
+stop-postgres) stop_postgres ;;
+stop-redis) stop_redis ;;
+*) echo "usage: services.sh start|stop|stop-postgres|stop-redis DIR" >&2; exit 2 ;;
 esac

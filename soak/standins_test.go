@@ -1,0 +1,207 @@
+package soak
+
+import (
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/bobnet/bobnet/adapters/webhook"
+	"github.com/bobnet/bobnet/planner/plannertest"
+)
+
+// tagRE finds the soak's tag for a request in the text the model reads:
+// each request's text carries one, so model calls can be counted per
+// request.
+var tagRE = regexp.MustCompile(`soak-[a-z]+-[0-9]+`)
+
+// model is the scripted model server: sometimes slower than the reclaim
+// time, sometimes failing, sometimes answering with something that is not
+// a plan.
+type model struct {
+	srv *plannertest.Server
+
+	mu    sync.Mutex
+	calls map[string]int // tag -> calls
+}
+
+func newModel(t *testing.T, slow time.Duration) *model {
+	m := &model{srv: plannertest.NewServer(t), calls: map[string]int{}}
+	plan := plannertest.NewspaperPlan(t)
+	m.srv.Handle(func(req openai.ChatCompletionRequest) plannertest.Reply {
+		tag := tagRE.FindString(plannertest.LastUserMessage(req))
+		m.mu.Lock()
+		m.calls[tag]++
+		m.mu.Unlock()
+		switch n := rand.IntN(100); {
+		case n < 12:
+			return plannertest.Reply{Content: plan, Delay: slow}
+		case n < 18:
+			return plannertest.Reply{Status: http.StatusInternalServerError, Message: "the model server is overloaded"}
+		case n < 22:
+			return plannertest.Reply{Content: `{"kind":"propose_actions","actions":[{"type":"create_board_with_cards"`}
+		}
+		return plannertest.Reply{Content: plan}
+	})
+	return m
+}
+
+func (m *model) callsFor(tag string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls[tag]
+}
+
+// slackMessage is one chat.postMessage Slack accepted.
+type slackMessage struct {
+	Channel, ThreadTS, Text string
+	Proposal                string // the proposal a preview's Approve button names
+}
+
+// slackAPI stands in for Slack's Web API: it answers in Slack's format,
+// sometimes slowly and sometimes with a 500, and keeps the messages it
+// accepted.
+type slackAPI struct {
+	srv *httptest.Server
+
+	mu   sync.Mutex
+	sent []slackMessage
+	ts   int
+}
+
+func newSlackAPI(t *testing.T, slow time.Duration) *slackAPI {
+	s := &slackAPI{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		switch n := rand.IntN(100); {
+		case n < 8:
+			time.Sleep(slow)
+		case n < 12:
+			http.Error(w, "slack is having a moment", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.ts++
+		ts := "1700000000." + padTS(s.ts)
+		if r.URL.Path == "/api/chat.postMessage" {
+			s.sent = append(s.sent, slackMessage{
+				Channel: r.PostForm.Get("channel"), ThreadTS: r.PostForm.Get("thread_ts"), Text: r.PostForm.Get("text"),
+				Proposal: approveValue(r.PostForm.Get("blocks")),
+			})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": r.PostForm.Get("channel"), "ts": ts,
+			"user_id": "UBOT", "user": "UBOT", "bot_id": "BBOT", "team_id": "T1"})
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func padTS(n int) string {
+	s := "000000" + itoa(n)
+	return s[len(s)-6:]
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// approveValue is the proposal id of a preview's Approve button in a
+// Block Kit blocks array, or "".
+func approveValue(blocks string) string {
+	if blocks == "" {
+		return ""
+	}
+	var v any
+	if json.Unmarshal([]byte(blocks), &v) != nil {
+		return ""
+	}
+	var find func(any) string
+	find = func(v any) string {
+		switch x := v.(type) {
+		case map[string]any:
+			if x["action_id"] == "bobnet_approve" {
+				s, _ := x["value"].(string)
+				return s
+			}
+			for _, e := range x {
+				if s := find(e); s != "" {
+					return s
+				}
+			}
+		case []any:
+			for _, e := range x {
+				if s := find(e); s != "" {
+					return s
+				}
+			}
+		}
+		return ""
+	}
+	return find(v)
+}
+
+func (s *slackAPI) messages() []slackMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]slackMessage(nil), s.sent...)
+}
+
+// callback is one event delivery the receiver accepted.
+type callback struct {
+	ID, Type, Proposal string
+}
+
+// receiver is another tool hearing BobNet's events: it verifies each with
+// the Standard Webhooks algorithm, is sometimes down, and keeps what it
+// accepted in order.
+type receiver struct {
+	srv *httptest.Server
+
+	mu  sync.Mutex
+	got []callback
+	bad int
+}
+
+func newReceiver(t *testing.T, secret string) *receiver {
+	rc := &receiver{}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if webhook.Verify(webhook.SchemeStandard, r.Header, secret, body, time.Now()) != nil {
+			rc.mu.Lock()
+			rc.bad++
+			rc.mu.Unlock()
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if rand.IntN(100) < 10 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		var p struct {
+			Type string `json:"type"`
+			Data struct {
+				ProposalID string `json:"proposal_id"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(body, &p)
+		rc.mu.Lock()
+		rc.got = append(rc.got, callback{ID: r.Header.Get("webhook-id"), Type: p.Type, Proposal: p.Data.ProposalID})
+		rc.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) deliveries() ([]callback, int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]callback(nil), rc.got...), rc.bad
+}
