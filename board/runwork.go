@@ -1,0 +1,265 @@
+package board
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RunJob is a card a runner took: the card, its run, what it waits on
+// (with their outputs) and the reason it was last sent back.
+type RunJob struct {
+	Run      Run
+	Card     Card
+	RunCard  RunCard
+	Inputs   []RunCard // the cards it depends on, with their outputs
+	Attempt  int
+	Feedback string
+	// Holder names this taking of the card; CompleteRunCard and
+	// FailRunCard need it.
+	Holder string
+}
+
+const (
+	// A card a runner may take: in a running run, its runner's, not held
+	// (or held past its lease), with every card it depends on Done, not
+	// yet in Review or Done, and tried fewer than maxAttempts times.
+	claimRunCard = `UPDATE run_cards rc SET lease_until = now() + $3::interval, attempts = rc.attempts + 1, holder = $4,
+    started_at = coalesce(rc.started_at, now()), error = ''
+FROM (SELECT rc2.run_id, rc2.card_id FROM run_cards rc2
+      JOIN runs r ON r.id = rc2.run_id AND r.state = 'running'
+      JOIN cards c ON c.id = rc2.card_id
+      WHERE rc2.runner = $1 AND c.status IN ('Backlog', 'Ready', 'In Progress')
+        AND (rc2.lease_until IS NULL OR rc2.lease_until < now())
+        AND rc2.attempts < $2
+        AND NOT EXISTS (SELECT 1 FROM card_links l JOIN cards d ON d.id = l.depends_on
+                        WHERE l.card_id = c.id AND d.status <> 'Done')
+      ORDER BY r.started_at, c.position, c.number
+      LIMIT 1 FOR UPDATE OF rc2 SKIP LOCKED) j
+WHERE rc.run_id = j.run_id AND rc.card_id = j.card_id
+RETURNING rc.run_id, rc.card_id, rc.attempts, rc.feedback`
+
+	holdRunCard = `SELECT rc.review FROM run_cards rc JOIN runs r ON r.id = rc.run_id
+WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' AND rc.holder = $3 AND rc.lease_until IS NOT NULL
+FOR UPDATE OF rc`
+	saveRunOutput = `UPDATE run_cards SET output = $3, lease_until = NULL, finished_at = now() WHERE run_id = $1 AND card_id = $2`
+	failRunCard   = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
+
+	reviewRunCard = `SELECT rc.rounds, c.status FROM run_cards rc JOIN runs r ON r.id = rc.run_id JOIN cards c ON c.id = rc.card_id
+WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' FOR UPDATE OF rc`
+	sendBack = `UPDATE run_cards SET rounds = rounds + 1, feedback = $3, attempts = 0, finished_at = NULL WHERE run_id = $1 AND card_id = $2`
+
+	endRun = `UPDATE runs SET state = $2, reason = $3, ended_at = now() WHERE id = $1 AND state = 'running' RETURNING board_id, number`
+
+	// Runs that have ended by themselves: every card Done; past the
+	// deadline; a card its runner failed maxAttempts times.
+	finishedRuns = `SELECT r.id, 'done', '' FROM runs r WHERE r.state = 'running'
+  AND NOT EXISTS (SELECT 1 FROM run_cards rc JOIN cards c ON c.id = rc.card_id WHERE rc.run_id = r.id AND c.status <> 'Done')
+UNION ALL
+SELECT r.id, 'timed_out', 'the run passed its deadline' FROM runs r WHERE r.state = 'running' AND r.deadline < now()
+UNION ALL
+SELECT DISTINCT ON (r.id) r.id, 'stopped', b.key || '-' || c.number || ' failed after ' || rc.attempts || ' attempts: ' || rc.error
+FROM runs r JOIN run_cards rc ON rc.run_id = r.id JOIN cards c ON c.id = rc.card_id JOIN boards b ON b.id = c.board_id
+WHERE r.state = 'running' AND rc.runner <> '' AND rc.attempts >= $1 AND rc.lease_until IS NULL AND rc.error <> ''`
+)
+
+// ClaimRunCard takes the next card the given runner ("model", "hook:x")
+// may work, holds it for lease, and moves it to In Progress. ok is false
+// when there is nothing to take. A runner that dies loses the card when
+// the lease ends and another takes it; a card is tried at most three
+// times.
+func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Duration) (job RunJob, ok bool, err error) {
+	var runID RunID
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var cardID CardID
+		job.Holder = newID("h_")
+		err := tx.QueryRow(ctx, claimRunCard, runner, maxAttempts, lease.String(), job.Holder).Scan(&runID, &cardID, &job.Attempt, &job.Feedback)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ok = true
+		started := "In Progress"
+		up, err := changeCard(ctx, tx, CardChange{Card: cardID, Actor: runner, Via: "run", Status: &started})
+		if err != nil {
+			return err
+		}
+		job.Card = up.Card
+		return nil
+	})
+	if err != nil || !ok {
+		if err != nil {
+			err = fmt.Errorf("claim a run card: %w", err)
+		}
+		return RunJob{}, false, err
+	}
+	return s.fillJob(ctx, job, runID)
+}
+
+// fillJob reads the run and the outputs of the cards the job's card
+// depends on.
+func (s *Store) fillJob(ctx context.Context, job RunJob, runID RunID) (RunJob, bool, error) {
+	run, err := s.Run(ctx, runID)
+	if err != nil {
+		return RunJob{}, false, err
+	}
+	job.Run = run
+	byID := map[CardID]RunCard{}
+	for _, c := range run.Cards {
+		byID[c.Card] = c
+	}
+	job.RunCard = byID[job.Card.ID]
+	for _, d := range job.Card.DependsOn {
+		job.Inputs = append(job.Inputs, byID[d])
+	}
+	return job, true, nil
+}
+
+// CompleteRunCard keeps a runner's output for the card it holds and moves
+// the card on: to Review, or to Done when its profile wants no review.
+// ErrNotRunnable when the runner no longer holds it (another took it after
+// its lease ended, or the run ended): a runner changes only its own card.
+func (s *Store) CompleteRunCard(ctx context.Context, job RunJob, actor, output string) (CardUpdate, error) {
+	run, card := job.Run.ID, job.Card.ID
+	if len(output) > MaxOutput {
+		output = output[:MaxOutput]
+	}
+	var up CardUpdate
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var review bool
+		if err := tx.QueryRow(ctx, holdRunCard, run, card, job.Holder).Scan(&review); errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: the card is not held by this runner", ErrNotRunnable)
+		} else if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, saveRunOutput, run, card, output); err != nil {
+			return err
+		}
+		next := "Review"
+		if !review {
+			next = "Done"
+		}
+		var err error
+		up, err = changeCard(ctx, tx, CardChange{Card: card, Actor: actor, Via: "run", Status: &next})
+		return err
+	})
+	if err != nil {
+		return CardUpdate{}, fmt.Errorf("complete %s in run %s: %w", card, run, err)
+	}
+	return up, nil
+}
+
+// FailRunCard lets go of a card whose runner failed, keeping why; it is
+// tried again until its attempts run out, and then the run stops.
+func (s *Store) FailRunCard(ctx context.Context, job RunJob, why string) error {
+	if _, err := s.pool.Exec(ctx, failRunCard, job.Run.ID, job.Card.ID, why, job.Holder); err != nil {
+		return fmt.Errorf("fail %s in run %s: %w", job.Card.ID, job.Run.ID, err)
+	}
+	return nil
+}
+
+// ReviewRunCard accepts a card in Review (it goes to Done) or sends it
+// back with a reason (to Ready, worked again with the reason; at most
+// three times). ErrNotRunnable when the card is not in Review of a
+// running run or was sent back three times already.
+func (s *Store) ReviewRunCard(ctx context.Context, run RunID, card CardID, user string, accept bool, reason string) (CardUpdate, error) {
+	var up CardUpdate
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var rounds int
+		var status string
+		if err := tx.QueryRow(ctx, reviewRunCard, run, card).Scan(&rounds, &status); errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: no such card in a running run", ErrNotRunnable)
+		} else if err != nil {
+			return err
+		}
+		if status != "Review" {
+			return fmt.Errorf("%w: the card is in %s, not Review", ErrNotRunnable, status)
+		}
+		next := "Done"
+		if !accept {
+			if rounds >= maxRounds {
+				return fmt.Errorf("%w: the card was sent back %d times already; accept it or stop the run", ErrNotRunnable, maxRounds)
+			}
+			if _, err := tx.Exec(ctx, sendBack, run, card, reason); err != nil {
+				return err
+			}
+			next = "Ready"
+		}
+		var err error
+		up, err = changeCard(ctx, tx, CardChange{Card: card, Actor: user, Via: "review", Status: &next})
+		if err != nil {
+			return err
+		}
+		detail, _ := json.Marshal(map[string]any{"run_id": run, "card": card, "accepted": accept, "reason": reason})
+		_, err = tx.Exec(ctx, insertRunAu, user, "run_card_reviewed", detail, up.Card.BoardID)
+		return err
+	})
+	if err != nil {
+		return CardUpdate{}, fmt.Errorf("review %s in run %s: %w", card, run, err)
+	}
+	return up, nil
+}
+
+// StopRun ends a running run as stopped. ErrNotRunnable when it has
+// ended already.
+func (s *Store) StopRun(ctx context.Context, id RunID, user string) (Run, error) {
+	if err := s.endRun(ctx, id, RunStopped, "stopped by "+user, user); err != nil {
+		return Run{}, err
+	}
+	return s.Run(ctx, id)
+}
+
+func (s *Store) endRun(ctx context.Context, id RunID, state, reason, actor string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var b ID
+		var n int
+		if err := tx.QueryRow(ctx, endRun, id, state, reason).Scan(&b, &n); errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("run %s: %w: it has ended", id, ErrNotRunnable)
+		} else if err != nil {
+			return fmt.Errorf("end run %s: %w", id, err)
+		}
+		detail, _ := json.Marshal(map[string]any{"run_id": id, "number": n, "state": state, "reason": reason})
+		_, err := tx.Exec(ctx, insertRunAu, actor, "run_finished", detail, b)
+		return err
+	})
+}
+
+// SweepRuns ends the runs that have ended by themselves (every card Done,
+// past the deadline, a card failed too often) and returns them; each is
+// ended once whichever replica sweeps.
+func (s *Store) SweepRuns(ctx context.Context) ([]Run, error) {
+	rows, _ := s.pool.Query(ctx, finishedRuns, maxAttempts)
+	type ending struct {
+		ID            RunID
+		State, Reason string
+	}
+	ends, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ending])
+	if err != nil {
+		return nil, fmt.Errorf("sweep runs: %w", err)
+	}
+	var out []Run
+	seen := map[RunID]bool{}
+	for _, e := range ends {
+		if seen[e.ID] {
+			continue
+		}
+		seen[e.ID] = true
+		if err := s.endRun(ctx, e.ID, e.State, e.Reason, "bobnet"); errors.Is(err, ErrNotRunnable) {
+			continue // another replica ended it
+		} else if err != nil {
+			return out, err
+		}
+		r, err := s.Run(ctx, e.ID)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
