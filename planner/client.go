@@ -75,7 +75,7 @@ func (c *Client) Plan(ctx context.Context, in PromptInput, opts Options) (Outcom
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	msgs := BuildPrompt(in)
-	raw, tokens, err := c.complete(ctx, msgs)
+	raw, tokens, err := c.complete(ctx, msgs, true)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -84,7 +84,7 @@ func (c *Client) Plan(ctx context.Context, in PromptInput, opts Options) (Outcom
 		return Outcome{Result: res, Raw: raw, Tokens: tokens}, nil
 	}
 	c.logger.Info("model output invalid; asking for a repair", "errors", len(res.Errors), "first", res.Errors[0].Message)
-	raw2, tokens2, err := c.complete(ctx, RepairMessages(msgs, raw, res.Errors))
+	raw2, tokens2, err := c.complete(ctx, RepairMessages(msgs, raw, res.Errors), true)
 	if err != nil {
 		return Outcome{Tokens: tokens}, err
 	}
@@ -107,11 +107,20 @@ func (c *Client) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Write asks the model for free text (a card's output in a run, in
+// Markdown), not a plan: no JSON mode, the same retries and timeout as
+// planning. It returns the answer and the tokens it cost.
+func (c *Client) Write(ctx context.Context, msgs []Message) (string, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	return c.complete(ctx, msgs, false)
+}
+
 // complete sends one chat request, retrying what is worth retrying, and
 // returns the answer and the tokens it cost: the server's usage, or an
 // estimate from the prompt and answer when the server sends none.
-func (c *Client) complete(ctx context.Context, msgs []Message) (string, int, error) {
-	out, tokens, err := c.completeOnce(ctx, msgs)
+func (c *Client) complete(ctx context.Context, msgs []Message, wantJSON bool) (string, int, error) {
+	out, tokens, err := c.completeOnce(ctx, msgs, wantJSON)
 	if err == nil && tokens <= 0 {
 		n := 0
 		for _, m := range msgs {
@@ -122,7 +131,7 @@ func (c *Client) complete(ctx context.Context, msgs []Message) (string, int, err
 	return out, tokens, err
 }
 
-func (c *Client) completeOnce(ctx context.Context, msgs []Message) (string, int, error) {
+func (c *Client) completeOnce(ctx context.Context, msgs []Message, wantJSON bool) (string, int, error) {
 	req := openai.ChatCompletionRequest{
 		Model:       c.cfg.Model,
 		Temperature: c.cfg.Temperature,
@@ -132,7 +141,7 @@ func (c *Client) completeOnce(ctx context.Context, msgs []Message) (string, int,
 	}
 	var lastErr error
 	for attempt := 0; ; attempt++ {
-		jsonMode := !c.noJSONMode.Load()
+		jsonMode := wantJSON && !c.noJSONMode.Load()
 		req.ResponseFormat = nil
 		if jsonMode {
 			req.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}

@@ -108,6 +108,13 @@ func ParseProfile(b []byte) (Profile, error) {
 	if len(p.Name) > 100 || strings.ContainsAny(p.Name, "\n,") {
 		return Profile{}, fmt.Errorf("front matter: name %q must be one line of at most 100 characters without commas", p.Name)
 	}
+	p.Runner = strings.TrimSpace(p.Runner)
+	if name, isHook := strings.CutPrefix(p.Runner, "hook:"); p.Runner != "" && p.Runner != "model" && (!isHook || name == "") {
+		return Profile{}, fmt.Errorf("front matter: runner %q must be model, hook:<name> or left out (people work the cards)", p.Runner)
+	}
+	if p.Review != "" && p.Review != "none" && p.Review != "always" {
+		return Profile{}, fmt.Errorf("front matter: review %q must be none or always", p.Review)
+	}
 	p.Description = strings.TrimSpace(p.Description)
 	p.Body = strings.TrimSpace(strings.TrimPrefix(string(body), "\n"))
 	return p, nil

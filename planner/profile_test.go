@@ -14,10 +14,16 @@ func TestDefaultProfiles(t *testing.T) {
 	if got := ProfileNames(ps); !slices.Equal(got, defaultNames) {
 		t.Fatalf("names = %v", got)
 	}
+	runners := map[string]string{}
 	for _, p := range ps {
 		if p.Description == "" || len(p.Skills) == 0 || p.Body == "" {
 			t.Errorf("profile %s incomplete: %+v", p.Name, p)
 		}
+		runners[p.Name] = p.Runner
+	}
+	// Research, planning and review the model can do; code needs tools.
+	if runners["Researcher"] != "model" || runners["Planner"] != "model" || runners["Reviewer"] != "model" || runners["Coder"] != "" {
+		t.Errorf("runners = %v", runners)
 	}
 }
 
@@ -34,7 +40,7 @@ func writeFile(t *testing.T, path, content string) {
 func TestLoadProfiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "writer", "AGENT.md"), "---\nname: Writer\ndescription: Writes copy.\nskills: [prose]\nmodel: llama3.1\n---\nWrites.\n")
+	writeFile(t, filepath.Join(dir, "writer", "AGENT.md"), "---\nname: Writer\ndescription: Writes copy.\nskills: [prose]\nmodel: llama3.1\nrunner: hook:cms\nreview: none\n---\nWrites.\n")
 	writeFile(t, filepath.Join(dir, "team", "designer", "AGENT.md"), "\ufeff---\r\ndescription: Draws.\r\n---\r\n")
 	writeFile(t, filepath.Join(dir, "notes.md"), "ignored")
 	ps, err := LoadProfiles(dir)
@@ -44,7 +50,7 @@ func TestLoadProfiles(t *testing.T) {
 	if got := ProfileNames(ps); !slices.Equal(got, []string{"Writer", "team/designer"}) {
 		t.Fatalf("names = %v", got)
 	}
-	if ps[0].Model != "llama3.1" || ps[0].Body != "Writes." || ps[1].Description != "Draws." {
+	if ps[0].Model != "llama3.1" || ps[0].Runner != "hook:cms" || ps[0].Review != "none" || ps[0].Body != "Writes." || ps[1].Description != "Draws." {
 		t.Errorf("profiles = %+v", ps)
 	}
 }
@@ -60,6 +66,9 @@ func TestLoadProfilesErrors(t *testing.T) {
 		{"bad yaml", map[string]string{"a/AGENT.md": "---\nname: [unclosed\n---\n"}, "a/AGENT.md: front matter"},
 		{"duplicate", map[string]string{"a/AGENT.md": "---\nname: Coder\n---\n", "b/AGENT.md": "---\nname: coder\n---\n"}, "already defined"},
 		{"comma in name", map[string]string{"a/AGENT.md": "---\nname: A, B\n---\n"}, "without commas"},
+		{"unknown runner", map[string]string{"a/AGENT.md": "---\nname: A\nrunner: shell\n---\n"}, "runner \"shell\" must be model, hook:<name>"},
+		{"hook without a name", map[string]string{"a/AGENT.md": "---\nname: A\nrunner: \"hook:\"\n---\n"}, "must be model, hook:<name>"},
+		{"unknown review", map[string]string{"a/AGENT.md": "---\nname: A\nreview: later\n---\n"}, "review \"later\" must be none or always"},
 		{"empty", map[string]string{"README.md": "x"}, "no AGENT.md files"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,181 @@
+// Package run works the runs of boards: it hands the cards of running
+// runs to their runners (the model, for profiles with `runner: model`),
+// keeps their outputs, and ends runs that are done, stopped or past their
+// deadline. The runs themselves live in Postgres (board.Store); any
+// number of replicas may run a Worker.
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/planner"
+)
+
+// Store is what the worker needs of the runs' storage; *board.Store is
+// one.
+type Store interface {
+	ClaimRunCard(ctx context.Context, runner string, lease time.Duration) (board.RunJob, bool, error)
+	CompleteRunCard(ctx context.Context, job board.RunJob, actor, output string) (board.CardUpdate, error)
+	FailRunCard(ctx context.Context, job board.RunJob, why string) error
+	SweepRuns(ctx context.Context) ([]board.Run, error)
+}
+
+// Model writes a card's output; *planner.Client is one.
+type Model interface {
+	Write(ctx context.Context, msgs []planner.Message) (string, int, error)
+}
+
+// Teller tells people what a run did: a card waiting for their review,
+// a run that ended. It is called after the change is committed.
+type Teller interface {
+	Reviewing(ctx context.Context, job board.RunJob, up board.CardUpdate)
+	Ended(ctx context.Context, r board.Run)
+}
+
+// Config tunes the worker.
+type Config struct {
+	// Workers is how many cards one replica works at once.
+	Workers int
+	// Lease is how long a card is held by its runner before another
+	// replica may take it; it must outlive the model's timeout.
+	Lease time.Duration
+	// Poll is how often an idle worker looks for cards and ended runs.
+	Poll time.Duration
+}
+
+// Worker works the model's cards of every running run.
+type Worker struct {
+	store    Store
+	model    Model
+	tell     Teller
+	profiles map[string]planner.Profile // lower-case name -> profile
+	cfg      Config
+	logger   *slog.Logger
+}
+
+// NewWorker makes a worker; profiles are the deployment's assignee
+// profiles, whose instructions the model gets.
+func NewWorker(store Store, model Model, tell Teller, profiles []planner.Profile, cfg Config, logger *slog.Logger) *Worker {
+	byName := map[string]planner.Profile{}
+	for _, p := range profiles {
+		byName[strings.ToLower(p.Name)] = p
+	}
+	if cfg.Workers < 1 {
+		cfg.Workers = 1
+	}
+	return &Worker{store: store, model: model, tell: tell, profiles: byName, cfg: cfg, logger: logger}
+}
+
+// Runner says who works cards of assignee and whether they are reviewed,
+// from the assignee's profile: RunStart's Runner.
+func (w *Worker) Runner(assignee string) (string, bool) {
+	p, ok := w.profiles[strings.ToLower(strings.TrimSpace(assignee))]
+	if !ok {
+		return "", true
+	}
+	return p.Runner, p.Review != "none"
+}
+
+// Run works until ctx ends.
+func (w *Worker) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range w.cfg.Workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				worked, err := w.WorkOne(ctx)
+				if err != nil && ctx.Err() == nil {
+					w.logger.Warn("run worker", "err", err)
+				}
+				if !worked {
+					sleep(ctx, w.cfg.Poll)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			if _, err := w.Sweep(ctx); err != nil && ctx.Err() == nil {
+				w.logger.Warn("end runs", "err", err)
+			}
+			sleep(ctx, w.cfg.Poll)
+		}
+	})
+	wg.Wait()
+	return nil
+}
+
+// Sweep ends the runs that have ended and tells their threads.
+func (w *Worker) Sweep(ctx context.Context) ([]board.Run, error) {
+	ended, err := w.store.SweepRuns(ctx)
+	for _, r := range ended {
+		w.logger.Info("run ended", "board", r.Board, "run", r.ID, "number", r.Number, "state", r.State, "reason", r.Reason)
+		w.tell.Ended(ctx, r)
+	}
+	return ended, err
+}
+
+// WorkOne takes one card for the model and works it; worked is false
+// when there was none to take.
+func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
+	job, ok, err := w.store.ClaimRunCard(ctx, "model", w.cfg.Lease)
+	if err != nil || !ok {
+		return false, err
+	}
+	p, known := w.profiles[strings.ToLower(job.Card.Assignee)]
+	if !known || p.Runner != "model" {
+		// The profile changed since the run started; people work it.
+		return true, w.store.FailRunCard(ctx, job, fmt.Sprintf("%q is no longer a profile the model works", job.Card.Assignee))
+	}
+	start := time.Now()
+	out, _, err := w.model.Write(ctx, Messages(p, job))
+	if err == nil && strings.TrimSpace(out) == "" {
+		err = errors.New("the model answered with nothing")
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			// Shutting down: the lease ends and another replica takes it.
+			return true, nil
+		}
+		w.logger.Warn("model runner failed", "card", job.Card.Handle, "run", job.Run.ID, "attempt", job.Attempt, "err", err)
+		return true, w.store.FailRunCard(context.WithoutCancel(ctx), job, failure(err))
+	}
+	up, err := w.store.CompleteRunCard(ctx, job, p.Name, out)
+	if errors.Is(err, board.ErrNotRunnable) {
+		w.logger.Info("run card taken over or run ended before its output was kept", "card", job.Card.Handle, "run", job.Run.ID)
+		return true, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	w.logger.Info("model worked a card", "card", job.Card.Handle, "run", job.Run.ID, "status", up.Card.Status, "seconds", time.Since(start).Seconds())
+	if up.Card.Status == "Review" {
+		w.tell.Reviewing(ctx, job, up)
+	}
+	return true, nil
+}
+
+// failure is what the run keeps of a model error: what people can act
+// on, not the server's address.
+func failure(err error) string {
+	switch {
+	case errors.Is(err, planner.ErrTimeout):
+		return "the model took too long"
+	case errors.Is(err, planner.ErrUnreachable):
+		return "the model server is unreachable"
+	}
+	return err.Error()
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
