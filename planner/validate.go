@@ -315,12 +315,12 @@ func (v *validator) action(m map[string]any, path string, seen map[string]string
 				v.errorf(join(path, "board.name"), "is required for %s", a.Type)
 			}
 		}
-		if v.opts.HasTargetBoard {
+		if v.opts.HasTargetBoard && v.opts.Board != nil {
 			// The one channel-board rule: a channel has one current board,
 			// so a second one replaces it there; people must see that
 			// before they approve.
 			current := "a board"
-			if b := v.opts.Board; b != nil && b.Name != "" {
+			if b := v.opts.Board; b.Name != "" {
 				current = fmt.Sprintf("the board %q (%s)", b.Name, b.Key)
 			}
 			v.warnf(join(path, "board"), "this channel already has %s; approving makes a second board, with a key of its own, and it becomes the channel's current board", current)
