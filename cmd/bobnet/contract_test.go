@@ -21,6 +21,7 @@ import (
 
 // contract is openapi.json as the API tests hold BobNet to it.
 type contract struct {
+	doc    *openapi3.T
 	router routers.Router
 }
 
@@ -60,7 +61,7 @@ func loadContract(t testing.TB) *contract {
 			contractErr = fmt.Errorf("router: %w", err)
 			return
 		}
-		contractDoc = &contract{router: router}
+		contractDoc = &contract{doc: doc, router: router}
 	})
 	if contractErr != nil {
 		t.Fatalf("openapi.json: %v", contractErr)
@@ -91,15 +92,29 @@ func closeSchemas(v any) {
 // contractClient is an HTTP client whose every exchange is checked
 // against openapi.json: a mismatch fails t.
 func contractClient(t testing.TB) *http.Client {
-	return &http.Client{Transport: &contractTransport{t: t, c: loadContract(t), base: http.DefaultTransport}}
+	return &http.Client{Transport: newContractTransport(t)}
+}
+
+func newContractTransport(t testing.TB) *contractTransport {
+	return &contractTransport{t: t, c: loadContract(t), base: http.DefaultTransport, seen: map[string]bool{}}
 }
 
 // contractTransport checks each request and its answer against the
-// contract.
+// contract, and remembers which operations answered which statuses.
 type contractTransport struct {
 	t    testing.TB
 	c    *contract
 	base http.RoundTripper
+
+	mu   sync.Mutex
+	seen map[string]bool // "operationId status"
+}
+
+// saw reports whether operation op answered status through ct.
+func (ct *contractTransport) saw(op string, status int) bool {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	return ct.seen[fmt.Sprintf("%s %d", op, status)]
 }
 
 // RoundTrip sends req and checks the exchange. A request the document
@@ -120,29 +135,37 @@ func (ct *contractTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if err != nil {
 		return resp, err
 	}
-	if mismatch := ct.c.check(req, reqBody, resp); mismatch != nil {
+	op, mismatch := ct.c.check(req, reqBody, resp)
+	if op != "" {
+		ct.mu.Lock()
+		ct.seen[fmt.Sprintf("%s %d", op, resp.StatusCode)] = true
+		ct.mu.Unlock()
+	}
+	if mismatch != nil {
 		ct.t.Errorf("contract: %s %s -> %d: %v", req.Method, req.URL.RequestURI(), resp.StatusCode, mismatch)
 	}
 	return resp, nil
 }
 
-// check returns how the exchange differs from the contract, or nil. It
-// may replace resp.Body with a copy it has read.
-func (c *contract) check(req *http.Request, reqBody []byte, resp *http.Response) error {
+// check returns the exchange's operation and how the exchange differs
+// from the contract, or nil. It may replace resp.Body with a copy it has
+// read.
+func (c *contract) check(req *http.Request, reqBody []byte, resp *http.Response) (string, error) {
 	// A copy, so that validating does not consume what was sent.
 	vreq := req.Clone(context.Background())
 	vreq.Body = io.NopCloser(bytes.NewReader(reqBody))
 	route, params, err := c.router.FindRoute(vreq)
 	if err != nil {
 		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
-			return nil // neither served nor described
+			return "", nil // neither served nor described
 		}
-		return fmt.Errorf("not in openapi.json (%w), yet answered", err)
+		return "", fmt.Errorf("not in openapi.json (%w), yet answered", err)
 	}
+	op := route.Operation.OperationID
 	in := &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route, Options: contractOptions()}
 	reqErr := openapi3filter.ValidateRequest(context.Background(), in)
 	if reqErr != nil && resp.StatusCode < 400 {
-		return fmt.Errorf("openapi.json refuses this request, BobNet took it: %w", describe(reqErr))
+		return op, fmt.Errorf("openapi.json refuses this request, BobNet took it: %w", describe(reqErr))
 	}
 
 	in.Options = contractOptions()
@@ -153,21 +176,21 @@ func (c *contract) check(req *http.Request, reqBody []byte, resp *http.Response)
 		// A stream, a page or a file: its status and content type.
 		in.Options.ExcludeResponseBody = true
 		if err := declaresContent(route, resp.StatusCode, mt); err != nil {
-			return err
+			return op, err
 		}
 	} else {
 		body, err := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		if err != nil {
-			return err
+			return op, err
 		}
 		out.SetBodyBytes(body)
 	}
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-		return describe(err)
+		return op, describe(err)
 	}
-	return nil
+	return op, nil
 }
 
 // contractOptions are the validator's options: every mismatch, each said
@@ -179,9 +202,7 @@ func contractOptions() *openapi3filter.Options {
 		// BOBNET_API_TOKEN needs none); the document names the scopes.
 		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
 	}
-	o.WithCustomSchemaErrorFunc(func(err *openapi3.SchemaError) string {
-		return "/" + strings.Join(err.JSONPointer(), "/") + ": " + err.Reason
-	})
+	o.WithCustomSchemaErrorFunc(oneLine)
 	return o
 }
 
