@@ -122,16 +122,20 @@ func (ct *contractTransport) saw(op string, status int) bool {
 // status the operation declares, and its body must match that status's
 // schema. Event streams are checked by status and content type only.
 func (ct *contractTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	// The body is read here, so that it can be both sent and checked; a
+	// clone carries it, as a RoundTripper may not change req.
 	var reqBody []byte
+	sent := req.Clone(req.Context())
 	if req.Body != nil {
 		var err error
-		if reqBody, err = io.ReadAll(req.Body); err != nil {
+		reqBody, err = io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		if err != nil {
 			return nil, err
 		}
-		_ = req.Body.Close()
-		req.Body = io.NopCloser(bytes.NewReader(reqBody))
+		sent.Body = io.NopCloser(bytes.NewReader(reqBody))
 	}
-	resp, err := ct.base.RoundTrip(req)
+	resp, err := ct.base.RoundTrip(sent)
 	if err != nil {
 		return resp, err
 	}
