@@ -45,6 +45,11 @@ export HELM
 "$HELM" template bobnet deploy/helm/bobnet >/dev/null
 [ "$modsum" = "$(cat go.mod go.sum | cksum)" ] || { echo "test: building helm changed go.mod or go.sum" >&2; exit 1; }
 
+# openapi.json is linted by an independent validator, the Redocly CLI pinned
+# in scripts/openapi (cmd/bobnet's TestOpenAPILintsClean runs it).
+REDOCLY=$(scripts/openapi/redocly.sh)
+export REDOCLY
+
 echo "test: go test -race ./..." >&2
 go test -tags goolm -race -count=1 -timeout 20m "$@" ./...
 

@@ -127,7 +127,7 @@ func (a *testApp) call(t *testing.T, method, path string, body any, out any) int
 	if a.token != "" {
 		req.Header.Set("Authorization", "Bearer "+a.token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := contractClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func (a *testApp) events(t *testing.T, channel string) <-chan sseEvent {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, "GET", a.URL+"/api/v1/channels/"+channel+"/events", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := contractClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func boardEvents(t *testing.T, a *testApp, id board.ID) <-chan board.CardEvent {
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, "GET", a.URL+"/api/v1/boards/"+string(id)+"/events", nil)
 	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := contractClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,7 +184,7 @@ func (b *bobnet) api(t *testing.T, token, method, path string, body any) (int, m
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := contractClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func (b *bobnet) hook(t *testing.T, name string, h http.Header, body []byte) str
 	req, _ := http.NewRequest(http.MethodPost, b.url+"/api/v1/hooks/"+name, bytes.NewReader(body))
 	req.Header = h
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := contractClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
