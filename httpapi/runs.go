@@ -1,0 +1,208 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/board"
+)
+
+// RunStore is what the runs API needs of storage; *board.Store is one.
+type RunStore interface {
+	StartRun(ctx context.Context, st board.RunStart) (board.Run, error)
+	Run(ctx context.Context, id board.RunID) (board.Run, error)
+	Runs(ctx context.Context, id board.ID, limit int) ([]board.Run, error)
+	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
+	StopRun(ctx context.Context, id board.RunID, user string) (board.Run, error)
+	CardByHandle(ctx context.Context, handle string) (board.Card, error)
+}
+
+// Runs serves the runs of boards: start, list, read, review, stop.
+type Runs struct {
+	store RunStore
+	// runner says who works an assignee's cards (run.Worker.Runner).
+	runner   func(assignee string) (string, bool)
+	deadline time.Duration
+	base     string // the public URL, for run page links
+}
+
+// NewRuns makes the runs API; deadline is how long a run may take.
+func NewRuns(store RunStore, runner func(string) (string, bool), deadline time.Duration, publicURL string) *Runs {
+	return &Runs{store: store, runner: runner, deadline: deadline, base: strings.TrimRight(publicURL, "/")}
+}
+
+// Routes mounts the runs API; the caller puts the token guard in front.
+func (x *Runs) Routes(r chi.Router) {
+	r.Post("/api/v1/boards/{id}/runs", x.start)
+	r.Get("/api/v1/boards/{id}/runs", x.list)
+	r.Get("/api/v1/runs/{id}", x.read)
+	r.Post("/api/v1/runs/{id}/cards/{card}/review", x.review)
+	r.Post("/api/v1/runs/{id}/stop", x.stop)
+}
+
+// runView is a run as the API answers it, with its page.
+type runView struct {
+	board.Run
+	URL string `json:"url"`
+}
+
+func (x *Runs) view(r board.Run) runView {
+	return runView{Run: r, URL: x.base + "/boards/" + string(r.Board) + "/runs/" + strconv.Itoa(r.Number)}
+}
+
+// who reads {"user"} bodies: a person's name, 1 to 100 characters.
+type who struct {
+	User string `json:"user"`
+}
+
+func validUser(w http.ResponseWriter, user string) bool {
+	if strings.TrimSpace(user) == "" || utf8.RuneCountInString(user) > 100 {
+		WriteError(w, http.StatusBadRequest, `"user" is required: who does this (1 to 100 characters)`)
+		return false
+	}
+	return true
+}
+
+func (x *Runs) start(w http.ResponseWriter, r *http.Request) {
+	id, err := board.ParseID(chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, http.StatusNotFound, "no board "+chi.URLParam(r, "id"))
+		return
+	}
+	var body who
+	if !Decode(w, r, &body) || !validUser(w, body.User) {
+		return
+	}
+	run, err := x.store.StartRun(r.Context(), board.RunStart{Board: id, User: body.User, Trigger: "manual", Runner: x.runner, Deadline: x.deadline})
+	if err != nil {
+		x.fail(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusCreated, x.view(run))
+}
+
+func (x *Runs) list(w http.ResponseWriter, r *http.Request) {
+	id, err := board.ParseID(chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, http.StatusNotFound, "no board "+chi.URLParam(r, "id"))
+		return
+	}
+	runs, err := x.store.Runs(r.Context(), id, 50)
+	if err != nil {
+		x.fail(w, err)
+		return
+	}
+	out := make([]runView, len(runs))
+	for i, run := range runs {
+		out[i] = x.view(run)
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"runs": out})
+}
+
+func (x *Runs) read(w http.ResponseWriter, r *http.Request) {
+	id, err := board.ParseRunID(chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, http.StatusNotFound, "no run "+chi.URLParam(r, "id"))
+		return
+	}
+	run, err := x.store.Run(r.Context(), id)
+	if err != nil {
+		x.fail(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, x.view(run))
+}
+
+// reviewBody is the body of POST /api/v1/runs/{id}/cards/{card}/review.
+type reviewBody struct {
+	User     string `json:"user"`
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+}
+
+func (x *Runs) review(w http.ResponseWriter, r *http.Request) {
+	id, err := board.ParseRunID(chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, http.StatusNotFound, "no run "+chi.URLParam(r, "id"))
+		return
+	}
+	var body reviewBody
+	if !Decode(w, r, &body) || !validUser(w, body.User) {
+		return
+	}
+	accept := body.Decision == "accept"
+	switch {
+	case body.Decision != "accept" && body.Decision != "send_back":
+		WriteError(w, http.StatusBadRequest, `"decision" is accept or send_back`)
+		return
+	case !accept && strings.TrimSpace(body.Reason) == "":
+		WriteError(w, http.StatusBadRequest, `send_back needs a "reason": it goes to whoever works the card next`)
+		return
+	case utf8.RuneCountInString(body.Reason) > 2000:
+		WriteError(w, http.StatusBadRequest, `"reason" is at most 2000 characters`)
+		return
+	}
+	card, ok := x.card(w, r)
+	if !ok {
+		return
+	}
+	up, err := x.store.ReviewRunCard(r.Context(), id, card, body.User, accept, strings.TrimSpace(body.Reason))
+	if err != nil {
+		x.fail(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, up.Card)
+}
+
+// card reads the {card} of a route: a card id or a handle (NEWS-3).
+func (x *Runs) card(w http.ResponseWriter, r *http.Request) (board.CardID, bool) {
+	ref := chi.URLParam(r, "card")
+	if id, err := board.ParseCardID(ref); err == nil {
+		return id, true
+	}
+	c, err := x.store.CardByHandle(r.Context(), ref)
+	if err != nil {
+		x.fail(w, err)
+		return "", false
+	}
+	return c.ID, true
+}
+
+func (x *Runs) stop(w http.ResponseWriter, r *http.Request) {
+	id, err := board.ParseRunID(chi.URLParam(r, "id"))
+	if err != nil {
+		WriteError(w, http.StatusNotFound, "no run "+chi.URLParam(r, "id"))
+		return
+	}
+	var body who
+	if !Decode(w, r, &body) || !validUser(w, body.User) {
+		return
+	}
+	run, err := x.store.StopRun(r.Context(), id, body.User)
+	if err != nil {
+		x.fail(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, x.view(run))
+}
+
+// fail answers a store error with its status and a sentence for people.
+func (x *Runs) fail(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, board.ErrNotFound):
+		WriteError(w, http.StatusNotFound, "no such board, run or card")
+	case errors.Is(err, board.ErrRunGoing):
+		WriteError(w, http.StatusConflict, "this board has a run going; stop it or wait for it to end")
+	case errors.Is(err, board.ErrNotRunnable):
+		WriteError(w, http.StatusConflict, err.Error())
+	default:
+		WriteError(w, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
+	}
+}
