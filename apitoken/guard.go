@@ -61,6 +61,12 @@ func RequiredScope(method, path string) Scope {
 		}
 	case method == http.MethodPatch && strings.HasPrefix(path, "/api/v1/cards/"):
 		return ScopeWrite
+	case method == http.MethodPost && strings.HasPrefix(path, "/api/v1/runs/") && strings.HasSuffix(path, "/review"):
+		// Accepting a runner's output is a decision, like approving.
+		return ScopeApprove
+	case method == http.MethodPost && (strings.HasPrefix(path, "/api/v1/boards/") && strings.HasSuffix(path, "/runs") ||
+		strings.HasPrefix(path, "/api/v1/runs/") && strings.HasSuffix(path, "/stop")):
+		return ScopeWrite
 	}
 	return ScopeAdmin
 }

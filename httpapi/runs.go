@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -24,9 +25,16 @@ type RunStore interface {
 	CardByHandle(ctx context.Context, handle string) (board.Card, error)
 }
 
+// RunTeller tells a board's thread that a run started; *bot.Engine is
+// one.
+type RunTeller interface {
+	Started(ctx context.Context, r board.Run)
+}
+
 // Runs serves the runs of boards: start, list, read, review, stop.
 type Runs struct {
 	store RunStore
+	tell  RunTeller
 	// runner says who works an assignee's cards (run.Worker.Runner).
 	runner   func(assignee string) (string, bool)
 	deadline time.Duration
@@ -34,8 +42,8 @@ type Runs struct {
 }
 
 // NewRuns makes the runs API; deadline is how long a run may take.
-func NewRuns(store RunStore, runner func(string) (string, bool), deadline time.Duration, publicURL string) *Runs {
-	return &Runs{store: store, runner: runner, deadline: deadline, base: strings.TrimRight(publicURL, "/")}
+func NewRuns(store RunStore, tell RunTeller, runner func(string) (string, bool), deadline time.Duration, publicURL string) *Runs {
+	return &Runs{store: store, tell: tell, runner: runner, deadline: deadline, base: strings.TrimRight(publicURL, "/")}
 }
 
 // Routes mounts the runs API; the caller puts the token guard in front.
@@ -62,9 +70,13 @@ type who struct {
 	User string `json:"user"`
 }
 
+// userName is who acts, as every route takes it: 1 to 64 letters, digits
+// or . _ @ -.
+var userName = regexp.MustCompile(`^[\p{L}\p{N}._@-]{1,64}$`)
+
 func validUser(w http.ResponseWriter, user string) bool {
-	if strings.TrimSpace(user) == "" || utf8.RuneCountInString(user) > 100 {
-		WriteError(w, http.StatusBadRequest, `"user" is required: who does this (1 to 100 characters)`)
+	if !userName.MatchString(user) {
+		WriteError(w, http.StatusBadRequest, `"user" is required: 1 to 64 letters, digits or . _ @ -`)
 		return false
 	}
 	return true
@@ -85,6 +97,7 @@ func (x *Runs) start(w http.ResponseWriter, r *http.Request) {
 		x.fail(w, err)
 		return
 	}
+	x.tell.Started(r.Context(), run)
 	WriteJSON(w, http.StatusCreated, x.view(run))
 }
 

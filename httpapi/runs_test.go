@@ -19,6 +19,11 @@ import (
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
 
+// told is a RunTeller that tells nobody.
+type told struct{}
+
+func (told) Started(context.Context, board.Run) {}
+
 func call(t *testing.T, srv, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, srv+path, bytes.NewBufferString(body))
@@ -46,7 +51,7 @@ func TestRunsAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := chi.NewRouter()
-	httpapi.NewRuns(s, func(string) (string, bool) { return "model", true }, time.Hour, "http://bobnet.example").Routes(r)
+	httpapi.NewRuns(s, told{}, func(string) (string, bool) { return "model", true }, time.Hour, "http://bobnet.example").Routes(r)
 	ts := httptest.NewServer(r)
 	t.Cleanup(ts.Close)
 	b := "/api/v1/boards/" + string(out.BoardID)

@@ -37,6 +37,10 @@ type Config struct {
 	PlanTimeout   time.Duration
 	ReclaimIdle   time.Duration
 	Workers       int
+	// RunWorkers and RunDeadline: how many cards of runs this replica
+	// works at once, and how long a run may take.
+	RunWorkers  int
+	RunDeadline time.Duration
 
 	SlackBotToken      string
 	SlackSigningSecret string
@@ -127,6 +131,22 @@ var settings = []setting{
 			return fmt.Errorf("not a duration from 3s to 1h: %q", v)
 		}
 		c.ReclaimIdle = d
+		return nil
+	}},
+	{"BOBNET_RUN_WORKERS", "run-workers", "2", "cards of board runs worked at once by the model (an `int` from 1 to 64)", func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 || n > 64 {
+			return fmt.Errorf("not a whole number from 1 to 64: %q", v)
+		}
+		c.RunWorkers = n
+		return nil
+	}},
+	{"BOBNET_RUN_DEADLINE", "run-deadline", "23h", "how long a run of a board may take before it times out (a `duration` from 1m to 168h)", func(c *Config, v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < time.Minute || d > 168*time.Hour {
+			return fmt.Errorf("not a duration from 1m to 168h: %q", v)
+		}
+		c.RunDeadline = d
 		return nil
 	}},
 	{"BOBNET_WORKERS", "workers", "4", "planning workers (an `int` from 1 to 256)", func(c *Config, v string) error {

@@ -23,8 +23,10 @@ import (
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/metrics"
 	"github.com/bobnet/bobnet/planner"
+	boardrun "github.com/bobnet/bobnet/run" // main has a func run
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/migrations"
 )
 
@@ -59,6 +61,7 @@ type app struct {
 	slack   *slack.Adapter  // nil when Slack is not configured
 	matrix  *matrix.Adapter // nil when Matrix is not configured
 	ext     *integrations
+	runs    *boardrun.Worker
 	close   func()
 }
 
@@ -160,9 +163,13 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": store, "redis": redisStore}, logger))
 	r.Handle("/metrics", series.Handler())
 
+	// The model works runs' cards with a lease that outlives its timeout,
+	// so a card is only taken over from a replica that stopped.
+	runs := boardrun.NewWorker(store, model, engine, profiles, boardrun.Config{Workers: cfg.RunWorkers, Lease: cfg.PlanTimeout + time.Minute, Poll: 2 * time.Second}, logger)
 	web := board.NewWeb(store, logger)
 	closers = append(closers, startLiveBoards(ctx, store, web, logger))
 	web.PageRoutes(r)
+	boardrun.NewPages(store, logger).Routes(r)
 	con.PageRoutes(r)
 	r.Group(func(r chi.Router) {
 		r.Use(console.Guard(console.GuardConfig{PublicURL: cfg.PublicURL, Listen: cfg.Listen, Tokenless: cfg.APIToken == ""}))
@@ -170,13 +177,14 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		web.APIRoutes(r)
 		con.APIRoutes(r)
 		con.CardRoutes(r, engine)
+		httpapi.NewRuns(store, engine, runs.Runner, cfg.RunDeadline, cfg.PublicURL).Routes(r)
 		(&policyAPI{store: store, engine: engine, logger: logger}).routes(r)
 	})
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
 		slackAdapter.Routes(r) // signed by Slack, not by the API token
 	}
 	ext.routes(r) // signed by their senders, not by the API token
-	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, close: closeAll}, nil
+	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs, close: closeAll}, nil
 }
 
 // runServe starts everything configured and serves until ctx is done.
@@ -196,6 +204,7 @@ func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	var background sync.WaitGroup
 	defer background.Wait()
 	a.ext.run(ctx, &background)
+	background.Go(func() { _ = a.runs.Run(ctx) })
 	if a.slack != nil && cfg.SlackAppToken != "" {
 		background.Add(1)
 		go func() {
