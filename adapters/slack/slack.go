@@ -316,8 +316,13 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 			return nil
 		}
 		in, err := a.memory.Marked(ctx, threadKey(ev.Channel, ev.ThreadTS))
-		if err != nil || !in {
-			return err
+		if err != nil {
+			// Unavailable, so the reply is delivered again rather than
+			// acked and lost.
+			return fmt.Errorf("%w: %w", bot.ErrUnavailable, err)
+		}
+		if !in {
+			return nil
 		}
 	default:
 		return nil
