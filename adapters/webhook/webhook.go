@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -134,12 +136,18 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	// The audit log then says which delivery a request came from.
-	ctx := bot.WithVia(r.Context(), strings.TrimSpace("hook:"+hook.Name+" "+deliveryID(r.Header)))
+	// The audit log then says which delivery a request came from, by the
+	// sender's own id; what is new is decided by the signed dedupeID.
+	delivery := dedupeID(scheme, r.Header, body)
+	named := deliveryID(r.Header)
+	if named == "" {
+		named = delivery
+	}
+	ctx := bot.WithVia(r.Context(), "hook:"+hook.Name+" "+named)
 	rid := bot.NewRequestID()
-	id, dup, err := a.submit(ctx, hook, deliveryID(r.Header), bot.Request{
+	id, dup, err := a.submit(ctx, hook, delivery, bot.Request{
 		ID:     rid,
-		Thread: bot.Thread{Channel: hook.Channel, ID: threadID(hook.Channel, deliveryID(r.Header))},
+		Thread: bot.Thread{Channel: hook.Channel, ID: threadID(hook.Channel, delivery)},
 		User:   "hook:" + hook.Name, UserName: sender(ev.Payload, hook.Name),
 		Text: text, ReceivedAt: now,
 	})
@@ -215,8 +223,9 @@ func plainID(id string) bool {
 	return true
 }
 
-// submit queues the request once per delivery id. The engine's intake
-// dedupes on the ack path in the same Redis step that queues, so of
+// submit queues the request once per delivery (its dedupeID). The
+// engine's intake dedupes on the ack path in the same Redis step that
+// queues, so of
 // concurrent copies one is queued and the rest answer its request id, and
 // a copy that failed to queue left nothing behind for the retry to trip
 // on. Postgres is not on this path: the worker records the delivery in
@@ -243,7 +252,34 @@ func eventType(h http.Header) string {
 	return ""
 }
 
-// deliveryID is the sender's id of this delivery, the same on every retry.
+// maxDedupeID is the longest webhook-id kept as it is; a longer one is
+// kept as its digest, so ids that differ only past a cut stay apart.
+const maxDedupeID = 200
+
+// dedupeID tells a delivery from a replay of it, from signed content only:
+// Standard Webhooks' webhook-id, which its signature covers, or else the
+// SHA-256 of the body, all that the sha256= schemes sign. The delivery
+// headers (X-Bobnet-Delivery, X-GitHub-Delivery, X-Gitlab-Event-UUID) are
+// unsigned: whoever replays a captured delivery can change them, so they
+// only name the delivery in the audit log. With the body digest two
+// deliveries of the same body are one delivery, for good: senders that
+// mean to send a body twice put something unique in it.
+func dedupeID(scheme Scheme, h http.Header, body []byte) string {
+	if scheme == SchemeStandard {
+		if id := strings.TrimSpace(h.Get("webhook-id")); id != "" {
+			if len(id) <= maxDedupeID {
+				return id
+			}
+			sum := sha256.Sum256([]byte(id))
+			return "webhook-id-sha256:" + hex.EncodeToString(sum[:])
+		}
+	}
+	sum := sha256.Sum256(body)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// deliveryID is the sender's name for this delivery, from its headers,
+// for the audit log; being unsigned, it decides nothing.
 func deliveryID(h http.Header) string {
 	for _, k := range []string{"X-Bobnet-Delivery", "X-GitHub-Delivery", "webhook-id", "X-Gitlab-Event-UUID"} {
 		if v := strings.TrimSpace(h.Get(k)); v != "" {
