@@ -50,6 +50,48 @@ func Signed(h http.Header) Scheme {
 	return SchemeNone
 }
 
+// CheckHeaders refuses, from the headers alone, a delivery whose signature
+// headers are missing or ill-formed, or whose Standard Webhooks timestamp
+// is outside the tolerance, so that no body is read for it; it returns the
+// scheme the headers use. Verify still checks the signature itself.
+func CheckHeaders(h http.Header, now time.Time) (Scheme, error) {
+	scheme := Signed(h)
+	switch scheme {
+	case SchemeNone:
+		return scheme, ErrMissingSignature
+	case SchemeBobNet, SchemeGitHub:
+		name := "X-Bobnet-Signature"
+		if scheme == SchemeGitHub {
+			name = "X-Hub-Signature-256"
+		}
+		got, ok := strings.CutPrefix(strings.TrimSpace(h.Get(name)), "sha256=")
+		if _, err := hex.DecodeString(got); !ok || err != nil || len(got) != 2*sha256.Size {
+			return scheme, fmt.Errorf("%w: %s must be sha256=<64 hex digits>", ErrBadSignature, name)
+		}
+	case SchemeStandard:
+		if err := CheckTimestamp(h, now); err != nil {
+			return scheme, err
+		}
+		if !hasV1Signature(h.Get("webhook-signature")) {
+			return scheme, fmt.Errorf("%w: webhook-signature has no v1,<base64 HMAC-SHA256>", ErrBadSignature)
+		}
+	}
+	return scheme, nil
+}
+
+// hasV1Signature says whether a webhook-signature value holds at least one
+// signature BobNet can check: "v1," and the base64 of 32 bytes.
+func hasV1Signature(v string) bool {
+	for _, sig := range strings.Fields(v) {
+		if b64, ok := strings.CutPrefix(sig, "v1,"); ok && base64.StdEncoding.DecodedLen(len(b64)) >= sha256.Size {
+			if mac, err := base64.StdEncoding.DecodeString(b64); err == nil && len(mac) == sha256.Size {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // CheckTimestamp refuses a Standard Webhooks delivery whose timestamp is
 // outside the tolerance; it needs only the headers.
 func CheckTimestamp(h http.Header, now time.Time) error {

@@ -26,6 +26,11 @@ import (
 // worth planning from is near 1 MiB.
 const MaxBody = 1 << 20
 
+// ReadingSlots bounds how many delivery bodies are read at once, before
+// their signatures are known (at most ReadingSlots MiB); past it a
+// delivery is refused at once with 503 and Retry-After, as /slack/* does.
+const ReadingSlots = 64
+
 // Engine is what the adapter needs from the bot engine.
 type Engine interface {
 	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
@@ -39,6 +44,8 @@ type Adapter struct {
 	logger   *slog.Logger
 	now      func() time.Time
 	builtins map[string]*template.Template
+	// reading holds a slot per body being read (see ReadingSlots).
+	reading chan struct{}
 }
 
 // New returns an adapter serving hooks, and tells the engine who decides
@@ -54,7 +61,7 @@ func New(hooks map[string]*Hook, eng Engine, logger *slog.Logger) *Adapter {
 		// The built-in templates are tested to parse.
 		b[name] = template.Must(parseTemplate(name, name))
 	}
-	return &Adapter{hooks: hooks, eng: eng, logger: logger, now: time.Now, builtins: b}
+	return &Adapter{hooks: hooks, eng: eng, logger: logger, now: time.Now, builtins: b, reading: make(chan struct{}, ReadingSlots)}
 }
 
 // SetClock replaces the clock the Standard Webhooks tolerance is judged by.
@@ -70,8 +77,10 @@ func (a *Adapter) Routes(r chi.Router) {
 func (a *Adapter) Hooks() map[string]*Hook { return a.hooks }
 
 // ServeHTTP takes one delivery. Everything that can be refused from the
-// headers is refused before the body is read; a refused delivery records
-// nothing and reaches neither Redis nor the model.
+// headers (an unknown hook, missing or ill-formed signature headers, a
+// stale timestamp, a declared size over MaxBody) is refused before the
+// body is read, and at most ReadingSlots bodies are read at once; a
+// refused delivery records nothing and reaches neither Redis nor the model.
 func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	hook, ok := a.hooks[name]
@@ -79,23 +88,28 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no hook named %q: add name=secret to BOBNET_HOOK_SECRETS", name))
 		return
 	}
-	scheme := Signed(r.Header)
-	if scheme == SchemeNone {
-		writeError(w, http.StatusUnauthorized, ErrMissingSignature.Error())
-		return
-	}
 	now := a.now()
-	if scheme == SchemeStandard {
-		if err := CheckTimestamp(r.Header, now); err != nil {
-			writeError(w, http.StatusUnauthorized, err.Error())
-			return
-		}
+	scheme, err := CheckHeaders(r.Header, now)
+	if err != nil {
+		writeError(w, http.StatusUnauthorized, err.Error())
+		return
 	}
 	if r.ContentLength > MaxBody {
 		writeError(w, http.StatusRequestEntityTooLarge, "body is larger than 1 MiB")
 		return
 	}
+	// Until its signature is checked a body is anyone's: only so many are
+	// read at once, and past that a sender is told to come back, rather
+	// than slow senders holding memory and goroutines without bound.
+	select {
+	case a.reading <- struct{}{}:
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "too many deliveries being read; deliver it again shortly")
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	<-a.reading
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
