@@ -161,6 +161,33 @@ func SignatureHeader(secret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(HMAC([]byte(secret), body))
 }
 
+// MinKeyBytes is the least key material a hook or callback secret may
+// have: a shorter HMAC key can be guessed offline from one signed delivery
+// (and an empty one, "whsec_" alone, signs for anyone).
+const MinKeyBytes = 16
+
+// ErrShortSecret is a secret with less than MinKeyBytes of key material.
+var ErrShortSecret = errors.New("secret too short")
+
+// CheckSecret refuses a secret whose HMAC key (for a whsec_ secret, the
+// base64 after the prefix, decoded) is shorter than MinKeyBytes or not
+// base64. Its messages never repeat the secret.
+func CheckSecret(secret string) error {
+	key, err := StandardKey(secret)
+	if err != nil {
+		return err
+	}
+	if len(key) < MinKeyBytes {
+		what := "the secret"
+		if strings.HasPrefix(secret, "whsec_") {
+			what = "the base64 after whsec_"
+		}
+		return fmt.Errorf("%w: %s gives %d bytes of key, at least %d are needed (e.g. whsec_ and the base64 of 32 random bytes: openssl rand -base64 32)",
+			ErrShortSecret, what, len(key), MinKeyBytes)
+	}
+	return nil
+}
+
 // StandardKey is the HMAC key of a Standard Webhooks secret: the base64
 // after "whsec_", or the secret's own bytes when it has no such prefix.
 func StandardKey(secret string) ([]byte, error) {

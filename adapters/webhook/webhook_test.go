@@ -26,7 +26,7 @@ import (
 )
 
 const (
-	ghSecret  = "gh-secret"
+	ghSecret  = "gh-secret-for-tests"
 	stdSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 )
 
