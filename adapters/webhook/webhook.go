@@ -3,9 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base32"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -305,13 +303,10 @@ func deliveryID(h http.Header) string {
 
 // threadID is the thread a hook's request opens. Slack and Matrix need
 // their own ids (a ts, an event id), so there the request starts a new
-// message; a console thread is named after the delivery.
+// message; a console thread is named after the delivery (its dedupeID).
 func threadID(ch bot.Channel, delivery string) string {
 	if ch.Source != bot.SourceConsole {
 		return ""
-	}
-	if delivery == "" {
-		return newID("t_")
 	}
 	return delivery
 }
@@ -325,12 +320,6 @@ func sender(p map[string]any, hook string) string {
 		}
 	}
 	return hook
-}
-
-func newID(prefix string) string {
-	var b [10]byte
-	_, _ = rand.Read(b[:])
-	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
