@@ -3,9 +3,12 @@ package slack_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"sync"
 	"testing"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/bobnet/bobnet/adapters/slack"
@@ -73,5 +76,39 @@ func TestSocketModeAcksAfterQueueing(t *testing.T) {
 	w.env.WaitIdle(t)
 	if n := w.slack.count(isPreview); n != 1 {
 		t.Fatalf("previews = %d, want 1", n)
+	}
+}
+
+// forgetful is Redis-backed Memory whose thread lookups fail, as when
+// Redis drops the connection.
+type forgetful struct{ slack.Memory }
+
+func (forgetful) Marked(context.Context, string) (bool, error) {
+	return false, errors.New("redis: connection refused")
+}
+
+// A thread reply whose thread cannot be looked up is not acknowledged
+// either way: HTTP mode answers 503 and Socket Mode leaves it unacked, so
+// Slack delivers it again instead of the reply being dropped.
+func TestThreadReplyWhenRedisFailsIsRedelivered(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: w.slack.srv.URL + "/api/"},
+		w.env.Engine, forgetful{pending.NewStore(w.env.Redis, w.env.Prefix)}, boardtest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := chi.NewRouter()
+	ad.Routes(r)
+	w.serve(r)
+	reply := threadMessage("Ev600", "1690000000.000601", "1690000000.000600", "add an RSS feed card")
+	if resp := w.post(t, "/slack/events", "application/json", reply); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("HTTP: %d, want 503 so Slack retries", resp.StatusCode)
+	}
+	conn := &recordAcks{t: t, w: w}
+	ad.SocketEvent(context.Background(), conn, socketmode.Event{Type: socketmode.EventTypeEventsAPI,
+		Request: &socketmode.Request{Type: "events_api", EnvelopeID: "env-2", Payload: json.RawMessage(reply)}})
+	if n := len(conn.acks()); n != 0 {
+		t.Fatalf("Socket Mode acked %d times", n)
 	}
 }
