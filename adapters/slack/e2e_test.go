@@ -524,3 +524,54 @@ func TestSlackHelpAndThreadReplies(t *testing.T) {
 		t.Fatalf("model asked %d times", n)
 	}
 }
+
+// threadMessage is a message event in a thread from U_ALICE.
+func threadMessage(eventID, ts, thread, text string) string {
+	b, _ := json.Marshal(map[string]any{"type": "event_callback", "team_id": "T1", "event_id": eventID,
+		"event": map[string]any{"type": "message", "user": "U_ALICE", "text": text, "ts": ts, "thread_ts": thread, "channel": "C_NEWS"}})
+	return string(b)
+}
+
+// A reply in BobNet's thread that mentions a colleague is still the
+// conversation with BobNet, as a reply without mentions is; a message
+// that mentions BobNet arrives twice (app_mention and message) and makes
+// one request; a reply that only pings a colleague asks BobNet nothing.
+func TestThreadReplyMentioningAColleague(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	const thread = "1690000000.000500"
+	w.post(t, "/slack/events", "application/json", mentionEvent("Ev500", thread, ""))
+	w.slack.waitFor(t, "help", func(c call) bool { return c.Method == "chat.postMessage" && c.Form.Get("thread_ts") == thread })
+
+	// Only a colleague's mention: nothing to plan, and no help either.
+	w.post(t, "/slack/events", "application/json", threadMessage("Ev501", "1690000000.000501", thread, "<@UCAROL>"))
+	// A reply that mentions a colleague (and the label form of a mention).
+	w.post(t, "/slack/events", "application/json", threadMessage("Ev502", "1690000000.000502", thread,
+		"<@UCAROL> can you check this? <@UDAN|dan> too: plan our daily research newspaper"))
+	preview := w.slack.waitFor(t, "preview", isPreview)
+	if preview.Form.Get("thread_ts") != thread {
+		t.Fatalf("preview in thread %s, want %s", preview.Form.Get("thread_ts"), thread)
+	}
+	w.env.WaitIdle(t)
+	reqs := w.env.Model.Requests()
+	if len(reqs) != 1 || !strings.Contains(plannertest.LastUserMessage(reqs[0]), "plan our daily research newspaper") {
+		t.Fatalf("model asked %d times", len(reqs))
+	}
+
+	// A reply mentioning BobNet comes as app_mention and as message, with
+	// one ts: one request, whichever comes first.
+	mention, _ := json.Marshal(map[string]any{"type": "event_callback", "team_id": "T1", "event_id": "Ev503",
+		"event": map[string]any{"type": "app_mention", "user": "U_ALICE", "text": "<@UBOBNET> add an RSS feed card", "ts": "1690000000.000503", "thread_ts": thread, "channel": "C_NEWS"}})
+	w.post(t, "/slack/events", "application/json", threadMessage("Ev504", "1690000000.000503", thread, "<@UBOBNET> add an RSS feed card"))
+	w.post(t, "/slack/events", "application/json", string(mention))
+	w.env.WaitIdle(t)
+	if n := len(w.env.Model.Requests()); n != 2 {
+		t.Fatalf("model asked %d times, want 2 (the mention and its message event are one request)", n)
+	}
+	helps := w.slack.count(func(c call) bool {
+		return c.Method == "chat.postMessage" && strings.Contains(c.blocks(), "/bobnet status")
+	})
+	if helps != 1 {
+		t.Fatalf("help replies = %d, want 1 (a colleague's bare mention asks nothing)", helps)
+	}
+}

@@ -40,8 +40,8 @@ func TestMentionsMatchRegexp(t *testing.T) {
 		if got, want := stripMentions(s), mentionPattern.ReplaceAllString(s, ""); got != want {
 			t.Fatalf("stripMentions(%q) = %q, the regexp gives %q", s, got, want)
 		}
-		if got, want := hasMention(s), mentionPattern.MatchString(s); got != want {
-			t.Fatalf("hasMention(%q) = %v, the regexp gives %v", s, got, want)
+		if _, _, got := nextMention(s, 0); got != mentionPattern.MatchString(s) {
+			t.Fatalf("nextMention(%q) found %v, the regexp %v", s, got, !got)
 		}
 	}
 }

@@ -272,12 +272,6 @@ func nextMention(s string, from int) (start, end int, ok bool) {
 	}
 }
 
-// hasMention says whether s mentions anyone.
-func hasMention(s string) bool {
-	_, _, ok := nextMention(s, 0)
-	return ok
-}
-
 // stripMentions is s without its mention markup.
 func stripMentions(s string) string {
 	start, end, ok := nextMention(s, 0)
@@ -297,8 +291,8 @@ func stripMentions(s string) string {
 }
 
 // handleEvent turns one event into a request. Shared by HTTP and Socket
-// Mode, so both dedupe the same way: by event id, whatever the transport
-// says about retries.
+// Mode, so both dedupe the same way: by the message's ts (or the event
+// id), whatever the transport says about retries.
 func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 	if env.Type != "event_callback" {
 		return nil
@@ -310,14 +304,21 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 	switch ev.Type {
 	case "app_mention":
 	case "message":
-		// A plain message counts only inside a thread the bot speaks in;
-		// a mention there also arrives as app_mention, so skip those.
-		if ev.ThreadTS == "" || hasMention(ev.Text) {
+		// A message counts only inside a thread the bot speaks in, where
+		// it is the conversation with the bot whoever else it mentions. One
+		// that mentions the bot also arrives as app_mention, with the same
+		// ts: the dedupe key below makes the two one request.
+		if ev.ThreadTS == "" {
 			return nil
 		}
 		in, err := a.memory.Marked(ctx, threadKey(ev.Channel, ev.ThreadTS))
-		if err != nil || !in {
-			return err
+		if err != nil {
+			// Unavailable, so the reply is delivered again rather than
+			// acked and lost.
+			return fmt.Errorf("%w: %w", bot.ErrUnavailable, err)
+		}
+		if !in {
+			return nil
 		}
 	default:
 		return nil
@@ -328,6 +329,9 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 	}
 	t := bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: ev.Channel}, ID: thread}
 	text := strings.TrimSpace(stripMentions(ev.Text))
+	if text == "" && ev.Type == "message" {
+		return nil // only mentions, of colleagues or the bot: not a question to BobNet
+	}
 	if text == "" || strings.EqualFold(text, "help") {
 		// Help once a minute per person and channel: retries and floods
 		// of empty mentions do not become floods of replies.
@@ -344,11 +348,16 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 		}
 		return nil
 	}
-	// The engine's intake dedupes by event id in the same step that
-	// queues, so a failed attempt leaves nothing marked and Slack's retry
-	// goes through; a later retry answers the first request.
+	// The engine's intake dedupes by the message's ts (unique in its
+	// channel, the same in a retry and in the app_mention and message
+	// events of one message) in the same step that queues, so a failed
+	// attempt leaves nothing marked and Slack's retry goes through; a later
+	// retry answers the first request.
 	r := bot.Request{Thread: t, User: ev.User, Text: text}
-	if env.EventID != "" {
+	switch {
+	case ev.TS != "":
+		r.DedupeKey = "slack-message:" + ev.TS
+	case env.EventID != "":
 		r.DedupeKey = "slack:" + env.EventID
 	}
 	_, err := a.eng.Submit(ctx, r)

@@ -3,15 +3,20 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
+
+	"github.com/bobnet/bobnet/bot"
 )
 
 // RunSocketMode connects to Slack over Socket Mode (SLACK_APP_TOKEN) and
 // serves events, clicks and commands with the same handlers as HTTP mode,
 // until ctx is done. Socket Mode redeliveries carry no retry headers;
-// events are deduplicated by event id like HTTP ones.
+// events are deduplicated by event id like HTTP ones. An event is acked
+// after its request is queued, never before, so one that could not be
+// queued is redelivered rather than lost.
 func (a *Adapter) RunSocketMode(ctx context.Context) error {
 	client := socketmode.New(a.api)
 	go func() {
@@ -30,24 +35,35 @@ func (a *Adapter) RunSocketMode(ctx context.Context) error {
 	return client.RunContext(ctx)
 }
 
-func (a *Adapter) socketEvent(ctx context.Context, client *socketmode.Client, evt socketmode.Event) {
+// acker acknowledges Socket Mode envelopes; *socketmode.Client is one.
+type acker interface {
+	Ack(req socketmode.Request, payload ...any) error
+}
+
+func (a *Adapter) socketEvent(ctx context.Context, client acker, evt socketmode.Event) {
 	if evt.Request == nil {
 		return // connection lifecycle events
 	}
 	req := *evt.Request
 	switch evt.Type {
 	case socketmode.EventTypeEventsAPI:
-		// Acked first: Socket Mode wants it within 3 s. A redelivery
-		// carries the same event id, which the engine's intake dedupes.
-		_ = client.Ack(req)
+		// Acked only once the request is queued (handling only enqueues,
+		// well within Slack's 3 s): an envelope left unacked because Redis
+		// is down is delivered again, as HTTP mode's 503 makes Slack
+		// retry, and the redelivery's event id is deduped by the engine.
 		var env eventEnvelope
 		if err := json.Unmarshal(req.Payload, &env); err != nil {
 			a.logger.Warn("socket mode event", "err", err)
+			_ = client.Ack(req) // redelivering it would not parse either
 			return
 		}
 		if err := a.handleEvent(ctx, env); err != nil {
 			a.logger.Warn("socket mode event", "event_id", env.EventID, "err", err)
+			if errors.Is(err, bot.ErrUnavailable) {
+				return // not acked: Slack delivers it again
+			}
 		}
+		_ = client.Ack(req)
 	case socketmode.EventTypeInteractive:
 		var cb slackapi.InteractionCallback
 		if err := json.Unmarshal(req.Payload, &cb); err != nil {

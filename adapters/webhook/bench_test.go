@@ -24,7 +24,7 @@ import (
 	"github.com/bobnet/bobnet/planner"
 )
 
-const benchSecret = "bench-secret"
+const benchSecret = "bench-secret-0123"
 
 // ingestBench fires signed deliveries, each with its own delivery id, from
 // 64 concurrent senders at h and reports req/s and the p99 latency.

@@ -110,8 +110,9 @@ func ReadFile(path string) (File, error) {
 }
 
 // Build joins the secrets with the file into hooks. A hook needs only its
-// secret; a hook in the file without a secret, a bad target, template or
-// callback URL is an error naming it.
+// secret; a hook in the file without a secret, a secret (its own or a
+// callback's) that CheckSecret refuses, a bad target, template or callback
+// URL is an error naming it.
 func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 	var errs []error
 	for name := range f.Hooks {
@@ -132,10 +133,8 @@ func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 		}
 		c := f.Hooks[name]
 		h := &Hook{Name: name, Secret: secrets[name], Deciders: c.Deciders, Filter: c.Filter, Callbacks: c.Callbacks}
-		if strings.HasPrefix(h.Secret, "whsec_") {
-			if _, err := StandardKey(h.Secret); err != nil {
-				errs = append(errs, fmt.Errorf("hook %q: %w", name, err))
-			}
+		if err := CheckSecret(h.Secret); err != nil {
+			errs = append(errs, fmt.Errorf("hook %q: %w", name, err))
 		}
 		target := c.Target
 		if target == "" {
@@ -155,6 +154,8 @@ func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 		for i := range h.Callbacks {
 			if h.Callbacks[i].Secret == "" {
 				h.Callbacks[i].Secret = h.Secret
+			} else if err := CheckSecret(h.Callbacks[i].Secret); err != nil {
+				errs = append(errs, fmt.Errorf("hook %q: callback %s: %w", name, h.Callbacks[i].URL, err))
 			}
 		}
 		hooks[name] = h

@@ -112,7 +112,7 @@ func TestFilter(t *testing.T) {
 
 func TestBuild(t *testing.T) {
 	t.Parallel()
-	hooks, err := Build(map[string]string{"github": "s"}, File{})
+	hooks, err := Build(map[string]string{"github": "sixteen-bytes-xy"}, File{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,10 +126,14 @@ func TestBuild(t *testing.T) {
 		want    string
 	}{
 		{"no secret", map[string]string{}, File{Hooks: map[string]HookConfig{"x": {}}}, "no secret"},
-		{"bad target", map[string]string{"x": "s"}, File{Hooks: map[string]HookConfig{"x": {Target: "irc:#x"}}}, "source must be"},
-		{"bad template", map[string]string{"x": "s"}, File{Hooks: map[string]HookConfig{"x": {Template: "{{.Payload"}}}, "template"},
-		{"bad name", map[string]string{"X Y": "s"}, File{}, "hook name"},
+		{"bad target", map[string]string{"x": "sixteen-bytes-xy"}, File{Hooks: map[string]HookConfig{"x": {Target: "irc:#x"}}}, "source must be"},
+		{"bad template", map[string]string{"x": "sixteen-bytes-xy"}, File{Hooks: map[string]HookConfig{"x": {Template: "{{.Payload"}}}, "template"},
+		{"bad name", map[string]string{"X Y": "sixteen-bytes-xy"}, File{}, "hook name"},
 		{"bad whsec", map[string]string{"x": "whsec_***"}, File{}, "base64"},
+		{"empty whsec key", map[string]string{"x": "whsec_"}, File{}, "0 bytes of key"},
+		{"short secret", map[string]string{"x": "s3cret"}, File{}, "6 bytes of key"},
+		{"short callback secret", map[string]string{"x": "sixteen-bytes-xy"}, File{Hooks: map[string]HookConfig{"x": {
+			Callbacks: []Callback{{URL: "https://hooks.example.com/x", Secret: "whsec_c2hvcnQ="}}}}}, "callback https://hooks.example.com/x: secret too short"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {

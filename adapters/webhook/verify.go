@@ -50,6 +50,48 @@ func Signed(h http.Header) Scheme {
 	return SchemeNone
 }
 
+// CheckHeaders refuses, from the headers alone, a delivery whose signature
+// headers are missing or ill-formed, or whose Standard Webhooks timestamp
+// is outside the tolerance, so that no body is read for it; it returns the
+// scheme the headers use. Verify still checks the signature itself.
+func CheckHeaders(h http.Header, now time.Time) (Scheme, error) {
+	scheme := Signed(h)
+	switch scheme {
+	case SchemeNone:
+		return scheme, ErrMissingSignature
+	case SchemeBobNet, SchemeGitHub:
+		name := "X-Bobnet-Signature"
+		if scheme == SchemeGitHub {
+			name = "X-Hub-Signature-256"
+		}
+		got, ok := strings.CutPrefix(strings.TrimSpace(h.Get(name)), "sha256=")
+		if _, err := hex.DecodeString(got); !ok || err != nil || len(got) != 2*sha256.Size {
+			return scheme, fmt.Errorf("%w: %s must be sha256=<64 hex digits>", ErrBadSignature, name)
+		}
+	case SchemeStandard:
+		if err := CheckTimestamp(h, now); err != nil {
+			return scheme, err
+		}
+		if !hasV1Signature(h.Get("webhook-signature")) {
+			return scheme, fmt.Errorf("%w: webhook-signature has no v1,<base64 HMAC-SHA256>", ErrBadSignature)
+		}
+	}
+	return scheme, nil
+}
+
+// hasV1Signature says whether a webhook-signature value holds at least one
+// signature BobNet can check: "v1," and the base64 of 32 bytes.
+func hasV1Signature(v string) bool {
+	for _, sig := range strings.Fields(v) {
+		if b64, ok := strings.CutPrefix(sig, "v1,"); ok && base64.StdEncoding.DecodedLen(len(b64)) >= sha256.Size {
+			if mac, err := base64.StdEncoding.DecodeString(b64); err == nil && len(mac) == sha256.Size {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // CheckTimestamp refuses a Standard Webhooks delivery whose timestamp is
 // outside the tolerance; it needs only the headers.
 func CheckTimestamp(h http.Header, now time.Time) error {
@@ -117,6 +159,33 @@ func HMAC(key, body []byte) []byte {
 // value of body; tools and tests use it to sign what they send.
 func SignatureHeader(secret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(HMAC([]byte(secret), body))
+}
+
+// MinKeyBytes is the least key material a hook or callback secret may
+// have: a shorter HMAC key can be guessed offline from one signed delivery
+// (and an empty one, "whsec_" alone, signs for anyone).
+const MinKeyBytes = 16
+
+// ErrShortSecret is a secret with less than MinKeyBytes of key material.
+var ErrShortSecret = errors.New("secret too short")
+
+// CheckSecret refuses a secret whose HMAC key (for a whsec_ secret, the
+// base64 after the prefix, decoded) is shorter than MinKeyBytes or not
+// base64. Its messages never repeat the secret.
+func CheckSecret(secret string) error {
+	key, err := StandardKey(secret)
+	if err != nil {
+		return err
+	}
+	if len(key) < MinKeyBytes {
+		what := "the secret"
+		if strings.HasPrefix(secret, "whsec_") {
+			what = "the base64 after whsec_"
+		}
+		return fmt.Errorf("%w: %s gives %d bytes of key, at least %d are needed (e.g. whsec_ and the base64 of 32 random bytes: openssl rand -base64 32)",
+			ErrShortSecret, what, len(key), MinKeyBytes)
+	}
+	return nil
 }
 
 // StandardKey is the HMAC key of a Standard Webhooks secret: the base64

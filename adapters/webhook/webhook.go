@@ -3,8 +3,8 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base32"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +24,11 @@ import (
 // worth planning from is near 1 MiB.
 const MaxBody = 1 << 20
 
+// ReadingSlots bounds how many delivery bodies are read at once, before
+// their signatures are known (at most ReadingSlots MiB); past it a
+// delivery is refused at once with 503 and Retry-After, as /slack/* does.
+const ReadingSlots = 64
+
 // Engine is what the adapter needs from the bot engine.
 type Engine interface {
 	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
@@ -37,6 +42,8 @@ type Adapter struct {
 	logger   *slog.Logger
 	now      func() time.Time
 	builtins map[string]*template.Template
+	// reading holds a slot per body being read (see ReadingSlots).
+	reading chan struct{}
 }
 
 // New returns an adapter serving hooks, and tells the engine who decides
@@ -52,7 +59,7 @@ func New(hooks map[string]*Hook, eng Engine, logger *slog.Logger) *Adapter {
 		// The built-in templates are tested to parse.
 		b[name] = template.Must(parseTemplate(name, name))
 	}
-	return &Adapter{hooks: hooks, eng: eng, logger: logger, now: time.Now, builtins: b}
+	return &Adapter{hooks: hooks, eng: eng, logger: logger, now: time.Now, builtins: b, reading: make(chan struct{}, ReadingSlots)}
 }
 
 // SetClock replaces the clock the Standard Webhooks tolerance is judged by.
@@ -68,8 +75,10 @@ func (a *Adapter) Routes(r chi.Router) {
 func (a *Adapter) Hooks() map[string]*Hook { return a.hooks }
 
 // ServeHTTP takes one delivery. Everything that can be refused from the
-// headers is refused before the body is read; a refused delivery records
-// nothing and reaches neither Redis nor the model.
+// headers (an unknown hook, missing or ill-formed signature headers, a
+// stale timestamp, a declared size over MaxBody) is refused before the
+// body is read, and at most ReadingSlots bodies are read at once; a
+// refused delivery records nothing and reaches neither Redis nor the model.
 func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	hook, ok := a.hooks[name]
@@ -77,23 +86,28 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no hook named %q: add name=secret to BOBNET_HOOK_SECRETS", name))
 		return
 	}
-	scheme := Signed(r.Header)
-	if scheme == SchemeNone {
-		writeError(w, http.StatusUnauthorized, ErrMissingSignature.Error())
-		return
-	}
 	now := a.now()
-	if scheme == SchemeStandard {
-		if err := CheckTimestamp(r.Header, now); err != nil {
-			writeError(w, http.StatusUnauthorized, err.Error())
-			return
-		}
+	scheme, err := CheckHeaders(r.Header, now)
+	if err != nil {
+		writeError(w, http.StatusUnauthorized, err.Error())
+		return
 	}
 	if r.ContentLength > MaxBody {
 		writeError(w, http.StatusRequestEntityTooLarge, "body is larger than 1 MiB")
 		return
 	}
+	// Until its signature is checked a body is anyone's: only so many are
+	// read at once, and past that a sender is told to come back, rather
+	// than slow senders holding memory and goroutines without bound.
+	select {
+	case a.reading <- struct{}{}:
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "too many deliveries being read; deliver it again shortly")
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	<-a.reading
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -134,12 +148,18 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	// The audit log then says which delivery a request came from.
-	ctx := bot.WithVia(r.Context(), strings.TrimSpace("hook:"+hook.Name+" "+deliveryID(r.Header)))
+	// The audit log then says which delivery a request came from, by the
+	// sender's own id; what is new is decided by the signed dedupeID.
+	delivery := dedupeID(scheme, r.Header, body)
+	named := deliveryID(r.Header)
+	if named == "" {
+		named = delivery
+	}
+	ctx := bot.WithVia(r.Context(), "hook:"+hook.Name+" "+named)
 	rid := bot.NewRequestID()
-	id, dup, err := a.submit(ctx, hook, deliveryID(r.Header), bot.Request{
+	id, dup, err := a.submit(ctx, hook, delivery, bot.Request{
 		ID:     rid,
-		Thread: bot.Thread{Channel: hook.Channel, ID: threadID(hook.Channel, deliveryID(r.Header))},
+		Thread: bot.Thread{Channel: hook.Channel, ID: threadID(hook.Channel, delivery)},
 		User:   "hook:" + hook.Name, UserName: sender(ev.Payload, hook.Name),
 		Text: text, ReceivedAt: now,
 	})
@@ -215,8 +235,9 @@ func plainID(id string) bool {
 	return true
 }
 
-// submit queues the request once per delivery id. The engine's intake
-// dedupes on the ack path in the same Redis step that queues, so of
+// submit queues the request once per delivery (its dedupeID). The
+// engine's intake dedupes on the ack path in the same Redis step that
+// queues, so of
 // concurrent copies one is queued and the rest answer its request id, and
 // a copy that failed to queue left nothing behind for the retry to trip
 // on. Postgres is not on this path: the worker records the delivery in
@@ -243,7 +264,34 @@ func eventType(h http.Header) string {
 	return ""
 }
 
-// deliveryID is the sender's id of this delivery, the same on every retry.
+// maxDedupeID is the longest webhook-id kept as it is; a longer one is
+// kept as its digest, so ids that differ only past a cut stay apart.
+const maxDedupeID = 200
+
+// dedupeID tells a delivery from a replay of it, from signed content only:
+// Standard Webhooks' webhook-id, which its signature covers, or else the
+// SHA-256 of the body, all that the sha256= schemes sign. The delivery
+// headers (X-Bobnet-Delivery, X-GitHub-Delivery, X-Gitlab-Event-UUID) are
+// unsigned: whoever replays a captured delivery can change them, so they
+// only name the delivery in the audit log. With the body digest two
+// deliveries of the same body are one delivery, for good: senders that
+// mean to send a body twice put something unique in it.
+func dedupeID(scheme Scheme, h http.Header, body []byte) string {
+	if scheme == SchemeStandard {
+		if id := strings.TrimSpace(h.Get("webhook-id")); id != "" {
+			if len(id) <= maxDedupeID {
+				return id
+			}
+			sum := sha256.Sum256([]byte(id))
+			return "webhook-id-sha256:" + hex.EncodeToString(sum[:])
+		}
+	}
+	sum := sha256.Sum256(body)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// deliveryID is the sender's name for this delivery, from its headers,
+// for the audit log; being unsigned, it decides nothing.
 func deliveryID(h http.Header) string {
 	for _, k := range []string{"X-Bobnet-Delivery", "X-GitHub-Delivery", "webhook-id", "X-Gitlab-Event-UUID"} {
 		if v := strings.TrimSpace(h.Get(k)); v != "" {
@@ -255,13 +303,10 @@ func deliveryID(h http.Header) string {
 
 // threadID is the thread a hook's request opens. Slack and Matrix need
 // their own ids (a ts, an event id), so there the request starts a new
-// message; a console thread is named after the delivery.
+// message; a console thread is named after the delivery (its dedupeID).
 func threadID(ch bot.Channel, delivery string) string {
 	if ch.Source != bot.SourceConsole {
 		return ""
-	}
-	if delivery == "" {
-		return newID("t_")
 	}
 	return delivery
 }
@@ -275,12 +320,6 @@ func sender(p map[string]any, hook string) string {
 		}
 	}
 	return hook
-}
-
-func newID(prefix string) string {
-	var b [10]byte
-	_, _ = rand.Read(b[:])
-	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

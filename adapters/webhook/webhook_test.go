@@ -26,14 +26,15 @@ import (
 )
 
 const (
-	ghSecret  = "gh-secret"
+	ghSecret  = "gh-secret-for-tests"
 	stdSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 )
 
 // hookEnv is the webhook adapter in front of a real engine.
 type hookEnv struct {
 	*bottest.Env
-	URL string
+	URL     string
+	Adapter *webhook.Adapter
 }
 
 func newHookEnv(t *testing.T) *hookEnv {
@@ -48,10 +49,11 @@ func newHookEnv(t *testing.T) *hookEnv {
 		t.Fatal(err)
 	}
 	r := chi.NewRouter()
-	webhook.New(hooks, env.Engine, boardtest.Logger(t)).Routes(r)
+	ad := webhook.New(hooks, env.Engine, boardtest.Logger(t))
+	ad.Routes(r)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
-	return &hookEnv{Env: env, URL: srv.URL}
+	return &hookEnv{Env: env, URL: srv.URL, Adapter: ad}
 }
 
 func fixture(t testing.TB, name string) []byte {

@@ -210,16 +210,16 @@ func TestRedactURLs(t *testing.T) {
 func TestLoggerMasksURLPasswordsAndConfiguredSecrets(t *testing.T) {
 	t.Parallel()
 	for _, format := range []string{"text", "json"} {
-		cfg, err := testConfig(t, map[string]string{"BOBNET_LOG_FORMAT": format, "BOBNET_API_TOKEN": "tok-abcdef-123", "BOBNET_HOOK_SECRETS": "ci=hooksecret-1"})
+		cfg, err := testConfig(t, map[string]string{"BOBNET_LOG_FORMAT": format, "BOBNET_API_TOKEN": "tok-abcdef-123", "BOBNET_HOOK_SECRETS": "ci=hooksecret-1-for-logs"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
 		logger := newLogger(&buf, cfg)
 		logger.Info("cannot reach postgres://u:pw-in-msg@db/x", "url", "redis://:pw-in-attr@r/0", "err", os.ErrNotExist, "header", "Bearer tok-abcdef-123")
-		logger.With("hook", "ci=hooksecret-1").WithGroup("g").Warn("w", "e", errString("dial postgres://u:pw-in-err@db/x"))
+		logger.With("hook", "ci=hooksecret-1-for-logs").WithGroup("g").Warn("w", "e", errString("dial postgres://u:pw-in-err@db/x"))
 		out := buf.String()
-		assertNoSecret(t, format+" log", out, []string{"pw-in-msg", "pw-in-attr", "pw-in-err", "tok-abcdef-123", "hooksecret-1"})
+		assertNoSecret(t, format+" log", out, []string{"pw-in-msg", "pw-in-attr", "pw-in-err", "tok-abcdef-123", "hooksecret-1-for-logs"})
 		if !strings.Contains(out, "xxxxx") {
 			t.Errorf("nothing masked:\n%s", out)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -402,6 +404,13 @@ func (c *Config) validate() []error {
 		}
 		if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
 			errs = append(errs, errors.New("SLACK_APP_TOKEN: an app-level token starts with xapp-"))
+		}
+	}
+	// A short hook secret is refused at start, not found out by whoever
+	// guesses it: webhook.CheckSecret says why, never what it is.
+	for _, name := range slices.Sorted(maps.Keys(c.HookSecrets)) {
+		if err := webhook.CheckSecret(c.HookSecrets[name]); err != nil {
+			errs = append(errs, fmt.Errorf("BOBNET_HOOK_SECRETS: hook %q: %w", name, err))
 		}
 	}
 	if c.MatrixHomeserver != "" || c.MatrixUserID != "" {

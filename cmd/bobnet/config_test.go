@@ -82,11 +82,53 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 
 func TestConfigPublicListenWithToken(t *testing.T) {
 	t.Parallel()
-	c, err := testConfig(t, map[string]string{"BOBNET_LISTEN": "0.0.0.0:9000", "BOBNET_API_TOKEN": "t0k", "BOBNET_HOOK_SECRETS": "ci=abc,gh=def"})
+	c, err := testConfig(t, map[string]string{"BOBNET_LISTEN": "0.0.0.0:9000", "BOBNET_API_TOKEN": "t0k", "BOBNET_HOOK_SECRETS": "ci=abcdefghijklmnop,gh=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HookSecrets["ci"] != "abc" || c.HookSecrets["gh"] != "def" {
+	if c.HookSecrets["ci"] != "abcdefghijklmnop" || c.HookSecrets["gh"] != "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" {
 		t.Errorf("hook secrets = %v", c.HookSecrets)
+	}
+}
+
+// A hook secret with less than 16 bytes of key material, whsec_ with an
+// empty key above all, stops BobNet at start with a message naming the
+// variable and the hook, and never the secret.
+func TestShortHookSecretsAreRefused(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, hook, secret, says string
+	}{
+		{"whsec with an empty key", "forms", "whsec_", "0 bytes"},
+		{"whsec with a 5-byte key", "forms", "whsec_c2hvcnQ=", "5 bytes"},
+		{"whsec with 15 bytes", "forms", "whsec_MTIzNDU2Nzg5MDEyMzQ1", "15 bytes"},
+		{"plain 6 bytes", "github", "s3cret", "6 bytes"},
+		{"plain 15 bytes", "github", "fifteen-bytes-x", "15 bytes"},
+		{"whsec not base64", "forms", "whsec_***", "base64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := testConfig(t, map[string]string{"BOBNET_HOOK_SECRETS": "ok=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw," + tt.hook + "=" + tt.secret})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			for _, w := range []string{"BOBNET_HOOK_SECRETS", `"` + tt.hook + `"`, tt.says} {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not say %s", msg, w)
+				}
+			}
+			if strings.Contains(msg, `"ok"`) {
+				t.Errorf("error %q blames the hook with a good secret", msg)
+			}
+			if key := strings.TrimPrefix(tt.secret, "whsec_"); key != "" && strings.Contains(msg, key) {
+				t.Errorf("error %q repeats the secret", msg)
+			}
+		})
+	}
+	// 16 bytes is enough, in either form.
+	if _, err := testConfig(t, map[string]string{"BOBNET_HOOK_SECRETS": "a=sixteen-bytes-xy,b=whsec_MTIzNDU2Nzg5MDEyMzQ1Ng=="}); err != nil {
+		t.Fatalf("16-byte secrets refused: %v", err)
 	}
 }

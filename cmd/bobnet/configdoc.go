@@ -28,7 +28,7 @@ var whenWrong = map[string]string{
 	"SLACK_SIGNING_SECRET":      "Wrong: every request from Slack is refused with 401 and logged as a signature mismatch.",
 	"SLACK_APP_TOKEN":           "Not starting with `xapp-`: BobNet does not start. Revoked: Socket Mode stops and the failure is logged.",
 	"MATRIX_HOMESERVER":         "Set without `MATRIX_USER_ID` (or the other way round), or without a token or password: BobNet does not start.",
-	"BOBNET_HOOK_SECRETS":       "An item not of the form `name=secret`: BobNet does not start. A sender using another secret: its deliveries are refused with 401.",
+	"BOBNET_HOOK_SECRETS":       "An item not of the form `name=secret`, or a secret with less than 16 bytes of key (for `whsec_`, the base64 after the prefix, decoded): BobNet does not start, naming the hook. A sender using another secret: its deliveries are refused with 401.",
 	"BOBNET_USER_RATE":          "Not `N/period` with N ≥ 1 and a period from 1s to 24h: BobNet does not start. Too low: people are told to slow down.",
 	"BOBNET_CHANNEL_RATE":       "As `BOBNET_USER_RATE`, per channel.",
 	"BOBNET_LOG_FORMAT":         "Anything but `text` or `json`: BobNet does not start.",

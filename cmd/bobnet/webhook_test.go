@@ -29,7 +29,7 @@ import (
 )
 
 const (
-	ghHookSecret   = "gh-hook-secret"
+	ghHookSecret   = "gh-hook-secret-for-tests"
 	formsSecret    = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	callbackSecret = "whsec_Y2FsbGJhY2stc2VjcmV0LWZvci10ZXN0cw=="
 	bootstrap      = "bootstrap-token"
