@@ -5,6 +5,7 @@ package matrix_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,6 +16,8 @@ import (
 	"maunium.net/go/mautrix/crypto/signatures"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
+
+	"github.com/bobnet/bobnet/adapters/matrix"
 )
 
 // identity is the bot's cross-signing identity as anyone on the server
@@ -196,4 +199,42 @@ func TestMatrixBotIsCrossSigned(t *testing.T) {
 	if notice.Mautrix.WasEncrypted || notice.Type != event.EventMessage {
 		t.Fatalf("the cannot-decrypt notice was encrypted (%s)", notice.Type.Type)
 	}
+}
+
+// TestMatrixBotLeavesForeignCrossSigningAlone: when the bot account
+// already has cross-signing keys that BobNet did not make (someone set
+// them up in Element logged in as the bot), BobNet neither replaces them
+// (which would reset the identity people trust; its password would let
+// it) nor saves keys of its own, and still starts and answers.
+func TestMatrixBotLeavesForeignCrossSigningAlone(t *testing.T) {
+	w := newWorld(t)
+	w.encrypt = true
+	other := withCrypto(t, w.bot).Machine()
+	keys, err := other.GenerateCrossSigningKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.PublishCrossSigningKeys(ctx30(t), keys, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		r := w.start()
+		var resp rawKeys
+		_, err := w.carol.cli.MakeRequest(ctx30(t), http.MethodPost, w.carol.cli.BuildClientURL("v3", "keys", "query"),
+			map[string]any{"device_keys": map[id.UserID][]id.DeviceID{w.bot.ID: {}}}, &resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := onlyKey(t, resp.MasterKeys[w.bot.ID], "master"); got != keys.MasterKey.PublicKey() {
+			t.Fatalf("BobNet replaced the account's master key %s with %s", keys.MasterKey.PublicKey(), got)
+		}
+		if _, err := matrix.NewStore(w.env.Store.Pool()).CrossSigning(ctx30(t), w.bot.ID); !errors.Is(err, matrix.ErrNotFound) {
+			t.Fatalf("BobNet saved cross-signing keys it cannot publish: %v", err)
+		}
+		r.stop()
+	}
+	w.start()
+	w.openRoom()
+	req := w.say(w.alice, "BobNet plan our daily research newspaper", "", true)
+	w.waitFor("preview", w.preview(req, 1))
 }
