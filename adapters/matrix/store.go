@@ -16,7 +16,7 @@ import (
 var ErrNotFound = errors.New("not found")
 
 // Store keeps the adapter's state in Postgres (tables of migrations 0006
-// and 0011): the session (device, token, sync position), the previews it
+// and 0012): the session (device, token, sync position), the previews it
 // posted, the threads it speaks in and the sealed cross-signing keys. It
 // is also mautrix's sync store.
 type Store struct {

@@ -1,4 +1,4 @@
--- 0011 keeps the Matrix bot's private cross-signing keys, so its device is verified by its owner and a restart keeps the same identity.
+-- 0012 keeps the Matrix bot's private cross-signing keys, so its device is verified by its owner and a restart keeps the same identity.
 
 -- sealed holds the three private seeds (master, self-signing, user-signing)
 -- encrypted with a key derived from MATRIX_PICKLE_KEY, like the Olm account
