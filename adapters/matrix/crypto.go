@@ -24,7 +24,7 @@ type cryptoCloser interface{ Close() error }
 // own (crypto_*, mx_*), sealed with the pickle key. The helper decrypts
 // incoming events and hands them to the same handlers as plain ones, and
 // encrypts what BobNet sends in encrypted rooms, sharing the room key with
-// the members' devices.
+// the members' devices. The device is then cross-signed (crosssign.go).
 func (a *Adapter) initCrypto(ctx context.Context, enc Encryption) error {
 	if enc.PickleKey == "" {
 		return fmt.Errorf("%w: MATRIX_PICKLE_KEY is required for encryption", ErrConfig)
@@ -54,6 +54,11 @@ func (a *Adapter) initCrypto(ctx context.Context, enc Encryption) error {
 	}
 	a.cli.Crypto = helper
 	a.crypto = helper
+	if err := a.crossSign(ctx, helper.Machine(), enc.PickleKey); err != nil {
+		// Encryption works without it; people's clients show the device
+		// as not verified by its owner.
+		a.logger.Warn("matrix: the bot's device is not cross-signed; Element marks its messages as from an unverified device", "err", err)
+	}
 	return nil
 }
 
@@ -63,5 +68,5 @@ func (a *Adapter) initCrypto(ctx context.Context, enc Encryption) error {
 func (a *Adapter) undecryptable(evt *event.Event, err error) {
 	a.logger.Warn("matrix: cannot decrypt", "room", evt.RoomID, "event", evt.ID, "sender", evt.Sender, "err", err)
 	a.cannotRead(evt, "I couldn't decrypt a message here (my device has no key for it). "+
-		"If it was meant for me, check that your client shares keys with unverified devices, or send it again.")
+		"If it was meant for me, send it again; if this keeps happening, check that your client shares room keys with my device.")
 }

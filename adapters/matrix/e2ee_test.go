@@ -13,6 +13,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"go.mau.fi/util/dbutil"
 	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/crypto"
 	"maunium.net/go/mautrix/crypto/cryptohelper"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
@@ -22,8 +23,8 @@ import (
 
 // withCrypto makes u a client that encrypts and decrypts (keys in a
 // Postgres database of its own) and syncs in the background, as Element
-// would.
-func withCrypto(t *testing.T, u *user) *cryptohelper.CryptoHelper {
+// would. Each configure changes the client's Olm machine before it syncs.
+func withCrypto(t *testing.T, u *user, configure ...func(*crypto.OlmMachine)) *cryptohelper.CryptoHelper {
 	t.Helper()
 	db, err := sql.Open("pgx", boardtest.NewDatabase(t))
 	if err != nil {
@@ -40,6 +41,9 @@ func withCrypto(t *testing.T, u *user) *cryptohelper.CryptoHelper {
 	}
 	if err := h.Init(ctx30(t)); err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range configure {
+		f(h.Machine())
 	}
 	u.cli.Crypto = h
 	ctx, cancel := context.WithCancel(context.Background())

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
@@ -484,7 +485,11 @@ func (a *Adapter) post(ctx context.Context, thread bot.Thread, r bot.Reply) {
 const cannotReadTTL = 7 * 24 * time.Hour
 
 // cannotRead tells a room, once, that BobNet could not read an encrypted
-// message there. History from before BobNet started is not worth it.
+// message there. History from before BobNet started is not worth it. The
+// notice goes in the clear: a client that withheld its room key from the
+// bot (say, one sharing keys only with verified devices) would not be
+// given the bot's key either, and could not read an encrypted notice. It
+// holds no more than this fixed text.
 func (a *Adapter) cannotRead(evt *event.Event, text string) {
 	if evt.Sender == a.cfg.UserID || time.UnixMilli(evt.Timestamp).Before(a.started) {
 		return
@@ -494,7 +499,11 @@ func (a *Adapter) cannotRead(evt *event.Event, text string) {
 		if err != nil || !first {
 			return
 		}
-		a.post(ctx, bot.Thread{Channel: channel(evt.RoomID)}, bot.Reply{Kind: bot.ReplyError, Text: text})
+		thread := bot.Thread{Channel: channel(evt.RoomID)}
+		msg := renderReply(bot.Reply{Kind: bot.ReplyError, Text: text})
+		if _, err := a.send(ctx, thread, msg, mautrix.ReqSendEvent{DontEncrypt: true}); err != nil {
+			a.logger.Warn("matrix: post notice", "room", evt.RoomID, "err", err)
+		}
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
@@ -32,12 +33,13 @@ func content(thread bot.Thread, msg message) *event.MessageEventContent {
 }
 
 // send posts msg in thread and remembers the thread as one BobNet speaks
-// in, so plain replies there count as requests.
-func (a *Adapter) send(ctx context.Context, thread bot.Thread, msg message) (id.EventID, error) {
+// in, so plain replies there count as requests. In encrypted rooms the
+// notice is encrypted unless opts says DontEncrypt.
+func (a *Adapter) send(ctx context.Context, thread bot.Thread, msg message, opts ...mautrix.ReqSendEvent) (id.EventID, error) {
 	room := id.RoomID(thread.Channel.ID)
 	var evt id.EventID
 	err := a.call(ctx, "send notice", func(ctx context.Context) error {
-		resp, err := a.cli.SendMessageEvent(ctx, room, event.EventMessage, content(thread, msg))
+		resp, err := a.cli.SendMessageEvent(ctx, room, event.EventMessage, content(thread, msg), opts...)
 		if err == nil {
 			evt = resp.EventID
 		}

@@ -15,9 +15,10 @@ import (
 // ErrNotFound is returned by the store when a row it looks for is absent.
 var ErrNotFound = errors.New("not found")
 
-// Store keeps the adapter's state in Postgres (tables of migration 0002):
-// the session (device, token, sync position), the previews it posted and
-// the threads it speaks in. It is also mautrix's sync store.
+// Store keeps the adapter's state in Postgres (tables of migrations 0006
+// and 0012): the session (device, token, sync position), the previews it
+// posted, the threads it speaks in and the sealed cross-signing keys. It
+// is also mautrix's sync store.
 type Store struct {
 	pool *pgxpool.Pool
 }
@@ -185,4 +186,40 @@ func (s *Store) PreviewThread(ctx context.Context, room id.RoomID, proposal bot.
 		return "", fmt.Errorf("load matrix preview thread: %w", err)
 	}
 	return t, nil
+}
+
+// CrossSigning is the bot's cross-signing identity as saved: the public
+// master key and the sealed private seeds.
+type CrossSigning struct {
+	MasterKey id.Ed25519
+	Sealed    []byte
+}
+
+const insertCrossSigning = `INSERT INTO matrix_cross_signing (user_id, master_key, sealed) VALUES ($1, $2, $3)
+ON CONFLICT (user_id) DO NOTHING`
+
+// AddCrossSigning saves user's cross-signing identity unless one is saved
+// already: replicas starting together each make one, the first saved is
+// kept, and every replica goes on with what CrossSigning returns after.
+func (s *Store) AddCrossSigning(ctx context.Context, user id.UserID, cs CrossSigning) error {
+	if _, err := s.pool.Exec(ctx, insertCrossSigning, user, cs.MasterKey, cs.Sealed); err != nil {
+		return fmt.Errorf("save matrix cross-signing keys: %w", err)
+	}
+	return nil
+}
+
+const selectCrossSigning = `SELECT master_key, sealed FROM matrix_cross_signing WHERE user_id = $1`
+
+// CrossSigning returns user's saved cross-signing identity; ErrNotFound
+// before the first one is saved.
+func (s *Store) CrossSigning(ctx context.Context, user id.UserID) (CrossSigning, error) {
+	var out CrossSigning
+	err := s.pool.QueryRow(ctx, selectCrossSigning, user).Scan(&out.MasterKey, &out.Sealed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return CrossSigning{}, fmt.Errorf("matrix cross-signing keys of %s: %w", user, ErrNotFound)
+	}
+	if err != nil {
+		return CrossSigning{}, fmt.Errorf("load matrix cross-signing keys: %w", err)
+	}
+	return out, nil
 }
