@@ -39,6 +39,7 @@ func secretEnvValues(t *testing.T) []string {
 		"SLACK_APP_TOKEN":      "xapp-app-1d1d",
 		"MATRIX_ACCESS_TOKEN":  "matrix-token-2a2a",
 		"MATRIX_PASSWORD":      "matrix-pass-3b3b",
+		"MATRIX_PICKLE_KEY":    "matrix-pickle-6f6f",
 		"BOBNET_HOOK_SECRETS":  "github=hook-secret-4c4c",
 	}
 	var secrets []string

@@ -251,7 +251,7 @@ func splitList(v string) []string {
 // setting added later is kept out of help and errors without anyone having
 // to remember to mark it.
 func secretEnv(env string) bool {
-	for _, w := range []string{"TOKEN", "SECRET", "PASSWORD", "API_KEY"} {
+	for _, w := range []string{"TOKEN", "SECRET", "PASSWORD", "API_KEY", "PICKLE_KEY", "ENCRYPTION_KEY"} {
 		if strings.Contains(env, w) {
 			return true
 		}
