@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -117,6 +118,22 @@ func (s *Store) ChannelBoard(ctx context.Context, channel string) (Board, error)
 	}
 	if err != nil {
 		return Board{}, fmt.Errorf("board of channel %s: %w", channel, err)
+	}
+	return b, nil
+}
+
+const selectBoardByKey = `SELECT id, name, goal, key, channel, thread, created_at FROM boards WHERE key = upper($1)`
+
+// BoardByKey finds a board by its key (NEWS, any case), unique across
+// boards. ErrNotFound when no board has it.
+func (s *Store) BoardByKey(ctx context.Context, key string) (Board, error) {
+	var b Board
+	err := s.pool.QueryRow(ctx, selectBoardByKey, strings.TrimSpace(key)).Scan(&b.ID, &b.Name, &b.Goal, &b.Key, &b.Channel, &b.Thread, &b.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Board{}, fmt.Errorf("board %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return Board{}, fmt.Errorf("board %s: %w", key, err)
 	}
 	return b, nil
 }

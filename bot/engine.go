@@ -92,12 +92,15 @@ type Config struct {
 	AnyMemberMayDecide bool
 	PublicURL          string
 	Workers            int // default 4
-	UserRate           RateLimit
-	ChannelRate        RateLimit
-	Profiles           []planner.Profile
-	ConsumerName       string        // default host-pid
-	ReclaimIdle        time.Duration // default 1m; workers renew their lease three times as often
-	SweepInterval      time.Duration // default 5s
+	// RunDeadline is how long a run started from chat may take; 23h by
+	// default.
+	RunDeadline   time.Duration
+	UserRate      RateLimit
+	ChannelRate   RateLimit
+	Profiles      []planner.Profile
+	ConsumerName  string        // default host-pid
+	ReclaimIdle   time.Duration // default 1m; workers renew their lease three times as often
+	SweepInterval time.Duration // default 5s
 	// ClaimTTL bounds how long a decision may hold a proposal (default
 	// 10s): longer than its one transaction takes, short enough that a
 	// crashed holder's claim frees itself within seconds. Executions stay
@@ -117,8 +120,11 @@ type Deps struct {
 	Proposals Proposals
 	Requests  Requests
 	Queue     Queue
-	Now       func() time.Time
-	Observer  Observer // optional: told what happens, for metrics
+	// Runs starts and lists the runs of boards; nil: this BobNet does not
+	// run boards, and chat says so.
+	Runs     RunStore
+	Now      func() time.Time
+	Observer Observer // optional: told what happens, for metrics
 }
 
 // decisionTimeout bounds one approval or cancellation, which runs to its
@@ -153,6 +159,9 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Engine, error) {
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 4
+	}
+	if cfg.RunDeadline <= 0 {
+		cfg.RunDeadline = 23 * time.Hour
 	}
 	if cfg.ConsumerName == "" {
 		host, _ := os.Hostname()

@@ -2,12 +2,112 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/planner"
 )
+
+// RunStore starts and lists runs; *board.Store is one.
+type RunStore interface {
+	StartRun(ctx context.Context, st board.RunStart) (board.Run, error)
+	Runs(ctx context.Context, id board.ID, limit int) ([]board.Run, error)
+	BoardByKey(ctx context.Context, key string) (board.Board, error)
+}
+
+// ErrNoRuns means this BobNet was started without runs.
+var ErrNoRuns = errors.New("this BobNet does not run boards")
+
+// runBoard finds the board a run command names: a board key (NEWS), or,
+// with none, the channel's current board.
+func (e *Engine) runBoard(ctx context.Context, ch Channel, ref string) (board.Board, error) {
+	if e.deps.Runs == nil {
+		return board.Board{}, ErrNoRuns
+	}
+	var b board.Board
+	var err error
+	if ref = strings.TrimSpace(ref); ref != "" {
+		b, err = e.deps.Runs.BoardByKey(ctx, ref)
+	} else {
+		b, err = e.deps.Boards.ChannelBoard(ctx, ch.Key())
+	}
+	switch {
+	case errors.Is(err, board.ErrNotFound) && ref != "":
+		return board.Board{}, fmt.Errorf("no board has the key %s: %w", strings.ToUpper(ref), ErrNotFound)
+	case errors.Is(err, board.ErrNotFound):
+		return board.Board{}, fmt.Errorf("channel %s has no board: %w", ch.Key(), ErrNotFound)
+	case err != nil:
+		return board.Board{}, unavailable("find the board", err)
+	}
+	return b, nil
+}
+
+// StartRun starts a run of a board from chat (`run NEWS`, or `run` for
+// the channel's board) and tells the board's thread. Errors: ErrNotFound,
+// board.ErrRunGoing, ErrNoRuns, ErrUnavailable.
+func (e *Engine) StartRun(ctx context.Context, ch Channel, user, ref string) (board.Run, error) {
+	b, err := e.runBoard(ctx, ch, ref)
+	if err != nil {
+		return board.Run{}, err
+	}
+	r, err := e.deps.Runs.StartRun(ctx, board.RunStart{
+		Board: b.ID, User: user, Trigger: "manual", Deadline: e.cfg.RunDeadline,
+		Runner: func(assignee string) (string, bool) { return planner.RunnerFor(e.cfg.Profiles, assignee) },
+	})
+	switch {
+	case errors.Is(err, board.ErrRunGoing), errors.Is(err, board.ErrNotFound):
+		return board.Run{}, err
+	case err != nil:
+		return board.Run{}, unavailable("start a run", err)
+	}
+	e.Started(ctx, r)
+	return r, nil
+}
+
+// RecentRuns lists a board's latest runs for chat (`runs NEWS`).
+func (e *Engine) RecentRuns(ctx context.Context, ch Channel, ref string) (board.Board, []board.Run, error) {
+	b, err := e.runBoard(ctx, ch, ref)
+	if err != nil {
+		return board.Board{}, nil, err
+	}
+	runs, err := e.deps.Runs.Runs(ctx, b.ID, 5)
+	if err != nil {
+		return board.Board{}, nil, unavailable("list runs", err)
+	}
+	return b, runs, nil
+}
+
+// RunsText says a board's latest runs in a few lines, for chat.
+func RunsText(publicURL string, b board.Board, runs []board.Run) string {
+	if len(runs) == 0 {
+		return fmt.Sprintf("%s (%s) has not run yet. Start one with `run %s`.", b.Name, b.Key, b.Key)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Latest runs of %s (%s):", b.Name, b.Key)
+	for _, r := range runs {
+		fmt.Fprintf(&sb, "\n• Run %d: %s, started %s by %s — %s", r.Number, r.State, r.StartedAt.UTC().Format("2 Jan 15:04 UTC"), r.StartedBy, RunURL(publicURL, r))
+	}
+	return sb.String()
+}
+
+// RunErrorText is a run command's error as a sentence for chat.
+func RunErrorText(err error) string {
+	switch {
+	case errors.Is(err, board.ErrRunGoing):
+		return "That board has a run going; it can run again once that one ends (or is stopped)."
+	case errors.Is(err, ErrNoRuns):
+		return "This BobNet does not run boards."
+	case errors.Is(err, ErrNotFound):
+		if strings.Contains(err.Error(), "no board has the key") {
+			return "No board has that key; say it as it appears before card numbers, e.g. `run NEWS`."
+		}
+		return "This channel has no board yet. Mention me with what you want planned, and approve the preview."
+	}
+	return "I can't reach the board database right now; try again in a minute."
+}
 
 // RunURL is the link to a run's page, the morning edition.
 func RunURL(publicURL string, r board.Run) string {

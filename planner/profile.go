@@ -128,3 +128,15 @@ func ProfileNames(ps []Profile) []string {
 	}
 	return names
 }
+
+// RunnerFor says who works the cards of assignee in a run, and whether
+// their output waits in Review: from the assignee's profile (matched
+// case-insensitively); people work the cards of anyone else, reviewed.
+func RunnerFor(ps []Profile, assignee string) (runner string, review bool) {
+	for _, p := range ps {
+		if strings.EqualFold(p.Name, strings.TrimSpace(assignee)) {
+			return p.Runner, p.Review != "none"
+		}
+	}
+	return "", true
+}

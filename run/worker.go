@@ -80,7 +80,7 @@ func (w *Worker) Runner(assignee string) (string, bool) {
 	if !ok {
 		return "", true
 	}
-	return p.Runner, p.Review != "none"
+	return planner.RunnerFor([]planner.Profile{p}, assignee)
 }
 
 // Run works until ctx ends.

@@ -249,6 +249,12 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 			}
 			args := fields[2:]
 			a.async(func(ctx context.Context) { a.cardCommand(ctx, thread, sub, user, args) })
+		case "run", "runs":
+			if !a.first(ctx, "command", evt.ID) {
+				return
+			}
+			args := fields[2:]
+			a.async(func(ctx context.Context) { a.runCommand(ctx, thread, sub, user, args) })
 		case "policy":
 			if !a.first(ctx, "command", evt.ID) {
 				return

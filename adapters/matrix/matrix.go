@@ -35,6 +35,8 @@ type Engine interface {
 	MoveCard(ctx context.Context, ch bot.Channel, user, ref, status string) (board.CardUpdate, error)
 	AssignCard(ctx context.Context, ch bot.Channel, user, ref, profile string) (board.CardUpdate, error)
 	NextCards(ctx context.Context, ch bot.Channel) (board.Status, error)
+	StartRun(ctx context.Context, ch bot.Channel, user, ref string) (board.Run, error)
+	RecentRuns(ctx context.Context, ch bot.Channel, ref string) (board.Board, []board.Run, error)
 }
 
 // Memory remembers event ids across replicas and restarts, so a

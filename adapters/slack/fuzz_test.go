@@ -55,6 +55,14 @@ func (inertEngine) MoveCard(context.Context, bot.Channel, string, string, string
 func (inertEngine) AssignCard(context.Context, bot.Channel, string, string, string) (board.CardUpdate, error) {
 	return board.CardUpdate{}, bot.ErrNotFound
 }
+func (inertEngine) StartRun(context.Context, bot.Channel, string, string) (board.Run, error) {
+	return board.Run{}, bot.ErrNotFound
+}
+
+func (inertEngine) RecentRuns(context.Context, bot.Channel, string) (board.Board, []board.Run, error) {
+	return board.Board{}, nil, bot.ErrNotFound
+}
+
 func (inertEngine) NextCards(context.Context, bot.Channel) (board.Status, error) {
 	return board.Status{}, bot.ErrNotFound
 }

@@ -34,6 +34,8 @@ type Engine interface {
 	MoveCard(ctx context.Context, ch bot.Channel, user, ref, status string) (board.CardUpdate, error)
 	AssignCard(ctx context.Context, ch bot.Channel, user, ref, profile string) (board.CardUpdate, error)
 	NextCards(ctx context.Context, ch bot.Channel) (board.Status, error)
+	StartRun(ctx context.Context, ch bot.Channel, user, ref string) (board.Run, error)
+	RecentRuns(ctx context.Context, ch bot.Channel, ref string) (board.Board, []board.Run, error)
 }
 
 // Memory remembers event ids and the threads the bot speaks in, across
@@ -760,6 +762,8 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		return commandReply{ResponseType: "ephemeral", Text: "On it — the preview will appear in the thread."}
 	case "move", "assign", "next":
 		return a.cardCommand(ctx, sub, channel, user, fields[1:])
+	case "run", "runs":
+		return a.runCommand(ctx, sub, channel, user, trigger, fields[1:])
 	default:
 		return commandReply{ResponseType: "ephemeral", Text: helpText}
 	}

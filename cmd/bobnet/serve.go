@@ -123,7 +123,8 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		UserRate:           cfg.UserRate,
 		ChannelRate:        cfg.ChannelRate,
 		Profiles:           profiles,
-	}, bot.Deps{Planner: series.Planner(model), Boards: store, Proposals: redisStore, Requests: redisStore, Queue: queue, Observer: series}, logger)
+		RunDeadline:        cfg.RunDeadline,
+	}, bot.Deps{Planner: series.Planner(model), Boards: store, Runs: store, Proposals: redisStore, Requests: redisStore, Queue: queue, Observer: series}, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,34 @@
+package matrix
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+// runCommand answers `!bobnet run [KEY]` (start a run of the board, the
+// room's by default; its news goes to the board's thread) and `!bobnet
+// runs [KEY]` (its latest runs).
+func (a *Adapter) runCommand(ctx context.Context, thread bot.Thread, sub, user string, args []string) {
+	ref := ""
+	if len(args) > 0 {
+		ref = args[0]
+	}
+	info := func(text string) { a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: text}) }
+	if sub == "runs" {
+		b, runs, err := a.eng.RecentRuns(ctx, thread.Channel, ref)
+		if err != nil {
+			info(bot.RunErrorText(err))
+			return
+		}
+		info(bot.RunsText(a.cfg.PublicURL, b, runs))
+		return
+	}
+	r, err := a.eng.StartRun(ctx, thread.Channel, user, ref)
+	if err != nil {
+		info(bot.RunErrorText(err))
+		return
+	}
+	info(fmt.Sprintf("Run %d started; its news goes to the board's thread: %s", r.Number, bot.RunURL(a.cfg.PublicURL, r)))
+}
