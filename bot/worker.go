@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -421,123 +420,6 @@ func (e *Engine) planFailure(ctx context.Context, r Request, err error) (*Reply,
 		e.logger.Error("model server unreachable", "request", r.ID, "err", err)
 		return &Reply{Kind: ReplyError, Text: "I can't reach the model server, so I can't plan right now. Whoever runs BobNet should check that the model server is running and that OPENAI_BASE_URL points at it."}, nil, "the model server is unreachable"
 	}
-}
-
-// proposeAgain re-offers an expired proposal's plan without asking the
-// model, after validating it against the channel's board as it is now.
-func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*Reply, *Proposal, string) {
-	old, err := e.Proposal(ctx, id)
-	if err != nil {
-		return &Reply{Kind: ReplyError, Text: "I can't find that proposal any more: " + describe(err)}, nil, "cannot propose again: " + describe(err)
-	}
-	hasBoard := false
-	var target board.ID
-	opts := planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles)}
-	if b, err := e.deps.Boards.ChannelBoard(ctx, r.Thread.Channel.Key()); err == nil {
-		hasBoard, target = true, b.ID
-		if sum, err := e.deps.Boards.BoardSummary(ctx, b.ID); err == nil {
-			opts.Board = sum.State
-		}
-	}
-	opts.HasTargetBoard = hasBoard
-	raw, _ := json.Marshal(old.Plan)
-	res := planner.CheckJSON(raw, opts)
-	if !res.Valid {
-		msg := fmt.Sprintf("That plan no longer fits this channel (%s: %s), so I can't propose it again. Ask me for a new plan.", res.Errors[0].Path, res.Errors[0].Message)
-		return &Reply{Kind: ReplyError, Text: msg}, nil, msg
-	}
-	r.Text = old.Request // the preview shows what was originally asked
-	_, p, err := e.propose(ctx, r, *res.Plan, res.Warnings, nil, target)
-	if err != nil {
-		e.logger.Warn("store proposal", "request", r.ID, "err", err)
-		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal: " + describe(err)}, nil, "could not store the proposal"
-	}
-	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed_again", Channel: r.Thread.Channel.Key(), ProposalID: p.ID},
-		map[string]any{"expired": id, "version": p.Version})
-	return nil, p, ""
-}
-
-// propose stores a new pending proposal, with an id derived from the
-// request so that planning it again writes the same one. With prev it is
-// prev's next version: prev is claimed first, so two revisions at once
-// make one new version and a revision of a proposal approved meanwhile is
-// dropped (and says so) instead of becoming a second approvable version.
-func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, warnings []planner.Issue, prev *Proposal, target board.ID) (*Reply, *Proposal, error) {
-	now := e.deps.Now()
-	p := Proposal{
-		ID: proposalIDFor(r.ID), Version: 1, RequestID: r.ID, Thread: r.Thread, RequestedBy: r.User, Request: r.Text,
-		Plan: plan, Warnings: warnings, State: ProposalPending, CreatedAt: now, ExpiresAt: now.Add(e.cfg.ProposalTTL), TargetBoard: target,
-	}
-	if p.Warnings == nil {
-		p.Warnings = []planner.Issue{}
-	}
-	p.BoardChanges = e.boardChanges(ctx, plan, target)
-	if prev != nil {
-		ok, err := e.deps.Proposals.Claim(ctx, prev.ID, "supersede:"+string(p.ID), e.cfg.ClaimTTL)
-		if err != nil {
-			return nil, nil, unavailable("claim previous version", err)
-		}
-		cur, cerr := e.Proposal(ctx, prev.ID)
-		if !ok || cerr != nil || cur.State != ProposalPending {
-			if ok {
-				e.release(ctx, prev.ID)
-			}
-			why := fmt.Sprintf("v%d was decided while I was revising it", prev.Version)
-			if cerr == nil && cur.State != ProposalPending {
-				why = fmt.Sprintf("v%d was %s", prev.Version, cur.State)
-				if cur.DecidedBy != "" {
-					why += " by " + cur.DecidedBy
-				}
-				why += " while I was revising it"
-			}
-			e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "revision_dropped", Channel: r.Thread.Channel.Key(), ProposalID: prev.ID},
-				map[string]any{"request_id": r.ID, "version": prev.Version})
-			return &Reply{Kind: ReplyInfo, Text: "I dropped this revision: " + why + ", so nothing new needs deciding."}, nil, nil
-		}
-		p.Version, p.Supersedes, p.Request, p.RequestedBy = prev.Version+1, prev.ID, prev.Request, prev.RequestedBy
-		p.Chain = prev.ChainID()
-		p.Changes = Diff(prev.Plan, plan)
-	}
-	planJSON, _ := json.Marshal(plan)
-	q, err := e.quorumFor(ctx, r.Thread.Channel, plan.Stats().Cards, prev)
-	if err != nil {
-		if prev != nil {
-			e.release(ctx, prev.ID)
-		}
-		return nil, nil, err
-	}
-	p.Quorum = q
-	policyJSON, _ := json.Marshal(q)
-	if q == nil {
-		policyJSON = nil
-	}
-	if err := e.deps.Boards.SaveProposal(ctx, board.ProposalRecord{
-		ID: p.ID, Chain: p.ChainID(), Channel: r.Thread.Channel.Key(), Version: p.Version, Supersedes: p.Supersedes,
-		RequestedBy: p.RequestedBy, State: string(ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt, Policy: policyJSON,
-	}); err != nil {
-		if prev != nil {
-			e.release(ctx, prev.ID)
-		}
-		return nil, nil, unavailable("save proposal", err)
-	}
-	if err := e.deps.Proposals.PutProposal(ctx, p); err != nil {
-		if prev != nil {
-			e.release(ctx, prev.ID)
-		}
-		return nil, nil, err
-	}
-	st := plan.Stats()
-	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed", Channel: r.Thread.Channel.Key(), ProposalID: p.ID, DedupeKey: "proposed:" + string(p.ID)},
-		map[string]any{"request_id": r.ID, "version": p.Version, "supersedes": p.Supersedes, "cards": st.Cards, "links": st.Links})
-	e.emit(ctx, p, false)
-	if prev != nil {
-		if cur, err := e.Proposal(ctx, prev.ID); err == nil && cur.State == ProposalPending {
-			if _, err := e.finish(ctx, cur, ProposalSuperseded, r.User, "superseded"); err != nil {
-				e.logger.Warn("supersede previous version", "proposal", prev.ID, "err", err)
-			}
-		}
-	}
-	return nil, &p, nil
 }
 
 // sweep expires proposals whose time is up, every SweepInterval.

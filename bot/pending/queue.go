@@ -61,11 +61,14 @@ func (q *Queue) Read(ctx context.Context, consumer string, block time.Duration) 
 	return out, nil
 }
 
-// Reclaim takes over requests another consumer read but did not
-// acknowledge within idle: its worker died or hangs.
+// Reclaim takes over a request another consumer read but did not
+// acknowledge within idle: its worker died or hangs. It takes one at a
+// time (COUNT 1): the worker leases only the request in hand, so a second
+// one taken with it would sit unrenewed while the first is planned, be
+// reclaimed by another worker once idle and be planned by both.
 func (q *Queue) Reclaim(ctx context.Context, consumer string, idle time.Duration) ([]bot.Delivery, error) {
 	msgs, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream: q.stream, Group: group, Consumer: consumer, MinIdle: idle, Start: "0-0", Count: 10,
+		Stream: q.stream, Group: group, Consumer: consumer, MinIdle: idle, Start: "0-0", Count: 1,
 	}).Result()
 	if err != nil && strings.Contains(err.Error(), "NOGROUP") {
 		return nil, q.Init(ctx)
