@@ -58,6 +58,9 @@ func (q *Queue) Read(ctx context.Context, consumer string, block time.Duration) 
 	for _, s := range streams {
 		out = append(out, deliveries(s.Messages)...)
 	}
+	for i := range out {
+		out[i].Count = 1 // read with ">": never handed out before
+	}
 	return out, nil
 }
 
@@ -76,7 +79,21 @@ func (q *Queue) Reclaim(ctx context.Context, consumer string, idle time.Duration
 	if err != nil {
 		return nil, wrap("reclaim requests", err)
 	}
-	return deliveries(msgs), nil
+	out := deliveries(msgs)
+	for i := range out {
+		// XAUTOCLAIM counts the delivery but does not say the count;
+		// reclaims are rare, so the extra call is off the usual path.
+		p, err := q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: q.stream, Group: group, Start: out[i].MessageID, End: out[i].MessageID, Count: 1,
+		}).Result()
+		if err != nil {
+			return nil, wrap("reclaim requests: delivery count", err)
+		}
+		if len(p) == 1 {
+			out[i].Count = int(p[0].RetryCount)
+		}
+	}
+	return out, nil
 }
 
 // Renew resets the idle time of requests consumer is still working on,
