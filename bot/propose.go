@@ -25,7 +25,9 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 		return &Reply{Kind: ReplyError, Text: msg}, nil, msg
 	}
 	r.Text = old.Request // the preview shows what was originally asked
-	_, p, err := e.propose(ctx, r, *res.Plan, res.Warnings, nil, target)
+	// It stays the requester's plan, whoever clicked: the self-approval
+	// rule and "the requester may decide" look at RequestedBy.
+	_, p, err := e.propose(ctx, r, old.RequestedBy, *res.Plan, res.Warnings, nil, target)
 	if err != nil {
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
 		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal: " + describe(err)}, nil, "could not store the proposal"
@@ -40,10 +42,12 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 // prev's next version: prev is claimed first, so two revisions at once
 // make one new version and a revision of a proposal approved meanwhile is
 // dropped (and says so) instead of becoming a second approvable version.
-func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, warnings []planner.Issue, prev *Proposal, target board.ID) (*Reply, *Proposal, error) {
+// requester is whose plan it is (prev's requester wins), not
+// necessarily r.User, who may only have asked for it again.
+func (e *Engine) propose(ctx context.Context, r Request, requester string, plan planner.Envelope, warnings []planner.Issue, prev *Proposal, target board.ID) (*Reply, *Proposal, error) {
 	now := e.deps.Now()
 	p := Proposal{
-		ID: proposalIDFor(r.ID), Version: 1, RequestID: r.ID, Thread: r.Thread, RequestedBy: r.User, Request: r.Text,
+		ID: proposalIDFor(r.ID), Version: 1, RequestID: r.ID, Thread: r.Thread, RequestedBy: requester, Request: r.Text,
 		Plan: plan, Warnings: warnings, State: ProposalPending, CreatedAt: now, ExpiresAt: now.Add(e.cfg.ProposalTTL), TargetBoard: target,
 	}
 	if p.Warnings == nil {

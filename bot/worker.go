@@ -440,7 +440,7 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	case planner.KindClarify:
 		return &Reply{Kind: ReplyClarify, Text: env.Answer, Questions: env.ClarifyingQuestions}, nil, ""
 	}
-	reply, p, err := e.propose(ctx, r, *env, out.Result.Warnings, prev, target)
+	reply, p, err := e.propose(ctx, r, r.User, *env, out.Result.Warnings, prev, target)
 	if err != nil {
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
 		return &Reply{Kind: ReplyError, Text: "I drafted a plan but couldn't store it: " + describe(err) + " Nothing was changed; please try again."}, nil, "could not store the proposal"
