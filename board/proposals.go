@@ -33,10 +33,9 @@ type ProposalRecord struct {
 }
 
 const (
-	upsertProposal = `INSERT INTO proposals (id, channel, version, supersedes, requested_by, state, plan, created_at, expires_at, chain, policy)
+	insertProposal = `INSERT INTO proposals (id, channel, version, supersedes, requested_by, state, plan, created_at, expires_at, chain, policy)
 VALUES ($1, $2, $3, nullif($4, ''), $5, $6, $7, $8, $9, $10, $11)
-ON CONFLICT (id) DO UPDATE SET plan = excluded.plan, expires_at = excluded.expires_at
-WHERE proposals.state = 'pending'`
+ON CONFLICT (id) DO NOTHING`
 
 	updateProposalState = `UPDATE proposals SET state = $2, decided_by = $3, decided_at = now()
 WHERE id = $1 AND state = 'pending'`
@@ -46,8 +45,14 @@ WHERE id = $1 AND state = 'pending'`
 FROM proposals WHERE id = $1`
 )
 
-// SaveProposal records a new pending proposal (or refreshes a pending
-// one's plan and expiry). A decided proposal is left as it is.
+// ErrProposalExists means a proposal with that id was saved before. The
+// first plan saved under an id is kept: it may have been previewed, and
+// what people approve must be what they saw.
+var ErrProposalExists = errors.New("proposal already saved")
+
+// SaveProposal records a new pending proposal. One already saved under
+// the same id (the same request planned twice) is left as it is:
+// ErrProposalExists, and Proposal returns the one kept.
 func (s *Store) SaveProposal(ctx context.Context, p ProposalRecord) error {
 	if p.State == "" {
 		p.State = "pending"
@@ -69,8 +74,12 @@ func (s *Store) SaveProposal(ctx context.Context, p ProposalRecord) error {
 	if p.Chain == "" {
 		p.Chain = p.ID
 	}
-	if _, err := s.pool.Exec(ctx, upsertProposal, p.ID, p.Channel, p.Version, p.Supersedes, p.RequestedBy, p.State, plan, p.CreatedAt, expires, p.Chain, nullJSON(p.Policy)); err != nil {
+	tag, err := s.pool.Exec(ctx, insertProposal, p.ID, p.Channel, p.Version, p.Supersedes, p.RequestedBy, p.State, plan, p.CreatedAt, expires, p.Chain, nullJSON(p.Policy))
+	if err != nil {
 		return fmt.Errorf("save proposal %s: %w", p.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("save proposal %s: %w", p.ID, ErrProposalExists)
 	}
 	return nil
 }

@@ -375,6 +375,10 @@ type Delivery struct {
 	// MessageID is the queue's id for acknowledging it.
 	MessageID string
 	RequestID RequestID
+	// Count is how many times the queue has handed the entry to a worker,
+	// this time included (0 when the queue does not say): past
+	// MaxDeliveries the request is given up on.
+	Count int
 }
 
 // RateLimit allows N requests per window Per; N == 0 means unlimited.

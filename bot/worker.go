@@ -2,12 +2,12 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/planner"
@@ -111,6 +111,10 @@ func (e *Engine) handle(ctx context.Context, consumer string, d Delivery) {
 		e.ack(ctx, consumer, d) // answered before its worker died; only the ack was lost
 		return
 	}
+	if d.Count > MaxDeliveries {
+		e.giveUp(ctx, consumer, d, rec)
+		return
+	}
 	r := rec.Request
 	if !rec.Taken && r.Webhook != nil {
 		if closed := e.takeDelivery(ctx, consumer, d, rec); closed {
@@ -175,134 +179,6 @@ func (e *Engine) takeDelivery(ctx context.Context, consumer string, d Delivery, 
 	}
 	e.ack(ctx, consumer, d)
 	return true
-}
-
-// postAttempts is how many times an answer is tried before the request is
-// closed as failed to post.
-const postAttempts = 3
-
-// post posts a planned answer, then marks the request done and
-// acknowledges it: posting is part of answering.
-func (e *Engine) post(ctx context.Context, consumer string, d Delivery, rec RequestRecord) {
-	r, ans := rec.Request, rec.Answer
-	poster := e.poster(r.Thread.Channel.Source)
-	var err error
-	for attempt := range postAttempts {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-			}
-		}
-		if err = e.postOnce(ctx, poster, r, ans); err == nil || ctx.Err() != nil {
-			break
-		}
-	}
-	if err != nil && e.out.stopping() {
-		e.logger.Info("answer not posted before shutdown; leaving it for another replica", "request", r.ID, "err", err)
-		e.leases.drop(consumer, d.MessageID)
-		return
-	}
-	rec.Status.State = RequestDone
-	switch {
-	case ans.ProposalID != "":
-		rec.Status.ProposalID = ans.ProposalID
-		rec.Status.Reply = ans.Reply
-	case ans.Reply != nil:
-		rec.Status.Reply = ans.Reply
-	}
-	if ans.Failure != "" {
-		rec.Status.State, rec.Status.Error = RequestFailed, ans.Failure
-	}
-	if err != nil {
-		e.logger.Warn("post answer", "request", r.ID, "err", err)
-		rec.Status.Error = strings.TrimSpace(rec.Status.Error + " (the answer could not be posted to " + string(r.Thread.Channel.Source) + ")")
-	}
-	e.observeAnswer(r, rec.Status)
-	if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
-		e.logger.Warn("store request status", "request", r.ID, "err", err)
-		e.leases.drop(consumer, d.MessageID) // not acked: posted again after a reclaim
-		return
-	}
-	if ans.ProposalID != "" {
-		e.logger.Debug("request answered", "request", r.ID, "state", rec.Status.State, "proposal", ans.ProposalID)
-	} else {
-		e.logger.Debug("request answered", "request", r.ID, "state", rec.Status.State)
-	}
-	e.ack(ctx, consumer, d)
-}
-
-// postOnce posts an answer's preview or reply.
-func (e *Engine) postOnce(ctx context.Context, poster Poster, r Request, ans *Answer) error {
-	if ans.ProposalID == "" {
-		if ans.Reply == nil {
-			return nil
-		}
-		if err := poster.Reply(ctx, r.Thread, *ans.Reply); err != nil {
-			return err
-		}
-		e.remember(ctx, r, "assistant", ans.Reply.Text)
-		return nil
-	}
-	p, err := e.deps.Proposals.Proposal(ctx, ans.ProposalID)
-	if err != nil {
-		return err
-	}
-	if p.Message != "" {
-		return nil // posted before a crash
-	}
-	ref, err := poster.PostPreview(ctx, p)
-	if err != nil {
-		return err
-	}
-	if ref != "" {
-		e.previewPosted(ctx, poster, p, ref)
-	}
-	e.remember(ctx, r, "assistant", fmt.Sprintf("(proposed %s v%d with %d cards)", p.ID, p.Version, p.Plan.Stats().Cards))
-	return nil
-}
-
-// previewPosted records where p's preview went, and redraws it if a
-// decision (or an approval of several) came in while it was being posted
-// and found no message to redraw. The store tells which side redraws, so
-// exactly one does.
-func (e *Engine) previewPosted(ctx context.Context, poster Poster, p Proposal, ref MessageRef) {
-	missed, err := e.deps.Proposals.SetPreviewMessage(ctx, p.ID, ref, p.ExpiresAt)
-	if err != nil {
-		e.logger.Warn("store preview ref", "proposal", p.ID, "err", err)
-		return
-	}
-	e.logger.Debug("preview posted", "proposal", p.ID, "message", ref)
-	if !missed {
-		return
-	}
-	now, err := e.deps.Proposals.Proposal(ctx, p.ID)
-	if err != nil {
-		e.logger.Warn("reread proposal after its preview", "proposal", p.ID, "err", err)
-		return
-	}
-	now = e.committed(ctx, now)
-	now.Message = ref
-	if err := poster.UpdatePreview(ctx, e.withApprovals(ctx, now)); err != nil {
-		e.logger.Warn("update preview decided while posted", "proposal", p.ID, "err", err)
-	}
-}
-
-// updatePreview redraws p's preview. A decision taken while the preview
-// was still being posted has no message yet: it is read again here, when
-// the redraw runs, and when there is still none previewPosted redraws.
-func (e *Engine) updatePreview(ctx context.Context, poster Poster, p Proposal) error {
-	if p.Message == "" {
-		ref, err := e.deps.Proposals.PreviewMessage(ctx, p.ID, p.ExpiresAt)
-		if err != nil {
-			return err
-		}
-		if ref == "" {
-			return nil
-		}
-		p.Message = ref
-	}
-	return poster.UpdatePreview(ctx, p)
 }
 
 func (e *Engine) ack(ctx context.Context, consumer string, d Delivery) {
@@ -391,12 +267,34 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	case planner.KindClarify:
 		return &Reply{Kind: ReplyClarify, Text: env.Answer, Questions: env.ClarifyingQuestions}, nil, ""
 	}
-	reply, p, err := e.propose(ctx, r, *env, out.Result.Warnings, prev, target)
+	reply, p, err := e.propose(ctx, r, r.User, *env, out.Result.Warnings, prev, target)
 	if err != nil {
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
 		return &Reply{Kind: ReplyError, Text: "I drafted a plan but couldn't store it: " + describe(err) + " Nothing was changed; please try again."}, nil, "could not store the proposal"
 	}
 	return reply, p, ""
+}
+
+// maxAuditRaw is how much of each raw model output an audit row keeps:
+// enough to see what went wrong, not megabytes of a model that ran on.
+const maxAuditRaw = 64 << 10
+
+// auditRaw is raw, each output cut to maxAuditRaw bytes (on a character
+// boundary) with a marker saying how long it was.
+func auditRaw(raw []string) []string {
+	out := make([]string, len(raw))
+	for i, s := range raw {
+		if len(s) <= maxAuditRaw {
+			out[i] = s
+			continue
+		}
+		cut := maxAuditRaw
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		out[i] = s[:cut] + fmt.Sprintf("\n[truncated: %d of %d bytes kept]", cut, len(s))
+	}
+	return out
 }
 
 // planFailure turns a planner error into a friendly reply, keeping the raw
@@ -410,7 +308,7 @@ func (e *Engine) planFailure(ctx context.Context, r Request, err error) (*Reply,
 			first = strings.TrimPrefix(inv.Errors[0].Path+": ", ": ") + inv.Errors[0].Message
 		}
 		e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "plan_failed", Channel: r.Thread.Channel.Key()},
-			map[string]any{"request_id": r.ID, "raw": inv.Raw, "errors": inv.Errors})
+			map[string]any{"request_id": r.ID, "raw": auditRaw(inv.Raw), "errors": inv.Errors})
 		return &Reply{Kind: ReplyError, Text: "I couldn't turn that into a valid plan (" + first + "). Nothing was changed; try rephrasing the request."}, nil, err.Error()
 	case errors.Is(err, planner.ErrTimeout):
 		e.logger.Warn("model timed out", "request", r.ID, "err", err)
@@ -421,123 +319,6 @@ func (e *Engine) planFailure(ctx context.Context, r Request, err error) (*Reply,
 		e.logger.Error("model server unreachable", "request", r.ID, "err", err)
 		return &Reply{Kind: ReplyError, Text: "I can't reach the model server, so I can't plan right now. Whoever runs BobNet should check that the model server is running and that OPENAI_BASE_URL points at it."}, nil, "the model server is unreachable"
 	}
-}
-
-// proposeAgain re-offers an expired proposal's plan without asking the
-// model, after validating it against the channel's board as it is now.
-func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*Reply, *Proposal, string) {
-	old, err := e.Proposal(ctx, id)
-	if err != nil {
-		return &Reply{Kind: ReplyError, Text: "I can't find that proposal any more: " + describe(err)}, nil, "cannot propose again: " + describe(err)
-	}
-	hasBoard := false
-	var target board.ID
-	opts := planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles)}
-	if b, err := e.deps.Boards.ChannelBoard(ctx, r.Thread.Channel.Key()); err == nil {
-		hasBoard, target = true, b.ID
-		if sum, err := e.deps.Boards.BoardSummary(ctx, b.ID); err == nil {
-			opts.Board = sum.State
-		}
-	}
-	opts.HasTargetBoard = hasBoard
-	raw, _ := json.Marshal(old.Plan)
-	res := planner.CheckJSON(raw, opts)
-	if !res.Valid {
-		msg := fmt.Sprintf("That plan no longer fits this channel (%s: %s), so I can't propose it again. Ask me for a new plan.", res.Errors[0].Path, res.Errors[0].Message)
-		return &Reply{Kind: ReplyError, Text: msg}, nil, msg
-	}
-	r.Text = old.Request // the preview shows what was originally asked
-	_, p, err := e.propose(ctx, r, *res.Plan, res.Warnings, nil, target)
-	if err != nil {
-		e.logger.Warn("store proposal", "request", r.ID, "err", err)
-		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal: " + describe(err)}, nil, "could not store the proposal"
-	}
-	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed_again", Channel: r.Thread.Channel.Key(), ProposalID: p.ID},
-		map[string]any{"expired": id, "version": p.Version})
-	return nil, p, ""
-}
-
-// propose stores a new pending proposal, with an id derived from the
-// request so that planning it again writes the same one. With prev it is
-// prev's next version: prev is claimed first, so two revisions at once
-// make one new version and a revision of a proposal approved meanwhile is
-// dropped (and says so) instead of becoming a second approvable version.
-func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, warnings []planner.Issue, prev *Proposal, target board.ID) (*Reply, *Proposal, error) {
-	now := e.deps.Now()
-	p := Proposal{
-		ID: proposalIDFor(r.ID), Version: 1, RequestID: r.ID, Thread: r.Thread, RequestedBy: r.User, Request: r.Text,
-		Plan: plan, Warnings: warnings, State: ProposalPending, CreatedAt: now, ExpiresAt: now.Add(e.cfg.ProposalTTL), TargetBoard: target,
-	}
-	if p.Warnings == nil {
-		p.Warnings = []planner.Issue{}
-	}
-	p.BoardChanges = e.boardChanges(ctx, plan, target)
-	if prev != nil {
-		ok, err := e.deps.Proposals.Claim(ctx, prev.ID, "supersede:"+string(p.ID), e.cfg.ClaimTTL)
-		if err != nil {
-			return nil, nil, unavailable("claim previous version", err)
-		}
-		cur, cerr := e.Proposal(ctx, prev.ID)
-		if !ok || cerr != nil || cur.State != ProposalPending {
-			if ok {
-				e.release(ctx, prev.ID)
-			}
-			why := fmt.Sprintf("v%d was decided while I was revising it", prev.Version)
-			if cerr == nil && cur.State != ProposalPending {
-				why = fmt.Sprintf("v%d was %s", prev.Version, cur.State)
-				if cur.DecidedBy != "" {
-					why += " by " + cur.DecidedBy
-				}
-				why += " while I was revising it"
-			}
-			e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "revision_dropped", Channel: r.Thread.Channel.Key(), ProposalID: prev.ID},
-				map[string]any{"request_id": r.ID, "version": prev.Version})
-			return &Reply{Kind: ReplyInfo, Text: "I dropped this revision: " + why + ", so nothing new needs deciding."}, nil, nil
-		}
-		p.Version, p.Supersedes, p.Request, p.RequestedBy = prev.Version+1, prev.ID, prev.Request, prev.RequestedBy
-		p.Chain = prev.ChainID()
-		p.Changes = Diff(prev.Plan, plan)
-	}
-	planJSON, _ := json.Marshal(plan)
-	q, err := e.quorumFor(ctx, r.Thread.Channel, plan.Stats().Cards, prev)
-	if err != nil {
-		if prev != nil {
-			e.release(ctx, prev.ID)
-		}
-		return nil, nil, err
-	}
-	p.Quorum = q
-	policyJSON, _ := json.Marshal(q)
-	if q == nil {
-		policyJSON = nil
-	}
-	if err := e.deps.Boards.SaveProposal(ctx, board.ProposalRecord{
-		ID: p.ID, Chain: p.ChainID(), Channel: r.Thread.Channel.Key(), Version: p.Version, Supersedes: p.Supersedes,
-		RequestedBy: p.RequestedBy, State: string(ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt, Policy: policyJSON,
-	}); err != nil {
-		if prev != nil {
-			e.release(ctx, prev.ID)
-		}
-		return nil, nil, unavailable("save proposal", err)
-	}
-	if err := e.deps.Proposals.PutProposal(ctx, p); err != nil {
-		if prev != nil {
-			e.release(ctx, prev.ID)
-		}
-		return nil, nil, err
-	}
-	st := plan.Stats()
-	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed", Channel: r.Thread.Channel.Key(), ProposalID: p.ID, DedupeKey: "proposed:" + string(p.ID)},
-		map[string]any{"request_id": r.ID, "version": p.Version, "supersedes": p.Supersedes, "cards": st.Cards, "links": st.Links})
-	e.emit(ctx, p, false)
-	if prev != nil {
-		if cur, err := e.Proposal(ctx, prev.ID); err == nil && cur.State == ProposalPending {
-			if _, err := e.finish(ctx, cur, ProposalSuperseded, r.User, "superseded"); err != nil {
-				e.logger.Warn("supersede previous version", "proposal", prev.ID, "err", err)
-			}
-		}
-	}
-	return nil, &p, nil
 }
 
 // sweep expires proposals whose time is up, every SweepInterval.

@@ -61,9 +61,16 @@ func NewClient(cfg ClientConfig, logger *slog.Logger) *Client {
 	}
 	oc := openai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	hc := http.Client{}
 	if cfg.HTTPClient != nil {
-		oc.HTTPClient = cfg.HTTPClient
+		hc = *cfg.HTTPClient
 	}
+	next := hc.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	hc.Transport = capBody{next: next}
+	oc.HTTPClient = &hc
 	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), logger: logger}
 }
 
@@ -76,6 +83,9 @@ func (c *Client) Plan(ctx context.Context, in PromptInput, opts Options) (Outcom
 	defer cancel()
 	msgs := BuildPrompt(in)
 	raw, tokens, err := c.complete(ctx, msgs, true)
+	if errors.Is(err, ErrOutputTooLarge) {
+		return tooLarge(raw, tokens, err)
+	}
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -85,6 +95,11 @@ func (c *Client) Plan(ctx context.Context, in PromptInput, opts Options) (Outcom
 	}
 	c.logger.Info("model output invalid; asking for a repair", "errors", len(res.Errors), "first", res.Errors[0].Message)
 	raw2, tokens2, err := c.complete(ctx, RepairMessages(msgs, raw, res.Errors), true)
+	if errors.Is(err, ErrOutputTooLarge) {
+		out, err := tooLarge(raw2, tokens2, err)
+		out.Tokens += tokens
+		return out, err
+	}
 	if err != nil {
 		return Outcome{Tokens: tokens}, err
 	}
@@ -93,6 +108,15 @@ func (c *Client) Plan(ctx context.Context, in PromptInput, opts Options) (Outcom
 		return Outcome{Result: res2, Raw: raw2, Repaired: true, Tokens: tokens + tokens2}, nil
 	}
 	return Outcome{Result: res2, Raw: raw2, Tokens: tokens + tokens2}, &InvalidOutputError{Raw: []string{raw, raw2}, Errors: res2.Errors}
+}
+
+// tooLarge is the outcome of a call whose answer was cut off at the cap:
+// an invalid output, not asked to be repaired (a model that ran on that
+// long would likely do it again), with what was read of it.
+func tooLarge(raw string, tokens int, err error) (Outcome, error) {
+	return Outcome{Raw: raw, Tokens: tokens}, &InvalidOutputError{
+		Raw: []string{raw}, Errors: []Issue{{Message: err.Error()}}, Cause: ErrOutputTooLarge,
+	}
 }
 
 // EstimateTokens is the token count of text when the server does not say:
@@ -121,12 +145,16 @@ func (c *Client) Write(ctx context.Context, msgs []Message) (string, int, error)
 // estimate from the prompt and answer when the server sends none.
 func (c *Client) complete(ctx context.Context, msgs []Message, wantJSON bool) (string, int, error) {
 	out, tokens, err := c.completeOnce(ctx, msgs, wantJSON)
-	if err == nil && tokens <= 0 {
+	if (err == nil || errors.Is(err, ErrOutputTooLarge)) && tokens <= 0 {
 		n := 0
 		for _, m := range msgs {
 			n += len(m.Content)
 		}
-		tokens = EstimateTokens(out) + (n+3)/4
+		answer := EstimateTokens(out)
+		if err != nil && out == "" {
+			answer = MaxResponseBody / 4 // cut off unseen: at least the cap
+		}
+		tokens = answer + (n+3)/4
 	}
 	return out, tokens, err
 }
@@ -149,6 +177,9 @@ func (c *Client) completeOnce(ctx context.Context, msgs []Message, wantJSON bool
 		out, tokens, err := c.send(ctx, req)
 		if err == nil {
 			return out, tokens, nil
+		}
+		if errors.Is(err, ErrOutputTooLarge) {
+			return out, tokens, err // asking again would read as much again
 		}
 		if ctx.Err() != nil {
 			return "", 0, fmt.Errorf("%w after %s: %w", ErrTimeout, c.cfg.Timeout, err)
@@ -182,6 +213,9 @@ func (c *Client) completeOnce(ctx context.Context, msgs []Message, wantJSON bool
 func (c *Client) send(ctx context.Context, req openai.ChatCompletionRequest) (string, int, error) {
 	if !c.cfg.Stream {
 		resp, err := c.api.CreateChatCompletion(ctx, req)
+		if errors.Is(err, ErrOutputTooLarge) {
+			return "", 0, fmt.Errorf("%w: an answer of more than %d KiB", ErrOutputTooLarge, MaxResponseBody>>10)
+		}
 		if err != nil {
 			return "", 0, err
 		}
@@ -215,8 +249,9 @@ func (c *Client) send(ctx context.Context, req openai.ChatCompletionRequest) (st
 			}
 		}
 		if b.Len() > MaxRawOutput {
-			// Past the cap the parser refuses it anyway; stop reading.
-			return b.String(), tokens, nil
+			// Past the cap the parser refuses it anyway: stop reading, and
+			// keep what was read for the audit log.
+			return b.String(), tokens, fmt.Errorf("%w: more than %d KiB streamed", ErrOutputTooLarge, MaxRawOutput>>10)
 		}
 	}
 }
@@ -251,4 +286,47 @@ func isNetworkError(err error) bool {
 	var netErr net.Error
 	var opErr *net.OpError
 	return errors.As(err, &netErr) || errors.As(err, &opErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// MaxResponseBody is the most of a (not streamed) answer's body the client
+// reads. An answer's text past MaxRawOutput is refused by the parser
+// anyway; the body may be larger than its text (JSON escapes, usage), but
+// not by this much.
+const MaxResponseBody = 1 << 20
+
+// capBody stops reading an answer's body past MaxResponseBody, so a model
+// server that sends megabytes costs the client no more than the cap. A
+// stream's body is not capped here (its events carry much framing):
+// send stops reading it once its text passes MaxRawOutput.
+type capBody struct{ next http.RoundTripper }
+
+func (c capBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err != nil || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp, err
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxResponseBody}
+	return resp, nil
+}
+
+// cappedBody reads up to left bytes, then fails with ErrOutputTooLarge.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, ErrOutputTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if int64(n) > b.left {
+		b.left = -1
+		return 0, ErrOutputTooLarge
+	}
+	b.left -= int64(n)
+	return n, err
 }

@@ -104,6 +104,10 @@ var (
 	ErrInvalidOutput = errors.New("model output invalid")
 	// ErrTimeout means the planning call ran out of time.
 	ErrTimeout = errors.New("planner timed out")
+	// ErrOutputTooLarge means the model server sent more than the client
+	// reads (MaxResponseBody of an answer, MaxRawOutput of streamed
+	// text). It comes inside an *InvalidOutputError.
+	ErrOutputTooLarge = errors.New("model output too large")
 )
 
 // InvalidOutputError carries the raw outputs and the findings of a planning
@@ -112,6 +116,9 @@ var (
 type InvalidOutputError struct {
 	Raw    []string // every output the model gave, first the original
 	Errors []Issue
+	// Cause, when set, is why there was no output to check (as
+	// ErrOutputTooLarge); errors.Is finds it.
+	Cause error
 }
 
 func (e *InvalidOutputError) Error() string {
@@ -123,6 +130,9 @@ func (e *InvalidOutputError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidOutput) true.
 func (e *InvalidOutputError) Is(target error) bool { return target == ErrInvalidOutput }
+
+// Unwrap returns the cause, if any.
+func (e *InvalidOutputError) Unwrap() error { return e.Cause }
 
 // Profile is an assignee profile loaded from an AGENT.md file (seed 003).
 type Profile struct {

@@ -70,8 +70,16 @@ func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageR
 		return "", fmt.Errorf("post preview: %w", err)
 	}
 	room := id.RoomID(p.Thread.Channel.ID)
-	if err := a.store.SavePreview(ctx, room, evt, id.EventID(p.Thread.ID), p.ID); err != nil {
-		return bot.MessageRef(evt), fmt.Errorf("post preview: %w", err)
+	// The preview is out: from here on nothing fails the post, or the
+	// engine would post a second preview. Recording it gets a context of
+	// its own, since the send may have used up the caller's.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.CallTimeout)
+	err = a.store.SavePreview(sctx, room, evt, id.EventID(p.Thread.ID), p.ID)
+	cancel()
+	if err != nil {
+		// Reactions on this preview are not recognised; the commands in
+		// the thread still decide it.
+		a.logger.Error("matrix: preview sent but not recorded", "proposal", p.ID, "event", evt, "err", err)
 	}
 	for _, key := range seeded {
 		if err := a.call(ctx, "seed reaction", func(ctx context.Context) error {

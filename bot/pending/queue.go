@@ -58,14 +58,20 @@ func (q *Queue) Read(ctx context.Context, consumer string, block time.Duration) 
 	for _, s := range streams {
 		out = append(out, deliveries(s.Messages)...)
 	}
+	for i := range out {
+		out[i].Count = 1 // read with ">": never handed out before
+	}
 	return out, nil
 }
 
-// Reclaim takes over requests another consumer read but did not
-// acknowledge within idle: its worker died or hangs.
+// Reclaim takes over a request another consumer read but did not
+// acknowledge within idle: its worker died or hangs. It takes one at a
+// time (COUNT 1): the worker leases only the request in hand, so a second
+// one taken with it would sit unrenewed while the first is planned, be
+// reclaimed by another worker once idle and be planned by both.
 func (q *Queue) Reclaim(ctx context.Context, consumer string, idle time.Duration) ([]bot.Delivery, error) {
 	msgs, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream: q.stream, Group: group, Consumer: consumer, MinIdle: idle, Start: "0-0", Count: 10,
+		Stream: q.stream, Group: group, Consumer: consumer, MinIdle: idle, Start: "0-0", Count: 1,
 	}).Result()
 	if err != nil && strings.Contains(err.Error(), "NOGROUP") {
 		return nil, q.Init(ctx)
@@ -73,7 +79,21 @@ func (q *Queue) Reclaim(ctx context.Context, consumer string, idle time.Duration
 	if err != nil {
 		return nil, wrap("reclaim requests", err)
 	}
-	return deliveries(msgs), nil
+	out := deliveries(msgs)
+	for i := range out {
+		// XAUTOCLAIM counts the delivery but does not say the count;
+		// reclaims are rare, so the extra call is off the usual path.
+		p, err := q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: q.stream, Group: group, Start: out[i].MessageID, End: out[i].MessageID, Count: 1,
+		}).Result()
+		if err != nil {
+			return nil, wrap("reclaim requests: delivery count", err)
+		}
+		if len(p) == 1 {
+			out[i].Count = int(p[0].RetryCount)
+		}
+	}
+	return out, nil
 }
 
 // Renew resets the idle time of requests consumer is still working on,

@@ -120,3 +120,34 @@ func TestRenewedEntryIsNotReclaimed(t *testing.T) {
 		t.Fatalf("after renewals stop, reclaim = %+v, %v; want the entry", re, err)
 	}
 }
+
+// A reclaim takes one entry at a time, the one a worker can lease, and
+// says how many times the entry was handed out, renewals not counted: the
+// engine gives up on a request handed out too often.
+func TestReclaimTakesOneAndCountsDeliveries(t *testing.T) {
+	t.Parallel()
+	rdb, prefix, q := newQueue(t)
+	ctx := context.Background()
+	admit(t, rdb, prefix, "r_1")
+	admit(t, rdb, prefix, "r_2")
+	if d := readOne(t, q, "dead", "r_1"); d.Count != 1 {
+		t.Fatalf("first read count = %d, want 1", d.Count)
+	}
+	d2 := readOne(t, q, "dead", "r_2")
+	if err := q.Renew(ctx, "dead", []string{d2.MessageID}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	re, err := q.Reclaim(ctx, "alive", 50*time.Millisecond)
+	if err != nil || len(re) != 1 || re[0].RequestID != "r_1" || re[0].Count != 2 {
+		t.Fatalf("reclaim = %+v, %v; want r_1 alone, handed out twice", re, err)
+	}
+	if err := q.Ack(ctx, re[0].MessageID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	re, err = q.Reclaim(ctx, "alive", 50*time.Millisecond)
+	if err != nil || len(re) != 1 || re[0].RequestID != "r_2" || re[0].Count != 2 {
+		t.Fatalf("second reclaim = %+v, %v; want r_2, handed out twice (its renewal not counted)", re, err)
+	}
+}

@@ -1,0 +1,182 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// postAttempts is how many times an answer is tried in one delivery
+// before the request is closed as failed to post.
+const postAttempts = 3
+
+// MaxDeliveries is how many times a request is handed to a worker before
+// it is given up on: a delivery that ends without an acknowledgement (a
+// worker that died or stopped mid-post, a store that did not answer) is
+// reclaimed and tried again, but not forever, so an answer is posted at
+// most postAttempts × MaxDeliveries times.
+const MaxDeliveries = 5
+
+// bookkeepingTimeout bounds recording what was posted (where the preview
+// went, the request's state, the acknowledgement). It is a context of its
+// own, not what is left of the post's: a platform that answers just past
+// the post timeout has posted, and that must be recorded, or the answer
+// is posted again after a reclaim.
+const bookkeepingTimeout = 10 * time.Second
+
+// giveUp closes a request handed out more than MaxDeliveries times as
+// failed, with a logged error, and acknowledges it.
+func (e *Engine) giveUp(ctx context.Context, consumer string, d Delivery, rec RequestRecord) {
+	e.logger.Error("giving up on a request handed out too many times; it is closed as failed", "request", d.RequestID, "deliveries", d.Count, "max", MaxDeliveries)
+	rec.Status.State = RequestFailed
+	rec.Status.Error = strings.TrimSpace(rec.Status.Error + fmt.Sprintf(" (given up after %d attempts to answer)", d.Count-1))
+	if rec.Answer != nil && rec.Answer.ProposalID != "" {
+		rec.Status.ProposalID = rec.Answer.ProposalID
+	}
+	e.observeAnswer(rec.Request, rec.Status)
+	if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
+		e.logger.Warn("store request status", "request", d.RequestID, "err", err)
+		e.leases.drop(consumer, d.MessageID)
+		return
+	}
+	e.ack(ctx, consumer, d)
+}
+
+// post posts a planned answer, then marks the request done and
+// acknowledges it: posting is part of answering. Each attempt has the post
+// timeout of its own, and the bookkeeping after it its own too.
+func (e *Engine) post(ctx context.Context, consumer string, d Delivery, rec RequestRecord) {
+	base := context.WithoutCancel(ctx)
+	r, ans := rec.Request, rec.Answer
+	poster := e.poster(r.Thread.Channel.Source)
+	var err error
+	for attempt := range postAttempts {
+		if attempt > 0 {
+			if e.out.stopping() {
+				break
+			}
+			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+		}
+		pctx, cancel := context.WithTimeout(base, e.cfg.PostTimeout)
+		err = e.postOnce(pctx, base, poster, r, ans)
+		cancel()
+		if err == nil {
+			break
+		}
+	}
+	bctx, cancel := context.WithTimeout(base, bookkeepingTimeout)
+	defer cancel()
+	if err != nil && e.out.stopping() {
+		e.logger.Info("answer not posted before shutdown; leaving it for another replica", "request", r.ID, "err", err)
+		e.leases.drop(consumer, d.MessageID)
+		return
+	}
+	rec.Status.State = RequestDone
+	switch {
+	case ans.ProposalID != "":
+		rec.Status.ProposalID = ans.ProposalID
+		rec.Status.Reply = ans.Reply
+	case ans.Reply != nil:
+		rec.Status.Reply = ans.Reply
+	}
+	if ans.Failure != "" {
+		rec.Status.State, rec.Status.Error = RequestFailed, ans.Failure
+	}
+	if err != nil {
+		e.logger.Warn("post answer", "request", r.ID, "err", err)
+		rec.Status.Error = strings.TrimSpace(rec.Status.Error + " (the answer could not be posted to " + string(r.Thread.Channel.Source) + ")")
+	}
+	e.observeAnswer(r, rec.Status)
+	if err := e.deps.Requests.PutRequest(bctx, rec); err != nil {
+		e.logger.Warn("store request status", "request", r.ID, "err", err)
+		e.leases.drop(consumer, d.MessageID) // not acked: posted again after a reclaim, up to MaxDeliveries
+		return
+	}
+	if ans.ProposalID != "" {
+		e.logger.Debug("request answered", "request", r.ID, "state", rec.Status.State, "proposal", ans.ProposalID)
+	} else {
+		e.logger.Debug("request answered", "request", r.ID, "state", rec.Status.State)
+	}
+	e.ack(bctx, consumer, d)
+}
+
+// postOnce posts an answer's preview or reply within ctx, and records
+// what was posted within book, a context of its own. A preview whose
+// message came back is posted, even when the platform also reported an
+// error after sending it (an adapter's own bookkeeping): posting it again
+// would show two previews.
+func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r Request, ans *Answer) error {
+	if ans.ProposalID == "" {
+		if ans.Reply == nil {
+			return nil
+		}
+		if err := poster.Reply(ctx, r.Thread, *ans.Reply); err != nil {
+			return err
+		}
+		e.remember(book, r, "assistant", ans.Reply.Text)
+		return nil
+	}
+	p, err := e.deps.Proposals.Proposal(book, ans.ProposalID)
+	if err != nil {
+		return err
+	}
+	if p.Message != "" {
+		return nil // posted before a crash
+	}
+	ref, err := poster.PostPreview(ctx, p)
+	if ref == "" && err != nil {
+		return err
+	}
+	if err != nil {
+		e.logger.Warn("preview posted, with an error after it", "proposal", p.ID, "message", ref, "err", err)
+	}
+	if ref != "" {
+		e.previewPosted(book, poster, p, ref)
+	}
+	e.remember(book, r, "assistant", fmt.Sprintf("(proposed %s v%d with %d cards)", p.ID, p.Version, p.Plan.Stats().Cards))
+	return nil
+}
+
+// previewPosted records where p's preview went, and redraws it if a
+// decision (or an approval of several) came in while it was being posted
+// and found no message to redraw. The store tells which side redraws, so
+// exactly one does.
+func (e *Engine) previewPosted(ctx context.Context, poster Poster, p Proposal, ref MessageRef) {
+	missed, err := e.deps.Proposals.SetPreviewMessage(ctx, p.ID, ref, p.ExpiresAt)
+	if err != nil {
+		e.logger.Warn("store preview ref", "proposal", p.ID, "err", err)
+		return
+	}
+	e.logger.Debug("preview posted", "proposal", p.ID, "message", ref)
+	if !missed {
+		return
+	}
+	now, err := e.deps.Proposals.Proposal(ctx, p.ID)
+	if err != nil {
+		e.logger.Warn("reread proposal after its preview", "proposal", p.ID, "err", err)
+		return
+	}
+	now = e.committed(ctx, now)
+	now.Message = ref
+	if err := poster.UpdatePreview(ctx, e.withApprovals(ctx, now)); err != nil {
+		e.logger.Warn("update preview decided while posted", "proposal", p.ID, "err", err)
+	}
+}
+
+// updatePreview redraws p's preview. A decision taken while the preview
+// was still being posted has no message yet: it is read again here, when
+// the redraw runs, and when there is still none previewPosted redraws.
+func (e *Engine) updatePreview(ctx context.Context, poster Poster, p Proposal) error {
+	if p.Message == "" {
+		ref, err := e.deps.Proposals.PreviewMessage(ctx, p.ID, p.ExpiresAt)
+		if err != nil {
+			return err
+		}
+		if ref == "" {
+			return nil
+		}
+		p.Message = ref
+	}
+	return poster.UpdatePreview(ctx, p)
+}

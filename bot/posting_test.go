@@ -1,0 +1,147 @@
+package bot_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+)
+
+// latePoster posts every preview, but answers only after the post
+// timeout has passed, as a chat API that is slow to respond does.
+type latePoster struct {
+	*bottest.Poster
+	late time.Duration
+}
+
+func (l latePoster) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+	time.Sleep(l.late)
+	return l.Poster.PostPreview(ctx, p)
+}
+
+// A preview whose post answers past the post timeout was posted: it is
+// recorded as posted, and the request is answered and acknowledged, not
+// reclaimed and previewed again.
+func TestLatePostIsPostedOnce(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t, func(c *bot.Config) { c.PostTimeout = 300 * time.Millisecond })
+	answerNewspaper(t, env)
+	env.Engine.SetPoster(bot.SourceConsole, latePoster{Poster: env.Poster, late: 700 * time.Millisecond})
+	id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := env.WaitRequest(t, id); st.State != bot.RequestDone || st.ProposalID == "" {
+		t.Fatalf("status = %+v", st)
+	}
+	env.WaitIdle(t)
+	// Past a reclaim time (1 s): a request left unacknowledged would be
+	// posted again by now.
+	time.Sleep(1500 * time.Millisecond)
+	if _, previews, _ := env.Poster.Snapshot(); len(previews) != 1 {
+		t.Fatalf("previews = %d, want 1", len(previews))
+	}
+}
+
+// halfPoster sends the preview, then fails at something of its own after
+// it (as Matrix does when it cannot record the preview's event).
+type halfPoster struct{ *bottest.Poster }
+
+func (h halfPoster) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+	ref, _ := h.Poster.PostPreview(ctx, p)
+	return ref, errors.New("save preview: database unavailable")
+}
+
+// A preview that was sent is not sent again because the adapter failed
+// after sending it.
+func TestPreviewSentWithAnErrorIsPostedOnce(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	answerNewspaper(t, env)
+	env.Engine.SetPoster(bot.SourceConsole, halfPoster{env.Poster})
+	id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := env.WaitRequest(t, id)
+	env.WaitIdle(t)
+	if _, previews, _ := env.Poster.Snapshot(); len(previews) != 1 {
+		t.Fatalf("previews = %d, want 1", len(previews))
+	}
+	if st.State != bot.RequestDone {
+		t.Fatalf("status = %+v", st)
+	}
+}
+
+// stuckPoster never gets a preview out: every post hangs until it times
+// out.
+type stuckPoster struct {
+	bottest.Poster
+	attempts atomic.Int64
+	started  chan struct{}
+}
+
+func (s *stuckPoster) PostPreview(ctx context.Context, _ bot.Proposal) (bot.MessageRef, error) {
+	s.attempts.Add(1)
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+// A request whose preview never gets out, and whose worker stops while
+// posting every time, is reclaimed and tried again only MaxDeliveries
+// times; then it is closed as failed instead of being posted forever.
+func TestPostingIsBoundedAcrossReclaims(t *testing.T) {
+	t.Parallel()
+	short := func(c *bot.Config) { c.PostTimeout = 200 * time.Millisecond }
+	env := bottest.New(t, short)
+	answerNewspaper(t, env)
+	stuck := &stuckPoster{started: make(chan struct{}, 1)}
+	env.Engine.SetPoster(bot.SourceConsole, stuck)
+	id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := env
+	finished := func() bool {
+		st, err := env.Engine.Request(context.Background(), id)
+		return err == nil && (st.State == bot.RequestDone || st.State == bot.RequestFailed)
+	}
+	for range 2 * bot.MaxDeliveries {
+		posting := false
+		for deadline := time.Now().Add(10 * time.Second); !posting && time.Now().Before(deadline) && !finished(); {
+			select {
+			case <-stuck.started:
+				posting = true
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if !posting {
+			break
+		}
+		cur.Stop() // stops while the post hangs: the request is left unacknowledged
+		select {
+		case <-stuck.started: // a later attempt of the stopped worker
+		default:
+		}
+		cur = bottest.Start(t, env.Store, env.Redis, env.Prefix, env.Model, short)
+		cur.Engine.SetPoster(bot.SourceConsole, stuck)
+	}
+	st := cur.WaitRequest(t, id)
+	if st.State != bot.RequestFailed || !strings.Contains(st.Error, "given up") {
+		t.Errorf("status = %+v, want failed, given up", st)
+	}
+	cur.WaitIdle(t)
+	// Three attempts a delivery (a stopping worker may finish them).
+	if n, most := stuck.attempts.Load(), int64(3*bot.MaxDeliveries); n > most {
+		t.Errorf("posted %d times, want at most %d", n, most)
+	}
+}
