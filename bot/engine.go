@@ -33,7 +33,7 @@ type Boards interface {
 	Status(ctx context.Context, id board.ID) (board.Status, error)
 	RecordAudit(ctx context.Context, e board.AuditEvent) error
 	SaveProposal(ctx context.Context, p board.ProposalRecord) error
-	SetProposalState(ctx context.Context, id ProposalID, state, decidedBy string) error
+	SetProposalState(ctx context.Context, p board.ProposalRecord, state, decidedBy string) error
 	Proposal(ctx context.Context, id ProposalID) (board.ProposalRecord, error)
 	// RecordDelivery records a webhook delivery's first request, or
 	// returns the one recorded before.
@@ -605,7 +605,7 @@ func (e *Engine) Cancel(ctx context.Context, id ProposalID, user string) (Propos
 // finish records a closed proposal everywhere; the caller holds its claim,
 // which stays taken so nothing else decides it.
 func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, user, action string) (Proposal, error) {
-	if err := e.deps.Boards.SetProposalState(ctx, p.ID, string(state), user); err != nil && !errors.Is(err, board.ErrNotFound) {
+	if err := e.deps.Boards.SetProposalState(ctx, e.record(p), string(state), user); err != nil && !errors.Is(err, board.ErrNotFound) {
 		e.release(ctx, p.ID)
 		if errors.Is(err, board.ErrProposalClosed) {
 			return p, &DecidedError{State: "decided"}
@@ -625,6 +625,17 @@ func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, us
 		return e.updatePreview(ctx, poster, p)
 	}, "proposal", p.ID)
 	return p, nil
+}
+
+// record is p as Postgres records it: what SetProposalState names the
+// proposal and its chain by, and writes, closed, when Postgres has no
+// record of it.
+func (e *Engine) record(p Proposal) board.ProposalRecord {
+	plan, _ := json.Marshal(p.Plan)
+	return board.ProposalRecord{
+		ID: p.ID, Chain: p.ChainID(), Channel: p.Thread.Channel.Key(), Version: p.Version, Supersedes: p.Supersedes,
+		RequestedBy: p.RequestedBy, Plan: plan, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+	}
 }
 
 // Revise queues a re-plan of a pending proposal with the user's feedback;

@@ -128,7 +128,7 @@ func (memoryBoards) SaveProposal(context.Context, board.ProposalRecord) error { 
 func (memoryBoards) RecordDelivery(_ context.Context, d board.Delivery) (board.DeliveryResult, error) {
 	return board.DeliveryResult{RequestID: d.RequestID, IsNew: true}, nil
 }
-func (memoryBoards) SetProposalState(context.Context, bot.ProposalID, string, string) error {
+func (memoryBoards) SetProposalState(context.Context, board.ProposalRecord, string, string) error {
 	return nil
 }
 func (memoryBoards) Proposal(context.Context, bot.ProposalID) (board.ProposalRecord, error) {
