@@ -59,7 +59,12 @@ type Proposals interface {
 	Proposal(ctx context.Context, id ProposalID) (Proposal, error)
 	Claim(ctx context.Context, id ProposalID, holder string, ttl time.Duration) (bool, error)
 	ClaimProposal(ctx context.Context, id ProposalID, holder string, ttl time.Duration) (Proposal, bool, error)
-	Release(ctx context.Context, id ProposalID) error
+	// Release gives holder's claim back; a claim someone else holds is
+	// left (ErrNotHolder).
+	Release(ctx context.Context, id ProposalID, holder string) error
+	// RenewClaim extends holder's claim to ttl from now; ErrNotHolder when
+	// holder no longer holds it.
+	RenewClaim(ctx context.Context, id ProposalID, holder string, ttl time.Duration) error
 	DueExpiries(ctx context.Context, now time.Time, limit int) ([]ProposalID, error)
 	RemoveExpiry(ctx context.Context, id ProposalID) error
 	Ping(ctx context.Context) error
@@ -439,96 +444,6 @@ func (e *Engine) Authorize(ctx context.Context, id ProposalID, user string) (Pro
 	return e.pendingForDecision(ctx, id, user, "decide")
 }
 
-// claimFor takes the decision lock of a proposal and loads it, in one
-// Redis round trip, and checks that user may decide it. On success the
-// caller holds the claim; on any error nothing is held. A claim held by
-// someone who may not decide is tried again for a moment (claimWaits).
-func (e *Engine) claimFor(ctx context.Context, id ProposalID, user, action string) (Proposal, error) {
-	for attempt := 0; ; attempt++ {
-		p, claimed, err := e.deps.Proposals.ClaimProposal(ctx, id, action+":"+user, e.cfg.ClaimTTL)
-		if errors.Is(err, ErrNotFound) {
-			// Redis let it go: Postgres knows how it ended.
-			p, err := e.proposalFromHistory(ctx, id)
-			if err != nil {
-				return Proposal{}, err
-			}
-			return p, e.decidable(ctx, p, user, action)
-		}
-		if err != nil {
-			return Proposal{}, unavailable("claim proposal", err)
-		}
-		if claimed {
-			if err := e.decidable(ctx, p, user, action); err != nil {
-				e.release(ctx, id)
-				return p, err
-			}
-			return p, nil
-		}
-		if p.State != ProposalPending {
-			return p, e.decidable(ctx, p, user, action)
-		}
-		if p.Quorum.Multi() {
-			// approveQuorum records approvals while another holds the claim.
-			return p, e.heldBy(ctx, p)
-		}
-		if attempt == 0 {
-			// Someone who may not decide hears so at once, whoever holds
-			// the claim.
-			if err := e.decidable(ctx, p, user, action); err != nil {
-				return p, err
-			}
-		}
-		held := e.heldBy(ctx, p)
-		if !beingDecided(held) || attempt == len(claimWaits) || e.holderMayDecide(ctx, p) {
-			return p, held
-		}
-		select {
-		case <-ctx.Done():
-			return p, held
-		case <-time.After(claimWaits[attempt]):
-		}
-	}
-}
-
-// holderMayDecide reports whether the claim p was found under is held by
-// someone who may decide it: a decision that will go through (or fail on
-// its own), not a refused one about to give the claim back.
-func (e *Engine) holderMayDecide(ctx context.Context, p Proposal) bool {
-	action, user, ok := strings.Cut(p.ClaimHolder, ":")
-	return !ok || e.mayAct(ctx, p, user, action) == nil
-}
-
-// claimWaits are the pauses before trying a held claim again, about a
-// third of a second in all, when its holder may not decide: a refused
-// decision gives its claim back at once, and the person who may decide,
-// clicking at the same moment, goes ahead instead of hearing "being
-// decided". A claim held by someone who may decide is answered at once
-// (it is a decision in flight, or one a crash left behind), so a hundred
-// people clicking together do not all wait and retry.
-var claimWaits = []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 160 * time.Millisecond}
-
-// heldBy explains why a proposal someone else holds cannot be decided
-// now, from what was committed: a decision Redis has not caught up with
-// (a crash between commit and update) is named as it is, and only a
-// decision really in flight is "being decided". Claims free themselves
-// within ClaimTTL, so that answer never lasts long.
-func (e *Engine) heldBy(ctx context.Context, p Proposal) error {
-	if rec, err := e.deps.Boards.Proposal(ctx, p.ID); err == nil && rec.State != string(ProposalPending) {
-		return &DecidedError{State: ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
-	}
-	return &DecidedError{State: "being decided"}
-}
-
-func (e *Engine) release(ctx context.Context, id ProposalID) {
-	// Given back even when the caller has gone: a claim left behind would
-	// answer "being decided" until it expires.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := e.deps.Proposals.Release(ctx, id); err != nil {
-		e.logger.Warn("release claim", "proposal", id, "err", err)
-	}
-}
-
 // Approve executes a pending proposal's plan, once: one Redis round trip
 // claims and loads the proposal, one Postgres transaction writes the board
 // with the decision and its audit, and the answer goes back; Redis learns
@@ -545,12 +460,12 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decisionTimeout)
 	defer cancel()
 	arrived := time.Now()
-	p, err := e.claimFor(ctx, id, user, "approve")
+	p, c, err := e.claimFor(ctx, id, user, "approve")
 	if p.Quorum.Multi() && (err == nil || beingDecided(err)) {
 		// Several approvals needed: policy.go records this one and
 		// returns with the claim held only when it completes the quorum.
 		var done *Approval
-		if p, done, err = e.approveQuorum(ctx, p, user, err == nil); done != nil || err != nil {
+		if p, c, done, err = e.approveQuorum(ctx, p, c, user); done != nil || err != nil {
 			return deref(done), err
 		}
 	}
@@ -564,7 +479,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		Audit: []board.AuditEvent{{Actor: user, Action: "approved", Channel: p.Thread.Channel.Key(), ProposalID: id, Detail: detail}},
 	})
 	if err != nil {
-		e.release(ctx, id)
+		e.release(ctx, c)
 		var other *board.OtherVersionApprovedError
 		switch {
 		case errors.Is(err, board.ErrNoTargetBoard):
@@ -572,10 +487,15 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		case errors.As(err, &other):
 			return Approval{}, &DecidedError{State: "closed", Other: other.ProposalID}
 		case errors.Is(err, board.ErrProposalClosed):
-			return Approval{}, &DecidedError{State: ProposalCancelled}
+			// Closed first (a cancel, an expiry or a revision won the
+			// compare-and-set): name how.
+			return Approval{}, e.heldBy(ctx, p)
 		}
 		return Approval{}, unavailable("approve "+string(id), err)
 	}
+	// The claim is left to run out: Postgres now refuses every other
+	// decision, and Redis learns of this one below.
+	c.end()
 	e.observe().Committed(time.Since(arrived))
 	e.observe().ProposalClosed(ProposalApproved)
 	e.logger.Debug("proposal approved", "proposal", id, "board", res.BoardID, "replayed", res.Replayed)
@@ -595,20 +515,24 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 func (e *Engine) Cancel(ctx context.Context, id ProposalID, user string) (Proposal, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decisionTimeout)
 	defer cancel()
-	p, err := e.claimFor(ctx, id, user, "cancel")
+	p, c, err := e.claimFor(ctx, id, user, "cancel")
 	if err != nil {
 		return Proposal{}, err
 	}
-	return e.finish(ctx, p, ProposalCancelled, user, "cancelled")
+	return e.finish(ctx, c, p, ProposalCancelled, user, "cancelled")
 }
 
-// finish records a closed proposal everywhere; the caller holds its claim,
-// which stays taken so nothing else decides it.
-func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, user, action string) (Proposal, error) {
-	if err := e.deps.Boards.SetProposalState(ctx, e.record(p), string(state), user); err != nil && !errors.Is(err, board.ErrNotFound) {
-		e.release(ctx, p.ID)
+// finish records a closed proposal everywhere; the caller holds its claim
+// c, which stays taken so nothing else decides it. What decides is
+// Postgres's compare-and-set under the chain's lock (SetProposalState): a
+// proposal approved or closed meanwhile, even by a decision whose claim
+// ran out, is answered with a *DecidedError naming its state, and nothing
+// is recorded or announced.
+func (e *Engine) finish(ctx context.Context, c *claim, p Proposal, state ProposalState, user, action string) (Proposal, error) {
+	if err := e.deps.Boards.SetProposalState(ctx, e.record(p), string(state), user); err != nil {
+		e.release(ctx, c)
 		if errors.Is(err, board.ErrProposalClosed) {
-			return p, &DecidedError{State: "decided"}
+			return p, e.heldBy(ctx, p)
 		}
 		return p, unavailable(action+" "+string(p.ID), err)
 	}
@@ -618,6 +542,7 @@ func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, us
 	if err := e.deps.Proposals.PutDecision(ctx, p); err != nil {
 		e.logger.Warn("record "+action+" in redis", "proposal", p.ID, "err", err)
 	}
+	c.end()
 	e.audit(ctx, board.AuditEvent{Actor: user, Action: action, Channel: p.Thread.Channel.Key(), ProposalID: p.ID},
 		map[string]any{"version": p.Version, "supersedes": p.Supersedes})
 	e.emit(ctx, p, false)

@@ -472,16 +472,16 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 		p.Warnings = []planner.Issue{}
 	}
 	p.BoardChanges = e.boardChanges(ctx, plan, target)
+	var held *claim
 	if prev != nil {
-		ok, err := e.deps.Proposals.Claim(ctx, prev.ID, "supersede:"+string(p.ID), e.cfg.ClaimTTL)
-		if err != nil {
+		var err error
+		if held, err = e.claim(ctx, prev.ID, "supersede", string(p.ID)); err != nil {
 			return nil, nil, unavailable("claim previous version", err)
 		}
+		defer held.end()
 		cur, cerr := e.Proposal(ctx, prev.ID)
-		if !ok || cerr != nil || cur.State != ProposalPending {
-			if ok {
-				e.release(ctx, prev.ID)
-			}
+		if held == nil || cerr != nil || cur.State != ProposalPending {
+			e.release(ctx, held)
 			why := fmt.Sprintf("v%d was decided while I was revising it", prev.Version)
 			if cerr == nil && cur.State != ProposalPending {
 				why = fmt.Sprintf("v%d was %s", prev.Version, cur.State)
@@ -502,7 +502,7 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 	q, err := e.quorumFor(ctx, r.Thread.Channel, plan.Stats().Cards, prev)
 	if err != nil {
 		if prev != nil {
-			e.release(ctx, prev.ID)
+			e.release(ctx, held)
 		}
 		return nil, nil, err
 	}
@@ -516,13 +516,13 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 		RequestedBy: p.RequestedBy, State: string(ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt, Policy: policyJSON,
 	}); err != nil {
 		if prev != nil {
-			e.release(ctx, prev.ID)
+			e.release(ctx, held)
 		}
 		return nil, nil, unavailable("save proposal", err)
 	}
 	if err := e.deps.Proposals.PutProposal(ctx, p); err != nil {
 		if prev != nil {
-			e.release(ctx, prev.ID)
+			e.release(ctx, held)
 		}
 		return nil, nil, err
 	}
@@ -532,7 +532,7 @@ func (e *Engine) propose(ctx context.Context, r Request, plan planner.Envelope, 
 	e.emit(ctx, p, false)
 	if prev != nil {
 		if cur, err := e.Proposal(ctx, prev.ID); err == nil && cur.State == ProposalPending {
-			if _, err := e.finish(ctx, cur, ProposalSuperseded, r.User, "superseded"); err != nil {
+			if _, err := e.finish(ctx, held, cur, ProposalSuperseded, r.User, "superseded"); err != nil {
 				e.logger.Warn("supersede previous version", "proposal", prev.ID, "err", err)
 			}
 		}
@@ -562,20 +562,21 @@ func (e *Engine) sweep(ctx context.Context) {
 }
 
 func (e *Engine) expire(ctx context.Context, id ProposalID) {
-	ok, err := e.deps.Proposals.Claim(ctx, id, "expire", e.cfg.ClaimTTL)
-	if err != nil || !ok {
+	held, err := e.claim(ctx, id, "expire", "")
+	if err != nil || held == nil {
 		if err == nil {
 			// Decided (or being decided): not ours to expire.
 			_ = e.deps.Proposals.RemoveExpiry(ctx, id)
 		}
 		return
 	}
+	defer held.end()
 	p, err := e.deps.Proposals.Proposal(ctx, id)
 	if err != nil || p.State != ProposalPending {
 		_ = e.deps.Proposals.RemoveExpiry(ctx, id)
 		return
 	}
-	if _, err := e.finish(ctx, p, ProposalExpired, "", "expired"); err != nil {
+	if _, err := e.finish(ctx, held, p, ProposalExpired, "", "expired"); err != nil {
 		e.logger.Warn("expire proposal", "proposal", id, "err", err)
 		return
 	}
