@@ -279,3 +279,141 @@ func TestExpiryBesideASlowApprove(t *testing.T) {
 		})
 	}
 }
+
+// A revision of a proposal whose approval is stalled in Postgres past the
+// claim's TTL, with the approver's claim kept or lost: the approval stands,
+// the first version is never recorded superseded, and a second version, if
+// the revision made one, cannot be approved beside it.
+func TestRevisionBesideASlowApprove(t *testing.T) {
+	t.Parallel()
+	for _, lose := range []bool{false, true} {
+		name := "claim kept"
+		if lose {
+			name = "claim lost"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			env := bottest.New(t, func(c *bot.Config) { c.ClaimTTL = shortClaim })
+			ctx := context.Background()
+			answerNewspaper(t, env)
+			v1 := propose(t, env, "alice")
+			release := stallPostgres(t, env, slowPaths[0].stall)
+			approved := make(chan error, 1)
+			go func() {
+				_, err := env.Engine.Approve(ctx, v1.ID, "alice")
+				approved <- err
+			}()
+			waitLockWaits(t, env, 1)
+			time.Sleep(3 * shortClaim)
+			if lose {
+				if err := env.Redis.Del(ctx, env.Prefix+":claim:"+string(v1.ID)).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rid, err := env.Engine.Revise(ctx, v1.ID, "alice", "add an archive")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The revision's worker claims v1 (when it can) and waits for
+			// the approval on the chain's lock, or, wrongly, goes ahead.
+			deadline := time.Now().Add(2 * time.Second)
+			for time.Now().Before(deadline) {
+				if st, _ := env.Engine.Request(ctx, rid); st.State == bot.RequestDone {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			release()
+			if err := <-approved; err != nil {
+				t.Fatalf("approve v1: %v", err)
+			}
+			st := env.WaitRequest(t, rid)
+			rec, err := env.Store.Proposal(ctx, v1.ID)
+			if err != nil || rec.State != "approved" || count(t, env, "boards") != 1 {
+				t.Fatalf("v1 in Postgres: %s, %v; %d boards", rec.State, err, count(t, env, "boards"))
+			}
+			if got := actions(t, env, board.AuditFilter{ProposalID: v1.ID}); slices.Contains(got, "superseded") {
+				t.Fatalf("v1's audit = %v: superseded beside its approval", got)
+			}
+			deadline = time.Now().Add(5 * time.Second)
+			for {
+				p, err := env.Engine.Proposal(ctx, v1.ID)
+				if err == nil && p.State == bot.ProposalApproved {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("engine says v1 is %q (%v), Postgres approved", p.State, err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if st.ProposalID != "" {
+				if _, err := env.Engine.Approve(ctx, st.ProposalID, "alice"); !errors.Is(err, bot.ErrAlreadyDecided) {
+					t.Fatalf("approve v2 beside the approved v1: %v", err)
+				}
+			}
+			if n := count(t, env, "boards"); n != 1 {
+				t.Fatalf("%d boards, want 1", n)
+			}
+		})
+	}
+}
+
+// A withdrawal beside the approval that completed the quorum, stalled in
+// Postgres past the claim's TTL, with the approver's claim kept or lost: the
+// board is made on both approvals and the withdrawal is refused.
+func TestWithdrawBesideASlowApprove(t *testing.T) {
+	t.Parallel()
+	for _, lose := range []bool{false, true} {
+		name := "claim kept"
+		if lose {
+			name = "claim lost"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			env := bottest.New(t, func(c *bot.Config) { c.ClaimTTL = shortClaim })
+			ctx := context.Background()
+			answerNewspaper(t, env)
+			setPolicy(t, env, "console:general", board.Policy{Deciders: []string{"bob", "carol"}, Approvals: 2})
+			p := propose(t, env, "alice")
+			if _, err := env.Engine.Approve(ctx, p.ID, "bob"); err != nil {
+				t.Fatal(err)
+			}
+			release := stallPostgres(t, env, slowPaths[0].stall)
+			type result struct {
+				a   bot.Approval
+				err error
+			}
+			approved := make(chan result, 1)
+			go func() {
+				a, err := env.Engine.Approve(ctx, p.ID, "carol")
+				approved <- result{a, err}
+			}()
+			waitLockWaits(t, env, 1)
+			time.Sleep(3 * shortClaim)
+			if lose {
+				if err := env.Redis.Del(ctx, env.Prefix+":claim:"+string(p.ID)).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			withdrawn := make(chan error, 1)
+			go func() {
+				_, err := env.Engine.Withdraw(ctx, p.ID, "bob")
+				withdrawn <- err
+			}()
+			select {
+			case err := <-withdrawn:
+				withdrawn <- err
+			case <-time.After(2 * time.Second):
+			}
+			release()
+			a, werr := <-approved, <-withdrawn
+			approvals, err := env.Store.Approvals(ctx, p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.err != nil || a.a.BoardID == "" || !errors.Is(werr, bot.ErrAlreadyDecided) || !slices.Equal(approvals, []string{"bob", "carol"}) {
+				t.Fatalf("carol = %+v, %v; bob's withdrawal = %v; approvals %v: want the board on both approvals and the withdrawal refused", a.a, a.err, werr, approvals)
+			}
+		})
+	}
+}
