@@ -103,10 +103,12 @@ type Config struct {
 	ConsumerName       string        // default host-pid
 	ReclaimIdle        time.Duration // default 1m; workers renew their lease three times as often
 	SweepInterval      time.Duration // default 5s
-	// ClaimTTL bounds how long a decision may hold a proposal (default
-	// 10s): longer than its one transaction takes, short enough that a
-	// crashed holder's claim frees itself within seconds. Executions stay
-	// exactly-once without it: Postgres locks and checks every version.
+	// ClaimTTL is how long a decision's claim on a proposal lives unless
+	// its holder renews it (default 10s): the holder renews it every
+	// third of that while it works, so a crashed holder's claim frees
+	// itself within seconds however long a live decision takes (claim.go).
+	// Decisions stay exactly-once without it: every change of a proposal's
+	// state is a compare-and-set in Postgres under its chain's lock.
 	ClaimTTL time.Duration
 	// PostTimeout bounds each call to a platform (default 10s).
 	PostTimeout time.Duration
@@ -451,8 +453,10 @@ func (e *Engine) Authorize(ctx context.Context, id ProposalID, user string) (Pro
 // from Postgres (committed). The first approver wins; every later
 // approve or cancel gets a *DecidedError naming the state and board, and
 // so does approving a version of a request another version of which was
-// approved. When the execution fails the claim is given back, so
-// approving again can succeed.
+// approved, or approving one a cancel, expiry or revision closed first
+// (Postgres's compare-and-set decides, even when the claim was lost). When
+// the execution fails the claim is given back, so approving again can
+// succeed.
 func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Approval, error) {
 	// A decision once started is finished, whether or not its caller
 	// waits (a closed browser, a server shutting down): it commits and is
