@@ -493,7 +493,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		case errors.Is(err, board.ErrProposalClosed):
 			// Closed first (a cancel, an expiry or a revision won the
 			// compare-and-set): name how.
-			return Approval{}, e.heldBy(ctx, p)
+			return Approval{}, e.lostTo(ctx, p)
 		}
 		return Approval{}, unavailable("approve "+string(id), err)
 	}
@@ -536,7 +536,7 @@ func (e *Engine) finish(ctx context.Context, c *claim, p Proposal, state Proposa
 	if err := e.deps.Boards.SetProposalState(ctx, e.record(p), string(state), user); err != nil {
 		e.release(ctx, c)
 		if errors.Is(err, board.ErrProposalClosed) {
-			return p, e.heldBy(ctx, p)
+			return p, e.lostTo(ctx, p)
 		}
 		return p, unavailable(action+" "+string(p.ID), err)
 	}
@@ -554,6 +554,28 @@ func (e *Engine) finish(ctx context.Context, c *claim, p Proposal, state Proposa
 		return e.updatePreview(ctx, poster, p)
 	}, "proposal", p.ID)
 	return p, nil
+}
+
+// lostTo answers a close that lost Postgres's compare-and-set with how p
+// was decided, and gives Redis that decision when it still had p pending:
+// the winner's own write to Redis may never have landed (a crash just
+// after its commit), and Redis must not offer p's buttons again.
+func (e *Engine) lostTo(ctx context.Context, p Proposal) error {
+	rec, err := e.deps.Boards.Proposal(ctx, p.ID)
+	if err != nil || rec.State == string(ProposalPending) {
+		return &DecidedError{State: "being decided"}
+	}
+	if p.State == ProposalPending {
+		won := p
+		won.State, won.DecidedBy, won.DecidedAt, won.BoardID = ProposalState(rec.State), rec.DecidedBy, rec.DecidedAt, rec.BoardID
+		if rec.BoardID != "" {
+			won.BoardURL = board.BoardURL(e.cfg.PublicURL, rec.BoardID)
+		}
+		if err := e.deps.Proposals.PutDecision(ctx, won); err != nil {
+			e.logger.Warn("record decision in redis", "proposal", p.ID, "err", err)
+		}
+	}
+	return &DecidedError{State: ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
 }
 
 // record is p as Postgres records it: what SetProposalState names the

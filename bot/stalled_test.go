@@ -417,3 +417,34 @@ func TestWithdrawBesideASlowApprove(t *testing.T) {
 		})
 	}
 }
+
+// An approval committed in Postgres whose decision never reached Redis (its
+// replica crashed just after the commit, and its claim ran out): a cancel
+// then loses Postgres's compare-and-set, hears that the proposal was
+// approved, and Redis is given the approval, so the proposal is not offered
+// as pending again.
+func TestLostCloseGivesRedisTheWinner(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t, func(c *bot.Config) { c.ClaimTTL = shortClaim })
+	s := &sink{}
+	env.Engine.SetEvents(s)
+	ctx := context.Background()
+	answerNewspaper(t, env)
+	p := propose(t, env, "alice")
+	res, err := env.Store.Execute(ctx, board.Execution{ProposalID: p.ID, Chain: p.ChainID(), Channel: p.Thread.Channel.Key(), ApprovedBy: "alice", Plan: p.Plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var de *bot.DecidedError
+	if _, err := env.Engine.Cancel(ctx, p.ID, "alice"); !errors.As(err, &de) || de.State != bot.ProposalApproved || de.BoardID != res.BoardID {
+		t.Fatalf("cancel after an approval Redis never heard of = %v, want approved with board %s", err, res.BoardID)
+	}
+	time.Sleep(2 * shortClaim) // every claim has run out
+	got, err := env.Engine.Proposal(ctx, p.ID)
+	if err != nil || got.State != bot.ProposalApproved || got.BoardID != res.BoardID {
+		t.Fatalf("proposal after the lost cancel = %s (board %s), %v; want approved", got.State, got.BoardID, err)
+	}
+	if evs := decisions(s, p.ID); len(evs) != 0 {
+		t.Fatalf("decision events = %v, want none from the losing cancel", evs)
+	}
+}
