@@ -81,16 +81,30 @@ SELECT u.board_id, u.card_id, u.depends_on FROM unnest($1::text[], $2::text[], $
 	upsertBinding = `INSERT INTO channel_bindings (channel, board_id) VALUES ($1, $2)
 ON CONFLICT (channel) DO UPDATE SET board_id = excluded.board_id, updated_at = now()`
 
-	upsertExecutedProposal = `INSERT INTO proposals (id, channel, requested_by, state, plan, decided_by, board_id, result, decided_at, chain)
+	// upsertExecutedProposal and updateExecutedProposal record the
+	// proposal as approved with its result, as compare-and-sets: only a
+	// proposal still pending (or not recorded at all) changes, and
+	// bobnet_changed (migration 0013) fails the transaction with BN002
+	// when none did. The chain's lock, which every state change takes,
+	// already keeps the state from changing after the check; this keeps a
+	// session that took no lock from being overwritten.
+	upsertExecutedProposal = `WITH w AS (
+INSERT INTO proposals (id, channel, requested_by, state, plan, decided_by, board_id, result, decided_at, chain)
 VALUES ($1, $2, $3, 'approved', coalesce($4::jsonb, '{}'), $5, $6, $7, now(), $8)
 ON CONFLICT (id) DO UPDATE SET state = 'approved', decided_by = excluded.decided_by,
-    board_id = excluded.board_id, result = excluded.result, decided_at = now()`
+    board_id = excluded.board_id, result = excluded.result, decided_at = now()
+WHERE proposals.state = 'pending'
+RETURNING 1)
+SELECT bobnet_changed($1, (SELECT count(*) FROM w))`
 
-	// updateExecutedProposal records a proposal Postgres holds as
-	// approved: an UPDATE, not upsertExecutedProposal's insert attempt,
-	// on the usual path where the record is known to be there.
-	updateExecutedProposal = `UPDATE proposals SET state = 'approved', decided_by = $2, board_id = $3, result = $4, decided_at = now()
-WHERE id = $1`
+	// updateExecutedProposal is the UPDATE, not upsertExecutedProposal's
+	// insert attempt, on the usual path where the record is known to be
+	// there.
+	updateExecutedProposal = `WITH w AS (
+UPDATE proposals SET state = 'approved', decided_by = $2, board_id = $3, result = $4, decided_at = now()
+WHERE id = $1 AND state = 'pending'
+RETURNING 1)
+SELECT bobnet_changed($1, (SELECT count(*) FROM w))`
 
 	// insertAudits writes an execution's audit events in one statement,
 	// in order: ids follow the ordinality.
@@ -113,7 +127,10 @@ ON CONFLICT (dedupe_key) DO NOTHING`
 // already executed writes nothing and returns the first result with
 // Replayed set. ErrNoTargetBoard: a card action and no board for the
 // channel. ErrProposalClosed: the proposal's record says it was cancelled,
-// expired or superseded.
+// expired or superseded. The transaction holds the chain's lock from its
+// start, as every change of a proposal's state does (SetProposalState,
+// AddApproval, WithdrawApproval): a cancellation arriving meanwhile waits
+// for it and then finds the proposal approved.
 func (s *Store) Execute(ctx context.Context, ex Execution) (ExecResult, error) {
 	if ex.ProposalID == "" {
 		return ExecResult{}, fmt.Errorf("%w: no proposal id", ErrInvalidPlan)
@@ -149,20 +166,31 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 	if !needsTargetBoard(ex.Plan) && !hasChanges(ex.Plan) {
 		res, err := s.executeInOneTrip(ctx, conn, ex)
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != sqlstateRecheck {
+		if !errors.As(err, &pgErr) || (pgErr.Code != sqlstateRecheck && pgErr.Code != sqlstateNotPending) {
 			return res, err
 		}
 		if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
 			return ExecResult{}, err
 		}
 	}
-	return s.executeChecked(ctx, conn, ex)
+	res, err := s.executeChecked(ctx, conn, ex)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == sqlstateNotPending {
+		return res, fmt.Errorf("%w: its state changed while it executed", ErrProposalClosed)
+	}
+	return res, err
 }
 
 // sqlstateRecheck is what bobnet_executable (migration 0008) raises when a
 // proposal is not simply pending: Execute then reads its state and
 // decides (executeChecked).
 const sqlstateRecheck = "BN001"
+
+// sqlstateNotPending is what bobnet_changed (migration 0013) raises when
+// the execution's compare-and-set of the proposal's state found it no
+// longer pending: the one-batch path then reads the state and decides,
+// and the careful path answers ErrProposalClosed.
+const sqlstateNotPending = "BN002"
 
 // executeInOneTrip writes a plan of new boards in one round trip: the
 // transaction, the chain's lock, bobnet_executable's check and every

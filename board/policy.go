@@ -267,6 +267,12 @@ const (
 	// still pending.
 	lockProposalPending = `SELECT state FROM proposals WHERE id = $1 FOR SHARE`
 
+	// lockChainOf takes the lock of a recorded proposal's chain (see
+	// lockChain), so a change of its approvals waits for an execution in
+	// flight and the approvals an execution was decided on stay as they
+	// were.
+	lockChainOf = `SELECT pg_advisory_xact_lock(hashtextextended(coalesce(chain, id), 7)) FROM proposals WHERE id = $1`
+
 	insertApproval = `INSERT INTO proposal_approvals (proposal_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`
 
 	deleteApproval = `DELETE FROM proposal_approvals WHERE proposal_id = $1 AND user_id = $2`
@@ -303,6 +309,9 @@ func (s *Store) WithdrawApproval(ctx context.Context, c ApprovalChange) ([]strin
 func (s *Store) changeApproval(ctx context.Context, c ApprovalChange, stmt, action string) ([]string, error) {
 	var users []string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockChainOf, c.ProposalID); err != nil {
+			return err
+		}
 		var state string
 		err := tx.QueryRow(ctx, lockProposalPending, c.ProposalID).Scan(&state)
 		if errors.Is(err, pgx.ErrNoRows) {

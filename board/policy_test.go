@@ -130,7 +130,7 @@ func TestApprovals(t *testing.T) {
 	if n := count(t, s, `SELECT count(*) FROM audit_events WHERE proposal_id = 'p_q' AND action IN ('approval_recorded', 'approval_withdrawn')`); n != 3 {
 		t.Fatalf("audited %d approval changes, want 3", n)
 	}
-	if err := s.SetProposalState(ctx, "p_q", "cancelled", "alice"); err != nil {
+	if err := s.SetProposalState(ctx, board.ProposalRecord{ID: "p_q"}, "cancelled", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.AddApproval(ctx, board.ApprovalChange{ProposalID: "p_q", User: "dave", Channel: "c"}); !errors.Is(err, board.ErrProposalClosed) {

@@ -37,8 +37,18 @@ const (
 VALUES ($1, $2, $3, nullif($4, ''), $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (id) DO NOTHING`
 
+	// updateProposalState is a close's compare-and-set, made under the
+	// chain's lock (lockChain).
 	updateProposalState = `UPDATE proposals SET state = $2, decided_by = $3, decided_at = now()
 WHERE id = $1 AND state = 'pending'`
+
+	selectProposalState = `SELECT state FROM proposals WHERE id = $1`
+
+	// insertClosedProposal records a proposal Postgres had no record of as
+	// closed, so that an execution of it finds it closed.
+	insertClosedProposal = `INSERT INTO proposals (id, channel, version, supersedes, requested_by, state, plan, decided_by, decided_at,
+    created_at, expires_at, chain)
+VALUES ($1, $2, $3, nullif($4, ''), $5, $6, $7, $8, now(), $9, $10, $11)`
 
 	selectProposal = `SELECT id, channel, version, coalesce(supersedes, ''), requested_by, state, plan, decided_by,
     coalesce(board_id, ''), created_at, coalesce(expires_at, 'epoch'), coalesce(decided_at, 'epoch'), policy
@@ -85,25 +95,61 @@ func (s *Store) SaveProposal(ctx context.Context, p ProposalRecord) error {
 }
 
 // SetProposalState moves a pending proposal to cancelled, expired or
-// superseded. An approved or already closed proposal is not changed:
-// ErrProposalClosed. ErrNotFound when there is no such proposal.
-func (s *Store) SetProposalState(ctx context.Context, id ProposalID, state, decidedBy string) error {
+// superseded: a compare-and-set made under the lock of p's chain, which
+// Execute holds for its whole transaction, so a close and an approval of
+// one proposal never both succeed, however long either takes. An approved
+// or already closed proposal is not changed: ErrProposalClosed. A proposal
+// Postgres has no record of is recorded closed, from p, so a later
+// approval of it is refused too.
+func (s *Store) SetProposalState(ctx context.Context, p ProposalRecord, state, decidedBy string) error {
 	switch state {
 	case "cancelled", "expired", "superseded":
 	default:
-		return fmt.Errorf("set proposal %s to %q: not a closing state", id, state)
+		return fmt.Errorf("set proposal %s to %q: not a closing state", p.ID, state)
 	}
-	tag, err := s.pool.Exec(ctx, updateProposalState, id, state, decidedBy)
-	if err != nil {
-		return fmt.Errorf("set proposal %s %s: %w", id, state, err)
+	chain := p.Chain
+	if chain == "" {
+		chain = p.ID
 	}
-	if tag.RowsAffected() == 0 {
-		if _, err := s.Proposal(ctx, id); err != nil {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockChain, chain); err != nil {
 			return err
 		}
-		return fmt.Errorf("set proposal %s %s: %w", id, state, ErrProposalClosed)
+		tag, err := tx.Exec(ctx, updateProposalState, p.ID, state, decidedBy)
+		if err != nil || tag.RowsAffected() == 1 {
+			return err
+		}
+		var was string
+		err = tx.QueryRow(ctx, selectProposalState, p.ID).Scan(&was)
+		if err == nil {
+			return fmt.Errorf("%w: it is %s", ErrProposalClosed, was)
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return s.insertClosed(ctx, tx, p, chain, state, decidedBy)
+	})
+	if err != nil {
+		return fmt.Errorf("set proposal %s %s: %w", p.ID, state, err)
 	}
 	return nil
+}
+
+func (s *Store) insertClosed(ctx context.Context, tx pgx.Tx, p ProposalRecord, chain ProposalID, state, decidedBy string) error {
+	plan := []byte(p.Plan)
+	if len(plan) == 0 {
+		plan = []byte("{}")
+	}
+	created, expires := any(time.Now()), any(nil)
+	if !p.CreatedAt.IsZero() {
+		created = p.CreatedAt
+	}
+	if !p.ExpiresAt.IsZero() {
+		expires = p.ExpiresAt
+	}
+	_, err := tx.Exec(ctx, insertClosedProposal, p.ID, p.Channel, max(p.Version, 1), p.Supersedes, p.RequestedBy, state, plan,
+		decidedBy, created, expires, chain)
+	return err
 }
 
 // Proposal returns a proposal's record. ErrNotFound when there is none.

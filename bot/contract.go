@@ -284,6 +284,9 @@ var (
 	// ErrUnavailable means Redis or Postgres is down; the user should try
 	// again shortly.
 	ErrUnavailable = errors.New("temporarily unavailable")
+	// ErrNotHolder means a claim was given back or renewed by someone who
+	// does not hold it (any more): it is left as it is.
+	ErrNotHolder = errors.New("claim is not held by its caller")
 )
 
 // DecidedError says a proposal can no longer be approved or cancelled

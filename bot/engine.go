@@ -33,7 +33,7 @@ type Boards interface {
 	Status(ctx context.Context, id board.ID) (board.Status, error)
 	RecordAudit(ctx context.Context, e board.AuditEvent) error
 	SaveProposal(ctx context.Context, p board.ProposalRecord) error
-	SetProposalState(ctx context.Context, id ProposalID, state, decidedBy string) error
+	SetProposalState(ctx context.Context, p board.ProposalRecord, state, decidedBy string) error
 	Proposal(ctx context.Context, id ProposalID) (board.ProposalRecord, error)
 	// RecordDelivery records a webhook delivery's first request, or
 	// returns the one recorded before.
@@ -59,7 +59,12 @@ type Proposals interface {
 	Proposal(ctx context.Context, id ProposalID) (Proposal, error)
 	Claim(ctx context.Context, id ProposalID, holder string, ttl time.Duration) (bool, error)
 	ClaimProposal(ctx context.Context, id ProposalID, holder string, ttl time.Duration) (Proposal, bool, error)
-	Release(ctx context.Context, id ProposalID) error
+	// Release gives holder's claim back; a claim someone else holds is
+	// left (ErrNotHolder).
+	Release(ctx context.Context, id ProposalID, holder string) error
+	// RenewClaim extends holder's claim to ttl from now; ErrNotHolder when
+	// holder no longer holds it.
+	RenewClaim(ctx context.Context, id ProposalID, holder string, ttl time.Duration) error
 	DueExpiries(ctx context.Context, now time.Time, limit int) ([]ProposalID, error)
 	RemoveExpiry(ctx context.Context, id ProposalID) error
 	Ping(ctx context.Context) error
@@ -94,17 +99,19 @@ type Config struct {
 	Workers            int // default 4
 	// RunDeadline is how long a run started from chat may take; 23h by
 	// default.
-	RunDeadline   time.Duration
-	UserRate      RateLimit
-	ChannelRate   RateLimit
-	Profiles      []planner.Profile
-	ConsumerName  string        // default host-pid
-	ReclaimIdle   time.Duration // default 1m; workers renew their lease three times as often
-	SweepInterval time.Duration // default 5s
-	// ClaimTTL bounds how long a decision may hold a proposal (default
-	// 10s): longer than its one transaction takes, short enough that a
-	// crashed holder's claim frees itself within seconds. Executions stay
-	// exactly-once without it: Postgres locks and checks every version.
+	RunDeadline time.Duration
+	UserRate           RateLimit
+	ChannelRate        RateLimit
+	Profiles           []planner.Profile
+	ConsumerName       string        // default host-pid
+	ReclaimIdle        time.Duration // default 1m; workers renew their lease three times as often
+	SweepInterval      time.Duration // default 5s
+	// ClaimTTL is how long a decision's claim on a proposal lives unless
+	// its holder renews it (default 10s): the holder renews it every
+	// third of that while it works, so a crashed holder's claim frees
+	// itself within seconds however long a live decision takes (claim.go).
+	// Decisions stay exactly-once without it: every change of a proposal's
+	// state is a compare-and-set in Postgres under its chain's lock.
 	ClaimTTL time.Duration
 	// PostTimeout bounds each call to a platform (default 10s).
 	PostTimeout time.Duration
@@ -448,96 +455,6 @@ func (e *Engine) Authorize(ctx context.Context, id ProposalID, user string) (Pro
 	return e.pendingForDecision(ctx, id, user, "decide")
 }
 
-// claimFor takes the decision lock of a proposal and loads it, in one
-// Redis round trip, and checks that user may decide it. On success the
-// caller holds the claim; on any error nothing is held. A claim held by
-// someone who may not decide is tried again for a moment (claimWaits).
-func (e *Engine) claimFor(ctx context.Context, id ProposalID, user, action string) (Proposal, error) {
-	for attempt := 0; ; attempt++ {
-		p, claimed, err := e.deps.Proposals.ClaimProposal(ctx, id, action+":"+user, e.cfg.ClaimTTL)
-		if errors.Is(err, ErrNotFound) {
-			// Redis let it go: Postgres knows how it ended.
-			p, err := e.proposalFromHistory(ctx, id)
-			if err != nil {
-				return Proposal{}, err
-			}
-			return p, e.decidable(ctx, p, user, action)
-		}
-		if err != nil {
-			return Proposal{}, unavailable("claim proposal", err)
-		}
-		if claimed {
-			if err := e.decidable(ctx, p, user, action); err != nil {
-				e.release(ctx, id)
-				return p, err
-			}
-			return p, nil
-		}
-		if p.State != ProposalPending {
-			return p, e.decidable(ctx, p, user, action)
-		}
-		if p.Quorum.Multi() {
-			// approveQuorum records approvals while another holds the claim.
-			return p, e.heldBy(ctx, p)
-		}
-		if attempt == 0 {
-			// Someone who may not decide hears so at once, whoever holds
-			// the claim.
-			if err := e.decidable(ctx, p, user, action); err != nil {
-				return p, err
-			}
-		}
-		held := e.heldBy(ctx, p)
-		if !beingDecided(held) || attempt == len(claimWaits) || e.holderMayDecide(ctx, p) {
-			return p, held
-		}
-		select {
-		case <-ctx.Done():
-			return p, held
-		case <-time.After(claimWaits[attempt]):
-		}
-	}
-}
-
-// holderMayDecide reports whether the claim p was found under is held by
-// someone who may decide it: a decision that will go through (or fail on
-// its own), not a refused one about to give the claim back.
-func (e *Engine) holderMayDecide(ctx context.Context, p Proposal) bool {
-	action, user, ok := strings.Cut(p.ClaimHolder, ":")
-	return !ok || e.mayAct(ctx, p, user, action) == nil
-}
-
-// claimWaits are the pauses before trying a held claim again, about a
-// third of a second in all, when its holder may not decide: a refused
-// decision gives its claim back at once, and the person who may decide,
-// clicking at the same moment, goes ahead instead of hearing "being
-// decided". A claim held by someone who may decide is answered at once
-// (it is a decision in flight, or one a crash left behind), so a hundred
-// people clicking together do not all wait and retry.
-var claimWaits = []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 160 * time.Millisecond}
-
-// heldBy explains why a proposal someone else holds cannot be decided
-// now, from what was committed: a decision Redis has not caught up with
-// (a crash between commit and update) is named as it is, and only a
-// decision really in flight is "being decided". Claims free themselves
-// within ClaimTTL, so that answer never lasts long.
-func (e *Engine) heldBy(ctx context.Context, p Proposal) error {
-	if rec, err := e.deps.Boards.Proposal(ctx, p.ID); err == nil && rec.State != string(ProposalPending) {
-		return &DecidedError{State: ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
-	}
-	return &DecidedError{State: "being decided"}
-}
-
-func (e *Engine) release(ctx context.Context, id ProposalID) {
-	// Given back even when the caller has gone: a claim left behind would
-	// answer "being decided" until it expires.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := e.deps.Proposals.Release(ctx, id); err != nil {
-		e.logger.Warn("release claim", "proposal", id, "err", err)
-	}
-}
-
 // Approve executes a pending proposal's plan, once: one Redis round trip
 // claims and loads the proposal, one Postgres transaction writes the board
 // with the decision and its audit, and the answer goes back; Redis learns
@@ -545,8 +462,10 @@ func (e *Engine) release(ctx context.Context, id ProposalID) {
 // from Postgres (committed). The first approver wins; every later
 // approve or cancel gets a *DecidedError naming the state and board, and
 // so does approving a version of a request another version of which was
-// approved. When the execution fails the claim is given back, so
-// approving again can succeed.
+// approved, or approving one a cancel, expiry or revision closed first
+// (Postgres's compare-and-set decides, even when the claim was lost). When
+// the execution fails the claim is given back, so approving again can
+// succeed.
 func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Approval, error) {
 	// A decision once started is finished, whether or not its caller
 	// waits (a closed browser, a server shutting down): it commits and is
@@ -554,12 +473,12 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decisionTimeout)
 	defer cancel()
 	arrived := time.Now()
-	p, err := e.claimFor(ctx, id, user, "approve")
+	p, c, err := e.claimFor(ctx, id, user, "approve")
 	if p.Quorum.Multi() && (err == nil || beingDecided(err)) {
 		// Several approvals needed: policy.go records this one and
 		// returns with the claim held only when it completes the quorum.
 		var done *Approval
-		if p, done, err = e.approveQuorum(ctx, p, user, err == nil); done != nil || err != nil {
+		if p, c, done, err = e.approveQuorum(ctx, p, c, user); done != nil || err != nil {
 			return deref(done), err
 		}
 	}
@@ -573,7 +492,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		Audit: []board.AuditEvent{{Actor: user, Action: "approved", Channel: p.Thread.Channel.Key(), ProposalID: id, Detail: detail}},
 	})
 	if err != nil {
-		e.release(ctx, id)
+		e.release(ctx, c)
 		var other *board.OtherVersionApprovedError
 		switch {
 		case errors.Is(err, board.ErrNoTargetBoard):
@@ -581,10 +500,15 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		case errors.As(err, &other):
 			return Approval{}, &DecidedError{State: "closed", Other: other.ProposalID}
 		case errors.Is(err, board.ErrProposalClosed):
-			return Approval{}, &DecidedError{State: ProposalCancelled}
+			// Closed first (a cancel, an expiry or a revision won the
+			// compare-and-set): name how.
+			return Approval{}, e.lostTo(ctx, p)
 		}
 		return Approval{}, unavailable("approve "+string(id), err)
 	}
+	// The claim is left to run out: Postgres now refuses every other
+	// decision, and Redis learns of this one below.
+	c.end()
 	e.observe().Committed(time.Since(arrived))
 	e.observe().ProposalClosed(ProposalApproved)
 	e.logger.Debug("proposal approved", "proposal", id, "board", res.BoardID, "replayed", res.Replayed)
@@ -604,20 +528,24 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 func (e *Engine) Cancel(ctx context.Context, id ProposalID, user string) (Proposal, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decisionTimeout)
 	defer cancel()
-	p, err := e.claimFor(ctx, id, user, "cancel")
+	p, c, err := e.claimFor(ctx, id, user, "cancel")
 	if err != nil {
 		return Proposal{}, err
 	}
-	return e.finish(ctx, p, ProposalCancelled, user, "cancelled")
+	return e.finish(ctx, c, p, ProposalCancelled, user, "cancelled")
 }
 
-// finish records a closed proposal everywhere; the caller holds its claim,
-// which stays taken so nothing else decides it.
-func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, user, action string) (Proposal, error) {
-	if err := e.deps.Boards.SetProposalState(ctx, p.ID, string(state), user); err != nil && !errors.Is(err, board.ErrNotFound) {
-		e.release(ctx, p.ID)
+// finish records a closed proposal everywhere; the caller holds its claim
+// c, which stays taken so nothing else decides it. What decides is
+// Postgres's compare-and-set under the chain's lock (SetProposalState): a
+// proposal approved or closed meanwhile, even by a decision whose claim
+// ran out, is answered with a *DecidedError naming its state, and nothing
+// is recorded or announced.
+func (e *Engine) finish(ctx context.Context, c *claim, p Proposal, state ProposalState, user, action string) (Proposal, error) {
+	if err := e.deps.Boards.SetProposalState(ctx, e.record(p), string(state), user); err != nil {
+		e.release(ctx, c)
 		if errors.Is(err, board.ErrProposalClosed) {
-			return p, &DecidedError{State: "decided"}
+			return p, e.lostTo(ctx, p)
 		}
 		return p, unavailable(action+" "+string(p.ID), err)
 	}
@@ -627,6 +555,7 @@ func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, us
 	if err := e.deps.Proposals.PutDecision(ctx, p); err != nil {
 		e.logger.Warn("record "+action+" in redis", "proposal", p.ID, "err", err)
 	}
+	c.end()
 	e.audit(ctx, board.AuditEvent{Actor: user, Action: action, Channel: p.Thread.Channel.Key(), ProposalID: p.ID},
 		map[string]any{"version": p.Version, "supersedes": p.Supersedes})
 	e.emit(ctx, p, false)
@@ -634,6 +563,39 @@ func (e *Engine) finish(ctx context.Context, p Proposal, state ProposalState, us
 		return e.updatePreview(ctx, poster, p)
 	}, "proposal", p.ID)
 	return p, nil
+}
+
+// lostTo answers a close that lost Postgres's compare-and-set with how p
+// was decided, and gives Redis that decision when it still had p pending:
+// the winner's own write to Redis may never have landed (a crash just
+// after its commit), and Redis must not offer p's buttons again.
+func (e *Engine) lostTo(ctx context.Context, p Proposal) error {
+	rec, err := e.deps.Boards.Proposal(ctx, p.ID)
+	if err != nil || rec.State == string(ProposalPending) {
+		return &DecidedError{State: "being decided"}
+	}
+	if p.State == ProposalPending {
+		won := p
+		won.State, won.DecidedBy, won.DecidedAt, won.BoardID = ProposalState(rec.State), rec.DecidedBy, rec.DecidedAt, rec.BoardID
+		if rec.BoardID != "" {
+			won.BoardURL = board.BoardURL(e.cfg.PublicURL, rec.BoardID)
+		}
+		if err := e.deps.Proposals.PutDecision(ctx, won); err != nil {
+			e.logger.Warn("record decision in redis", "proposal", p.ID, "err", err)
+		}
+	}
+	return &DecidedError{State: ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
+}
+
+// record is p as Postgres records it: what SetProposalState names the
+// proposal and its chain by, and writes, closed, when Postgres has no
+// record of it.
+func (e *Engine) record(p Proposal) board.ProposalRecord {
+	plan, _ := json.Marshal(p.Plan)
+	return board.ProposalRecord{
+		ID: p.ID, Chain: p.ChainID(), Channel: p.Thread.Channel.Key(), Version: p.Version, Supersedes: p.Supersedes,
+		RequestedBy: p.RequestedBy, Plan: plan, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+	}
 }
 
 // Revise queues a re-plan of a pending proposal with the user's feedback;

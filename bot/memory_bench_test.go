@@ -64,7 +64,10 @@ func (m *memory) ClaimProposal(ctx context.Context, id bot.ProposalID, _ string,
 	p, err := m.Proposal(ctx, id)
 	return p, err == nil, err
 }
-func (m *memory) Release(context.Context, bot.ProposalID) error { return nil }
+func (m *memory) Release(context.Context, bot.ProposalID, string) error { return nil }
+func (m *memory) RenewClaim(context.Context, bot.ProposalID, string, time.Duration) error {
+	return nil
+}
 func (m *memory) DueExpiries(context.Context, time.Time, int) ([]bot.ProposalID, error) {
 	return nil, nil
 }
@@ -128,7 +131,7 @@ func (memoryBoards) SaveProposal(context.Context, board.ProposalRecord) error { 
 func (memoryBoards) RecordDelivery(_ context.Context, d board.Delivery) (board.DeliveryResult, error) {
 	return board.DeliveryResult{RequestID: d.RequestID, IsNew: true}, nil
 }
-func (memoryBoards) SetProposalState(context.Context, bot.ProposalID, string, string) error {
+func (memoryBoards) SetProposalState(context.Context, board.ProposalRecord, string, string) error {
 	return nil
 }
 func (memoryBoards) Proposal(context.Context, bot.ProposalID) (board.ProposalRecord, error) {

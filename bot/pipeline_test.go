@@ -263,7 +263,7 @@ func TestRefusedClickDoesNotTurnTheRequesterAway(t *testing.T) {
 	if _, err := env.Engine.Approve(ctx, p.ID, "mallory"); !errors.Is(err, bot.ErrForbidden) {
 		t.Fatalf("mallory under alice's claim: %v; want forbidden", err)
 	}
-	if err := ps.Release(ctx, p.ID); err != nil {
+	if err := ps.Release(ctx, p.ID, "approve:alice"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -273,7 +273,7 @@ func TestRefusedClickDoesNotTurnTheRequesterAway(t *testing.T) {
 	}
 	go func() {
 		time.Sleep(30 * time.Millisecond)
-		_ = ps.Release(ctx, p.ID)
+		_ = ps.Release(ctx, p.ID, "approve:mallory")
 	}()
 	a, err := env.Engine.Approve(ctx, p.ID, "alice")
 	if err != nil {

@@ -232,25 +232,25 @@ func beingDecided(err error) bool {
 // Short of the quorum it returns the pending Approval. The approval that
 // completes it comes back with the proposal claimed (done nil), for
 // Approve to execute; if another completing approver executed it
-// meanwhile, done is that approval. holding says the caller holds the
-// claim (and checked user may approve).
-func (e *Engine) approveQuorum(ctx context.Context, p Proposal, user string, holding bool) (_ Proposal, done *Approval, _ error) {
-	if holding {
+// meanwhile, done is that approval. held is the caller's claim, nil when
+// it holds none (when it does, it checked user may approve).
+func (e *Engine) approveQuorum(ctx context.Context, p Proposal, held *claim, user string) (_ Proposal, _ *claim, done *Approval, _ error) {
+	if held != nil {
 		// Approvals are recorded without the claim, so concurrent
 		// approvers are never told "being decided".
-		e.release(ctx, p.ID)
+		e.release(ctx, held)
 	} else if err := e.decidable(ctx, p, user, "approve"); err != nil {
-		return p, nil, err
+		return p, nil, nil, err
 	}
 	ps := e.policyStore()
 	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "needed": p.Quorum.Needed, "policy": p.Quorum.Key}))
 	approvers, err := ps.AddApproval(ctx, board.ApprovalChange{ProposalID: p.ID, User: user, Channel: p.Thread.Channel.Key(), Detail: detail})
 	if errors.Is(err, board.ErrProposalClosed) {
 		err := e.settled(ctx, p.ID, &done)
-		return p, done, err
+		return p, nil, done, err
 	}
 	if err != nil {
-		return p, nil, unavailable("record approval of "+string(p.ID), err)
+		return p, nil, nil, unavailable("record approval of "+string(p.ID), err)
 	}
 	q := *p.Quorum
 	q.Approvals = approvers
@@ -259,7 +259,7 @@ func (e *Engine) approveQuorum(ctx context.Context, p Proposal, user string, hol
 		e.say(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
 			return e.updatePreview(ctx, poster, p)
 		}, "proposal", p.ID)
-		return p, &Approval{ProposalID: p.ID, State: ProposalPending, Approvals: approvers, Needed: q.Needed}, nil
+		return p, nil, &Approval{ProposalID: p.ID, State: ProposalPending, Approvals: approvers, Needed: q.Needed}, nil
 	}
 	return e.claimCompleted(ctx, p.ID, user)
 }
@@ -268,60 +268,66 @@ func (e *Engine) approveQuorum(ctx context.Context, p Proposal, user string, hol
 // complete. Every approver who completed it gets here, possibly at once
 // and on several replicas: one claims and executes, the others wait for
 // its outcome (the claim frees itself within ClaimTTL) and answer with the
-// same board.
-func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string) (Proposal, *Approval, error) {
+// same board. The claim comes back held (with done nil) to the one that
+// executes.
+func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string) (Proposal, *claim, *Approval, error) {
 	deadline := time.Now().Add(e.cfg.ClaimTTL + time.Second)
+	holder := newHolder("approve", user)
 	for wait := 5 * time.Millisecond; ; wait = min(wait*2, 100*time.Millisecond) {
-		p, claimed, err := e.deps.Proposals.ClaimProposal(ctx, id, "approve:"+user, e.cfg.ClaimTTL)
+		p, claimed, err := e.deps.Proposals.ClaimProposal(ctx, id, holder, e.cfg.ClaimTTL)
+		var c *claim
+		if claimed {
+			c = e.keep(id, holder)
+		}
 		switch {
 		case errors.Is(err, ErrNotFound):
 			var done *Approval
 			err := e.settled(ctx, id, &done)
-			return Proposal{}, done, err
+			return Proposal{}, nil, done, err
 		case err != nil:
-			return Proposal{}, nil, unavailable("claim proposal", err)
+			return Proposal{}, nil, nil, unavailable("claim proposal", err)
 		case claimed && p.State == ProposalPending && e.deps.Now().Before(p.ExpiresAt):
 			// A withdrawal holds the claim too: the approvals read now,
 			// under the claim, are the ones the board is created on.
 			now, err := e.policyStore().Approvals(ctx, id)
 			if err != nil {
-				e.release(ctx, id)
-				return p, nil, unavailable("read approvals of "+string(id), err)
+				e.release(ctx, c)
+				return p, nil, nil, unavailable("read approvals of "+string(id), err)
 			}
 			if p.Quorum == nil {
-				return p, nil, nil
+				return p, c, nil, nil
 			}
 			q := *p.Quorum
 			q.Approvals = now
 			p.Quorum = &q
 			if len(now) < q.Needed {
-				e.release(ctx, id)
-				return p, &Approval{ProposalID: id, State: ProposalPending, Approvals: now, Needed: q.Needed}, nil
+				e.release(ctx, c)
+				return p, nil, &Approval{ProposalID: id, State: ProposalPending, Approvals: now, Needed: q.Needed}, nil
 			}
-			return p, nil, nil
+			return p, c, nil, nil
 		case claimed:
-			e.release(ctx, id)
+			e.release(ctx, c)
 		}
 		if p.State == ProposalApproved {
-			return p, &Approval{ProposalID: id, BoardID: p.BoardID, BoardURL: p.BoardURL}, nil
+			return p, nil, &Approval{ProposalID: id, BoardID: p.BoardID, BoardURL: p.BoardURL}, nil
 		}
 		if p.State != ProposalPending {
-			return p, nil, &DecidedError{State: p.State, By: p.DecidedBy, BoardID: p.BoardID}
+			return p, nil, nil, &DecidedError{State: p.State, By: p.DecidedBy, BoardID: p.BoardID}
 		}
 		if !e.deps.Now().Before(p.ExpiresAt) {
-			return p, nil, fmt.Errorf("proposal %s: %w", id, ErrExpired)
+			return p, nil, nil, fmt.Errorf("proposal %s: %w", id, ErrExpired)
 		}
 		if rec, err := e.deps.Boards.Proposal(ctx, id); err == nil && rec.State != string(ProposalPending) {
 			var done *Approval
 			err := e.settledFrom(rec, &done)
-			return p, done, err
+			return p, nil, done, err
 		}
 		if time.Now().After(deadline) {
-			return p, nil, &DecidedError{State: "being decided"}
+			return p, nil, nil, &DecidedError{State: "being decided"}
 		}
 		select {
 		case <-ctx.Done():
-			return p, nil, ctx.Err()
+			return p, nil, nil, ctx.Err()
 		case <-time.After(wait):
 		}
 	}
@@ -360,11 +366,11 @@ func (e *Engine) Withdraw(ctx context.Context, id ProposalID, user string) (Prop
 	// The claim orders a withdrawal against the approval that completes
 	// the quorum: a withdrawal either lands before the board's approvals
 	// are read, or it finds the proposal being decided.
-	p, err := e.claimFor(ctx, id, user, "withdraw")
+	p, c, err := e.claimFor(ctx, id, user, "withdraw")
 	if err != nil {
 		return p, err
 	}
-	defer e.release(ctx, id)
+	defer e.release(ctx, c)
 	p = e.withApprovals(ctx, p)
 	if !p.Quorum.Multi() {
 		return p, fmt.Errorf("withdraw from %s: %w: it needs one approval, so none is waiting", id, ErrNothingToWithdraw)

@@ -54,16 +54,16 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, plan 
 		p.Warnings = []planner.Issue{}
 	}
 	p.BoardChanges = e.boardChanges(ctx, plan, target)
+	var held *claim
 	if prev != nil {
-		ok, err := e.deps.Proposals.Claim(ctx, prev.ID, "supersede:"+string(p.ID), e.cfg.ClaimTTL)
-		if err != nil {
+		var err error
+		if held, err = e.claim(ctx, prev.ID, "supersede", string(p.ID)); err != nil {
 			return nil, nil, unavailable("claim previous version", err)
 		}
+		defer held.end()
 		cur, cerr := e.Proposal(ctx, prev.ID)
-		if !ok || cerr != nil || cur.State != ProposalPending {
-			if ok {
-				e.release(ctx, prev.ID)
-			}
+		if held == nil || cerr != nil || cur.State != ProposalPending {
+			e.release(ctx, held)
 			why := fmt.Sprintf("v%d was decided while I was revising it", prev.Version)
 			if cerr == nil && cur.State != ProposalPending {
 				why = fmt.Sprintf("v%d was %s", prev.Version, cur.State)
@@ -84,7 +84,7 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, plan 
 	q, err := e.quorumFor(ctx, r.Thread.Channel, plan.Stats().Cards, prev)
 	if err != nil {
 		if prev != nil {
-			e.release(ctx, prev.ID)
+			e.release(ctx, held)
 		}
 		return nil, nil, err
 	}
@@ -101,7 +101,7 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, plan 
 		saved, done, aerr := e.adoptSaved(ctx, p, prev)
 		if aerr != nil || done {
 			if prev != nil {
-				e.release(ctx, prev.ID)
+				e.release(ctx, held)
 			}
 			return nil, saved, aerr
 		}
@@ -109,13 +109,13 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, plan 
 	}
 	if err != nil {
 		if prev != nil {
-			e.release(ctx, prev.ID)
+			e.release(ctx, held)
 		}
 		return nil, nil, unavailable("save proposal", err)
 	}
 	if err := e.deps.Proposals.PutProposal(ctx, p); err != nil {
 		if prev != nil {
-			e.release(ctx, prev.ID)
+			e.release(ctx, held)
 		}
 		return nil, nil, err
 	}
@@ -125,7 +125,7 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, plan 
 	e.emit(ctx, p, false)
 	if prev != nil {
 		if cur, err := e.Proposal(ctx, prev.ID); err == nil && cur.State == ProposalPending {
-			if _, err := e.finish(ctx, cur, ProposalSuperseded, r.User, "superseded"); err != nil {
+			if _, err := e.finish(ctx, held, cur, ProposalSuperseded, r.User, "superseded"); err != nil {
 				e.logger.Warn("supersede previous version", "proposal", prev.ID, "err", err)
 			}
 		}

@@ -343,20 +343,21 @@ func (e *Engine) sweep(ctx context.Context) {
 }
 
 func (e *Engine) expire(ctx context.Context, id ProposalID) {
-	ok, err := e.deps.Proposals.Claim(ctx, id, "expire", e.cfg.ClaimTTL)
-	if err != nil || !ok {
+	held, err := e.claim(ctx, id, "expire", "")
+	if err != nil || held == nil {
 		if err == nil {
 			// Decided (or being decided): not ours to expire.
 			_ = e.deps.Proposals.RemoveExpiry(ctx, id)
 		}
 		return
 	}
+	defer held.end()
 	p, err := e.deps.Proposals.Proposal(ctx, id)
 	if err != nil || p.State != ProposalPending {
 		_ = e.deps.Proposals.RemoveExpiry(ctx, id)
 		return
 	}
-	if _, err := e.finish(ctx, p, ProposalExpired, "", "expired"); err != nil {
+	if _, err := e.finish(ctx, held, p, ProposalExpired, "", "expired"); err != nil {
 		e.logger.Warn("expire proposal", "proposal", id, "err", err)
 		return
 	}

@@ -261,7 +261,7 @@ func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder str
 	p, held, err := readProposal(id, vals.Val())
 	if err != nil {
 		if claimed {
-			_ = s.Release(ctx, id)
+			_ = s.Release(ctx, id, holder)
 		}
 		return bot.Proposal{}, false, err
 	}
@@ -271,10 +271,44 @@ func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder str
 	return p, claimed, nil
 }
 
-// Release gives a claim back, so a decision that failed can be retried.
-func (s *Store) Release(ctx context.Context, id bot.ProposalID) error {
-	return wrap("release proposal", s.rdb.Del(ctx, s.key("claim", string(id))).Err())
+// Release gives holder's claim back, so a decision that failed can be
+// retried. A claim someone else holds (holder's own ran out and another
+// took it) is left: bot.ErrNotHolder.
+func (s *Store) Release(ctx context.Context, id bot.ProposalID, holder string) error {
+	return s.ifHolder(ctx, releaseScript, "release proposal", id, holder)
 }
+
+// RenewClaim extends holder's claim to ttl from now, while its decision is
+// still working. bot.ErrNotHolder when holder no longer holds it.
+func (s *Store) RenewClaim(ctx context.Context, id bot.ProposalID, holder string, ttl time.Duration) error {
+	return s.ifHolder(ctx, renewScript, "renew claim", id, holder, max(ttl, time.Millisecond).Milliseconds())
+}
+
+func (s *Store) ifHolder(ctx context.Context, script *redis.Script, op string, id bot.ProposalID, holder string, args ...any) error {
+	n, err := script.Run(ctx, s.rdb, []string{s.key("claim", string(id))}, append([]any{holder}, args...)...).Int()
+	if err != nil {
+		return wrap(op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s %s: %w", op, id, bot.ErrNotHolder)
+	}
+	return nil
+}
+
+// releaseScript and renewScript compare the claim's holder and change the
+// claim in one step, so neither touches a claim taken by someone else
+// after the caller's ran out. KEYS 1 claim; ARGV 1 holder (renew: 2 TTL
+// ms). They return 1 when the caller held it.
+var (
+	releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+	renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+`)
+)
 
 // DueExpiries returns up to limit pending proposals whose expiry time has
 // passed.

@@ -26,6 +26,7 @@ func TestClaimHasOneWinnerAndCanBeGivenBack(t *testing.T) {
 	ctx := context.Background()
 	var wins atomic.Int32
 	var wg sync.WaitGroup
+	var winner string
 	for i := range 100 {
 		wg.Add(1)
 		go func() {
@@ -36,6 +37,7 @@ func TestClaimHasOneWinnerAndCanBeGivenBack(t *testing.T) {
 			}
 			if ok {
 				wins.Add(1)
+				winner = fmt.Sprint("u", i) // one writer: the test fails otherwise
 			}
 		}()
 	}
@@ -46,11 +48,68 @@ func TestClaimHasOneWinnerAndCanBeGivenBack(t *testing.T) {
 	if ok, _ := s.Claim(ctx, "p_x", "late", time.Minute); ok {
 		t.Fatal("claimed a held proposal")
 	}
-	if err := s.Release(ctx, "p_x"); err != nil {
+	if err := s.Release(ctx, "p_x", winner); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := s.Claim(ctx, "p_x", "retry", time.Minute); err != nil || !ok {
 		t.Fatalf("claim after release = %v, %v; want true", ok, err)
+	}
+}
+
+// A claim is given back or renewed only by its holder: a decision whose
+// claim ran out, and was taken by the next decision, leaves the new one be.
+func TestClaimIsReleasedAndRenewedOnlyByItsHolder(t *testing.T) {
+	t.Parallel()
+	rdb := bottest.Redis(t)
+	prefix := bottest.Prefix()
+	s := pending.NewStore(rdb, prefix)
+	ctx := context.Background()
+	key := prefix + ":claim:p_x"
+	if ok, err := s.Claim(ctx, "p_x", "c_1 approve:alice", time.Minute); err != nil || !ok {
+		t.Fatalf("claim = %v, %v", ok, err)
+	}
+	if err := s.Release(ctx, "p_x", "c_2 cancel:bob"); !errors.Is(err, bot.ErrNotHolder) {
+		t.Fatalf("release by a non-holder = %v, want ErrNotHolder", err)
+	}
+	if err := s.RenewClaim(ctx, "p_x", "c_2 cancel:bob", time.Hour); !errors.Is(err, bot.ErrNotHolder) {
+		t.Fatalf("renew by a non-holder = %v, want ErrNotHolder", err)
+	}
+	if h, err := rdb.Get(ctx, key).Result(); err != nil || h != "c_1 approve:alice" {
+		t.Fatalf("claim after a non-holder's release = %q, %v; want alice's", h, err)
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl > time.Minute {
+		t.Fatalf("a non-holder's renewal took: ttl %s", ttl)
+	}
+	if err := s.RenewClaim(ctx, "p_x", "c_1 approve:alice", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= time.Minute {
+		t.Fatalf("renewed claim's ttl = %s, want about an hour", ttl)
+	}
+
+	// Alice's claim runs out while her decision works; bob takes it. Her
+	// late release and renewal leave bob's claim as it is.
+	if err := s.RenewClaim(ctx, "p_x", "c_1 approve:alice", 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if ok, err := s.Claim(ctx, "p_x", "c_2 cancel:bob", time.Minute); err != nil || !ok {
+		t.Fatalf("bob's claim after alice's ran out = %v, %v", ok, err)
+	}
+	if err := s.Release(ctx, "p_x", "c_1 approve:alice"); !errors.Is(err, bot.ErrNotHolder) {
+		t.Fatalf("alice's late release = %v, want ErrNotHolder", err)
+	}
+	if err := s.RenewClaim(ctx, "p_x", "c_1 approve:alice", time.Hour); !errors.Is(err, bot.ErrNotHolder) {
+		t.Fatalf("alice's late renewal = %v, want ErrNotHolder", err)
+	}
+	if h, err := rdb.Get(ctx, key).Result(); err != nil || h != "c_2 cancel:bob" {
+		t.Fatalf("claim = %q, %v; want bob's", h, err)
+	}
+	if err := s.Release(ctx, "p_x", "c_2 cancel:bob"); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, key).Val(); n != 0 {
+		t.Fatal("holder's release left the claim")
 	}
 }
 
