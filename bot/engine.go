@@ -99,13 +99,13 @@ type Config struct {
 	Workers            int // default 4
 	// RunDeadline is how long a run started from chat may take; 23h by
 	// default.
-	RunDeadline time.Duration
-	UserRate           RateLimit
-	ChannelRate        RateLimit
-	Profiles           []planner.Profile
-	ConsumerName       string        // default host-pid
-	ReclaimIdle        time.Duration // default 1m; workers renew their lease three times as often
-	SweepInterval      time.Duration // default 5s
+	RunDeadline   time.Duration
+	UserRate      RateLimit
+	ChannelRate   RateLimit
+	Profiles      []planner.Profile
+	ConsumerName  string        // default host-pid
+	ReclaimIdle   time.Duration // default 1m; workers renew their lease three times as often
+	SweepInterval time.Duration // default 5s
 	// ClaimTTL is how long a decision's claim on a proposal lives unless
 	// its holder renews it (default 10s): the holder renews it every
 	// third of that while it works, so a crashed holder's claim frees
