@@ -341,6 +341,27 @@ func printUsage(w io.Writer, name string, vals []*settingValue) {
 	}
 }
 
+// urlProblem says what is wrong with a URL setting, or "" when nothing
+// is, without quoting any of it: a malformed URL is exactly the one the
+// password masking cannot find (bob:secret@db:5432 parses as scheme
+// "bob"), and the error lands in logs and terminals.
+func urlProblem(v string, schemes []string) string {
+	want := strings.Join(schemes, " or ")
+	example := schemes[0] + "://host"
+	u, err := url.Parse(v)
+	switch {
+	case !strings.Contains(v, "://"):
+		return fmt.Sprintf("is not a %s URL: it has no scheme:// (expected %s…; the value is not shown, as it may hold a password)", want, example)
+	case err != nil:
+		return fmt.Sprintf("is not a %s URL: it cannot be parsed (the value is not shown, as it may hold a password)", want)
+	case !slices.Contains(schemes, strings.ToLower(u.Scheme)):
+		return fmt.Sprintf("is not a %s URL: its scheme is not %s (the value is not shown, as it may hold a password)", want, want)
+	case u.Host == "":
+		return fmt.Sprintf("is not a %s URL: it names no host (expected %s…; the value is not shown, as it may hold a password)", want, example)
+	}
+	return ""
+}
+
 // validate checks what a single setting cannot check alone.
 func (c *Config) validate() []error {
 	var errs []error
@@ -348,9 +369,8 @@ func (c *Config) validate() []error {
 		if v == "" {
 			return
 		}
-		u, err := url.Parse(v)
-		if err != nil || u.Host == "" || !slices.Contains(schemes, u.Scheme) {
-			errs = append(errs, fmt.Errorf("%s: %q is not a %s URL", env, redactURLs(v), strings.Join(schemes, " or ")))
+		if problem := urlProblem(v, schemes); problem != "" {
+			errs = append(errs, fmt.Errorf("%s: %s", env, problem))
 		}
 	}
 	checkURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql")
