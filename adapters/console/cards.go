@@ -51,7 +51,7 @@ func (c *Console) patchCard(w http.ResponseWriter, r *http.Request, eng CardEngi
 		handle = ref
 	}
 	var p cardPatch
-	if !decode(w, r, &p) || !validUser(w, p.User) {
+	if !decode(w, r, &p) || !validUser(w, r, p.User) {
 		return
 	}
 	if p.Status == nil && p.Assignee == nil && p.Title == nil && p.Body == nil && p.Criterion == nil {

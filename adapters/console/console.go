@@ -285,33 +285,6 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
 
-// decode reads a JSON body into v: at most maxBody bytes, no unknown
-// fields, one object.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	// JSON only, and said so: a form or a text/plain body (what a web page
-	// can send across sites without asking) is refused.
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		writeError(w, http.StatusUnsupportedMediaType, "send JSON with Content-Type: application/json")
-		return false
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d KiB", maxBody>>10))
-			return false
-		}
-		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
-		return false
-	}
-	if dec.More() {
-		writeError(w, http.StatusBadRequest, "invalid JSON body: more than one value")
-		return false
-	}
-	return true
-}
-
 // userMessage is an engine error as a sentence for people: what happened
 // and what to do, never the internals behind it.
 func userMessage(err error) string {
@@ -347,14 +320,6 @@ func (c *Console) engineError(w http.ResponseWriter, err error) {
 	}
 }
 
-func validUser(w http.ResponseWriter, user string) bool {
-	if !userName.MatchString(user) {
-		writeError(w, http.StatusBadRequest, `"user" is required: 1 to 64 letters, digits or . _ @ -`)
-		return false
-	}
-	return true
-}
-
 func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "channel")
 	if !channelName.MatchString(name) {
@@ -365,7 +330,7 @@ func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 		User string `json:"user"`
 		Text string `json:"text"`
 	}
-	if !decode(w, r, &body) || !validUser(w, body.User) || !c.allow(w, r) {
+	if !decode(w, r, &body) || !validUser(w, r, body.User) || !c.allow(w, r) {
 		return
 	}
 	body.Text = strings.TrimSpace(body.Text)
@@ -428,7 +393,7 @@ type decision struct {
 // is answered as an unknown proposal is.
 func (c *Console) decision(w http.ResponseWriter, r *http.Request) (bot.ProposalID, decision, bool) {
 	var d decision
-	if !decode(w, r, &d) || !validUser(w, d.User) {
+	if !decode(w, r, &d) || !validUser(w, r, d.User) {
 		return "", d, false
 	}
 	id, err := bot.ParseProposalID(chi.URLParam(r, "id"))
