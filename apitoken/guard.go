@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -42,7 +44,9 @@ func FromContext(ctx context.Context) (Token, bool) {
 
 // RequiredScope is the scope a request needs: reads need read, chat needs
 // propose, decisions need approve, card changes need write, and anything
-// else (policies, tokens) admin.
+// else (policies, tokens) admin. The guard passes the pattern of the route
+// the request was matched to (/api/v1/proposals/{id}/approve), so an
+// encoded slash in an id cannot change the last segment it reads.
 func RequiredScope(method, path string) Scope {
 	if method == http.MethodGet || method == http.MethodHead {
 		return ScopeRead
@@ -63,14 +67,15 @@ func RequiredScope(method, path string) Scope {
 	return ScopeAdmin
 }
 
-// Middleware authenticates the bearer token, checks its scope for the
-// route. The token rides along in the context: its name for the audit
+// Middleware authenticates the bearer token and checks its scope for the
+// route. It is mounted inside the router (chi's Use on a group), so the
+// route is known when it runs. The token rides along in the context: its name for the audit
 // log, and its bound user for the handlers, which check the "user" they
 // decoded with ActsFor.
 func (g *Guard) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok && strings.HasSuffix(r.URL.Path, "/events") {
+		if !ok && eventStream(r) {
 			// EventSource cannot send headers; only event streams take
 			// the token from the query.
 			secret, ok = r.URL.Query().Get("access_token"), r.URL.Query().Has("access_token")
@@ -97,7 +102,11 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 			writeError(w, http.StatusServiceUnavailable, map[string]any{"error": "cannot check the API token right now; try again shortly"})
 			return
 		}
-		need := RequiredScope(r.Method, r.URL.Path)
+		route := r.URL.Path
+		if p := routePattern(r); p != "" {
+			route = p
+		}
+		need := RequiredScope(r.Method, route)
 		if !t.Has(need) {
 			writeError(w, http.StatusForbidden, map[string]any{
 				"error": fmt.Sprintf("token %q has scopes %s; %s %s needs %q (create a token with it: bobnet token create NAME --scopes %s)", t.Name, joinScopes(t.Scopes), r.Method, r.URL.Path, need, need),
@@ -108,6 +117,31 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 		ctx := context.WithValue(r.Context(), tokenKey{}, t)
 		next.ServeHTTP(w, r.WithContext(bot.WithVia(ctx, "token:"+t.Name)))
 	})
+}
+
+// eventStreams are the routes that take a token from the query string
+// (access_token), because a browser's EventSource cannot send headers.
+// They are matched by the router's pattern, never by how a path ends: an
+// encoded slash makes any path end in "/events"
+// (/api/v1/policies/console:x%2Fevents is the policy route).
+var eventStreams = map[string]bool{
+	"/api/v1/channels/{channel}/events": true,
+	"/api/v1/boards/{id}/events":        true,
+}
+
+// eventStream says whether r was routed to an event stream. Without a
+// chi route (the guard mounted where routing has not happened yet) it is
+// not one, and query tokens are refused.
+func eventStream(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && eventStreams[routePattern(r)]
+}
+
+// routePattern is the pattern of the chi route r was matched to, or "".
+func routePattern(r *http.Request) string {
+	if rctx := chi.RouteContext(r.Context()); rctx != nil {
+		return rctx.RoutePattern()
+	}
+	return ""
 }
 
 func (g *Guard) authenticate(ctx context.Context, secret string) (Token, error) {

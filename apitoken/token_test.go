@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/apitoken"
 	"github.com/bobnet/bobnet/board/boardtest"
@@ -205,4 +208,57 @@ func TestActsFor(t *testing.T) {
 	if err := apitoken.ActsFor(context.Background(), "bob"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Only the event streams take a token from the query string, and they are
+// known by the route a request was matched to: a path that ends in
+// "/events" through an encoded slash is the policy route, and a token in
+// its query is no token.
+func TestQueryTokenOnlyOnEventStreams(t *testing.T) {
+	t.Parallel()
+	r := chi.NewRouter()
+	r.Group(func(r chi.Router) {
+		r.Use(apitoken.NewGuard(noTokens{}, "boot", slog.New(slog.NewTextHandler(io.Discard, nil))).Middleware)
+		ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }
+		r.Get("/api/v1/channels/{channel}/events", ok)
+		r.Get("/api/v1/boards/{id}/events", ok)
+		r.Get("/api/v1/policies/{channel}", ok)
+		r.Put("/api/v1/policies/{channel}", ok)
+		r.Post("/api/v1/proposals/{id}/approve", ok)
+	})
+	for _, tc := range []struct {
+		method, target string
+		want           int
+	}{
+		{"GET", "/api/v1/channels/general/events?access_token=boot", 200},
+		{"GET", "/api/v1/boards/b_1/events?access_token=boot", 200},
+		{"GET", "/api/v1/channels/general/events?access_token=nope", 401},
+		{"PUT", "/api/v1/policies/console:zz%2Fevents?access_token=boot", 401},
+		{"GET", "/api/v1/policies/console:zz%2Fevents?access_token=boot", 401},
+		{"GET", "/api/v1/policies/console:zz%2Fchannels%2Fx%2Fevents?access_token=boot", 401},
+		{"POST", "/api/v1/proposals/p%2Fevents/approve?access_token=boot", 401},
+		{"PUT", "/api/v1/policies/console:zz%2Fevents", 401},
+	} {
+		req := httptest.NewRequest(tc.method, tc.target, strings.NewReader(`{}`))
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s %s: %d %s, want %d", tc.method, tc.target, rec.Code, strings.TrimSpace(rec.Body.String()), tc.want)
+		}
+	}
+	// With the token in its header, the policy route is reached.
+	req := httptest.NewRequest("PUT", "/api/v1/policies/console:zz%2Fevents", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer boot")
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("with the header: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// noTokens knows no tokens; only the bootstrap one is accepted.
+type noTokens struct{}
+
+func (noTokens) Lookup(context.Context, string) (apitoken.Token, error) {
+	return apitoken.Token{}, apitoken.ErrNotFound
 }
