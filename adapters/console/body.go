@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/bobnet/bobnet/apitoken"
+	"github.com/bobnet/bobnet/planner"
 )
 
 // Errors of strict JSON decoding; check with errors.Is.
@@ -146,6 +147,17 @@ func validUser(w http.ResponseWriter, r *http.Request, user string) bool {
 			out["token"] = ue.Token
 		}
 		writeJSON(w, http.StatusForbidden, out)
+		return false
+	}
+	return true
+}
+
+// plainText refuses a text field with control characters, by the check
+// plans and cards get (planner.CheckText): a NUL would otherwise fail
+// later, in Postgres, as an outage. It answers when it reports false.
+func plainText(w http.ResponseWriter, field, s string) bool {
+	if _, err := planner.CheckText(s, false); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q %v; send plain text", field, err))
 		return false
 	}
 	return true

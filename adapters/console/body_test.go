@@ -182,3 +182,33 @@ func TestBoundTokenActsOnlyAsItsUser(t *testing.T) {
 		})
 	}
 }
+
+// Chat text gets the check plans and cards get: a NUL or another control
+// character is a 400 naming it, before the engine sees the message.
+func TestMessagesArePlainText(t *testing.T) {
+	t.Parallel()
+	eng := &actsEngine{}
+	c := New(eng, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r := chi.NewRouter()
+	c.APIRoutes(r)
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct{ path, body, says string }{
+		{"/api/v1/channels/general/messages", `{"user":"bob","text":"plan\u0000 a launch"}`, `"text" contains the control character U+0000 (NUL)`},
+		{"/api/v1/channels/general/messages", `{"user":"bob","text":"plan \u001b[2J a launch"}`, "U+001B"},
+		{"/api/v1/proposals/p_okaaaaaaaaaaaaaa/revise", `{"user":"bob","feedback":"fewer\u0000 cards"}`, `"feedback" contains the control character U+0000 (NUL)`},
+	} {
+		resp, err := http.Post(srv.URL+tc.path, "application/json", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), strings.ReplaceAll(tc.says, `"`, `\"`)) {
+			t.Errorf("%s: %d %s, want 400 saying %s", tc.body, resp.StatusCode, b, tc.says)
+		}
+		if acts := eng.taken(); len(acts) > 0 {
+			t.Errorf("%s: the engine acted: %v", tc.body, acts)
+		}
+	}
+}

@@ -338,6 +338,9 @@ func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `"text" is required, at most 8000 characters`)
 		return
 	}
+	if !plainText(w, "text", body.Text) {
+		return
+	}
 	ch := bot.Channel{Source: bot.SourceConsole, ID: name}
 	// Each console message starts its own thread, named after it.
 	thread := bot.Thread{Channel: ch, ID: strconv.FormatInt(time.Now().UnixNano(), 36)}
@@ -441,6 +444,9 @@ func (c *Console) revise(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.TrimSpace(d.Feedback) == "" || len(d.Feedback) > 8000 {
 		writeError(w, http.StatusBadRequest, `"feedback" is required: say what to change (at most 8000 characters)`)
+		return
+	}
+	if !plainText(w, "feedback", d.Feedback) {
 		return
 	}
 	if !c.allow(w, r) {
