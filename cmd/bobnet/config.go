@@ -346,18 +346,18 @@ func printUsage(w io.Writer, name string, vals []*settingValue) {
 // password masking cannot find (bob:secret@db:5432 parses as scheme
 // "bob"), and the error lands in logs and terminals.
 func urlProblem(v string, schemes []string) string {
+	const hidden = " (the value is not shown: it may hold a password)"
 	want := strings.Join(schemes, " or ")
-	example := schemes[0] + "://host"
 	u, err := url.Parse(v)
 	switch {
 	case !strings.Contains(v, "://"):
-		return fmt.Sprintf("is not a %s URL: it has no scheme:// (expected %s…; the value is not shown, as it may hold a password)", want, example)
+		return fmt.Sprintf("is not a %s URL: it has no scheme:// (expected %s://host…)%s", want, schemes[0], hidden)
 	case err != nil:
-		return fmt.Sprintf("is not a %s URL: it cannot be parsed (the value is not shown, as it may hold a password)", want)
+		return fmt.Sprintf("is not a %s URL: it cannot be parsed%s", want, hidden)
 	case !slices.Contains(schemes, strings.ToLower(u.Scheme)):
-		return fmt.Sprintf("is not a %s URL: its scheme is not %s (the value is not shown, as it may hold a password)", want, want)
+		return fmt.Sprintf("its scheme is not %s%s", want, hidden)
 	case u.Host == "":
-		return fmt.Sprintf("is not a %s URL: it names no host (expected %s…; the value is not shown, as it may hold a password)", want, example)
+		return fmt.Sprintf("is not a %s URL: it names no host (expected %s://host…)%s", want, schemes[0], hidden)
 	}
 	return ""
 }
