@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bobnet/bobnet/apitoken"
 )
 
 // The whole app, with an API token, as a browser and a client see it:
@@ -85,5 +90,48 @@ func TestAppHardening(t *testing.T) {
 	}
 	if code := a.call(t, "PATCH", "/api/v1/cards/NEWS-1", `{"user":"alice","title":"Pay \u202eecnavda\u202c invoice\u200b"}`, &out); code != http.StatusOK || out.Title != "Pay ecnavda invoice" {
 		t.Fatalf("bidi title: %d %q %q", code, out.Title, out.Error)
+	}
+}
+
+// A token bound to alice, in a deployment where anyone may decide, cannot
+// approve as bob by leaving a brace after the body or naming the user
+// twice: the body is refused before anything happens, and the proposal
+// stays pending until alice approves it as herself.
+func TestBoundTokenCannotApproveAsAnother(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, map[string]string{"BOBNET_API_TOKEN": "tok-boot", "BOBNET_ANY_MEMBER_DECIDES": "true"})
+	pool, err := pgxpool.New(context.Background(), a.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	alice, err := apitoken.NewStore(pool).Create(context.Background(), "alice-bot", apitoken.Scopes, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.token = alice
+	var accepted struct {
+		RequestID string `json:"request_id"`
+	}
+	if code := a.call(t, "POST", "/api/v1/channels/bound/messages", map[string]string{"user": "alice", "text": "plan our daily research newspaper"}, &accepted); code != http.StatusAccepted {
+		t.Fatalf("post message: %d", code)
+	}
+	r := a.waitRequest(t, accepted.RequestID)
+	approve := "/api/v1/proposals/" + r.ProposalID + "/approve"
+	for _, body := range []string{`{"user":"bob"}}`, `{"user":"bob"} {"user":"alice"}`, `{"user":"alice","user":"bob"}`, `{"user":"bob"}`} {
+		var out struct{ Error string }
+		if code := a.call(t, "POST", approve, body, &out); code != http.StatusBadRequest && code != http.StatusForbidden {
+			t.Fatalf("%s: %d %q", body, code, out.Error)
+		}
+	}
+	var p struct {
+		State     string
+		DecidedBy string `json:"decided_by"`
+	}
+	if code := a.call(t, "GET", "/api/v1/proposals/"+r.ProposalID, nil, &p); code != http.StatusOK || p.State != "pending" {
+		t.Fatalf("after the forged approvals: %d %+v", code, p)
+	}
+	if code := a.call(t, "POST", approve, `{"user":"alice"}`, nil); code != http.StatusOK {
+		t.Fatalf("alice approving as herself: %d", code)
 	}
 }
