@@ -1,16 +1,16 @@
 package apitoken
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/bot"
 )
@@ -44,7 +44,9 @@ func FromContext(ctx context.Context) (Token, bool) {
 
 // RequiredScope is the scope a request needs: reads need read, chat needs
 // propose, decisions need approve, card changes need write, and anything
-// else (policies, tokens) admin.
+// else (policies, tokens) admin. The guard passes the pattern of the route
+// the request was matched to (/api/v1/proposals/{id}/approve), so an
+// encoded slash in an id cannot change the last segment it reads.
 func RequiredScope(method, path string) Scope {
 	if method == http.MethodGet || method == http.MethodHead {
 		return ScopeRead
@@ -71,16 +73,15 @@ func RequiredScope(method, path string) Scope {
 	return ScopeAdmin
 }
 
-// maxPeek bounds how much of a body the guard reads to check its "user".
-const maxPeek = 64 << 10
-
-// Middleware authenticates the bearer token, checks its scope for the
-// route and, for a token bound to a user, that the body acts for that
-// user. The token's name rides along in the context for the audit log.
+// Middleware authenticates the bearer token and checks its scope for the
+// route. It is mounted inside the router (chi's Use on a group), so the
+// route is known when it runs. The token rides along in the context: its name for the audit
+// log, and its bound user for the handlers, which check the "user" they
+// decoded with ActsFor.
 func (g *Guard) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok && strings.HasSuffix(r.URL.Path, "/events") {
+		if !ok && eventStream(r) {
 			// EventSource cannot send headers; only event streams take
 			// the token from the query.
 			secret, ok = r.URL.Query().Get("access_token"), r.URL.Query().Has("access_token")
@@ -107,7 +108,11 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 			writeError(w, http.StatusServiceUnavailable, map[string]any{"error": "cannot check the API token right now; try again shortly"})
 			return
 		}
-		need := RequiredScope(r.Method, r.URL.Path)
+		route := r.URL.Path
+		if p := routePattern(r); p != "" {
+			route = p
+		}
+		need := RequiredScope(r.Method, route)
 		if !t.Has(need) {
 			writeError(w, http.StatusForbidden, map[string]any{
 				"error": fmt.Sprintf("token %q has scopes %s; %s %s needs %q (create a token with it: bobnet token create NAME --scopes %s)", t.Name, joinScopes(t.Scopes), r.Method, r.URL.Path, need, need),
@@ -115,19 +120,34 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 			})
 			return
 		}
-		if t.User != "" && (r.Method == http.MethodPost || r.Method == http.MethodPatch) {
-			user, err := peekUser(r)
-			if err == nil && user != "" && user != t.User {
-				writeError(w, http.StatusForbidden, map[string]any{
-					"error": fmt.Sprintf("token %q acts only for user %q; \"user\" must be %q", t.Name, t.User, t.User),
-					"token": t.Name,
-				})
-				return
-			}
-		}
 		ctx := context.WithValue(r.Context(), tokenKey{}, t)
 		next.ServeHTTP(w, r.WithContext(bot.WithVia(ctx, "token:"+t.Name)))
 	})
+}
+
+// eventStreams are the routes that take a token from the query string
+// (access_token), because a browser's EventSource cannot send headers.
+// They are matched by the router's pattern, never by how a path ends: an
+// encoded slash makes any path end in "/events"
+// (/api/v1/policies/console:x%2Fevents is the policy route).
+var eventStreams = map[string]bool{
+	"/api/v1/channels/{channel}/events": true,
+	"/api/v1/boards/{id}/events":        true,
+}
+
+// eventStream says whether r was routed to an event stream. Without a
+// chi route (the guard mounted where routing has not happened yet) it is
+// not one, and query tokens are refused.
+func eventStream(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && eventStreams[routePattern(r)]
+}
+
+// routePattern is the pattern of the chi route r was matched to, or "".
+func routePattern(r *http.Request) string {
+	if rctx := chi.RouteContext(r.Context()); rctx != nil {
+		return rctx.RoutePattern()
+	}
+	return ""
 }
 
 func (g *Guard) authenticate(ctx context.Context, secret string) (Token, error) {
@@ -137,24 +157,34 @@ func (g *Guard) authenticate(ctx context.Context, secret string) (Token, error) 
 	return g.tokens.Lookup(ctx, secret)
 }
 
-// peekUser reads the "user" of a JSON body and puts the body back for the
-// handler, which does the full validation.
-func peekUser(r *http.Request) (string, error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxPeek+1))
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
-	if err != nil {
-		return "", err
+// ErrWrongUser means a token bound to one user was used to act as
+// another.
+var ErrWrongUser = errors.New("token acts for another user")
+
+// UserError is ErrWrongUser with the token and the user it is bound to.
+type UserError struct {
+	Token, Bound string
+}
+
+func (e *UserError) Error() string {
+	return fmt.Sprintf("token %q acts only for user %q; \"user\" must be %q", e.Token, e.Bound, e.Bound)
+}
+
+// Unwrap makes errors.Is(err, ErrWrongUser) hold.
+func (e *UserError) Unwrap() error { return ErrWrongUser }
+
+// ActsFor checks that the request's token may act as user: a token bound
+// to a user acts only as that user; other tokens, and requests without a
+// token (a loopback server with no BOBNET_API_TOKEN), act as anyone. The
+// guard does not read bodies: a handler calls this on the "user" of the
+// body it decoded, so the user checked is the user acted as, whatever a
+// second parser would have made of the same bytes.
+func ActsFor(ctx context.Context, user string) error {
+	t, ok := FromContext(ctx)
+	if !ok || t.User == "" || t.User == user {
+		return nil
 	}
-	var body struct {
-		User string `json:"user"`
-	}
-	if err := json.Unmarshal(b, &body); err != nil {
-		return "", err
-	}
-	return body.User, nil
+	return &UserError{Token: t.Name, Bound: t.User}
 }
 
 func joinScopes(s []Scope) string {

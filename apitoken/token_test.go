@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/apitoken"
 	"github.com/bobnet/bobnet/board/boardtest"
@@ -139,8 +142,10 @@ func TestGuard(t *testing.T) {
 		{"read cannot approve", "POST", approve, read, `{"user":"bob"}`, 403, `needs "approve"`},
 		{"revoked", "GET", "/api/v1/proposals/p_1", revoked, "", 401, "revoked"},
 		{"unknown", "GET", "/api/v1/proposals/p_1", "bobnet_nope", "", 401, "unknown"},
-		{"bound to another user", "POST", approve, approver, `{"user":"bob"}`, 403, `acts only for user "alice"`},
-		{"bound to this user", "POST", approve, approver, `{"user":"alice"}`, 204, ""},
+		// The guard leaves bodies to the handler, which checks the user it
+		// decoded with ActsFor (TestActsFor); it never reads a body, so
+		// it cannot read one differently.
+		{"bound, body untouched", "POST", approve, approver, `{"user":"bob"}}`, 204, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,4 +169,96 @@ func TestGuard(t *testing.T) {
 	if status, _ := call(open, "POST", approve, read, `{"user":"bob"}`); status != 403 {
 		t.Fatalf("open server, read token approving: %d", status)
 	}
+}
+
+func TestActsFor(t *testing.T) {
+	t.Parallel()
+	pool := boardtest.NewPool(t)
+	s := apitoken.NewStore(pool)
+	ctx := context.Background()
+	bound, _ := s.Create(ctx, "alice-bot", []apitoken.Scope{apitoken.ScopeApprove}, "alice")
+	free, _ := s.Create(ctx, "any-bot", []apitoken.Scope{apitoken.ScopeApprove}, "")
+	var got error
+	guarded := apitoken.NewGuard(s, "boot", boardtest.Logger(t)).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = apitoken.ActsFor(r.Context(), r.URL.Query().Get("as"))
+	}))
+	for _, tc := range []struct {
+		token, as string
+		wrong     bool
+	}{
+		{bound, "alice", false},
+		{bound, "bob", true},
+		{bound, "", true},
+		{bound, "Alice", true},
+		{free, "bob", false},
+		{"boot", "bob", false},
+	} {
+		req := httptest.NewRequest("POST", "/api/v1/proposals/p_1/approve?as="+tc.as, nil)
+		req.Header.Set("Authorization", "Bearer "+tc.token)
+		got = errors.New("handler not reached")
+		guarded.ServeHTTP(httptest.NewRecorder(), req)
+		if errors.Is(got, apitoken.ErrWrongUser) != tc.wrong || (!tc.wrong && got != nil) {
+			t.Errorf("token %.12s… as %q: %v, want wrong user: %v", tc.token, tc.as, got, tc.wrong)
+		}
+		if tc.wrong && !strings.Contains(got.Error(), `acts only for user "alice"`) {
+			t.Errorf("as %q: %q does not say whom the token acts for", tc.as, got)
+		}
+	}
+	// Without a guard in front (no token at all) anyone may be named.
+	if err := apitoken.ActsFor(context.Background(), "bob"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Only the event streams take a token from the query string, and they are
+// known by the route a request was matched to: a path that ends in
+// "/events" through an encoded slash is the policy route, and a token in
+// its query is no token.
+func TestQueryTokenOnlyOnEventStreams(t *testing.T) {
+	t.Parallel()
+	r := chi.NewRouter()
+	r.Group(func(r chi.Router) {
+		r.Use(apitoken.NewGuard(noTokens{}, "boot", slog.New(slog.NewTextHandler(io.Discard, nil))).Middleware)
+		ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }
+		r.Get("/api/v1/channels/{channel}/events", ok)
+		r.Get("/api/v1/boards/{id}/events", ok)
+		r.Get("/api/v1/policies/{channel}", ok)
+		r.Put("/api/v1/policies/{channel}", ok)
+		r.Post("/api/v1/proposals/{id}/approve", ok)
+	})
+	for _, tc := range []struct {
+		method, target string
+		want           int
+	}{
+		{"GET", "/api/v1/channels/general/events?access_token=boot", 200},
+		{"GET", "/api/v1/boards/b_1/events?access_token=boot", 200},
+		{"GET", "/api/v1/channels/general/events?access_token=nope", 401},
+		{"PUT", "/api/v1/policies/console:zz%2Fevents?access_token=boot", 401},
+		{"GET", "/api/v1/policies/console:zz%2Fevents?access_token=boot", 401},
+		{"GET", "/api/v1/policies/console:zz%2Fchannels%2Fx%2Fevents?access_token=boot", 401},
+		{"POST", "/api/v1/proposals/p%2Fevents/approve?access_token=boot", 401},
+		{"PUT", "/api/v1/policies/console:zz%2Fevents", 401},
+	} {
+		req := httptest.NewRequest(tc.method, tc.target, strings.NewReader(`{}`))
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s %s: %d %s, want %d", tc.method, tc.target, rec.Code, strings.TrimSpace(rec.Body.String()), tc.want)
+		}
+	}
+	// With the token in its header, the policy route is reached.
+	req := httptest.NewRequest("PUT", "/api/v1/policies/console:zz%2Fevents", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer boot")
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("with the header: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// noTokens knows no tokens; only the bootstrap one is accepted.
+type noTokens struct{}
+
+func (noTokens) Lookup(context.Context, string) (apitoken.Token, error) {
+	return apitoken.Token{}, apitoken.ErrNotFound
 }

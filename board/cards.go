@@ -343,6 +343,17 @@ func (s *Store) ChangeCard(ctx context.Context, ch CardChange) (CardUpdate, erro
 	return up, nil
 }
 
+// cardText checks a card's text with the check plans get
+// (planner.CheckText), so every way text reaches a card (a plan, the API,
+// the board page, a chat command) is held to the same rules.
+func cardText(field, s string, line bool) (string, error) {
+	out, err := planner.CheckText(s, line)
+	if err != nil {
+		return "", fmt.Errorf("%w: the %s %v; card text is plain text", ErrInvalidChange, field, err)
+	}
+	return strings.TrimSpace(out), nil
+}
+
 // changeCard is ChangeCard inside the caller's transaction, so an approved
 // plan's card updates commit with the rest of the plan.
 func changeCard(ctx context.Context, tx querier, ch CardChange) (CardUpdate, error) {
@@ -369,21 +380,33 @@ func changeCard(ctx context.Context, tx querier, ch CardChange) (CardUpdate, err
 		set("status", cur.Status, st)
 	}
 	if ch.Assignee != nil {
-		next.Assignee = strings.TrimSpace(*ch.Assignee)
+		assignee, err := cardText("assignee", *ch.Assignee, true)
+		if err != nil {
+			return CardUpdate{}, err
+		}
+		next.Assignee = assignee
 		if utf8.RuneCountInString(next.Assignee) > maxCardAssignee {
 			return CardUpdate{}, fmt.Errorf("%w: assignee is longer than %d characters", ErrInvalidChange, maxCardAssignee)
 		}
 		set("assignee", cur.Assignee, next.Assignee)
 	}
 	if ch.Title != nil {
-		next.Title = strings.TrimSpace(*ch.Title)
+		title, err := cardText("title", *ch.Title, true)
+		if err != nil {
+			return CardUpdate{}, err
+		}
+		next.Title = title
 		if next.Title == "" || utf8.RuneCountInString(next.Title) > maxCardTitle {
 			return CardUpdate{}, fmt.Errorf("%w: a title is 1 to %d characters", ErrInvalidChange, maxCardTitle)
 		}
 		set("title", cur.Title, next.Title)
 	}
 	if ch.Body != nil {
-		next.Body = strings.TrimSpace(*ch.Body)
+		body, err := cardText("body", *ch.Body, false)
+		if err != nil {
+			return CardUpdate{}, err
+		}
+		next.Body = body
 		if next.Body == "" || utf8.RuneCountInString(next.Body) > maxCardBody {
 			return CardUpdate{}, fmt.Errorf("%w: a body is 1 to %d characters", ErrInvalidChange, maxCardBody)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -397,5 +398,49 @@ func TestTwentyConcurrentMoversWithVersions(t *testing.T) {
 	}
 	if changes != 1 {
 		t.Errorf("%d changes audited, want the winner's only", changes)
+	}
+}
+
+// A card's text gets the check a plan's text gets, whichever way it comes:
+// control characters are refused (a NUL as a refused change, not as a
+// database error), and titles and assignees lose the bidi and zero-width
+// characters that make them read as something else.
+func TestCardTextIsCheckedAsPlansAre(t *testing.T) {
+	t.Parallel()
+	s := boardtest.NewStore(t)
+	ctx := context.Background()
+	_, cards := newspaperBoard(t, s, "console:text")
+	c := cards["topic_policy"]
+	for name, tc := range map[string]struct {
+		ch   board.CardChange
+		says string
+	}{
+		"NUL in a title":     {board.CardChange{Card: c.ID, Title: ptr("QA\x00 front page")}, "the title contains the control character U+0000 (NUL)"},
+		"NUL in a body":      {board.CardChange{Card: c.ID, Body: ptr("Check\x00 it")}, "the body contains the control character U+0000 (NUL)"},
+		"escape in a body":   {board.CardChange{Card: c.ID, Body: ptr("\x1b[31mred")}, "U+001B"},
+		"C1 in a title":      {board.CardChange{Card: c.ID, Title: ptr("QA\u0085")}, "U+0085"},
+		"bell in assignee":   {board.CardChange{Card: c.ID, Assignee: ptr("Coder\a")}, "U+0007"},
+		"delete in a title":  {board.CardChange{Card: c.ID, Title: ptr("QA\x7f")}, "U+007F"},
+		"NUL with a version": {board.CardChange{Card: c.ID, Title: ptr("\x00"), IfVersion: c.Version}, "U+0000"},
+	} {
+		_, err := s.ChangeCard(ctx, tc.ch)
+		if !errors.Is(err, board.ErrInvalidChange) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want an invalid change saying %q", name, err, tc.says)
+		}
+	}
+	up, err := s.ChangeCard(ctx, board.CardChange{Card: c.ID, Actor: "bob",
+		Title:    ptr("Pay \u202eecnavda\u202c invoice\u200b\ufeff"),
+		Assignee: ptr("Co\u200dder"),
+		Body:     ptr("line one\nline two\twith a tab"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.Card.Title != "Pay ecnavda invoice" || up.Card.Assignee != "Coder" || up.Card.Body != "line one\nline two\twith a tab" {
+		t.Fatalf("stored title %q, assignee %q, body %q", up.Card.Title, up.Card.Assignee, up.Card.Body)
+	}
+	got, err := s.Card(ctx, c.ID)
+	if err != nil || got.Title != "Pay ecnavda invoice" {
+		t.Fatalf("read back %q, %v", got.Title, err)
 	}
 }

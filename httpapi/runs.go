@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -70,17 +69,6 @@ type who struct {
 	User string `json:"user"`
 }
 
-// userName is who acts, as every route takes it: 1 to 64 letters, digits
-// or . _ @ -.
-var userName = regexp.MustCompile(`^[\p{L}\p{N}._@-]{1,64}$`)
-
-func validUser(w http.ResponseWriter, user string) bool {
-	if !userName.MatchString(user) {
-		WriteError(w, http.StatusBadRequest, `"user" is required: 1 to 64 letters, digits or . _ @ -`)
-		return false
-	}
-	return true
-}
 
 func (x *Runs) start(w http.ResponseWriter, r *http.Request) {
 	id, err := board.ParseID(chi.URLParam(r, "id"))
@@ -89,7 +77,7 @@ func (x *Runs) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body who
-	if !Decode(w, r, &body) || !validUser(w, body.User) {
+	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) {
 		return
 	}
 	run, err := x.store.StartRun(r.Context(), board.RunStart{Board: id, User: body.User, Trigger: "manual", Runner: x.runner, Deadline: x.deadline})
@@ -147,7 +135,7 @@ func (x *Runs) review(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body reviewBody
-	if !Decode(w, r, &body) || !validUser(w, body.User) {
+	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) {
 		return
 	}
 	accept := body.Decision == "accept"
@@ -160,6 +148,8 @@ func (x *Runs) review(w http.ResponseWriter, r *http.Request) {
 		return
 	case utf8.RuneCountInString(body.Reason) > 2000:
 		WriteError(w, http.StatusBadRequest, `"reason" is at most 2000 characters`)
+		return
+	case !PlainText(w, "reason", body.Reason):
 		return
 	}
 	card, ok := x.card(w, r)
@@ -195,7 +185,7 @@ func (x *Runs) stop(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body who
-	if !Decode(w, r, &body) || !validUser(w, body.User) {
+	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) {
 		return
 	}
 	run, err := x.store.StopRun(r.Context(), id, body.User)

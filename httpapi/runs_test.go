@@ -57,7 +57,8 @@ func TestRunsAPI(t *testing.T) {
 	b := "/api/v1/boards/" + string(out.BoardID)
 
 	for _, bad := range []struct{ body, want string }{
-		{`{"user":"alice"}}`, "something follows"},
+		{`{"user":"alice"}}`, "something other than whitespace follows"},
+		{`{"user":"alice","User":"bob"}`, "a key appears twice"},
 		{`{"user":"alice","colour":"red"}`, "unknown field"},
 		{`{}`, `"user" is required`},
 	} {

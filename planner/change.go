@@ -66,6 +66,9 @@ func (v *validator) changeAction(m map[string]any, path string, a Action) Action
 			return &s
 		}
 		a.Status, a.Assignee, a.Title, a.Body = opt("status", 40), opt("assignee", maxAssignee), opt("title", maxTitle), opt("body", maxBody)
+		if a.Title != nil {
+			*a.Title = line(*a.Title)
+		}
 		if a.Status == nil && a.Assignee == nil && a.Title == nil && a.Body == nil {
 			v.errorf(path, "update_card changes nothing: give status, assignee, title or body")
 		}

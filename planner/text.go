@@ -1,9 +1,41 @@
 package planner
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
+
+// TextError means a text holds a control character that has no place in
+// BobNet's text (see CheckText).
+type TextError struct {
+	Rune rune
+}
+
+func (e *TextError) Error() string {
+	if e.Rune == 0 {
+		return "contains the control character U+0000 (NUL), which cannot be stored"
+	}
+	return fmt.Sprintf("contains the control character U+%04X", e.Rune)
+}
+
+// CheckText is the one check for text that enters BobNet from people or
+// models, whichever way it comes: a plan's fields, a card's title, body
+// or assignee changed through the API, the board page or a chat command.
+// It refuses control characters other than tab, newline and carriage
+// return (a NUL cannot even be stored in Postgres) with a *TextError, and
+// for a one-line text (line: a title, a board name, an assignee) it drops
+// the invisible formatting characters that make text read as something
+// else (bidirectional overrides, zero-width characters).
+func CheckText(s string, line bool) (string, error) {
+	if r, bad := controlChar(s); bad {
+		return s, &TextError{Rune: r}
+	}
+	if line {
+		s = neutralize(s)
+	}
+	return s, nil
+}
 
 // controlChar returns the first control character in s that has no place
 // in a plan (anything of Unicode's Cc category but tab, newline and

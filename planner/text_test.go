@@ -53,3 +53,16 @@ func TestInvisibleCharactersAreNeutralizedInTitles(t *testing.T) {
 		t.Fatalf("name %q, title %q", a.Board.Name, a.Cards[0].Title)
 	}
 }
+
+// A plan's update_card title is a title like any other: its invisible
+// characters go as a new card's do.
+func TestUpdateCardTitleIsNeutralized(t *testing.T) {
+	raw := `{"kind":"propose_actions","answer":"A","confidence":0.9,"actions":[{"type":"update_card","card":"NEWS-1","title":"Pay \u202eecnavda\u202c invoice\u200b"}]}`
+	res := Check([]byte(raw), Options{HasTargetBoard: true})
+	if !res.Valid {
+		t.Fatalf("invalid: %+v", res.Errors)
+	}
+	if got := *res.Plan.Actions[0].Title; got != "Pay ecnavda invoice" {
+		t.Fatalf("title %q", got)
+	}
+}

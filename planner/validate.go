@@ -114,10 +114,17 @@ func (v *validator) str(m map[string]any, path, field string, maxLen int) string
 	if maxLen > 0 && utf8.RuneCountInString(s) > maxLen {
 		v.errorf(join(path, field), "is longer than %d characters", maxLen)
 	}
-	if r, bad := controlChar(s); bad {
-		v.errorf(join(path, field), "contains the control character U+%04X; plans are plain text", r)
+	if _, err := CheckText(s, false); err != nil {
+		v.errorf(join(path, field), "%v; plans are plain text", err)
 	}
 	return s
+}
+
+// line reads a one-line display text (a title, a board name) with its
+// invisible formatting characters dropped; see CheckText.
+func line(s string) string {
+	out, _ := CheckText(s, true) // control characters are reported by str
+	return strings.TrimSpace(out)
 }
 
 // required reads a string field that must be present and non-blank.
@@ -158,8 +165,8 @@ func (v *validator) strList(m map[string]any, path, field string, maxItems, maxL
 		if utf8.RuneCountInString(s) > maxLen {
 			v.errorf(index(join(path, field), i), "is longer than %d characters", maxLen)
 		}
-		if r, bad := controlChar(s); bad {
-			v.errorf(index(join(path, field), i), "contains the control character U+%04X; plans are plain text", r)
+		if _, err := CheckText(s, false); err != nil {
+			v.errorf(index(join(path, field), i), "%v; plans are plain text", err)
 		}
 		if strings.TrimSpace(s) == "" {
 			continue
@@ -303,7 +310,7 @@ func (v *validator) action(m map[string]any, path string, seen map[string]string
 		} else {
 			bp := join(path, "board")
 			a.Board = &BoardDraft{
-				Name: strings.TrimSpace(neutralize(v.str(bm, bp, "name", maxBoardName))),
+				Name: line(v.str(bm, bp, "name", maxBoardName)),
 				Goal: strings.TrimSpace(v.str(bm, bp, "goal", maxGoal)),
 			}
 		}
@@ -433,7 +440,7 @@ func (v *validator) action(m map[string]any, path string, seen map[string]string
 func (v *validator) card(m map[string]any, path string) CardDraft {
 	c := CardDraft{
 		TempID:   strings.TrimSpace(v.required(m, path, "temp_id", maxTempID)),
-		Title:    strings.TrimSpace(neutralize(v.required(m, path, "title", maxTitle))),
+		Title:    line(v.required(m, path, "title", maxTitle)),
 		Body:     strings.TrimSpace(v.required(m, path, "body", maxBody)),
 		Assignee: strings.TrimSpace(v.str(m, path, "assignee", maxAssignee)),
 		Notes:    strings.TrimSpace(v.str(m, path, "notes", maxNotes)),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpapi"
 )
 
 // CardEngine is what the card API needs from the bot engine.
@@ -51,7 +52,7 @@ func (c *Console) patchCard(w http.ResponseWriter, r *http.Request, eng CardEngi
 		handle = ref
 	}
 	var p cardPatch
-	if !decode(w, r, &p) || !validUser(w, p.User) {
+	if !httpapi.Decode(w, r, &p) || !httpapi.ValidUser(w, r, p.User) {
 		return
 	}
 	if p.Status == nil && p.Assignee == nil && p.Title == nil && p.Body == nil && p.Criterion == nil {

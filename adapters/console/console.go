@@ -23,6 +23,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpapi"
 )
 
 // Engine is what the console needs from the bot engine.
@@ -39,15 +40,11 @@ type Engine interface {
 //go:embed static
 var static embed.FS
 
-// maxBody caps API request bodies; a chat message is far smaller.
-const maxBody = 64 << 10
-
 // historySize is how many events a channel keeps for a page reload.
 const historySize = 200
 
 var (
 	channelName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-	userName    = regexp.MustCompile(`^[\p{L}\p{N}._@-]{1,64}$`)
 )
 
 // Console serves the API and the web console, and is the engine's poster
@@ -265,14 +262,14 @@ func (c *Console) PageRoutes(r chi.Router) {
 	sub, _ := fs.Sub(static, "static")
 	files := http.FileServerFS(sub)
 	index := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
 		http.ServeFileFS(w, r, sub, "index.html")
 	}
-	r.Get("/", index)
-	r.Get("/c/{channel}", index)
-	r.Get("/proposals/{id}", c.proposalHTML)
-	r.Handle("/static/*", http.StripPrefix("/static/", files))
+	r.Get("/", SecurityHeaders(http.HandlerFunc(index)).ServeHTTP)
+	r.Get("/c/{channel}", SecurityHeaders(http.HandlerFunc(index)).ServeHTTP)
+	r.Get("/proposals/{id}", SecurityHeaders(http.HandlerFunc(c.proposalHTML)).ServeHTTP)
+	// The files under /static/ include the console's HTML itself, which
+	// must not be framed from that address either.
+	r.Handle("/static/*", SecurityHeaders(http.StripPrefix("/static/", files)))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -283,33 +280,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
-}
-
-// decode reads a JSON body into v: at most maxBody bytes, no unknown
-// fields, one object.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	// JSON only, and said so: a form or a text/plain body (what a web page
-	// can send across sites without asking) is refused.
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		writeError(w, http.StatusUnsupportedMediaType, "send JSON with Content-Type: application/json")
-		return false
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d KiB", maxBody>>10))
-			return false
-		}
-		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
-		return false
-	}
-	if dec.More() {
-		writeError(w, http.StatusBadRequest, "invalid JSON body: more than one value")
-		return false
-	}
-	return true
 }
 
 // userMessage is an engine error as a sentence for people: what happened
@@ -347,14 +317,6 @@ func (c *Console) engineError(w http.ResponseWriter, err error) {
 	}
 }
 
-func validUser(w http.ResponseWriter, user string) bool {
-	if !userName.MatchString(user) {
-		writeError(w, http.StatusBadRequest, `"user" is required: 1 to 64 letters, digits or . _ @ -`)
-		return false
-	}
-	return true
-}
-
 func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "channel")
 	if !channelName.MatchString(name) {
@@ -365,12 +327,15 @@ func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 		User string `json:"user"`
 		Text string `json:"text"`
 	}
-	if !decode(w, r, &body) || !validUser(w, body.User) || !c.allow(w, r) {
+	if !httpapi.Decode(w, r, &body) || !httpapi.ValidUser(w, r, body.User) || !c.allow(w, r) {
 		return
 	}
 	body.Text = strings.TrimSpace(body.Text)
 	if body.Text == "" || len(body.Text) > 8000 {
 		writeError(w, http.StatusBadRequest, `"text" is required, at most 8000 characters`)
+		return
+	}
+	if !httpapi.PlainText(w, "text", body.Text) {
 		return
 	}
 	ch := bot.Channel{Source: bot.SourceConsole, ID: name}
@@ -428,7 +393,7 @@ type decision struct {
 // is answered as an unknown proposal is.
 func (c *Console) decision(w http.ResponseWriter, r *http.Request) (bot.ProposalID, decision, bool) {
 	var d decision
-	if !decode(w, r, &d) || !validUser(w, d.User) {
+	if !httpapi.Decode(w, r, &d) || !httpapi.ValidUser(w, r, d.User) {
 		return "", d, false
 	}
 	id, err := bot.ParseProposalID(chi.URLParam(r, "id"))
@@ -476,6 +441,9 @@ func (c *Console) revise(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.TrimSpace(d.Feedback) == "" || len(d.Feedback) > 8000 {
 		writeError(w, http.StatusBadRequest, `"feedback" is required: say what to change (at most 8000 characters)`)
+		return
+	}
+	if !httpapi.PlainText(w, "feedback", d.Feedback) {
 		return
 	}
 	if !c.allow(w, r) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpapi"
 )
 
 // fakeEngine answers by proposal id: "p_ok…" (padded to an id's length)
@@ -115,7 +116,7 @@ func newServer(t *testing.T, eng Engine) (*Console, *httptest.Server) {
 func TestRoutes(t *testing.T) {
 	t.Parallel()
 	_, srv := newServer(t, &fakeEngine{})
-	big := `{"user":"alice","text":"` + strings.Repeat("a", maxBody) + `"}`
+	big := `{"user":"alice","text":"` + strings.Repeat("a", httpapi.MaxBody) + `"}`
 	tests := []struct {
 		name, method, path, body string
 		status                   int

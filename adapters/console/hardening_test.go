@@ -246,3 +246,26 @@ func TestProposalPageNumbersStayInTheirCards(t *testing.T) {
 		t.Error(p)
 	}
 }
+
+// No page of the console can be framed by another site, /static/ (which
+// serves the console's HTML too) included, and no response is sniffed
+// into another type.
+func TestPagesCannotBeFramed(t *testing.T) {
+	t.Parallel()
+	_, srv := newServer(t, &fakeEngine{})
+	for _, path := range []string{"/", "/c/general", "/static/", "/static/index.html", "/static/app.js", "/static/style.css", "/proposals/p_okaaaaaaaaaaaaaa", "/static/nope"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		h := resp.Header
+		if !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") || h.Get("X-Frame-Options") != "DENY" || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s (%d, %s): CSP %q, X-Frame-Options %q, X-Content-Type-Options %q", path, resp.StatusCode, h.Get("Content-Type"),
+				h.Get("Content-Security-Policy"), h.Get("X-Frame-Options"), h.Get("X-Content-Type-Options"))
+		}
+		if path == "/static/" && (resp.StatusCode != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/html")) {
+			t.Errorf("/static/ is %d %s, not the console's HTML this test means", resp.StatusCode, h.Get("Content-Type"))
+		}
+	}
+}

@@ -363,6 +363,27 @@ func printUsage(w io.Writer, name string, vals []*settingValue) {
 	}
 }
 
+// urlProblem says what is wrong with a URL setting, or "" when nothing
+// is, without quoting any of it: a malformed URL is exactly the one the
+// password masking cannot find (bob:secret@db:5432 parses as scheme
+// "bob"), and the error lands in logs and terminals.
+func urlProblem(v string, schemes []string) string {
+	const hidden = " (the value is not shown: it may hold a password)"
+	want := strings.Join(schemes, " or ")
+	u, err := url.Parse(v)
+	switch {
+	case !strings.Contains(v, "://"):
+		return fmt.Sprintf("is not a %s URL: it has no scheme:// (expected %s://host…)%s", want, schemes[0], hidden)
+	case err != nil:
+		return fmt.Sprintf("is not a %s URL: it cannot be parsed%s", want, hidden)
+	case !slices.Contains(schemes, strings.ToLower(u.Scheme)):
+		return fmt.Sprintf("its scheme is not %s%s", want, hidden)
+	case u.Host == "":
+		return fmt.Sprintf("is not a %s URL: it names no host (expected %s://host…)%s", want, schemes[0], hidden)
+	}
+	return ""
+}
+
 // validate checks what a single setting cannot check alone.
 func (c *Config) validate() []error {
 	var errs []error
@@ -370,9 +391,8 @@ func (c *Config) validate() []error {
 		if v == "" {
 			return
 		}
-		u, err := url.Parse(v)
-		if err != nil || u.Host == "" || !slices.Contains(schemes, u.Scheme) {
-			errs = append(errs, fmt.Errorf("%s: %q is not a %s URL", env, redactURLs(v), strings.Join(schemes, " or ")))
+		if problem := urlProblem(v, schemes); problem != "" {
+			errs = append(errs, fmt.Errorf("%s: %s", env, problem))
 		}
 	}
 	checkURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql")

@@ -132,3 +132,36 @@ func TestShortHookSecretsAreRefused(t *testing.T) {
 		t.Fatalf("16-byte secrets refused: %v", err)
 	}
 }
+
+// A malformed connection URL is the one the password masking cannot
+// find, so a URL setting's error names the variable and the problem and
+// never quotes the value, however it is broken.
+func TestConfigURLErrorsNeverQuoteTheValue(t *testing.T) {
+	t.Parallel()
+	const pw = "s3cret-pw"
+	tests := []struct {
+		env, value, says string
+	}{
+		{"DATABASE_URL", "bobnet:" + pw + "@127.0.0.1:5432/bobnet", "no scheme://"},
+		{"DATABASE_URL", "postgres//bobnet:" + pw + "@127.0.0.1:5432/bobnet", "no scheme://"},
+		{"DATABASE_URL", "host=db user=bobnet password=" + pw, "no scheme://"},
+		{"DATABASE_URL", "mysql://bobnet:" + pw + "@db/bobnet", "scheme is not postgres or postgresql"},
+		{"DATABASE_URL", "postgres://bobnet:" + pw + "@[::1/bobnet", "cannot be parsed"},
+		{"DATABASE_URL", "postgres://bobnet:" + pw + "@/bobnet", "names no host"},
+		{"REDIS_URL", ":" + pw + "@127.0.0.1:6379/0", "no scheme://"},
+		{"BOBNET_PUBLIC_URL", "bob:" + pw + "@bobnet.example", "no scheme://"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env+" "+tt.says, func(t *testing.T) {
+			t.Parallel()
+			_, err := testConfig(t, map[string]string{tt.env: tt.value})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, pw) || strings.Contains(msg, "bobnet:") || !strings.Contains(msg, tt.env+": ") || !strings.Contains(msg, tt.says) {
+				t.Fatalf("error %q: want %s named with %q and no part of the value", msg, tt.env, tt.says)
+			}
+		})
+	}
+}

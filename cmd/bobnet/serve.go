@@ -157,7 +157,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	}
 
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer, logRequests(logger))
+	r.Use(middleware.Recoverer, logRequests(logger), console.SecurityHeaders)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
