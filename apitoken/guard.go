@@ -69,6 +69,8 @@ func RequiredScope(method, path string) Scope {
 	case method == http.MethodPost && (strings.HasPrefix(path, "/api/v1/boards/") && strings.HasSuffix(path, "/runs") ||
 		strings.HasPrefix(path, "/api/v1/runs/") && strings.HasSuffix(path, "/stop")):
 		return ScopeWrite
+	case (method == http.MethodPut || method == http.MethodDelete) && strings.HasPrefix(path, "/api/v1/boards/") && strings.HasSuffix(path, "/schedule"):
+		return ScopeWrite
 	}
 	return ScopeAdmin
 }

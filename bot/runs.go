@@ -116,12 +116,12 @@ func RunURL(publicURL string, r board.Run) string {
 
 // Started tells the board's thread that a run began.
 func (e *Engine) Started(ctx context.Context, r board.Run) {
-	why := ""
+	why := " by " + r.StartedBy
 	switch r.Trigger {
 	case "schedule":
 		why = " on its schedule"
 	case "catch_up":
-		why = ", catching up on the slots missed while BobNet was down"
+		why = " on its schedule, catching up on what BobNet missed while it was down"
 	}
 	models := 0
 	for _, c := range r.Cards {
@@ -129,7 +129,7 @@ func (e *Engine) Started(ctx context.Context, r board.Run) {
 			models++
 		}
 	}
-	text := fmt.Sprintf("Run %d started%s by %s: %d cards, %d worked by runners, the rest by people.", r.Number, why, r.StartedBy, len(r.Cards), models)
+	text := fmt.Sprintf("Run %d started%s: %d cards, %d worked by runners, the rest by people.", r.Number, why, len(r.Cards), models)
 	e.tellRun(ctx, r.Board, text, RunURL(e.cfg.PublicURL, r))
 }
 
@@ -184,4 +184,10 @@ func (e *Engine) tellRun(ctx context.Context, id board.ID, text, link string) {
 	}) {
 		e.logger.Warn("run news not told: the channel's outbound queue is full", "board", id)
 	}
+}
+
+// Skipped tells the board's thread that a scheduled slot did not start a
+// run, and why.
+func (e *Engine) Skipped(ctx context.Context, id board.ID, slot time.Time, why string) {
+	e.tellRun(ctx, id, fmt.Sprintf("The run scheduled for %s was skipped: %s.", slot.Format("Mon 2 Jan 15:04 MST"), why), board.BoardURL(e.cfg.PublicURL, id))
 }

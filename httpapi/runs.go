@@ -69,7 +69,6 @@ type who struct {
 	User string `json:"user"`
 }
 
-
 func (x *Runs) start(w http.ResponseWriter, r *http.Request) {
 	id, err := board.ParseID(chi.URLParam(r, "id"))
 	if err != nil {

@@ -55,14 +55,15 @@ type pinger interface {
 
 // app is BobNet wired together: its HTTP handler and the engine to run.
 type app struct {
-	handler http.Handler
-	engine  *bot.Engine
-	model   *planner.Client
-	slack   *slack.Adapter  // nil when Slack is not configured
-	matrix  *matrix.Adapter // nil when Matrix is not configured
-	ext     *integrations
-	runs    *boardrun.Worker
-	close   func()
+	handler   http.Handler
+	engine    *bot.Engine
+	model     *planner.Client
+	slack     *slack.Adapter  // nil when Slack is not configured
+	matrix    *matrix.Adapter // nil when Matrix is not configured
+	ext       *integrations
+	runs      *boardrun.Worker
+	schedules *boardrun.Scheduler
+	close     func()
 }
 
 // newApp connects to Postgres and Redis, migrates, and wires the engine,
@@ -179,13 +180,15 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		con.APIRoutes(r)
 		con.CardRoutes(r, engine)
 		httpapi.NewRuns(store, engine, runs.Runner, cfg.RunDeadline, cfg.PublicURL).Routes(r)
+		httpapi.NewSchedules(store, time.Now).Routes(r)
 		(&policyAPI{store: store, engine: engine, logger: logger}).routes(r)
 	})
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
 		slackAdapter.Routes(r) // signed by Slack, not by the API token
 	}
 	ext.routes(r) // signed by their senders, not by the API token
-	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs, close: closeAll}, nil
+	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs,
+		schedules: boardrun.NewScheduler(store, engine, runs.Runner, cfg.RunDeadline, logger), close: closeAll}, nil
 }
 
 // runServe starts everything configured and serves until ctx is done.
@@ -206,6 +209,7 @@ func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	defer background.Wait()
 	a.ext.run(ctx, &background)
 	background.Go(func() { _ = a.runs.Run(ctx) })
+	background.Go(func() { a.schedules.Run(ctx, 30*time.Second, time.Now) })
 	if a.slack != nil && cfg.SlackAppToken != "" {
 		background.Add(1)
 		go func() {

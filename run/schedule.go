@@ -1,0 +1,166 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/bobnet/bobnet/board"
+)
+
+// cronFields parses the five standard cron fields (minute, hour, day of
+// month, month, day of week) and the @daily-style descriptors; robfig/cron
+// is the well-kept parser for them.
+var cronFields = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// ErrBadSchedule means a cron expression or time zone is not one BobNet
+// can use.
+var ErrBadSchedule = errors.New("not a schedule")
+
+// ParseSchedule checks a five-field cron expression and an IANA time zone
+// ("Europe/Berlin"; "UTC"). Time zones inside the expression (CRON_TZ=)
+// are refused: the zone is its own field.
+func ParseSchedule(expr, zone string) (cron.Schedule, *time.Location, error) {
+	expr = strings.TrimSpace(expr)
+	if strings.Contains(expr, "TZ=") {
+		return nil, nil, fmt.Errorf("%w: give the time zone on its own, not in the cron expression", ErrBadSchedule)
+	}
+	if len(strings.Fields(expr)) != 5 && !strings.HasPrefix(expr, "@") {
+		return nil, nil, fmt.Errorf("%w: %q is not five cron fields (minute hour day-of-month month day-of-week, e.g. \"0 6 * * *\")", ErrBadSchedule, expr)
+	}
+	sched, err := cronFields.Parse(expr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %q: %w", ErrBadSchedule, expr, err)
+	}
+	zone = strings.TrimSpace(zone)
+	if zone == "" || zone == "Local" {
+		return nil, nil, fmt.Errorf("%w: name a time zone, such as Europe/Berlin or UTC", ErrBadSchedule)
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %q is not an IANA time zone (such as Europe/Berlin or UTC)", ErrBadSchedule, zone)
+	}
+	return sched, loc, nil
+}
+
+// DailyCron turns chat's "daily 06:00" into "0 6 * * *".
+func DailyCron(hhmm string) (string, error) {
+	t, err := time.Parse("15:04", strings.TrimSpace(hhmm))
+	if err != nil {
+		return "", fmt.Errorf("%w: %q is not a time of day such as 06:00", ErrBadSchedule, hhmm)
+	}
+	return fmt.Sprintf("%d %d * * *", t.Minute(), t.Hour()), nil
+}
+
+// Next is the schedule's next slot after t.
+func Next(sc board.Schedule, after time.Time) (time.Time, error) {
+	sched, loc, err := ParseSchedule(sc.Cron, sc.Timezone)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return sched.Next(after.In(loc)), nil
+}
+
+// due says which slots of a schedule have come since last, up to now: the
+// latest of them and how many there were (at most maxMissed are counted).
+func due(sched cron.Schedule, loc *time.Location, last, now time.Time) (latest time.Time, n int) {
+	const maxMissed = 10000
+	for t := sched.Next(last.In(loc)); !t.After(now) && n < maxMissed; t = sched.Next(t) {
+		latest, n = t, n+1
+	}
+	return latest, n
+}
+
+// lateAfter is how late a slot may fire and still count as on time; later
+// than that, BobNet was down at the slot and the run is a catch-up.
+const lateAfter = 5 * time.Minute
+
+// ScheduleStore is what the scheduler needs of storage; *board.Store is
+// one.
+type ScheduleStore interface {
+	Schedules(ctx context.Context) ([]board.Schedule, error)
+	AdvanceSchedule(ctx context.Context, id board.ID, from, to time.Time) (bool, error)
+	StartRun(ctx context.Context, st board.RunStart) (board.Run, error)
+}
+
+// ScheduleTeller tells a board's thread what its schedule did.
+type ScheduleTeller interface {
+	Started(ctx context.Context, r board.Run)
+	Skipped(ctx context.Context, id board.ID, slot time.Time, why string)
+}
+
+// Scheduler starts the runs schedules ask for. Every replica may run one:
+// a slot fires once, on the replica that moves the schedule past it.
+type Scheduler struct {
+	store    ScheduleStore
+	tell     ScheduleTeller
+	runner   func(assignee string) (string, bool)
+	deadline time.Duration
+	logger   *slog.Logger
+}
+
+// NewScheduler makes a scheduler; runner says who works each assignee's
+// cards (Worker.Runner) and deadline how long a run may take.
+func NewScheduler(store ScheduleStore, tell ScheduleTeller, runner func(string) (string, bool), deadline time.Duration, logger *slog.Logger) *Scheduler {
+	return &Scheduler{store: store, tell: tell, runner: runner, deadline: deadline, logger: logger}
+}
+
+// Run ticks every interval until ctx ends, with the clock now.
+func (s *Scheduler) Run(ctx context.Context, interval time.Duration, now func() time.Time) {
+	for ctx.Err() == nil {
+		if err := s.Tick(ctx, now()); err != nil && ctx.Err() == nil {
+			s.logger.Warn("schedules", "err", err)
+		}
+		sleep(ctx, interval)
+	}
+}
+
+// Tick fires what is due at now. Slots missed while BobNet was down make
+// one catch-up run, said so in the thread; a slot that comes while the
+// board's run is still going is skipped, said so too.
+func (s *Scheduler) Tick(ctx context.Context, now time.Time) error {
+	scs, err := s.store.Schedules(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, sc := range scs {
+		sched, loc, err := ParseSchedule(sc.Cron, sc.Timezone)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("board %s: %w", sc.Board, err))
+			continue
+		}
+		slot, n := due(sched, loc, sc.LastSlot, now)
+		if n == 0 {
+			continue
+		}
+		won, err := s.store.AdvanceSchedule(ctx, sc.Board, sc.LastSlot, slot)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !won {
+			continue // another replica fired it
+		}
+		trigger := "schedule"
+		if n > 1 || now.Sub(slot) > lateAfter {
+			trigger = "catch_up"
+		}
+		r, err := s.store.StartRun(ctx, board.RunStart{Board: sc.Board, User: sc.SetBy, Trigger: trigger, Runner: s.runner, Deadline: s.deadline})
+		switch {
+		case errors.Is(err, board.ErrRunGoing):
+			s.tell.Skipped(ctx, sc.Board, slot.In(loc), "the previous run is still going")
+		case err != nil:
+			errs = append(errs, fmt.Errorf("start the scheduled run of %s: %w", sc.Board, err))
+		default:
+			s.logger.Info("scheduled run started", "board", sc.Board, "run", r.Number, "slot", slot, "missed", n-1)
+			s.tell.Started(ctx, r)
+		}
+	}
+	return errors.Join(errs...)
+}
