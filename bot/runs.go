@@ -11,9 +11,11 @@ import (
 	"github.com/bobnet/bobnet/planner"
 )
 
-// RunStore starts and lists runs; *board.Store is one.
+// RunStore starts, lists and reviews runs; *board.Store is one.
 type RunStore interface {
 	StartRun(ctx context.Context, st board.RunStart) (board.Run, error)
+	Run(ctx context.Context, id board.RunID) (board.Run, error)
+	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
 	Runs(ctx context.Context, id board.ID, limit int) ([]board.Run, error)
 	BoardByKey(ctx context.Context, key string) (board.Board, error)
 }
@@ -134,11 +136,20 @@ func (e *Engine) Started(ctx context.Context, r board.Run) {
 }
 
 // Reviewing tells the board's thread that a runner's card waits for a
-// person to accept it or send it back.
+// person to accept it or send it back, and how.
 func (e *Engine) Reviewing(ctx context.Context, job board.RunJob, up board.CardUpdate) {
-	text := fmt.Sprintf("%s “%s” is ready for review in run %d. Read it on the run page, then accept it or send it back with a reason (POST /api/v1/runs/%s/cards/%s/review).",
-		up.Card.Handle, up.Card.Title, job.Run.Number, job.Run.ID, up.Card.Handle)
-	e.tellRun(ctx, job.Run.Board, text, RunURL(e.cfg.PublicURL, job.Run))
+	h := up.Card.Handle
+	e.tellRunTo(ctx, job.Run.Board, func(src Source) string {
+		how := fmt.Sprintf("POST /api/v1/runs/%s/cards/%s/review", job.Run.ID, h)
+		switch src {
+		case SourceSlack:
+			how = fmt.Sprintf("`/bobnet accept %s` or `/bobnet sendback %s <why>`", h, h)
+		case SourceMatrix:
+			how = fmt.Sprintf("!bobnet accept %s or !bobnet sendback %s <why>", h, h)
+		}
+		return fmt.Sprintf("%s “%s” is ready for review in run %d: read it on the run page, then accept it or send it back with a reason (%s).",
+			h, up.Card.Title, job.Run.Number, how)
+	}, RunURL(e.cfg.PublicURL, job.Run))
 }
 
 // Ended tells the board's thread how a run ended.
@@ -162,6 +173,11 @@ func (e *Engine) Ended(ctx context.Context, r board.Run) {
 // tellRun posts a run's news in the thread where its board was made, off
 // the caller's path.
 func (e *Engine) tellRun(ctx context.Context, id board.ID, text, link string) {
+	e.tellRunTo(ctx, id, func(Source) string { return text }, link)
+}
+
+// tellRunTo is tellRun with text said as fits the thread's platform.
+func (e *Engine) tellRunTo(ctx context.Context, id board.ID, text func(Source) string, link string) {
 	cs, err := e.cardStore()
 	if err != nil {
 		return
@@ -176,7 +192,7 @@ func (e *Engine) tellRun(ctx context.Context, id board.ID, text, link string) {
 		return
 	}
 	t := Thread{Channel: Channel{Source: Source(src), ID: ch}, ID: b.Thread}
-	r := Reply{Kind: ReplyInfo, Text: text, BoardURL: link}
+	r := Reply{Kind: ReplyInfo, Text: text(t.Channel.Source), BoardURL: link}
 	if !e.out.send(b.Channel, func(ctx context.Context) {
 		if err := e.poster(t.Channel.Source).Reply(ctx, t, r); err != nil {
 			e.logger.Warn("tell run news", "board", id, "err", err)

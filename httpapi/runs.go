@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
 )
 
 // RunStore is what the runs API needs of storage; *board.Store is one.
@@ -19,21 +20,21 @@ type RunStore interface {
 	StartRun(ctx context.Context, st board.RunStart) (board.Run, error)
 	Run(ctx context.Context, id board.RunID) (board.Run, error)
 	Runs(ctx context.Context, id board.ID, limit int) ([]board.Run, error)
-	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
 	StopRun(ctx context.Context, id board.RunID, user string) (board.Run, error)
 	CardByHandle(ctx context.Context, handle string) (board.Card, error)
 }
 
-// RunTeller tells a board's thread that a run started; *bot.Engine is
-// one.
-type RunTeller interface {
+// RunEngine tells a board's thread that a run started and decides
+// reviews under the channel's policy; *bot.Engine is one.
+type RunEngine interface {
 	Started(ctx context.Context, r board.Run)
+	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
 }
 
 // Runs serves the runs of boards: start, list, read, review, stop.
 type Runs struct {
 	store RunStore
-	tell  RunTeller
+	eng   RunEngine
 	// runner says who works an assignee's cards (run.Worker.Runner).
 	runner   func(assignee string) (string, bool)
 	deadline time.Duration
@@ -41,8 +42,8 @@ type Runs struct {
 }
 
 // NewRuns makes the runs API; deadline is how long a run may take.
-func NewRuns(store RunStore, tell RunTeller, runner func(string) (string, bool), deadline time.Duration, publicURL string) *Runs {
-	return &Runs{store: store, tell: tell, runner: runner, deadline: deadline, base: strings.TrimRight(publicURL, "/")}
+func NewRuns(store RunStore, eng RunEngine, runner func(string) (string, bool), deadline time.Duration, publicURL string) *Runs {
+	return &Runs{store: store, eng: eng, runner: runner, deadline: deadline, base: strings.TrimRight(publicURL, "/")}
 }
 
 // Routes mounts the runs API; the caller puts the token guard in front.
@@ -84,7 +85,7 @@ func (x *Runs) start(w http.ResponseWriter, r *http.Request) {
 		x.fail(w, err)
 		return
 	}
-	x.tell.Started(r.Context(), run)
+	x.eng.Started(r.Context(), run)
 	WriteJSON(w, http.StatusCreated, x.view(run))
 }
 
@@ -155,7 +156,7 @@ func (x *Runs) review(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	up, err := x.store.ReviewRunCard(r.Context(), id, card, body.User, accept, strings.TrimSpace(body.Reason))
+	up, err := x.eng.ReviewRunCard(r.Context(), id, card, body.User, accept, strings.TrimSpace(body.Reason))
 	if err != nil {
 		x.fail(w, err)
 		return
@@ -198,7 +199,9 @@ func (x *Runs) stop(w http.ResponseWriter, r *http.Request) {
 // fail answers a store error with its status and a sentence for people.
 func (x *Runs) fail(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, board.ErrNotFound):
+	case errors.Is(err, bot.ErrForbidden):
+		WriteError(w, http.StatusForbidden, err.Error())
+	case errors.Is(err, board.ErrNotFound), errors.Is(err, bot.ErrNotFound):
 		WriteError(w, http.StatusNotFound, "no such board, run or card")
 	case errors.Is(err, board.ErrRunGoing):
 		WriteError(w, http.StatusConflict, "this board has a run going; stop it or wait for it to end")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,15 +15,23 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
 
-// told is a RunTeller that tells nobody.
-type told struct{}
+// engine tells nobody and lets everyone review.
+type engine struct{ s *board.Store }
 
-func (told) Started(context.Context, board.Run) {}
+func (engine) Started(context.Context, board.Run) {}
+
+func (e engine) ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error) {
+	if user == "mallory" {
+		return board.CardUpdate{}, fmt.Errorf("review: %w", bot.ErrForbidden)
+	}
+	return e.s.ReviewRunCard(ctx, run, card, user, accept, reason)
+}
 
 func call(t *testing.T, srv, method, path, body string) (int, map[string]any) {
 	t.Helper()
@@ -51,7 +60,7 @@ func TestRunsAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := chi.NewRouter()
-	httpapi.NewRuns(s, told{}, func(string) (string, bool) { return "model", true }, time.Hour, "http://bobnet.example").Routes(r)
+	httpapi.NewRuns(s, engine{s}, func(string) (string, bool) { return "model", true }, time.Hour, "http://bobnet.example").Routes(r)
 	ts := httptest.NewServer(r)
 	t.Cleanup(ts.Close)
 	b := "/api/v1/boards/" + string(out.BoardID)
@@ -98,6 +107,9 @@ func TestRunsAPI(t *testing.T) {
 	}
 	if code, got := call(t, ts.URL, "POST", review, `{"user":"alice","decision":"maybe"}`); code != 400 {
 		t.Fatalf("unknown decision: %d %v", code, got)
+	}
+	if code, got := call(t, ts.URL, "POST", review, `{"user":"mallory","decision":"accept"}`); code != 403 {
+		t.Fatalf("a review the policy refuses: %d %v", code, got)
 	}
 	if code, got := call(t, ts.URL, "POST", review, `{"user":"alice","decision":"send_back","reason":"cite the law"}`); code != 200 || got["status"] != "Ready" {
 		t.Fatalf("send back: %d %v", code, got)

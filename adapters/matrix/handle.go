@@ -249,7 +249,7 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 			}
 			args := fields[2:]
 			a.async(func(ctx context.Context) { a.cardCommand(ctx, thread, sub, user, args) })
-		case "run", "runs":
+		case "run", "runs", "accept", "sendback":
 			if !a.first(ctx, "command", evt.ID) {
 				return
 			}

@@ -37,6 +37,7 @@ type Engine interface {
 	NextCards(ctx context.Context, ch bot.Channel) (board.Status, error)
 	StartRun(ctx context.Context, ch bot.Channel, user, ref string) (board.Run, error)
 	RecentRuns(ctx context.Context, ch bot.Channel, ref string) (board.Board, []board.Run, error)
+	ReviewByHandle(ctx context.Context, ch bot.Channel, user, ref string, accept bool, reason string) (board.CardUpdate, error)
 }
 
 // Memory remembers event ids across replicas and restarts, so a

@@ -3,6 +3,7 @@ package matrix
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/bobnet/bobnet/bot"
 )
@@ -16,6 +17,21 @@ func (a *Adapter) runCommand(ctx context.Context, thread bot.Thread, sub, user s
 		ref = args[0]
 	}
 	info := func(text string) { a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: text}) }
+	if sub == "accept" || sub == "sendback" {
+		accept := sub == "accept"
+		if len(args) == 0 || (!accept && len(args) < 2) {
+			info("Say which card, and when sending back, why: !bobnet accept NEWS-3, !bobnet sendback NEWS-3 cite the sources.")
+			return
+		}
+		reason := ""
+		if !accept {
+			reason = strings.Join(args[1:], " ")
+		}
+		if _, err := a.eng.ReviewByHandle(ctx, thread.Channel, user, args[0], accept, reason); err != nil {
+			info(bot.ReviewErrorText(err))
+		}
+		return
+	}
 	if sub == "runs" {
 		b, runs, err := a.eng.RecentRuns(ctx, thread.Channel, ref)
 		if err != nil {

@@ -63,6 +63,10 @@ func (inertEngine) RecentRuns(context.Context, bot.Channel, string) (board.Board
 	return board.Board{}, nil, bot.ErrNotFound
 }
 
+func (inertEngine) ReviewByHandle(context.Context, bot.Channel, string, string, bool, string) (board.CardUpdate, error) {
+	return board.CardUpdate{}, bot.ErrNotFound
+}
+
 func (inertEngine) NextCards(context.Context, bot.Channel) (board.Status, error) {
 	return board.Status{}, bot.ErrNotFound
 }

@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bobnet/bobnet/bot"
@@ -20,7 +21,10 @@ func (a *Adapter) runCommand(ctx context.Context, sub, channel, user, trigger st
 	if len(args) > 0 {
 		ref = args[0]
 	}
-	if sub == "runs" {
+	switch sub {
+	case "accept", "sendback":
+		return a.reviewCommand(ctx, sub == "accept", ch, user, args)
+	case "runs":
 		b, runs, err := a.eng.RecentRuns(ctx, ch, ref)
 		if err != nil {
 			return private(escape(bot.RunErrorText(err)))
@@ -41,4 +45,23 @@ func (a *Adapter) runCommand(ctx context.Context, sub, channel, user, trigger st
 		return private(escape(bot.RunErrorText(err)))
 	}
 	return private(fmt.Sprintf("Run %d started; its news goes to the board's thread. <%s|The run page>", r.Number, bot.RunURL(a.cfg.PublicURL, r)))
+}
+
+// reviewCommand answers `/bobnet accept NEWS-3` and `/bobnet sendback
+// NEWS-3 <reason>`: a review of a card in the running run of the
+// channel's board, as the channel's policy allows. The thread is told.
+func (a *Adapter) reviewCommand(ctx context.Context, accept bool, ch bot.Channel, user string, args []string) commandReply {
+	private := func(text string) commandReply { return commandReply{ResponseType: "ephemeral", Text: text} }
+	if len(args) == 0 || (!accept && len(args) < 2) {
+		return private("Say which card, and when sending back, why: `/bobnet accept NEWS-3`, `/bobnet sendback NEWS-3 cite the sources`.")
+	}
+	reason := strings.Join(args[1:], " ")
+	if accept {
+		reason = ""
+	}
+	up, err := a.eng.ReviewByHandle(ctx, ch, user, args[0], accept, reason)
+	if err != nil {
+		return private(escape(bot.ReviewErrorText(err)))
+	}
+	return private(escape(fmt.Sprintf("%s is now %s.", up.Card.Handle, up.Card.Status)))
 }

@@ -36,6 +36,7 @@ type Engine interface {
 	NextCards(ctx context.Context, ch bot.Channel) (board.Status, error)
 	StartRun(ctx context.Context, ch bot.Channel, user, ref string) (board.Run, error)
 	RecentRuns(ctx context.Context, ch bot.Channel, ref string) (board.Board, []board.Run, error)
+	ReviewByHandle(ctx context.Context, ch bot.Channel, user, ref string, accept bool, reason string) (board.CardUpdate, error)
 }
 
 // Memory remembers event ids and the threads the bot speaks in, across
@@ -762,7 +763,7 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		return commandReply{ResponseType: "ephemeral", Text: "On it — the preview will appear in the thread."}
 	case "move", "assign", "next":
 		return a.cardCommand(ctx, sub, channel, user, fields[1:])
-	case "run", "runs":
+	case "run", "runs", "accept", "sendback":
 		return a.runCommand(ctx, sub, channel, user, trigger, fields[1:])
 	default:
 		return commandReply{ResponseType: "ephemeral", Text: helpText}

@@ -91,7 +91,7 @@ func Start(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, m
 	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, boardtest.Logger(t))
 	ps := pending.NewStore(rdb, prefix)
 	eng, err := bot.New(cfg, bot.Deps{
-		Planner: client, Boards: store, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix),
+		Planner: client, Boards: store, Runs: store, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix),
 	}, boardtest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
