@@ -153,19 +153,21 @@ type Payload struct {
 	Data      Data          `json:"data"`
 }
 
-// Data is what an event says about its proposal and board.
+// Data is what an event says about its proposal and board. A
+// card.changed event is about no proposal, so it leaves the proposal's
+// fields out rather than sending them empty.
 type Data struct {
-	ProposalID  bot.ProposalID    `json:"proposal_id"`
-	State       bot.ProposalState `json:"state"`
-	Version     int               `json:"version"`
+	ProposalID  bot.ProposalID    `json:"proposal_id,omitempty"`
+	State       bot.ProposalState `json:"state,omitempty"`
+	Version     int               `json:"version,omitempty"`
 	Channel     string            `json:"channel"`
 	RequestID   bot.RequestID     `json:"request_id,omitempty"`
-	RequestedBy string            `json:"requested_by"`
+	RequestedBy string            `json:"requested_by,omitempty"`
 	Request     string            `json:"request,omitempty"`
 	Actor       string            `json:"actor,omitempty"`
 	BoardName   string            `json:"board_name,omitempty"`
-	Cards       int               `json:"cards"`
-	Links       int               `json:"links"`
+	Cards       int               `json:"cards,omitempty"`
+	Links       int               `json:"links,omitempty"`
 	ExpiresAt   time.Time         `json:"expires_at,omitzero"`
 	BoardID     string            `json:"board_id,omitempty"`
 	BoardURL    string            `json:"board_url,omitempty"`
