@@ -23,6 +23,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,6 +35,10 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
+
+// DefaultTimeout is how long one attempt may take: Standard Webhooks asks
+// senders to wait 15 to 30 seconds for an answer.
+const DefaultTimeout = 20 * time.Second
 
 // ErrBlockedAddress means a callback resolved to an address callbacks may
 // not reach.
@@ -57,7 +62,7 @@ type Config struct {
 	RetryBase    time.Duration // default 5s, doubled per failed attempt
 	RetryMax     time.Duration // default 1h
 	MaxAttempts  int           // default 20, about a day; then the row is marked failed
-	Timeout      time.Duration // per attempt, default 10s
+	Timeout      time.Duration // per attempt, default 20s (the specification asks for 15 to 30)
 	Lease        time.Duration // how long a sender owns a row it is sending, default 1m
 	Keep         time.Duration // how long delivered and failed rows are kept, default 7 days
 }
@@ -87,11 +92,14 @@ func New(cfg Config, pool *pgxpool.Pool, logger *slog.Logger) *Outbox {
 		cfg.MaxAttempts = 20
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = time.Minute
 	}
+	// A lease shorter than an attempt would let another sender take a row
+	// whose POST is still under way.
+	cfg.Lease = max(cfg.Lease, 2*cfg.Timeout)
 	if cfg.Keep <= 0 {
 		cfg.Keep = 7 * 24 * time.Hour
 	}
@@ -287,13 +295,24 @@ WHERE id IN (
                       AND e.delivered_at IS NULL AND e.failed_at IS NULL)
     ORDER BY o.id LIMIT $1
     FOR UPDATE SKIP LOCKED)
-RETURNING id, msg_id, endpoint, body, attempts`
+RETURNING id, msg_id, endpoint, body, attempts,
+    EXISTS (SELECT 1 FROM callback_endpoints_disabled d WHERE d.endpoint = event_outbox.endpoint)`
 
 const (
 	markDelivered = `UPDATE event_outbox SET delivered_at = now(), attempts = attempts + 1, last_error = '' WHERE id = $1`
 	markRetry     = `UPDATE event_outbox SET attempts = attempts + 1, last_error = $2,
 next_attempt_at = now() + $3 * interval '1 millisecond' WHERE id = $1`
 	markFailed = `UPDATE event_outbox SET attempts = attempts + 1, last_error = $2, failed_at = now() WHERE id = $1`
+	// markSkipped gives up a row of a disabled endpoint without sending it.
+	markSkipped = `UPDATE event_outbox SET last_error = $2, failed_at = now() WHERE id = $1`
+
+	// disableEndpoint records an endpoint's 410 Gone and gives up its
+	// other pending rows: the receiver said it will never take them.
+	disableEndpoint = `WITH d AS (
+    INSERT INTO callback_endpoints_disabled (endpoint, reason) VALUES ($1, $2)
+    ON CONFLICT (endpoint) DO UPDATE SET disabled_at = now(), reason = excluded.reason)
+UPDATE event_outbox SET last_error = 'not sent: the endpoint answered 410 Gone and is disabled', failed_at = now()
+WHERE endpoint = $1 AND id <> $3 AND delivered_at IS NULL AND failed_at IS NULL`
 )
 
 type row struct {
@@ -302,6 +321,7 @@ type row struct {
 	endpoint string
 	body     []byte
 	attempts int
+	disabled bool
 }
 
 // SendDue sends the events that are due, one per endpoint, and returns how
@@ -313,7 +333,7 @@ func (o *Outbox) SendDue(ctx context.Context) (int, error) {
 	}
 	due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 		var x row
-		err := r.Scan(&x.id, &x.msgID, &x.endpoint, &x.body, &x.attempts)
+		err := r.Scan(&x.id, &x.msgID, &x.endpoint, &x.body, &x.attempts, &x.disabled)
 		return x, err
 	})
 	if err != nil {
@@ -334,9 +354,25 @@ func (o *Outbox) SendDue(ctx context.Context) (int, error) {
 
 // deliver sends one row and records how it went.
 func (o *Outbox) deliver(ctx context.Context, r row) {
-	err := o.post(ctx, r)
 	bg := context.WithoutCancel(ctx)
+	if r.disabled {
+		if _, err := o.pool.Exec(bg, markSkipped, r.id, "not sent: the endpoint answered 410 Gone and is disabled"); err != nil {
+			o.logger.Warn("outbox: give up an event of a disabled endpoint", "msg_id", r.msgID, "err", err)
+		}
+		return
+	}
+	err := o.post(ctx, r)
+	var gone *goneError
+	var later *retryAfterError
 	switch {
+	case errors.As(err, &gone):
+		o.logger.Warn("outbox: endpoint answered 410 Gone; disabling it", "endpoint", r.endpoint, "msg_id", r.msgID)
+		if _, err := o.pool.Exec(bg, markFailed, r.id, err.Error()); err != nil {
+			o.logger.Warn("outbox: mark failed", "msg_id", r.msgID, "err", err)
+		}
+		if _, err := o.pool.Exec(bg, disableEndpoint, r.endpoint, err.Error(), r.id); err != nil {
+			o.logger.Warn("outbox: disable endpoint", "endpoint", r.endpoint, "err", err)
+		}
 	case err == nil:
 		if _, err := o.pool.Exec(bg, markDelivered, r.id); err != nil {
 			o.logger.Warn("outbox: mark delivered", "msg_id", r.msgID, "err", err)
@@ -348,6 +384,10 @@ func (o *Outbox) deliver(ctx context.Context, r row) {
 		}
 	default:
 		wait := o.backoff(r.attempts + 1)
+		if errors.As(err, &later) {
+			// The receiver said when to come back: not before then.
+			wait = max(wait, later.wait)
+		}
 		o.logger.Info("outbox: delivery failed; will retry", "msg_id", r.msgID, "endpoint", r.endpoint, "in", wait, "err", err)
 		if _, err := o.pool.Exec(bg, markRetry, r.id, truncate(err.Error(), 500), wait.Milliseconds()); err != nil {
 			o.logger.Warn("outbox: schedule retry", "msg_id", r.msgID, "err", err)
@@ -380,6 +420,11 @@ func (o *Outbox) post(ctx context.Context, r row) error {
 	if err != nil || !slices.Contains(o.cfg.AllowHosts, strings.ToLower(u.Hostname())) {
 		return fmt.Errorf("%w: %s is not on outbound.allow_hosts", errPermanent, r.endpoint)
 	}
+	// Only a whsec_ secret is read the same way by every receiver's
+	// library; configuration refuses others, and so does the sender.
+	if err := webhook.CheckCallbackSecret(secret); err != nil {
+		return fmt.Errorf("%w: %w", errPermanent, err)
+	}
 	h, err := webhook.StandardHeaders(secret, r.msgID, time.Now(), r.body)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
@@ -397,10 +442,55 @@ func (o *Outbox) post(ctx context.Context, r row) error {
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("%s answered %s", r.endpoint, resp.Status)
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode <= 299:
+		return nil
+	case resp.StatusCode == http.StatusGone:
+		return &goneError{endpoint: r.endpoint}
 	}
-	return nil
+	err = fmt.Errorf("%s answered %s", r.endpoint, resp.Status)
+	if wait, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		return &retryAfterError{err: err, wait: wait}
+	}
+	return err
+}
+
+// goneError is a 410 Gone: the receiver asks never to be sent to again.
+type goneError struct{ endpoint string }
+
+func (e *goneError) Error() string { return e.endpoint + " answered 410 Gone" }
+
+// retryAfterError is a failed attempt whose answer said when to retry.
+type retryAfterError struct {
+	err  error
+	wait time.Duration
+}
+
+func (e *retryAfterError) Error() string { return fmt.Sprintf("%v (Retry-After %s)", e.err, e.wait) }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// maxRetryAfter caps what a receiver may ask for, so one wrong header
+// does not park an endpoint's events for months.
+const maxRetryAfter = 24 * time.Hour
+
+// retryAfter reads a Retry-After value: delay seconds or an HTTP date.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		d = time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
+	} else if at, err := http.ParseTime(v); err == nil {
+		d = max(at.Sub(now), 0)
+	} else {
+		return 0, false
+	}
+	return min(d, maxRetryAfter), true
 }
 
 func truncate(s string, n int) string {
