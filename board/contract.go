@@ -43,6 +43,11 @@ type Execution struct {
 	RequestedBy string
 	ApprovedBy  string
 	Plan        planner.Envelope // validated and normalized
+	// Events, when set, makes the decision's outbound events once the
+	// board's id is known; they are written in the same transaction, so
+	// the approval is never committed without them. A replay calls it
+	// not: the first execution wrote them.
+	Events func(ExecResult) ([]OutboundEvent, error)
 }
 
 // ExecResult is what an execution wrote (or, on replay, had written).

@@ -341,8 +341,9 @@ func queueRows(b *pgx.Batch, ex Execution, boards []boardRow, cards []cardRow, l
 
 // queueRecord queues what records the execution, then the commit: the
 // channel's binding, the proposal as approved with its result, the
-// "executed" audit event and the decision's own. They say what the
-// changes did too, so they come after them. planJSON is nil when
+// "executed" audit event and the decision's own, and the decision's
+// outbound events (Execution.Events). They say what the changes did too,
+// so they come after them. planJSON is nil when
 // Postgres already holds the plan.
 func (s *Store) queueRecord(b *pgx.Batch, ex Execution, boards []boardRow, res ExecResult, planJSON []byte) error {
 	resultJSON, err := json.Marshal(res)
@@ -371,6 +372,13 @@ func (s *Store) queueRecord(b *pgx.Batch, ex Execution, boards []boardRow, res E
 		}
 	}
 	b.Queue(insertAudits, actor, action, channel, proposal, boardID, details, dedupe)
+	if ex.Events != nil {
+		evs, err := ex.Events(res)
+		if err != nil {
+			return fmt.Errorf("outbound events: %w", err)
+		}
+		queueEvents(b, evs)
+	}
 	if s.failBeforeCommit == nil {
 		b.Queue("COMMIT")
 	}

@@ -486,10 +486,12 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		return Approval{}, err
 	}
 	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "supersedes": p.Supersedes, "chain": p.ChainID(), "quorum": p.Quorum}))
+	events := e.approvalEvents(p, user) // written with the approval
 	res, err := e.deps.Boards.Execute(ctx, board.Execution{
 		ProposalID: id, Chain: p.ChainID(), Channel: p.Thread.Channel.Key(), Thread: p.Thread.ID, RequestedBy: p.RequestedBy,
 		ApprovedBy: user, Plan: p.Plan,
-		Audit: []board.AuditEvent{{Actor: user, Action: "approved", Channel: p.Thread.Channel.Key(), ProposalID: id, Detail: detail}},
+		Audit:  []board.AuditEvent{{Actor: user, Action: "approved", Channel: p.Thread.Channel.Key(), ProposalID: id, Detail: detail}},
+		Events: events,
 	})
 	if err != nil {
 		e.release(ctx, c)
@@ -516,7 +518,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	p.State, p.DecidedBy, p.DecidedAt = ProposalApproved, user, now
 	p.BoardID, p.BoardURL = res.BoardID, board.BoardURL(e.cfg.PublicURL, res.BoardID)
 	e.recordDecision(p)
-	e.emit(ctx, p, !res.Replayed)
+	e.emitApproval(ctx, p, events != nil, res.Replayed)
 	text := approvalText(user, now, p, res)
 	e.say(p.Thread, "announce approval", func(ctx context.Context, poster Poster) error {
 		return errors.Join(e.updatePreview(ctx, poster, p), poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: text, BoardURL: p.BoardURL}))

@@ -47,11 +47,24 @@ func (ev Event) Channel() string {
 }
 
 // EventSink hears the engine's events; an outbox is one. Emit runs on the
-// decision path, so it should be one quick write; its error is logged and
-// never undoes the decision.
+// decision path, within emitTimeout, so it should be one quick write; its
+// error is logged and never undoes the decision.
 type EventSink interface {
 	Emit(ctx context.Context, ev Event) error
 }
+
+// EventEncoder is an EventSink that can also turn events into outbox
+// rows, so an approval writes its events in its own transaction: a crash
+// between the commit and Emit cannot lose them. Wake tells it rows were
+// written.
+type EventEncoder interface {
+	EventSink
+	Encode(ev Event) ([]board.OutboundEvent, error)
+	Wake()
+}
+
+// emitTimeout bounds handing an event to the sink, on the decider's path.
+const emitTimeout = 5 * time.Second
 
 // extensions are the engine's optional parts, set after New: where events
 // go, and who besides the requester and admins decides in a channel.
@@ -102,38 +115,90 @@ var stateEvents = map[ProposalState]EventType{
 	ProposalExpired:   EventProposalExpired,
 }
 
-// emit tells the sink that p reached its current state; an approval with a
-// newly written board also tells that the board was created.
-func (e *Engine) emit(ctx context.Context, p Proposal, boardCreated bool) {
+func (e *Engine) eventSink() EventSink {
 	e.ext.mu.RLock()
-	sink := e.ext.sink
-	e.ext.mu.RUnlock()
+	defer e.ext.mu.RUnlock()
+	return e.ext.sink
+}
+
+// stateChange is the events of p reaching its current state; an approval
+// with a newly written board also tells that the board was created.
+func (e *Engine) stateChange(p Proposal, boardCreated bool) []Event {
 	typ, ok := stateEvents[p.State]
-	if sink == nil || !ok {
-		return
+	if !ok {
+		return nil
 	}
 	evs := []Event{{Type: typ, At: e.deps.Now(), Proposal: p, Actor: p.DecidedBy, BoardID: p.BoardID, BoardURL: p.BoardURL}}
 	if boardCreated {
 		evs = append(evs, Event{Type: EventBoardCreated, At: evs[0].At, Proposal: p, Actor: p.DecidedBy, BoardID: p.BoardID, BoardURL: p.BoardURL})
 	}
-	for _, ev := range evs {
-		if err := sink.Emit(context.WithoutCancel(ctx), ev); err != nil {
+	return evs
+}
+
+// emit tells the sink that p reached its current state.
+func (e *Engine) emit(ctx context.Context, p Proposal, boardCreated bool) {
+	sink := e.eventSink()
+	if sink == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), emitTimeout)
+	defer cancel()
+	for _, ev := range e.stateChange(p, boardCreated) {
+		if err := sink.Emit(ctx, ev); err != nil {
 			e.logger.Warn("emit event", "type", ev.Type, "proposal", p.ID, "err", err)
 		}
 	}
 }
 
+// approvalEvents returns what makes the events of user approving p inside
+// the approval's transaction (board.Execution.Events), or nil when the
+// sink cannot encode them.
+func (e *Engine) approvalEvents(p Proposal, user string) func(board.ExecResult) ([]board.OutboundEvent, error) {
+	enc, ok := e.eventSink().(EventEncoder)
+	if !ok {
+		return nil
+	}
+	return func(res board.ExecResult) ([]board.OutboundEvent, error) {
+		q := p
+		q.State, q.DecidedBy, q.DecidedAt = ProposalApproved, user, e.deps.Now()
+		q.BoardID, q.BoardURL = res.BoardID, board.BoardURL(e.cfg.PublicURL, res.BoardID)
+		var out []board.OutboundEvent
+		for _, ev := range e.stateChange(q, true) {
+			rows, err := enc.Encode(ev)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rows...)
+		}
+		return out, nil
+	}
+}
+
+// emitApproval tells the sink about an approval that committed: wakes
+// its sender when the events were written with the approval, or emits
+// them now through a sink that cannot encode them. A replay emits
+// nothing through an encoder: the first execution wrote the events.
+func (e *Engine) emitApproval(ctx context.Context, p Proposal, inTx, replayed bool) {
+	if inTx {
+		if enc, ok := e.eventSink().(EventEncoder); ok {
+			enc.Wake()
+		}
+		return
+	}
+	e.emit(ctx, p, !replayed)
+}
+
 // emitCard tells the sink that a card changed; its error is logged.
 func (e *Engine) emitCard(ctx context.Context, up board.CardUpdate, user string) {
-	e.ext.mu.RLock()
-	sink := e.ext.sink
-	e.ext.mu.RUnlock()
+	sink := e.eventSink()
 	if sink == nil {
 		return
 	}
 	ev := Event{Type: EventCardChanged, At: e.deps.Now(), Actor: user, BoardID: up.Board.ID,
 		BoardURL: board.BoardURL(e.cfg.PublicURL, up.Board.ID), Card: &up}
-	if err := sink.Emit(context.WithoutCancel(ctx), ev); err != nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), emitTimeout)
+	defer cancel()
+	if err := sink.Emit(ctx, ev); err != nil {
 		e.logger.Warn("emit event", "type", ev.Type, "board", up.Board.ID, "err", err)
 	}
 }

@@ -18,6 +18,21 @@ if ! command -v chromium >/dev/null 2>&1; then
 	fi
 fi
 
+# Node and npm: a test checks every outbound callback with the official
+# standardwebhooks npm package (pinned in
+# adapters/webhook/outbox/testdata/receiver/package-lock.json, installed
+# there by the test with npm ci).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ]; then
+		echo "test: installing node and npm for the Standard Webhooks receiver" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >&2
+	else
+		echo "test: node or npm is missing; install them with: sudo apt-get install -y nodejs npm" >&2
+		exit 1
+	fi
+fi
+
 . scripts/throwaway.sh
 # A throwaway Dendrite homeserver for the Matrix adapter's tests (built once
 # into a cache folder), stopped before the services' folder is removed.

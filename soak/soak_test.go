@@ -67,7 +67,7 @@ outbound:
 		"DATABASE_URL=" + svc.databaseURL, "REDIS_URL=" + svc.redisURL,
 		"OPENAI_BASE_URL=" + mdl.srv.URL(), "BOBNET_MODEL=soak-model", "BOBNET_API_TOKEN=" + apiToken,
 		"BOBNET_RECLAIM_IDLE=3s", "BOBNET_WORKERS=2", "BOBNET_USER_RATE=100000/1m", "BOBNET_CHANNEL_RATE=100000/1m",
-		"BOBNET_ANY_MEMBER_DECIDES=true", "BOBNET_HOOK_SECRETS=forms=" + hookSecret, "BOBNET_HOOKS_FILE=" + hooks,
+		"BOBNET_ANY_MEMBER_DECIDES=true", "BOBNET_HOOK_SECRETS=forms=" + hookSecret, "BOBNET_HOOKS_FILE=" + hooks, "BOBNET_CALLBACK_SECRET=" + callbackSecret,
 		"SLACK_BOT_TOKEN=xoxb-soak", "SLACK_SIGNING_SECRET=" + slackSecret, "SLACK_API_URL=" + slk.srv.URL + "/api/",
 		"BOBNET_LOG_LEVEL=info",
 	}

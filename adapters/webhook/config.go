@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -49,7 +50,10 @@ type ChannelConfig struct {
 }
 
 // Callback is a URL that hears the channel's proposal and board events,
-// signed as Standard Webhooks with Secret (default: the hook's secret).
+// signed as Standard Webhooks with Secret (default: BOBNET_CALLBACK_SECRET).
+// A callback is never signed with a hook's inbound secret: whoever
+// receives the callbacks could otherwise post them back to the hook as
+// deliveries BobNet accepts.
 type Callback struct {
 	URL    string `yaml:"url"`
 	Secret string `yaml:"secret"`
@@ -136,6 +140,16 @@ func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 		if err := CheckSecret(h.Secret); err != nil {
 			errs = append(errs, fmt.Errorf("hook %q: %w", name, err))
 		}
+		// A callback without a secret of its own is signed with
+		// BOBNET_CALLBACK_SECRET (checked where it is read), never with
+		// the hook's inbound secret.
+		for _, cb := range h.Callbacks {
+			if cb.Secret != "" {
+				if err := CheckSecret(cb.Secret); err != nil {
+					errs = append(errs, fmt.Errorf("hook %q: callback %s: %w", name, cb.URL, err))
+				}
+			}
+		}
 		target := c.Target
 		if target == "" {
 			target = "console:hook-" + name
@@ -149,13 +163,6 @@ func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 			h.Template, err = parseTemplate(name, c.Template)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("hook %q: template: %w", name, err))
-			}
-		}
-		for i := range h.Callbacks {
-			if h.Callbacks[i].Secret == "" {
-				h.Callbacks[i].Secret = h.Secret
-			} else if err := CheckSecret(h.Callbacks[i].Secret); err != nil {
-				errs = append(errs, fmt.Errorf("hook %q: callback %s: %w", name, h.Callbacks[i].URL, err))
 			}
 		}
 		hooks[name] = h
@@ -179,6 +186,37 @@ func ParseChannel(s string) (bot.Channel, error) {
 		return bot.Channel{}, fmt.Errorf("%q: source must be console, slack or matrix", s)
 	}
 	return bot.Channel{Source: bot.Source(src), ID: id}, nil
+}
+
+// Callback secrets are Standard Webhooks secrets: "whsec_" and the base64
+// of MinCallbackKey to MaxCallbackKey random bytes, as the specification
+// asks, so every receiver's library reads them the same way.
+const (
+	MinCallbackKey = 24
+	MaxCallbackKey = 64
+)
+
+// ErrCallbackSecret means a callback secret is not a whsec_ secret of the
+// right length.
+var ErrCallbackSecret = errors.New("a callback secret is whsec_ followed by the base64 of 24 to 64 random bytes (e.g. whsec_$(openssl rand -base64 32))")
+
+// CheckCallbackSecret refuses a secret the official Standard Webhooks
+// libraries would not read as BobNet signs with it: one without "whsec_"
+// (they would base64-decode it anyway and fail every signature), not
+// base64, or too short to be a key.
+func CheckCallbackSecret(secret string) error {
+	b64, ok := strings.CutPrefix(secret, "whsec_")
+	if !ok {
+		return fmt.Errorf("%w: it does not start with whsec_", ErrCallbackSecret)
+	}
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return fmt.Errorf("%w: the part after whsec_ is not base64", ErrCallbackSecret)
+	}
+	if len(key) < MinCallbackKey || len(key) > MaxCallbackKey {
+		return fmt.Errorf("%w: it holds %d bytes", ErrCallbackSecret, len(key))
+	}
+	return nil
 }
 
 // CheckCallbackURL refuses a callback URL that is not http(s) or whose

@@ -41,6 +41,8 @@ func secretEnvValues(t *testing.T) []string {
 		"MATRIX_PASSWORD":      "matrix-pass-3b3b",
 		"MATRIX_PICKLE_KEY":    "matrix-pickle-6f6f",
 		"BOBNET_HOOK_SECRETS":  "github=hook-secret-4c4c",
+		// A valid callback secret (whsec_ and 24 bytes), so loading works.
+		"BOBNET_CALLBACK_SECRET": "whsec_Y2FsbGJhY2stc2VjcmV0LTVlNWUtNWU1ZQ==",
 	}
 	var secrets []string
 	for k, v := range env {

@@ -59,6 +59,9 @@ type Config struct {
 	MatrixPickleKey      string
 
 	HookSecrets map[string]string
+	// CallbackSecret signs outbound callbacks; it is never a hook's
+	// inbound secret.
+	CallbackSecret string
 
 	UserRate    bot.RateLimit
 	ChannelRate bot.RateLimit
@@ -187,6 +190,13 @@ var settings = []setting{
 			c.HookSecrets[name] = secret
 		}
 		return nil
+	}},
+	{"BOBNET_CALLBACK_SECRET", "callback-secret", "", "Standard Webhooks secret (`whsec_…`) that signs outbound callbacks; required when callbacks are configured", func(c *Config, v string) error {
+		c.CallbackSecret = strings.TrimSpace(v)
+		if c.CallbackSecret == "" {
+			return nil
+		}
+		return webhook.CheckCallbackSecret(c.CallbackSecret)
 	}},
 	{"BOBNET_USER_RATE", "user-rate", "20/1m", "requests one user may make (a `rate` like 20/1m)", func(c *Config, v string) (err error) {
 		c.UserRate, err = parseRate(v)

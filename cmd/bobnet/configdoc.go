@@ -29,6 +29,7 @@ var whenWrong = map[string]string{
 	"SLACK_APP_TOKEN":           "Not starting with `xapp-`: BobNet does not start. Revoked: Socket Mode stops and the failure is logged.",
 	"MATRIX_HOMESERVER":         "Set without `MATRIX_USER_ID` (or the other way round), or without a token or password: BobNet does not start.",
 	"BOBNET_HOOK_SECRETS":       "An item not of the form `name=secret`, or a secret with less than 16 bytes of key (for `whsec_`, the base64 after the prefix, decoded): BobNet does not start, naming the hook. A sender using another secret: its deliveries are refused with 401.",
+	"BOBNET_CALLBACK_SECRET":    "Not `whsec_` followed by the base64 of 24 to 64 bytes: BobNet does not start. Unset while a hook or channel in `BOBNET_HOOKS_FILE` has callbacks, or equal to a hook's secret in `BOBNET_HOOK_SECRETS`: BobNet does not start, naming this variable. Changed: receivers checking with the old secret refuse the callbacks until they have the new one.",
 	"BOBNET_USER_RATE":          "Not `N/period` with N ≥ 1 and a period from 1s to 24h: BobNet does not start. Too low: people are told to slow down.",
 	"BOBNET_CHANNEL_RATE":       "As `BOBNET_USER_RATE`, per channel.",
 	"BOBNET_LOG_FORMAT":         "Anything but `text` or `json`: BobNet does not start.",

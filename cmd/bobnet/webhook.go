@@ -39,9 +39,9 @@ func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, con *co
 	if err != nil {
 		return nil, fmt.Errorf("BOBNET_HOOKS_FILE / BOBNET_HOOK_SECRETS: %w", err)
 	}
-	ocfg, err := outboxConfig(f, hooks)
+	ocfg, err := outboxConfig(f, hooks, cfg.CallbackSecret)
 	if err != nil {
-		return nil, fmt.Errorf("BOBNET_HOOKS_FILE: %w", err)
+		return nil, err
 	}
 	ob := outbox.New(ocfg, store.Pool(), logger)
 	engine.SetEvents(ob)
@@ -54,19 +54,30 @@ func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, con *co
 }
 
 // outboxConfig gathers every hook's and channel's callbacks, checked
-// against the allow-list.
-func outboxConfig(f webhook.File, hooks map[string]*webhook.Hook) (outbox.Config, error) {
+// against the allow-list, each signed with its own secret or else with
+// BOBNET_CALLBACK_SECRET: a whsec_ secret that no hook uses inbound, so a
+// callback can never be posted back to a hook as a delivery BobNet
+// accepts.
+func outboxConfig(f webhook.File, hooks map[string]*webhook.Hook, callbackSecret string) (outbox.Config, error) {
 	c := outbox.Config{Routes: map[string][]outbox.Endpoint{}, RetryBase: f.Outbound.RetryBase, RetryMax: f.Outbound.RetryMax}
 	for _, h := range f.Outbound.AllowHosts {
 		c.AllowHosts = append(c.AllowHosts, strings.ToLower(h))
 	}
 	var errs []error
+	inbound := map[string]bool{}
+	for _, h := range hooks {
+		inbound[h.Secret] = true
+	}
+	if callbackSecret != "" && inbound[callbackSecret] {
+		errs = append(errs, errors.New("BOBNET_CALLBACK_SECRET: it is also a hook's secret in BOBNET_HOOK_SECRETS; callbacks need a secret of their own, or their receivers could post them back as deliveries"))
+	}
+	missing := false
 	for _, s := range f.Outbound.AllowPrivate {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			a, aerr := netip.ParseAddr(s)
 			if aerr != nil {
-				errs = append(errs, fmt.Errorf("outbound.allow_private: %q is not an address or CIDR range", s))
+				errs = append(errs, fmt.Errorf("BOBNET_HOOKS_FILE: outbound.allow_private: %q is not an address or CIDR range", s))
 				continue
 			}
 			p = netip.PrefixFrom(a, a.BitLen())
@@ -76,14 +87,27 @@ func outboxConfig(f webhook.File, hooks map[string]*webhook.Hook) (outbox.Config
 	add := func(channel string, cbs []webhook.Callback) {
 		for _, cb := range cbs {
 			if err := webhook.CheckCallbackURL(cb.URL, c.AllowHosts); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", channel, err))
+				errs = append(errs, fmt.Errorf("BOBNET_HOOKS_FILE: %s: %w", channel, err))
 				continue
 			}
-			if cb.Secret == "" {
-				errs = append(errs, fmt.Errorf("%s: callback %s needs a secret (whsec_… or any string)", channel, cb.URL))
+			secret := cb.Secret
+			switch {
+			case secret == "" && callbackSecret == "":
+				missing = true
 				continue
+			case secret == "":
+				secret = callbackSecret
+			default:
+				if err := webhook.CheckCallbackSecret(secret); err != nil {
+					errs = append(errs, fmt.Errorf("BOBNET_HOOKS_FILE: %s: callback %s: %w", channel, cb.URL, err))
+					continue
+				}
+				if inbound[secret] {
+					errs = append(errs, fmt.Errorf("BOBNET_HOOKS_FILE: %s: callback %s is signed with a hook's inbound secret; give it one of its own", channel, cb.URL))
+					continue
+				}
 			}
-			c.Routes[channel] = append(c.Routes[channel], outbox.Endpoint{URL: cb.URL, Secret: cb.Secret})
+			c.Routes[channel] = append(c.Routes[channel], outbox.Endpoint{URL: cb.URL, Secret: secret})
 		}
 	}
 	for _, h := range hooks {
@@ -91,10 +115,13 @@ func outboxConfig(f webhook.File, hooks map[string]*webhook.Hook) (outbox.Config
 	}
 	for name, ch := range f.Channels {
 		if _, err := webhook.ParseChannel(name); err != nil {
-			errs = append(errs, fmt.Errorf("channels: %w", err))
+			errs = append(errs, fmt.Errorf("BOBNET_HOOKS_FILE: channels: %w", err))
 			continue
 		}
 		add(name, ch.Callbacks)
+	}
+	if missing {
+		errs = append(errs, errors.New("BOBNET_CALLBACK_SECRET: required, BOBNET_HOOKS_FILE has callbacks; set a whsec_ secret of 24 to 64 random bytes (e.g. whsec_$(openssl rand -base64 32))"))
 	}
 	return c, errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 // Package outbox tells other tools what happened: the engine's events are
-// written to a Postgres outbox, one row per callback URL, and POSTed signed
-// as Standard Webhooks with retries and exponential backoff. Rows survive
+// written to a Postgres outbox, one row per callback URL (an approval's in
+// the approval's own transaction, through Encode), and POSTed signed as
+// Standard Webhooks with retries and exponential backoff. Rows survive
 // restarts, so every event is delivered at least once, each with a
 // webhook-id that stays the same across retries. Callbacks reach only
 // allow-listed hosts, and never loopback or private addresses unless those
@@ -8,32 +9,29 @@
 package outbox
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
+
+// DefaultTimeout is how long one attempt may take: Standard Webhooks asks
+// senders to wait 15 to 30 seconds for an answer.
+const DefaultTimeout = 20 * time.Second
 
 // ErrBlockedAddress means a callback resolved to an address callbacks may
 // not reach.
@@ -57,7 +55,7 @@ type Config struct {
 	RetryBase    time.Duration // default 5s, doubled per failed attempt
 	RetryMax     time.Duration // default 1h
 	MaxAttempts  int           // default 20, about a day; then the row is marked failed
-	Timeout      time.Duration // per attempt, default 10s
+	Timeout      time.Duration // per attempt, default 20s (the specification asks for 15 to 30)
 	Lease        time.Duration // how long a sender owns a row it is sending, default 1m
 	Keep         time.Duration // how long delivered and failed rows are kept, default 7 days
 }
@@ -87,11 +85,14 @@ func New(cfg Config, pool *pgxpool.Pool, logger *slog.Logger) *Outbox {
 		cfg.MaxAttempts = 20
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = time.Minute
 	}
+	// A lease shorter than an attempt would let another sender take a row
+	// whose POST is still under way.
+	cfg.Lease = max(cfg.Lease, 2*cfg.Timeout)
 	if cfg.Keep <= 0 {
 		cfg.Keep = 7 * 24 * time.Hour
 	}
@@ -153,19 +154,21 @@ type Payload struct {
 	Data      Data          `json:"data"`
 }
 
-// Data is what an event says about its proposal and board.
+// Data is what an event says about its proposal and board. A
+// card.changed event is about no proposal, so it leaves the proposal's
+// fields out rather than sending them empty.
 type Data struct {
-	ProposalID  bot.ProposalID    `json:"proposal_id"`
-	State       bot.ProposalState `json:"state"`
-	Version     int               `json:"version"`
+	ProposalID  bot.ProposalID    `json:"proposal_id,omitempty"`
+	State       bot.ProposalState `json:"state,omitempty"`
+	Version     int               `json:"version,omitempty"`
 	Channel     string            `json:"channel"`
 	RequestID   bot.RequestID     `json:"request_id,omitempty"`
-	RequestedBy string            `json:"requested_by"`
+	RequestedBy string            `json:"requested_by,omitempty"`
 	Request     string            `json:"request,omitempty"`
 	Actor       string            `json:"actor,omitempty"`
 	BoardName   string            `json:"board_name,omitempty"`
-	Cards       int               `json:"cards"`
-	Links       int               `json:"links"`
+	Cards       int               `json:"cards,omitempty"`
+	Links       int               `json:"links,omitempty"`
 	ExpiresAt   time.Time         `json:"expires_at,omitzero"`
 	BoardID     string            `json:"board_id,omitempty"`
 	BoardURL    string            `json:"board_url,omitempty"`
@@ -183,19 +186,40 @@ type CardData struct {
 	Changes []board.FieldChange `json:"changes"`
 }
 
-const insertEvent = `INSERT INTO event_outbox (msg_id, event_type, endpoint, body)
-SELECT $1, $2, unnest($3::text[]), $4 ON CONFLICT (msg_id, endpoint) DO NOTHING`
-
 // Emit stores an event for each callback of its channel and wakes the
 // sender. A channel without callbacks costs nothing.
 func (o *Outbox) Emit(ctx context.Context, ev bot.Event) error {
+	rows, err := o.Encode(ev)
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	if err := board.InsertEvents(ctx, o.pool, rows); err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	o.Wake()
+	return nil
+}
+
+// Wake makes the sender look for due events now: events were written,
+// by Emit or in a decision's own transaction.
+func (o *Outbox) Wake() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Encode turns an event into the outbox rows of its channel's callbacks,
+// for a decision to write in its own transaction; none when the channel
+// has no callbacks.
+func (o *Outbox) Encode(ev bot.Event) ([]board.OutboundEvent, error) {
 	eps := o.cfg.Routes[ev.Channel()]
 	if len(eps) == 0 {
-		return nil
+		return nil, nil
 	}
 	if ev.Card != nil {
 		c := ev.Card.Card
-		return o.store(ctx, ev, eps, Data{Channel: ev.Channel(), Actor: ev.Actor, BoardName: ev.Card.Board.Name,
+		return encode(ev, eps, Data{Channel: ev.Channel(), Actor: ev.Actor, BoardName: ev.Card.Board.Name,
 			BoardID: string(ev.BoardID), BoardURL: ev.BoardURL,
 			Card: &CardData{ID: string(c.ID), Handle: c.Handle, Title: c.Title, Status: c.Status, Changes: ev.Card.Changes}})
 	}
@@ -214,198 +238,26 @@ func (o *Outbox) Emit(ctx context.Context, ev bot.Event) error {
 			d.BoardName = a.Board.Name
 		}
 	}
-	return o.store(ctx, ev, eps, d)
+	return encode(ev, eps, d)
 }
 
-// store writes one event's row for its endpoints and wakes the sender.
-func (o *Outbox) store(ctx context.Context, ev bot.Event, eps []Endpoint, d Data) error {
+// encode is one event's row for its endpoints, with a new webhook-id.
+func encode(ev bot.Event, eps []Endpoint, d Data) ([]board.OutboundEvent, error) {
 	body, err := json.Marshal(Payload{Type: ev.Type, Timestamp: ev.At.UTC(), Data: d})
 	if err != nil {
-		return fmt.Errorf("outbox: encode %s: %w", ev.Type, err)
+		return nil, fmt.Errorf("outbox: encode %s: %w", ev.Type, err)
 	}
 	urls := make([]string, len(eps))
 	for i, ep := range eps {
 		urls[i] = ep.URL
 	}
-	if _, err := o.pool.Exec(ctx, insertEvent, newMsgID(), string(ev.Type), urls, body); err != nil {
-		return fmt.Errorf("outbox: store %s: %w", ev.Type, err)
-	}
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
-	return nil
+	return []board.OutboundEvent{{MsgID: newMsgID(), Type: string(ev.Type), Endpoints: urls, Body: body}}, nil
 }
 
 func newMsgID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return "msg_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
-}
-
-// Run sends due events until ctx is done, and now and then forgets the
-// rows that are done with.
-func (o *Outbox) Run(ctx context.Context) {
-	t := time.NewTicker(o.cfg.PollInterval)
-	defer t.Stop()
-	var lastPrune time.Time
-	for {
-		if time.Since(lastPrune) > time.Hour {
-			lastPrune = time.Now()
-			if _, err := o.Prune(ctx); err != nil && ctx.Err() == nil {
-				o.logger.Warn("outbox: prune", "err", err)
-			}
-		}
-		for {
-			n, err := o.SendDue(ctx)
-			if err != nil && ctx.Err() == nil {
-				o.logger.Warn("outbox: send due events", "err", err)
-			}
-			if n == 0 || err != nil {
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-o.wake:
-		case <-t.C:
-		}
-	}
-}
-
-// claimDue leases the oldest undelivered row of each endpoint that is due,
-// so one endpoint hears its events in order and two senders never send
-// the same row at once.
-const claimDue = `UPDATE event_outbox SET next_attempt_at = now() + $2 * interval '1 millisecond'
-WHERE id IN (
-    SELECT o.id FROM event_outbox o
-    WHERE o.delivered_at IS NULL AND o.failed_at IS NULL AND o.next_attempt_at <= now()
-      AND NOT EXISTS (SELECT 1 FROM event_outbox e WHERE e.endpoint = o.endpoint AND e.id < o.id
-                      AND e.delivered_at IS NULL AND e.failed_at IS NULL)
-    ORDER BY o.id LIMIT $1
-    FOR UPDATE SKIP LOCKED)
-RETURNING id, msg_id, endpoint, body, attempts`
-
-const (
-	markDelivered = `UPDATE event_outbox SET delivered_at = now(), attempts = attempts + 1, last_error = '' WHERE id = $1`
-	markRetry     = `UPDATE event_outbox SET attempts = attempts + 1, last_error = $2,
-next_attempt_at = now() + $3 * interval '1 millisecond' WHERE id = $1`
-	markFailed = `UPDATE event_outbox SET attempts = attempts + 1, last_error = $2, failed_at = now() WHERE id = $1`
-)
-
-type row struct {
-	id       int64
-	msgID    string
-	endpoint string
-	body     []byte
-	attempts int
-}
-
-// SendDue sends the events that are due, one per endpoint, and returns how
-// many it tried.
-func (o *Outbox) SendDue(ctx context.Context) (int, error) {
-	rows, err := o.pool.Query(ctx, claimDue, 32, o.cfg.Lease.Milliseconds())
-	if err != nil {
-		return 0, fmt.Errorf("claim due events: %w", err)
-	}
-	due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-		var x row
-		err := r.Scan(&x.id, &x.msgID, &x.endpoint, &x.body, &x.attempts)
-		return x, err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("claim due events: %w", err)
-	}
-	done := make(chan struct{}, len(due))
-	for _, r := range due {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			o.deliver(ctx, r)
-		}()
-	}
-	for range due {
-		<-done
-	}
-	return len(due), nil
-}
-
-// deliver sends one row and records how it went.
-func (o *Outbox) deliver(ctx context.Context, r row) {
-	err := o.post(ctx, r)
-	bg := context.WithoutCancel(ctx)
-	switch {
-	case err == nil:
-		if _, err := o.pool.Exec(bg, markDelivered, r.id); err != nil {
-			o.logger.Warn("outbox: mark delivered", "msg_id", r.msgID, "err", err)
-		}
-	case r.attempts+1 >= o.cfg.MaxAttempts || errors.Is(err, errPermanent):
-		o.logger.Warn("outbox: giving up on an event", "msg_id", r.msgID, "endpoint", r.endpoint, "attempts", r.attempts+1, "err", err)
-		if _, err := o.pool.Exec(bg, markFailed, r.id, err.Error()); err != nil {
-			o.logger.Warn("outbox: mark failed", "msg_id", r.msgID, "err", err)
-		}
-	default:
-		wait := o.backoff(r.attempts + 1)
-		o.logger.Info("outbox: delivery failed; will retry", "msg_id", r.msgID, "endpoint", r.endpoint, "in", wait, "err", err)
-		if _, err := o.pool.Exec(bg, markRetry, r.id, truncate(err.Error(), 500), wait.Milliseconds()); err != nil {
-			o.logger.Warn("outbox: schedule retry", "msg_id", r.msgID, "err", err)
-		}
-	}
-}
-
-// errPermanent marks a failure no retry can fix.
-var errPermanent = errors.New("permanent failure")
-
-// backoff is the wait after the n-th failed attempt: RetryBase doubled
-// per attempt, capped, with up to 20% jitter so many receivers coming back
-// at once are not all hit together.
-func (o *Outbox) backoff(n int) time.Duration {
-	d := o.cfg.RetryBase
-	for i := 1; i < n && d < o.cfg.RetryMax; i++ {
-		d *= 2
-	}
-	d = min(d, o.cfg.RetryMax)
-	return d + time.Duration(mrand.Int64N(int64(d)/5+1))
-}
-
-// post signs and sends one event.
-func (o *Outbox) post(ctx context.Context, r row) error {
-	secret, ok := o.secrets[r.endpoint]
-	if !ok {
-		return fmt.Errorf("%w: %s is no longer a configured callback", errPermanent, r.endpoint)
-	}
-	u, err := url.Parse(r.endpoint)
-	if err != nil || !slices.Contains(o.cfg.AllowHosts, strings.ToLower(u.Hostname())) {
-		return fmt.Errorf("%w: %s is not on outbound.allow_hosts", errPermanent, r.endpoint)
-	}
-	h, err := webhook.StandardHeaders(secret, r.msgID, time.Now(), r.body)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errPermanent, err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.endpoint, bytes.NewReader(r.body))
-	if err != nil {
-		return fmt.Errorf("%w: %w", errPermanent, err)
-	}
-	req.Header = h
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "BobNet-Webhooks")
-	resp, err := o.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("%s answered %s", r.endpoint, resp.Status)
-	}
-	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 const pruneRows = `DELETE FROM event_outbox
