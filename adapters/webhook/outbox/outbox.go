@@ -10,7 +10,7 @@ package outbox
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
 	"errors"
@@ -241,7 +241,8 @@ func (o *Outbox) Encode(ev bot.Event) ([]board.OutboundEvent, error) {
 	return encode(ev, eps, d)
 }
 
-// encode is one event's row for its endpoints, with a new webhook-id.
+// encode is one event's row for its endpoints, under the event's
+// webhook-id.
 func encode(ev bot.Event, eps []Endpoint, d Data) ([]board.OutboundEvent, error) {
 	body, err := json.Marshal(Payload{Type: ev.Type, Timestamp: ev.At.UTC(), Data: d})
 	if err != nil {
@@ -251,13 +252,21 @@ func encode(ev bot.Event, eps []Endpoint, d Data) ([]board.OutboundEvent, error)
 	for i, ep := range eps {
 		urls[i] = ep.URL
 	}
-	return []board.OutboundEvent{{MsgID: newMsgID(), Type: string(ev.Type), Endpoints: urls, Body: body}}, nil
+	return []board.OutboundEvent{{MsgID: MsgID(ev), Type: string(ev.Type), Endpoints: urls, Body: body}}, nil
 }
 
-func newMsgID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "msg_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+// MsgID is an event's webhook-id, made from what the event is about (a
+// proposal's event, or a card at the version a change made), never drawn
+// at random: an event emitted again (a reclaimed request, a retried
+// decision) has the same id, and the outbox keeps one row of it, so a
+// receiver hears each event under one webhook-id.
+func MsgID(ev bot.Event) string {
+	key := string(ev.Type) + "\x00" + string(ev.Proposal.ID)
+	if ev.Card != nil {
+		key = fmt.Sprintf("%s\x00%s\x00%d", ev.Type, ev.Card.Card.ID, ev.Card.Card.Version)
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "msg_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:15]))
 }
 
 const pruneRows = `DELETE FROM event_outbox

@@ -295,3 +295,34 @@ func TestCardChangesGoOutAsEvents(t *testing.T) {
 		t.Fatalf("card.changed = %+v (card %+v)", got[0], d.Card)
 	}
 }
+
+// TestAnEventEmittedTwiceIsSentOnce: a proposal's event emitted again (a
+// worker that reclaimed the request emits proposal.created a second time)
+// is one row and one delivery under one webhook-id; a card's change is
+// one event per version. The soak test found proposal.created under two
+// webhook-ids when its id was drawn at random.
+func TestAnEventEmittedTwiceIsSentOnce(t *testing.T) {
+	t.Parallel()
+	pool := boardtest.NewPool(t)
+	rc := newReceiver(t)
+	o := outbox.New(config(rc.srv.URL+"/hook"), pool, boardtest.Logger(t))
+	ctx := context.Background()
+	created := event(bot.EventProposalCreated, "p_twice")
+	again := event(bot.EventProposalCreated, "p_twice")
+	again.At = created.At.Add(time.Second) // a later emission of the same event
+	for _, ev := range []bot.Event{created, again, event(bot.EventProposalCreated, "p_other")} {
+		if err := o.Emit(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if outbox.MsgID(created) != outbox.MsgID(again) || outbox.MsgID(created) == outbox.MsgID(event(bot.EventProposalCancelled, "p_twice")) {
+		t.Fatal("webhook-ids do not follow the event")
+	}
+	run(t, o)
+	rc.waitFor(t, "two events", func(got []received, _ []string) bool { return len(got) >= 2 })
+	time.Sleep(200 * time.Millisecond)
+	got, _ := rc.snapshot()
+	if len(got) != 2 || got[0].ID == got[1].ID {
+		t.Fatalf("got %+v", got)
+	}
+}
