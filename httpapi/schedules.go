@@ -9,7 +9,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/run"
 )
 
 // ScheduleStore is what the schedule API needs of storage; *board.Store
@@ -46,7 +45,7 @@ type scheduleView struct {
 }
 
 func (x *Schedules) view(sc board.Schedule) scheduleView {
-	next, _ := run.Next(sc, x.now())
+	next, _ := sc.Next(x.now())
 	return scheduleView{Schedule: sc, Next: next}
 }
 
@@ -79,7 +78,7 @@ func (x *Schedules) set(w http.ResponseWriter, r *http.Request) {
 	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) {
 		return
 	}
-	if _, _, err := run.ParseSchedule(body.Cron, body.Timezone); err != nil {
+	if _, _, err := board.ParseSchedule(body.Cron, body.Timezone); err != nil {
 		WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}

@@ -5,66 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
 	"github.com/bobnet/bobnet/board"
 )
-
-// cronFields parses the five standard cron fields (minute, hour, day of
-// month, month, day of week) and the @daily-style descriptors; robfig/cron
-// is the well-kept parser for them.
-var cronFields = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// ErrBadSchedule means a cron expression or time zone is not one BobNet
-// can use.
-var ErrBadSchedule = errors.New("not a schedule")
-
-// ParseSchedule checks a five-field cron expression and an IANA time zone
-// ("Europe/Berlin"; "UTC"). Time zones inside the expression (CRON_TZ=)
-// are refused: the zone is its own field.
-func ParseSchedule(expr, zone string) (cron.Schedule, *time.Location, error) {
-	expr = strings.TrimSpace(expr)
-	if strings.Contains(expr, "TZ=") {
-		return nil, nil, fmt.Errorf("%w: give the time zone on its own, not in the cron expression", ErrBadSchedule)
-	}
-	if len(strings.Fields(expr)) != 5 && !strings.HasPrefix(expr, "@") {
-		return nil, nil, fmt.Errorf("%w: %q is not five cron fields (minute hour day-of-month month day-of-week, e.g. \"0 6 * * *\")", ErrBadSchedule, expr)
-	}
-	sched, err := cronFields.Parse(expr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %q: %w", ErrBadSchedule, expr, err)
-	}
-	zone = strings.TrimSpace(zone)
-	if zone == "" || zone == "Local" {
-		return nil, nil, fmt.Errorf("%w: name a time zone, such as Europe/Berlin or UTC", ErrBadSchedule)
-	}
-	loc, err := time.LoadLocation(zone)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %q is not an IANA time zone (such as Europe/Berlin or UTC)", ErrBadSchedule, zone)
-	}
-	return sched, loc, nil
-}
-
-// DailyCron turns chat's "daily 06:00" into "0 6 * * *".
-func DailyCron(hhmm string) (string, error) {
-	t, err := time.Parse("15:04", strings.TrimSpace(hhmm))
-	if err != nil {
-		return "", fmt.Errorf("%w: %q is not a time of day such as 06:00", ErrBadSchedule, hhmm)
-	}
-	return fmt.Sprintf("%d %d * * *", t.Minute(), t.Hour()), nil
-}
-
-// Next is the schedule's next slot after t.
-func Next(sc board.Schedule, after time.Time) (time.Time, error) {
-	sched, loc, err := ParseSchedule(sc.Cron, sc.Timezone)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return sched.Next(after.In(loc)), nil
-}
 
 // due says which slots of a schedule have come since last, up to now: the
 // latest of them and how many there were (at most maxMissed are counted).
@@ -130,7 +76,7 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) error {
 	}
 	var errs []error
 	for _, sc := range scs {
-		sched, loc, err := ParseSchedule(sc.Cron, sc.Timezone)
+		sched, loc, err := board.ParseSchedule(sc.Cron, sc.Timezone)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("board %s: %w", sc.Board, err))
 			continue

@@ -34,19 +34,19 @@ func (s *scheduleTeller) Skipped(_ context.Context, _ board.ID, slot time.Time, 
 func TestParseSchedule(t *testing.T) {
 	t.Parallel()
 	for _, ok := range [][2]string{{"0 6 * * *", "Europe/Berlin"}, {"30 7 * * 1-5", "UTC"}, {"@daily", "America/New_York"}} {
-		if _, _, err := run.ParseSchedule(ok[0], ok[1]); err != nil {
+		if _, _, err := board.ParseSchedule(ok[0], ok[1]); err != nil {
 			t.Errorf("%v: %v", ok, err)
 		}
 	}
 	for _, bad := range [][2]string{{"0 6 * *", "UTC"}, {"0 25 * * *", "UTC"}, {"0 6 * * *", "Mars/Olympus"}, {"0 6 * * *", ""}, {"CRON_TZ=UTC 0 6 * * *", "UTC"}, {"* * * * * *", "UTC"}} {
-		if _, _, err := run.ParseSchedule(bad[0], bad[1]); !errors.Is(err, run.ErrBadSchedule) {
+		if _, _, err := board.ParseSchedule(bad[0], bad[1]); !errors.Is(err, board.ErrBadSchedule) {
 			t.Errorf("%v: %v, want ErrBadSchedule", bad, err)
 		}
 	}
-	if c, err := run.DailyCron("06:00"); err != nil || c != "0 6 * * *" {
+	if c, err := board.DailyCron("06:00"); err != nil || c != "0 6 * * *" {
 		t.Errorf("daily 06:00 = %q, %v", c, err)
 	}
-	if _, err := run.DailyCron("6 am"); err == nil {
+	if _, err := board.DailyCron("6 am"); err == nil {
 		t.Error("6 am accepted")
 	}
 }
@@ -116,7 +116,7 @@ func TestScheduleFiresOnceAndCatchesUp(t *testing.T) {
 	if len(runs) != 2 {
 		t.Fatalf("runs = %d", len(runs))
 	}
-	if next, err := run.Next(sc, time.Date(2026, 11, 27, 9, 0, 0, 0, berlin)); err != nil || !next.Equal(time.Date(2026, 11, 28, 6, 0, 0, 0, berlin)) {
+	if next, err := sc.Next(time.Date(2026, 11, 27, 9, 0, 0, 0, berlin)); err != nil || !next.Equal(time.Date(2026, 11, 28, 6, 0, 0, 0, berlin)) {
 		t.Fatalf("next = %v, %v", next, err)
 	}
 	if err := s.DeleteSchedule(ctx, id, "alice"); err != nil {
