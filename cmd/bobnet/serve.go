@@ -23,6 +23,7 @@ import (
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/metrics"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/sse"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/migrations"
@@ -161,6 +162,10 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	r.Handle("/metrics", series.Handler())
 
 	web := board.NewWeb(store, logger)
+	// One cap on event streams per caller and in all, whichever kind.
+	streams := sse.New(sse.Limits{})
+	web.UseStreams(streams)
+	con.UseStreams(streams)
 	closers = append(closers, startLiveBoards(ctx, store, web, logger))
 	web.PageRoutes(r)
 	con.PageRoutes(r)
