@@ -118,7 +118,7 @@ func TestStalledReaderIsGivenUp(t *testing.T) {
 	}
 }
 
-// Closing the requests' base context (what serveHTTP does on shutdown)
+// Closing the requests' base context (what bobnet serve does on shutdown)
 // ends open streams at once.
 func TestShutdownEndsStreams(t *testing.T) {
 	t.Parallel()

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"syscall"
 	"time"
 
@@ -184,56 +183,19 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, close: closeAll}, nil
 }
 
-// runServe starts everything configured and serves until ctx is done.
+// runServe starts everything configured and serves until ctx is done,
+// then shuts down in order (shutdown.go).
 func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	a, err := newApp(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	engineDone := make(chan struct{})
-	go func() {
-		defer close(engineDone)
-		_ = a.engine.Run(ctx)
-	}()
-	var background sync.WaitGroup
-	defer background.Wait()
-	a.ext.run(ctx, &background)
-	if a.slack != nil && cfg.SlackAppToken != "" {
-		background.Add(1)
-		go func() {
-			defer background.Done()
-			// It only returns when its context ends or the connection
-			// fails for good; only the latter is worth a word.
-			if err := a.slack.RunSocketMode(ctx); ctx.Err() == nil {
-				logger.Error("slack socket mode stopped", "err", err)
-			}
-		}()
+	ln, err := listen(cfg.Listen)
+	if err != nil {
+		return err
 	}
-	matrixDone := make(chan struct{})
-	go func() { defer close(matrixDone); runMatrix(ctx, a.matrix, logger) }()
-	defer func() { cancel(); <-matrixDone }()
-	if err := a.model.Ping(ctx); err != nil {
-		logger.Warn("the model server does not answer yet; requests get a friendly error until it does", "OPENAI_BASE_URL", cfg.OpenAIBaseURL, "err", err)
-	}
-	err = serveHTTP(ctx, cfg.Listen, cfg.PublicURL, a.handler, logger)
-	// Shutdown order: the listener is closed and in-flight requests have
-	// finished (serveHTTP); then the work started after acks (Slack
-	// decisions) finishes, the engine stops taking requests, lets the
-	// messages being posted finish and leaves unanswered requests on the
-	// stream for another replica; the pools close last (deferred).
-	if a.slack != nil {
-		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if werr := a.slack.Wait(wctx); werr != nil {
-			logger.Warn("slack work still running at shutdown", "err", werr)
-		}
-		wcancel()
-	}
-	cancel()
-	<-engineDone
-	return err
+	return a.serve(ctx, ln, cfg, logger)
 }
 
 // serverLimits bound how long a connection may take over each part of an
@@ -256,37 +218,16 @@ func newHTTPServer(h http.Handler, l serverLimits) *http.Server {
 	}
 }
 
-// serveHTTP serves h on addr until ctx is done, then shuts down gracefully.
-func serveHTTP(ctx context.Context, addr, publicURL string, h http.Handler, logger *slog.Logger) error {
+// listen opens BobNet's listener, naming the setting when it cannot.
+func listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("BOBNET_LISTEN: %s is already in use by another program; stop it or choose a free address: %w", addr, err)
+		return nil, fmt.Errorf("BOBNET_LISTEN: %s is already in use by another program; stop it or choose a free address: %w", addr, err)
 	}
 	if err != nil {
-		return fmt.Errorf("BOBNET_LISTEN: %w", err)
+		return nil, fmt.Errorf("BOBNET_LISTEN: %w", err)
 	}
-	// Shutting down cancels the requests' base context, so long-lived event
-	// streams end instead of holding the shutdown for its whole timeout.
-	base, endStreams := context.WithCancel(context.WithoutCancel(ctx))
-	defer endStreams()
-	srv := newHTTPServer(h, defaultServerLimits)
-	srv.BaseContext = func(net.Listener) context.Context { return base }
-	srv.RegisterOnShutdown(endStreams)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("BobNet is serving", "addr", ln.Addr().String(), "public_url", publicURL)
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	logger.Info("BobNet stopped")
-	return nil
+	return ln, nil
 }
 
 // readyHandler answers 200 when every dependency answers a ping, else 503
