@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
@@ -36,8 +38,12 @@ func liveServer(t *testing.T, s *board.Store, limits sse.Limits, timeout time.Du
 	w.PageRoutes(r)
 	srv := httptest.NewUnstartedServer(r)
 	srv.Config.ReadTimeout, srv.Config.WriteTimeout = timeout, timeout
+	// As bobnet serve does: closing ends the streams, which would
+	// otherwise hold Close until their browsers go.
+	base, endStreams := context.WithCancel(context.Background())
+	srv.Config.BaseContext = func(net.Listener) context.Context { return base }
 	srv.Start()
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() { endStreams(); srv.Close() })
 	return srv
 }
 
@@ -141,4 +147,41 @@ func TestBoardStreamsAreCapped(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// A board page whose stream is refused (the server's caps) tries again
+// later, which a browser does not do by itself after a 503, and goes live
+// once a place is free.
+func TestBoardPageRetriesARefusedStream(t *testing.T) {
+	t.Parallel()
+	browser := boardtest.Browser(t)
+	s := boardtest.NewStore(t)
+	id, _ := newspaperBoard(t, s, "console:stream-retry")
+	srv := liveServer(t, s, sse.Limits{Total: 1}, time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hold := openStream(t, ctx, srv.URL+"/boards/"+string(id)+"/events", "")
+	if hold.StatusCode != http.StatusOK {
+		t.Fatalf("first stream: %d", hold.StatusCode)
+	}
+	if err := chromedp.Do(browser, chromedp.Navigate(srv.URL+"/boards/"+string(id)), chromedp.WaitVisible(chromedp.CSS("#board-name"))); err != nil {
+		t.Fatal(err)
+	}
+	live := func(want string, within time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for {
+			got := run(t, browser, chromedp.Evaluate[string](`document.body.dataset.live || ''`))
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the page's stream is %q after %v, want %q", got, within, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	live("reconnecting", 10*time.Second)
+	hold.Body.Close()
+	live("yes", 20*time.Second)
 }
