@@ -37,6 +37,10 @@ type Config struct {
 	PlanTimeout   time.Duration
 	ReclaimIdle   time.Duration
 	Workers       int
+	// StreamsPerCaller and Streams cap open event streams per caller and
+	// in all (package sse).
+	StreamsPerCaller int
+	Streams          int
 
 	SlackBotToken      string
 	SlackSigningSecret string
@@ -73,6 +77,18 @@ type Config struct {
 type setting struct {
 	env, flag, def, usage string
 	set                   func(c *Config, v string) error
+}
+
+// intIn sets a whole number from lo to hi.
+func intIn(lo, hi int, p func(c *Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("not a whole number from %d to %d: %q", lo, hi, v)
+		}
+		*p(c) = n
+		return nil
+	}
 }
 
 func str(p func(c *Config) *string) func(*Config, string) error {
@@ -137,6 +153,8 @@ var settings = []setting{
 		c.Workers = n
 		return nil
 	}},
+	{"BOBNET_STREAMS_PER_CALLER", "streams-per-caller", "16", "open event streams (console channels and boards together) one caller may hold: a token, or an address without one (an `int` from 1 to 100000)", intIn(1, 100000, func(c *Config) *int { return &c.StreamsPerCaller })},
+	{"BOBNET_STREAMS", "streams", "1000", "open event streams in all, per replica (an `int` from 1 to 100000)", intIn(1, 100000, func(c *Config) *int { return &c.Streams })},
 	{"SLACK_BOT_TOKEN", "slack-bot-token", "", "Slack bot token (xoxb-…)", str(func(c *Config) *string { return &c.SlackBotToken })},
 	{"SLACK_SIGNING_SECRET", "slack-signing-secret", "", "Slack signing secret", str(func(c *Config) *string { return &c.SlackSigningSecret })},
 	{"SLACK_APP_TOKEN", "slack-app-token", "", "Slack app-level token (xapp-…) for Socket Mode", str(func(c *Config) *string { return &c.SlackAppToken })},

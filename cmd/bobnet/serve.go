@@ -162,7 +162,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 
 	web := board.NewWeb(store, logger)
 	// One cap on event streams per caller and in all, whichever kind.
-	streams := sse.New(sse.Limits{})
+	streams := sse.New(sse.Limits{PerCaller: cfg.StreamsPerCaller, Total: cfg.Streams})
 	web.UseStreams(streams)
 	con.UseStreams(streams)
 	closers = append(closers, startLiveBoards(ctx, store, web, logger))
