@@ -214,9 +214,9 @@
   });
   document.addEventListener("dragend", endDrag);
 
-  function listen() {
+  function listen(again) {
     const es = new EventSource("/boards/" + encodeURIComponent(boardID) + "/events");
-    let opened = false;
+    let opened = !!again;
     es.addEventListener("open", function () {
       // After a reconnect, changes may have been missed: redraw.
       if (opened) { refresh(); }
@@ -232,7 +232,14 @@
       }
       refresh();
     });
-    es.addEventListener("error", function () { document.body.dataset.live = "reconnecting"; });
+    es.addEventListener("error", function () {
+      document.body.dataset.live = "reconnecting";
+      // A refused stream (too many open: 429 or 503) is one the browser
+      // does not retry: open a new one later, a little apart from others.
+      if (es.readyState === EventSource.CLOSED) {
+        setTimeout(function () { listen(true); }, 3000 + Math.random() * 4000);
+      }
+    });
   }
 
   showControls();

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/sse"
 )
 
 //go:embed board.html.tmpl
@@ -40,12 +42,19 @@ type Web struct {
 	store  reader
 	logger *slog.Logger
 	feed   *Feed // nil: no live changes
+	// streams caps the open event streams, and keeps them open past
+	// the server's timeouts.
+	streams *sse.Streams
 }
 
 // NewWeb returns the board handlers for store.
 func NewWeb(store *Store, logger *slog.Logger) *Web {
-	return &Web{store: store, logger: logger}
+	return &Web{store: store, logger: logger, streams: sse.New(sse.Limits{})}
 }
+
+// UseStreams counts the event streams against s instead of the board's own
+// caps, so one process-wide cap covers them beside other streams.
+func (w *Web) UseStreams(s *sse.Streams) { w.streams = s }
 
 // Live makes the event routes stream the card changes feed carries.
 func (w *Web) Live(feed *Feed) { w.feed = feed }

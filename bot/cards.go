@@ -199,8 +199,8 @@ var boardEventRate = RateLimit{N: 6, Per: time.Minute}
 // board's channel's outbound queue (tracked, bounded by the post timeout,
 // and in order with the channel's other messages).
 func (e *Engine) announceLater(up board.CardUpdate, user string) {
-	if !e.out.send(up.Board.Channel, func(ctx context.Context) { e.announce(ctx, up, user) }) {
-		e.logger.Warn("board event not told: the channel's outbound queue is full", "board", up.Board.ID)
+	if err := e.out.send(up.Board.Channel, func(ctx context.Context) { e.announce(ctx, up, user) }); err != nil {
+		e.logger.Warn("board event not told: "+err.Error(), "board", up.Board.ID)
 	}
 }
 

@@ -115,6 +115,9 @@ type Config struct {
 	ClaimTTL time.Duration
 	// PostTimeout bounds each call to a platform (default 10s).
 	PostTimeout time.Duration
+	// FlushTimeout is how long a stopping engine keeps posting the
+	// messages still queued (default 10s).
+	FlushTimeout time.Duration
 	// ChannelNotices is how many throttled people of one channel are told
 	// "slow down" per channel window (default 5).
 	ChannelNotices int
@@ -186,6 +189,9 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Engine, error) {
 	if cfg.PostTimeout <= 0 {
 		cfg.PostTimeout = 10 * time.Second
 	}
+	if cfg.FlushTimeout <= 0 {
+		cfg.FlushTimeout = 10 * time.Second
+	}
 	if cfg.ChannelNotices <= 0 {
 		cfg.ChannelNotices = 5
 	}
@@ -194,7 +200,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Engine, error) {
 	}
 	return &Engine{
 		cfg: cfg, deps: deps, logger: logger, posters: map[Source]Poster{},
-		out: newOutbound(cfg.PostTimeout, logger), leases: newLeases(),
+		out: newOutbound(cfg.PostTimeout, cfg.FlushTimeout, logger), leases: newLeases(),
 	}, nil
 }
 

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -15,14 +16,23 @@ import (
 // one to the same channel (a preview before its "Approved by").
 type outbound struct {
 	timeout time.Duration
-	logger  *slog.Logger
+	// flush is how long a closing outbound keeps sending what is queued.
+	flush  time.Duration
+	logger *slog.Logger
 
-	mu     sync.Mutex
-	queues map[string]chan func(context.Context)
-	closed bool
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	queues  map[string]chan func(context.Context)
+	closed  bool
+	flushBy time.Time // set once closing
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
+
+// Why send refused a message.
+var (
+	errOutboundFull   = errors.New("the channel's outbound queue is full")
+	errOutboundClosed = errors.New("the engine has stopped")
+)
 
 // outboundQueue is how many messages one channel may have waiting; past
 // it new ones are refused (a throttle notice is dropped, an answer is left
@@ -33,17 +43,17 @@ const outboundQueue = 256
 // ends.
 const outboundIdle = 30 * time.Second
 
-func newOutbound(timeout time.Duration, logger *slog.Logger) *outbound {
-	return &outbound{timeout: timeout, logger: logger, queues: map[string]chan func(context.Context){}, stop: make(chan struct{})}
+func newOutbound(timeout, flush time.Duration, logger *slog.Logger) *outbound {
+	return &outbound{timeout: timeout, flush: flush, logger: logger, queues: map[string]chan func(context.Context){}, stop: make(chan struct{})}
 }
 
-// send queues fn for channel and reports whether it was queued. fn gets a
-// context bounded by the post timeout.
-func (o *outbound) send(channel string, fn func(ctx context.Context)) bool {
+// send queues fn for channel, or says why it did not (errOutboundFull,
+// errOutboundClosed). fn gets a context bounded by the post timeout.
+func (o *outbound) send(channel string, fn func(ctx context.Context)) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		return false
+		return errOutboundClosed
 	}
 	q, ok := o.queues[channel]
 	if !ok {
@@ -54,9 +64,9 @@ func (o *outbound) send(channel string, fn func(ctx context.Context)) bool {
 	}
 	select {
 	case q <- fn:
-		return true
+		return nil
 	default:
-		return false
+		return errOutboundFull
 	}
 }
 
@@ -83,6 +93,38 @@ func (o *outbound) drain(channel string, q chan func(context.Context)) {
 			o.mu.Unlock()
 			idle.Reset(outboundIdle)
 		case <-o.stop:
+			o.flushQueue(channel, q)
+			return
+		}
+	}
+}
+
+// flushQueue sends what is still queued for channel once the engine
+// stops (an "Approved by" behind a slow post is as much owed as the post),
+// until the flush deadline; what is left then is dropped, and counted in
+// the log. Nothing joins the queue any more: send refuses once closed.
+func (o *outbound) flushQueue(channel string, q chan func(context.Context)) {
+	o.mu.Lock()
+	deadline := o.flushBy
+	o.mu.Unlock()
+	for {
+		select {
+		case fn := <-q:
+			if !time.Now().Before(deadline) {
+				dropped := 1 + len(q)
+				for len(q) > 0 {
+					<-q
+				}
+				o.logger.Warn("messages not posted: the engine stopped and its flush time ran out", "channel", channel, "dropped", dropped, "flush", o.flush)
+				return
+			}
+			// WithTimeout inside WithDeadline: the earlier of the two.
+			fctx, fcancel := context.WithDeadline(context.Background(), deadline)
+			ctx, cancel := context.WithTimeout(fctx, o.timeout)
+			fn(ctx)
+			cancel()
+			fcancel()
+		default:
 			return
 		}
 	}
@@ -117,13 +159,15 @@ func (o *outbound) stopping() bool {
 	}
 }
 
-// close refuses new messages, lets the ones being sent finish and waits
-// for them; messages still queued are dropped (their requests stay on the
-// stream, unacknowledged, for another replica or the next start).
+// close refuses new messages, lets the ones being sent finish, sends
+// those still queued for up to the flush time and waits for them; what is
+// still queued then is dropped (an answer's request stays on the stream,
+// unacknowledged, for another replica or the next start).
 func (o *outbound) close() {
 	o.mu.Lock()
 	if !o.closed {
 		o.closed = true
+		o.flushBy = time.Now().Add(o.flush)
 		close(o.stop)
 	}
 	o.mu.Unlock()
@@ -135,12 +179,12 @@ func (o *outbound) close() {
 // the id of the request or proposal the message is about.
 func (e *Engine) say(t Thread, what string, fn func(ctx context.Context, p Poster) error, about ...any) {
 	poster := e.poster(t.Channel.Source)
-	if !e.out.send(t.Channel.Key(), func(ctx context.Context) {
+	if err := e.out.send(t.Channel.Key(), func(ctx context.Context) {
 		if err := fn(ctx, poster); err != nil {
 			e.logger.Warn(what, append(slices.Clip(about), "channel", t.Channel.Key(), "err", err)...)
 		}
-	}) {
-		e.logger.Warn(what+": dropped, the channel's outbound queue is full", append(slices.Clip(about), "channel", t.Channel.Key())...)
+	}); err != nil {
+		e.logger.Warn(what+": dropped: "+err.Error(), append(slices.Clip(about), "channel", t.Channel.Key())...)
 	}
 }
 

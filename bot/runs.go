@@ -193,12 +193,12 @@ func (e *Engine) tellRunTo(ctx context.Context, id board.ID, text func(Source) s
 	}
 	t := Thread{Channel: Channel{Source: Source(src), ID: ch}, ID: b.Thread}
 	r := Reply{Kind: ReplyInfo, Text: text(t.Channel.Source), BoardURL: link}
-	if !e.out.send(b.Channel, func(ctx context.Context) {
+	if err := e.out.send(b.Channel, func(ctx context.Context) {
 		if err := e.poster(t.Channel.Source).Reply(ctx, t, r); err != nil {
 			e.logger.Warn("tell run news", "board", id, "err", err)
 		}
-	}) {
-		e.logger.Warn("run news not told: the channel's outbound queue is full", "board", id)
+	}); err != nil {
+		e.logger.Warn("run news not told: "+err.Error(), "board", id)
 	}
 }
 

@@ -16,8 +16,9 @@ import (
 // Run consumes the request queue with the configured workers, renews the
 // leases of the requests it works on, reclaims requests of dead workers
 // and expires proposals, until ctx is done. Then it lets the messages
-// being posted finish and returns; requests not yet answered stay on the
-// stream for another replica or the next start.
+// being posted finish, sends those still queued (for up to FlushTimeout)
+// and returns; requests not yet answered stay on the stream for another
+// replica or the next start.
 func (e *Engine) Run(ctx context.Context) error {
 	defer e.out.close()
 	for {
@@ -145,8 +146,8 @@ func (e *Engine) handle(ctx context.Context, consumer string, d Delivery) {
 			e.logger.Warn("store planned answer", "request", id, "err", err)
 		}
 	}
-	if !e.out.send(r.Thread.Channel.Key(), func(pctx context.Context) { e.post(pctx, consumer, d, rec) }) {
-		e.logger.Warn("answer not posted yet: the channel's outbound queue is full; it will be retried", "request", id)
+	if err := e.out.send(r.Thread.Channel.Key(), func(pctx context.Context) { e.post(pctx, consumer, d, rec) }); err != nil {
+		e.logger.Warn("answer not posted yet: "+err.Error()+"; it will be retried", "request", id)
 		e.leases.drop(consumer, d.MessageID)
 	}
 }

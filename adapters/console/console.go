@@ -8,8 +8,6 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -24,6 +22,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/sse"
 )
 
 // Engine is what the console needs from the bot engine.
@@ -56,8 +55,8 @@ type Console struct {
 
 	mu       sync.Mutex
 	channels map[string]*channel
-	streams  map[string]int // open event streams by client
-	open     int            // open event streams in all
+	// streams caps the open event streams per client and in all.
+	streams *sse.Streams
 
 	successors Successors // optional: decisions.go
 	history    History    // optional: history.go
@@ -66,9 +65,14 @@ type Console struct {
 
 // New returns a console driving eng.
 func New(eng Engine, logger *slog.Logger) *Console {
-	return &Console{eng: eng, logger: logger, channels: map[string]*channel{}, streams: map[string]int{},
+	return &Console{eng: eng, logger: logger, channels: map[string]*channel{}, streams: sse.New(sse.Limits{}),
 		limits: newClientLimits(clientRequests, time.Minute)}
 }
+
+// UseStreams counts the channels' event streams against s instead of the
+// console's own caps, so one process-wide cap covers them beside other
+// streams.
+func (c *Console) UseStreams(s *sse.Streams) { c.streams = s }
 
 // Bounds of what one console keeps and serves. The REST API trusts its
 // callers' "user" and channel names, so limits keyed on those names alone
@@ -80,10 +84,6 @@ const (
 	// clientRequests is how many messages, revisions and re-proposals one
 	// client (a token, or an address without one) may send a minute.
 	clientRequests = 60
-	// maxClientStreams and maxStreams cap open event streams per client
-	// and in all.
-	maxClientStreams = 16
-	maxStreams       = 1000
 )
 
 // Event is one thing shown in a channel.
@@ -474,74 +474,27 @@ func (c *Console) proposeAgain(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{"request_id": rid})
 }
 
-// keepAlive is how often an idle event stream sends a comment, so proxies
-// do not close it.
-const keepAlive = 15 * time.Second
-
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "channel")
 	if !channelName.MatchString(name) {
 		writeError(w, http.StatusBadRequest, "bad channel name")
 		return
 	}
-	flusher, ok := w.(http.Flusher)
+	st, ok := c.streams.Open(w, r)
 	if !ok {
-		writeError(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
-	// An event stream lives past the server's write timeout; the
-	// keep-alives below notice a client that went away.
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	client := clientKey(r)
-	if !c.openStream(client) {
-		w.Header().Set("Retry-After", "10")
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many event streams: at most %d per client and %d in all; close some tabs", maxClientStreams, maxStreams))
-		return
-	}
-	defer c.closeStream(client)
+	defer st.Close()
 	lastID, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
 	past, sub := c.subscribe(name, lastID)
 	defer c.unsubscribe(name, sub)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	send := func(ev Event) bool {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return true
-		}
-		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.ID, ev.Type, b); err != nil {
-			return false
-		}
-		flusher.Flush()
-		return true
-	}
-	_, _ = io.WriteString(w, "retry: 2000\n\n")
+	send := func(ev Event) error { return st.Send(strconv.FormatInt(ev.ID, 10), ev.Type, ev) }
 	for _, ev := range past {
-		if !send(ev) {
+		if send(ev) != nil {
 			return
 		}
 	}
-	flusher.Flush()
-	tick := time.NewTicker(keepAlive)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case ev, ok := <-sub:
-			if !ok {
-				return // too slow: the browser reconnects and resumes
-			}
-			if !send(ev) {
-				return
-			}
-		case <-tick.C:
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
-				return
-			}
-			flusher.Flush()
-		}
-	}
+	// A closed subscription means the browser fell behind: it reconnects
+	// and resumes from Last-Event-ID.
+	_ = sse.Pump(r.Context(), st, sub, send)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/sse"
 )
 
 func post(t *testing.T, url, contentType, body string, headers ...string) *http.Response {
@@ -128,7 +129,7 @@ func TestEventStreamsAreCapped(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	open := 0
-	for i := range maxClientStreams + 3 {
+	for i := range sse.DefaultPerCaller + 3 {
 		req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/api/v1/channels/c%d/events", srv.URL, i), nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -141,8 +142,8 @@ func TestEventStreamsAreCapped(t *testing.T) {
 			t.Fatalf("stream %d: %d", i, resp.StatusCode)
 		}
 	}
-	if open != maxClientStreams {
-		t.Fatalf("open streams = %d, want %d", open, maxClientStreams)
+	if open != sse.DefaultPerCaller {
+		t.Fatalf("open streams = %d, want %d", open, sse.DefaultPerCaller)
 	}
 }
 

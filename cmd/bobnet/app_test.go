@@ -52,7 +52,7 @@ func startAppLogged(t *testing.T, env map[string]string, logger func(Config) *sl
 	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	var handler http.Handler = http.NotFoundHandler()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	// As in serveHTTP: closing ends the event streams, which would
+	// As in serve: closing ends the event streams, which would
 	// otherwise hold Close until their browsers go.
 	base, endStreams := context.WithCancel(context.Background())
 	srv.Config.BaseContext = func(net.Listener) context.Context { return base }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -288,7 +287,7 @@ func TestListenAddressInUseIsAClearError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	err = serveHTTP(t.Context(), ln.Addr().String(), "", http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	_, err = listen(ln.Addr().String())
 	if err == nil || !strings.Contains(err.Error(), "BOBNET_LISTEN: "+ln.Addr().String()+" is already in use") {
 		t.Fatalf("err = %v", err)
 	}

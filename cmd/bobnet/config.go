@@ -43,6 +43,10 @@ type Config struct {
 	// works at once, and how long a run may take.
 	RunWorkers  int
 	RunDeadline time.Duration
+	// StreamsPerCaller and Streams cap open event streams per caller and
+	// in all (package sse).
+	StreamsPerCaller int
+	Streams          int
 
 	SlackBotToken      string
 	SlackSigningSecret string
@@ -82,6 +86,18 @@ type Config struct {
 type setting struct {
 	env, flag, def, usage string
 	set                   func(c *Config, v string) error
+}
+
+// intIn sets a whole number from lo to hi.
+func intIn(lo, hi int, p func(c *Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("not a whole number from %d to %d: %q", lo, hi, v)
+		}
+		*p(c) = n
+		return nil
+	}
 }
 
 func str(p func(c *Config) *string) func(*Config, string) error {
@@ -162,6 +178,8 @@ var settings = []setting{
 		c.Workers = n
 		return nil
 	}},
+	{"BOBNET_STREAMS_PER_CALLER", "streams-per-caller", "16", "open event streams (console channels and boards together) one caller may hold: a token, or an address without one (an `int` from 1 to 100000)", intIn(1, 100000, func(c *Config) *int { return &c.StreamsPerCaller })},
+	{"BOBNET_STREAMS", "streams", "1000", "open event streams in all, per replica (an `int` from 1 to 100000)", intIn(1, 100000, func(c *Config) *int { return &c.Streams })},
 	{"SLACK_BOT_TOKEN", "slack-bot-token", "", "Slack bot token (xoxb-…)", str(func(c *Config) *string { return &c.SlackBotToken })},
 	{"SLACK_SIGNING_SECRET", "slack-signing-secret", "", "Slack signing secret", str(func(c *Config) *string { return &c.SlackSigningSecret })},
 	{"SLACK_APP_TOKEN", "slack-app-token", "", "Slack app-level token (xapp-…) for Socket Mode", str(func(c *Config) *string { return &c.SlackAppToken })},

@@ -45,12 +45,12 @@ func newMatrix(ctx context.Context, cfg Config, engine *bot.Engine, store *board
 }
 
 // runMatrix runs the adapter's sync loop (while this replica holds the
-// lease) until ctx ends; a nil adapter does nothing.
+// lease) until ctx ends; a nil adapter does nothing. The adapter stays
+// open for posting: the caller closes it once the engine has stopped.
 func runMatrix(ctx context.Context, ad *matrix.Adapter, logger *slog.Logger) {
 	if ad == nil {
 		return
 	}
-	defer ad.Close()
 	if err := ad.Run(ctx); err != nil && ctx.Err() == nil {
 		logger.Error("matrix stopped", "err", err)
 	}

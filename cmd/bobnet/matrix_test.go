@@ -81,7 +81,7 @@ func TestServeAnswersInMatrix(t *testing.T) {
 	engineDone, matrixDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(engineDone); _ = a.engine.Run(ctx) }()
 	go func() { defer close(matrixDone); runMatrix(ctx, a.matrix, boardtest.Logger(t)) }()
-	t.Cleanup(func() { cancel(); <-engineDone; <-matrixDone; a.close() })
+	t.Cleanup(func() { cancel(); <-matrixDone; <-engineDone; a.matrix.Close(); a.close() })
 
 	cctx, ccancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer ccancel()

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"syscall"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/bobnet/bobnet/metrics"
 	"github.com/bobnet/bobnet/planner"
 	boardrun "github.com/bobnet/bobnet/run" // main has a func run
+	"github.com/bobnet/bobnet/sse"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/httpapi"
@@ -169,6 +169,10 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	// so a card is only taken over from a replica that stopped.
 	runs := boardrun.NewWorker(store, model, engine, profiles, boardrun.Config{Workers: cfg.RunWorkers, Lease: cfg.PlanTimeout + time.Minute, Poll: 2 * time.Second}, logger)
 	web := board.NewWeb(store, logger)
+	// One cap on event streams per caller and in all, whichever kind.
+	streams := sse.New(sse.Limits{PerCaller: cfg.StreamsPerCaller, Total: cfg.Streams})
+	web.UseStreams(streams)
+	con.UseStreams(streams)
 	closers = append(closers, startLiveBoards(ctx, store, web, logger))
 	web.PageRoutes(r)
 	boardrun.NewPages(store, logger).Routes(r)
@@ -191,58 +195,19 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		schedules: boardrun.NewScheduler(store, engine, runs.Runner, cfg.RunDeadline, logger), close: closeAll}, nil
 }
 
-// runServe starts everything configured and serves until ctx is done.
+// runServe starts everything configured and serves until ctx is done,
+// then shuts down in order (shutdown.go).
 func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	a, err := newApp(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	engineDone := make(chan struct{})
-	go func() {
-		defer close(engineDone)
-		_ = a.engine.Run(ctx)
-	}()
-	var background sync.WaitGroup
-	defer background.Wait()
-	a.ext.run(ctx, &background)
-	background.Go(func() { _ = a.runs.Run(ctx) })
-	background.Go(func() { a.schedules.Run(ctx, 30*time.Second, time.Now) })
-	if a.slack != nil && cfg.SlackAppToken != "" {
-		background.Add(1)
-		go func() {
-			defer background.Done()
-			// It only returns when its context ends or the connection
-			// fails for good; only the latter is worth a word.
-			if err := a.slack.RunSocketMode(ctx); ctx.Err() == nil {
-				logger.Error("slack socket mode stopped", "err", err)
-			}
-		}()
+	ln, err := listen(cfg.Listen)
+	if err != nil {
+		return err
 	}
-	matrixDone := make(chan struct{})
-	go func() { defer close(matrixDone); runMatrix(ctx, a.matrix, logger) }()
-	defer func() { cancel(); <-matrixDone }()
-	if err := a.model.Ping(ctx); err != nil {
-		logger.Warn("the model server does not answer yet; requests get a friendly error until it does", "OPENAI_BASE_URL", cfg.OpenAIBaseURL, "err", err)
-	}
-	err = serveHTTP(ctx, cfg.Listen, cfg.PublicURL, a.handler, logger)
-	// Shutdown order: the listener is closed and in-flight requests have
-	// finished (serveHTTP); then the work started after acks (Slack
-	// decisions) finishes, the engine stops taking requests, lets the
-	// messages being posted finish and leaves unanswered requests on the
-	// stream for another replica; the pools close last (deferred).
-	if a.slack != nil {
-		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if werr := a.slack.Wait(wctx); werr != nil {
-			logger.Warn("slack work still running at shutdown", "err", werr)
-		}
-		wcancel()
-	}
-	cancel()
-	<-engineDone
-	return err
+	return a.serve(ctx, ln, cfg, logger)
 }
 
 // serverLimits bound how long a connection may take over each part of an
@@ -265,37 +230,16 @@ func newHTTPServer(h http.Handler, l serverLimits) *http.Server {
 	}
 }
 
-// serveHTTP serves h on addr until ctx is done, then shuts down gracefully.
-func serveHTTP(ctx context.Context, addr, publicURL string, h http.Handler, logger *slog.Logger) error {
+// listen opens BobNet's listener, naming the setting when it cannot.
+func listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("BOBNET_LISTEN: %s is already in use by another program; stop it or choose a free address: %w", addr, err)
+		return nil, fmt.Errorf("BOBNET_LISTEN: %s is already in use by another program; stop it or choose a free address: %w", addr, err)
 	}
 	if err != nil {
-		return fmt.Errorf("BOBNET_LISTEN: %w", err)
+		return nil, fmt.Errorf("BOBNET_LISTEN: %w", err)
 	}
-	// Shutting down cancels the requests' base context, so long-lived event
-	// streams end instead of holding the shutdown for its whole timeout.
-	base, endStreams := context.WithCancel(context.WithoutCancel(ctx))
-	defer endStreams()
-	srv := newHTTPServer(h, defaultServerLimits)
-	srv.BaseContext = func(net.Listener) context.Context { return base }
-	srv.RegisterOnShutdown(endStreams)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("BobNet is serving", "addr", ln.Addr().String(), "public_url", publicURL)
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	logger.Info("BobNet stopped")
-	return nil
+	return ln, nil
 }
 
 // readyHandler answers 200 when every dependency answers a ping, else 503

@@ -357,7 +357,15 @@
     source = new EventSource(url);
     ["message", "working", "reply", "proposal", "proposal_updated"].forEach((t) => source.addEventListener(t, handle));
     source.onopen = () => { $("conn").textContent = "connected to #" + ch; loadHome(); };
-    source.onerror = () => { $("conn").textContent = "reconnecting…"; };
+    const mine = source;
+    source.onerror = () => {
+      $("conn").textContent = "reconnecting…";
+      // A refused stream (too many open: 429 or 503) is one the browser
+      // does not retry: connect again later, unless the channel changed.
+      if (mine.readyState === EventSource.CLOSED) {
+        setTimeout(() => { if (source === mine) connect(); }, 3000 + Math.random() * 4000);
+      }
+    };
   }
 
   $("channel").addEventListener("change", connect);
