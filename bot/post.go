@@ -143,7 +143,12 @@ func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r Request, a
 // and found no message to redraw. The store tells which side redraws, so
 // exactly one does.
 func (e *Engine) previewPosted(ctx context.Context, poster Poster, p Proposal, ref MessageRef) {
-	missed, err := e.deps.Proposals.SetPreviewMessage(ctx, p.ID, ref, p.ExpiresAt)
+	var missed bool
+	err := retryWrite(ctx, func() error {
+		var err error
+		missed, err = e.deps.Proposals.SetPreviewMessage(ctx, p.ID, ref, p.ExpiresAt)
+		return err
+	})
 	if err != nil {
 		e.logger.Warn("store preview ref", "proposal", p.ID, "err", err)
 		return
@@ -179,4 +184,22 @@ func (e *Engine) updatePreview(ctx context.Context, poster Poster, p Proposal) e
 		p.Message = ref
 	}
 	return poster.UpdatePreview(ctx, p)
+}
+
+// retryWrite tries a write that records what was already sent until it
+// succeeds or ctx ends: a Redis that restarts for a second must not make a
+// posted preview look unposted, or the request's next worker posts it
+// again (the soak test saw exactly that).
+func retryWrite(ctx context.Context, write func() error) error {
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		err := write()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+	}
 }

@@ -3,6 +3,7 @@ package bot_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -143,5 +144,42 @@ func TestPostingIsBoundedAcrossReclaims(t *testing.T) {
 	// Three attempts a delivery (a stopping worker may finish them).
 	if n, most := stuck.attempts.Load(), int64(3*bot.MaxDeliveries); n > most {
 		t.Errorf("posted %d times, want at most %d", n, most)
+	}
+}
+
+// flakyPreviewRef fails to record where a preview went a few times, as a
+// Redis restarting for a moment does.
+type flakyPreviewRef struct {
+	bot.Proposals
+	fails atomic.Int64
+}
+
+func (f *flakyPreviewRef) SetPreviewMessage(ctx context.Context, id bot.ProposalID, ref bot.MessageRef, expires time.Time) (bool, error) {
+	if f.fails.Add(-1) >= 0 {
+		return false, fmt.Errorf("set preview message: %w", bot.ErrUnavailable)
+	}
+	return f.Proposals.SetPreviewMessage(ctx, id, ref, expires)
+}
+
+// A preview whose message could not be recorded at once (Redis away for a
+// moment) is recorded when Redis is back, so a reclaim does not post it
+// again. The soak test found the second preview when the first failure
+// was the last word.
+func TestPreviewRefRecordedAfterARedisBlip(t *testing.T) {
+	t.Parallel()
+	flaky := &flakyPreviewRef{}
+	flaky.fails.Store(3)
+	env := bottest.NewWrapped(t, func(d *bot.Deps) { flaky.Proposals = d.Proposals; d.Proposals = flaky })
+	answerNewspaper(t, env)
+	id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := env.WaitRequest(t, id)
+	env.WaitIdle(t)
+	time.Sleep(1500 * time.Millisecond) // past a reclaim
+	p, err := env.Engine.Proposal(context.Background(), st.ProposalID)
+	if _, previews, _ := env.Poster.Snapshot(); len(previews) != 1 || err != nil || p.Message == "" {
+		t.Fatalf("previews = %d, message %q, %v", len(previews), p.Message, err)
 	}
 }

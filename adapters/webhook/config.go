@@ -140,16 +140,6 @@ func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 		if err := CheckSecret(h.Secret); err != nil {
 			errs = append(errs, fmt.Errorf("hook %q: %w", name, err))
 		}
-		// A callback without a secret of its own is signed with
-		// BOBNET_CALLBACK_SECRET (checked where it is read), never with
-		// the hook's inbound secret.
-		for _, cb := range h.Callbacks {
-			if cb.Secret != "" {
-				if err := CheckSecret(cb.Secret); err != nil {
-					errs = append(errs, fmt.Errorf("hook %q: callback %s: %w", name, cb.URL, err))
-				}
-			}
-		}
 		target := c.Target
 		if target == "" {
 			target = "console:hook-" + name

@@ -76,6 +76,19 @@ func New(t testing.TB, opts ...Option) *Env {
 // parts is a second replica (or a restarted one).
 func Start(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, opts ...Option) *Env {
 	t.Helper()
+	return StartWrapped(t, store, rdb, prefix, model, nil, opts...)
+}
+
+// NewWrapped is New with the engine's dependencies passed through wrap
+// first, to put a failing or slow part in front of a real one.
+func NewWrapped(t testing.TB, wrap func(*bot.Deps), opts ...Option) *Env {
+	t.Helper()
+	return StartWrapped(t, boardtest.NewStore(t), Redis(t), Prefix(), plannertest.NewServer(t), wrap, opts...)
+}
+
+// StartWrapped is Start with the dependencies passed through wrap.
+func StartWrapped(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), opts ...Option) *Env {
+	t.Helper()
 	cfg := bot.Config{
 		ProposalTTL:   time.Hour,
 		PublicURL:     "http://bobnet.test",
@@ -90,9 +103,13 @@ func Start(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, m
 	}
 	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, boardtest.Logger(t))
 	ps := pending.NewStore(rdb, prefix)
-	eng, err := bot.New(cfg, bot.Deps{
+	deps := bot.Deps{
 		Planner: client, Boards: store, Runs: store, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix),
-	}, boardtest.Logger(t))
+	}
+	if wrap != nil {
+		wrap(&deps)
+	}
+	eng, err := bot.New(cfg, deps, boardtest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,6 +121,7 @@ func TestCallbackSecretIsRequiredAndOwn(t *testing.T) {
 		"short":                 {"whsec_c2hvcnQ=", file, "BOBNET_CALLBACK_SECRET"},
 		"a hook's secret":       {formsSecret, file, "BOBNET_CALLBACK_SECRET: it is also a hook's secret"},
 		"file secret not whsec": {callbackSecret, strings.Replace(file, "{url: \"http://127.0.0.1:9/forms\"}", "{url: \"http://127.0.0.1:9/forms\", secret: \"plain-secret\"}", 1), "does not start with whsec_"},
+		"file secret short":     {callbackSecret, strings.Replace(file, "{url: \"http://127.0.0.1:9/forms\"}", "{url: \"http://127.0.0.1:9/forms\", secret: \"whsec_c2hvcnQ=\"}", 1), "whsec_"},
 		"file secret inbound":   {callbackSecret, strings.Replace(file, "{url: \"http://127.0.0.1:9/forms\"}", "{url: \"http://127.0.0.1:9/forms\", secret: \""+formsSecret+"\"}", 1), "hook's inbound secret"},
 	} {
 		t.Run(name, func(t *testing.T) {
