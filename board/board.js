@@ -20,6 +20,8 @@
     }
     signin.textContent = "Signed in as " + user + ": drag a card to another column, or use its “Move to” menu.";
     document.querySelectorAll(".move, .crit").forEach(function (m) { m.hidden = false; });
+    const run = document.getElementById("run-now");
+    if (run) { run.hidden = document.querySelector('[data-run-state="running"]') !== null; }
     document.querySelectorAll("article.card").forEach(function (c) { c.draggable = true; });
   }
 
@@ -142,7 +144,35 @@
     patch(card, { status: status }, card.dataset.handle + " moved to " + status + ".");
   }
 
+  // startRun starts a run of the board: its cards go back to their
+  // starting statuses and the runners begin (docs/runs.md).
+  function startRun() {
+    const headers = { "Content-Type": "application/json" };
+    if (token) { headers.Authorization = "Bearer " + token; }
+    say("Starting a run…");
+    fetch("/api/v1/boards/" + encodeURIComponent(boardID) + "/runs", {
+      method: "POST", headers: headers, body: JSON.stringify({ user: user })
+    }).then(function (r) {
+      return r.json().catch(function () { return {}; }).then(function (body) {
+        if (r.status === 201) {
+          say("Run " + body.number + " started.");
+          return refresh();
+        }
+        if (r.status === 401) {
+          say("The server needs the API token: open the console, enter it there, then come back.");
+          return null;
+        }
+        say(body.error || ("The run was refused (HTTP " + r.status + ")."));
+        return null;
+      });
+    }).catch(function (err) { say("The run did not reach the server: " + err.message); });
+  }
+
   document.addEventListener("click", function (ev) {
+    if (ev.target.id === "run-now") {
+      startRun();
+      return;
+    }
     const z = ev.target.closest ? ev.target.closest("button[data-zoom]") : null;
     if (z) {
       zoom = z.dataset.zoom;

@@ -2,9 +2,12 @@ package board
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -133,6 +136,7 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 		cols = append(cols, column{Status: s, Class: statusClass(s), Cards: byStatus[s], Empty: len(byStatus[s]) == 0})
 	}
 	data := map[string]any{
+		"Runs":     w.runsLine(r.Context(), b.ID),
 		"Board":    b,
 		"Columns":  cols,
 		"Graph":    layoutGraph(cards, ready),
@@ -158,6 +162,31 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 	if _, err := rw.Write(buf.Bytes()); err != nil {
 		w.logger.Debug("board page not delivered", "board", b.ID, "err", err)
 	}
+}
+
+// runsLine is what the page says of a board's runs: the latest, with its
+// page, and the schedule with its next slot. Runs are news on the board,
+// not its substance: when they cannot be read the page shows without them.
+type runsLine struct {
+	Latest   *Run
+	Schedule *Schedule
+	Next     time.Time
+}
+
+func (w *Web) runsLine(ctx context.Context, id ID) runsLine {
+	var l runsLine
+	if runs, err := w.store.Runs(ctx, id, 1); err == nil && len(runs) > 0 {
+		l.Latest = &runs[0]
+	} else if err != nil {
+		w.logger.Warn("board page: runs", "board", id, "err", err)
+	}
+	if sc, err := w.store.ScheduleOf(ctx, id); err == nil {
+		l.Schedule = &sc
+		l.Next, _ = sc.Next(time.Now())
+	} else if !errors.Is(err, ErrNotFound) {
+		w.logger.Warn("board page: schedule", "board", id, "err", err)
+	}
+	return l
 }
 
 // graph is the dependency graph drawn as inline SVG: cards in layers by

@@ -33,6 +33,8 @@ func BoardURL(publicURL string, id ID) string {
 // reader is what the web handlers need from the store.
 type reader interface {
 	Board(ctx context.Context, id ID) (Board, []Card, error)
+	Runs(ctx context.Context, id ID, limit int) ([]Run, error)
+	ScheduleOf(ctx context.Context, id ID) (Schedule, error)
 }
 
 // Web serves boards to people (the page chat links to) and to programs

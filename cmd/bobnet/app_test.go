@@ -97,11 +97,17 @@ func startAppLogged(t *testing.T, env map[string]string, logger func(Config) *sl
 		defer close(done)
 		_ = a.engine.Run(ctx)
 	}()
+	runsDone := make(chan struct{})
+	go func() {
+		defer close(runsDone)
+		_ = a.runs.Run(ctx)
+	}()
 	var stopApp sync.Once
 	stop := func() {
 		closeHTTP()
 		stopApp.Do(func() {
 			cancel()
+			<-runsDone
 			<-done
 			a.close()
 		})
