@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -34,9 +35,10 @@ func pendingDeliveries(t *testing.T, svc *services) int {
 
 // check compares what the clients saw with what BobNet wrote and sent,
 // and prints the figures as a table.
-func check(t *testing.T, svc *services, api *replica, mdl *model, slk *slackAPI, rcv *receiver, led *ledger) {
+func check(t *testing.T, svc *services, replicas []*replica, mdl *model, slk *slackAPI, rcv *receiver, led *ledger) {
 	t.Helper()
 	ctx := context.Background()
+	api := replicas[0]
 	conn := connect(t, svc)
 	var rows [][2]string
 	row := func(name string, v any) { rows = append(rows, [2]string{name, fmt.Sprint(v)}) }
@@ -88,7 +90,18 @@ func check(t *testing.T, svc *services, api *replica, mdl *model, slk *slackAPI,
 			fail("mention %s (%s) acknowledged, never answered", m.TS, m.Tag)
 		default:
 			answeredTwice++
-			fail("mention %s (%s) answered %d times", m.TS, m.Tag, n)
+			var said, words []string
+			for _, msg := range msgs {
+				if msg.ThreadTS == m.TS {
+					said = append(said, fmt.Sprintf("%q (preview of %q)", msg.Text, msg.Proposal))
+					words = append(words, msg.Proposal)
+				}
+			}
+			var logs []string
+			for _, r := range replicas {
+				logs = append(logs, r.grepLog(append(words, m.Tag, m.TS)...)...)
+			}
+			fail("mention %s (%s) answered %d times: %s\nreplicas said:\n%s", m.TS, m.Tag, n, strings.Join(said, "; "), strings.Join(logs, "\n"))
 		}
 	}
 	row("slack mentions acknowledged", len(led.mentions))

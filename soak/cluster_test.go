@@ -178,6 +178,24 @@ func (r *replica) wait(d time.Duration) bool {
 	}
 }
 
+// grepLog returns the lines of the replica's log that hold any of words.
+func (r *replica) grepLog(words ...string) []string {
+	b, err := os.ReadFile(r.logPath)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		for _, w := range words {
+			if w != "" && strings.Contains(line, w) {
+				out = append(out, r.name+": "+strings.TrimSpace(line))
+				break
+			}
+		}
+	}
+	return out
+}
+
 // exited says whether the process has ended.
 func (r *replica) exited() bool {
 	r.mu.Lock()

@@ -69,7 +69,7 @@ outbound:
 		"BOBNET_RECLAIM_IDLE=3s", "BOBNET_WORKERS=2", "BOBNET_USER_RATE=100000/1m", "BOBNET_CHANNEL_RATE=100000/1m",
 		"BOBNET_ANY_MEMBER_DECIDES=true", "BOBNET_HOOK_SECRETS=forms=" + hookSecret, "BOBNET_HOOKS_FILE=" + hooks, "BOBNET_CALLBACK_SECRET=" + callbackSecret,
 		"SLACK_BOT_TOKEN=xoxb-soak", "SLACK_SIGNING_SECRET=" + slackSecret, "SLACK_API_URL=" + slk.srv.URL + "/api/",
-		"BOBNET_LOG_LEVEL=info",
+		"BOBNET_LOG_LEVEL=debug",
 	}
 	var replicas []*replica
 	for _, name := range []string{"a", "b", "c"} {
@@ -105,7 +105,7 @@ outbound:
 		}
 	}
 	settle(t, svc, replicas, led, rcv)
-	check(t, svc, replicas[0], mdl, slk, rcv, led)
+	check(t, svc, replicas, mdl, slk, rcv, led)
 }
 
 // runFaults kills, stops and restarts things in turn while the workload

@@ -46,7 +46,7 @@ func (c *Console) patchCard(w http.ResponseWriter, r *http.Request, eng CardEngi
 	handle := ""
 	if err != nil {
 		if _, _, ok := board.ParseHandle(ref); !ok {
-			writeError(w, http.StatusNotFound, "no card "+ref+": give a card id (c_…) or a handle such as NEWS-3")
+			httpapi.WriteError(w, http.StatusNotFound, "no card "+ref+": give a card id (c_…) or a handle such as NEWS-3")
 			return
 		}
 		handle = ref
@@ -56,7 +56,7 @@ func (c *Console) patchCard(w http.ResponseWriter, r *http.Request, eng CardEngi
 		return
 	}
 	if p.Status == nil && p.Assignee == nil && p.Title == nil && p.Body == nil && p.Criterion == nil {
-		writeError(w, http.StatusBadRequest, `nothing to change: send "status", "assignee", "title", "body" or "criterion"`)
+		httpapi.WriteError(w, http.StatusBadRequest, `nothing to change: send "status", "assignee", "title", "body" or "criterion"`)
 		return
 	}
 	via := "api"
@@ -71,17 +71,17 @@ func (c *Console) patchCard(w http.ResponseWriter, r *http.Request, eng CardEngi
 	var conflict *board.ConflictError
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusOK, up.Card)
+		httpapi.WriteJSON(w, http.StatusOK, up.Card)
 	case errors.As(err, &blocked):
 		refs := make([]map[string]any, 0, len(blocked.Blockers))
 		for _, b := range blocked.Blockers {
 			refs = append(refs, map[string]any{"id": b.ID, "handle": b.Handle, "title": b.Title, "status": b.Status})
 		}
-		writeJSON(w, http.StatusConflict, map[string]any{"error": bot.CardErrorText(err), "blocked_by": refs})
+		httpapi.WriteJSON(w, http.StatusConflict, map[string]any{"error": bot.CardErrorText(err), "blocked_by": refs})
 	case errors.As(err, &conflict):
-		writeJSON(w, http.StatusConflict, map[string]any{"error": conflict.Error(), "card": conflict.Current})
+		httpapi.WriteJSON(w, http.StatusConflict, map[string]any{"error": conflict.Error(), "card": conflict.Current})
 	case errors.Is(err, board.ErrInvalidChange), errors.Is(err, bot.ErrUnknownProfile):
-		writeError(w, http.StatusBadRequest, err.Error())
+		httpapi.WriteError(w, http.StatusBadRequest, err.Error())
 	default:
 		c.engineError(w, err)
 	}

@@ -6,7 +6,6 @@ package console
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -272,16 +271,6 @@ func (c *Console) PageRoutes(r chi.Router) {
 	r.Handle("/static/*", SecurityHeaders(http.StripPrefix("/static/", files)))
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
-}
-
 // userMessage is an engine error as a sentence for people: what happened
 // and what to do, never the internals behind it.
 func userMessage(err error) string {
@@ -299,28 +288,28 @@ func (c *Console) engineError(w http.ResponseWriter, err error) {
 	var de *bot.DecidedError
 	switch {
 	case errors.As(err, &de):
-		writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "state": de.State, "board_id": de.BoardID, "decided_by": de.By})
+		httpapi.WriteJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "state": de.State, "board_id": de.BoardID, "decided_by": de.By})
 	case errors.Is(err, bot.ErrExpired):
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "this proposal expired; propose it again", "state": bot.ProposalExpired})
+		httpapi.WriteJSON(w, http.StatusConflict, map[string]any{"error": "this proposal expired; propose it again", "state": bot.ProposalExpired})
 	case errors.Is(err, bot.ErrNotFound):
-		writeError(w, http.StatusNotFound, err.Error())
+		httpapi.WriteError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, bot.ErrForbidden):
-		writeError(w, http.StatusForbidden, err.Error())
+		httpapi.WriteError(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, bot.ErrRateLimited):
 		w.Header().Set("Retry-After", "60")
-		writeError(w, http.StatusTooManyRequests, err.Error())
+		httpapi.WriteError(w, http.StatusTooManyRequests, err.Error())
 	case errors.Is(err, bot.ErrUnavailable):
 		c.logger.Warn("engine unavailable", "err", err)
-		writeError(w, http.StatusServiceUnavailable, "BobNet's database is unavailable right now; try again shortly")
+		httpapi.WriteError(w, http.StatusServiceUnavailable, "BobNet's database is unavailable right now; try again shortly")
 	default:
-		writeError(w, http.StatusBadRequest, err.Error())
+		httpapi.WriteError(w, http.StatusBadRequest, err.Error())
 	}
 }
 
 func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "channel")
 	if !channelName.MatchString(name) {
-		writeError(w, http.StatusBadRequest, "channel names are 1 to 64 lower-case letters, digits, - or _, starting with a letter or digit")
+		httpapi.WriteError(w, http.StatusBadRequest, "channel names are 1 to 64 lower-case letters, digits, - or _, starting with a letter or digit")
 		return
 	}
 	var body struct {
@@ -332,7 +321,7 @@ func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	body.Text = strings.TrimSpace(body.Text)
 	if body.Text == "" || len(body.Text) > 8000 {
-		writeError(w, http.StatusBadRequest, `"text" is required, at most 8000 characters`)
+		httpapi.WriteError(w, http.StatusBadRequest, `"text" is required, at most 8000 characters`)
 		return
 	}
 	if !httpapi.PlainText(w, "text", body.Text) {
@@ -354,7 +343,7 @@ func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 		c.engineError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"request_id": got})
+	httpapi.WriteJSON(w, http.StatusAccepted, map[string]any{"request_id": got})
 }
 
 func (c *Console) getRequest(w http.ResponseWriter, r *http.Request) {
@@ -367,7 +356,7 @@ func (c *Console) getRequest(w http.ResponseWriter, r *http.Request) {
 		c.engineError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	httpapi.WriteJSON(w, http.StatusOK, st)
 }
 
 func (c *Console) getProposal(w http.ResponseWriter, r *http.Request) {
@@ -380,7 +369,7 @@ func (c *Console) getProposal(w http.ResponseWriter, r *http.Request) {
 		c.engineError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, proposalJSON(p))
+	httpapi.WriteJSON(w, http.StatusOK, proposalJSON(p))
 }
 
 type decision struct {
@@ -415,10 +404,10 @@ func (c *Console) approve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.State == bot.ProposalPending {
-		writeJSON(w, http.StatusOK, map[string]any{"state": a.State, "approvals": a.Approvals, "needed": a.Needed})
+		httpapi.WriteJSON(w, http.StatusOK, map[string]any{"state": a.State, "approvals": a.Approvals, "needed": a.Needed})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"board_id": a.BoardID, "board_url": a.BoardURL})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"board_id": a.BoardID, "board_url": a.BoardURL})
 }
 
 func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
@@ -431,7 +420,7 @@ func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
 		c.decisionError(w, r, id, d.User, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, proposalJSON(p))
+	httpapi.WriteJSON(w, http.StatusOK, proposalJSON(p))
 }
 
 func (c *Console) revise(w http.ResponseWriter, r *http.Request) {
@@ -440,7 +429,7 @@ func (c *Console) revise(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.TrimSpace(d.Feedback) == "" || len(d.Feedback) > 8000 {
-		writeError(w, http.StatusBadRequest, `"feedback" is required: say what to change (at most 8000 characters)`)
+		httpapi.WriteError(w, http.StatusBadRequest, `"feedback" is required: say what to change (at most 8000 characters)`)
 		return
 	}
 	if !httpapi.PlainText(w, "feedback", d.Feedback) {
@@ -458,7 +447,7 @@ func (c *Console) revise(w http.ResponseWriter, r *http.Request) {
 	if p, err := c.eng.Proposal(r.Context(), id); err == nil && p.Thread.Channel.Source == bot.SourceConsole {
 		c.publish(p.Thread.Channel.ID, "message", map[string]any{"user": d.User, "text": d.Feedback, "request_id": rid, "revises": id})
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"request_id": rid})
+	httpapi.WriteJSON(w, http.StatusAccepted, map[string]any{"request_id": rid})
 }
 
 func (c *Console) proposeAgain(w http.ResponseWriter, r *http.Request) {
@@ -471,13 +460,13 @@ func (c *Console) proposeAgain(w http.ResponseWriter, r *http.Request) {
 		c.engineError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"request_id": rid})
+	httpapi.WriteJSON(w, http.StatusAccepted, map[string]any{"request_id": rid})
 }
 
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "channel")
 	if !channelName.MatchString(name) {
-		writeError(w, http.StatusBadRequest, "bad channel name")
+		httpapi.WriteError(w, http.StatusBadRequest, "bad channel name")
 		return
 	}
 	st, ok := c.streams.Open(w, r)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpapi"
 )
 
 // Successors finds the proposal that superseded another; *board.Store is
@@ -28,9 +29,9 @@ func (c *Console) decisionError(w http.ResponseWriter, r *http.Request, id bot.P
 	var pe *bot.PolicyError
 	switch {
 	case errors.As(err, &pe):
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": fmt.Sprintf("%s may not decide proposal %s: %s", user, id, pe.Rule), "rule": pe.Rule})
+		httpapi.WriteJSON(w, http.StatusForbidden, map[string]any{"error": fmt.Sprintf("%s may not decide proposal %s: %s", user, id, pe.Rule), "rule": pe.Rule})
 	case errors.Is(err, bot.ErrNothingToWithdraw):
-		writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error()})
+		httpapi.WriteJSON(w, http.StatusConflict, map[string]any{"error": err.Error()})
 	case errors.Is(err, bot.ErrForbidden):
 		out := map[string]any{"setting": "BOBNET_ADMINS"}
 		who := "its requester"
@@ -39,14 +40,14 @@ func (c *Console) decisionError(w http.ResponseWriter, r *http.Request, id bot.P
 			out["requested_by"] = p.RequestedBy
 		}
 		out["error"] = fmt.Sprintf("%s is not allowed to decide proposal %s: only %s, the admins in BOBNET_ADMINS or the channel's deciders (BOBNET_HOOKS_FILE) may; BOBNET_ANY_MEMBER_DECIDES=true lets anyone decide", user, id, who)
-		writeJSON(w, http.StatusForbidden, out)
+		httpapi.WriteJSON(w, http.StatusForbidden, out)
 	case errors.As(err, &de) && de.State == bot.ProposalApproved:
 		out := map[string]any{"error": err.Error(), "state": de.State, "board_id": de.BoardID, "decided_by": de.By}
 		if p, perr := c.eng.Proposal(ctx, id); perr == nil && p.BoardURL != "" {
 			out["board_url"] = p.BoardURL
 			out["error"] = fmt.Sprintf("proposal %s was already approved by %s: its board is %s", id, de.By, p.BoardURL)
 		}
-		writeJSON(w, http.StatusConflict, out)
+		httpapi.WriteJSON(w, http.StatusConflict, out)
 	case errors.As(err, &de) && de.State == bot.ProposalSuperseded:
 		out := map[string]any{"error": fmt.Sprintf("proposal %s was superseded by a revision", id), "state": de.State}
 		if c.successors != nil {
@@ -55,7 +56,7 @@ func (c *Console) decisionError(w http.ResponseWriter, r *http.Request, id bot.P
 				out["error"] = fmt.Sprintf("proposal %s was superseded by %s; decide that one instead", id, next)
 			}
 		}
-		writeJSON(w, http.StatusConflict, out)
+		httpapi.WriteJSON(w, http.StatusConflict, out)
 	default:
 		c.engineError(w, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpapi"
 )
 
 // BoardLister lists boards for the console's home; *board.Store is one.
@@ -52,7 +53,7 @@ func (c *Console) listChannels(w http.ResponseWriter, r *http.Request) {
 		c.mu.Unlock()
 		sort.Slice(out, func(i, j int) bool { return out[i].LatestAt.After(out[j].LatestAt) })
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"channels": out})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"channels": out})
 }
 
 // boardView is a board as GET /api/v1/boards lists it.
@@ -77,14 +78,14 @@ const (
 // continues from the previous page's "next".
 func (c *Console) listBoards(w http.ResponseWriter, r *http.Request) {
 	if c.boards == nil {
-		writeError(w, http.StatusNotFound, "this BobNet keeps no boards")
+		httpapi.WriteError(w, http.StatusNotFound, "this BobNet keeps no boards")
 		return
 	}
 	limit := defaultBoardPage
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxBoardPage {
-			writeError(w, http.StatusBadRequest, "limit must be a whole number from 1 to 100")
+			httpapi.WriteError(w, http.StatusBadRequest, "limit must be a whole number from 1 to 100")
 			return
 		}
 		limit = n
@@ -93,7 +94,7 @@ func (c *Console) listBoards(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("after"); v != "" {
 		id, err := board.ParseID(v)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "after must be a board id from the previous page's next")
+			httpapi.WriteError(w, http.StatusBadRequest, "after must be a board id from the previous page's next")
 			return
 		}
 		after = id
@@ -107,5 +108,5 @@ func (c *Console) listBoards(w http.ResponseWriter, r *http.Request) {
 	for i, b := range list {
 		out[i] = boardView{ID: b.ID, Name: b.Name, Key: b.Key, Channel: b.Channel, CreatedAt: b.CreatedAt, Cards: b.Cards, Counts: b.Counts, URL: "/boards/" + string(b.ID)}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"boards": out, "next": next})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"boards": out, "next": next})
 }

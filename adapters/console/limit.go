@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/sse"
 )
 
@@ -48,6 +49,6 @@ func (c *Console) allow(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	w.Header().Set("Retry-After", "60")
-	writeError(w, http.StatusTooManyRequests, fmt.Sprintf("slow down: at most %d messages a minute from one client (token or address)", c.limits.n))
+	httpapi.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("slow down: at most %d messages a minute from one client (token or address)", c.limits.n))
 	return false
 }

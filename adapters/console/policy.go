@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpapi"
 )
 
 // withdrawer is what an engine that keeps approval policies also offers;
@@ -22,7 +23,7 @@ func (c *Console) withdraw(w http.ResponseWriter, r *http.Request) {
 	}
 	eng, ok := c.eng.(withdrawer)
 	if !ok {
-		writeError(w, http.StatusNotImplemented, "this server keeps no approval policies, so there is nothing to withdraw")
+		httpapi.WriteError(w, http.StatusNotImplemented, "this server keeps no approval policies, so there is nothing to withdraw")
 		return
 	}
 	p, err := eng.Withdraw(r.Context(), id, d.User)
@@ -30,5 +31,5 @@ func (c *Console) withdraw(w http.ResponseWriter, r *http.Request) {
 		c.decisionError(w, r, id, d.User, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, proposalJSON(p))
+	httpapi.WriteJSON(w, http.StatusOK, proposalJSON(p))
 }
