@@ -1,11 +1,12 @@
 package console
 
 import (
-	"github.com/bobnet/bobnet/httpapi"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/bobnet/bobnet/httpapi"
 )
 
 // GuardConfig says where BobNet is reached, for Guard.
