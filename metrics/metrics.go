@@ -28,6 +28,8 @@ type Metrics struct {
 	planning   *prometheus.HistogramVec
 	commit     prometheus.Histogram
 	tokens     *prometheus.CounterVec
+	runs       *prometheus.CounterVec
+	runCards   prometheus.Histogram
 	scrapeWait time.Duration
 }
 
@@ -58,12 +60,27 @@ func New() *Metrics {
 			Name: "bobnet_model_tokens_total",
 			Help: "Model tokens spent, by channel (<source>:<id>): the server's usage, or an estimate of four characters a token when it sends none.",
 		}, []string{"channel"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobnet_runs_total",
+			Help: "Runs of boards by how they ended: done, stopped, timed_out.",
+		}, []string{"state"}),
+		runCards: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "bobnet_run_card_seconds",
+			Help:    "Time a runner took to work one card of a run (the model's call included).",
+			Buckets: []float64{1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600},
+		}),
 		scrapeWait: 2 * time.Second,
 	}
-	m.registry.MustRegister(m.requests, m.proposals, m.planning, m.commit, m.tokens,
+	m.registry.MustRegister(m.requests, m.proposals, m.planning, m.commit, m.tokens, m.runs, m.runCards,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// RunEnded counts a run that ended, by its state.
+func (m *Metrics) RunEnded(state string) { m.runs.WithLabelValues(state).Inc() }
+
+// CardWorked records how long a runner took over one card.
+func (m *Metrics) CardWorked(d time.Duration) { m.runCards.Observe(d.Seconds()) }
 
 // Handler serves the series in Prometheus' text format.
 func (m *Metrics) Handler() http.Handler {

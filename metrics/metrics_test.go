@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/metrics"
@@ -115,5 +116,20 @@ func TestQueueDepthIsReadAtScrape(t *testing.T) {
 	}
 	if !strings.Contains(out, "go_goroutines") {
 		t.Error("a failed queue read broke the whole scrape")
+	}
+}
+
+func TestRunSeries(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	m.RunEnded("done")
+	m.RunEnded("done")
+	m.RunEnded("stopped")
+	m.CardWorked(3 * time.Second)
+	out := scrape(t, m)
+	for _, want := range []string{`bobnet_runs_total{state="done"} 2`, `bobnet_runs_total{state="stopped"} 1`, `bobnet_run_card_seconds_count 1`, `bobnet_run_card_seconds_bucket{le="5"} 1`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %s in\n%s", want, out)
+		}
 	}
 }

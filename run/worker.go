@@ -39,6 +39,12 @@ type Teller interface {
 	Ended(ctx context.Context, r board.Run)
 }
 
+// Observer is told what runs do, for metrics; *metrics.Metrics is one.
+type Observer interface {
+	RunEnded(state string)
+	CardWorked(d time.Duration)
+}
+
 // Config tunes the worker.
 type Config struct {
 	// Workers is how many cards one replica works at once.
@@ -55,6 +61,7 @@ type Worker struct {
 	store    Store
 	model    Model
 	tell     Teller
+	obs      Observer
 	profiles map[string]planner.Profile // lower-case name -> profile
 	cfg      Config
 	logger   *slog.Logger
@@ -62,7 +69,7 @@ type Worker struct {
 
 // NewWorker makes a worker; profiles are the deployment's assignee
 // profiles, whose instructions the model gets.
-func NewWorker(store Store, model Model, tell Teller, profiles []planner.Profile, cfg Config, logger *slog.Logger) *Worker {
+func NewWorker(store Store, model Model, tell Teller, obs Observer, profiles []planner.Profile, cfg Config, logger *slog.Logger) *Worker {
 	byName := map[string]planner.Profile{}
 	for _, p := range profiles {
 		byName[strings.ToLower(p.Name)] = p
@@ -70,7 +77,7 @@ func NewWorker(store Store, model Model, tell Teller, profiles []planner.Profile
 	if cfg.Workers < 1 {
 		cfg.Workers = 1
 	}
-	return &Worker{store: store, model: model, tell: tell, profiles: byName, cfg: cfg, logger: logger}
+	return &Worker{store: store, model: model, tell: tell, obs: obs, profiles: byName, cfg: cfg, logger: logger}
 }
 
 // Runner says who works cards of assignee and whether they are reviewed,
@@ -116,6 +123,7 @@ func (w *Worker) Sweep(ctx context.Context) ([]board.Run, error) {
 	ended, err := w.store.SweepRuns(ctx)
 	for _, r := range ended {
 		w.logger.Info("run ended", "board", r.Board, "run", r.ID, "number", r.Number, "state", r.State, "reason", r.Reason)
+		w.obs.RunEnded(r.State)
 		w.tell.Ended(ctx, r)
 	}
 	return ended, err
@@ -154,6 +162,7 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 	if err != nil {
 		return true, err
 	}
+	w.obs.CardWorked(time.Since(start))
 	w.logger.Info("model worked a card", "card", job.Card.Handle, "run", job.Run.ID, "status", up.Card.Status, "seconds", time.Since(start).Seconds())
 	if up.Card.Status == "Review" {
 		w.tell.Reviewing(ctx, job, up)

@@ -16,11 +16,25 @@ import (
 	"github.com/bobnet/bobnet/run"
 )
 
-// teller keeps what the worker told.
+// teller keeps what the worker told and observed.
 type teller struct {
 	mu        sync.Mutex
 	reviewing []string
 	ended     []board.Run
+	states    []string
+	worked    int
+}
+
+func (t *teller) RunEnded(state string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.states = append(t.states, state)
+}
+
+func (t *teller) CardWorked(time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.worked++
 }
 
 func (t *teller) Reviewing(_ context.Context, job board.RunJob, _ board.CardUpdate) {
@@ -83,7 +97,7 @@ func TestTheModelWorksTheNewspaper(t *testing.T) {
 	})
 	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Timeout: 10 * time.Second}, boardtest.Logger(t))
 	tell := &teller{}
-	w := run.NewWorker(s, client, tell, planner.DefaultProfiles(), run.Config{Workers: 2, Lease: time.Minute, Poll: 10 * time.Millisecond}, boardtest.Logger(t))
+	w := run.NewWorker(s, client, tell, tell, planner.DefaultProfiles(), run.Config{Workers: 2, Lease: time.Minute, Poll: 10 * time.Millisecond}, boardtest.Logger(t))
 
 	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: w.Runner, Deadline: time.Hour})
 	if err != nil {
@@ -150,8 +164,8 @@ func TestTheModelWorksTheNewspaper(t *testing.T) {
 			t.Errorf("the editor (%s) did not get %s's output:\n%s", synthesis, researcher, p)
 		}
 	}
-	if len(tell.reviewing) == 0 || len(tell.ended) != 1 {
-		t.Errorf("told: reviewing %v, ended %d", tell.reviewing, len(tell.ended))
+	if len(tell.reviewing) == 0 || len(tell.ended) != 1 || len(tell.states) != 1 || tell.states[0] != "done" || tell.worked != 8 {
+		t.Errorf("told: reviewing %v, ended %d, observed %v and %d cards worked", tell.reviewing, len(tell.ended), tell.states, tell.worked)
 	}
 }
 
