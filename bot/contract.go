@@ -171,6 +171,12 @@ const (
 
 // Proposal is one version of a plan waiting for (or past) a decision.
 type Proposal struct {
+	// Reposting tells a poster that an earlier attempt to post this
+	// preview may have gone out without being heard back (it timed out,
+	// or the replica that made it died): a poster that can look for it
+	// should, before posting again. Never stored.
+	Reposting bool `json:"-"`
+
 	ID          ProposalID       `json:"id"`
 	Version     int              `json:"version"`              // 1, 2, 3… along a revision chain
 	Supersedes  ProposalID       `json:"supersedes,omitempty"` // the previous version

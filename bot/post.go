@@ -59,7 +59,9 @@ func (e *Engine) post(ctx context.Context, consumer string, d Delivery, rec Requ
 			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
 		}
 		pctx, cancel := context.WithTimeout(base, e.cfg.PostTimeout)
-		err = e.postOnce(pctx, base, poster, r, ans)
+		// A second attempt, or a request handed out before, may follow
+		// a post that went out unheard.
+		err = e.postOnce(pctx, base, poster, r, ans, attempt > 0 || d.Count > 1)
 		cancel()
 		if err == nil {
 			break
@@ -106,7 +108,7 @@ func (e *Engine) post(ctx context.Context, consumer string, d Delivery, rec Requ
 // message came back is posted, even when the platform also reported an
 // error after sending it (an adapter's own bookkeeping): posting it again
 // would show two previews.
-func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r Request, ans *Answer) error {
+func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r Request, ans *Answer, reposting bool) error {
 	if ans.ProposalID == "" {
 		if ans.Reply == nil {
 			return nil
@@ -124,6 +126,7 @@ func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r Request, a
 	if p.Message != "" {
 		return nil // posted before a crash
 	}
+	p.Reposting = reposting
 	ref, err := poster.PostPreview(ctx, p)
 	if ref == "" && err != nil {
 		return err

@@ -61,8 +61,9 @@ func (m *model) callsFor(tag string) int {
 
 // slackMessage is one chat.postMessage Slack accepted.
 type slackMessage struct {
-	Channel, ThreadTS, Text string
-	Proposal                string // the proposal a preview's Approve button names
+	Channel, ThreadTS, Text, TS string
+	Proposal                    string // the proposal a preview's Approve button names
+	Metadata                    string // as posted (JSON)
 }
 
 // slackAPI stands in for Slack's Web API: it answers in Slack's format,
@@ -92,11 +93,28 @@ func newSlackAPI(t *testing.T, slow time.Duration) *slackAPI {
 		defer s.mu.Unlock()
 		s.ts++
 		ts := "1700000000." + padTS(s.ts)
-		if r.URL.Path == "/api/chat.postMessage" {
+		switch r.URL.Path {
+		case "/api/chat.postMessage":
 			s.sent = append(s.sent, slackMessage{
-				Channel: r.PostForm.Get("channel"), ThreadTS: r.PostForm.Get("thread_ts"), Text: r.PostForm.Get("text"),
-				Proposal: approveValue(r.PostForm.Get("blocks")),
+				Channel: r.PostForm.Get("channel"), ThreadTS: r.PostForm.Get("thread_ts"), Text: r.PostForm.Get("text"), TS: ts,
+				Proposal: approveValue(r.PostForm.Get("blocks")), Metadata: r.PostForm.Get("metadata"),
 			})
+		case "/api/conversations.replies":
+			var msgs []map[string]any
+			for _, m := range s.sent {
+				if m.ThreadTS != r.PostForm.Get("ts") {
+					continue
+				}
+				out := map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "thread_ts": m.ThreadTS, "bot_id": "BBOT"}
+				if m.Metadata != "" && r.PostForm.Get("include_all_metadata") == "1" {
+					var md map[string]any
+					_ = json.Unmarshal([]byte(m.Metadata), &md)
+					out["metadata"] = md
+				}
+				msgs = append(msgs, out)
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "messages": msgs, "has_more": false})
+			return
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": r.PostForm.Get("channel"), "ts": ts,
 			"user_id": "UBOT", "user": "UBOT", "bot_id": "BBOT", "team_id": "T1"})

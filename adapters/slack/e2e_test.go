@@ -53,6 +53,9 @@ type fakeSlack struct {
 	stall   func(call) bool
 	release chan struct{}
 	stalled int
+	// late, when set, answers the calls it matches only after that
+	// long, having recorded them: Slack took the call, the answer is slow.
+	late func(call) time.Duration
 }
 
 func newFakeSlack(t *testing.T) *fakeSlack {
@@ -88,9 +91,33 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 		ts := fmt.Sprintf("1700000000.%06d", f.ts)
 		c.TS = ts
 		f.calls = append(f.calls, c)
+		var wait time.Duration
+		if f.late != nil {
+			wait = f.late(c)
+		}
 		f.mu.Unlock()
+		if wait > 0 {
+			time.Sleep(wait)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		switch method {
+		case "conversations.replies":
+			// The thread's messages as Slack lists them, metadata
+			// included when asked for.
+			var msgs []map[string]any
+			for _, p := range f.snapshot() {
+				if p.Method != "chat.postMessage" || p.Form.Get("thread_ts") != c.Form.Get("ts") {
+					continue
+				}
+				m := map[string]any{"type": "message", "ts": p.TS, "text": p.Form.Get("text"), "thread_ts": p.Form.Get("thread_ts"), "bot_id": "B_BOBNET"}
+				if c.Form.Get("include_all_metadata") == "1" && p.Form.Get("metadata") != "" {
+					var md map[string]any
+					_ = json.Unmarshal([]byte(p.Form.Get("metadata")), &md)
+					m["metadata"] = md
+				}
+				msgs = append(msgs, m)
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "messages": msgs, "has_more": false})
 		case "chat.postMessage", "chat.update":
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": ts})
 		case "chat.postEphemeral":
@@ -573,5 +600,45 @@ func TestThreadReplyMentioningAColleague(t *testing.T) {
 	})
 	if helps != 1 {
 		t.Fatalf("help replies = %d, want 1 (a colleague's bare mention asks nothing)", helps)
+	}
+}
+
+// TestLatePreviewIsFoundNotPostedAgain: Slack takes the preview but
+// answers after the post timeout; the next attempt finds the preview in
+// the thread by its metadata instead of posting a second one.
+func TestLatePreviewIsFoundNotPostedAgain(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, func(c *bot.Config) { c.PostTimeout = 300 * time.Millisecond })
+	var once sync.Once
+	w.slack.late = func(c call) time.Duration {
+		wait := time.Duration(0)
+		if isPreview(c) {
+			once.Do(func() { wait = 800 * time.Millisecond })
+		}
+		return wait
+	}
+	if resp := w.post(t, "/slack/events", "application/json", mentionEvent("EvLate", "1690000000.000077", "plan our daily research newspaper")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("events: %d", resp.StatusCode)
+	}
+	w.slack.waitFor(t, "a look for the preview", func(c call) bool { return c.Method == "conversations.replies" })
+	preview := w.slack.waitFor(t, "preview", isPreview)
+	pid := proposalID.FindStringSubmatch(preview.Form.Get("blocks"))[1]
+	if md := preview.Form.Get("metadata"); !strings.Contains(md, `"event_type":"bobnet_preview"`) || !strings.Contains(md, pid) {
+		t.Fatalf("preview metadata %q", md)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := w.env.Engine.Proposal(context.Background(), bot.ProposalID(pid))
+		if err == nil && p.Message == bot.MessageRef(preview.TS) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("preview not recorded as %s: %+v %v", preview.TS, p.Message, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // past a reclaim
+	if n := w.slack.count(isPreview); n != 1 {
+		t.Fatalf("previews posted = %d, want 1", n)
 	}
 }

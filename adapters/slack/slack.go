@@ -403,19 +403,6 @@ func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
 	return err
 }
 
-// PostPreview posts a pending proposal's preview in its thread.
-func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
-	a.rememberThread(ctx, p.Thread)
-	_, ts, err := a.api.PostMessageContext(ctx, p.Thread.Channel.ID,
-		slackapi.MsgOptionText(fallback("Proposed plan: "+p.Plan.Answer), false),
-		slackapi.MsgOptionBlocks(PreviewBlocks(p, a.cfg.PublicURL)...),
-		slackapi.MsgOptionTS(p.Thread.ID))
-	if err != nil {
-		return "", fmt.Errorf("post preview: %w", err)
-	}
-	return bot.MessageRef(ts), nil
-}
-
 // UpdatePreview redraws a decided preview in place (chat.update).
 func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
 	if p.Message == "" {

@@ -1,0 +1,65 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+// previewEvent is the type of the message metadata every preview
+// carries, naming its proposal: a preview whose post went out but was not
+// heard back (the post timed out, the replica died before recording it)
+// is found in its thread instead of being posted a second time.
+const previewEvent = "bobnet_preview"
+
+// PostPreview posts a pending proposal's preview in its thread.
+func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+	a.rememberThread(ctx, p.Thread)
+	if p.Reposting {
+		ts, err := a.findPreview(ctx, p)
+		if err != nil {
+			// Not knowing is no reason to leave the request unanswered.
+			a.logger.Warn("look for an earlier preview; posting it", "proposal", p.ID, "err", err)
+		}
+		if ts != "" {
+			a.logger.Info("preview was posted before; not posting it again", "proposal", p.ID, "message", ts)
+			return ts, nil
+		}
+	}
+	_, ts, err := a.api.PostMessageContext(ctx, p.Thread.Channel.ID,
+		slackapi.MsgOptionText(fallback("Proposed plan: "+p.Plan.Answer), false),
+		slackapi.MsgOptionBlocks(PreviewBlocks(p, a.cfg.PublicURL)...),
+		slackapi.MsgOptionMetadata(slackapi.SlackMetadata{EventType: previewEvent, EventPayload: map[string]any{"proposal_id": string(p.ID)}}),
+		slackapi.MsgOptionTS(p.Thread.ID))
+	if err != nil {
+		return "", fmt.Errorf("post preview: %w", err)
+	}
+	return bot.MessageRef(ts), nil
+}
+
+// findPreview looks in p's thread for a preview of p that was posted
+// already (conversations.replies with metadata); "" when there is none.
+func (a *Adapter) findPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+	cursor := ""
+	for range 10 { // 2,000 replies: far more than a thread BobNet plans in
+		msgs, more, next, err := a.api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
+			ChannelID: p.Thread.Channel.ID, Timestamp: p.Thread.ID, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
+		})
+		if err != nil {
+			return "", fmt.Errorf("conversations.replies: %w", err)
+		}
+		for _, m := range msgs {
+			if m.Metadata.EventType == previewEvent && fmt.Sprint(m.Metadata.EventPayload["proposal_id"]) == string(p.ID) {
+				return bot.MessageRef(m.Timestamp), nil
+			}
+		}
+		if !more || next == "" {
+			return "", nil
+		}
+		cursor = next
+	}
+	return "", nil
+}
