@@ -14,6 +14,7 @@ import (
 // (with their outputs) and the reason it was last sent back.
 type RunJob struct {
 	Run      Run
+	Board    Board // the card's board, with its channel and thread
 	Card     Card
 	RunCard  RunCard
 	Inputs   []RunCard // the cards it depends on, with their outputs
@@ -47,6 +48,7 @@ RETURNING rc.run_id, rc.card_id, rc.attempts, rc.feedback`
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' AND rc.holder = $3 AND rc.lease_until IS NOT NULL
 FOR UPDATE OF rc`
 	saveRunOutput = `UPDATE run_cards SET output = $3, lease_until = NULL, finished_at = now() WHERE run_id = $1 AND card_id = $2`
+	releaseRunCard = `UPDATE run_cards SET lease_until = NULL, attempts = greatest(attempts - 1, 0) WHERE run_id = $1 AND card_id = $2 AND holder = $3 AND lease_until IS NOT NULL`
 	failRunCard   = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
 
 	reviewRunCard = `SELECT rc.rounds, c.status FROM run_cards rc JOIN runs r ON r.id = rc.run_id JOIN cards c ON c.id = rc.card_id
@@ -90,7 +92,7 @@ func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Dura
 		if err != nil {
 			return err
 		}
-		job.Card = up.Card
+		job.Card, job.Board = up.Card, up.Board
 		return nil
 	})
 	if err != nil || !ok {
@@ -160,6 +162,16 @@ func (s *Store) CompleteRunCard(ctx context.Context, job RunJob, actor, output s
 func (s *Store) FailRunCard(ctx context.Context, job RunJob, why string) error {
 	if _, err := s.pool.Exec(ctx, failRunCard, job.Run.ID, job.Card.ID, why, job.Holder); err != nil {
 		return fmt.Errorf("fail %s in run %s: %w", job.Card.ID, job.Run.ID, err)
+	}
+	return nil
+}
+
+// ReleaseRunCard gives back a card its runner took but did not work (the
+// channel's model budget is spent): no attempt is counted, and a runner
+// takes it again later.
+func (s *Store) ReleaseRunCard(ctx context.Context, job RunJob) error {
+	if _, err := s.pool.Exec(ctx, releaseRunCard, job.Run.ID, job.Card.ID, job.Holder); err != nil {
+		return fmt.Errorf("release %s in run %s: %w", job.Card.ID, job.Run.ID, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bobnet/bobnet/planner"
@@ -102,4 +103,30 @@ func (e *Engine) chargeTokens(ctx context.Context, r Request, out planner.Outcom
 	if _, err := us.AddTokens(ctx, ch.Key(), e.deps.Now(), int64(out.Tokens)); err != nil {
 		e.logger.Warn("record model tokens", "request", r.ID, "channel", ch.Key(), "tokens", out.Tokens, "err", err)
 	}
+}
+
+// channelOf is the channel a key such as "slack:C0123" names.
+func channelOf(key string) Channel {
+	src, id, _ := strings.Cut(key, ":")
+	return Channel{Source: Source(src), ID: id}
+}
+
+// ModelBudget says whether a run's runner may ask the model for the
+// channel (its key, "slack:C0123") now: nil, or ErrOverBudget saying when
+// the budget resets, or ErrUnavailable. Runner calls count toward the
+// channel's daily budget as planning does.
+func (e *Engine) ModelBudget(ctx context.Context, channel string) error {
+	b, err := e.BudgetStatus(ctx, channelOf(channel))
+	if err != nil {
+		return err
+	}
+	if b.Over() {
+		return fmt.Errorf("%w: %d of %d tokens used today; the budget resets at %s", ErrOverBudget, b.Used, b.Limit, b.Resets.Format("15:04 UTC"))
+	}
+	return nil
+}
+
+// ChargeModel records tokens a runner spent for the channel.
+func (e *Engine) ChargeModel(ctx context.Context, channel string, tokens int) {
+	e.chargeTokens(ctx, Request{Thread: Thread{Channel: channelOf(channel)}}, planner.Outcome{Tokens: tokens})
 }

@@ -207,3 +207,19 @@ func (e *Engine) tellRunTo(ctx context.Context, id board.ID, text func(Source) s
 func (e *Engine) Skipped(ctx context.Context, id board.ID, slot time.Time, why string) {
 	e.tellRun(ctx, id, fmt.Sprintf("The run scheduled for %s was skipped: %s.", slot.Format("Mon 2 Jan 15:04 MST"), why), board.BoardURL(e.cfg.PublicURL, id))
 }
+
+// runWaitRate is how often one run's thread hears that it waits.
+var runWaitRate = RateLimit{N: 1, Per: time.Hour}
+
+// Waiting tells the board's thread that a run waits for the channel's
+// model budget, once an hour at most whichever replica notices.
+func (e *Engine) Waiting(ctx context.Context, job board.RunJob, why error) {
+	if ok, err := e.deps.Requests.Allow(ctx, "run-waits:"+string(job.Run.ID), runWaitRate); err != nil || !ok {
+		return
+	}
+	text := fmt.Sprintf("Run %d waits: %s. It goes on by itself once the model may be asked again.", job.Run.Number, strings.TrimPrefix(why.Error(), ErrOverBudget.Error()+": "))
+	if errors.Is(why, ErrOverBudget) {
+		text = fmt.Sprintf("Run %d waits: this channel has used its model budget for today (%s). It goes on by itself when the budget resets; an admin can raise budget.tokens_per_day.", job.Run.Number, strings.TrimPrefix(why.Error(), ErrOverBudget.Error()+": "))
+	}
+	e.tellRun(ctx, job.Run.Board, text, RunURL(e.cfg.PublicURL, job.Run))
+}

@@ -24,6 +24,7 @@ type Store interface {
 	ClaimRunCard(ctx context.Context, runner string, lease time.Duration) (board.RunJob, bool, error)
 	CompleteRunCard(ctx context.Context, job board.RunJob, actor, output string) (board.CardUpdate, error)
 	FailRunCard(ctx context.Context, job board.RunJob, why string) error
+	ReleaseRunCard(ctx context.Context, job board.RunJob) error
 	SweepRuns(ctx context.Context) ([]board.Run, error)
 }
 
@@ -33,10 +34,20 @@ type Model interface {
 }
 
 // Teller tells people what a run did: a card waiting for their review,
-// a run that ended. It is called after the change is committed.
+// a run waiting for the model budget, a run that ended. It is called after
+// the change is committed.
 type Teller interface {
 	Reviewing(ctx context.Context, job board.RunJob, up board.CardUpdate)
+	Waiting(ctx context.Context, job board.RunJob, why error)
 	Ended(ctx context.Context, r board.Run)
+}
+
+// Budget keeps runner model calls within the channel's model budget, as
+// planning's are; *bot.Engine is one.
+type Budget interface {
+	// ModelBudget is nil when the channel may ask the model now.
+	ModelBudget(ctx context.Context, channel string) error
+	ChargeModel(ctx context.Context, channel string, tokens int)
 }
 
 // Observer is told what runs do, for metrics; *metrics.Metrics is one.
@@ -61,6 +72,7 @@ type Worker struct {
 	store    Store
 	model    Model
 	tell     Teller
+	budget   Budget
 	obs      Observer
 	profiles map[string]planner.Profile // lower-case name -> profile
 	cfg      Config
@@ -69,7 +81,7 @@ type Worker struct {
 
 // NewWorker makes a worker; profiles are the deployment's assignee
 // profiles, whose instructions the model gets.
-func NewWorker(store Store, model Model, tell Teller, obs Observer, profiles []planner.Profile, cfg Config, logger *slog.Logger) *Worker {
+func NewWorker(store Store, model Model, tell Teller, budget Budget, obs Observer, profiles []planner.Profile, cfg Config, logger *slog.Logger) *Worker {
 	byName := map[string]planner.Profile{}
 	for _, p := range profiles {
 		byName[strings.ToLower(p.Name)] = p
@@ -77,7 +89,7 @@ func NewWorker(store Store, model Model, tell Teller, obs Observer, profiles []p
 	if cfg.Workers < 1 {
 		cfg.Workers = 1
 	}
-	return &Worker{store: store, model: model, tell: tell, obs: obs, profiles: byName, cfg: cfg, logger: logger}
+	return &Worker{store: store, model: model, tell: tell, budget: budget, obs: obs, profiles: byName, cfg: cfg, logger: logger}
 }
 
 // Runner says who works cards of assignee and whether they are reviewed,
@@ -141,8 +153,18 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 		// The profile changed since the run started; people work it.
 		return true, w.store.FailRunCard(ctx, job, fmt.Sprintf("%q is no longer a profile the model works", job.Card.Assignee))
 	}
+	if err := w.budget.ModelBudget(ctx, job.Board.Channel); err != nil {
+		// The run waits rather than spend past the budget: the card goes
+		// back, uncounted, and is taken again once the budget allows.
+		if rerr := w.store.ReleaseRunCard(context.WithoutCancel(ctx), job); rerr != nil {
+			return true, rerr
+		}
+		w.tell.Waiting(ctx, job, err)
+		return false, nil
+	}
 	start := time.Now()
-	out, _, err := w.model.Write(ctx, Messages(p, job))
+	out, tokens, err := w.model.Write(ctx, Messages(p, job))
+	w.budget.ChargeModel(context.WithoutCancel(ctx), job.Board.Channel, tokens)
 	if err == nil && strings.TrimSpace(out) == "" {
 		err = errors.New("the model answered with nothing")
 	}

@@ -2,8 +2,10 @@ package run_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,7 +25,32 @@ type teller struct {
 	ended     []board.Run
 	states    []string
 	worked    int
+	waiting   []string
 }
+
+func (t *teller) Waiting(_ context.Context, job board.RunJob, why error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.waiting = append(t.waiting, job.Card.Handle+": "+why.Error())
+}
+
+// budget is a model budget that is spent or not, and counts what it is
+// charged.
+type budget struct {
+	over    atomic.Bool
+	charged atomic.Int64
+	channel atomic.Value
+}
+
+func (b *budget) ModelBudget(_ context.Context, channel string) error {
+	b.channel.Store(channel)
+	if b.over.Load() {
+		return errors.New("over the model budget: 100 of 100 tokens used today")
+	}
+	return nil
+}
+
+func (b *budget) ChargeModel(_ context.Context, _ string, tokens int) { b.charged.Add(int64(tokens)) }
 
 func (t *teller) RunEnded(state string) {
 	t.mu.Lock()
@@ -97,7 +124,7 @@ func TestTheModelWorksTheNewspaper(t *testing.T) {
 	})
 	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Timeout: 10 * time.Second}, boardtest.Logger(t))
 	tell := &teller{}
-	w := run.NewWorker(s, client, tell, tell, planner.DefaultProfiles(), run.Config{Workers: 2, Lease: time.Minute, Poll: 10 * time.Millisecond}, boardtest.Logger(t))
+	w := run.NewWorker(s, client, tell, &budget{}, tell, planner.DefaultProfiles(), run.Config{Workers: 2, Lease: time.Minute, Poll: 10 * time.Millisecond}, boardtest.Logger(t))
 
 	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: w.Runner, Deadline: time.Hour})
 	if err != nil {
@@ -208,5 +235,47 @@ func TestTheFenceHoldsAgainstCardText(t *testing.T) {
 	}
 	if again := run.Messages(planner.Profile{Name: "Researcher"}, job); strings.Contains(again[0].Content, marker) {
 		t.Fatal("the same marker twice")
+	}
+}
+
+// TestARunWaitsForTheModelBudget: while the channel's model budget is
+// spent, a runner does not ask the model: the card goes back uncounted and
+// the thread is told; once the budget allows, the card is worked and what
+// it cost is charged to the board's channel.
+func TestARunWaitsForTheModelBudget(t *testing.T) {
+	t.Parallel()
+	s := boardtest.NewStore(t)
+	ctx := context.Background()
+	id, _ := newspaperBoard(t, s)
+	model := plannertest.NewServer(t)
+	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply {
+		return plannertest.Reply{Content: "## The policy", Tokens: 120}
+	})
+	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Timeout: 10 * time.Second}, boardtest.Logger(t))
+	tell, b := &teller{}, &budget{}
+	b.over.Store(true)
+	w := run.NewWorker(s, client, tell, b, tell, planner.DefaultProfiles(), run.Config{Workers: 1, Lease: time.Minute, Poll: 10 * time.Millisecond}, boardtest.Logger(t))
+	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: w.Runner, Deadline: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if worked, err := w.WorkOne(ctx); err != nil || worked {
+			t.Fatalf("over budget: worked %v, %v", worked, err)
+		}
+	}
+	cur, _ := s.Run(ctx, r.ID)
+	if len(model.Requests()) != 0 || cur.Cards[0].Attempts != 0 || len(tell.waiting) != 3 || b.channel.Load() != "console:news" {
+		t.Fatalf("model asked %d times, attempts %d, told %v, channel %v", len(model.Requests()), cur.Cards[0].Attempts, tell.waiting, b.channel.Load())
+	}
+	b.over.Store(false)
+	if worked, err := w.WorkOne(ctx); err != nil || !worked {
+		t.Fatalf("within budget: worked %v, %v", worked, err)
+	}
+	if b.charged.Load() != 120 {
+		t.Fatalf("charged %d tokens, want 120", b.charged.Load())
+	}
+	if cur, _ := s.Run(ctx, r.ID); cur.Cards[0].Status != "Review" || cur.Cards[0].Attempts != 1 {
+		t.Fatalf("after: %+v", cur.Cards[0])
 	}
 }
