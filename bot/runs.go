@@ -11,13 +11,17 @@ import (
 	"github.com/bobnet/bobnet/planner"
 )
 
-// RunStore starts, lists and reviews runs; *board.Store is one.
+// RunStore starts, lists and reviews runs and keeps schedules;
+// *board.Store is one.
 type RunStore interface {
 	StartRun(ctx context.Context, st board.RunStart) (board.Run, error)
 	Run(ctx context.Context, id board.RunID) (board.Run, error)
 	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
 	Runs(ctx context.Context, id board.ID, limit int) ([]board.Run, error)
 	BoardByKey(ctx context.Context, key string) (board.Board, error)
+	SetSchedule(ctx context.Context, sc board.Schedule) error
+	DeleteSchedule(ctx context.Context, id board.ID, user string) error
+	ScheduleOf(ctx context.Context, id board.ID) (board.Schedule, error)
 }
 
 // ErrNoRuns means this BobNet was started without runs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"net/url"
 	"regexp"
 	"strings"
@@ -249,7 +250,7 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 			}
 			args := fields[2:]
 			a.async(func(ctx context.Context) { a.cardCommand(ctx, thread, sub, user, args) })
-		case "run", "runs", "accept", "sendback":
+		case "run", "runs", "accept", "sendback", "schedule":
 			if !a.first(ctx, "command", evt.ID) {
 				return
 			}
@@ -439,6 +440,10 @@ func (a *Adapter) status(ctx context.Context, thread bot.Thread, arg string) {
 		return
 	}
 	msg := renderStatus(st, board.BoardURL(a.cfg.PublicURL, st.Board.ID))
+	if line := a.eng.RunsLine(ctx, st.Board); line != "" {
+		msg.Plain += "\n" + line
+		msg.HTML += "<p>" + html.EscapeString(line) + "</p>"
+	}
 	if arg == "" {
 		if line := a.budgetLine(ctx, thread.Channel); line != "" {
 			msg.Plain += "\n" + line

@@ -38,6 +38,8 @@ type Engine interface {
 	StartRun(ctx context.Context, ch bot.Channel, user, ref string) (board.Run, error)
 	RecentRuns(ctx context.Context, ch bot.Channel, ref string) (board.Board, []board.Run, error)
 	ReviewByHandle(ctx context.Context, ch bot.Channel, user, ref string, accept bool, reason string) (board.CardUpdate, error)
+	Schedule(ctx context.Context, ch bot.Channel, user string, c bot.ScheduleCommand) (string, error)
+	RunsLine(ctx context.Context, b board.Board) string
 }
 
 // Memory remembers event ids across replicas and restarts, so a

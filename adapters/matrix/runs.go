@@ -17,6 +17,20 @@ func (a *Adapter) runCommand(ctx context.Context, thread bot.Thread, sub, user s
 		ref = args[0]
 	}
 	info := func(text string) { a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: text}) }
+	if sub == "schedule" {
+		c, err := bot.ParseScheduleCommand(args)
+		if err != nil {
+			info(strings.ReplaceAll(err.Error(), "`", ""))
+			return
+		}
+		text, err := a.eng.Schedule(ctx, thread.Channel, user, c)
+		if err != nil {
+			info(bot.RunErrorText(err))
+			return
+		}
+		info(strings.ReplaceAll(text, "`", ""))
+		return
+	}
 	if sub == "accept" || sub == "sendback" {
 		accept := sub == "accept"
 		if len(args) == 0 || (!accept && len(args) < 2) {

@@ -67,6 +67,12 @@ func (inertEngine) ReviewByHandle(context.Context, bot.Channel, string, string, 
 	return board.CardUpdate{}, bot.ErrNotFound
 }
 
+func (inertEngine) Schedule(context.Context, bot.Channel, string, bot.ScheduleCommand) (string, error) {
+	return "", bot.ErrNotFound
+}
+
+func (inertEngine) RunsLine(context.Context, board.Board) string { return "" }
+
 func (inertEngine) NextCards(context.Context, bot.Channel) (board.Status, error) {
 	return board.Status{}, bot.ErrNotFound
 }

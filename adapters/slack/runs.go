@@ -22,6 +22,16 @@ func (a *Adapter) runCommand(ctx context.Context, sub, channel, user, trigger st
 		ref = args[0]
 	}
 	switch sub {
+	case "schedule":
+		c, err := bot.ParseScheduleCommand(args)
+		if err != nil {
+			return private(escape(err.Error()))
+		}
+		text, err := a.eng.Schedule(ctx, ch, user, c)
+		if err != nil {
+			return private(escape(bot.RunErrorText(err)))
+		}
+		return private(escape(text))
 	case "accept", "sendback":
 		return a.reviewCommand(ctx, sub == "accept", ch, user, args)
 	case "runs":

@@ -37,6 +37,8 @@ type Engine interface {
 	StartRun(ctx context.Context, ch bot.Channel, user, ref string) (board.Run, error)
 	RecentRuns(ctx context.Context, ch bot.Channel, ref string) (board.Board, []board.Run, error)
 	ReviewByHandle(ctx context.Context, ch bot.Channel, user, ref string, accept bool, reason string) (board.CardUpdate, error)
+	Schedule(ctx context.Context, ch bot.Channel, user string, c bot.ScheduleCommand) (string, error)
+	RunsLine(ctx context.Context, b board.Board) string
 }
 
 // Memory remembers event ids and the threads the bot speaks in, across
@@ -713,6 +715,9 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		}
 		url := board.BoardURL(a.cfg.PublicURL, st.Board.ID)
 		blocks := StatusBlocks(st, url)
+		if line := a.eng.RunsLine(ctx, st.Board); line != "" {
+			blocks = append(blocks, contextBlock(escape(line)))
+		}
 		if line := a.budgetLine(ctx, channel); line != "" {
 			blocks = append(blocks, contextBlock(strings.TrimSpace(line)))
 		}
@@ -750,7 +755,7 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		return commandReply{ResponseType: "ephemeral", Text: "On it — the preview will appear in the thread."}
 	case "move", "assign", "next":
 		return a.cardCommand(ctx, sub, channel, user, fields[1:])
-	case "run", "runs", "accept", "sendback":
+	case "run", "runs", "accept", "sendback", "schedule":
 		return a.runCommand(ctx, sub, channel, user, trigger, fields[1:])
 	default:
 		return commandReply{ResponseType: "ephemeral", Text: helpText}

@@ -1,0 +1,86 @@
+package bot_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/planner/plannertest"
+)
+
+func TestParseScheduleCommand(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args string
+		want bot.ScheduleCommand
+	}{
+		{"NEWS daily 06:00 Europe/Berlin", bot.ScheduleCommand{Ref: "NEWS", Cron: "0 6 * * *", Timezone: "Europe/Berlin"}},
+		{"daily 6:30 UTC", bot.ScheduleCommand{Cron: "30 6 * * *", Timezone: "UTC"}},
+		{"NEWS weekdays 07:15 UTC", bot.ScheduleCommand{Ref: "NEWS", Cron: "15 7 * * 1-5", Timezone: "UTC"}},
+		{"NEWS cron 0 6 * * 1 Europe/Berlin", bot.ScheduleCommand{Ref: "NEWS", Cron: "0 6 * * 1", Timezone: "Europe/Berlin"}},
+		{"NEWS off", bot.ScheduleCommand{Ref: "NEWS", Off: true}},
+		{"NEWS", bot.ScheduleCommand{Ref: "NEWS", Show: true}},
+		{"", bot.ScheduleCommand{Show: true}},
+	} {
+		got, err := bot.ParseScheduleCommand(strings.Fields(tc.args))
+		if err != nil || got != tc.want {
+			t.Errorf("%q = %+v, %v; want %+v", tc.args, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"NEWS daily 25:00 UTC", "NEWS daily 06:00 Mars/Base", "NEWS daily 06:00", "NEWS hourly", "NEWS cron 0 6 * * Europe/Berlin"} {
+		if _, err := bot.ParseScheduleCommand(strings.Fields(bad)); !errors.Is(err, board.ErrBadSchedule) {
+			t.Errorf("%q: %v, want ErrBadSchedule", bad, err)
+		}
+	}
+}
+
+// TestScheduleFromChat: a schedule set from chat is kept with its next
+// run, shown by `schedule` and `status`, told in the board's thread, and
+// turned off.
+func TestScheduleFromChat(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	ctx := context.Background()
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
+	out, err := env.Store.Execute(ctx, board.Execution{ProposalID: "p_schedchat", Channel: "console:news", Thread: "T1", ApprovedBy: "alice", Plan: *res.Plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := bot.Channel{Source: bot.SourceConsole, ID: "news"}
+	text, err := env.Engine.Schedule(ctx, ch, "alice", bot.ScheduleCommand{Cron: "0 6 * * *", Timezone: "Europe/Berlin"})
+	if err != nil || !strings.Contains(text, "runs on `0 6 * * *` (Europe/Berlin); next run") {
+		t.Fatalf("set: %q, %v", text, err)
+	}
+	if sc, err := env.Store.ScheduleOf(ctx, out.BoardID); err != nil || sc.SetBy != "alice" {
+		t.Fatalf("kept: %+v %v", sc, err)
+	}
+	if text, err := env.Engine.Schedule(ctx, ch, "bob", bot.ScheduleCommand{Ref: "news", Show: true}); err != nil || !strings.Contains(text, "next run") {
+		t.Fatalf("show: %q, %v", text, err)
+	}
+	b, _, _ := env.Store.Board(ctx, out.BoardID)
+	if line := env.Engine.RunsLine(ctx, b); !strings.Contains(line, "Runs on `0 6 * * *` (Europe/Berlin), next") {
+		t.Fatalf("status line %q", line)
+	}
+	env.Poster.WaitFor(t, "the schedule told in the thread", func(replies []bottest.PostedReply, _, _ []bot.Proposal) bool {
+		for _, r := range replies {
+			if r.Thread.ID == "T1" && strings.Contains(r.Reply.Text, "(set by alice)") {
+				return true
+			}
+		}
+		return false
+	})
+	if text, err := env.Engine.Schedule(ctx, ch, "alice", bot.ScheduleCommand{Off: true}); err != nil || !strings.Contains(text, "no longer runs on a schedule") {
+		t.Fatalf("off: %q, %v", text, err)
+	}
+	if _, err := env.Store.ScheduleOf(ctx, out.BoardID); !errors.Is(err, board.ErrNotFound) {
+		t.Fatalf("still kept: %v", err)
+	}
+	if _, err := env.Engine.Schedule(ctx, ch, "alice", bot.ScheduleCommand{Ref: "NOPE", Show: true}); !errors.Is(err, bot.ErrNotFound) {
+		t.Fatalf("unknown key: %v", err)
+	}
+}
