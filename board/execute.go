@@ -62,6 +62,9 @@ const (
 	lockBoardNextNumber = `SELECT coalesce((SELECT max(number) FROM cards WHERE board_id = b.id), 0) + 1
 FROM boards b WHERE b.id = $1 FOR UPDATE`
 
+	upsertPlannedSchedule = `INSERT INTO schedules (board_id, cron, timezone, set_by, last_slot) VALUES ($1, $2, $3, $4, now())
+ON CONFLICT (board_id) DO UPDATE SET cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, set_by = EXCLUDED.set_by, last_slot = EXCLUDED.last_slot`
+
 	insertBoards = `INSERT INTO boards (id, name, goal, key, channel, proposal_id, thread)
 SELECT r.id, r.name, r.goal, bobnet_board_key(r.key), $2, $3, $4 FROM jsonb_to_recordset($1::jsonb) AS r(id text, name text, goal text, key text)`
 
@@ -311,14 +314,17 @@ func (s *Store) executeChecked(ctx context.Context, conn *pgx.Conn, ex Execution
 	return res, nil
 }
 
-// needsTargetBoard reports whether a plan adds to the channel's board.
+// needsTargetBoard reports whether a plan adds to the channel's board
+// (or schedules it, creating no board of its own).
 func needsTargetBoard(plan planner.Envelope) bool {
+	creates := false
 	for _, a := range plan.Actions {
 		if a.Type.NeedsTargetBoard() {
 			return true
 		}
+		creates = creates || a.Type == planner.ActionCreateBoard || a.Type == planner.ActionCreateBoardWithCards
 	}
-	return false
+	return plan.Schedule() != nil && !creates
 }
 
 // queueRows queues the inserts of a plan's new boards, cards and links.
@@ -353,6 +359,10 @@ func (s *Store) queueRecord(b *pgx.Batch, ex Execution, boards []boardRow, res E
 	detail, _ := json.Marshal(map[string]any{"requested_by": ex.RequestedBy, "cards": res.Cards, "links": res.Links, "boards": len(boards), "updated": res.Updated})
 	if len(boards) > 0 && ex.Channel != "" {
 		b.Queue(upsertBinding, ex.Channel, boards[len(boards)-1].ID)
+	}
+	if sc := ex.Plan.Schedule(); sc != nil && res.BoardID != "" {
+		// The schedule counts its slots from the approval on.
+		b.Queue(upsertPlannedSchedule, res.BoardID, sc.Cron, sc.Timezone, ex.RequestedBy)
 	}
 	if planJSON == nil {
 		b.Queue(updateExecutedProposal, ex.ProposalID, ex.ApprovedBy, res.BoardID, resultJSON)
@@ -412,6 +422,12 @@ func layout(plan planner.Envelope, target ID, next int) ([]boardRow, []cardRow, 
 		case planner.ActionUpdateCard, planner.ActionAddLinks:
 			// Applied by applyChanges once the new cards exist.
 			res.BoardID = target
+			continue
+		case planner.ActionScheduleBoard:
+			// Written by queueRecord, for the board the plan ends on.
+			if res.BoardID == "" {
+				res.BoardID = target
+			}
 			continue
 		default:
 			return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has type %q", ErrInvalidPlan, i, a.Type)

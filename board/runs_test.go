@@ -10,6 +10,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/planner"
 )
 
 // allModel has the model work every card, with review.
@@ -183,5 +184,36 @@ func TestRunSendBackAndFailures(t *testing.T) {
 	}
 	if _, err := s.StopRun(ctx, run.ID, "alice"); !errors.Is(err, board.ErrNotRunnable) {
 		t.Fatalf("stop an ended run: %v", err)
+	}
+}
+
+// TestApprovedPlanSchedulesItsBoard: a plan's schedule_board is written
+// with the approval, for the board the plan creates (one trip) or, in a
+// plan creating none, for the channel's board; its owner is the requester.
+func TestApprovedPlanSchedulesItsBoard(t *testing.T) {
+	t.Parallel()
+	s := boardtest.NewStore(t)
+	ctx := context.Background()
+	plan := newspaper(t)
+	plan.Actions = append(plan.Actions, planner.Action{Type: planner.ActionScheduleBoard, Cron: "0 6 * * *", Timezone: "Europe/Berlin"})
+	res, err := s.Execute(ctx, board.Execution{ProposalID: "p_sched1", Channel: "console:sched", RequestedBy: "alice", ApprovedBy: "bob", Plan: plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := s.ScheduleOf(ctx, res.BoardID)
+	if err != nil || sc.Cron != "0 6 * * *" || sc.Timezone != "Europe/Berlin" || sc.SetBy != "alice" || time.Since(sc.LastSlot) > time.Minute {
+		t.Fatalf("schedule = %+v, %v", sc, err)
+	}
+	// A later plan changes only the schedule of the channel's board.
+	only := planner.Envelope{Kind: planner.KindProposeActions, Actions: []planner.Action{{Type: planner.ActionScheduleBoard, Cron: "30 7 * * 1-5", Timezone: "UTC"}}}
+	again, err := s.Execute(ctx, board.Execution{ProposalID: "p_sched2", Channel: "console:sched", RequestedBy: "carol", ApprovedBy: "bob", Plan: only})
+	if err != nil || again.BoardID != res.BoardID {
+		t.Fatalf("schedule only: %+v, %v", again, err)
+	}
+	if sc, err := s.ScheduleOf(ctx, res.BoardID); err != nil || sc.Cron != "30 7 * * 1-5" || sc.SetBy != "carol" {
+		t.Fatalf("rescheduled = %+v, %v", sc, err)
+	}
+	if _, err := s.Execute(ctx, board.Execution{ProposalID: "p_sched3", Channel: "console:nowhere", RequestedBy: "carol", Plan: only}); !errors.Is(err, board.ErrNoTargetBoard) {
+		t.Fatalf("no board to schedule: %v", err)
 	}
 }

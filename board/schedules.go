@@ -5,58 +5,28 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/bobnet/bobnet/planner"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// cronFields parses the five standard cron fields (minute, hour, day of
-// month, month, day of week) and the @daily-style descriptors; robfig/cron
-// is the well-kept parser for them.
-var cronFields = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
 // ErrBadSchedule means a cron expression or time zone is not one BobNet
-// can use.
-var ErrBadSchedule = errors.New("not a schedule")
+// can use (planner.ErrBadSchedule).
+var ErrBadSchedule = planner.ErrBadSchedule
 
-// ParseSchedule checks a five-field cron expression and an IANA time zone
-// ("Europe/Berlin"; "UTC"). Time zones inside the expression (CRON_TZ=)
-// are refused: the zone is its own field.
+// ParseSchedule checks a five-field cron expression and an IANA time zone;
+// see planner.ParseSchedule.
 func ParseSchedule(expr, zone string) (cron.Schedule, *time.Location, error) {
-	expr = strings.TrimSpace(expr)
-	if strings.Contains(expr, "TZ=") {
-		return nil, nil, fmt.Errorf("%w: give the time zone on its own, not in the cron expression", ErrBadSchedule)
-	}
-	if len(strings.Fields(expr)) != 5 && !strings.HasPrefix(expr, "@") {
-		return nil, nil, fmt.Errorf("%w: %q is not five cron fields (minute hour day-of-month month day-of-week, e.g. \"0 6 * * *\")", ErrBadSchedule, expr)
-	}
-	sched, err := cronFields.Parse(expr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %q: %w", ErrBadSchedule, expr, err)
-	}
-	zone = strings.TrimSpace(zone)
-	if zone == "" || zone == "Local" {
-		return nil, nil, fmt.Errorf("%w: name a time zone, such as Europe/Berlin or UTC", ErrBadSchedule)
-	}
-	loc, err := time.LoadLocation(zone)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %q is not an IANA time zone (such as Europe/Berlin or UTC)", ErrBadSchedule, zone)
-	}
-	return sched, loc, nil
+	return planner.ParseSchedule(expr, zone)
 }
 
 // DailyCron turns chat's "daily 06:00" into "0 6 * * *".
-func DailyCron(hhmm string) (string, error) {
-	t, err := time.Parse("15:04", strings.TrimSpace(hhmm))
-	if err != nil {
-		return "", fmt.Errorf("%w: %q is not a time of day such as 06:00", ErrBadSchedule, hhmm)
-	}
-	return fmt.Sprintf("%d %d * * *", t.Minute(), t.Hour()), nil
-}
+func DailyCron(hhmm string) (string, error) { return planner.DailyCron(hhmm) }
 
 // Next is the schedule's next slot after after, in its time zone.
 func (sc Schedule) Next(after time.Time) (time.Time, error) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/planner"
 )
 
 // ScheduleCommand is `schedule KEY …` from chat, read.
@@ -122,4 +123,14 @@ func (e *Engine) RunsLine(ctx context.Context, b board.Board) string {
 		parts = append(parts, fmt.Sprintf("Latest run: %d, %s — %s", runs[0].Number, runs[0].State, RunURL(e.cfg.PublicURL, runs[0])))
 	}
 	return strings.Join(parts, " ")
+}
+
+// PlannedScheduleText says a plan's schedule_board in a sentence for its
+// preview, or "" when the plan schedules nothing.
+func PlannedScheduleText(plan planner.Envelope) string {
+	sc := plan.Schedule()
+	if sc == nil {
+		return ""
+	}
+	return fmt.Sprintf("Once approved, the board runs by itself on %s (%s): each run resets its cards and its runners work them again.", sc.Cron, sc.Timezone)
 }

@@ -85,6 +85,9 @@ type Action struct {
 	Assignee *string `json:"assignee,omitempty"`
 	Title    *string `json:"title,omitempty"`
 	Body     *string `json:"body,omitempty"`
+	// Cron and Timezone are a schedule_board's schedule.
+	Cron     string `json:"cron,omitempty"`
+	Timezone string `json:"timezone,omitempty"`
 }
 
 // BoardDraft is a board a plan proposes to create.

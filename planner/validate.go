@@ -209,7 +209,7 @@ func typeName(x any) string {
 
 var kinds = []Kind{KindAnswer, KindClarify, KindProposeActions, KindRefuse}
 
-var actionTypes = []ActionType{ActionCreateBoard, ActionCreateCard, ActionCreateCardBatch, ActionCreateBoardWithCards, ActionUpdateCard, ActionAddLinks}
+var actionTypes = []ActionType{ActionCreateBoard, ActionCreateCard, ActionCreateCardBatch, ActionCreateBoardWithCards, ActionUpdateCard, ActionAddLinks, ActionScheduleBoard}
 
 func (v *validator) envelope(m map[string]any) Envelope {
 	var env Envelope
@@ -283,6 +283,7 @@ func (v *validator) envelope(m map[string]any) Envelope {
 		v.errorf("actions", "the plan has %d cards; at most %d are allowed", cards, MaxCards)
 	}
 	v.checkChanges(&env)
+	v.checkSchedules(&env)
 	return env
 }
 
@@ -292,7 +293,7 @@ func (v *validator) action(m map[string]any, path string, seen map[string]string
 	a.Type = ActionType(strings.ToLower(strings.TrimSpace(typ)))
 	if strings.TrimSpace(typ) == "" {
 		if _, isStr := m["type"].(string); isStr || m["type"] == nil {
-			v.errorf(join(path, "type"), "is required: one of create_board, create_card, create_card_batch, create_board_with_cards, update_card, add_links")
+			v.errorf(join(path, "type"), "is required: one of create_board, create_card, create_card_batch, create_board_with_cards, update_card, add_links, schedule_board")
 		}
 	} else if !slices.Contains(actionTypes, a.Type) {
 		// The whole plan is refused: a plan that also deletes is not a
@@ -301,6 +302,9 @@ func (v *validator) action(m map[string]any, path string, seen map[string]string
 	}
 	if a.Type == ActionUpdateCard || a.Type == ActionAddLinks {
 		return v.changeAction(m, path, a)
+	}
+	if a.Type == ActionScheduleBoard {
+		return v.scheduleAction(m, path, a)
 	}
 
 	if raw, ok := m["board"]; ok && raw != nil {

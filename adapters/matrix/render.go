@@ -57,6 +57,7 @@ var (
 			`{{if .CardList}}<ol>{{range .CardList}}<li><b>{{inert .Title}}</b> — {{if .Assignee}}{{inert .Assignee}}{{else}}⚠️ Unassigned{{end}}{{if .Unknown}} (unknown profile){{end}} · {{inert .Status}} · {{inert .Mode}}` +
 			`{{if .Criteria}}<ul>{{range .Criteria}}<li>{{inert .}}</li>{{end}}</ul>{{end}}` +
 			`{{if .DependsOn}}<br><i>Depends on:</i> {{inert .DependsOn}}{{end}}</li>{{end}}</ol>{{end}}` +
+			`{{if .Schedule}}<p>⏰ {{inert .Schedule}}</p>{{end}}` +
 			`{{if .Assumptions}}<p><i>Assumptions:</i> {{inert .Assumptions}}</p>{{end}}` +
 			`{{if .Warnings}}<p>⚠️ {{inert .Warnings}}</p>{{end}}` +
 			`{{if .State}}<p><b>{{.State}}</b>{{if .BoardURL}} — <a href="{{.BoardURL}}">Open the board</a>{{end}}</p>` +
@@ -79,12 +80,12 @@ type cardView struct {
 }
 
 type previewView struct {
-	Title, Goal, Requester, Quorum, Changes, Assumptions, Warnings string
-	Cards, Links, Version                                          int
-	CardList                                                       []cardView
-	Expires, ProposalURL                                           string
-	State                                                          string // set once decided
-	BoardURL                                                       string
+	Title, Goal, Requester, Quorum, Changes, Assumptions, Warnings, Schedule string
+	Cards, Links, Version                                                    int
+	CardList                                                                 []cardView
+	Expires, ProposalURL                                                     string
+	State                                                                    string // set once decided
+	BoardURL                                                                 string
 }
 
 func boardTitle(p bot.Proposal) (title, goal string) {
@@ -213,6 +214,7 @@ func renderPreview(p bot.Proposal, publicURL string) message {
 		v.Quorum = quorumLine(p)
 		v.CardList = cardViews(p)
 		v.Assumptions = strings.Join(p.Plan.Assumptions, " · ")
+		v.Schedule = bot.PlannedScheduleText(p.Plan)
 		v.Warnings = warningsLine(p.Warnings)
 		if publicURL != "" {
 			v.ProposalURL = strings.TrimRight(publicURL, "/") + "/api/v1/proposals/" + string(p.ID)

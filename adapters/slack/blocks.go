@@ -115,6 +115,9 @@ func PreviewBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
 	}
 	head = append(head, quorumBlocks(p)...)
 
+	if line := bot.PlannedScheduleText(p.Plan); line != "" {
+		tail = append(tail, contextBlock(":alarm_clock: "+escape(line)))
+	}
 	if len(p.Plan.Assumptions) > 0 {
 		tail = append(tail, contextBlock("*Assumptions:* "+escape(strings.Join(p.Plan.Assumptions, " · "))))
 	}

@@ -171,7 +171,7 @@
     (p.warnings || []).forEach((w) => { warnings[w.path] = w.message; });
     let anyCards = false;
     (plan.actions || []).forEach((a, ai) => {
-      if (isChange(a)) return;
+      if (isChange(a) || a.type === "schedule_board") return;
       anyCards = true;
       m.appendChild(el("h3", "board-name", a.board ? a.board.name : "New cards for this channel's board"));
       if (a.board && a.board.goal) m.appendChild(el("p", "goal", a.board.goal));
@@ -204,6 +204,11 @@
       m.appendChild(grid);
     });
     if (anyCards) { const h = el("p", "mode-help", modeHelp); h.dataset.testid = "mode-help"; m.appendChild(h); }
+    (plan.actions || []).filter((a) => a.type === "schedule_board").forEach((a) => {
+      const n = el("div", "notes", "⏰ Once approved, the board runs by itself on " + a.cron + " (" + a.timezone + "): each run resets its cards and its runners work them again.");
+      n.dataset.testid = "schedule";
+      m.appendChild(n);
+    });
     if (plan.assumptions && plan.assumptions.length) {
       const n = el("div", "notes", "Assumptions:");
       const ul = el("ul");
