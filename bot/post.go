@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -63,9 +64,17 @@ func (e *Engine) post(ctx context.Context, consumer string, d Delivery, rec Requ
 		// a post that went out unheard.
 		err = e.postOnce(pctx, base, poster, r, ans, attempt > 0 || d.Count > 1)
 		cancel()
-		if err == nil {
+		if err == nil || errors.Is(err, errPostingElsewhere) {
 			break
 		}
+	}
+	if errors.Is(err, errPostingElsewhere) {
+		// Another worker (this request was taken over from a slow one) is
+		// posting the preview now, and records and acknowledges it; should
+		// it die, the request comes back here once its claim has run out.
+		e.logger.Info("preview being posted by another worker; leaving the request to it", "request", r.ID)
+		e.leases.drop(consumer, d.MessageID)
+		return
 	}
 	bctx, cancel := context.WithTimeout(base, bookkeepingTimeout)
 	defer cancel()
@@ -127,7 +136,23 @@ func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r Request, a
 		return nil // posted before a crash
 	}
 	p.Reposting = reposting
+	// One worker posts a preview at a time: a request taken over from a
+	// worker still posting it (slow chat API, late lease renewal) must not
+	// be posted twice. The claim lives as long as a post and its
+	// bookkeeping may take; it is given back when the post failed.
+	post := postingClaim(p.ID)
+	holder := string(r.ID) + "@" + e.cfg.ConsumerName
+	mine, err := e.deps.Proposals.Claim(book, post, holder, e.cfg.PostTimeout+bookkeepingTimeout)
+	if err != nil {
+		return err
+	}
+	if !mine {
+		return errPostingElsewhere
+	}
 	ref, err := poster.PostPreview(ctx, p)
+	if ref == "" {
+		defer func() { _ = e.deps.Proposals.Release(context.WithoutCancel(book), post, holder) }()
+	}
 	if ref == "" && err != nil {
 		return err
 	}
@@ -188,6 +213,14 @@ func (e *Engine) updatePreview(ctx context.Context, poster Poster, p Proposal) e
 	}
 	return poster.UpdatePreview(ctx, p)
 }
+
+// errPostingElsewhere means another worker holds the preview's posting
+// claim.
+var errPostingElsewhere = errors.New("the preview is being posted by another worker")
+
+// postingClaim names the claim on posting p's preview, beside (not
+// instead of) the claim on deciding it.
+func postingClaim(p ProposalID) ProposalID { return "post:" + p }
 
 // retryWrite tries a write that records what was already sent until it
 // succeeds or ctx ends: a Redis that restarts for a second must not make a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -181,5 +182,64 @@ func TestPreviewRefRecordedAfterARedisBlip(t *testing.T) {
 	p, err := env.Engine.Proposal(context.Background(), st.ProposalID)
 	if _, previews, _ := env.Poster.Snapshot(); len(previews) != 1 || err != nil || p.Message == "" {
 		t.Fatalf("previews = %d, message %q, %v", len(previews), p.Message, err)
+	}
+}
+
+// blockingPoster takes every preview and answers only when released, as a
+// chat API that has the message but is slow to say so.
+type blockingPoster struct {
+	*bottest.Poster
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingPoster) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	<-b.release
+	return b.Poster.PostPreview(ctx, p)
+}
+
+// TestTakenOverRequestIsNotPostedTwice: a request taken over from a worker
+// that is still posting its preview (its lease ran out while the chat API
+// was slow) is left to that worker, which posts it once and records it.
+// The soak test saw both post when the first worker's lease was not
+// renewed in time.
+func TestTakenOverRequestIsNotPostedTwice(t *testing.T) {
+	t.Parallel()
+	first := bottest.New(t, func(c *bot.Config) { c.PostTimeout = 20 * time.Second })
+	answerNewspaper(t, first)
+	slow := &blockingPoster{Poster: first.Poster, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(slow.release) }) }
+	t.Cleanup(release) // before the engines stop, whatever failed
+	first.Engine.SetPoster(bot.SourceConsole, slow)
+	id, err := first.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-slow.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the preview was never posted")
+	}
+	// The first worker stops renewing its lease; a second replica takes
+	// the request over.
+	first.Cancel()
+	second := bottest.Start(t, first.Store, first.Redis, first.Prefix, first.Model)
+	time.Sleep(3 * time.Second) // past the reclaim time (1 s), a few sweeps
+	if _, previews, _ := second.Poster.Snapshot(); len(previews) != 0 {
+		t.Fatalf("the second replica posted %d previews while the first was posting", len(previews))
+	}
+	release()
+	st := second.WaitRequest(t, id)
+	time.Sleep(1500 * time.Millisecond)
+	_, firsts, _ := first.Poster.Snapshot()
+	_, seconds, _ := second.Poster.Snapshot()
+	p, _ := second.Engine.Proposal(context.Background(), st.ProposalID)
+	if len(firsts)+len(seconds) != 1 || p.Message == "" {
+		t.Fatalf("previews: first %d, second %d; recorded message %q", len(firsts), len(seconds), p.Message)
 	}
 }

@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"fmt"
+	"time"
 
 	slackapi "github.com/slack-go/slack"
 
@@ -20,6 +21,11 @@ func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageR
 	a.rememberThread(ctx, p.Thread)
 	if p.Reposting {
 		ts, err := a.findPreview(ctx, p)
+		if err != nil && ctx.Err() == nil {
+			// Once more: posting blind is the last resort.
+			time.Sleep(200 * time.Millisecond)
+			ts, err = a.findPreview(ctx, p)
+		}
 		if err != nil {
 			// Not knowing is no reason to leave the request unanswered.
 			a.logger.Warn("look for an earlier preview; posting it", "proposal", p.ID, "err", err)
