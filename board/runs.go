@@ -91,11 +91,35 @@ type RunStart struct {
 }
 
 const (
-	lockBoard   = `SELECT id FROM boards WHERE id = $1 FOR UPDATE`
-	runningRun  = `SELECT id FROM runs WHERE board_id = $1 AND state = 'running'`
-	nextRunNum  = `SELECT coalesce(max(number), 0) + 1 FROM runs WHERE board_id = $1`
-	insertRun   = `INSERT INTO runs (id, board_id, number, state, started_by, trigger, deadline) VALUES ($1, $2, $3, 'running', $4, $5, now() + $6::interval)`
-	insertRunCd = `INSERT INTO run_cards (run_id, card_id, runner, review) VALUES ($1, $2, $3, $4)`
+	lockBoard       = `SELECT id FROM boards WHERE id = $1 FOR UPDATE`
+	selectAssignees = `SELECT DISTINCT assignee FROM cards WHERE board_id = $1`
+	// The board's lock (taken first) orders the numbers; the unique index
+	// on running runs refuses a second one (23505).
+	insertRun = `INSERT INTO runs (id, board_id, number, state, started_by, trigger, deadline)
+SELECT $1, $2, coalesce(max(number), 0) + 1, 'running', $3, $4, now() + $5::interval FROM runs WHERE board_id = $2`
+	// Every card back to its starting status, with the audit event and the
+	// notification a card change gets (changeCard's, for many cards at
+	// once), so the page shows the reset live.
+	resetCardsForRun = `WITH want AS (
+    SELECT c.id, c.number, c.status AS from_status,
+        CASE WHEN EXISTS (SELECT 1 FROM card_links l WHERE l.card_id = c.id) THEN 'Backlog' ELSE 'Ready' END AS to_status
+    FROM cards c WHERE c.board_id = $1 FOR UPDATE
+), upd AS (
+    UPDATE cards c SET status = w.to_status, version = c.version + 1, updated_at = now()
+    FROM want w WHERE c.id = w.id AND w.from_status <> w.to_status
+    RETURNING c.id, c.version, c.number, w.from_status, w.to_status
+), aud AS (
+    INSERT INTO audit_events (actor, action, channel, board_id, detail)
+    SELECT $2, 'card_changed', b.channel, b.id, jsonb_build_object('card', u.id, 'handle', b.key || '-' || u.number, 'via', 'run',
+        'changes', jsonb_build_array(jsonb_build_object('field', 'status', 'from', u.from_status, 'to', u.to_status)), 'version', u.version)
+    FROM upd u JOIN boards b ON b.id = $1
+    RETURNING id, detail->>'card' AS card
+)
+SELECT count(pg_notify('` + changesChannel + `', json_build_object('b', $1::text, 'c', card, 'a', id)::text)) FROM aud`
+	insertRunCards = `INSERT INTO run_cards (run_id, card_id, runner, review)
+SELECT $1, c.id, coalesce(r.runner, ''), coalesce(r.review, true)
+FROM cards c LEFT JOIN unnest($3::text[], $4::text[], $5::bool[]) AS r(assignee, runner, review) ON r.assignee = c.assignee
+WHERE c.board_id = $2`
 	insertRunAu = `INSERT INTO audit_events (actor, action, channel, board_id, detail) SELECT $1, $2, channel, id, $3 FROM boards WHERE id = $4`
 
 	selectRun = `SELECT id, board_id, number, state, started_by, trigger, started_at, deadline, ended_at, reason FROM runs`
@@ -107,83 +131,54 @@ FROM run_cards rc JOIN cards c ON c.id = rc.card_id JOIN boards b ON b.id = c.bo
 WHERE rc.run_id = $1 ORDER BY c.position, c.number`
 )
 
-// StartRun starts a run of a board: in one transaction it numbers the
-// run, resets every card to its starting status (Ready without
-// dependencies, else Backlog; each change audited and sent to the page as
-// any card change is) and records who works each card. ErrRunGoing when
-// a run has not ended; ErrNotFound without such a board.
+// StartRun starts a run of a board: in one transaction, sent as one
+// batch, it numbers the run, resets every card to its starting status
+// (Ready without dependencies, else Backlog; each change audited and sent
+// to the page as any card change is) and records who works each card.
+// ErrRunGoing when a run has not ended; ErrNotFound without such a board.
 func (s *Store) StartRun(ctx context.Context, st RunStart) (Run, error) {
 	id := RunID(newID("run_"))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var b ID
-		if err := tx.QueryRow(ctx, lockBoard, st.Board).Scan(&b); errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("board %s: %w", st.Board, ErrNotFound)
-		} else if err != nil {
-			return err
-		}
-		var going RunID
-		if err := tx.QueryRow(ctx, runningRun, st.Board).Scan(&going); err == nil {
-			return fmt.Errorf("%w: %s", ErrRunGoing, going)
-		} else if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		var n int
-		if err := tx.QueryRow(ctx, nextRunNum, st.Board).Scan(&n); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, insertRun, id, st.Board, n, st.User, st.Trigger, st.Deadline.String()); err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-				return ErrRunGoing
-			}
-			return err
-		}
-		rows, _ := tx.Query(ctx, selectCards, st.Board)
-		cards, err := pgx.CollectRows(rows, scanCard)
-		if err != nil {
-			return err
-		}
-		rows, _ = tx.Query(ctx, selectLinks, st.Board)
-		hasDeps := map[CardID]bool{}
-		links, err := pgx.CollectRows(rows, pgx.RowToStructByPos[boardLink])
-		if err != nil {
-			return err
-		}
-		for _, l := range links {
-			hasDeps[l.Card] = true
-		}
-		for _, c := range cards {
-			start := "Ready"
-			if hasDeps[c.ID] {
-				start = "Backlog"
-			}
-			if c.Status != start {
-				if _, err := changeCard(ctx, tx, CardChange{Card: c.ID, Actor: st.User, Via: "run", Status: &start}); err != nil {
-					return err
-				}
-			}
-			runner, review := "", true
-			if st.Runner != nil {
-				runner, review = st.Runner(c.Assignee)
-			}
-			if _, err := tx.Exec(ctx, insertRunCd, id, c.ID, runner, review); err != nil {
-				return err
-			}
-		}
-		detail, _ := json.Marshal(map[string]any{"run_id": id, "number": n, "trigger": st.Trigger})
-		_, err = tx.Exec(ctx, insertRunAu, st.User, "run_started", detail, st.Board)
-		return err
-	})
+	// Who works each assignee's cards is the caller's to say; the
+	// assignees are read first (a card assigned meanwhile to someone new
+	// is worked by people this once).
+	rows, _ := s.pool.Query(ctx, selectAssignees, st.Board)
+	assignees, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return Run{}, fmt.Errorf("start a run of %s: %w", st.Board, err)
 	}
+	runners, reviews := make([]string, len(assignees)), make([]bool, len(assignees))
+	for i, a := range assignees {
+		runners[i], reviews[i] = "", true
+		if st.Runner != nil {
+			runners[i], reviews[i] = st.Runner(a)
+		}
+	}
+	detail, _ := json.Marshal(map[string]any{"run_id": id, "trigger": st.Trigger})
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(lockBoard, st.Board).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(new(ID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("board %s: %w", st.Board, ErrNotFound)
+		}
+		return err
+	})
+	b.Queue(insertRun, id, st.Board, st.User, st.Trigger, st.Deadline.String())
+	b.Queue(resetCardsForRun, st.Board, st.User)
+	b.Queue(insertRunCards, id, st.Board, assignees, runners, reviews)
+	b.Queue(insertRunAu, st.User, "run_started", detail, st.Board)
+	b.Queue("COMMIT")
+	err = s.pool.SendBatch(ctx, b).Close()
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "23505":
+		return Run{}, fmt.Errorf("start a run of %s: %w", st.Board, ErrRunGoing)
+	case errors.As(err, &pgErr) && pgErr.Code == "23503":
+		return Run{}, fmt.Errorf("start a run of %s: board: %w", st.Board, ErrNotFound)
+	case err != nil:
+		return Run{}, fmt.Errorf("start a run of %s: %w", st.Board, err)
+	}
 	return s.Run(ctx, id)
-}
-
-// boardLink is one row of selectLinks.
-type boardLink struct {
-	Card      CardID
-	DependsOn CardID
 }
 
 // Run reads a run with its cards. ErrNotFound when there is none.
