@@ -339,3 +339,35 @@ func proposalState(t *testing.T, s *board.Store, id board.ProposalID) string {
 	}
 	return p.State
 }
+
+// TestCloseWritesItsEventsWithIt: a cancel's outbound events are written
+// in the cancel's own transaction: there when it commits, absent when it
+// loses to another decision.
+func TestCloseWritesItsEventsWithIt(t *testing.T) {
+	t.Parallel()
+	s := boardtest.NewStore(t)
+	ctx := context.Background()
+	ev := func(id string) []board.OutboundEvent {
+		return []board.OutboundEvent{{MsgID: "msg_" + id, Type: "proposal.cancelled", Endpoints: []string{"https://hooks.example.com/x"}, Body: []byte(`{}`)}}
+	}
+	count := func(id string) int {
+		var n int
+		if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM event_outbox WHERE msg_id = $1`, "msg_"+id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := s.SetProposalState(ctx, board.ProposalRecord{ID: "p_ev1", Channel: "c", Events: ev("p_ev1")}, "cancelled", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("p_ev1"); n != 1 {
+		t.Fatalf("events written with the cancel: %d", n)
+	}
+	// Closed already: the second close loses, and writes no event.
+	if err := s.SetProposalState(ctx, board.ProposalRecord{ID: "p_ev1", Channel: "c", Events: ev("p_ev1_again")}, "expired", ""); !errors.Is(err, board.ErrProposalClosed) {
+		t.Fatalf("second close: %v", err)
+	}
+	if n := count("p_ev1_again"); n != 0 {
+		t.Fatalf("the losing close wrote %d events", n)
+	}
+}

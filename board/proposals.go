@@ -30,6 +30,9 @@ type ProposalRecord struct {
 	// Policy is the approval policy in force when the proposal was made
 	// (JSON, as the engine wrote it); nil when none was recorded.
 	Policy json.RawMessage
+	// Events are outbound events SetProposalState writes in the same
+	// transaction as the state, so a crash between the two loses neither.
+	Events []OutboundEvent `json:"-"`
 }
 
 const (
@@ -116,18 +119,23 @@ func (s *Store) SetProposalState(ctx context.Context, p ProposalRecord, state, d
 			return err
 		}
 		tag, err := tx.Exec(ctx, updateProposalState, p.ID, state, decidedBy)
-		if err != nil || tag.RowsAffected() == 1 {
+		if err != nil {
 			return err
 		}
-		var was string
-		err = tx.QueryRow(ctx, selectProposalState, p.ID).Scan(&was)
-		if err == nil {
-			return fmt.Errorf("%w: it is %s", ErrProposalClosed, was)
+		if tag.RowsAffected() == 0 {
+			var was string
+			err = tx.QueryRow(ctx, selectProposalState, p.ID).Scan(&was)
+			if err == nil {
+				return fmt.Errorf("%w: it is %s", ErrProposalClosed, was)
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if err := s.insertClosed(ctx, tx, p, chain, state, decidedBy); err != nil {
+				return err
+			}
 		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		return s.insertClosed(ctx, tx, p, chain, state, decidedBy)
+		return InsertEvents(ctx, tx, p.Events)
 	})
 	if err != nil {
 		return fmt.Errorf("set proposal %s %s: %w", p.ID, state, err)

@@ -550,7 +550,11 @@ func (e *Engine) Cancel(ctx context.Context, id ProposalID, user string) (Propos
 // ran out, is answered with a *DecidedError naming its state, and nothing
 // is recorded or announced.
 func (e *Engine) finish(ctx context.Context, c *claim, p Proposal, state ProposalState, user, action string) (Proposal, error) {
-	if err := e.deps.Boards.SetProposalState(ctx, e.record(p), string(state), user); err != nil {
+	rec := e.record(p)
+	closed := p
+	closed.State, closed.DecidedBy, closed.DecidedAt = state, user, e.deps.Now()
+	rec.Events = e.encodeEvents(closed)
+	if err := e.deps.Boards.SetProposalState(ctx, rec, string(state), user); err != nil {
 		e.release(ctx, c)
 		if errors.Is(err, board.ErrProposalClosed) {
 			return p, e.lostTo(ctx, p)
@@ -566,7 +570,11 @@ func (e *Engine) finish(ctx context.Context, c *claim, p Proposal, state Proposa
 	c.end()
 	e.audit(ctx, board.AuditEvent{Actor: user, Action: action, Channel: p.Thread.Channel.Key(), ProposalID: p.ID},
 		map[string]any{"version": p.Version, "supersedes": p.Supersedes})
-	e.emit(ctx, p, false)
+	if rec.Events != nil {
+		e.wakeEvents() // written with the state
+	} else {
+		e.emit(ctx, p, false)
+	}
 	e.say(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
 		return e.updatePreview(ctx, poster, p)
 	}, "proposal", p.ID)

@@ -150,6 +150,26 @@ func (e *Engine) emit(ctx context.Context, p Proposal, boardCreated bool) {
 	}
 }
 
+// encodeEvents is the outbox rows of p's state change, for the decision
+// to write in its own transaction; nil when the sink cannot encode them
+// (they are emitted after the decision instead).
+func (e *Engine) encodeEvents(p Proposal) []board.OutboundEvent {
+	enc, ok := e.eventSink().(EventEncoder)
+	if !ok {
+		return nil
+	}
+	out := []board.OutboundEvent{}
+	for _, ev := range e.stateChange(p, false) {
+		rows, err := enc.Encode(ev)
+		if err != nil {
+			e.logger.Warn("encode event", "type", ev.Type, "proposal", p.ID, "err", err)
+			return nil
+		}
+		out = append(out, rows...)
+	}
+	return out
+}
+
 // approvalEvents returns what makes the events of user approving p inside
 // the approval's transaction (board.Execution.Events), or nil when the
 // sink cannot encode them.
@@ -186,6 +206,14 @@ func (e *Engine) emitApproval(ctx context.Context, p Proposal, inTx, replayed bo
 		return
 	}
 	e.emit(ctx, p, !replayed)
+}
+
+// wakeEvents makes the sink send events a decision wrote in its own
+// transaction.
+func (e *Engine) wakeEvents() {
+	if enc, ok := e.eventSink().(EventEncoder); ok {
+		enc.Wake()
+	}
 }
 
 // emitCard tells the sink that a card changed; its error is logged.
