@@ -22,6 +22,10 @@ const (
 	EventBoardCreated      EventType = "board.created"
 	// EventCardChanged: a card of a board was moved, reassigned or edited.
 	EventCardChanged EventType = "card.changed"
+	// EventRunStarted and EventRunFinished: a run of a board began, or
+	// ended (done, stopped, timed out).
+	EventRunStarted  EventType = "run.started"
+	EventRunFinished EventType = "run.finished"
 )
 
 // Event is one thing that happened, with the proposal as it stood then.
@@ -36,10 +40,17 @@ type Event struct {
 	BoardURL string
 	// Card is what a card.changed event changed; Proposal is empty then.
 	Card *board.CardUpdate
+	// Run is a run event's run, and RunBoard its board; Proposal is
+	// empty then.
+	Run      *board.Run
+	RunBoard *board.Board
 }
 
 // Channel is the key of the channel the event happened in.
 func (ev Event) Channel() string {
+	if ev.RunBoard != nil {
+		return ev.RunBoard.Channel
+	}
 	if ev.Card != nil {
 		return ev.Card.Board.Channel // the channel the board belongs to
 	}
@@ -213,6 +224,21 @@ func (e *Engine) emitApproval(ctx context.Context, p Proposal, inTx, replayed bo
 func (e *Engine) wakeEvents() {
 	if enc, ok := e.eventSink().(EventEncoder); ok {
 		enc.Wake()
+	}
+}
+
+// emitRun tells the sink that a run started or ended; its error is
+// logged.
+func (e *Engine) emitRun(ctx context.Context, typ EventType, r board.Run, b board.Board) {
+	sink := e.eventSink()
+	if sink == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), emitTimeout)
+	defer cancel()
+	ev := Event{Type: typ, At: e.deps.Now(), Actor: r.StartedBy, BoardID: b.ID, BoardURL: board.BoardURL(e.cfg.PublicURL, b.ID), Run: &r, RunBoard: &b}
+	if err := sink.Emit(ctx, ev); err != nil {
+		e.logger.Warn("emit event", "type", typ, "run", r.ID, "err", err)
 	}
 }
 

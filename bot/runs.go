@@ -137,6 +137,7 @@ func (e *Engine) Started(ctx context.Context, r board.Run) {
 	}
 	text := fmt.Sprintf("Run %d started%s: %d cards, %d worked by runners, the rest by people.", r.Number, why, len(r.Cards), models)
 	e.tellRun(ctx, r.Board, text, RunURL(e.cfg.PublicURL, r))
+	e.runEvent(ctx, EventRunStarted, r)
 }
 
 // Reviewing tells the board's thread that a runner's card waits for a
@@ -172,6 +173,7 @@ func (e *Engine) Ended(ctx context.Context, r board.Run) {
 		text = fmt.Sprintf("Run %d stopped%s: %s.", r.Number, took, r.Reason)
 	}
 	e.tellRun(ctx, r.Board, text, RunURL(e.cfg.PublicURL, r))
+	e.runEvent(ctx, EventRunFinished, r)
 }
 
 // tellRun posts a run's news in the thread where its board was made, off
@@ -204,6 +206,20 @@ func (e *Engine) tellRunTo(ctx context.Context, id board.ID, text func(Source) s
 	}); err != nil {
 		e.logger.Warn("run news not told: "+err.Error(), "board", id)
 	}
+}
+
+// runEvent emits a run's event for its board's channel.
+func (e *Engine) runEvent(ctx context.Context, typ EventType, r board.Run) {
+	cs, err := e.cardStore()
+	if err != nil {
+		return
+	}
+	b, _, err := cs.Board(ctx, r.Board)
+	if err != nil {
+		e.logger.Warn("run event", "run", r.ID, "err", err)
+		return
+	}
+	e.emitRun(ctx, typ, r, b)
 }
 
 // Skipped tells the board's thread that a scheduled slot did not start a

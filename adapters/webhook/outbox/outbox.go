@@ -174,6 +174,19 @@ type Data struct {
 	BoardURL    string            `json:"board_url,omitempty"`
 	// Card is set on card.changed: the card as it is now and what changed.
 	Card *CardData `json:"card,omitempty"`
+	// Run is set on run.started and run.finished.
+	Run *RunData `json:"run,omitempty"`
+}
+
+// RunData is a run event's run.
+type RunData struct {
+	ID      string `json:"id"`
+	Number  int    `json:"number"`
+	State   string `json:"state"`
+	Trigger string `json:"trigger"`
+	Reason  string `json:"reason,omitempty"`
+	Cards   int    `json:"cards"`
+	URL     string `json:"url"`
 }
 
 // CardData is a card.changed event's card: its handle, title and status
@@ -216,6 +229,12 @@ func (o *Outbox) Encode(ev bot.Event) ([]board.OutboundEvent, error) {
 	eps := o.cfg.Routes[ev.Channel()]
 	if len(eps) == 0 {
 		return nil, nil
+	}
+	if ev.Run != nil {
+		r := ev.Run
+		return encode(ev, eps, Data{Channel: ev.Channel(), Actor: ev.Actor, BoardName: ev.RunBoard.Name, BoardID: string(ev.BoardID),
+			BoardURL: ev.BoardURL,
+			Run: &RunData{ID: string(r.ID), Number: r.Number, State: r.State, Trigger: r.Trigger, Reason: r.Reason, Cards: len(r.Cards), URL: fmt.Sprintf("%s/runs/%d", ev.BoardURL, r.Number)}})
 	}
 	if ev.Card != nil {
 		c := ev.Card.Card
@@ -262,6 +281,9 @@ func encode(ev bot.Event, eps []Endpoint, d Data) ([]board.OutboundEvent, error)
 // receiver hears each event under one webhook-id.
 func MsgID(ev bot.Event) string {
 	key := string(ev.Type) + "\x00" + string(ev.Proposal.ID)
+	if ev.Run != nil {
+		key = string(ev.Type) + "\x00" + string(ev.Run.ID)
+	}
 	if ev.Card != nil {
 		key = fmt.Sprintf("%s\x00%s\x00%d", ev.Type, ev.Card.Card.ID, ev.Card.Card.Version)
 	}

@@ -326,3 +326,28 @@ func TestAnEventEmittedTwiceIsSentOnce(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 }
+
+// TestRunEventsGoOut: run.started and run.finished reach the board's
+// channel's callbacks with the run and its page.
+func TestRunEventsGoOut(t *testing.T) {
+	t.Parallel()
+	pool := boardtest.NewPool(t)
+	rc := newReceiver(t)
+	o := outbox.New(config(rc.srv.URL+"/hook"), pool, boardtest.Logger(t))
+	run(t, o)
+	b := board.Board{ID: "b_runs", Name: "Daily newspaper", Key: "NEWS", Channel: "console:news"}
+	r := board.Run{ID: "run_1", Board: b.ID, Number: 3, State: "done", Trigger: "schedule", StartedBy: "alice", Cards: make([]board.RunCard, 10)}
+	for _, typ := range []bot.EventType{bot.EventRunStarted, bot.EventRunFinished} {
+		ev := bot.Event{Type: typ, At: time.Now(), Actor: "alice", BoardID: b.ID, BoardURL: "http://bobnet.test/boards/b_runs", Run: &r, RunBoard: &b}
+		if err := o.Emit(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc.waitFor(t, "two run events", func(got []received, _ []string) bool { return len(got) >= 2 })
+	got, _ := rc.snapshot()
+	d := got[1].Payload.Data
+	if got[0].Payload.Type != bot.EventRunStarted || got[1].Payload.Type != bot.EventRunFinished || d.Run == nil ||
+		d.Run.Number != 3 || d.Run.Cards != 10 || d.Run.URL != "http://bobnet.test/boards/b_runs/runs/3" || d.BoardName != "Daily newspaper" || d.ProposalID != "" {
+		t.Fatalf("got %+v / %+v", got, d.Run)
+	}
+}
