@@ -234,7 +234,7 @@ func (o *Outbox) Encode(ev bot.Event) ([]board.OutboundEvent, error) {
 		r := ev.Run
 		return encode(ev, eps, Data{Channel: ev.Channel(), Actor: ev.Actor, BoardName: ev.RunBoard.Name, BoardID: string(ev.BoardID),
 			BoardURL: ev.BoardURL,
-			Run: &RunData{ID: string(r.ID), Number: r.Number, State: r.State, Trigger: r.Trigger, Reason: r.Reason, Cards: len(r.Cards), URL: fmt.Sprintf("%s/runs/%d", ev.BoardURL, r.Number)}})
+			Run:      &RunData{ID: string(r.ID), Number: r.Number, State: r.State, Trigger: r.Trigger, Reason: r.Reason, Cards: len(r.Cards), URL: fmt.Sprintf("%s/runs/%d", ev.BoardURL, r.Number)}})
 	}
 	if ev.Card != nil {
 		c := ev.Card.Card
