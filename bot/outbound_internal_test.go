@@ -41,13 +41,16 @@ func TestOutboundCloseFlushesQueue(t *testing.T) {
 		}
 	}
 	<-started
+	// Counted from the moment close begins: on a loaded machine this
+	// goroutine may start late, while posts go on.
+	before := posted.Load()
 	begin := time.Now()
 	o.close()
 	took := time.Since(begin)
 	// 200 ms each: the one being posted, then those that start within
-	// the 700 ms flush.
-	if n := posted.Load(); n < 3 || n > 6 {
-		t.Errorf("%d of 10 posted by close, want those that fit in the flush time", n)
+	// the 700 ms flush; never all ten.
+	if n := posted.Load(); n-before < 1 || n-before > 6 || n == 10 {
+		t.Errorf("%d of 10 posted (%d of them during close), want those that fit in the flush time", n, n-before)
 	}
 	if took > 2*time.Second {
 		t.Errorf("close took %v with a 700 ms flush time", took)

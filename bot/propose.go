@@ -30,7 +30,7 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 	_, p, err := e.propose(ctx, r, old.RequestedBy, *res.Plan, res.Warnings, nil, target)
 	if err != nil {
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
-		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal: " + describe(err)}, nil, "could not store the proposal"
+		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal: " + describe(err)}, nil, failNotStored
 	}
 	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed_again", Channel: r.Thread.Channel.Key(), ProposalID: p.ID},
 		map[string]any{"expired": id, "version": p.Version})

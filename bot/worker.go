@@ -141,6 +141,14 @@ func (e *Engine) handle(ctx context.Context, consumer string, d Delivery) {
 			e.leases.drop(consumer, d.MessageID) // shutting down mid-plan: left for a reclaim
 			return
 		}
+		if transient(ans) && d.Count < MaxDeliveries {
+			// Postgres or Redis is away for a moment: try again after a
+			// reclaim instead of answering "try again" and then, when the
+			// person does, answering twice.
+			e.logger.Warn("request not answered yet: "+ans.Failure+"; it will be tried again", "request", id, "delivery", d.Count)
+			e.leases.drop(consumer, d.MessageID)
+			return
+		}
 		rec.Answer = &ans
 		if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
 			e.logger.Warn("store planned answer", "request", id, "err", err)
@@ -203,6 +211,19 @@ func (e *Engine) answer(ctx context.Context, r Request) Answer {
 	return Answer{Reply: reply, Failure: failure}
 }
 
+// Failures that come from a database being away for a moment: the request
+// is tried again later rather than answered with the failure, until its
+// last delivery.
+const (
+	failBoardsUnavailable = "the board database is unavailable"
+	failNotStored         = "could not store the proposal"
+)
+
+// transient reports whether ans failed only because a database was away.
+func transient(ans Answer) bool {
+	return ans.Failure == failBoardsUnavailable || ans.Failure == failNotStored
+}
+
 func threadKey(t Thread) string { return t.Channel.Key() + ":" + t.ID }
 
 func (e *Engine) remember(ctx context.Context, r Request, role, text string) {
@@ -236,7 +257,7 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 		}
 	} else if !errors.Is(err, board.ErrNotFound) {
 		e.logger.Warn("read the channel's board", "request", r.ID, "err", err)
-		return &Reply{Kind: ReplyError, Text: "I can't reach the board database right now, so I can't plan. Please try again in a minute."}, nil, "the board database is unavailable"
+		return &Reply{Kind: ReplyError, Text: "I can't reach the board database right now, so I can't plan. Please try again in a minute."}, nil, failBoardsUnavailable
 	}
 	if turns, err := e.deps.Requests.Turns(ctx, threadKey(r.Thread)); err == nil {
 		in.History = turns
@@ -271,7 +292,7 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	reply, p, err := e.propose(ctx, r, r.User, *env, out.Result.Warnings, prev, target)
 	if err != nil {
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
-		return &Reply{Kind: ReplyError, Text: "I drafted a plan but couldn't store it: " + describe(err) + " Nothing was changed; please try again."}, nil, "could not store the proposal"
+		return &Reply{Kind: ReplyError, Text: "I drafted a plan but couldn't store it: " + describe(err) + " Nothing was changed; please try again."}, nil, failNotStored
 	}
 	return reply, p, ""
 }
