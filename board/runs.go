@@ -124,11 +124,15 @@ WHERE c.board_id = $2`
 
 	selectRun = `SELECT id, board_id, number, state, started_by, trigger, started_at, deadline, ended_at, reason FROM runs`
 
-	selectRunCards = `SELECT rc.card_id, b.key || '-' || c.number, c.title, c.status, c.assignee, rc.runner, rc.review, rc.output,
+	runCardColumns = `SELECT rc.card_id, b.key || '-' || c.number, c.title, c.status, c.assignee, rc.runner, rc.review, rc.output,
     rc.attempts, rc.rounds, rc.feedback, rc.error,
     coalesce((SELECT array_agg(l.depends_on ORDER BY l.depends_on) FROM card_links l WHERE l.card_id = c.id), '{}')
-FROM run_cards rc JOIN cards c ON c.id = rc.card_id JOIN boards b ON b.id = c.board_id
-WHERE rc.run_id = $1 ORDER BY c.position, c.number`
+FROM run_cards rc JOIN cards c ON c.id = rc.card_id JOIN boards b ON b.id = c.board_id`
+	selectRunCards = runCardColumns + ` WHERE rc.run_id = $1 ORDER BY c.position, c.number`
+	// A card of a run and the cards it depends on, for its runner.
+	selectJobCards = runCardColumns + ` WHERE rc.run_id = $1
+  AND (rc.card_id = $2 OR rc.card_id IN (SELECT depends_on FROM card_links WHERE card_id = $2))
+ORDER BY c.position, c.number`
 )
 
 // StartRun starts a run of a board: in one transaction, sent as one

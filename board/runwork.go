@@ -104,21 +104,26 @@ func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Dura
 	return s.fillJob(ctx, job, runID)
 }
 
-// fillJob reads the run and the outputs of the cards the job's card
-// depends on.
+// fillJob reads the run (without its other cards) and the outputs of the
+// cards the job's card depends on.
 func (s *Store) fillJob(ctx context.Context, job RunJob, runID RunID) (RunJob, bool, error) {
-	run, err := s.Run(ctx, runID)
+	rows, _ := s.pool.Query(ctx, selectRun+` WHERE id = $1`, runID)
+	run, err := pgx.CollectExactlyOneRow(rows, scanRun)
 	if err != nil {
-		return RunJob{}, false, err
+		return RunJob{}, false, fmt.Errorf("run %s: %w", runID, err)
+	}
+	rows, _ = s.pool.Query(ctx, selectJobCards, runID, job.Card.ID)
+	cards, err := pgx.CollectRows(rows, scanRunCard)
+	if err != nil {
+		return RunJob{}, false, fmt.Errorf("cards of run %s: %w", runID, err)
 	}
 	job.Run = run
-	byID := map[CardID]RunCard{}
-	for _, c := range run.Cards {
-		byID[c.Card] = c
-	}
-	job.RunCard = byID[job.Card.ID]
-	for _, d := range job.Card.DependsOn {
-		job.Inputs = append(job.Inputs, byID[d])
+	for _, c := range cards {
+		if c.Card == job.Card.ID {
+			job.RunCard = c
+		} else {
+			job.Inputs = append(job.Inputs, c)
+		}
 	}
 	return job, true, nil
 }
