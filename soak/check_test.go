@@ -87,7 +87,11 @@ func check(t *testing.T, svc *services, replicas []*replica, mdl *model, slk *sl
 			answeredOnce++
 		case n == 0:
 			notAnswered++
-			fail("mention %s (%s) acknowledged, never answered", m.TS, m.Tag)
+			var logs []string
+			for _, r := range replicas {
+				logs = append(logs, r.grepLog(m.Tag, m.TS, "Ev"+strings.TrimLeft(strings.TrimPrefix(m.TS, "1800000000."), "0"))...)
+			}
+			fail("mention %s (%s) acknowledged, never answered\nreplicas said:\n%s", m.TS, m.Tag, strings.Join(logs, "\n"))
 		default:
 			answeredTwice++
 			var said, words []string

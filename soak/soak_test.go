@@ -104,7 +104,7 @@ outbound:
 			r.start(t)
 		}
 	}
-	settle(t, svc, replicas, led, rcv)
+	settle(t, svc, replicas, led, slk)
 	check(t, svc, replicas, mdl, slk, rcv, led)
 }
 
@@ -150,9 +150,11 @@ func runFaults(ctx context.Context, t *testing.T, svc *services, replicas []*rep
 	return done
 }
 
-// settle waits until every acknowledged request has its answer and the
-// outbox has nothing left to send, or two minutes.
-func settle(t *testing.T, svc *services, replicas []*replica, led *ledger, rcv *receiver) {
+// settle waits until every acknowledged request and mention has its
+// answer and the outbox has nothing left to send, or two minutes: a
+// request whose planning met a database restart is tried again after a
+// reclaim, and is answered then.
+func settle(t *testing.T, svc *services, replicas []*replica, led *ledger, slk *slackAPI) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -161,6 +163,15 @@ func settle(t *testing.T, svc *services, replicas []*replica, led *ledger, rcv *
 		for _, rq := range led.requests {
 			code, out := replicas[0].call(ctx, "GET", "/api/v1/requests/"+rq.ID, nil)
 			if code != 200 || (out["state"] != "done" && out["state"] != "failed") {
+				open++
+			}
+		}
+		answered := map[string]bool{}
+		for _, m := range slk.messages() {
+			answered[m.ThreadTS] = true
+		}
+		for _, m := range led.mentions {
+			if !answered[m.TS] {
 				open++
 			}
 		}
