@@ -134,8 +134,9 @@ func TestPostingIsBoundedAcrossReclaims(t *testing.T) {
 		case <-stuck.started: // a later attempt of the stopped worker
 		default:
 		}
-		cur = bottest.Start(t, env.Store, env.Redis, env.Prefix, env.Model, short)
-		cur.Engine.SetPoster(bot.SourceConsole, stuck)
+		// The stuck poster from the start: set after, the replica could
+		// post with the recording one first.
+		cur = bottest.StartPosting(t, env.Store, env.Redis, env.Prefix, env.Model, nil, stuck, short)
 	}
 	st := cur.WaitRequest(t, id)
 	if st.State != bot.RequestFailed || !strings.Contains(st.Error, "given up") {

@@ -89,6 +89,14 @@ func NewWrapped(t testing.TB, wrap func(*bot.Deps), opts ...Option) *Env {
 // StartWrapped is Start with the dependencies passed through wrap.
 func StartWrapped(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), opts ...Option) *Env {
 	t.Helper()
+	return StartPosting(t, store, rdb, prefix, model, wrap, nil, opts...)
+}
+
+// StartPosting is StartWrapped with the console's poster set before the
+// engine runs (nil: the recording Poster), so a replica started to take
+// over a request cannot post with another poster first.
+func StartPosting(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), console bot.Poster, opts ...Option) *Env {
+	t.Helper()
 	cfg := bot.Config{
 		ProposalTTL:   time.Hour,
 		PublicURL:     "http://bobnet.test",
@@ -115,6 +123,9 @@ func StartWrapped(t testing.TB, store *board.Store, rdb *redis.Client, prefix st
 	}
 	poster := &Poster{}
 	eng.SetPoster(bot.SourceConsole, poster)
+	if console != nil {
+		eng.SetPoster(bot.SourceConsole, console)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	env := &Env{Engine: eng, Store: store, Redis: rdb, Prefix: prefix, Model: model, Poster: poster, Cancel: cancel, done: make(chan struct{})}
 	go func() {
