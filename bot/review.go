@@ -82,8 +82,7 @@ func (e *Engine) ReviewByHandle(ctx context.Context, ch Channel, user, ref strin
 // mayReview applies the board channel's policy to a review, the run's
 // starter standing as its requester.
 func (e *Engine) mayReview(ctx context.Context, b board.Board, r board.Run, user string) error {
-	src, id, _ := strings.Cut(b.Channel, ":")
-	ch := Channel{Source: Source(src), ID: id}
+	ch := channelOf(b.Channel)
 	p := Proposal{ID: ProposalID("review of " + string(r.ID)), Thread: Thread{Channel: ch, ID: b.Thread}, RequestedBy: r.StartedBy}
 	q, err := e.quorumFor(ctx, ch, 0, nil)
 	if err != nil {

@@ -136,8 +136,7 @@ func (e *Engine) Started(ctx context.Context, r board.Run) {
 		}
 	}
 	text := fmt.Sprintf("Run %d started%s: %d cards, %d worked by runners, the rest by people.", r.Number, why, len(r.Cards), models)
-	e.tellRun(ctx, r.Board, text, RunURL(e.cfg.PublicURL, r))
-	e.runEvent(ctx, EventRunStarted, r)
+	e.runNews(ctx, EventRunStarted, r, text)
 }
 
 // Reviewing tells the board's thread that a runner's card waits for a
@@ -172,8 +171,7 @@ func (e *Engine) Ended(ctx context.Context, r board.Run) {
 	default:
 		text = fmt.Sprintf("Run %d stopped%s: %s.", r.Number, took, r.Reason)
 	}
-	e.tellRun(ctx, r.Board, text, RunURL(e.cfg.PublicURL, r))
-	e.runEvent(ctx, EventRunFinished, r)
+	e.runNews(ctx, EventRunFinished, r, text)
 }
 
 // tellRun posts a run's news in the thread where its board was made, off
@@ -184,41 +182,51 @@ func (e *Engine) tellRun(ctx context.Context, id board.ID, text, link string) {
 
 // tellRunTo is tellRun with text said as fits the thread's platform.
 func (e *Engine) tellRunTo(ctx context.Context, id board.ID, text func(Source) string, link string) {
+	if b, ok := e.newsBoard(ctx, id); ok {
+		e.tellOn(b, text, link)
+	}
+}
+
+// newsBoard reads the board a run's news is about; false (logged) when
+// it cannot be read.
+func (e *Engine) newsBoard(ctx context.Context, id board.ID) (board.Board, bool) {
 	cs, err := e.cardStore()
 	if err != nil {
-		return
+		return board.Board{}, false
 	}
 	b, _, err := cs.Board(ctx, id)
 	if err != nil {
 		e.logger.Warn("tell run news", "board", id, "err", err)
+		return board.Board{}, false
+	}
+	return b, true
+}
+
+// tellOn posts news in b's thread, off the caller's path.
+func (e *Engine) tellOn(b board.Board, text func(Source) string, link string) {
+	ch := channelOf(b.Channel)
+	if ch.ID == "" {
 		return
 	}
-	src, ch, ok := strings.Cut(b.Channel, ":")
-	if !ok || ch == "" {
-		return
-	}
-	t := Thread{Channel: Channel{Source: Source(src), ID: ch}, ID: b.Thread}
-	r := Reply{Kind: ReplyInfo, Text: text(t.Channel.Source), BoardURL: link}
+	t := Thread{Channel: ch, ID: b.Thread}
+	r := Reply{Kind: ReplyInfo, Text: text(ch.Source), BoardURL: link}
 	if err := e.out.send(b.Channel, func(ctx context.Context) {
-		if err := e.poster(t.Channel.Source).Reply(ctx, t, r); err != nil {
-			e.logger.Warn("tell run news", "board", id, "err", err)
+		if err := e.poster(ch.Source).Reply(ctx, t, r); err != nil {
+			e.logger.Warn("tell run news", "board", b.ID, "err", err)
 		}
 	}); err != nil {
-		e.logger.Warn("run news not told: "+err.Error(), "board", id)
+		e.logger.Warn("run news not told: "+err.Error(), "board", b.ID)
 	}
 }
 
-// runEvent emits a run's event for its board's channel.
-func (e *Engine) runEvent(ctx context.Context, typ EventType, r board.Run) {
-	cs, err := e.cardStore()
-	if err != nil {
+// runNews tells r's board's thread text and emits r's event, from one
+// read of the board.
+func (e *Engine) runNews(ctx context.Context, typ EventType, r board.Run, text string) {
+	b, ok := e.newsBoard(ctx, r.Board)
+	if !ok {
 		return
 	}
-	b, _, err := cs.Board(ctx, r.Board)
-	if err != nil {
-		e.logger.Warn("run event", "run", r.ID, "err", err)
-		return
-	}
+	e.tellOn(b, func(Source) string { return text }, RunURL(e.cfg.PublicURL, r))
 	e.emitRun(ctx, typ, r, b)
 }
 
