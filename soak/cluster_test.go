@@ -257,18 +257,8 @@ func (r *replica) call(ctx context.Context, method, path string, body any) (int,
 
 // post sends raw bytes with headers, as chat platforms and webhooks do.
 func (r *replica) post(ctx context.Context, path string, h http.Header, body []byte) int {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", r.url+path, bytes.NewReader(body))
-	for k, v := range h {
-		req.Header[k] = v
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	code, _ := postJSON(ctx, r, path, h, body)
+	return code
 }
 
 func buildBobNet(t *testing.T, root string) string {
