@@ -82,6 +82,8 @@ WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' AND rc.holder =
 FOR UPDATE OF rc`
 	saveRunOutput  = `UPDATE run_cards SET output = $3, lease_until = NULL, finished_at = now() WHERE run_id = $1 AND card_id = $2`
 	releaseRunCard = `UPDATE run_cards SET lease_until = NULL, attempts = greatest(attempts - 1, 0) WHERE run_id = $1 AND card_id = $2 AND holder = $3 AND lease_until IS NOT NULL`
+	renewRunCard   = `UPDATE run_cards rc SET lease_until = now() + $4::interval FROM runs r
+WHERE rc.run_id = $1 AND rc.card_id = $2 AND rc.holder = $3 AND rc.lease_until IS NOT NULL AND r.id = rc.run_id AND r.state = 'running'`
 	failRunCard    = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
 
 	reviewRunCard = `SELECT rc.rounds, c.status FROM run_cards rc JOIN runs r ON r.id = rc.run_id JOIN cards c ON c.id = rc.card_id
@@ -226,6 +228,20 @@ func (s *Store) FailRunCard(ctx context.Context, job RunJob, why string) error {
 func (s *Store) ReleaseRunCard(ctx context.Context, job RunJob) error {
 	if _, err := s.pool.Exec(ctx, releaseRunCard, job.Run.ID, job.Card.ID, job.Holder); err != nil {
 		return fmt.Errorf("release %s in run %s: %w", job.Card.ID, job.Run.ID, err)
+	}
+	return nil
+}
+
+// RenewRunCard holds job's card for lease from now on, so a runner still
+// working is not taken over; ErrNotRunnable when its holder lost it (its
+// lease passed and another took it, or the run ended).
+func (s *Store) RenewRunCard(ctx context.Context, job RunJob, lease time.Duration) error {
+	tag, err := s.pool.Exec(ctx, renewRunCard, job.Run.ID, job.Card.ID, job.Holder, lease.String())
+	if err != nil {
+		return fmt.Errorf("renew %s in run %s: %w", job.Card.ID, job.Run.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("renew %s in run %s: %w", job.Card.ID, job.Run.ID, ErrNotRunnable)
 	}
 	return nil
 }

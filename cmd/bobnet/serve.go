@@ -165,9 +165,9 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": store, "redis": redisStore}, logger))
 	r.Handle("/metrics", series.Handler())
 
-	// The model works runs' cards with a lease that outlives its timeout,
-	// so a card is only taken over from a replica that stopped.
-	runs := boardrun.NewWorker(store, model, engine, engine, series, profiles, boardrun.Config{Workers: cfg.RunWorkers, Lease: cfg.PlanTimeout + time.Minute, Poll: 2 * time.Second}, logger)
+	// A replica that stops working a run card loses it when its lease ends,
+	// as a request it stopped planning (BOBNET_RECLAIM_IDLE).
+	runs := boardrun.NewWorker(store, model, engine, engine, series, profiles, boardrun.Config{Workers: cfg.RunWorkers, Lease: cfg.ReclaimIdle, Poll: 2 * time.Second}, logger)
 	web := board.NewWeb(store, logger)
 	// One cap on event streams per caller and in all, whichever kind.
 	streams := sse.New(sse.Limits{PerCaller: cfg.StreamsPerCaller, Total: cfg.Streams})
