@@ -84,7 +84,7 @@ FOR UPDATE OF rc`
 	releaseRunCard = `UPDATE run_cards SET lease_until = NULL, attempts = greatest(attempts - 1, 0) WHERE run_id = $1 AND card_id = $2 AND holder = $3 AND lease_until IS NOT NULL`
 	renewRunCard   = `UPDATE run_cards rc SET lease_until = now() + $4::interval FROM runs r
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND rc.holder = $3 AND rc.lease_until IS NOT NULL AND r.id = rc.run_id AND r.state = 'running'`
-	failRunCard    = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
+	failRunCard = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
 
 	reviewRunCard = `SELECT rc.rounds, c.status FROM run_cards rc JOIN runs r ON r.id = rc.run_id JOIN cards c ON c.id = rc.card_id
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' FOR UPDATE OF rc`
