@@ -216,7 +216,6 @@ func (a *Adapter) oauthCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	a.teams.forget(in.ID)
 	a.logger.Info("slack: installed", "installation", in.ID, "team", in.TeamID, "enterprise", in.EnterpriseID, "by", in.InstallerUserID)
-	http.SetCookie(w, &http.Cookie{Name: stateCookie, Path: "/slack/oauth/", MaxAge: -1})
 	name := in.TeamName
 	if name == "" {
 		name = "your workspace"
