@@ -15,7 +15,9 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	openai "github.com/sashabaranov/go-openai"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/board"
@@ -588,6 +591,44 @@ func TestSlackTokenRefreshOnce(t *testing.T) {
 	for _, c := range w.slack.snapshot() {
 		if c.Method == "chat.postMessage" && c.Token != renewed.BotToken {
 			t.Fatalf("posted with %q, not the renewed token", c.Token)
+		}
+	}
+}
+
+// TestManifestMatchesOAuth holds deploy/slack/manifest.yaml to what the
+// install flow asks for and handles: the bot scopes, the redirect URL, and
+// the events that remove an installation.
+func TestManifestMatchesOAuth(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../deploy/slack/manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		OAuth struct {
+			RedirectURLs []string `yaml:"redirect_urls"`
+			Scopes       struct {
+				Bot []string `yaml:"bot"`
+			} `yaml:"scopes"`
+		} `yaml:"oauth_config"`
+		Settings struct {
+			Events struct {
+				Bot []string `yaml:"bot_events"`
+			} `yaml:"event_subscriptions"`
+		} `yaml:"settings"`
+	}
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m.OAuth.Scopes.Bot, slack.BotScopes) {
+		t.Errorf("manifest bot scopes %q, install asks for %q", m.OAuth.Scopes.Bot, slack.BotScopes)
+	}
+	if len(m.OAuth.RedirectURLs) != 1 || !strings.HasSuffix(m.OAuth.RedirectURLs[0], "/slack/oauth/callback") {
+		t.Errorf("redirect urls = %q", m.OAuth.RedirectURLs)
+	}
+	for _, ev := range []string{"app_uninstalled", "tokens_revoked", "app_mention"} {
+		if !slices.Contains(m.Settings.Events.Bot, ev) {
+			t.Errorf("manifest does not subscribe to %s", ev)
 		}
 	}
 }
