@@ -12,6 +12,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -171,7 +172,12 @@ func (a *Adapter) oauthCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
-		refuse(http.StatusBadRequest, "BobNet was not installed", "Slack answered: "+e+". Nothing was installed.")
+		// Slack's codes are snake_case words (access_denied); anything
+		// else in the link is not Slack's and is not shown back.
+		if !slackErrorCode.MatchString(e) {
+			e = "an error"
+		}
+		refuse(http.StatusBadRequest, "BobNet was not installed", "Slack answered "+e+". Nothing was installed.")
 		return
 	}
 	nonce, err := a.checkState(q.Get("state"))
@@ -223,6 +229,8 @@ func (a *Adapter) oauthCallback(w http.ResponseWriter, r *http.Request) {
 	writePage(w, http.StatusOK, page{Title: "BobNet is installed",
 		Text: "BobNet is installed in " + name + ". Invite @BobNet to a channel and mention it with what you want planned."})
 }
+
+var slackErrorCode = regexp.MustCompile(`^[a-z_]{1,64}$`)
 
 // errUnavailableInstall is a used-once check Redis did not answer.
 var errUnavailableInstall = errors.New("cannot check whether the link was used")

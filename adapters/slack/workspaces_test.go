@@ -523,6 +523,14 @@ func TestSlackInstallRefusesReplays(t *testing.T) {
 		t.Fatalf("forged state: %d %s", status, page)
 	}
 
+	// The installer said no on Slack's page; a made-up error is not echoed.
+	if status, page := get(t, c, redirect+"?error=access_denied&state="+url.QueryEscape(state)); status != http.StatusBadRequest || !strings.Contains(page, "Slack answered access_denied") {
+		t.Fatalf("declined install: %d %s", status, page)
+	}
+	if status, page := get(t, c, redirect+"?error="+url.QueryEscape("Call +1 555 now")); status != http.StatusBadRequest || strings.Contains(page, "555") {
+		t.Fatalf("made-up error: %d %s", status, page)
+	}
+
 	// Events of a workspace BobNet is not installed in.
 	before := len(w.slack.snapshot())
 	for i := range 3 {
