@@ -125,6 +125,9 @@ func (f *teamSlack) serve(w http.ResponseWriter, r *http.Request) {
 			resp["access_token"] = secretToken("xoxe.xoxb-", team)
 			resp["refresh_token"], resp["expires_in"] = refresh, 43200
 		}
+		if strings.HasPrefix(team, "E") { // an org-wide install of an Enterprise Grid org
+			resp["team"], resp["enterprise"], resp["is_enterprise_install"] = nil, map[string]any{"id": team, "name": "Org " + team}, true
+		}
 		f.tokens[resp["access_token"].(string)] = team
 		f.latest[team] = resp["access_token"].(string)
 		reply(resp)
@@ -600,6 +603,53 @@ func TestSlackTokenRefreshOnce(t *testing.T) {
 		if c.Method == "chat.postMessage" && c.Token != renewed.BotToken {
 			t.Fatalf("posted with %q, not the renewed token", c.Token)
 		}
+	}
+}
+
+// TestSlackOrgWideInstall: an Enterprise Grid org installs BobNet once;
+// events from any of its workspaces, with authorizations or only the
+// enterprise id, are answered with the org's token, in channels named by
+// the org.
+func TestSlackOrgWideInstall(t *testing.T) {
+	t.Parallel()
+	w := newTeamsWorld(t)
+	c := browser(t)
+	q := w.startInstall(t, c)
+	w.slack.mu.Lock()
+	w.slack.codes["code-org"] = "E_ORG"
+	w.slack.mu.Unlock()
+	if status, page := w.callback(t, c, q.Get("redirect_uri"), "code-org", q.Get("state")); status != http.StatusOK || !strings.Contains(page, "BobNet is installed") {
+		t.Fatalf("callback: %d %s", status, page)
+	}
+	in, err := w.installs.Installation(context.Background(), "E_ORG")
+	if err != nil || !in.IsEnterpriseInstall || in.EnterpriseID != "E_ORG" {
+		t.Fatalf("org installation = %+v, %v", in, err)
+	}
+	tok := w.slack.token("E_ORG")
+	withAuth, _ := json.Marshal(map[string]any{
+		"type": "event_callback", "team_id": "T_ONE", "enterprise_id": "E_ORG", "event_id": "EvO1",
+		"authorizations": []map[string]any{{"enterprise_id": "E_ORG", "team_id": nil, "is_bot": true, "is_enterprise_install": true}},
+		"event":          map[string]any{"type": "app_mention", "user": "U_ALICE", "text": "<@U_BOT> plan our newspaper", "ts": "1690000000.000100", "channel": "C_ORG"},
+	})
+	without, _ := json.Marshal(map[string]any{
+		"type": "event_callback", "team_id": "T_TWO", "enterprise_id": "E_ORG", "event_id": "EvO2",
+		"event": map[string]any{"type": "app_mention", "user": "U_BOB", "text": "<@U_BOT> plan our newspaper", "ts": "1690000000.000200", "channel": "C_ORG2"},
+	})
+	for _, ev := range [][]byte{withAuth, without} {
+		if s := w.post(t, "/slack/events", "application/json", string(ev)); s != http.StatusOK {
+			t.Fatalf("event: %d", s)
+		}
+	}
+	for _, thread := range []string{"1690000000.000100", "1690000000.000200"} {
+		if p := w.slack.waitFor(t, "preview in the org", isTeamPreview(thread)); p.Token != tok {
+			t.Fatalf("org preview posted with %q", p.Token)
+		}
+	}
+	p := w.slack.waitFor(t, "preview", isTeamPreview("1690000000.000100"))
+	pid := proposalID.FindStringSubmatch(p.Form.Get("blocks"))[1]
+	pr, err := w.env.Engine.Proposal(context.Background(), bot.ProposalID(pid))
+	if err != nil || pr.Thread.Channel.Key() != "slack:E_ORG/C_ORG" {
+		t.Fatalf("org proposal in %q: %v", pr.Thread.Channel.Key(), err)
 	}
 }
 
