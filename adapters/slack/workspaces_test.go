@@ -329,6 +329,13 @@ func (w *teamsWorld) install(t *testing.T, team string) string {
 
 func (w *teamsWorld) post(t *testing.T, path, contentType, body string) int {
 	t.Helper()
+	status, _ := w.postRead(t, path, contentType, body)
+	return status
+}
+
+// postRead sends a signed request and returns the answer's status and body.
+func (w *teamsWorld) postRead(t *testing.T, path, contentType, body string) (int, string) {
+	t.Helper()
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	req, _ := http.NewRequest("POST", w.app.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", contentType)
@@ -338,8 +345,9 @@ func (w *teamsWorld) post(t *testing.T, path, contentType, body string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func teamMention(team, eventID, channel, ts, text string) string {
@@ -449,6 +457,20 @@ func TestSlackTwoWorkspaces(t *testing.T) {
 		if c.Token == tokB || c.Form.Get("thread_ts") == "1690000000.000003" {
 			t.Fatalf("team B was answered after uninstalling: %+v", c)
 		}
+	}
+
+	// /bobnet status: team A's C0123 has the board, team B (uninstalled)
+	// is told BobNet is not installed there.
+	status := func(team string) string {
+		_, body := w.postRead(t, "/slack/commands", "application/x-www-form-urlencoded",
+			url.Values{"command": {"/bobnet"}, "text": {"status"}, "team_id": {team}, "channel_id": {"C0123"}, "user_id": {"U_ALICE"}}.Encode())
+		return body
+	}
+	if body := status("T_A"); !strings.Contains(body, "in_channel") || !strings.Contains(body, "Daily Research Newspaper") {
+		t.Fatalf("team A's status: %s", body)
+	}
+	if body := status("T_B"); !strings.Contains(body, "not installed in this workspace") {
+		t.Fatalf("uninstalled team B's status: %s", body)
 	}
 
 	// A dump of the table holds neither token, in text or in bytes.
