@@ -134,11 +134,17 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	con.ListBoards(store)
 	engine.SetPoster(bot.SourceConsole, con)
 	var slackAdapter *slack.Adapter
-	if cfg.SlackBotToken != "" {
-		slackAdapter, err = slack.New(ctx, slack.Config{
+	if cfg.SlackBotToken != "" || cfg.slackOAuth() {
+		scfg := slack.Config{
 			BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken,
 			APIURL: cfg.SlackAPIURL, PublicURL: cfg.PublicURL,
-		}, engine, redisStore, logger)
+		}
+		if cfg.slackOAuth() {
+			if scfg.OAuth, err = slackOAuthConfig(ctx, cfg, store, logger); err != nil {
+				return nil, err
+			}
+		}
+		slackAdapter, err = slack.New(ctx, scfg, engine, redisStore, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +194,8 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		(&policyAPI{store: store, engine: engine, logger: logger}).routes(r)
 	})
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
-		slackAdapter.Routes(r) // signed by Slack, not by the API token
+		slackAdapter.Routes(r)        // signed by Slack, not by the API token
+		slackAdapter.InstallRoutes(r) // public pages; only with OAuth installs
 	}
 	ext.routes(r) // signed by their senders, not by the API token
 	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs,
