@@ -79,6 +79,7 @@ type Adapter struct {
 	slots      chan struct{}
 	// reading bounds the bodies being read before their signature is known.
 	reading chan struct{}
+	homes   homeLocks // App Home publishes: home.go
 }
 
 // backgroundSlots is how many after-the-ack jobs (decisions, help
@@ -220,6 +221,7 @@ type innerEvent struct {
 	TS       string `json:"ts"`
 	ThreadTS string `json:"thread_ts"`
 	Channel  string `json:"channel"`
+	Tab      string `json:"tab"` // app_home_opened
 }
 
 func (a *Adapter) events(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -307,6 +309,9 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 		return nil // bots, edits, joins: not requests
 	}
 	switch ev.Type {
+	case "app_home_opened":
+		a.homeOpened(ev.User, ev.Tab)
+		return nil
 	case "app_mention":
 	case "message":
 		// A message counts only inside a thread the bot speaks in, where
@@ -416,6 +421,7 @@ func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
 	if err != nil {
 		return fmt.Errorf("update preview: %w", err)
 	}
+	a.homeChanged(p)
 	return nil
 }
 
@@ -485,7 +491,7 @@ func (a *Adapter) interactivity(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	switch cb.Type {
-	case slackapi.InteractionTypeBlockActions:
+	case slackapi.InteractionTypeBlockActions, slackapi.InteractionTypeMessageAction:
 		a.blockActions(r.Context(), cb)
 		w.WriteHeader(http.StatusOK)
 	case slackapi.InteractionTypeViewSubmission:
@@ -499,6 +505,9 @@ func (a *Adapter) interactivity(w http.ResponseWriter, r *http.Request, body []b
 // proposal id: who may do what is checked again by the engine, and a
 // second click finds the proposal decided and is told so.
 func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallback) {
+	if a.interaction(ctx, cb) {
+		return // the "Plan this" shortcut and the App Home: shortcut.go
+	}
 	user, channel := cb.User.ID, cb.Channel.ID
 	thread := cb.Message.ThreadTimestamp
 	if thread == "" {
