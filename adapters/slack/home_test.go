@@ -19,6 +19,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
@@ -282,4 +283,166 @@ func count2(t *testing.T, env *bottest.Env, q string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+func (w *homeWorld) mention(t *testing.T, channel, ts, text string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{
+		"type": "event_callback", "team_id": "T1", "api_app_id": "A1", "event_id": "Ev" + channel + ts, "event_time": 1700000000,
+		"event": map[string]any{"type": "app_mention", "user": "U_ALICE", "text": "<@UBOBNET> " + text, "ts": ts, "channel": channel, "event_ts": ts},
+	})
+	if resp := w.post(t, "/slack/events", "application/json", string(b)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("events: %d", resp.StatusCode)
+	}
+}
+
+func (w *homeWorld) openHome(t *testing.T, user string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{
+		"type": "event_callback", "team_id": "T1", "api_app_id": "A1", "event_id": "EvHome" + user + strconv.FormatInt(time.Now().UnixNano(), 10), "event_time": 1700000000,
+		"event": map[string]any{"type": "app_home_opened", "user": user, "channel": "D_" + user, "tab": "home", "event_ts": "1700000000.000001"},
+	})
+	if resp := w.post(t, "/slack/events", "application/json", string(b)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("app_home_opened: %d", resp.StatusCode)
+	}
+}
+
+// publishes are the views.publish calls for user, as JSON text, in order.
+func (w *homeWorld) publishes(user string) []string {
+	var out []string
+	for _, c := range w.slack.snapshot() {
+		if c.Method == "views.publish" && c.JSON["user_id"] == user {
+			b, _ := json.Marshal(c.JSON["view"])
+			out = append(out, strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(b)))
+		}
+	}
+	return out
+}
+
+// waitHome waits for a home of user published after the first `after`
+// ones that satisfies ok, and returns it.
+func (w *homeWorld) waitHome(t *testing.T, user string, after int, what string, ok func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		views := w.publishes(user)
+		for i := len(views) - 1; i >= after; i-- {
+			if ok(views[i]) {
+				return views[i]
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	views := w.publishes(user)
+	t.Fatalf("no home of %s %s; published: %q", user, what, views)
+	return ""
+}
+
+func homeClick(user, actionID, value string) map[string]any {
+	return map[string]any{
+		"type": "block_actions", "trigger_id": "T-home-" + actionID, "api_app_id": "A1", "team": map[string]any{"id": "T1"},
+		"user":      map[string]any{"id": user},
+		"container": map[string]any{"type": "view", "view_id": "V_HOME"},
+		"view":      map[string]any{"id": "V_HOME", "type": "home", "callback_id": "bobnet_home", "team_id": "T1"},
+		"actions":   []map[string]any{{"action_id": actionID, "block_id": "bobnet_home:" + value, "type": "button", "value": value, "action_ts": "1700000200.000001"}},
+	}
+}
+
+// TestAppHome: each person's App Home lists exactly the proposals their
+// channels' policies let them decide; approving there goes through the
+// engine and redraws the channel's preview once; their cards can be moved
+// from it, and their channels' runs are listed.
+func TestAppHome(t *testing.T) {
+	t.Parallel()
+	w := newHomeWorld(t)
+	ctx := context.Background()
+	w.slack.mu.Lock()
+	w.slack.members = map[string][]string{"U_BOB": {"C_NEWS"}, "U_ALICE": {"C_NEWS", "C_SECRET"}, "U_MALLORY": {"C_NEWS"}}
+	w.slack.mu.Unlock()
+	// In C_NEWS the requester and Bob decide, and the requester's own
+	// approval does not count; in C_SECRET any member decides.
+	if err := w.env.Store.PutPolicy(ctx, "slack:C_NEWS", board.Policy{Deciders: []string{board.DeciderRequester, "U_BOB"}, Approvals: 1, SelfApproval: false}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.env.Store.PutPolicy(ctx, "slack:C_SECRET", board.Policy{Deciders: []string{board.DeciderAnyMember}, Approvals: 1, SelfApproval: true}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	w.mention(t, "C_NEWS", "1690000000.000001", "plan our daily research newspaper")
+	w.mention(t, "C_SECRET", "1690000000.000002", "plan our daily research newspaper")
+	previewIn := func(ch string) call {
+		return w.slack.waitFor(t, "preview in "+ch, func(c call) bool { return isPreview(c) && c.Form.Get("channel") == ch })
+	}
+	news, secret := previewIn("C_NEWS"), previewIn("C_SECRET")
+	pidNews := proposalID.FindStringSubmatch(news.Form.Get("blocks"))[1]
+	pidSecret := proposalID.FindStringSubmatch(secret.Form.Get("blocks"))[1]
+	w.env.WaitIdle(t)
+
+	shows := func(pid string) func(string) bool {
+		return func(v string) bool { return strings.Contains(v, `"value":"`+pid+`"`) }
+	}
+	for _, tc := range []struct {
+		user       string
+		news, secr bool
+	}{
+		{"U_BOB", true, false},      // decides C_NEWS; not a member of C_SECRET
+		{"U_ALICE", false, true},    // her own approval does not count in C_NEWS; any member in C_SECRET
+		{"U_MALLORY", false, false}, // no decider of C_NEWS, not in C_SECRET
+	} {
+		w.openHome(t, tc.user)
+		v := w.waitHome(t, tc.user, 0, "with its sections", func(v string) bool { return strings.Contains(v, "Recent runs in your channels") })
+		if shows(pidNews)(v) != tc.news || shows(pidSecret)(v) != tc.secr {
+			t.Errorf("home of %s shows C_NEWS's proposal %v (want %v), C_SECRET's %v (want %v): %s", tc.user, shows(pidNews)(v), tc.news, shows(pidSecret)(v), tc.secr, v)
+		}
+		if tc.news && !strings.Contains(v, `"action_id":"bobnet_approve"`) || tc.news && !strings.Contains(v, `"action_id":"bobnet_cancel"`) {
+			t.Errorf("home of %s lacks Approve and Cancel: %s", tc.user, v)
+		}
+	}
+
+	// Bob approves from his home: the channel's preview is redrawn once,
+	// and his home no longer lists the proposal.
+	before := len(w.publishes("U_BOB"))
+	w.interact(t, homeClick("U_BOB", "bobnet_approve", pidNews))
+	w.slack.waitFor(t, "preview redrawn", func(c call) bool {
+		return c.Method == "chat.update" && c.Form.Get("ts") == news.TS && strings.Contains(c.blocks(), "Approved by <@U_BOB>")
+	})
+	w.waitHome(t, "U_BOB", before, "after the approval", func(v string) bool { return !shows(pidNews)(v) && strings.Contains(v, "Approved") })
+	w.env.WaitIdle(t)
+	time.Sleep(300 * time.Millisecond) // a second redraw would come now
+	if n := w.slack.count(func(c call) bool { return c.Method == "chat.update" && c.Form.Get("ts") == news.TS }); n != 1 {
+		t.Fatalf("the channel's preview was redrawn %d times, want 1", n)
+	}
+	if n := count2(t, w.env, "SELECT count(*) FROM boards"); n != 1 {
+		t.Fatalf("%d boards, want 1", n)
+	}
+
+	// A card of the new board assigned to Bob shows in his home with its
+	// moves; a move by someone it is not assigned to is refused.
+	var card, handle string
+	if err := w.env.Store.Pool().QueryRow(ctx, `UPDATE cards c SET assignee = 'U_BOB' FROM boards b
+		WHERE b.id = c.board_id AND b.channel = 'slack:C_NEWS' AND c.number = 1 RETURNING c.id, b.key || '-' || c.number`).Scan(&card, &handle); err != nil {
+		t.Fatal(err)
+	}
+	before = len(w.publishes("U_BOB"))
+	w.openHome(t, "U_BOB")
+	w.waitHome(t, "U_BOB", before, "with the card", func(v string) bool {
+		return strings.Contains(v, handle) && strings.Contains(v, `"action_id":"bobnet_home_move:In Progress"`)
+	})
+	before = len(w.publishes("U_MALLORY"))
+	w.interact(t, homeClick("U_MALLORY", "bobnet_home_move:Done", card+"|Done"))
+	w.waitHome(t, "U_MALLORY", before, "refusing the move", func(v string) bool { return strings.Contains(v, "not assigned to you") })
+	before = len(w.publishes("U_BOB"))
+	w.interact(t, homeClick("U_BOB", "bobnet_home_move:In Progress", card+"|In Progress"))
+	w.waitHome(t, "U_BOB", before, "after the move", func(v string) bool { return strings.Contains(v, "moved from Ready to In Progress") })
+	var status string
+	if err := w.env.Store.Pool().QueryRow(ctx, "SELECT status FROM cards WHERE id = $1", card).Scan(&status); err != nil || status != "In Progress" {
+		t.Fatalf("card status %q (%v), want In Progress", status, err)
+	}
+
+	// A run of the channel's board shows under recent runs.
+	if _, err := w.env.Engine.StartRun(ctx, bot.Channel{Source: bot.SourceSlack, ID: "C_NEWS"}, "U_ALICE", ""); err != nil {
+		t.Fatal(err)
+	}
+	before = len(w.publishes("U_MALLORY"))
+	w.openHome(t, "U_MALLORY")
+	w.waitHome(t, "U_MALLORY", before, "with the run", func(v string) bool { return strings.Contains(v, "Run 1>") })
 }
