@@ -258,25 +258,38 @@ func (a *Adapter) homeMove(ctx context.Context, user string, card board.CardID, 
 	if err != nil {
 		return escape(bot.CardErrorText(err))
 	}
-	a.cardChanged(up)
+	a.cardChanged(ctx, up)
 	return escape(bot.CardUpdateText(up, ""))
+}
+
+// viewers are the people who opened their App Home lately. They are read
+// on the caller's path (one Redis read), so that a change nobody's Home
+// shows takes none of the slots decisions run in.
+func (a *Adapter) viewers(ctx context.Context, about string) []string {
+	hv, ok := a.memory.(HomeViewers)
+	if !ok {
+		return nil
+	}
+	viewers, err := hv.HomeViewers(ctx, homeSurface, a.now().Add(-homeViewersSince), maxHomeViewers)
+	if err != nil {
+		a.logger.Warn("refresh app homes", "about", about, "err", err)
+	}
+	return viewers
 }
 
 // homeChanged refreshes the App Homes a proposal shows in (or just left):
 // those of the viewers who may approve it, its requester and its decider.
-// Called when a preview is posted or redrawn; the work runs after it.
-func (a *Adapter) homeChanged(p bot.Proposal) {
+// Called when a preview is posted or redrawn; the publishing runs after it.
+func (a *Adapter) homeChanged(ctx context.Context, p bot.Proposal) {
 	he, ok := a.eng.(HomeEngine)
-	hv, ok2 := a.memory.(HomeViewers)
-	if !ok || !ok2 || p.Thread.Channel.Source != bot.SourceSlack {
+	if !ok || p.Thread.Channel.Source != bot.SourceSlack {
+		return
+	}
+	viewers := a.viewers(ctx, string(p.ID))
+	if len(viewers) == 0 {
 		return
 	}
 	a.later("refresh app homes", func(ctx context.Context) {
-		viewers, err := hv.HomeViewers(ctx, homeSurface, a.now().Add(-homeViewersSince), maxHomeViewers)
-		if err != nil {
-			a.logger.Warn("refresh app homes", "proposal", p.ID, "err", err)
-			return
-		}
 		for _, v := range viewers {
 			if v == p.RequestedBy || v == p.DecidedBy || he.MayApprove(ctx, p, v) {
 				a.publishHome(ctx, v, "")
@@ -287,9 +300,9 @@ func (a *Adapter) homeChanged(p bot.Proposal) {
 
 // cardChanged refreshes the App Homes of the viewers a changed card was
 // or is assigned to.
-func (a *Adapter) cardChanged(up board.CardUpdate) {
-	hv, ok := a.memory.(HomeViewers)
-	if !ok {
+func (a *Adapter) cardChanged(ctx context.Context, up board.CardUpdate) {
+	viewers := a.viewers(ctx, string(up.Card.ID))
+	if len(viewers) == 0 {
 		return
 	}
 	assignees := []string{up.Card.Assignee}
@@ -299,11 +312,6 @@ func (a *Adapter) cardChanged(up board.CardUpdate) {
 		}
 	}
 	a.later("refresh app homes", func(ctx context.Context) {
-		viewers, err := hv.HomeViewers(ctx, homeSurface, a.now().Add(-homeViewersSince), maxHomeViewers)
-		if err != nil {
-			a.logger.Warn("refresh app homes", "card", up.Card.ID, "err", err)
-			return
-		}
 		for _, v := range viewers {
 			if namedBy(a.userNames(ctx, v), assignees) {
 				a.publishHome(ctx, v, "")

@@ -415,6 +415,18 @@ func TestAppHome(t *testing.T) {
 		t.Fatalf("%d boards, want 1", n)
 	}
 
+	// A decision in the channel refreshes the Homes it concerns: Alice
+	// cancels C_SECRET's proposal there, and her Home drops it unasked.
+	before = len(w.publishes("U_ALICE"))
+	w.interact(t, map[string]any{
+		"type": "block_actions", "trigger_id": "T-cancel", "user": map[string]any{"id": "U_ALICE"},
+		"channel":   map[string]any{"id": "C_SECRET"},
+		"container": map[string]any{"type": "message", "message_ts": secret.TS, "channel_id": "C_SECRET", "thread_ts": "1690000000.000002"},
+		"message":   map[string]any{"ts": secret.TS, "thread_ts": "1690000000.000002"},
+		"actions":   []map[string]any{{"action_id": "bobnet_cancel", "block_id": "bobnet_decision:" + pidSecret, "type": "button", "value": pidSecret, "action_ts": "1"}},
+	})
+	w.waitHome(t, "U_ALICE", before, "refreshed after the cancel", func(v string) bool { return !shows(pidSecret)(v) })
+
 	// A card of the new board assigned to Bob shows in his home with its
 	// moves; a move by someone it is not assigned to is refused.
 	var card, handle string

@@ -43,7 +43,7 @@ func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageR
 	if err != nil {
 		return "", fmt.Errorf("post preview: %w", err)
 	}
-	a.homeChanged(p)
+	a.homeChanged(ctx, p)
 	return bot.MessageRef(ts), nil
 }
 

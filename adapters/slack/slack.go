@@ -421,7 +421,7 @@ func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
 	if err != nil {
 		return fmt.Errorf("update preview: %w", err)
 	}
-	a.homeChanged(p)
+	a.homeChanged(ctx, p)
 	return nil
 }
 
