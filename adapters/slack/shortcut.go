@@ -29,7 +29,7 @@ func (a *Adapter) interaction(ctx context.Context, cb slackapi.InteractionCallba
 			a.planThis(cb)
 		}
 		return true
-	case cb.Type == slackapi.InteractionTypeBlockActions && (cb.View.Type == slackapi.VTHomeTab || cb.Container.Type == "view"):
+	case cb.Type == slackapi.InteractionTypeBlockActions && cb.View.Type == slackapi.VTHomeTab:
 		a.homeActions(ctx, cb)
 		return true
 	}
