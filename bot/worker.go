@@ -262,6 +262,7 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	if turns, err := e.deps.Requests.Turns(ctx, threadKey(r.Thread)); err == nil {
 		in.History = turns
 	}
+	in.History = append(in.History, r.Quoted...)
 	if prev != nil {
 		in.PreviousPlan, in.Feedback, in.Message = &prev.Plan, r.Feedback, prev.Request
 	}

@@ -47,6 +47,7 @@ func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageR
 	if err != nil {
 		return "", fmt.Errorf("post preview: %w", err)
 	}
+	a.homeChanged(ctx, p)
 	return bot.MessageRef(ts), nil
 }
 

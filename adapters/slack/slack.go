@@ -83,6 +83,7 @@ type Adapter struct {
 	slots      chan struct{}
 	// reading bounds the bodies being read before their signature is known.
 	reading chan struct{}
+	homes   homeLocks // App Home publishes: home.go
 }
 
 // backgroundSlots is how many after-the-ack jobs (decisions, help
@@ -223,6 +224,9 @@ type eventEnvelope struct {
 	Authorizations []authorization `json:"authorizations"`
 	EventID        string          `json:"event_id"`
 	Event          innerEvent      `json:"event"`
+	// installation is the workspace the event was scoped to
+	// (multi-workspace mode).
+	installation string
 }
 
 type innerEvent struct {
@@ -238,6 +242,7 @@ type innerEvent struct {
 	Tokens struct {
 		Bot []string `json:"bot"`
 	} `json:"tokens"`
+	Tab string `json:"tab"` // app_home_opened
 }
 
 func (a *Adapter) events(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -328,6 +333,9 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 		return nil // bots, edits, joins: not requests
 	}
 	switch ev.Type {
+	case "app_home_opened":
+		a.homeOpened(env.installation, ev.User, ev.Tab)
+		return nil
 	case "app_mention":
 	case "message":
 		// A message counts only inside a thread the bot speaks in, where
@@ -447,6 +455,7 @@ func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
 	if err != nil {
 		return fmt.Errorf("update preview: %w", err)
 	}
+	a.homeChanged(ctx, p)
 	return nil
 }
 
@@ -524,7 +533,7 @@ func (a *Adapter) interactivity(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	switch cb.Type {
-	case slackapi.InteractionTypeBlockActions:
+	case slackapi.InteractionTypeBlockActions, slackapi.InteractionTypeMessageAction:
 		a.blockActions(r.Context(), cb)
 		w.WriteHeader(http.StatusOK)
 	case slackapi.InteractionTypeViewSubmission:
@@ -538,6 +547,9 @@ func (a *Adapter) interactivity(w http.ResponseWriter, r *http.Request, body []b
 // proposal id: who may do what is checked again by the engine, and a
 // second click finds the proposal decided and is told so.
 func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallback) {
+	if a.interaction(ctx, cb) {
+		return // the "Plan this" shortcut and the App Home: shortcut.go
+	}
 	user, channel := cb.User.ID, a.callbackChannel(cb)
 	thread := cb.Message.ThreadTimestamp
 	if thread == "" {

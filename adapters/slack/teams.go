@@ -314,6 +314,7 @@ func (a *Adapter) scopeEvent(ctx context.Context, env *eventEnvelope) (ok bool, 
 		return false, nil
 	}
 	env.Event.Channel = a.channelKey(id, env.Event.Channel)
+	env.installation = id
 	return true, nil
 }
 
