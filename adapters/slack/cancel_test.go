@@ -130,7 +130,9 @@ func TestSlackRemindsDecidersByDirectMessage(t *testing.T) {
 	w := clockWorld(t, clk)
 	w.post(t, "/slack/events", "application/json", mentionEvent("Ev301", "1690000000.000001", "plan our daily research newspaper"))
 	preview := w.slack.waitFor(t, "preview", isPreview)
-	isDM := func(c call) bool { return c.Method == "chat.postMessage" && strings.HasPrefix(c.Form.Get("channel"), "U") }
+	isDM := func(c call) bool {
+		return c.Method == "chat.postMessage" && strings.HasPrefix(c.Form.Get("channel"), "U")
+	}
 	clk.Add(46 * time.Minute) // past three quarters of the test's hour
 	dm := w.slack.waitFor(t, "a direct message", isDM)
 	want := "Reminder: *Daily Research Newspaper* is waiting for your decision <https://example.slack.com/archives/C_NEWS/p" +
@@ -150,7 +152,9 @@ func TestSlackRemindsDecidersByDirectMessage(t *testing.T) {
 	if len(got) != 2 || got["U_ALICE"] != 1 || got["U_ROOT"] != 1 {
 		t.Fatalf("direct messages to %v, want one each to the requester and the Slack admin", got)
 	}
-	if n := w.slack.count(func(c call) bool { return c.Method == "chat.postMessage" && strings.Contains(c.blocks(), "Reminder") && c.Form.Get("channel") == "C_NEWS" }); n != 0 {
+	if n := w.slack.count(func(c call) bool {
+		return c.Method == "chat.postMessage" && strings.Contains(c.blocks(), "Reminder") && c.Form.Get("channel") == "C_NEWS"
+	}); n != 0 {
 		t.Errorf("%d reminders in the channel too", n)
 	}
 }
