@@ -198,6 +198,7 @@ type Proposal struct {
 	ExpiresAt    time.Time     `json:"expires_at"`
 	DecidedBy    string        `json:"decided_by,omitempty"`
 	DecidedAt    time.Time     `json:"decided_at,omitzero"`
+	Reason       string        `json:"reason,omitempty"` // why it was cancelled, in its canceller's words
 	BoardID      board.ID      `json:"board_id,omitempty"`
 	BoardURL     string        `json:"board_url,omitempty"`
 	TargetBoard  board.ID      `json:"target_board,omitempty"` // for card/batch actions

@@ -324,7 +324,7 @@ func (a *Adapter) decide(ctx context.Context, thread bot.Thread, act string, p b
 			return
 		}
 	case "cancel":
-		_, err = a.eng.Cancel(ctx, p, user)
+		_, err = a.eng.CancelWithReason(ctx, p, user, cancelReason(feedback)) // remind.go
 	case "revise":
 		_, err = a.eng.Revise(ctx, p, user, feedback)
 	case "again":

@@ -192,7 +192,7 @@ func decidedLine(p bot.Proposal) string {
 		if p.DecidedBy == "" {
 			return "🚫 Cancelled"
 		}
-		return "🚫 Cancelled by " + inert(p.DecidedBy)
+		return "🚫 Cancelled by " + inert(p.DecidedBy) + reasonSuffix(p) // remind.go
 	case bot.ProposalSuperseded:
 		return fmt.Sprintf("🔄 Superseded by v%d", p.Version+1)
 	case bot.ProposalExpired:

@@ -252,7 +252,7 @@ func (a *Adapter) homeDecide(ctx context.Context, action string, id bot.Proposal
 		}
 		return ":white_check_mark: Approved *" + escape(boardName(p)) + "*. <" + ap.BoardURL + "|Open the board>"
 	default:
-		if _, err := a.eng.Cancel(ctx, id, user); err != nil {
+		if _, err := a.eng.CancelWithReason(ctx, id, user, ""); err != nil {
 			return decisionText(err)
 		}
 		return "Cancelled *" + escape(boardName(p)) + "*."

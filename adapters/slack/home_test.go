@@ -425,6 +425,14 @@ func TestAppHome(t *testing.T) {
 		"message":   map[string]any{"ts": secret.TS, "thread_ts": "1690000000.000002"},
 		"actions":   []map[string]any{{"action_id": "bobnet_cancel", "block_id": "bobnet_decision:" + pidSecret, "type": "button", "value": pidSecret, "action_ts": "1"}},
 	})
+	// Cancel asks for an optional reason first; she gives none.
+	open := w.slack.waitFor(t, "the cancel modal", func(c call) bool { return c.Method == "views.open" && c.JSON["trigger_id"] == "T-cancel" })
+	view := open.JSON["view"].(map[string]any)
+	w.interact(t, map[string]any{
+		"type": "view_submission", "user": map[string]any{"id": "U_ALICE"},
+		"view": map[string]any{"id": "V1", "callback_id": view["callback_id"], "private_metadata": view["private_metadata"],
+			"state": map[string]any{"values": map[string]any{}}},
+	})
 	w.waitHome(t, "U_ALICE", before, "refreshed after the cancel", func(v string) bool { return !shows(pidSecret)(v) })
 
 	// A card of the new board assigned to Bob shows in his home with its

@@ -24,7 +24,7 @@ import (
 type Engine interface {
 	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
 	Approve(ctx context.Context, id bot.ProposalID, user string) (bot.Approval, error)
-	Cancel(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
+	CancelWithReason(ctx context.Context, id bot.ProposalID, user, reason string) (bot.Proposal, error)
 	Revise(ctx context.Context, id bot.ProposalID, user, feedback string) (bot.RequestID, error)
 	ProposeAgain(ctx context.Context, id bot.ProposalID, user string) (bot.RequestID, error)
 	Authorize(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
@@ -590,7 +590,9 @@ func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallb
 			if err != nil {
 				a.logger.Warn("open revise modal", "proposal", id, "err", err)
 			}
-		case actionApprove, actionCancel, actionProposeAgain, actionWithdraw:
+		case actionCancel:
+			a.openCancel(ctx, cb.TriggerID, id, user, channel, message, thread) // cancel.go
+		case actionApprove, actionProposeAgain, actionWithdraw:
 			// A decision writes Postgres and posts; finish it after the
 			// ack, bounded by the server's lifetime rather than this
 			// request's.
@@ -635,8 +637,6 @@ func (a *Adapter) decide(ctx context.Context, action string, id bot.ProposalID, 
 		if ap, err = a.eng.Approve(ctx, id, user); err == nil && ap.State == bot.ProposalPending {
 			a.ephemeral(ctx, channel, thread, user, approvalText(ap))
 		}
-	case actionCancel:
-		_, err = a.eng.Cancel(ctx, id, user)
 	case actionProposeAgain:
 		_, err = a.eng.ProposeAgain(ctx, id, user)
 	case actionWithdraw:
@@ -693,6 +693,9 @@ func (a *Adapter) viewSubmission(w http.ResponseWriter, ctx context.Context, cb 
 // response_action, or nil to close the modal. Shared by HTTP and Socket
 // Mode (where the answer travels in the ack).
 func (a *Adapter) submitView(ctx context.Context, cb slackapi.InteractionCallback) map[string]any {
+	if cb.View.CallbackID == cancelCallback {
+		return a.submitCancel(cb) // cancel.go
+	}
 	if cb.View.CallbackID != reviseCallback {
 		return nil
 	}

@@ -172,6 +172,9 @@ type Data struct {
 	ExpiresAt   time.Time         `json:"expires_at,omitzero"`
 	BoardID     string            `json:"board_id,omitempty"`
 	BoardURL    string            `json:"board_url,omitempty"`
+	// Reason is why a cancelled proposal was cancelled, as its canceller
+	// wrote it (at most bot.MaxCancelReason characters).
+	Reason string `json:"reason,omitempty"`
 	// Card is set on card.changed: the card as it is now and what changed.
 	Card *CardData `json:"card,omitempty"`
 	// Run is set on run.started and run.finished.
@@ -247,7 +250,7 @@ func (o *Outbox) Encode(ev bot.Event) ([]board.OutboundEvent, error) {
 	d := Data{
 		ProposalID: p.ID, State: p.State, Version: p.Version, Channel: ev.Channel(), RequestID: p.RequestID,
 		RequestedBy: p.RequestedBy, Request: p.Request, Actor: ev.Actor, Cards: st.Cards, Links: st.Links,
-		BoardID: string(ev.BoardID), BoardURL: ev.BoardURL,
+		BoardID: string(ev.BoardID), BoardURL: ev.BoardURL, Reason: p.Reason,
 	}
 	if p.State == bot.ProposalPending {
 		d.ExpiresAt = p.ExpiresAt
