@@ -101,18 +101,18 @@ func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Dura
 		}
 		return RunJob{}, false, err
 	}
-	return s.fillJob(ctx, job, runID)
+	return fillJob(ctx, s.pool, job, runID)
 }
 
 // fillJob reads the run (without its other cards) and the outputs of the
-// cards the job's card depends on.
-func (s *Store) fillJob(ctx context.Context, job RunJob, runID RunID) (RunJob, bool, error) {
-	rows, _ := s.pool.Query(ctx, selectRun+` WHERE id = $1`, runID)
+// cards the job's card depends on, on q (the pool, or a transaction).
+func fillJob(ctx context.Context, q querier, job RunJob, runID RunID) (RunJob, bool, error) {
+	rows, _ := q.Query(ctx, selectRun+` WHERE id = $1`, runID)
 	run, err := pgx.CollectExactlyOneRow(rows, scanRun)
 	if err != nil {
 		return RunJob{}, false, fmt.Errorf("run %s: %w", runID, err)
 	}
-	rows, _ = s.pool.Query(ctx, selectJobCards, runID, job.Card.ID)
+	rows, _ = q.Query(ctx, selectJobCards, runID, job.Card.ID)
 	cards, err := pgx.CollectRows(rows, scanRunCard)
 	if err != nil {
 		return RunJob{}, false, fmt.Errorf("cards of run %s: %w", runID, err)

@@ -168,6 +168,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	// The model works runs' cards with a lease that outlives its timeout,
 	// so a card is only taken over from a replica that stopped.
 	runs := boardrun.NewWorker(store, model, engine, engine, series, profiles, boardrun.Config{Workers: cfg.RunWorkers, Lease: cfg.PlanTimeout + time.Minute, Poll: 2 * time.Second}, logger)
+	runs.UseHooks(store, ext.outbox, cfg.PublicURL)
 	web := board.NewWeb(store, logger)
 	// One cap on event streams per caller and in all, whichever kind.
 	streams := sse.New(sse.Limits{PerCaller: cfg.StreamsPerCaller, Total: cfg.Streams})
@@ -190,6 +191,9 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
 		slackAdapter.Routes(r) // signed by Slack, not by the API token
 	}
+	// A dispatched card's output comes with the card's own token, which
+	// opens that route for that card and nothing else.
+	httpapi.NewOutputs(store, engine).Routes(r)
 	ext.routes(r) // signed by their senders, not by the API token
 	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs,
 		schedules: boardrun.NewScheduler(store, engine, runs.Runner, cfg.RunDeadline, logger), close: closeAll}, nil

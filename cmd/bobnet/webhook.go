@@ -84,7 +84,7 @@ func outboxConfig(f webhook.File, hooks map[string]*webhook.Hook, callbackSecret
 		}
 		c.AllowPrivate = append(c.AllowPrivate, p)
 	}
-	add := func(channel string, cbs []webhook.Callback) {
+	add := func(channel string, cbs []webhook.Callback) (added []outbox.Endpoint) {
 		for _, cb := range cbs {
 			if err := webhook.CheckCallbackURL(cb.URL, c.AllowHosts); err != nil {
 				errs = append(errs, fmt.Errorf("BOBNET_HOOKS_FILE: %s: %w", channel, err))
@@ -108,10 +108,15 @@ func outboxConfig(f webhook.File, hooks map[string]*webhook.Hook, callbackSecret
 				}
 			}
 			c.Routes[channel] = append(c.Routes[channel], outbox.Endpoint{URL: cb.URL, Secret: secret})
+			added = append(added, outbox.Endpoint{URL: cb.URL, Secret: secret})
 		}
+		return added
 	}
+	// A hook's callbacks also hear the cards dispatched to it (runner
+	// hook:<name>), whatever channel their board is in.
+	c.Hooks = map[string][]outbox.Endpoint{}
 	for _, h := range hooks {
-		add(h.Channel.Key(), h.Callbacks)
+		c.Hooks[h.Name] = add(h.Channel.Key(), h.Callbacks)
 	}
 	for name, ch := range f.Channels {
 		if _, err := webhook.ParseChannel(name); err != nil {
