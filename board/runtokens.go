@@ -2,13 +2,14 @@ package board
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -22,11 +23,49 @@ var ErrRunToken = errors.New("unknown or replaced card token")
 // repository is recognised for what it is.
 const runTokenPrefix = "bnrc_"
 
-// NewRunToken returns a fresh card token: the prefix and 32 random bytes.
-func NewRunToken() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return runTokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+// RunToken is the token of one dispatch of a card: an HMAC, under the
+// hook's key, of the run, the card and the dispatch's holder. Only the
+// key's owner can make it, and the holder is never sent, so neither a
+// reader of the database (which keeps the holder and the token's hash)
+// nor the tool (which has the token) can make another dispatch's token;
+// each new dispatch has a new holder, hence a new token.
+func RunToken(key []byte, run RunID, card CardID, holder string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("bobnet run card token\x00" + string(run) + "\x00" + string(card) + "\x00" + holder))
+	return runTokenPrefix + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// pendingToken marks where a card.dispatched body's token goes: the body
+// is stored in the outbox with this placeholder, and the sender puts the
+// token in (ExpandRunTokens), so the token itself is never stored.
+const pendingToken = "bnrc-pending:"
+
+// RunTokenPlaceholder is what a dispatch's body holds instead of its
+// token, naming what makes it.
+func RunTokenPlaceholder(hook string, run RunID, card CardID, holder string) string {
+	return pendingToken + hook + ":" + string(run) + ":" + string(card) + ":" + holder
+}
+
+// placeholderField finds a placeholder as a JSON "token" value; JSON
+// escapes every quote inside a string, so text of the card cannot make
+// one.
+var placeholderField = regexp.MustCompile(`"token":"` + pendingToken + `([a-z0-9][a-z0-9_-]{0,63}):(run_[a-z0-9]+):(c_[a-z0-9]+):(h_[a-z0-9]+)"`)
+
+// ExpandRunTokens puts the tokens into a card.dispatched body, each made
+// with its hook's key from keys; the same body always expands to the same
+// bytes, so a retry carries what the first attempt did.
+func ExpandRunTokens(body []byte, keys map[string][]byte) ([]byte, error) {
+	var missing error
+	out := placeholderField.ReplaceAllFunc(body, func(m []byte) []byte {
+		g := placeholderField.FindSubmatch(m)
+		key, ok := keys[string(g[1])]
+		if !ok {
+			missing = fmt.Errorf("no card token key for hook %q", g[1])
+			return m
+		}
+		return []byte(`"token":"` + RunToken(key, RunID(g[2]), CardID(g[3]), string(g[4])) + `"`)
+	})
+	return out, missing
 }
 
 // HashRunToken is what the store keeps of a card token: its SHA-256. The
@@ -82,22 +121,22 @@ WHERE rc.run_id = $1 AND rc.card_id = $2 FOR UPDATE OF rc`
 )
 
 // DispatchRunCard takes the next card of runner (a "hook:<name>") as
-// ClaimRunCard does and, in the same transaction, gives it a fresh token
-// (only its hash is kept; an earlier token of the card is refused from
-// then on) and writes the outbox rows that events makes of it, so the
-// card is dispatched exactly once per round however many replicas look:
-// the dispatch is the work the claim guards. The card stays held until
-// the run's deadline or its output. When events fails (the hook has no
-// callbacks), the attempt fails with its reason, as a runner's would;
-// the error then wraps ErrNotRunnable and job is the card not dispatched.
-func (s *Store) DispatchRunCard(ctx context.Context, runner string, events func(job RunJob, token string) ([]OutboundEvent, error)) (job RunJob, ok bool, err error) {
+// ClaimRunCard does and, in the same transaction, keeps the hash of the
+// token dispatch gives it (an earlier token of the card is refused from
+// then on) and writes the outbox rows dispatch makes of it, so the card
+// is dispatched exactly once per round however many replicas look: the
+// dispatch is the work the claim guards. The card stays held until the
+// run's deadline or its output. When dispatch fails (the hook has no
+// callbacks), the attempt fails with its reason, as a runner's would; the
+// error then wraps ErrNotRunnable and job is the card not dispatched.
+func (s *Store) DispatchRunCard(ctx context.Context, runner string, dispatch func(job RunJob) (token string, evs []OutboundEvent, err error)) (job RunJob, ok bool, err error) {
 	var undeliverable error
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var runID RunID
 		var cardID CardID
 		job.Holder = newID("h_")
-		// The lease is the run's deadline, set below once the run is
-		// known; the claim's own lease only has to outlive the transaction.
+		// The lease is the run's deadline, set below with the token; the
+		// claim's own lease only has to outlive the transaction.
 		err := tx.QueryRow(ctx, claimRunCard, runner, maxAttempts, "1 hour", job.Holder).Scan(&runID, &cardID, &job.Attempt, &job.Feedback)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -115,8 +154,7 @@ func (s *Store) DispatchRunCard(ctx context.Context, runner string, events func(
 		if job, _, err = fillJob(ctx, tx, job, runID); err != nil {
 			return err
 		}
-		token := NewRunToken()
-		evs, err := events(job, token)
+		token, evs, err := dispatch(job)
 		if err == nil && len(evs) == 0 {
 			err = fmt.Errorf("%s has no callbacks to send the card to", runner)
 		}

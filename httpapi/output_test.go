@@ -36,9 +36,9 @@ func (o *outputTeller) CardOutput(_ context.Context, job board.RunJob, up board.
 func dispatch(t *testing.T, s *board.Store) (board.RunJob, string) {
 	t.Helper()
 	var token string
-	job, ok, err := s.DispatchRunCard(context.Background(), "hook:tool", func(job board.RunJob, tok string) ([]board.OutboundEvent, error) {
-		token = tok
-		return []board.OutboundEvent{{MsgID: "msg_" + job.Holder, Type: "card.dispatched", Endpoints: []string{"https://tool.example/in"}, Body: []byte(`{}`)}}, nil
+	job, ok, err := s.DispatchRunCard(context.Background(), "hook:tool", func(job board.RunJob) (string, []board.OutboundEvent, error) {
+		token = board.RunToken([]byte("key"), job.Run.ID, job.Card.ID, job.Holder)
+		return token, []board.OutboundEvent{{MsgID: "msg_" + job.Holder, Type: "card.dispatched", Endpoints: []string{"https://tool.example/in"}, Body: []byte(`{}`)}}, nil
 	})
 	if err != nil || !ok {
 		t.Fatalf("dispatch: %v %v", ok, err)

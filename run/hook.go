@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -13,7 +14,7 @@ import (
 
 // HookStore dispatches the cards of hook runners; *board.Store is one.
 type HookStore interface {
-	DispatchRunCard(ctx context.Context, runner string, events func(job board.RunJob, token string) ([]board.OutboundEvent, error)) (board.RunJob, bool, error)
+	DispatchRunCard(ctx context.Context, runner string, dispatch func(job board.RunJob) (token string, evs []board.OutboundEvent, err error)) (board.RunJob, bool, error)
 }
 
 // Events turns a card.dispatched event into outbox rows, for the
@@ -29,15 +30,18 @@ type hooks struct {
 	store     HookStore
 	events    Events
 	publicURL string
-	names     []string // the hooks profiles name as runners
+	keys      map[string][]byte // each hook's card token key
+	names     []string          // the hooks profiles name as runners
 }
 
 // UseHooks makes the worker dispatch the cards of every profile with
 // `runner: hook:<name>`: each card, when its dependencies are Done, is
 // sent once as a card.dispatched event to that hook's callbacks, with a
-// token to post its output to publicURL with. Call it before Run.
-func (w *Worker) UseHooks(store HookStore, events Events, publicURL string) {
-	h := &hooks{store: store, events: events, publicURL: publicURL}
+// token to post its output to publicURL with, made with the hook's key
+// of keys (board.RunToken; the outbox puts it into the event as it sends
+// it, with the same keys). Call it before Run.
+func (w *Worker) UseHooks(store HookStore, events Events, publicURL string, keys map[string][]byte) {
+	h := &hooks{store: store, events: events, publicURL: publicURL, keys: keys}
 	for _, p := range w.profiles {
 		if name, ok := strings.CutPrefix(p.Runner, "hook:"); ok && !slices.Contains(h.names, name) {
 			h.names = append(h.names, name)
@@ -82,9 +86,16 @@ func (w *Worker) DispatchOne(ctx context.Context, hook string) (sent bool, err e
 	if w.hooks == nil {
 		return false, errors.New("the worker dispatches no hooks (UseHooks)")
 	}
-	job, ok, err := w.hooks.store.DispatchRunCard(ctx, "hook:"+hook, func(job board.RunJob, token string) ([]board.OutboundEvent, error) {
-		cb := bot.RunCallback{URL: bot.OutputURL(w.hooks.publicURL, job.Run.ID, job.Card.ID), Token: token}
-		return w.hooks.events.Encode(bot.DispatchEvent(job, hook, w.hooks.publicURL, cb, time.Now()))
+	key, configured := w.hooks.keys[hook]
+	job, ok, err := w.hooks.store.DispatchRunCard(ctx, "hook:"+hook, func(job board.RunJob) (string, []board.OutboundEvent, error) {
+		if !configured {
+			return "", nil, fmt.Errorf("hook:%s is not a hook of BOBNET_HOOK_SECRETS", hook)
+		}
+		// The event holds a placeholder: the token is made again as the
+		// outbox sends it, so no copy of it is stored.
+		cb := bot.RunCallback{URL: bot.OutputURL(w.hooks.publicURL, job.Run.ID, job.Card.ID), Token: board.RunTokenPlaceholder(hook, job.Run.ID, job.Card.ID, job.Holder)}
+		evs, err := w.hooks.events.Encode(bot.DispatchEvent(job, hook, w.hooks.publicURL, cb, time.Now()))
+		return board.RunToken(key, job.Run.ID, job.Card.ID, job.Holder), evs, err
 	})
 	if errors.Is(err, board.ErrNotRunnable) {
 		w.logger.Warn("run card not dispatched", "hook", hook, "card", job.Card.Handle, "run", job.Run.ID, "attempt", job.Attempt, "err", err)

@@ -50,7 +50,16 @@ func dispatches(t *testing.T, s *board.Store, after int64) []dispatched {
 		if err := rows.Scan(&d.ID, &body); err != nil {
 			t.Fatal(err)
 		}
-		if err := json.Unmarshal(body, &d.Body); err != nil {
+		// The outbox keeps a placeholder, never the token; the sender
+		// makes the token as it sends the event.
+		if !strings.Contains(string(body), `"token":"bnrc-pending:tool:`) || strings.Contains(string(body), "bnrc_") {
+			t.Fatalf("the outbox stored %s", body)
+		}
+		sent, err := board.ExpandRunTokens(body, toolKeys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(sent, &d.Body); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, d)
@@ -58,15 +67,18 @@ func dispatches(t *testing.T, s *board.Store, after int64) []dispatched {
 	return out
 }
 
+// toolKeys make the tokens of the cards dispatched to the hook "tool".
+var toolKeys = map[string][]byte{"tool": []byte("the key of the tool hook's card tokens")}
+
 // hookWorkers are two replicas' workers dispatching to one outbox.
 func hookWorkers(t *testing.T, s *board.Store, endpoints []outbox.Endpoint) (*run.Worker, *run.Worker, *teller) {
 	t.Helper()
-	ob := outbox.New(outbox.Config{Hooks: map[string][]outbox.Endpoint{"tool": endpoints}, AllowHosts: []string{"tool.example"}}, s.Pool(), boardtest.Logger(t))
+	ob := outbox.New(outbox.Config{Hooks: map[string][]outbox.Endpoint{"tool": endpoints}, CardTokenKeys: toolKeys, AllowHosts: []string{"tool.example"}}, s.Pool(), boardtest.Logger(t))
 	tell := &teller{}
 	var ws [2]*run.Worker
 	for i := range ws {
 		ws[i] = run.NewWorker(s, nil, tell, &budget{}, tell, toolProfiles(), run.Config{Workers: 1, Lease: time.Minute, Poll: 10 * time.Millisecond}, boardtest.Logger(t))
-		ws[i].UseHooks(s, ob, "https://bobnet.example")
+		ws[i].UseHooks(s, ob, "https://bobnet.example", toolKeys)
 	}
 	return ws[0], ws[1], tell
 }

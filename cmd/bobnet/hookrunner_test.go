@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox/outboxtest"
 )
@@ -247,4 +249,20 @@ outbound:
 		}
 		return outputs >= len(final["cards"].([]any))+1
 	})
+
+	// The tokens were made as the events were sent: the outbox holds
+	// none, only placeholders.
+	conn, err := pgx.Connect(context.Background(), b.vars["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var stored, placeholders int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE position('bnrc_' in convert_from(body, 'UTF8')) > 0),
+    count(*) FILTER (WHERE position('bnrc-pending:tool:' in convert_from(body, 'UTF8')) > 0) FROM event_outbox`).Scan(&stored, &placeholders); err != nil {
+		t.Fatal(err)
+	}
+	if stored != 0 || placeholders < len(final["cards"].([]any)) {
+		t.Errorf("the outbox holds %d tokens and %d placeholders", stored, placeholders)
+	}
 }

@@ -168,7 +168,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	// The model works runs' cards with a lease that outlives its timeout,
 	// so a card is only taken over from a replica that stopped.
 	runs := boardrun.NewWorker(store, model, engine, engine, series, profiles, boardrun.Config{Workers: cfg.RunWorkers, Lease: cfg.PlanTimeout + time.Minute, Poll: 2 * time.Second}, logger)
-	runs.UseHooks(store, ext.outbox, cfg.PublicURL)
+	runs.UseHooks(store, ext.outbox, cfg.PublicURL, ext.cardKeys)
 	web := board.NewWeb(store, logger)
 	// One cap on event streams per caller and in all, whichever kind.
 	streams := sse.New(sse.Limits{PerCaller: cfg.StreamsPerCaller, Total: cfg.Streams})

@@ -50,6 +50,11 @@ type Config struct {
 	// Hooks are the callbacks of each hook by its name: a card dispatched
 	// to runner hook:<name> goes to these, not to its channel's.
 	Hooks map[string][]Endpoint
+	// CardTokenKeys are each hook's key for the tokens of the cards
+	// dispatched to it: a card.dispatched row holds a placeholder, and the
+	// token is made from the key as the row is sent (board.ExpandRunTokens),
+	// so the outbox never stores it.
+	CardTokenKeys map[string][]byte
 	// AllowHosts are the hosts callbacks may name.
 	AllowHosts []string
 	// AllowPrivate are loopback or private ranges callbacks may reach.
