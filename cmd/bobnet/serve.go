@@ -169,6 +169,11 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	// so a card is only taken over from a replica that stopped.
 	runs := boardrun.NewWorker(store, model, engine, engine, series, profiles, boardrun.Config{Workers: cfg.RunWorkers, Lease: cfg.PlanTimeout + time.Minute, Poll: 2 * time.Second}, logger)
 	runs.UseHooks(store, ext.outbox, cfg.PublicURL, ext.cardKeys)
+	for _, name := range runs.HookNames() {
+		if _, ok := ext.cardKeys[name]; !ok {
+			logger.Warn("a profile's runner names a hook BOBNET_HOOK_SECRETS does not have; its cards' attempts will fail and their runs stop", "runner", "hook:"+name)
+		}
+	}
 	web := board.NewWeb(store, logger)
 	// One cap on event streams per caller and in all, whichever kind.
 	streams := sse.New(sse.Limits{PerCaller: cfg.StreamsPerCaller, Total: cfg.Streams})
