@@ -275,3 +275,28 @@ func truncateError(s string) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// fillJob reads, on q (a transaction), the run of a job (without its
+// other cards) and the outputs of the cards the job's card depends on.
+func fillJob(ctx context.Context, q querier, job RunJob, runID RunID) (RunJob, bool, error) {
+	rows, _ := q.Query(ctx, selectRun+` WHERE id = $1`, runID)
+	run, err := pgx.CollectExactlyOneRow(rows, scanRun)
+	if err != nil {
+		return RunJob{}, false, fmt.Errorf("run %s: %w", runID, err)
+	}
+	rows, _ = q.Query(ctx, selectJobCards, runID, job.Card.ID)
+	cards, err := pgx.CollectRows(rows, scanRunCard)
+	if err != nil {
+		return RunJob{}, false, fmt.Errorf("cards of run %s: %w", runID, err)
+	}
+	job.Run = run
+	job.Inputs = nil
+	for _, c := range cards {
+		if c.Card == job.Card.ID {
+			job.RunCard = c
+		} else {
+			job.Inputs = append(job.Inputs, c)
+		}
+	}
+	return job, true, nil
+}

@@ -25,6 +25,7 @@ type Store interface {
 	CompleteRunCard(ctx context.Context, job board.RunJob, actor, output string) (board.CardUpdate, error)
 	FailRunCard(ctx context.Context, job board.RunJob, why string) error
 	ReleaseRunCard(ctx context.Context, job board.RunJob) error
+	RenewRunCard(ctx context.Context, job board.RunJob, lease time.Duration) error
 	SweepRuns(ctx context.Context) ([]board.Run, error)
 }
 
@@ -61,8 +62,9 @@ type Observer interface {
 type Config struct {
 	// Workers is how many cards one replica works at once.
 	Workers int
-	// Lease is how long a card is held by its runner before another
-	// replica may take it; it must outlive the model's timeout.
+	// Lease is how long a card is held by a runner that stopped renewing
+	// it before another replica may take it; a working runner renews it
+	// every third of it.
 	Lease time.Duration
 	// Poll is how often an idle worker looks for cards and ended runs.
 	Poll time.Duration
@@ -168,8 +170,15 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 		return false, nil
 	}
 	start := time.Now()
-	out, tokens, err := w.model.Write(ctx, Messages(p, job))
+	held, release := w.hold(ctx, job)
+	out, tokens, err := w.model.Write(held, Messages(p, job))
+	lost := held.Err() != nil && ctx.Err() == nil
+	release()
 	w.budget.ChargeModel(context.WithoutCancel(ctx), job.Board.Channel, tokens)
+	if lost {
+		w.logger.Info("run card taken over or run ended while the model worked it", "card", job.Card.Handle, "run", job.Run.ID)
+		return true, nil
+	}
 	if err == nil && strings.TrimSpace(out) == "" {
 		err = errors.New("the model answered with nothing")
 	}

@@ -60,6 +60,9 @@ type Config struct {
 	// Timeout bounds every Web API call (default 10s): slack-go's default
 	// HTTP client has none, and a stalled Slack must not hold anything.
 	Timeout time.Duration
+	// OAuth, when set, installs BobNet into many workspaces instead of
+	// using BotToken (oauth.go).
+	OAuth *OAuthConfig
 }
 
 // Adapter is BobNet in Slack; it is also the engine's poster for Slack
@@ -67,6 +70,7 @@ type Config struct {
 type Adapter struct {
 	cfg    Config
 	api    *slackapi.Client
+	teams  *teams // per-workspace clients; nil with one workspace
 	eng    Engine
 	memory Memory
 	verify Verifier
@@ -89,24 +93,32 @@ const backgroundSlots = 64
 // New returns a Slack adapter. work is the server's lifetime: decisions
 // started after an ack finish within it.
 func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *slog.Logger) (*Adapter, error) {
-	if cfg.BotToken == "" {
+	if cfg.BotToken == "" && cfg.OAuth == nil {
 		return nil, errors.New("SLACK_BOT_TOKEN is required")
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	opts := []slackapi.Option{slackapi.OptionHTTPClient(&http.Client{Timeout: cfg.Timeout})}
+	hc := &http.Client{Timeout: cfg.Timeout}
+	opts := []slackapi.Option{slackapi.OptionHTTPClient(hc)}
 	if cfg.APIURL != "" {
 		opts = append(opts, slackapi.OptionAPIURL(strings.TrimRight(cfg.APIURL, "/")+"/"))
+	}
+	a := &Adapter{
+		cfg: cfg, eng: eng, memory: memory,
+		verify: Verifier{Secret: cfg.SigningSecret, Now: cfg.Now}, logger: logger, work: work,
+		slots: make(chan struct{}, backgroundSlots), reading: make(chan struct{}, readingSlots),
+	}
+	if cfg.OAuth != nil {
+		if err := a.useOAuth(hc, opts); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.AppToken != "" {
 		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken))
 	}
-	return &Adapter{
-		cfg: cfg, api: slackapi.New(cfg.BotToken, opts...), eng: eng, memory: memory,
-		verify: Verifier{Secret: cfg.SigningSecret, Now: cfg.Now}, logger: logger, work: work,
-		slots: make(chan struct{}, backgroundSlots), reading: make(chan struct{}, readingSlots),
-	}, nil
+	a.api = slackapi.New(cfg.BotToken, opts...)
+	return a, nil
 }
 
 // later runs fn after the ack, in a tracked goroutine bounded by the
@@ -204,11 +216,13 @@ func (a *Adapter) signed(limit int64, next func(w http.ResponseWriter, r *http.R
 
 // eventEnvelope is the Events API's outer object.
 type eventEnvelope struct {
-	Type      string     `json:"type"`
-	Challenge string     `json:"challenge"`
-	TeamID    string     `json:"team_id"`
-	EventID   string     `json:"event_id"`
-	Event     innerEvent `json:"event"`
+	Type           string          `json:"type"`
+	Challenge      string          `json:"challenge"`
+	TeamID         string          `json:"team_id"`
+	EnterpriseID   string          `json:"enterprise_id"`
+	Authorizations []authorization `json:"authorizations"`
+	EventID        string          `json:"event_id"`
+	Event          innerEvent      `json:"event"`
 }
 
 type innerEvent struct {
@@ -220,6 +234,10 @@ type innerEvent struct {
 	TS       string `json:"ts"`
 	ThreadTS string `json:"thread_ts"`
 	Channel  string `json:"channel"`
+	// Tokens are what a tokens_revoked event revokes.
+	Tokens struct {
+		Bot []string `json:"bot"`
+	} `json:"tokens"`
 }
 
 func (a *Adapter) events(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -299,6 +317,9 @@ func stripMentions(s string) string {
 // Mode, so both dedupe the same way: by the message's ts (or the event
 // id), whatever the transport says about retries.
 func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
+	if ok, err := a.scopeEvent(ctx, &env); !ok {
+		return err
+	}
 	if env.Type != "event_callback" {
 		return nil
 	}
@@ -360,6 +381,8 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 	// retry answers the first request.
 	r := bot.Request{Thread: t, User: ev.User, Text: text}
 	switch {
+	case ev.TS != "" && a.teams != nil:
+		r.DedupeKey = "slack-message:" + ev.Channel + ":" + ev.TS // ts is unique only in its channel
 	case ev.TS != "":
 		r.DedupeKey = "slack-message:" + ev.TS
 	case env.EventID != "":
@@ -398,7 +421,11 @@ func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
 	// Remembered before posting: a person may answer as soon as the
 	// message shows.
 	a.rememberThread(ctx, t)
-	_, _, err := a.api.PostMessageContext(ctx, t.Channel.ID,
+	api, channel, err := a.web(ctx, t.Channel.ID)
+	if err != nil {
+		return err
+	}
+	_, _, err = api.PostMessageContext(ctx, channel,
 		slackapi.MsgOptionText(fallback(r.Text), false),
 		slackapi.MsgOptionBlocks(slackapi.NewSectionBlock(mrkdwn(text), nil, nil)),
 		slackapi.MsgOptionTS(t.ID))
@@ -410,7 +437,11 @@ func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
 	if p.Message == "" {
 		return nil
 	}
-	_, _, _, err := a.api.UpdateMessageContext(ctx, p.Thread.Channel.ID, string(p.Message),
+	api, channel, err := a.web(ctx, p.Thread.Channel.ID)
+	if err != nil {
+		return fmt.Errorf("update preview: %w", err)
+	}
+	_, _, _, err = api.UpdateMessageContext(ctx, channel, string(p.Message),
 		slackapi.MsgOptionText(fallback("Proposal "+string(p.State)), false),
 		slackapi.MsgOptionBlocks(updatedBlocks(p, a.cfg.PublicURL)...))
 	if err != nil {
@@ -429,7 +460,11 @@ func (a *Adapter) Notify(ctx context.Context, t bot.Thread, user string, r bot.R
 	if t.ID != "" {
 		opts = append(opts, slackapi.MsgOptionTS(t.ID))
 	}
-	_, err := a.api.PostEphemeralContext(ctx, t.Channel.ID, user, opts...)
+	api, channel, err := a.web(ctx, t.Channel.ID)
+	if err != nil {
+		return err
+	}
+	_, err = api.PostEphemeralContext(ctx, channel, user, opts...)
 	return err
 }
 
@@ -439,7 +474,11 @@ func (a *Adapter) ephemeral(ctx context.Context, channel, thread, user, text str
 	if thread != "" {
 		opts = append(opts, slackapi.MsgOptionTS(thread))
 	}
-	if _, err := a.api.PostEphemeralContext(ctx, channel, user, opts...); err != nil {
+	api, id, err := a.web(ctx, channel)
+	if err == nil {
+		_, err = api.PostEphemeralContext(ctx, id, user, opts...)
+	}
+	if err != nil {
 		a.logger.Warn("post ephemeral", "err", err)
 	}
 }
@@ -499,7 +538,7 @@ func (a *Adapter) interactivity(w http.ResponseWriter, r *http.Request, body []b
 // proposal id: who may do what is checked again by the engine, and a
 // second click finds the proposal decided and is told so.
 func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallback) {
-	user, channel := cb.User.ID, cb.Channel.ID
+	user, channel := cb.User.ID, a.callbackChannel(cb)
 	thread := cb.Message.ThreadTimestamp
 	if thread == "" {
 		thread = cb.Container.ThreadTs
@@ -532,7 +571,11 @@ func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallb
 				a.later("refusal", func(ctx context.Context) { a.ephemeral(ctx, channel, thread, user, decisionText(err)) })
 				continue
 			}
-			if _, err := a.api.OpenViewContext(ctx, cb.TriggerID, reviseModal(p)); err != nil {
+			api, _, err := a.web(ctx, channel)
+			if err == nil {
+				_, err = api.OpenViewContext(ctx, cb.TriggerID, reviseModal(p))
+			}
+			if err != nil {
 				a.logger.Warn("open revise modal", "proposal", id, "err", err)
 			}
 		case actionApprove, actionCancel, actionProposeAgain, actionWithdraw:
@@ -675,7 +718,12 @@ func (a *Adapter) commands(w http.ResponseWriter, r *http.Request, body []byte) 
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
 	}
-	writeJSON(w, a.command(r.Context(), form.Get("channel_id"), form.Get("user_id"), form.Get("text"), form.Get("trigger_id")))
+	channel, ok := a.commandChannel(r.Context(), form.Get("team_id"), form.Get("enterprise_id"), form.Get("is_enterprise_install"), form.Get("channel_id"))
+	if !ok {
+		writeJSON(w, notInstalled)
+		return
+	}
+	writeJSON(w, a.command(r.Context(), channel, form.Get("user_id"), form.Get("text"), form.Get("trigger_id")))
 }
 
 // noSuchBoard answers a status request naming a board id nobody made.
@@ -741,7 +789,11 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		// so the preview has a thread, after the ack.
 		rid := bot.NewRequestID()
 		a.later("slash plan", func(ctx context.Context) {
-			_, ts, err := a.api.PostMessageContext(ctx, channel, slackapi.MsgOptionText(fmt.Sprintf("<@%s> asked BobNet: %s", escape(user), escape(req)), false))
+			api, id, err := a.web(ctx, channel)
+			var ts string
+			if err == nil {
+				_, ts, err = api.PostMessageContext(ctx, id, slackapi.MsgOptionText(fmt.Sprintf("<@%s> asked BobNet: %s", escape(user), escape(req)), false))
+			}
 			if err != nil {
 				a.logger.Warn("post slash-command request", "request", rid, "err", err)
 				a.ephemeral(ctx, channel, "", user, "I couldn't post in this channel; invite me first (`/invite @BobNet`).")

@@ -1,4 +1,4 @@
--- 0015 gives a card dispatched to another tool (runner hook:<name>) a callback token: only its SHA-256 is kept, one per card of a run, replaced at each dispatch.
+-- 0016 gives a card dispatched to another tool (runner hook:<name>) a callback token: only its SHA-256 is kept, one per card of a run, replaced at each dispatch.
 
 -- token_hash is the SHA-256 of the bearer token the tool posts the card's
 -- output with. A new dispatch (after a send back, or a failed attempt)
