@@ -69,8 +69,8 @@ func ExpandRunTokens(body []byte, keys map[string][]byte) ([]byte, error) {
 }
 
 // HashRunToken is what the store keeps of a card token: its SHA-256. The
-// token is a 256-bit HMAC, unguessable, so a plain digest is enough; a slow hash would only
-// slow every output down.
+// token is a 256-bit HMAC, unguessable, so a plain digest is enough; a
+// slow hash would only slow every output down.
 func HashRunToken(token string) []byte {
 	sum := sha256.Sum256([]byte(token))
 	return sum[:]
