@@ -34,11 +34,12 @@ type Model interface {
 	Write(ctx context.Context, msgs []planner.Message) (string, int, error)
 }
 
-// Teller tells people what a run did: a card waiting for their review,
-// a run waiting for the model budget, a run that ended. It is called after
-// the change is committed.
+// Teller tells people what a run did: a runner's output kept (and, when
+// the card went to Review, that it waits for them), a run waiting for
+// the model budget, a run that ended. It is called after the change is
+// committed.
 type Teller interface {
-	Reviewing(ctx context.Context, job board.RunJob, up board.CardUpdate)
+	CardOutput(ctx context.Context, job board.RunJob, up board.CardUpdate)
 	Waiting(ctx context.Context, job board.RunJob, why error)
 	Ended(ctx context.Context, r board.Run)
 }
@@ -79,6 +80,7 @@ type Worker struct {
 	profiles map[string]planner.Profile // lower-case name -> profile
 	cfg      Config
 	logger   *slog.Logger
+	hooks    *hooks // nil: cards of hook runners are not dispatched
 }
 
 // NewWorker makes a worker; profiles are the deployment's assignee
@@ -119,6 +121,9 @@ func (w *Worker) Run(ctx context.Context) error {
 				}
 			}
 		})
+	}
+	if w.hooks != nil {
+		wg.Go(func() { w.dispatchLoop(ctx) })
 	}
 	wg.Go(func() {
 		for ctx.Err() == nil {
@@ -195,9 +200,8 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 	}
 	w.obs.CardWorked(time.Since(start))
 	w.logger.Info("model worked a card", "card", job.Card.Handle, "run", job.Run.ID, "status", up.Card.Status, "seconds", time.Since(start).Seconds())
-	if up.Card.Status == "Review" {
-		w.tell.Reviewing(ctx, job, up)
-	}
+	job.Card, job.RunCard.Status, job.RunCard.Output = up.Card, up.Card.Status, out
+	w.tell.CardOutput(ctx, job, up)
 	return true, nil
 }
 

@@ -174,6 +174,12 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	// A replica that stops working a run card loses it when its lease ends,
 	// as a request it stopped planning (BOBNET_RECLAIM_IDLE).
 	runs := boardrun.NewWorker(store, model, engine, engine, series, profiles, boardrun.Config{Workers: cfg.RunWorkers, Lease: cfg.ReclaimIdle, Poll: 2 * time.Second}, logger)
+	runs.UseHooks(store, ext.outbox, cfg.PublicURL, ext.cardKeys)
+	for _, name := range runs.HookNames() {
+		if _, ok := ext.cardKeys[name]; !ok {
+			logger.Warn("a profile's runner names a hook BOBNET_HOOK_SECRETS does not have; its cards' attempts will fail and their runs stop", "runner", "hook:"+name)
+		}
+	}
 	web := board.NewWeb(store, logger)
 	// One cap on event streams per caller and in all, whichever kind.
 	streams := sse.New(sse.Limits{PerCaller: cfg.StreamsPerCaller, Total: cfg.Streams})
@@ -197,6 +203,9 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		slackAdapter.Routes(r)        // signed by Slack, not by the API token
 		slackAdapter.InstallRoutes(r) // public pages; only with OAuth installs
 	}
+	// A dispatched card's output comes with the card's own token, which
+	// opens that route for that card and nothing else.
+	httpapi.NewOutputs(store, engine).Routes(r)
 	ext.routes(r) // signed by their senders, not by the API token
 	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs,
 		schedules: boardrun.NewScheduler(store, engine, runs.Runner, cfg.RunDeadline, logger), close: closeAll}, nil
