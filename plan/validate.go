@@ -1,13 +1,21 @@
-package planner
+package plan
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
+)
+
+// Errors of a plan's JSON itself, before any field is looked at; they are
+// reported as a Result's issue, and the planner's parser returns them too.
+var (
+	ErrNotObject = errors.New("model output is a JSON array, not an object")
+	ErrBadJSON   = errors.New("model output is not valid JSON")
 )
 
 // Limits on a plan. They keep a runaway model from flooding a board or a
@@ -32,19 +40,6 @@ const (
 	maxAssumption     = 1000
 	maxLinksPerAction = 512
 )
-
-// Check parses, validates and normalizes one raw model output. It reports
-// every problem it finds, not only the first; Result.Plan is set whenever
-// the output held an object, so a person can see what the model meant.
-func Check(raw []byte, opts Options) Result {
-	res := Result{Errors: []Issue{}, Warnings: []Issue{}}
-	obj, err := Parse(raw)
-	if err != nil {
-		res.Errors = append(res.Errors, Issue{Path: "", Message: err.Error()})
-		return res
-	}
-	return CheckJSON(obj, opts)
-}
 
 // CheckJSON validates and normalizes an already extracted JSON object, such
 // as a stored plan being proposed again.
