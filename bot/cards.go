@@ -11,14 +11,17 @@ import (
 )
 
 // CardStore is the part of the board store that card changes use;
-// *board.Store is one. The engine's Boards must also be a CardStore for
-// the card methods below to work.
+// *board.Store is one. Without one (Deps.Cards nil) every card method
+// answers ErrNoCards.
 type CardStore interface {
 	Board(ctx context.Context, id board.ID) (board.Board, []board.Card, error)
 	Card(ctx context.Context, id board.CardID) (board.Card, error)
 	CardByHandle(ctx context.Context, handle string) (board.Card, error)
 	ChangeCard(ctx context.Context, ch board.CardChange) (board.CardUpdate, error)
 }
+
+// ErrNoCards means this engine was built without a card store.
+var ErrNoCards = errors.New("this BobNet cannot change cards")
 
 // ErrUnknownProfile means a card was assigned to someone who is not one
 // of the deployment's profiles.
@@ -51,11 +54,10 @@ type CardEdit struct {
 }
 
 func (e *Engine) cardStore() (CardStore, error) {
-	cs, ok := e.deps.Boards.(CardStore)
-	if !ok {
-		return nil, errors.New("the board store cannot change cards")
+	if e.deps.Cards == nil {
+		return nil, ErrNoCards
 	}
-	return cs, nil
+	return e.deps.Cards, nil
 }
 
 // EditCard applies one change to a card: it resolves the card, checks the

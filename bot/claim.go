@@ -190,7 +190,7 @@ var claimWaits = []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20
 // within ClaimTTL of their holder's end, so that answer never lasts long.
 // It also names the winner to the loser of a compare-and-set in Postgres.
 func (e *Engine) heldBy(ctx context.Context, p Proposal) error {
-	if rec, err := e.deps.Boards.Proposal(ctx, p.ID); err == nil && rec.State != string(ProposalPending) {
+	if rec, err := e.deps.History.Proposal(ctx, p.ID); err == nil && rec.State != string(ProposalPending) {
 		return &DecidedError{State: ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
 	}
 	return &DecidedError{State: "being decided"}

@@ -263,8 +263,8 @@ type Approval struct {
 	Needed     int           `json:"needed,omitempty"`
 }
 
-// Notifier is what a poster may also offer: a message only one person
-// sees (Slack's ephemeral messages). A poster without it gets a thread
+// Notifier posts a message only one person sees (Slack's ephemeral
+// messages). A surface without one (Surface.Notifier nil) gets a thread
 // reply instead.
 type Notifier interface {
 	Notify(ctx context.Context, t Thread, user string, r Reply) error

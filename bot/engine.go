@@ -25,21 +25,40 @@ type Planner interface {
 	Plan(ctx context.Context, in planner.PromptInput, opts plan.Options) (planner.Outcome, error)
 }
 
-// Boards is the part of the board store the engine uses; *board.Store is
-// one.
-type Boards interface {
-	Execute(ctx context.Context, ex board.Execution) (board.ExecResult, error)
+// BoardReader reads the boards a channel made, for planning against them
+// and for status; *board.Store is one.
+type BoardReader interface {
 	ChannelBoard(ctx context.Context, channel string) (board.Board, error)
 	BoardSummary(ctx context.Context, id board.ID) (plan.BoardSummary, error)
 	Status(ctx context.Context, id board.ID) (board.Status, error)
-	RecordAudit(ctx context.Context, e board.AuditEvent) error
+}
+
+// ProposalHistory keeps every proposal in Postgres, where it outlives its
+// Redis copy; *board.Store is one.
+type ProposalHistory interface {
 	SaveProposal(ctx context.Context, p board.ProposalRecord) error
-	SetProposalState(ctx context.Context, p board.ProposalRecord, state, decidedBy string) error
 	Proposal(ctx context.Context, id ProposalID) (board.ProposalRecord, error)
+}
+
+// Decisions writes what a decision does to Postgres: an approval's board,
+// or the closed state of a cancelled, expired or superseded proposal,
+// each a compare-and-set under its chain's lock; *board.Store is one.
+type Decisions interface {
+	Execute(ctx context.Context, ex board.Execution) (board.ExecResult, error)
+	SetProposalState(ctx context.Context, p board.ProposalRecord, state, decidedBy string) error
+}
+
+// AuditLog records what happened; *board.Store is one.
+type AuditLog interface {
+	RecordAudit(ctx context.Context, e board.AuditEvent) error
+}
+
+// DeliveryLog keeps the webhook deliveries requests came from for good;
+// *board.Store is one.
+type DeliveryLog interface {
 	// RecordDelivery records a webhook delivery's first request, or
 	// returns the one recorded before.
 	RecordDelivery(ctx context.Context, d board.Delivery) (board.DeliveryResult, error)
-	Ping(ctx context.Context) error
 }
 
 // Proposals keeps pending proposals with their expiry and the claim that
@@ -68,7 +87,6 @@ type Proposals interface {
 	RenewClaim(ctx context.Context, id ProposalID, holder string, ttl time.Duration) error
 	DueExpiries(ctx context.Context, now time.Time, limit int) ([]ProposalID, error)
 	RemoveExpiry(ctx context.Context, id ProposalID) error
-	Ping(ctx context.Context) error
 }
 
 // Requests keeps request records, dedupe keys, rate limits and thread
@@ -124,16 +142,46 @@ type Config struct {
 	ChannelNotices int
 }
 
-// Deps are what the engine works with.
+// Deps are what the engine works with. In production the board store
+// (*board.Store) fills every board field and the proposal store
+// (*pending.Store) every proposal one; each is its own field so that what
+// a stage uses is what its interface names. Fields marked optional may be
+// nil, and the doc of each says what the engine does without it.
 type Deps struct {
-	Planner   Planner
-	Boards    Boards
+	Planner Planner
+	// Boards, History, Decisions, Audit and Deliveries are required.
+	Boards     BoardReader
+	History    ProposalHistory
+	Decisions  Decisions
+	Audit      AuditLog
+	Deliveries DeliveryLog
+	// Cards changes cards (optional): without it every card command
+	// answers ErrNoCards.
+	Cards CardStore
+	// Assigned lists cards by assignee for a person's home (optional):
+	// without it CardsAssignedTo answers ErrNoHome.
+	Assigned AssignedCards
+	// Policies keeps approval policies and approvals (optional): without
+	// it every channel keeps the built-in rule and one approval decides.
+	Policies PolicyStore
+	// Usage counts model tokens for budgets (optional): without it budgets
+	// are not enforced.
+	Usage UsageStore
+	// Runs starts and lists the runs of boards (optional): without it this
+	// BobNet does not run boards, and chat says so.
+	Runs RunStore
+
+	// Proposals, Requests and Queue are required.
 	Proposals Proposals
 	Requests  Requests
 	Queue     Queue
-	// Runs starts and lists the runs of boards; nil: this BobNet does not
-	// run boards, and chat says so.
-	Runs     RunStore
+	// Pending lists the pending proposals for a person's home (optional):
+	// without it WaitingFor answers ErrNoHome.
+	Pending PendingLister
+	// Reminders schedules the reminders of pending proposals (optional):
+	// without it nobody is reminded.
+	Reminders ReminderSchedule
+
 	Now      func() time.Time
 	Observer Observer // optional: told what happens, for metrics
 }
@@ -152,9 +200,9 @@ type Engine struct {
 	deps   Deps
 	logger *slog.Logger
 
-	mu      sync.RWMutex
-	posters map[Source]Poster
-	ext     extensions // event sink and channel deciders: events.go
+	mu       sync.RWMutex
+	surfaces map[Source]Surface
+	ext      extensions // event sink and channel deciders: events.go
 
 	out    *outbound
 	leases *leases
@@ -162,8 +210,9 @@ type Engine struct {
 
 // New returns an engine. Nothing runs until Run.
 func New(cfg Config, deps Deps, logger *slog.Logger) (*Engine, error) {
-	if deps.Planner == nil || deps.Boards == nil || deps.Proposals == nil || deps.Requests == nil || deps.Queue == nil {
-		return nil, errors.New("bot: planner, boards, proposals, requests and queue are all required")
+	if deps.Planner == nil || deps.Boards == nil || deps.History == nil || deps.Decisions == nil || deps.Audit == nil ||
+		deps.Deliveries == nil || deps.Proposals == nil || deps.Requests == nil || deps.Queue == nil {
+		return nil, errors.New("bot: planner, boards, history, decisions, audit, deliveries, proposals, requests and queue are all required")
 	}
 	if cfg.ProposalTTL <= 0 {
 		cfg.ProposalTTL = 24 * time.Hour
@@ -200,26 +249,50 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Engine, error) {
 		deps.Now = time.Now
 	}
 	return &Engine{
-		cfg: cfg, deps: deps, logger: logger, posters: map[Source]Poster{},
+		cfg: cfg, deps: deps, logger: logger, surfaces: map[Source]Surface{},
 		out: newOutbound(cfg.PostTimeout, cfg.FlushTimeout, logger), leases: newLeases(),
 	}, nil
 }
 
-// SetPoster registers the poster of a surface.
-func (e *Engine) SetPoster(src Source, p Poster) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.posters[src] = p
+// Surface is what an adapter registers for its source: the poster it
+// speaks with, and what else its platform offers. Every field but Poster
+// may be nil; the doc of each interface says what the engine does
+// without it.
+type Surface struct {
+	Poster Poster
+	// Notifier tells one person something privately; nil: a thread reply.
+	Notifier Notifier
+	// Reminders reminds deciders the surface's own way; nil: a thread
+	// reply.
+	Reminders RemindPoster
+	// PowerLevels reads Matrix power levels for "matrix_power:N" deciders.
+	PowerLevels PowerLevels
+	// Groups reads Slack user groups for "slack_group:" deciders.
+	Groups SlackGroups
 }
 
-func (e *Engine) poster(src Source) Poster {
+// Register registers the surface of src, replacing the one before.
+func (e *Engine) Register(src Source, s Surface) {
+	if s.Poster == nil {
+		s.Poster = discard{}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.surfaces[src] = s
+}
+
+// surface is what was registered for src; a source nobody registered
+// posts nowhere and offers nothing else.
+func (e *Engine) surface(src Source) Surface {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	if p, ok := e.posters[src]; ok {
-		return p
+	if s, ok := e.surfaces[src]; ok {
+		return s
 	}
-	return discard{}
+	return Surface{Poster: discard{}}
 }
+
+func (e *Engine) poster(src Source) Poster { return e.surface(src).Poster }
 
 // discard is the poster of a surface nobody registered: its messages go
 // nowhere, but the engine's work (and audit) still happens.
@@ -247,11 +320,6 @@ func NewRequestID() RequestID { return RequestID(newID("r_")) }
 func proposalIDFor(r RequestID) ProposalID {
 	sum := sha256.Sum256([]byte("proposal:" + string(r)))
 	return ProposalID("p_" + strings.ToLower(idEncoding.EncodeToString(sum[:10])))
-}
-
-// Ready reports whether Redis and Postgres answer.
-func (e *Engine) Ready(ctx context.Context) error {
-	return errors.Join(e.deps.Proposals.Ping(ctx), e.deps.Boards.Ping(ctx))
 }
 
 // unavailable marks an infrastructure error as ErrUnavailable unless it
@@ -351,7 +419,7 @@ func (e *Engine) committed(ctx context.Context, p Proposal) Proposal {
 	if !p.Deciding {
 		return p
 	}
-	rec, err := e.deps.Boards.Proposal(ctx, p.ID)
+	rec, err := e.deps.History.Proposal(ctx, p.ID)
 	if err != nil || rec.State == string(ProposalPending) {
 		return p
 	}
@@ -392,7 +460,7 @@ func (e *Engine) recordDecision(p Proposal) {
 // record still "pending" whose Redis copy is gone has expired: Redis losing
 // a proposal never leaves it approvable.
 func (e *Engine) proposalFromHistory(ctx context.Context, id ProposalID) (Proposal, error) {
-	rec, err := e.deps.Boards.Proposal(ctx, id)
+	rec, err := e.deps.History.Proposal(ctx, id)
 	if errors.Is(err, board.ErrNotFound) {
 		return Proposal{}, fmt.Errorf("proposal %s: %w", id, ErrNotFound)
 	}
@@ -494,7 +562,7 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	}
 	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "supersedes": p.Supersedes, "chain": p.ChainID(), "quorum": p.Quorum}))
 	events := e.approvalEvents(p, user) // written with the approval
-	res, err := e.deps.Boards.Execute(ctx, board.Execution{
+	res, err := e.deps.Decisions.Execute(ctx, board.Execution{
 		ProposalID: id, Chain: p.ChainID(), Channel: p.Thread.Channel.Key(), Thread: p.Thread.ID, RequestedBy: p.RequestedBy,
 		ApprovedBy: user, Plan: p.Plan,
 		Audit:  []board.AuditEvent{{Actor: user, Action: "approved", Channel: p.Thread.Channel.Key(), ProposalID: id, Detail: detail}},
@@ -550,7 +618,7 @@ func (e *Engine) finish(ctx context.Context, c *claim, p Proposal, state Proposa
 	closed := p
 	closed.State, closed.DecidedBy, closed.DecidedAt = state, user, e.deps.Now()
 	rec.Events = e.encodeEvents(closed)
-	if err := e.deps.Boards.SetProposalState(ctx, rec, string(state), user); err != nil {
+	if err := e.deps.Decisions.SetProposalState(ctx, rec, string(state), user); err != nil {
 		e.release(ctx, c)
 		if errors.Is(err, board.ErrProposalClosed) {
 			return p, e.lostTo(ctx, p)
@@ -582,7 +650,7 @@ func (e *Engine) finish(ctx context.Context, c *claim, p Proposal, state Proposa
 // the winner's own write to Redis may never have landed (a crash just
 // after its commit), and Redis must not offer p's buttons again.
 func (e *Engine) lostTo(ctx context.Context, p Proposal) error {
-	rec, err := e.deps.Boards.Proposal(ctx, p.ID)
+	rec, err := e.deps.History.Proposal(ctx, p.ID)
 	if err != nil || rec.State == string(ProposalPending) {
 		return &DecidedError{State: "being decided"}
 	}
@@ -679,7 +747,7 @@ func (e *Engine) audit(ctx context.Context, ev board.AuditEvent, detail map[stri
 	// hangs.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
-	if err := e.deps.Boards.RecordAudit(ctx, ev); err != nil {
+	if err := e.deps.Audit.RecordAudit(ctx, ev); err != nil {
 		attrs := []any{"action", ev.Action, "err", err}
 		if id, ok := detail["request_id"].(RequestID); ok {
 			attrs = append(attrs, "request", id)

@@ -138,7 +138,6 @@ func (memoryBoards) SetProposalState(context.Context, board.ProposalRecord, stri
 func (memoryBoards) Proposal(context.Context, bot.ProposalID) (board.ProposalRecord, error) {
 	return board.ProposalRecord{}, board.ErrNotFound
 }
-func (memoryBoards) Ping(context.Context) error { return nil }
 
 // BenchmarkEngineTurnOwnWork is EngineTurn with Redis and Postgres in
 // memory: what the engine itself costs per turn (prompt input, proposal,
@@ -147,7 +146,8 @@ func BenchmarkEngineTurnOwnWork(b *testing.B) {
 	res := planner.Check([]byte(plannertest.NewspaperPlan(b)), plan.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
 	mem := newMemory()
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ReclaimIdle: time.Hour, SweepInterval: time.Hour},
-		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: memoryBoards{}, Proposals: mem, Requests: mem, Queue: mem},
+		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: memoryBoards{}, History: memoryBoards{}, Decisions: memoryBoards{},
+			Audit: memoryBoards{}, Deliveries: memoryBoards{}, Proposals: mem, Requests: mem, Queue: mem},
 		boardtest.Logger(b))
 	if err != nil {
 		b.Fatal(err)

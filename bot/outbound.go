@@ -191,8 +191,9 @@ func (e *Engine) say(t Thread, what string, fn func(ctx context.Context, p Poste
 // notify tells one person something about request id, privately where
 // the surface can.
 func (e *Engine) notify(t Thread, user string, id RequestID, r Reply) {
+	n := e.surface(t.Channel.Source).Notifier
 	e.say(t, "notify", func(ctx context.Context, p Poster) error {
-		if n, ok := p.(Notifier); ok {
+		if n != nil {
 			return n.Notify(ctx, t, user, r)
 		}
 		return p.Reply(ctx, t, r)

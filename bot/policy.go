@@ -13,10 +13,10 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// PolicyStore is what the board store also offers when approval policies
-// are on: the policy of a channel and the approvals given so far.
-// *board.Store is one; an engine whose Boards is not one keeps the single
-// global rule (requester, admins, any member).
+// PolicyStore keeps approval policies: the policy of a channel and the
+// approvals given so far. *board.Store is one; an engine without one
+// (Deps.Policies nil) keeps the single global rule (requester, admins,
+// any member).
 type PolicyStore interface {
 	PolicyFor(ctx context.Context, channel string) (board.PolicyInForce, error)
 	AddApproval(ctx context.Context, c board.ApprovalChange) ([]string, error)
@@ -25,17 +25,18 @@ type PolicyStore interface {
 }
 
 // PowerLevels tells a Matrix room member's power level, for
-// "matrix_power:N" deciders. The Matrix adapter's poster implements it
-// (from the room's m.room.power_levels state: users[user], else
-// users_default); the engine finds it on the poster registered for
-// SourceMatrix. Without it, "matrix_power:N" lets nobody decide.
+// "matrix_power:N" deciders. The Matrix adapter is one (from the room's
+// m.room.power_levels state: users[user], else users_default), registered
+// as the Surface.PowerLevels of SourceMatrix. Without it,
+// "matrix_power:N" lets nobody decide.
 type PowerLevels interface {
 	PowerLevel(ctx context.Context, room, user string) (int, error)
 }
 
 // SlackGroups tells whether a Slack user is in a user group, for
-// "slack_group:S…" deciders; the Slack adapter's poster may implement it
-// (usergroups.users.list). Without it, "slack_group:" lets nobody decide.
+// "slack_group:S…" deciders; the Slack adapter is one
+// (usergroups.users.list), registered as the Surface.Groups of
+// SourceSlack. Without it, "slack_group:" lets nobody decide.
 type SlackGroups interface {
 	InGroup(ctx context.Context, group, user string) (bool, error)
 }
@@ -79,11 +80,6 @@ func (e *PolicyError) Error() string { return "not allowed: " + e.Rule }
 // Is makes errors.Is(err, ErrForbidden) true.
 func (e *PolicyError) Is(target error) bool { return target == ErrForbidden }
 
-func (e *Engine) policyStore() PolicyStore {
-	ps, _ := e.deps.Boards.(PolicyStore)
-	return ps
-}
-
 // BuiltinPolicy is the policy of a channel of src when none is stored:
 // the requester and the admins decide (any member with
 // AnyMemberMayDecide), and in Matrix the room's moderators too.
@@ -100,7 +96,7 @@ func (e *Engine) BuiltinPolicy(src Source) board.Policy {
 
 // PolicyFor returns the policy in force in ch now.
 func (e *Engine) PolicyFor(ctx context.Context, ch Channel) (board.PolicyInForce, error) {
-	ps := e.policyStore()
+	ps := e.deps.Policies
 	if ps == nil {
 		return board.PolicyInForce{Key: BuiltinPolicyKey, Policy: e.BuiltinPolicy(ch.Source)}, nil
 	}
@@ -119,7 +115,7 @@ func (e *Engine) PolicyFor(ctx context.Context, ch Channel) (board.PolicyInForce
 // changed); anything else takes the channel's policy now. Nil when the
 // store keeps no policies.
 func (e *Engine) quorumFor(ctx context.Context, ch Channel, cards int, prev *Proposal) (*Quorum, error) {
-	if e.policyStore() == nil {
+	if e.deps.Policies == nil {
 		return nil, nil
 	}
 	var in board.PolicyInForce
@@ -192,8 +188,8 @@ func (e *Engine) policyAllows(ctx context.Context, p Proposal, user string) bool
 
 func (e *Engine) hasPower(ctx context.Context, ch Channel, level, user string) bool {
 	need, err := strconv.Atoi(level)
-	pl, ok := e.poster(ch.Source).(PowerLevels)
-	if err != nil || !ok || ch.Source != SourceMatrix {
+	pl := e.surface(ch.Source).PowerLevels
+	if err != nil || pl == nil || ch.Source != SourceMatrix {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.PostTimeout)
@@ -207,8 +203,8 @@ func (e *Engine) hasPower(ctx context.Context, ch Channel, level, user string) b
 }
 
 func (e *Engine) inSlackGroup(ctx context.Context, ch Channel, group, user string) bool {
-	sg, ok := e.poster(ch.Source).(SlackGroups)
-	if !ok || ch.Source != SourceSlack {
+	sg := e.surface(ch.Source).Groups
+	if sg == nil || ch.Source != SourceSlack {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.PostTimeout)
@@ -242,7 +238,7 @@ func (e *Engine) approveQuorum(ctx context.Context, p Proposal, held *claim, use
 	} else if err := e.decidable(ctx, p, user, "approve"); err != nil {
 		return p, nil, nil, err
 	}
-	ps := e.policyStore()
+	ps := e.deps.Policies
 	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "needed": p.Quorum.Needed, "policy": p.Quorum.Key}))
 	approvers, err := ps.AddApproval(ctx, board.ApprovalChange{ProposalID: p.ID, User: user, Channel: p.Thread.Channel.Key(), Detail: detail})
 	if errors.Is(err, board.ErrProposalClosed) {
@@ -289,7 +285,7 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string)
 		case claimed && p.State == ProposalPending && e.deps.Now().Before(p.ExpiresAt):
 			// A withdrawal holds the claim too: the approvals read now,
 			// under the claim, are the ones the board is created on.
-			now, err := e.policyStore().Approvals(ctx, id)
+			now, err := e.deps.Policies.Approvals(ctx, id)
 			if err != nil {
 				e.release(ctx, c)
 				return p, nil, nil, unavailable("read approvals of "+string(id), err)
@@ -317,7 +313,7 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string)
 		if !e.deps.Now().Before(p.ExpiresAt) {
 			return p, nil, nil, fmt.Errorf("proposal %s: %w", id, ErrExpired)
 		}
-		if rec, err := e.deps.Boards.Proposal(ctx, id); err == nil && rec.State != string(ProposalPending) {
+		if rec, err := e.deps.History.Proposal(ctx, id); err == nil && rec.State != string(ProposalPending) {
 			var done *Approval
 			err := e.settledFrom(rec, &done)
 			return p, nil, done, err
@@ -337,7 +333,7 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string)
 // approval sets *done (every approver of a completed quorum gets the
 // board), anything else is the error to return.
 func (e *Engine) settled(ctx context.Context, id ProposalID, done **Approval) error {
-	rec, err := e.deps.Boards.Proposal(ctx, id)
+	rec, err := e.deps.History.Proposal(ctx, id)
 	if errors.Is(err, board.ErrNotFound) {
 		return fmt.Errorf("proposal %s: %w", id, ErrExpired)
 	}
@@ -375,7 +371,7 @@ func (e *Engine) Withdraw(ctx context.Context, id ProposalID, user string) (Prop
 	if !p.Quorum.Multi() {
 		return p, fmt.Errorf("withdraw from %s: %w: it needs one approval, so none is waiting", id, ErrNothingToWithdraw)
 	}
-	approvers, err := e.policyStore().WithdrawApproval(ctx, board.ApprovalChange{ProposalID: id, User: user, Channel: p.Thread.Channel.Key()})
+	approvers, err := e.deps.Policies.WithdrawApproval(ctx, board.ApprovalChange{ProposalID: id, User: user, Channel: p.Thread.Channel.Key()})
 	switch {
 	case errors.Is(err, board.ErrProposalClosed):
 		var done *Approval
@@ -401,7 +397,7 @@ func (e *Engine) Withdraw(ctx context.Context, id ProposalID, user string) (Prop
 // approvals, from Postgres (the Redis copy holds the policy, not the
 // approvals, which arrive concurrently).
 func (e *Engine) withApprovals(ctx context.Context, p Proposal) Proposal {
-	ps := e.policyStore()
+	ps := e.deps.Policies
 	if !p.Quorum.Multi() || ps == nil {
 		return p
 	}

@@ -94,7 +94,7 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, env p
 	if q == nil {
 		policyJSON = nil
 	}
-	err = e.deps.Boards.SaveProposal(ctx, board.ProposalRecord{
+	err = e.deps.History.SaveProposal(ctx, board.ProposalRecord{
 		ID: p.ID, Chain: p.ChainID(), Channel: r.Thread.Channel.Key(), Version: p.Version, Supersedes: p.Supersedes,
 		RequestedBy: p.RequestedBy, State: string(ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt, Policy: policyJSON,
 	})
@@ -147,7 +147,7 @@ func (e *Engine) adoptSaved(ctx context.Context, p Proposal, prev *Proposal) (sa
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, true, err
 	}
-	rec, err := e.deps.Boards.Proposal(ctx, p.ID)
+	rec, err := e.deps.History.Proposal(ctx, p.ID)
 	if err != nil {
 		return nil, true, unavailable("read saved proposal", err)
 	}

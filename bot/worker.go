@@ -170,7 +170,7 @@ func (e *Engine) handle(ctx context.Context, consumer string, d Delivery) {
 // retry because Postgres did not answer).
 func (e *Engine) takeDelivery(ctx context.Context, consumer string, d Delivery, rec RequestRecord) bool {
 	w := rec.Request.Webhook
-	res, err := e.deps.Boards.RecordDelivery(ctx, board.Delivery{Hook: w.Hook, ID: w.ID, RequestID: rec.Request.ID})
+	res, err := e.deps.Deliveries.RecordDelivery(ctx, board.Delivery{Hook: w.Hook, ID: w.ID, RequestID: rec.Request.ID})
 	if err != nil {
 		e.logger.Warn("record webhook delivery; the request is retried", "request", rec.Request.ID, "hook", w.Hook, "delivery", w.ID, "err", err)
 		e.leases.drop(consumer, d.MessageID) // reclaimed once Postgres answers again

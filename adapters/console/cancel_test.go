@@ -27,7 +27,7 @@ func TestAPICancelWithReason(t *testing.T) {
 	plan := plannertest.NewspaperPlan(t)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	con := console.New(env.Engine, boardtest.Logger(t))
-	env.Engine.SetPoster(bot.SourceConsole, con)
+	env.Engine.Register(bot.SourceConsole, bot.Surface{Poster: con})
 	r := chi.NewRouter()
 	con.APIRoutes(r)
 	srv := httptest.NewServer(r)

@@ -199,7 +199,7 @@ func newWorld(t *testing.T, opts ...bottest.Option) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Engine.SetPoster(bot.SourceSlack, ad)
+	env.Engine.Register(bot.SourceSlack, bot.Surface{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w := &world{env: env, slack: fs, handler: r}

@@ -86,7 +86,7 @@ func BenchmarkWebhookIngest(b *testing.B) {
 	store := boardtest.NewStore(b)
 	ps := pending.NewStore(rdb, prefix)
 	eng, err := bot.New(bot.Config{Profiles: planner.DefaultProfiles()},
-		bot.Deps{Planner: nopPlanner{}, Boards: store, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)}, boardtest.Logger(b))
+		bottest.Deps(nopPlanner{}, store, ps, pending.NewQueue(rdb, prefix)), boardtest.Logger(b))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -125,14 +125,20 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		ChannelRate:        cfg.ChannelRate,
 		Profiles:           profiles,
 		RunDeadline:        cfg.RunDeadline,
-	}, bot.Deps{Planner: series.Planner(model), Boards: store, Runs: store, Proposals: redisStore, Requests: redisStore, Queue: queue, Observer: series}, logger)
+	}, bot.Deps{
+		Planner: series.Planner(model),
+		Boards:  store, History: store, Decisions: store, Audit: store, Deliveries: store,
+		Cards: store, Assigned: store, Policies: store, Usage: store, Runs: store,
+		Proposals: redisStore, Requests: redisStore, Queue: queue, Pending: redisStore, Reminders: redisStore,
+		Observer: series,
+	}, logger)
 	if err != nil {
 		return nil, err
 	}
 	con := console.New(engine, logger)
 	con.Remember(store)
 	con.ListBoards(store)
-	engine.SetPoster(bot.SourceConsole, con)
+	engine.Register(bot.SourceConsole, bot.Surface{Poster: con})
 	var slackAdapter *slack.Adapter
 	if cfg.SlackBotToken != "" || cfg.slackOAuth() {
 		scfg := slack.Config{
@@ -148,7 +154,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		if err != nil {
 			return nil, err
 		}
-		engine.SetPoster(bot.SourceSlack, slackAdapter)
+		engine.Register(bot.SourceSlack, bot.Surface{Poster: slackAdapter, Notifier: slackAdapter, Reminders: slackAdapter, Groups: slackAdapter})
 	}
 	matrixAdapter, err := newMatrix(ctx, cfg, engine, store, rdb, redisStore, logger)
 	if err != nil {

@@ -48,7 +48,7 @@ func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, con *co
 		return nil, err
 	}
 	ob := outbox.New(ocfg, store.Pool(), logger)
-	engine.SetEvents(ob)
+	engine.SetEvents(bot.Events{Sink: ob, Encoder: ob})
 	con.SetSuccessors(store)
 	return &integrations{
 		hooks:    webhook.New(hooks, engine, logger),
