@@ -193,5 +193,5 @@ func (e *Engine) heldBy(ctx context.Context, p Proposal) error {
 	if rec, err := e.deps.History.Proposal(ctx, p.ID); err == nil && rec.State != string(ProposalPending) {
 		return &DecidedError{State: ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
 	}
-	return &DecidedError{State: "being decided"}
+	return &DecidedError{State: beingDecidedState}
 }

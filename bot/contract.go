@@ -29,7 +29,7 @@ type ProposalID = board.ProposalID
 func ParseProposalID(s string) (ProposalID, error) {
 	id, err := board.ParseProposalID(s)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", err, ErrNotFound)
+		return "", fmt.Errorf("%w: %w", err, ErrNoProposal)
 	}
 	return id, nil
 }

@@ -205,7 +205,7 @@ func (e *Engine) finish(ctx context.Context, c *claim, p Proposal, state Proposa
 func (e *Engine) lostTo(ctx context.Context, p Proposal) error {
 	rec, err := e.deps.History.Proposal(ctx, p.ID)
 	if err != nil || rec.State == string(ProposalPending) {
-		return &DecidedError{State: "being decided"}
+		return &DecidedError{State: beingDecidedState}
 	}
 	if p.State == ProposalPending {
 		won := p

@@ -103,7 +103,7 @@ func (e *Engine) MoveAssignedCard(ctx context.Context, user string, names []stri
 	}
 	c, err := cs.Card(ctx, id)
 	if errors.Is(err, board.ErrNotFound) {
-		return board.CardUpdate{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+		return board.CardUpdate{}, fmt.Errorf("%w: %w", ErrNoCard, err)
 	}
 	if err != nil {
 		return board.CardUpdate{}, unavailable("read card", err)

@@ -55,7 +55,7 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	if id := r.Revises; id != "" {
 		p, err := e.pendingForDecision(ctx, id, r.User, "revise")
 		if err != nil {
-			return &Reply{Kind: ReplyError, Text: "I can't revise that proposal: " + describe(err)}, nil, "cannot revise: " + describe(err)
+			return &Reply{Kind: ReplyError, Text: "I can't revise that proposal. " + Explain(err)}, nil, "cannot revise: " + Explain(err)
 		}
 		prev = &p
 	}
@@ -108,7 +108,7 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	reply, p, err := e.propose(ctx, r, r.User, *env, out.Result.Warnings, prev, target)
 	if err != nil {
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
-		return &Reply{Kind: ReplyError, Text: "I drafted a plan but couldn't store it: " + describe(err) + " Nothing was changed; please try again."}, nil, failNotStored
+		return &Reply{Kind: ReplyError, Text: "I drafted a plan but couldn't store it. " + Explain(err)}, nil, failNotStored
 	}
 	return reply, p, ""
 }

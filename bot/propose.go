@@ -16,7 +16,7 @@ import (
 func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*Reply, *Proposal, string) {
 	old, err := e.Proposal(ctx, id)
 	if err != nil {
-		return &Reply{Kind: ReplyError, Text: "I can't find that proposal any more: " + describe(err)}, nil, "cannot propose again: " + describe(err)
+		return &Reply{Kind: ReplyError, Text: "I can't propose that again. " + Explain(err)}, nil, "cannot propose again: " + Explain(err)
 	}
 	opts, target := e.checkOptions(ctx, r.Thread.Channel.Key())
 	raw, _ := json.Marshal(old.Plan)
@@ -31,7 +31,7 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 	_, p, err := e.propose(ctx, r, old.RequestedBy, *res.Plan, res.Warnings, nil, target)
 	if err != nil {
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
-		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal: " + describe(err)}, nil, failNotStored
+		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal. " + Explain(err)}, nil, failNotStored
 	}
 	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed_again", Channel: r.Thread.Channel.Key(), ProposalID: p.ID},
 		map[string]any{"expired": id, "version": p.Version})

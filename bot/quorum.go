@@ -34,7 +34,7 @@ func (q *Quorum) Multi() bool { return q != nil && q.Needed > 1 }
 // decision right now.
 func beingDecided(err error) bool {
 	var de *DecidedError
-	return errors.As(err, &de) && de.State == "being decided"
+	return errors.As(err, &de) && de.State == beingDecidedState
 }
 
 // approveQuorum records user's approval of a proposal that needs several.
@@ -132,7 +132,7 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string)
 			return p, nil, done, err
 		}
 		if time.Now().After(deadline) {
-			return p, nil, nil, &DecidedError{State: "being decided"}
+			return p, nil, nil, &DecidedError{State: beingDecidedState}
 		}
 		select {
 		case <-ctx.Done():

@@ -62,7 +62,7 @@ func (e *Engine) committed(ctx context.Context, p Proposal) Proposal {
 func (e *Engine) proposalFromHistory(ctx context.Context, id ProposalID) (Proposal, error) {
 	rec, err := e.deps.History.Proposal(ctx, id)
 	if errors.Is(err, board.ErrNotFound) {
-		return Proposal{}, fmt.Errorf("proposal %s: %w", id, ErrNotFound)
+		return Proposal{}, fmt.Errorf("proposal %s: %w", id, ErrNoProposal)
 	}
 	if err != nil {
 		return Proposal{}, unavailable("read proposal", err)
@@ -93,7 +93,7 @@ func (e *Engine) proposalFromHistory(ctx context.Context, id ProposalID) (Propos
 func (e *Engine) ChannelStatus(ctx context.Context, ch Channel) (board.Status, error) {
 	b, err := e.deps.Boards.ChannelBoard(ctx, ch.Key())
 	if errors.Is(err, board.ErrNotFound) {
-		return board.Status{}, fmt.Errorf("channel %s: %w", ch.Key(), ErrNotFound)
+		return board.Status{}, fmt.Errorf("channel %s: %w", ch.Key(), ErrNoBoard)
 	}
 	if err != nil {
 		return board.Status{}, unavailable("channel status", err)

@@ -77,7 +77,7 @@ func (c *Console) patchCard(w http.ResponseWriter, r *http.Request, eng CardEngi
 		for _, b := range blocked.Blockers {
 			refs = append(refs, map[string]any{"id": b.ID, "handle": b.Handle, "title": b.Title, "status": b.Status})
 		}
-		httpapi.WriteJSON(w, http.StatusConflict, map[string]any{"error": bot.CardErrorText(err), "blocked_by": refs})
+		httpapi.WriteJSON(w, http.StatusConflict, map[string]any{"error": bot.Explain(err), "blocked_by": refs})
 	case errors.As(err, &conflict):
 		httpapi.WriteJSON(w, http.StatusConflict, map[string]any{"error": conflict.Error(), "card": conflict.Current})
 	case errors.Is(err, board.ErrInvalidChange), errors.Is(err, bot.ErrUnknownProfile):

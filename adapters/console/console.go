@@ -272,18 +272,6 @@ func (c *Console) PageRoutes(r chi.Router) {
 	r.Handle("/static/*", SecurityHeaders(http.StripPrefix("/static/", files)))
 }
 
-// userMessage is an engine error as a sentence for people: what happened
-// and what to do, never the internals behind it.
-func userMessage(err error) string {
-	switch {
-	case errors.Is(err, bot.ErrUnavailable):
-		return "BobNet's database is unavailable right now; try again shortly."
-	case errors.Is(err, bot.ErrRateLimited):
-		return "too many requests; try again in a minute."
-	}
-	return "it could not be accepted; try again."
-}
-
 // engineError answers an engine error with its status.
 func (c *Console) engineError(w http.ResponseWriter, err error) {
 	var de *bot.DecidedError
@@ -339,7 +327,7 @@ func (c *Console) postMessage(w http.ResponseWriter, r *http.Request) {
 	got, err := c.eng.Submit(r.Context(), bot.Request{ID: id, Thread: thread, User: body.User, Text: body.Text})
 	if err != nil {
 		if !errors.Is(err, bot.ErrRateLimited) { // the engine tells a throttled person itself
-			c.publish(name, "reply", bot.Reply{Kind: bot.ReplyError, Text: "That message was not taken: " + userMessage(err)})
+			c.publish(name, "reply", bot.Reply{Kind: bot.ReplyError, Text: "That message was not taken. " + bot.Explain(err)})
 		}
 		c.engineError(w, err)
 		return
