@@ -11,7 +11,7 @@ import (
 // taken as, unique to this one decision, and the renewal that keeps it
 // while the decision works. A claim lives ClaimTTL unless renewed, so a
 // crashed holder's claim frees itself within seconds, while a decision
-// may take up to decisionTimeout (a stalled Postgres). Redis's claim only
+// may take up to decideTimeout (a stalled Postgres). Redis's claim only
 // keeps a second decision from starting; what decides is Postgres's
 // compare-and-set under the chain's lock, which holds however long either
 // takes.
@@ -45,10 +45,10 @@ func (e *Engine) claim(ctx context.Context, id ProposalID, action, user string) 
 }
 
 // keep renews a claim just taken every third of ClaimTTL until the
-// decision ends it (end or release), or for decisionTimeout at most: no
+// decision ends it (end or release), or for decideTimeout at most: no
 // decision works longer.
 func (e *Engine) keep(id ProposalID, holder string) *claim {
-	ctx, cancel := context.WithTimeout(context.Background(), decisionTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), decideTimeout)
 	c := &claim{id: id, holder: holder, stop: cancel, done: make(chan struct{})}
 	every := max(e.cfg.ClaimTTL/3, time.Millisecond)
 	go func() {

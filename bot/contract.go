@@ -101,12 +101,13 @@ type Request struct {
 	// Webhook names the webhook delivery the request came from; the worker
 	// records it in Postgres when it takes the request, and closes a
 	// delivery seen there before as a duplicate.
-	Webhook    *WebhookDelivery `json:"webhook,omitempty"`
-	ReceivedAt time.Time        `json:"received_at"`
+	Webhook    *HookOrigin `json:"webhook,omitempty"`
+	ReceivedAt time.Time   `json:"received_at"`
 }
 
-// WebhookDelivery is a hook's name and the sender's id of one delivery.
-type WebhookDelivery struct {
+// HookOrigin is the webhook delivery a request came from: the hook's name
+// and the sender's id of the delivery.
+type HookOrigin struct {
 	Hook string `json:"hook"`
 	ID   string `json:"id"`
 }

@@ -12,16 +12,16 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// decisionTimeout bounds one approval or cancellation, which runs to its
+// decideTimeout bounds one approval or cancellation, which runs to its
 // end even when its caller leaves.
-const decisionTimeout = 30 * time.Second
+const decideTimeout = 30 * time.Second
 
-// recordDecision writes an approval's decision to Redis off the approver's
+// recordApprovalInRedis writes an approval's decision to Redis off the approver's
 // path, retrying a few times: until it lands, readers see the decision
 // through committed, and the claim it holds keeps every other decision
 // out.
-func (e *Engine) recordDecision(p Proposal) {
-	e.out.detach(func() {
+func (e *Engine) recordApprovalInRedis(p Proposal) {
+	e.out.runTracked(func() {
 		var err error
 		for attempt := range 3 {
 			if attempt > 0 {
@@ -86,7 +86,7 @@ func (e *Engine) Authorize(ctx context.Context, id ProposalID, user string) (Pro
 // Approve executes a pending proposal's plan, once: one Redis round trip
 // claims and loads the proposal, one Postgres transaction writes the board
 // with the decision and its audit, and the answer goes back; Redis learns
-// the decision just after (recordDecision), and reads in between see it
+// the decision just after (recordApprovalInRedis), and reads in between see it
 // from Postgres (committed). The first approver wins; every later
 // approve or cancel gets a *DecidedError naming the state and board, and
 // so does approving a version of a request another version of which was
@@ -98,12 +98,12 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	// A decision once started is finished, whether or not its caller
 	// waits (a closed browser, a server shutting down): it commits and is
 	// answered, or fails and changes nothing; never half.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decisionTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decideTimeout)
 	defer cancel()
 	arrived := time.Now()
 	p, c, err := e.claimFor(ctx, id, user, "approve")
 	if p.Quorum.Multi() && (err == nil || beingDecided(err)) {
-		// Several approvals needed: policy.go records this one and
+		// Several approvals needed: quorum.go records this one and
 		// returns with the claim held only when it completes the quorum.
 		var done *Approval
 		if p, c, done, err = e.approveQuorum(ctx, p, c, user); done != nil || err != nil {
@@ -145,10 +145,10 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	now := e.deps.Now()
 	p.State, p.DecidedBy, p.DecidedAt = ProposalApproved, user, now
 	p.BoardID, p.BoardURL = res.BoardID, board.BoardURL(e.cfg.PublicURL, res.BoardID)
-	e.recordDecision(p)
+	e.recordApprovalInRedis(p)
 	e.emitApproval(ctx, p, events != nil, res.Replayed)
 	text := approvalText(user, now, p, res)
-	e.say(p.Thread, "announce approval", func(ctx context.Context, poster Poster) error {
+	e.queuePost(p.Thread, "announce approval", func(ctx context.Context, poster Poster) error {
 		return errors.Join(e.updatePreview(ctx, poster, p), poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: text, BoardURL: p.BoardURL}))
 	}, "proposal", id, "board", res.BoardID)
 	return Approval{ProposalID: id, BoardID: res.BoardID, BoardURL: p.BoardURL}, nil
@@ -192,7 +192,7 @@ func (e *Engine) finish(ctx context.Context, c *claim, p Proposal, state Proposa
 	} else {
 		e.emit(ctx, p, false)
 	}
-	e.say(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
+	e.queuePost(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
 		return errors.Join(e.updatePreview(ctx, poster, p), e.announceReason(ctx, poster, p))
 	}, "proposal", p.ID)
 	return p, nil

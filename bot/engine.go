@@ -98,8 +98,8 @@ type Requests interface {
 // Queue hands requests to workers; *pending.Queue is one.
 type Queue interface {
 	Init(ctx context.Context) error
-	Read(ctx context.Context, consumer string, block time.Duration) ([]Delivery, error)
-	Reclaim(ctx context.Context, consumer string, idle time.Duration) ([]Delivery, error)
+	Read(ctx context.Context, consumer string, block time.Duration) ([]QueuedRequest, error)
+	Reclaim(ctx context.Context, consumer string, idle time.Duration) ([]QueuedRequest, error)
 	Renew(ctx context.Context, consumer string, messageIDs []string) error
 	Ack(ctx context.Context, messageID string) error
 }

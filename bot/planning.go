@@ -141,13 +141,13 @@ func (e *Engine) planFailure(ctx context.Context, r Request, err error) (*Reply,
 	var inv *planner.InvalidOutputError
 	switch {
 	case errors.As(err, &inv):
-		first := "the output was not a plan"
+		firstIssue := "the output was not a plan"
 		if len(inv.Errors) > 0 {
-			first = strings.TrimPrefix(inv.Errors[0].Path+": ", ": ") + inv.Errors[0].Message
+			firstIssue = strings.TrimPrefix(inv.Errors[0].Path+": ", ": ") + inv.Errors[0].Message
 		}
 		e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "plan_failed", Channel: r.Thread.Channel.Key()},
 			map[string]any{"request_id": r.ID, "raw": auditRaw(inv.Raw), "errors": inv.Errors})
-		return &Reply{Kind: ReplyError, Text: "I couldn't turn that into a valid plan (" + first + "). Nothing was changed; try rephrasing the request."}, nil, err.Error()
+		return &Reply{Kind: ReplyError, Text: "I couldn't turn that into a valid plan (" + firstIssue + "). Nothing was changed; try rephrasing the request."}, nil, err.Error()
 	case errors.Is(err, planner.ErrTimeout):
 		e.logger.Warn("model timed out", "request", r.ID, "err", err)
 		return &Reply{Kind: ReplyError, Text: "The model took too long to answer, so nothing was planned. Please try again; a smaller request may help."}, nil, "the model took too long"

@@ -164,7 +164,7 @@ func (e *Engine) adoptSaved(ctx context.Context, p Proposal, prev *Proposal) (sa
 		return nil, true, fmt.Errorf("saved proposal %s: %w", p.ID, err)
 	}
 	mine, _ := json.Marshal(p.Plan)
-	if first, _ := json.Marshal(env); string(mine) != string(first) {
+	if stored, _ := json.Marshal(env); string(mine) != string(stored) {
 		// The warnings were the dropped plan's; the saved one's are found
 		// again as the model's plans are: checked against the board now.
 		opts, _ := e.checkOptions(ctx, p.Thread.Channel.Key())

@@ -55,7 +55,7 @@ func (e *Engine) approveQuorum(ctx context.Context, p Proposal, held *claim, use
 	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "needed": p.Quorum.Needed, "policy": p.Quorum.Key}))
 	approvers, err := ps.AddApproval(ctx, board.ApprovalChange{ProposalID: p.ID, User: user, Channel: p.Thread.Channel.Key(), Detail: detail})
 	if errors.Is(err, board.ErrProposalClosed) {
-		err := e.settled(ctx, p.ID, &done)
+		err := e.howEnded(ctx, p.ID, &done)
 		return p, nil, done, err
 	}
 	if err != nil {
@@ -65,7 +65,7 @@ func (e *Engine) approveQuorum(ctx context.Context, p Proposal, held *claim, use
 	q.Approvals = approvers
 	p.Quorum = &q
 	if len(approvers) < q.Needed {
-		e.say(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
+		e.queuePost(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
 			return e.updatePreview(ctx, poster, p)
 		}, "proposal", p.ID)
 		return p, nil, &Approval{ProposalID: p.ID, State: ProposalPending, Approvals: approvers, Needed: q.Needed}, nil
@@ -91,7 +91,7 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			var done *Approval
-			err := e.settled(ctx, id, &done)
+			err := e.howEnded(ctx, id, &done)
 			return Proposal{}, nil, done, err
 		case err != nil:
 			return Proposal{}, nil, nil, unavailable("claim proposal", err)
@@ -128,7 +128,7 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string)
 		}
 		if rec, err := e.deps.History.Proposal(ctx, id); err == nil && rec.State != string(ProposalPending) {
 			var done *Approval
-			err := e.settledFrom(rec, &done)
+			err := e.howEndedFrom(rec, &done)
 			return p, nil, done, err
 		}
 		if time.Now().After(deadline) {
@@ -142,10 +142,10 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string)
 	}
 }
 
-// settled reads how a proposal that is no longer pending ended: an
+// howEnded reads how a proposal that is no longer pending ended: an
 // approval sets *done (every approver of a completed quorum gets the
 // board), anything else is the error to return.
-func (e *Engine) settled(ctx context.Context, id ProposalID, done **Approval) error {
+func (e *Engine) howEnded(ctx context.Context, id ProposalID, done **Approval) error {
 	rec, err := e.deps.History.Proposal(ctx, id)
 	if errors.Is(err, board.ErrNotFound) {
 		return fmt.Errorf("proposal %s: %w", id, ErrExpired)
@@ -153,10 +153,10 @@ func (e *Engine) settled(ctx context.Context, id ProposalID, done **Approval) er
 	if err != nil {
 		return unavailable("read proposal", err)
 	}
-	return e.settledFrom(rec, done)
+	return e.howEndedFrom(rec, done)
 }
 
-func (e *Engine) settledFrom(rec board.ProposalRecord, done **Approval) error {
+func (e *Engine) howEndedFrom(rec board.ProposalRecord, done **Approval) error {
 	switch ProposalState(rec.State) {
 	case ProposalApproved:
 		*done = &Approval{ProposalID: rec.ID, BoardID: rec.BoardID, BoardURL: board.BoardURL(e.cfg.PublicURL, rec.BoardID)}
@@ -188,7 +188,7 @@ func (e *Engine) Withdraw(ctx context.Context, id ProposalID, user string) (Prop
 	switch {
 	case errors.Is(err, board.ErrProposalClosed):
 		var done *Approval
-		if err := e.settled(ctx, id, &done); err != nil {
+		if err := e.howEnded(ctx, id, &done); err != nil {
 			return p, err
 		}
 		return p, &DecidedError{State: ProposalApproved, BoardID: done.BoardID}
@@ -200,7 +200,7 @@ func (e *Engine) Withdraw(ctx context.Context, id ProposalID, user string) (Prop
 	q := *p.Quorum
 	q.Approvals = approvers
 	p.Quorum = &q
-	e.say(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
+	e.queuePost(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
 		return e.updatePreview(ctx, poster, p)
 	}, "proposal", p.ID)
 	return p, nil

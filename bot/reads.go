@@ -38,7 +38,7 @@ func (e *Engine) Proposal(ctx context.Context, id ProposalID) (Proposal, error) 
 
 // committed lays what Postgres committed over a proposal Redis still has
 // as pending while a decision holds it: an approval answers its caller
-// before Redis has its decision (recordDecision), and a read in between
+// before Redis has its decision (recordApprovalInRedis), and a read in between
 // must already see the approval. Postgres failing leaves the Redis view.
 func (e *Engine) committed(ctx context.Context, p Proposal) Proposal {
 	if !p.Deciding {

@@ -149,7 +149,7 @@ func (e *Engine) remind(ctx context.Context, rs ReminderSchedule, id ProposalID)
 		_ = rs.RemoveReminder(ctx, id)
 		return
 	}
-	first, err := rs.MarkReminded(ctx, id, left)
+	marked, err := rs.MarkReminded(ctx, id, left)
 	if err != nil {
 		e.logger.Warn("mark proposal reminded", "proposal", id, "err", err)
 		return
@@ -157,10 +157,10 @@ func (e *Engine) remind(ctx context.Context, rs ReminderSchedule, id ProposalID)
 	if err := rs.RemoveReminder(ctx, id); err != nil {
 		e.logger.Warn("take reminder off the schedule", "proposal", id, "err", err)
 	}
-	if !first {
+	if !marked {
 		return // another replica reminds
 	}
-	e.say(p.Thread, "remind", func(ctx context.Context, poster Poster) error {
+	e.queuePost(p.Thread, "remind", func(ctx context.Context, poster Poster) error {
 		return e.sendReminder(ctx, poster, id)
 	}, "proposal", id)
 }

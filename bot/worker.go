@@ -55,7 +55,7 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) work(ctx context.Context, consumer string) {
 	lastReclaim := time.Time{}
 	for ctx.Err() == nil {
-		var batch []Delivery
+		var batch []QueuedRequest
 		var err error
 		if time.Since(lastReclaim) > e.cfg.ReclaimIdle/2 {
 			lastReclaim = time.Now()
@@ -92,7 +92,7 @@ func (e *Engine) work(ctx context.Context, consumer string) {
 // request's channel to post. The stream entry is acknowledged only once the
 // answer is posted, so a crash anywhere before leaves the request to be
 // reclaimed and finished, never lost and never planned twice.
-func (e *Engine) handle(ctx context.Context, consumer string, d Delivery) {
+func (e *Engine) handle(ctx context.Context, consumer string, d QueuedRequest) {
 	id := d.RequestID
 	rec, err := e.deps.Requests.Request(ctx, id)
 	if errors.Is(err, ErrNotFound) {
@@ -164,7 +164,7 @@ func (e *Engine) handle(ctx context.Context, consumer string, d Delivery) {
 // Redis lost, is closed here as a duplicate instead of planned again. It
 // reports whether the request is finished with (closed, or left for a
 // retry because Postgres did not answer).
-func (e *Engine) takeDelivery(ctx context.Context, consumer string, d Delivery, rec RequestRecord) bool {
+func (e *Engine) takeDelivery(ctx context.Context, consumer string, d QueuedRequest, rec RequestRecord) bool {
 	w := rec.Request.Webhook
 	res, err := e.deps.Deliveries.RecordDelivery(ctx, board.Delivery{Hook: w.Hook, ID: w.ID, RequestID: rec.Request.ID})
 	if err != nil {
@@ -187,7 +187,7 @@ func (e *Engine) takeDelivery(ctx context.Context, consumer string, d Delivery, 
 	return true
 }
 
-func (e *Engine) ack(ctx context.Context, consumer string, d Delivery) {
+func (e *Engine) ack(ctx context.Context, consumer string, d QueuedRequest) {
 	if err := e.deps.Queue.Ack(ctx, d.MessageID); err != nil {
 		e.logger.Warn("ack request", "request", d.RequestID, "err", err)
 	}
