@@ -193,7 +193,7 @@ type Engine struct {
 
 	mu       sync.RWMutex
 	surfaces map[Source]Surface
-	ext      extensions // event sink and channel deciders: events.go
+	ext      extensions // where events go, and channel deciders: events.go
 
 	out    *outbound
 	leases *leases

@@ -4,6 +4,27 @@ import (
 	"context"
 )
 
+// Poster is what an adapter gives the engine to speak on its surface. The
+// engine calls it from its workers; calls must be safe concurrently.
+type Poster interface {
+	// Reply posts a text reply in the thread.
+	Reply(ctx context.Context, t Thread, r Reply) error
+	// PostPreview posts a pending proposal's preview with Approve / Revise /
+	// Cancel and returns the message's ref so it can be updated.
+	PostPreview(ctx context.Context, p Proposal) (MessageRef, error)
+	// UpdatePreview redraws a posted preview after its state changed
+	// (approved, cancelled, expired, superseded): buttons gone, who decided
+	// shown, "Propose again" offered for an expired one.
+	UpdatePreview(ctx context.Context, p Proposal) error
+}
+
+// Notifier posts a message only one person sees (Slack's ephemeral
+// messages). A surface without one (Surface.Notifier nil) gets a thread
+// reply instead.
+type Notifier interface {
+	Notify(ctx context.Context, t Thread, user string, r Reply) error
+}
+
 // Surface is what an adapter registers for its source: the poster it
 // speaks with, and what else its platform offers. Every field but Poster
 // may be nil; the doc of each interface says what the engine does
@@ -48,29 +69,6 @@ func (e *Engine) poster(src Source) Poster { return e.surface(src).Poster }
 // nowhere, but the engine's work (and audit) still happens.
 type discard struct{}
 
-func (discard) Reply(context.Context, Thread, Reply) error { return nil }
-
+func (discard) Reply(context.Context, Thread, Reply) error                { return nil }
 func (discard) PostPreview(context.Context, Proposal) (MessageRef, error) { return "", nil }
-
-func (discard) UpdatePreview(context.Context, Proposal) error { return nil }
-
-// Notifier posts a message only one person sees (Slack's ephemeral
-// messages). A surface without one (Surface.Notifier nil) gets a thread
-// reply instead.
-type Notifier interface {
-	Notify(ctx context.Context, t Thread, user string, r Reply) error
-}
-
-// Poster is what an adapter gives the engine to speak on its surface. The
-// engine calls it from its workers; calls must be safe concurrently.
-type Poster interface {
-	// Reply posts a text reply in the thread.
-	Reply(ctx context.Context, t Thread, r Reply) error
-	// PostPreview posts a pending proposal's preview with Approve / Revise /
-	// Cancel and returns the message's ref so it can be updated.
-	PostPreview(ctx context.Context, p Proposal) (MessageRef, error)
-	// UpdatePreview redraws a posted preview after its state changed
-	// (approved, cancelled, expired, superseded): buttons gone, who decided
-	// shown, "Propose again" offered for an expired one.
-	UpdatePreview(ctx context.Context, p Proposal) error
-}
+func (discard) UpdatePreview(context.Context, Proposal) error             { return nil }
