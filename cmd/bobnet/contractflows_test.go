@@ -15,6 +15,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/bobnet/bobnet/adapters/webhook"
+
+	"github.com/bobnet/bobnet/httpapi"
 )
 
 // contractCall is one exchange through a validating transport: the
@@ -310,7 +312,7 @@ func oneLine(err *openapi3.SchemaError) string {
 func TestHookAnswersAreDistinguishable(t *testing.T) {
 	t.Parallel()
 	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(openAPI)
+	doc, err := loader.LoadFromData(httpapi.OpenAPI)
 	if err != nil {
 		t.Fatal(err)
 	}
