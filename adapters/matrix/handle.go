@@ -25,10 +25,10 @@ import (
 // seenTTL is how long event ids are remembered against redelivery.
 const seenTTL = 24 * time.Hour
 
-// first reports whether evt is seen for the first time, across replicas
+// firstSeen reports whether evt is seen for the first time, across replicas
 // and restarts. When Redis cannot say, it acts: a double notice beats a
 // lost decision.
-func (a *Adapter) first(ctx context.Context, kind string, evt id.EventID) bool {
+func (a *Adapter) firstSeen(ctx context.Context, kind string, evt id.EventID) bool {
 	ok, err := a.memory.SeenOnce(ctx, "matrix-"+kind+":"+string(evt), seenTTL)
 	if ctx.Err() != nil {
 		return false // the sync lease went away: the next holder replays it
@@ -240,7 +240,7 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 			}
 			a.submit(ctx, evt, thread, req)
 		case "status":
-			if !a.first(ctx, "command", evt.ID) {
+			if !a.firstSeen(ctx, "command", evt.ID) {
 				return
 			}
 			arg := ""
@@ -249,24 +249,24 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 			}
 			a.async(func(ctx context.Context) { a.status(ctx, thread, arg) })
 		case "move", "assign", "next":
-			if !a.first(ctx, "command", evt.ID) {
+			if !a.firstSeen(ctx, "command", evt.ID) {
 				return
 			}
 			args := fields[2:]
 			a.async(func(ctx context.Context) { a.cardCommand(ctx, thread, sub, user, args) })
 		case "run", "runs", "accept", "sendback", "schedule":
-			if !a.first(ctx, "command", evt.ID) {
+			if !a.firstSeen(ctx, "command", evt.ID) {
 				return
 			}
 			args := fields[2:]
 			a.async(func(ctx context.Context) { a.runCommand(ctx, thread, sub, user, args) })
 		case "policy":
-			if !a.first(ctx, "command", evt.ID) {
+			if !a.firstSeen(ctx, "command", evt.ID) {
 				return
 			}
 			a.async(func(ctx context.Context) { a.policyCommand(ctx, thread) })
 		case "leave":
-			if !a.first(ctx, "command", evt.ID) {
+			if !a.firstSeen(ctx, "command", evt.ID) {
 				return
 			}
 			a.async(func(ctx context.Context) {
@@ -302,7 +302,7 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "Say what to change: !revise make it weekly"})
 		return
 	}
-	if !a.first(ctx, "command", evt.ID) {
+	if !a.firstSeen(ctx, "command", evt.ID) {
 		return
 	}
 	a.async(func(ctx context.Context) { a.decide(ctx, thread, act, p, user, rest) })
@@ -349,7 +349,7 @@ func (a *Adapter) decide(ctx context.Context, thread bot.Thread, act string, p b
 		return
 	}
 	// One short notice per person and proposal, however often they try.
-	if !a.first(ctx, "refused", id.EventID(string(p)+":"+user+":"+refusal(err))) {
+	if !a.firstSeen(ctx, "refused", id.EventID(string(p)+":"+user+":"+refusal(err))) {
 		return
 	}
 	a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: user + ": " + decisionText(err)})
@@ -398,7 +398,7 @@ func (a *Adapter) onReaction(ctx context.Context, evt *event.Event) {
 		}
 		return
 	}
-	if !a.first(ctx, "reaction", evt.ID) {
+	if !a.firstSeen(ctx, "reaction", evt.ID) {
 		return
 	}
 	thread, err := a.previewThread(ctx, evt.RoomID, p)

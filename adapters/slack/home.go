@@ -68,7 +68,7 @@ func (a *Adapter) homeOpened(installation, user, tab string) {
 		return
 	}
 	user = a.viewerOf(installation, user)
-	a.later("app home", func(ctx context.Context) {
+	a.afterAck("app home", func(ctx context.Context) {
 		if hv, ok := a.memory.(HomeViewers); ok {
 			if err := hv.AddHomeViewer(ctx, homeSurface, user, a.now()); err != nil {
 				a.logger.Warn("remember app home viewer", "user", user, "err", err)
@@ -213,7 +213,7 @@ func (a *Adapter) homeActions(ctx context.Context, cb slackapi.InteractionCallba
 		case act.ActionID == actionApprove || act.ActionID == actionCancel:
 			action := act.ActionID
 			id, err := bot.ParseProposalID(act.Value)
-			a.later("app home decision", func(ctx context.Context) {
+			a.afterAck("app home decision", func(ctx context.Context) {
 				notice := ""
 				if err != nil {
 					notice = decisionText(err)
@@ -224,7 +224,7 @@ func (a *Adapter) homeActions(ctx context.Context, cb slackapi.InteractionCallba
 			})
 		case strings.HasPrefix(act.ActionID, actionHomeMove):
 			card, status, _ := strings.Cut(act.Value, "|")
-			a.later("app home move", func(ctx context.Context) {
+			a.afterAck("app home move", func(ctx context.Context) {
 				a.publishHome(ctx, viewer, a.homeMove(ctx, viewer, user, board.CardID(card), status))
 			})
 		}
@@ -312,7 +312,7 @@ func (a *Adapter) homeChanged(ctx context.Context, p bot.Proposal) {
 	if len(viewers) == 0 {
 		return
 	}
-	a.later("refresh app homes", func(ctx context.Context) {
+	a.afterAck("refresh app homes", func(ctx context.Context) {
 		for _, v := range viewers {
 			if !a.sameWorkspace(v, p.Thread.Channel) {
 				continue
@@ -338,7 +338,7 @@ func (a *Adapter) cardChanged(ctx context.Context, up board.CardUpdate) {
 			assignees = append(assignees, c.From, c.To)
 		}
 	}
-	a.later("refresh app homes", func(ctx context.Context) {
+	a.afterAck("refresh app homes", func(ctx context.Context) {
 		for _, v := range viewers {
 			api, u, err := a.web(ctx, v)
 			if err == nil && namedBy(a.userNames(ctx, api, u), assignees) {
