@@ -33,14 +33,11 @@ func (a *Adapter) decide(ctx context.Context, thread bot.Thread, act string, p b
 	case "again":
 		_, err = a.eng.ProposeAgain(ctx, p, user)
 	case "withdraw":
-		err = bot.ErrNothingToWithdraw
-		if w, ok := a.eng.(withdrawer); ok {
-			var wp bot.Proposal
-			if wp, err = w.Withdraw(ctx, p, user); err == nil {
-				a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: fmt.Sprintf(
-					"%s: your approval is withdrawn: %d of %d approvals now.", user, len(wp.Quorum.Approvals), wp.Quorum.Needed)})
-				return
-			}
+		var wp bot.Proposal
+		if wp, err = a.eng.Withdraw(ctx, p, user); err == nil {
+			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: fmt.Sprintf(
+				"%s: your approval is withdrawn: %d of %d approvals now.", user, len(wp.Quorum.Approvals), wp.Quorum.Needed)})
+			return
 		}
 	case "ask-feedback":
 		if _, err = a.eng.Authorize(ctx, p, user); err == nil {

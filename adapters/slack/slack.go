@@ -11,37 +11,26 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
-// Engine is what the Slack adapter needs from the bot engine.
+// Engine is what the Slack adapter needs from the bot engine: what every
+// chat surface asks, the proposal a click or a modal is about, and the
+// App Home's reads; *bot.Engine is one.
 type Engine interface {
-	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
-	Approve(ctx context.Context, id bot.ProposalID, user string) (bot.Approval, error)
-	CancelWithReason(ctx context.Context, id bot.ProposalID, user, reason string) (bot.Proposal, error)
-	Revise(ctx context.Context, id bot.ProposalID, user, feedback string) (bot.RequestID, error)
-	ProposeAgain(ctx context.Context, id bot.ProposalID, user string) (bot.RequestID, error)
-	Authorize(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
+	bot.Surface
+	HomeEngine
 	Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error)
-	ChannelStatus(ctx context.Context, ch bot.Channel) (board.Status, error)
-	BoardStatus(ctx context.Context, id board.ID) (board.Status, error)
-	MoveCard(ctx context.Context, ch bot.Channel, user, ref, status string) (board.CardUpdate, error)
-	AssignCard(ctx context.Context, ch bot.Channel, user, ref, profile string) (board.CardUpdate, error)
-	NextCards(ctx context.Context, ch bot.Channel) (board.Status, error)
-	StartRun(ctx context.Context, ch bot.Channel, user, ref string) (board.Run, error)
-	RecentRuns(ctx context.Context, ch bot.Channel, ref string) (board.Board, []board.Run, error)
-	ReviewByHandle(ctx context.Context, ch bot.Channel, user, ref string, accept bool, reason string) (board.CardUpdate, error)
-	Schedule(ctx context.Context, ch bot.Channel, user string, c bot.ScheduleCommand) (string, error)
-	RunsLine(ctx context.Context, b board.Board) string
 }
 
-// Memory remembers event ids and the threads the bot speaks in, across
-// replicas and restarts; *pending.Store is one.
+// Memory remembers event ids, the threads the bot speaks in and who
+// opened the App Home, across replicas and restarts; *pending.Store is
+// one.
 type Memory interface {
 	SeenOnce(ctx context.Context, key string, ttl time.Duration) (bool, error)
 	Mark(ctx context.Context, key string, ttl time.Duration) error
 	Marked(ctx context.Context, key string) (bool, error)
+	HomeViewers
 }
 
 // Config is the Slack app's settings.
