@@ -143,10 +143,7 @@ type Reply struct {
 	Questions []string `json:"questions,omitempty"`
 	// BoardURL is set on the reply that announces a created board.
 	BoardURL string `json:"board_url,omitempty"`
-	// Review names the run's card a reply announces for review, or whose
-	// review it says was decided: a poster that can draws Accept / Send
-	// back controls (or takes them away); the rest show Text, which says
-	// the commands.
+	// Review names a run's card under review (ReviewRef): for controls.
 	Review *ReviewRef `json:"review,omitempty"`
 }
 

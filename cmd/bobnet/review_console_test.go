@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -97,7 +98,7 @@ func TestConsoleReviewButtons(t *testing.T) {
 		t.Fatal(err)
 	}
 	const open = `[...document.querySelectorAll('[data-testid=review]')].filter(m => m.querySelector('[data-testid=review-accept]') && m.innerText.includes('NEWS-2'))`
-	waitFor(t, browser, "NEWS-2 announced with buttons", open+`.length === 1`)
+	waitRun(t, browser, "NEWS-2 announced with buttons", open+`.length === 1`)
 	waitFor(t, browser, "NEWS-1 decided on the page", `[...document.querySelectorAll('[data-testid=review]')].some(m => m.innerText.includes('NEWS-1') && m.querySelector('[data-testid=review-state]') && m.innerText.includes('Accepted by alice'))`)
 	browse(t, browser, chromedp.Evaluate[bool](open+`[0].querySelector('[data-testid=review-sendback]').click(); true`))
 	waitFor(t, browser, "reason field", `!!document.querySelector('[data-testid=review-reason]')`)
@@ -105,11 +106,11 @@ func TestConsoleReviewButtons(t *testing.T) {
 		chromedp.Click(chromedp.CSS("[data-testid=review-send]"))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, browser, "sent back on the page", `[...document.querySelectorAll('[data-testid=review-state]')].some(s => s.textContent.includes('Sent back by alice: “cite the sources”'))`)
+	waitRun(t, browser, "sent back on the page", `[...document.querySelectorAll('[data-testid=review-state]')].some(s => s.textContent.includes('Sent back by alice: “cite the sources”'))`)
 	// Worked again with the reason, announced again: Accept.
-	waitFor(t, browser, "NEWS-2 announced again", open+`.length === 1`)
+	waitRun(t, browser, "NEWS-2 announced again", open+`.length === 1`)
 	browse(t, browser, chromedp.Evaluate[bool](open+`[0].querySelector('[data-testid=review-accept]').click(); true`))
-	waitFor(t, browser, "accepted on the page", `[...document.querySelectorAll('[data-testid=review]')].filter(m => m.innerText.includes('NEWS-2') && m.innerText.includes('Accepted by alice')).length === 1`)
+	waitRun(t, browser, "accepted on the page", `[...document.querySelectorAll('[data-testid=review]')].filter(m => m.innerText.includes('NEWS-2') && m.innerText.includes('Accepted by alice')).length === 1`)
 	var run runJSON
 	if code := a.call(t, "GET", "/api/v1/runs/"+ann.RunID, nil, &run); code != http.StatusOK {
 		t.Fatalf("run: %d", code)
@@ -122,4 +123,19 @@ func TestConsoleReviewButtons(t *testing.T) {
 	if text := browse(t, browser, chromedp.Evaluate[string](`document.body.innerText`)); strings.Contains(text, "did not work") {
 		t.Errorf("the page shows an error: %s", text)
 	}
+}
+
+// waitRun is waitFor for what waits on a run's workers and the model,
+// which take longer than a page's redraw when the machine is busy.
+func waitRun(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr)); err == nil && ok {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	t.Fatalf("timed out waiting for %s; page says:\n%s", what, text)
 }

@@ -76,7 +76,7 @@ func (s *reviewSlack) matching(match func(reviewCall) bool) []reviewCall {
 
 func (s *reviewSlack) waitFor(t *testing.T, what string, match func(reviewCall) bool) reviewCall {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		if got := s.matching(match); len(got) > 0 {
 			return got[0]
