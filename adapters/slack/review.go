@@ -81,7 +81,7 @@ func reviewText(err error) string {
 	switch {
 	case errors.Is(err, errWrongPlace):
 		return "That button does not belong to a card of this channel's runs; nothing was changed."
-	case errors.Is(err, errBadReviewValue):
+	case errors.Is(err, errBadReviewValue), errors.Is(err, bot.ErrNotFound):
 		return "That button names no card under review; nothing was changed."
 	}
 	return escape(bot.ReviewErrorText(err))
