@@ -140,6 +140,7 @@ ORDER BY c.position, c.number`
 // (Ready without dependencies, else Backlog; each change audited and sent
 // to the page as any card change is) and records who works each card.
 // ErrRunGoing when a run has not ended; ErrNotFound without such a board.
+// The run comes back read in the same batch.
 func (s *Store) StartRun(ctx context.Context, st RunStart) (Run, error) {
 	id := RunID(newID("run_"))
 	// Who works each assignee's cards is the caller's to say; the
@@ -172,6 +173,19 @@ func (s *Store) StartRun(ctx context.Context, st RunStart) (Run, error) {
 	b.Queue(insertRunCards, id, st.Board, assignees, runners, reviews)
 	b.Queue(insertRunAu, st.User, "run_started", detail, st.Board)
 	b.Queue("COMMIT")
+	// The run read back in the same batch: a failure above skips these.
+	var run Run
+	b.Queue(selectRun+` WHERE id = $1`, id).Query(func(rows pgx.Rows) error {
+		rs, err := pgx.CollectRows(rows, scanRun)
+		if len(rs) == 1 {
+			run = rs[0]
+		}
+		return err
+	})
+	b.Queue(selectRunCards, id).Query(func(rows pgx.Rows) (err error) {
+		run.Cards, err = pgx.CollectRows(rows, scanRunCard)
+		return err
+	})
 	err = s.pool.SendBatch(ctx, b).Close()
 	var pgErr *pgconn.PgError
 	switch {
@@ -181,8 +195,10 @@ func (s *Store) StartRun(ctx context.Context, st RunStart) (Run, error) {
 		return Run{}, fmt.Errorf("start a run of %s: board: %w", st.Board, ErrNotFound)
 	case err != nil:
 		return Run{}, fmt.Errorf("start a run of %s: %w", st.Board, err)
+	case run.ID == "":
+		return Run{}, fmt.Errorf("start a run of %s: run %s not read back", st.Board, id)
 	}
-	return s.Run(ctx, id)
+	return run, nil
 }
 
 // Run reads a run with its cards. ErrNotFound when there is none.

@@ -44,12 +44,47 @@ FROM (SELECT rc2.run_id, rc2.card_id FROM run_cards rc2
 WHERE rc.run_id = j.run_id AND rc.card_id = j.card_id
 RETURNING rc.run_id, rc.card_id, rc.attempts, rc.feedback`
 
+	// claimAndStart takes a card (claimRunCard) and moves it to In
+	// Progress with the audit event and notification any card change
+	// gets (changeCard's, in one statement). The dependencies were found
+	// Done by the taking itself.
+	claimAndStart = `WITH job AS (` + claimRunCard + `),
+upd AS (
+    UPDATE cards c SET status = 'In Progress', version = c.version + 1, updated_at = now()
+    FROM job JOIN cards o ON o.id = job.card_id
+    WHERE c.id = o.id AND o.status <> 'In Progress'
+    RETURNING c.id, c.board_id, c.number, c.version, o.status AS from_status
+), aud AS (
+    INSERT INTO audit_events (actor, action, channel, board_id, detail)
+    SELECT $1, 'card_changed', b.channel, b.id, jsonb_build_object('card', u.id, 'handle', b.key || '-' || u.number, 'via', 'run',
+        'changes', jsonb_build_array(jsonb_build_object('field', 'status', 'from', u.from_status, 'to', 'In Progress')), 'version', u.version)
+    FROM upd u JOIN boards b ON b.id = u.board_id
+    RETURNING id, board_id, detail->>'card' AS card
+)
+SELECT job.attempts, job.feedback,
+    (SELECT count(pg_notify('` + changesChannel + `', json_build_object('b', board_id, 'c', card, 'a', id)::text)) FROM aud)
+FROM job`
+
+	// The card a holder took, found through the running runs (few, and
+	// indexed) rather than by scanning every run's cards for the holder.
+	heldBy       = `(SELECT rc.run_id, rc.card_id FROM runs r JOIN run_cards rc ON rc.run_id = r.id WHERE r.state = 'running' AND rc.holder = $1)`
+	heldCard     = selectCardColumns + ` WHERE c.id = (SELECT card_id FROM ` + heldBy + ` h)`
+	heldCardDeps = `SELECT depends_on FROM card_links WHERE card_id = (SELECT card_id FROM ` + heldBy + ` h) ORDER BY depends_on`
+	heldBoard    = `SELECT b.id, b.name, b.goal, b.key, b.channel, b.thread, b.created_at FROM boards b JOIN cards c ON c.board_id = b.id
+WHERE c.id = (SELECT card_id FROM ` + heldBy + ` h)`
+	heldRun      = selectRun + ` WHERE id = (SELECT run_id FROM ` + heldBy + ` h)`
+	heldJobCards = runCardColumns + ` JOIN ` + heldBy + ` h ON rc.run_id = h.run_id
+WHERE rc.card_id = h.card_id OR rc.card_id IN (SELECT depends_on FROM card_links WHERE card_id = h.card_id)
+ORDER BY c.position, c.number`
+
 	holdRunCard = `SELECT rc.review FROM run_cards rc JOIN runs r ON r.id = rc.run_id
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' AND rc.holder = $3 AND rc.lease_until IS NOT NULL
 FOR UPDATE OF rc`
 	saveRunOutput  = `UPDATE run_cards SET output = $3, lease_until = NULL, finished_at = now() WHERE run_id = $1 AND card_id = $2`
 	releaseRunCard = `UPDATE run_cards SET lease_until = NULL, attempts = greatest(attempts - 1, 0) WHERE run_id = $1 AND card_id = $2 AND holder = $3 AND lease_until IS NOT NULL`
-	failRunCard    = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
+	renewRunCard   = `UPDATE run_cards rc SET lease_until = now() + $4::interval FROM runs r
+WHERE rc.run_id = $1 AND rc.card_id = $2 AND rc.holder = $3 AND rc.lease_until IS NOT NULL AND r.id = rc.run_id AND r.state = 'running'`
+	failRunCard = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
 
 	// The card's row is locked too: a review waiting on another then reads
 	// the card's status as that one left it, so two accepts decide once.
@@ -76,48 +111,64 @@ WHERE r.state = 'running' AND rc.runner <> '' AND rc.attempts >= $1 AND rc.lease
 // when there is nothing to take. A runner that dies loses the card when
 // the lease ends and another takes it; a card is tried at most three
 // times.
-func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Duration) (job RunJob, ok bool, err error) {
-	var runID RunID
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var cardID CardID
-		job.Holder = newID("h_")
-		err := tx.QueryRow(ctx, claimRunCard, runner, maxAttempts, lease.String(), job.Holder).Scan(&runID, &cardID, &job.Attempt, &job.Feedback)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
+//
+// It is one batch: the taking and the card's change in one statement,
+// then what the runner needs read back by the new holder, all in the
+// batch's one implicit transaction.
+func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Duration) (RunJob, bool, error) {
+	job := RunJob{Holder: newID("h_")}
+	var run Run
+	var cards []RunCard
+	found := false
+	b := &pgx.Batch{}
+	b.Queue(claimAndStart, runner, maxAttempts, lease.String(), job.Holder).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			found = true
+			if err := rows.Scan(&job.Attempt, &job.Feedback, nil); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
-		}
-		ok = true
-		started := "In Progress"
-		up, err := changeCard(ctx, tx, CardChange{Card: cardID, Actor: runner, Via: "run", Status: &started})
-		if err != nil {
-			return err
-		}
-		job.Card, job.Board = up.Card, up.Board
-		return nil
+		return rows.Err()
 	})
-	if err != nil || !ok {
-		if err != nil {
-			err = fmt.Errorf("claim a run card: %w", err)
+	b.Queue(heldCard, job.Holder).Query(func(rows pgx.Rows) error {
+		cs, err := pgx.CollectRows(rows, scanCard)
+		if len(cs) == 1 {
+			job.Card = cs[0]
 		}
-		return RunJob{}, false, err
+		return err
+	})
+	b.Queue(heldCardDeps, job.Holder).Query(func(rows pgx.Rows) error {
+		deps, err := pgx.CollectRows(rows, pgx.RowTo[CardID])
+		job.Card.DependsOn = append(job.Card.DependsOn, deps...)
+		return err
+	})
+	b.Queue(heldBoard, job.Holder).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := rows.Scan(&job.Board.ID, &job.Board.Name, &job.Board.Goal, &job.Board.Key, &job.Board.Channel, &job.Board.Thread, &job.Board.CreatedAt); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	b.Queue(heldRun, job.Holder).Query(func(rows pgx.Rows) error {
+		rs, err := pgx.CollectRows(rows, scanRun)
+		if len(rs) == 1 {
+			run = rs[0]
+		}
+		return err
+	})
+	b.Queue(heldJobCards, job.Holder).Query(func(rows pgx.Rows) (err error) {
+		cards, err = pgx.CollectRows(rows, scanRunCard)
+		return err
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return RunJob{}, false, fmt.Errorf("claim a run card: %w", err)
 	}
-	return s.fillJob(ctx, job, runID)
-}
-
-// fillJob reads the run (without its other cards) and the outputs of the
-// cards the job's card depends on.
-func (s *Store) fillJob(ctx context.Context, job RunJob, runID RunID) (RunJob, bool, error) {
-	rows, _ := s.pool.Query(ctx, selectRun+` WHERE id = $1`, runID)
-	run, err := pgx.CollectExactlyOneRow(rows, scanRun)
-	if err != nil {
-		return RunJob{}, false, fmt.Errorf("run %s: %w", runID, err)
+	if !found {
+		return RunJob{}, false, nil
 	}
-	rows, _ = s.pool.Query(ctx, selectJobCards, runID, job.Card.ID)
-	cards, err := pgx.CollectRows(rows, scanRunCard)
-	if err != nil {
-		return RunJob{}, false, fmt.Errorf("cards of run %s: %w", runID, err)
+	if job.Card.ID == "" || run.ID == "" {
+		return RunJob{}, false, fmt.Errorf("claim a run card: the card taken by %s was not read back", job.Holder)
 	}
 	job.Run = run
 	for _, c := range cards {
@@ -179,6 +230,20 @@ func (s *Store) FailRunCard(ctx context.Context, job RunJob, why string) error {
 func (s *Store) ReleaseRunCard(ctx context.Context, job RunJob) error {
 	if _, err := s.pool.Exec(ctx, releaseRunCard, job.Run.ID, job.Card.ID, job.Holder); err != nil {
 		return fmt.Errorf("release %s in run %s: %w", job.Card.ID, job.Run.ID, err)
+	}
+	return nil
+}
+
+// RenewRunCard holds job's card for lease from now on, so a runner still
+// working is not taken over; ErrNotRunnable when its holder lost it (its
+// lease passed and another took it, or the run ended).
+func (s *Store) RenewRunCard(ctx context.Context, job RunJob, lease time.Duration) error {
+	tag, err := s.pool.Exec(ctx, renewRunCard, job.Run.ID, job.Card.ID, job.Holder, lease.String())
+	if err != nil {
+		return fmt.Errorf("renew %s in run %s: %w", job.Card.ID, job.Run.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("renew %s in run %s: %w", job.Card.ID, job.Run.ID, ErrNotRunnable)
 	}
 	return nil
 }

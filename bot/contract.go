@@ -93,6 +93,9 @@ type Request struct {
 	Feedback string     `json:"feedback,omitempty"`
 	// Again is set when an expired proposal is proposed again.
 	Again ProposalID `json:"again,omitempty"`
+	// Quoted are chat messages the request is about ("Plan this"), shown
+	// to the model as fenced thread history, never as the instruction.
+	Quoted []planner.Turn `json:"quoted,omitempty"`
 	// Via is the credential the request came through (a token, a hook
 	// delivery), for the audit log; Submit takes it from the context.
 	Via string `json:"via,omitempty"`
@@ -197,6 +200,7 @@ type Proposal struct {
 	ExpiresAt    time.Time     `json:"expires_at"`
 	DecidedBy    string        `json:"decided_by,omitempty"`
 	DecidedAt    time.Time     `json:"decided_at,omitzero"`
+	Reason       string        `json:"reason,omitempty"` // why it was cancelled, in its canceller's words
 	BoardID      board.ID      `json:"board_id,omitempty"`
 	BoardURL     string        `json:"board_url,omitempty"`
 	TargetBoard  board.ID      `json:"target_board,omitempty"` // for card/batch actions

@@ -532,15 +532,10 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	return Approval{ProposalID: id, BoardID: res.BoardID, BoardURL: p.BoardURL}, nil
 }
 
-// Cancel closes a pending proposal without writing anything.
+// Cancel closes a pending proposal without writing anything, giving no
+// reason (CancelWithReason).
 func (e *Engine) Cancel(ctx context.Context, id ProposalID, user string) (Proposal, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decisionTimeout)
-	defer cancel()
-	p, c, err := e.claimFor(ctx, id, user, "cancel")
-	if err != nil {
-		return Proposal{}, err
-	}
-	return e.finish(ctx, c, p, ProposalCancelled, user, "cancelled")
+	return e.CancelWithReason(ctx, id, user, "")
 }
 
 // finish records a closed proposal everywhere; the caller holds its claim
@@ -569,14 +564,14 @@ func (e *Engine) finish(ctx context.Context, c *claim, p Proposal, state Proposa
 	}
 	c.end()
 	e.audit(ctx, board.AuditEvent{Actor: user, Action: action, Channel: p.Thread.Channel.Key(), ProposalID: p.ID},
-		map[string]any{"version": p.Version, "supersedes": p.Supersedes})
+		withReason(map[string]any{"version": p.Version, "supersedes": p.Supersedes}, p))
 	if rec.Events != nil {
 		e.wakeEvents() // written with the state
 	} else {
 		e.emit(ctx, p, false)
 	}
 	e.say(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
-		return e.updatePreview(ctx, poster, p)
+		return errors.Join(e.updatePreview(ctx, poster, p), e.announceReason(ctx, poster, p))
 	}, "proposal", p.ID)
 	return p, nil
 }

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,12 @@ const (
 	// ended (done, stopped, timed out).
 	EventRunStarted  EventType = "run.started"
 	EventRunFinished EventType = "run.finished"
+	// EventCardDispatched: a card of a run was handed to another tool
+	// (runner hook:<name>), with a token to post its output with; only
+	// that hook's callbacks hear it. EventCardOutput: a runner's output
+	// for a card was kept.
+	EventCardDispatched EventType = "card.dispatched"
+	EventCardOutput     EventType = "card.output"
 )
 
 // Event is one thing that happened, with the proposal as it stood then.
@@ -44,10 +51,61 @@ type Event struct {
 	// empty then.
 	Run      *board.Run
 	RunBoard *board.Board
+	// Job is the card of a run a card.dispatched or card.output event is
+	// about, with its run, board and inputs; Proposal is empty then.
+	Job *board.RunJob
+	// Hook is the hook whose callbacks hear a card.dispatched event
+	// (runner hook:<name>), instead of the channel's.
+	Hook string
+	// Callback is where and with what a dispatched card's output is
+	// posted; set on card.dispatched only.
+	Callback *RunCallback
+}
+
+// RunCallback is the URL a tool posts a dispatched card's output to and
+// the bearer token that lets it, for that card of that run only.
+type RunCallback struct {
+	URL   string `json:"url"`
+	Token string `json:"token"`
+}
+
+// DispatchEvent is the card.dispatched event of job for hook, at the
+// time at: its output goes to callback.
+func DispatchEvent(job board.RunJob, hook, publicURL string, callback RunCallback, at time.Time) Event {
+	return Event{Type: EventCardDispatched, At: at, Actor: "hook:" + hook, BoardID: job.Board.ID,
+		BoardURL: board.BoardURL(publicURL, job.Board.ID), Job: &job, Hook: hook, Callback: &callback}
+}
+
+// OutputURL is where a dispatched card's output is posted.
+func OutputURL(publicURL string, run board.RunID, card board.CardID) string {
+	return strings.TrimRight(publicURL, "/") + "/api/v1/runs/" + string(run) + "/cards/" + string(card) + "/output"
+}
+
+// CardOutput tells the sink that a runner's output for a card was kept
+// (card.output), and the board's thread that it waits for review when it
+// went to Review. It is called after the output is committed.
+func (e *Engine) CardOutput(ctx context.Context, job board.RunJob, up board.CardUpdate) {
+	if up.Card.Status == "Review" {
+		e.Reviewing(ctx, job, up)
+	}
+	sink := e.eventSink()
+	if sink == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), emitTimeout)
+	defer cancel()
+	ev := Event{Type: EventCardOutput, At: e.deps.Now(), Actor: job.RunCard.Runner, BoardID: job.Board.ID,
+		BoardURL: board.BoardURL(e.cfg.PublicURL, job.Board.ID), Job: &job}
+	if err := sink.Emit(ctx, ev); err != nil {
+		e.logger.Warn("emit event", "type", ev.Type, "run", job.Run.ID, "card", job.Card.ID, "err", err)
+	}
 }
 
 // Channel is the key of the channel the event happened in.
 func (ev Event) Channel() string {
+	if ev.Job != nil {
+		return ev.Job.Board.Channel
+	}
 	if ev.RunBoard != nil {
 		return ev.RunBoard.Channel
 	}

@@ -262,6 +262,7 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	if turns, err := e.deps.Requests.Turns(ctx, threadKey(r.Thread)); err == nil {
 		in.History = turns
 	}
+	in.History = append(in.History, r.Quoted...)
 	if prev != nil {
 		in.PreviousPlan, in.Feedback, in.Message = &prev.Plan, r.Feedback, prev.Request
 	}
@@ -343,7 +344,8 @@ func (e *Engine) planFailure(ctx context.Context, r Request, err error) (*Reply,
 	}
 }
 
-// sweep expires proposals whose time is up, every SweepInterval.
+// sweep expires proposals whose time is up, and sends the reminders that
+// are due, every SweepInterval.
 func (e *Engine) sweep(ctx context.Context) {
 	t := time.NewTicker(e.cfg.SweepInterval)
 	defer t.Stop()
@@ -353,6 +355,7 @@ func (e *Engine) sweep(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		e.remindDue(ctx) // remind.go
 		ids, err := e.deps.Proposals.DueExpiries(ctx, e.deps.Now(), 100)
 		if err != nil {
 			e.logger.Warn("find expired proposals", "err", err)

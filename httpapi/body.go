@@ -33,17 +33,23 @@ var (
 // Decode reads a JSON body into v: at most MaxBody bytes, JSON only, and
 // strictly (see decodeStrict). When it reports false it has answered.
 func Decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	return DecodeUpTo(w, r, v, MaxBody)
+}
+
+// DecodeUpTo is Decode with a body of at most limit bytes, for the few
+// routes whose bodies are larger by nature (a runner's output).
+func DecodeUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
 	// JSON only, and said so: a form or a text/plain body (what a web page
 	// can send across sites without asking) is refused.
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		WriteError(w, http.StatusUnsupportedMediaType, "send JSON with Content-Type: application/json")
 		return false
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d KiB", MaxBody>>10))
+		WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d KiB", limit>>10))
 		return false
 	case err != nil:
 		WriteError(w, http.StatusBadRequest, "could not read the request body")

@@ -25,6 +25,7 @@ type Store interface {
 	CompleteRunCard(ctx context.Context, job board.RunJob, actor, output string) (board.CardUpdate, error)
 	FailRunCard(ctx context.Context, job board.RunJob, why string) error
 	ReleaseRunCard(ctx context.Context, job board.RunJob) error
+	RenewRunCard(ctx context.Context, job board.RunJob, lease time.Duration) error
 	SweepRuns(ctx context.Context) ([]board.Run, error)
 }
 
@@ -33,11 +34,12 @@ type Model interface {
 	Write(ctx context.Context, msgs []planner.Message) (string, int, error)
 }
 
-// Teller tells people what a run did: a card waiting for their review,
-// a run waiting for the model budget, a run that ended. It is called after
-// the change is committed.
+// Teller tells people what a run did: a runner's output kept (and, when
+// the card went to Review, that it waits for them), a run waiting for
+// the model budget, a run that ended. It is called after the change is
+// committed.
 type Teller interface {
-	Reviewing(ctx context.Context, job board.RunJob, up board.CardUpdate)
+	CardOutput(ctx context.Context, job board.RunJob, up board.CardUpdate)
 	Waiting(ctx context.Context, job board.RunJob, why error)
 	Ended(ctx context.Context, r board.Run)
 }
@@ -60,8 +62,9 @@ type Observer interface {
 type Config struct {
 	// Workers is how many cards one replica works at once.
 	Workers int
-	// Lease is how long a card is held by its runner before another
-	// replica may take it; it must outlive the model's timeout.
+	// Lease is how long a card is held by a runner that stopped renewing
+	// it before another replica may take it; a working runner renews it
+	// every third of it.
 	Lease time.Duration
 	// Poll is how often an idle worker looks for cards and ended runs.
 	Poll time.Duration
@@ -77,6 +80,7 @@ type Worker struct {
 	profiles map[string]planner.Profile // lower-case name -> profile
 	cfg      Config
 	logger   *slog.Logger
+	hooks    *hooks // nil: cards of hook runners are not dispatched
 }
 
 // NewWorker makes a worker; profiles are the deployment's assignee
@@ -117,6 +121,9 @@ func (w *Worker) Run(ctx context.Context) error {
 				}
 			}
 		})
+	}
+	if w.hooks != nil {
+		wg.Go(func() { w.dispatchLoop(ctx) })
 	}
 	wg.Go(func() {
 		for ctx.Err() == nil {
@@ -163,8 +170,15 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 		return false, nil
 	}
 	start := time.Now()
-	out, tokens, err := w.model.Write(ctx, Messages(p, job))
+	held, release := w.hold(ctx, job)
+	out, tokens, err := w.model.Write(held, Messages(p, job))
+	lost := held.Err() != nil && ctx.Err() == nil
+	release()
 	w.budget.ChargeModel(context.WithoutCancel(ctx), job.Board.Channel, tokens)
+	if lost {
+		w.logger.Info("run card taken over or run ended while the model worked it", "card", job.Card.Handle, "run", job.Run.ID)
+		return true, nil
+	}
 	if err == nil && strings.TrimSpace(out) == "" {
 		err = errors.New("the model answered with nothing")
 	}
@@ -186,9 +200,8 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 	}
 	w.obs.CardWorked(time.Since(start))
 	w.logger.Info("model worked a card", "card", job.Card.Handle, "run", job.Run.ID, "status", up.Card.Status, "seconds", time.Since(start).Seconds())
-	if up.Card.Status == "Review" {
-		w.tell.Reviewing(ctx, job, up)
-	}
+	job.Card, job.RunCard.Status, job.RunCard.Output = up.Card, up.Card.Status, out
+	w.tell.CardOutput(ctx, job, up)
 	return true, nil
 }
 

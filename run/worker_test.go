@@ -22,6 +22,7 @@ import (
 type teller struct {
 	mu        sync.Mutex
 	reviewing []string
+	outputs   []board.RunJob
 	ended     []board.Run
 	states    []string
 	worked    int
@@ -64,10 +65,13 @@ func (t *teller) CardWorked(time.Duration) {
 	t.worked++
 }
 
-func (t *teller) Reviewing(_ context.Context, job board.RunJob, _ board.CardUpdate) {
+func (t *teller) CardOutput(_ context.Context, job board.RunJob, up board.CardUpdate) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.reviewing = append(t.reviewing, job.Card.Handle)
+	t.outputs = append(t.outputs, job)
+	if up.Card.Status == "Review" {
+		t.reviewing = append(t.reviewing, job.Card.Handle)
+	}
 }
 
 func (t *teller) Ended(_ context.Context, r board.Run) {

@@ -55,7 +55,7 @@ func (e *actsEngine) Approve(_ context.Context, id bot.ProposalID, user string) 
 	return bot.Approval{ProposalID: id, BoardID: "b_1"}, nil
 }
 
-func (e *actsEngine) Cancel(_ context.Context, id bot.ProposalID, user string) (bot.Proposal, error) {
+func (e *actsEngine) CancelWithReason(_ context.Context, id bot.ProposalID, user, _ string) (bot.Proposal, error) {
 	e.act("cancel", user)
 	return bot.Proposal{ID: id, State: bot.ProposalCancelled}, nil
 }

@@ -30,7 +30,7 @@ type Engine interface {
 	Request(ctx context.Context, id bot.RequestID) (bot.RequestStatus, error)
 	Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error)
 	Approve(ctx context.Context, id bot.ProposalID, user string) (bot.Approval, error)
-	Cancel(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
+	CancelWithReason(ctx context.Context, id bot.ProposalID, user, reason string) (bot.Proposal, error)
 	Revise(ctx context.Context, id bot.ProposalID, user, feedback string) (bot.RequestID, error)
 	ProposeAgain(ctx context.Context, id bot.ProposalID, user string) (bot.RequestID, error)
 }
@@ -226,6 +226,7 @@ type proposalView struct {
 	BoardChanges []bot.BoardChange `json:"board_changes,omitempty"`
 	ExpiresAt    time.Time         `json:"expires_at"`
 	DecidedBy    string            `json:"decided_by,omitempty"`
+	Reason       string            `json:"reason,omitempty"`
 	BoardID      board.ID          `json:"board_id,omitempty"`
 	BoardURL     string            `json:"board_url,omitempty"`
 	Channel      string            `json:"channel"`
@@ -236,7 +237,7 @@ type proposalView struct {
 func proposalJSON(p bot.Proposal) proposalView {
 	return proposalView{
 		ID: p.ID, State: p.State, Version: p.Version, Supersedes: p.Supersedes, RequestedBy: p.RequestedBy, Request: p.Request,
-		Plan: p.Plan, Warnings: p.Warnings, Changes: p.Changes, BoardChanges: p.BoardChanges, ExpiresAt: p.ExpiresAt, DecidedBy: p.DecidedBy,
+		Plan: p.Plan, Warnings: p.Warnings, Changes: p.Changes, BoardChanges: p.BoardChanges, ExpiresAt: p.ExpiresAt, DecidedBy: p.DecidedBy, Reason: p.Reason,
 		BoardID: p.BoardID, BoardURL: p.BoardURL, Channel: p.Thread.Channel.ID, Quorum: p.Quorum,
 	}
 }
@@ -375,6 +376,7 @@ func (c *Console) getProposal(w http.ResponseWriter, r *http.Request) {
 type decision struct {
 	User     string `json:"user"`
 	Feedback string `json:"feedback,omitempty"`
+	Reason   string `json:"reason,omitempty"` // cancel's, optional
 }
 
 // decision reads a decision's body and the proposal id in its URL. When
@@ -415,7 +417,10 @@ func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, err := c.eng.Cancel(r.Context(), id, d.User)
+	if !validReason(w, d.Reason) { // decisions.go
+		return
+	}
+	p, err := c.eng.CancelWithReason(r.Context(), id, d.User, d.Reason)
 	if err != nil {
 		c.decisionError(w, r, id, d.User, err)
 		return

@@ -87,7 +87,7 @@ func (f *fakeEngine) Approve(_ context.Context, id bot.ProposalID, _ string) (bo
 	return bot.Approval{ProposalID: id, BoardID: "b_1", BoardURL: "http://x/boards/b_1"}, nil
 }
 
-func (f *fakeEngine) Cancel(_ context.Context, id bot.ProposalID, _ string) (bot.Proposal, error) {
+func (f *fakeEngine) CancelWithReason(_ context.Context, id bot.ProposalID, _, _ string) (bot.Proposal, error) {
 	if err := byID(id); err != nil {
 		return bot.Proposal{}, err
 	}

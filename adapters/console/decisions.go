@@ -61,3 +61,13 @@ func (c *Console) decisionError(w http.ResponseWriter, r *http.Request, id bot.P
 		c.engineError(w, err)
 	}
 }
+
+// validReason answers 400 for a cancel reason past bot.MaxCancelReason
+// characters and reports false; an empty one is fine.
+func validReason(w http.ResponseWriter, reason string) bool {
+	if _, err := bot.CancelReason(reason); err != nil {
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Sprintf(`"reason" is optional and at most %d characters`, bot.MaxCancelReason))
+		return false
+	}
+	return true
+}

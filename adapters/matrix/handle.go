@@ -230,6 +230,10 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 		switch sub {
 		case "plan":
 			req := strings.TrimSpace(strings.TrimPrefix(rest, fields[1]))
+			if strings.EqualFold(req, "this") {
+				a.planThis(ctx, evt, thread, inThread) // planthis.go
+				return
+			}
 			if req == "" {
 				a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "Say what to plan: !bobnet plan our product launch"})
 				return
@@ -320,7 +324,7 @@ func (a *Adapter) decide(ctx context.Context, thread bot.Thread, act string, p b
 			return
 		}
 	case "cancel":
-		_, err = a.eng.Cancel(ctx, p, user)
+		_, err = a.eng.CancelWithReason(ctx, p, user, cancelReason(feedback)) // remind.go
 	case "revise":
 		_, err = a.eng.Revise(ctx, p, user, feedback)
 	case "again":

@@ -26,7 +26,7 @@ import (
 type Engine interface {
 	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
 	Approve(ctx context.Context, id bot.ProposalID, user string) (bot.Approval, error)
-	Cancel(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
+	CancelWithReason(ctx context.Context, id bot.ProposalID, user, reason string) (bot.Proposal, error)
 	Revise(ctx context.Context, id bot.ProposalID, user, feedback string) (bot.RequestID, error)
 	ProposeAgain(ctx context.Context, id bot.ProposalID, user string) (bot.RequestID, error)
 	Authorize(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)

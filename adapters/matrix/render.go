@@ -192,7 +192,7 @@ func decidedLine(p bot.Proposal) string {
 		if p.DecidedBy == "" {
 			return "🚫 Cancelled"
 		}
-		return "🚫 Cancelled by " + inert(p.DecidedBy)
+		return "🚫 Cancelled by " + inert(p.DecidedBy) + reasonSuffix(p) // remind.go
 	case bot.ProposalSuperseded:
 		return fmt.Sprintf("🔄 Superseded by v%d", p.Version+1)
 	case bot.ProposalExpired:
@@ -334,6 +334,7 @@ func renderStatus(st board.Status, boardURL string) message {
 const helpText = "BobNet turns a request into a board of cards you approve.\n" +
 	"• Mention me with what you want planned, e.g. “@bobnet plan our daily research newspaper”, or write !bobnet plan <what>.\n" +
 	"• I answer in a thread with a preview. React ✅ to approve, ✏️ to revise, ❌ to cancel, or reply there with !approve, !revise <what to change>, !cancel. Nothing changes until someone approves.\n" +
+	"• !bobnet plan this, sent as a reply in a thread, plans from that thread's messages.\n" +
 	"• !bobnet status shows this room's board; !bobnet status <board id> another one.\n" +
 	"• !bobnet move <card> <status>, !bobnet assign <card> <profile> and !bobnet next work on this room's board; name a card by its handle (NEWS-3) or the start of its title.\n" +
 	"• !bobnet policy shows who decides here and how many approvals a plan needs; when a plan needs several, !withdraw in its thread takes your approval back.\n" +

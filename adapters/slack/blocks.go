@@ -239,7 +239,7 @@ func DecidedBlocks(p bot.Proposal) []slackapi.Block {
 	case bot.ProposalApproved:
 		line = fmt.Sprintf(":white_check_mark: Approved by <@%s> — <%s|Open board>", escape(p.DecidedBy), p.BoardURL)
 	case bot.ProposalCancelled:
-		line = fmt.Sprintf(":no_entry_sign: Cancelled by <@%s>", escape(p.DecidedBy))
+		line = cancelledLine(p) // cancel.go
 	case bot.ProposalSuperseded:
 		line = ":arrows_counterclockwise: Superseded by a revised version below"
 	case bot.ProposalExpired:

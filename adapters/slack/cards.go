@@ -47,6 +47,7 @@ func (a *Adapter) cardCommand(ctx context.Context, sub, channel, user string, ar
 	if len(up.Changes) == 0 {
 		return private(escape(bot.CardUpdateText(up, "")))
 	}
+	a.cardChanged(ctx, up)
 	text := strings.TrimSuffix(escape(bot.CardUpdateText(up, "")), ".") + " by <@" + escape(user) + ">. <" +
 		board.BoardURL(a.cfg.PublicURL, up.Board.ID) + "#" + string(up.Card.ID) + "|Open the board>"
 	return commandReply{ResponseType: "in_channel", Text: text}

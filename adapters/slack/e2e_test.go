@@ -125,6 +125,9 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 		case "usergroups.users.list":
 			members := map[string][]string{"S_EDITORS": {"U_EDITOR"}}[c.Form.Get("usergroup")]
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "users": members})
+		case "chat.getPermalink":
+			q := r.URL.Query() // slack-go asks for a permalink with GET
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": q.Get("channel"), "permalink": "https://example.slack.com/archives/" + q.Get("channel") + "/p" + strings.ReplaceAll(q.Get("message_ts"), ".", "")})
 		case "views.open":
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "view": map[string]any{"id": "V1"}})
 		default:

@@ -27,7 +27,7 @@ func (inertEngine) Submit(context.Context, bot.Request) (bot.RequestID, error) {
 func (inertEngine) Approve(context.Context, bot.ProposalID, string) (bot.Approval, error) {
 	return bot.Approval{}, bot.ErrNotFound
 }
-func (inertEngine) Cancel(context.Context, bot.ProposalID, string) (bot.Proposal, error) {
+func (inertEngine) CancelWithReason(context.Context, bot.ProposalID, string, string) (bot.Proposal, error) {
 	return bot.Proposal{}, bot.ErrNotFound
 }
 func (inertEngine) Revise(context.Context, bot.ProposalID, string, string) (bot.RequestID, error) {

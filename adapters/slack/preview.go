@@ -35,7 +35,11 @@ func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageR
 			return ts, nil
 		}
 	}
-	_, ts, err := a.api.PostMessageContext(ctx, p.Thread.Channel.ID,
+	api, channel, err := a.web(ctx, p.Thread.Channel.ID)
+	if err != nil {
+		return "", fmt.Errorf("post preview: %w", err)
+	}
+	_, ts, err := api.PostMessageContext(ctx, channel,
 		slackapi.MsgOptionText(fallback("Proposed plan: "+p.Plan.Answer), false),
 		slackapi.MsgOptionBlocks(PreviewBlocks(p, a.cfg.PublicURL)...),
 		slackapi.MsgOptionMetadata(slackapi.SlackMetadata{EventType: previewEvent, EventPayload: map[string]any{"proposal_id": string(p.ID)}}),
@@ -43,16 +47,21 @@ func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageR
 	if err != nil {
 		return "", fmt.Errorf("post preview: %w", err)
 	}
+	a.homeChanged(ctx, p)
 	return bot.MessageRef(ts), nil
 }
 
 // findPreview looks in p's thread for a preview of p that was posted
 // already (conversations.replies with metadata); "" when there is none.
 func (a *Adapter) findPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+	api, channel, err := a.web(ctx, p.Thread.Channel.ID)
+	if err != nil {
+		return "", err
+	}
 	cursor := ""
 	for range 10 { // 2,000 replies: far more than a thread BobNet plans in
-		msgs, more, next, err := a.api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
-			ChannelID: p.Thread.Channel.ID, Timestamp: p.Thread.ID, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
+		msgs, more, next, err := api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
+			ChannelID: channel, Timestamp: p.Thread.ID, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
 		})
 		if err != nil {
 			return "", fmt.Errorf("conversations.replies: %w", err)

@@ -21,8 +21,8 @@ const (
 	actionReviewAccept   = "bobnet_review_accept"
 	actionReviewSendBack = "bobnet_review_sendback"
 	sendBackCallback     = "bobnet_sendback_modal"
-	reasonBlock          = "reason"
-	reasonInput          = "reason_input"
+	sendBackBlock        = "sendback_reason"
+	sendBackInput        = "sendback_reason_input"
 )
 
 // Reviewer is what the review controls need from the engine (a part of
@@ -104,7 +104,7 @@ func (a *Adapter) reviewClick(ctx context.Context, cb slackapi.InteractionCallba
 	if act.ActionID != actionReviewAccept && act.ActionID != actionReviewSendBack {
 		return false
 	}
-	user, channel := cb.User.ID, cb.Channel.ID
+	user, channel := cb.User.ID, a.callbackChannel(cb)
 	thread := cb.Message.ThreadTimestamp
 	if thread == "" {
 		thread = cb.Container.ThreadTs
@@ -136,7 +136,11 @@ func (a *Adapter) reviewClick(ctx context.Context, cb slackapi.InteractionCallba
 		return true
 	}
 	meta := reviewMeta{Run: string(ref.Run), Card: string(ref.Card), Round: ref.Round, Channel: channel, Message: message, Thread: thread}
-	if _, err := a.api.OpenViewContext(ctx, cb.TriggerID, sendBackModal(meta, place.Card)); err != nil {
+	api, _, err := a.web(ctx, channel)
+	if err == nil {
+		_, err = api.OpenViewContext(ctx, cb.TriggerID, sendBackModal(meta, place.Card))
+	}
+	if err != nil {
 		a.logger.Warn("open send-back modal", "run", ref.Run, "card", ref.Card, "err", err)
 	}
 	return true
@@ -154,7 +158,7 @@ type reviewMeta struct {
 
 func sendBackModal(meta reviewMeta, c board.RunCard) slackapi.ModalViewRequest {
 	raw, _ := json.Marshal(meta)
-	input := slackapi.NewPlainTextInputBlockElement(plainText("e.g. cite a source for every claim", 150), reasonInput)
+	input := slackapi.NewPlainTextInputBlockElement(plainText("e.g. cite a source for every claim", 150), sendBackInput)
 	input.Multiline = true
 	input.MaxLength = bot.MaxReviewReason
 	return slackapi.ModalViewRequest{
@@ -166,7 +170,7 @@ func sendBackModal(meta reviewMeta, c board.RunCard) slackapi.ModalViewRequest {
 		PrivateMetadata: string(raw),
 		Blocks: slackapi.Blocks{BlockSet: []slackapi.Block{
 			slackapi.NewSectionBlock(mrkdwn(fmt.Sprintf("Why should *%s* “%s” be worked again? The reason goes to whoever works it next.", escape(c.Handle), escape(c.Title))), nil, nil),
-			slackapi.NewInputBlock(reasonBlock, plainText("Reason", 50), nil, input),
+			slackapi.NewInputBlock(sendBackBlock, plainText("Reason", 50), nil, input),
 		}},
 	}
 }
@@ -176,9 +180,9 @@ func sendBackModal(meta reviewMeta, c board.RunCard) slackapi.ModalViewRequest {
 // (the modal closes) once the card is sent back.
 func (a *Adapter) submitSendBack(ctx context.Context, cb slackapi.InteractionCallback) map[string]any {
 	fieldError := func(text string) map[string]any {
-		return map[string]any{"response_action": "errors", "errors": map[string]string{reasonBlock: text}}
+		return map[string]any{"response_action": "errors", "errors": map[string]string{sendBackBlock: text}}
 	}
-	reason := strings.TrimSpace(cb.View.State.Values[reasonBlock][reasonInput].Value)
+	reason := strings.TrimSpace(cb.View.State.Values[sendBackBlock][sendBackInput].Value)
 	switch {
 	case reason == "":
 		return fieldError("Say why it goes back: the reason is what it is worked again with.")
@@ -233,10 +237,13 @@ func (a *Adapter) review(ctx context.Context, ref bot.ReviewRef, at reviewMeta, 
 	// The decision stands whatever becomes of the redraw; it gets a
 	// context of its own, as the modal's answer must not wait on it.
 	a.later("redraw review", func(ctx context.Context) {
-		_, _, _, err := a.api.UpdateMessageContext(ctx, at.Channel, at.Message,
-			slackapi.MsgOptionText(fallback(plainLine), false),
-			slackapi.MsgOptionBlocks(slackapi.NewSectionBlock(mrkdwn(line), nil, nil),
-				contextBlock(fmt.Sprintf("<%s|The run page>", bot.RunURL(a.cfg.PublicURL, place.Run)))))
+		api, channel, err := a.web(ctx, at.Channel)
+		if err == nil {
+			_, _, _, err = api.UpdateMessageContext(ctx, channel, at.Message,
+				slackapi.MsgOptionText(fallback(plainLine), false),
+				slackapi.MsgOptionBlocks(slackapi.NewSectionBlock(mrkdwn(line), nil, nil),
+					contextBlock(fmt.Sprintf("<%s|The run page>", bot.RunURL(a.cfg.PublicURL, place.Run)))))
+		}
 		if err != nil {
 			a.logger.Warn("redraw review", "run", ref.Run, "card", ref.Card, "err", err)
 		}

@@ -24,7 +24,7 @@ import (
 type Engine interface {
 	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
 	Approve(ctx context.Context, id bot.ProposalID, user string) (bot.Approval, error)
-	Cancel(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
+	CancelWithReason(ctx context.Context, id bot.ProposalID, user, reason string) (bot.Proposal, error)
 	Revise(ctx context.Context, id bot.ProposalID, user, feedback string) (bot.RequestID, error)
 	ProposeAgain(ctx context.Context, id bot.ProposalID, user string) (bot.RequestID, error)
 	Authorize(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
@@ -61,6 +61,9 @@ type Config struct {
 	// Timeout bounds every Web API call (default 10s): slack-go's default
 	// HTTP client has none, and a stalled Slack must not hold anything.
 	Timeout time.Duration
+	// OAuth, when set, installs BobNet into many workspaces instead of
+	// using BotToken (oauth.go).
+	OAuth *OAuthConfig
 }
 
 // Adapter is BobNet in Slack; it is also the engine's poster for Slack
@@ -68,6 +71,7 @@ type Config struct {
 type Adapter struct {
 	cfg    Config
 	api    *slackapi.Client
+	teams  *teams // per-workspace clients; nil with one workspace
 	eng    Engine
 	memory Memory
 	verify Verifier
@@ -80,6 +84,7 @@ type Adapter struct {
 	slots      chan struct{}
 	// reading bounds the bodies being read before their signature is known.
 	reading chan struct{}
+	homes   homeLocks // App Home publishes: home.go
 }
 
 // backgroundSlots is how many after-the-ack jobs (decisions, help
@@ -90,24 +95,32 @@ const backgroundSlots = 64
 // New returns a Slack adapter. work is the server's lifetime: decisions
 // started after an ack finish within it.
 func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *slog.Logger) (*Adapter, error) {
-	if cfg.BotToken == "" {
+	if cfg.BotToken == "" && cfg.OAuth == nil {
 		return nil, errors.New("SLACK_BOT_TOKEN is required")
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	opts := []slackapi.Option{slackapi.OptionHTTPClient(&http.Client{Timeout: cfg.Timeout})}
+	hc := &http.Client{Timeout: cfg.Timeout}
+	opts := []slackapi.Option{slackapi.OptionHTTPClient(hc)}
 	if cfg.APIURL != "" {
 		opts = append(opts, slackapi.OptionAPIURL(strings.TrimRight(cfg.APIURL, "/")+"/"))
+	}
+	a := &Adapter{
+		cfg: cfg, eng: eng, memory: memory,
+		verify: Verifier{Secret: cfg.SigningSecret, Now: cfg.Now}, logger: logger, work: work,
+		slots: make(chan struct{}, backgroundSlots), reading: make(chan struct{}, readingSlots),
+	}
+	if cfg.OAuth != nil {
+		if err := a.useOAuth(hc, opts); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.AppToken != "" {
 		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken))
 	}
-	return &Adapter{
-		cfg: cfg, api: slackapi.New(cfg.BotToken, opts...), eng: eng, memory: memory,
-		verify: Verifier{Secret: cfg.SigningSecret, Now: cfg.Now}, logger: logger, work: work,
-		slots: make(chan struct{}, backgroundSlots), reading: make(chan struct{}, readingSlots),
-	}, nil
+	a.api = slackapi.New(cfg.BotToken, opts...)
+	return a, nil
 }
 
 // later runs fn after the ack, in a tracked goroutine bounded by the
@@ -205,11 +218,16 @@ func (a *Adapter) signed(limit int64, next func(w http.ResponseWriter, r *http.R
 
 // eventEnvelope is the Events API's outer object.
 type eventEnvelope struct {
-	Type      string     `json:"type"`
-	Challenge string     `json:"challenge"`
-	TeamID    string     `json:"team_id"`
-	EventID   string     `json:"event_id"`
-	Event     innerEvent `json:"event"`
+	Type           string          `json:"type"`
+	Challenge      string          `json:"challenge"`
+	TeamID         string          `json:"team_id"`
+	EnterpriseID   string          `json:"enterprise_id"`
+	Authorizations []authorization `json:"authorizations"`
+	EventID        string          `json:"event_id"`
+	Event          innerEvent      `json:"event"`
+	// installation is the workspace the event was scoped to
+	// (multi-workspace mode).
+	installation string
 }
 
 type innerEvent struct {
@@ -221,6 +239,11 @@ type innerEvent struct {
 	TS       string `json:"ts"`
 	ThreadTS string `json:"thread_ts"`
 	Channel  string `json:"channel"`
+	// Tokens are what a tokens_revoked event revokes.
+	Tokens struct {
+		Bot []string `json:"bot"`
+	} `json:"tokens"`
+	Tab string `json:"tab"` // app_home_opened
 }
 
 func (a *Adapter) events(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -300,6 +323,9 @@ func stripMentions(s string) string {
 // Mode, so both dedupe the same way: by the message's ts (or the event
 // id), whatever the transport says about retries.
 func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
+	if ok, err := a.scopeEvent(ctx, &env); !ok {
+		return err
+	}
 	if env.Type != "event_callback" {
 		return nil
 	}
@@ -308,6 +334,9 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 		return nil // bots, edits, joins: not requests
 	}
 	switch ev.Type {
+	case "app_home_opened":
+		a.homeOpened(env.installation, ev.User, ev.Tab)
+		return nil
 	case "app_mention":
 	case "message":
 		// A message counts only inside a thread the bot speaks in, where
@@ -361,6 +390,8 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 	// retry answers the first request.
 	r := bot.Request{Thread: t, User: ev.User, Text: text}
 	switch {
+	case ev.TS != "" && a.teams != nil:
+		r.DedupeKey = "slack-message:" + ev.Channel + ":" + ev.TS // ts is unique only in its channel
 	case ev.TS != "":
 		r.DedupeKey = "slack-message:" + ev.TS
 	case env.EventID != "":
@@ -399,7 +430,11 @@ func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
 	// Remembered before posting: a person may answer as soon as the
 	// message shows.
 	a.rememberThread(ctx, t)
-	_, _, err := a.api.PostMessageContext(ctx, t.Channel.ID,
+	api, channel, err := a.web(ctx, t.Channel.ID)
+	if err != nil {
+		return err
+	}
+	_, _, err = api.PostMessageContext(ctx, channel,
 		slackapi.MsgOptionText(fallback(r.Text), false),
 		slackapi.MsgOptionBlocks(replyBlocks(text, r.Review)...),
 		slackapi.MsgOptionTS(t.ID))
@@ -411,12 +446,17 @@ func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
 	if p.Message == "" {
 		return nil
 	}
-	_, _, _, err := a.api.UpdateMessageContext(ctx, p.Thread.Channel.ID, string(p.Message),
+	api, channel, err := a.web(ctx, p.Thread.Channel.ID)
+	if err != nil {
+		return fmt.Errorf("update preview: %w", err)
+	}
+	_, _, _, err = api.UpdateMessageContext(ctx, channel, string(p.Message),
 		slackapi.MsgOptionText(fallback("Proposal "+string(p.State)), false),
 		slackapi.MsgOptionBlocks(updatedBlocks(p, a.cfg.PublicURL)...))
 	if err != nil {
 		return fmt.Errorf("update preview: %w", err)
 	}
+	a.homeChanged(ctx, p)
 	return nil
 }
 
@@ -430,7 +470,11 @@ func (a *Adapter) Notify(ctx context.Context, t bot.Thread, user string, r bot.R
 	if t.ID != "" {
 		opts = append(opts, slackapi.MsgOptionTS(t.ID))
 	}
-	_, err := a.api.PostEphemeralContext(ctx, t.Channel.ID, user, opts...)
+	api, channel, err := a.web(ctx, t.Channel.ID)
+	if err != nil {
+		return err
+	}
+	_, err = api.PostEphemeralContext(ctx, channel, user, opts...)
 	return err
 }
 
@@ -440,7 +484,11 @@ func (a *Adapter) ephemeral(ctx context.Context, channel, thread, user, text str
 	if thread != "" {
 		opts = append(opts, slackapi.MsgOptionTS(thread))
 	}
-	if _, err := a.api.PostEphemeralContext(ctx, channel, user, opts...); err != nil {
+	api, id, err := a.web(ctx, channel)
+	if err == nil {
+		_, err = api.PostEphemeralContext(ctx, id, user, opts...)
+	}
+	if err != nil {
 		a.logger.Warn("post ephemeral", "err", err)
 	}
 }
@@ -486,7 +534,7 @@ func (a *Adapter) interactivity(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	switch cb.Type {
-	case slackapi.InteractionTypeBlockActions:
+	case slackapi.InteractionTypeBlockActions, slackapi.InteractionTypeMessageAction:
 		a.blockActions(r.Context(), cb)
 		w.WriteHeader(http.StatusOK)
 	case slackapi.InteractionTypeViewSubmission:
@@ -500,7 +548,10 @@ func (a *Adapter) interactivity(w http.ResponseWriter, r *http.Request, body []b
 // proposal id: who may do what is checked again by the engine, and a
 // second click finds the proposal decided and is told so.
 func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallback) {
-	user, channel := cb.User.ID, cb.Channel.ID
+	if a.interaction(ctx, cb) {
+		return // the "Plan this" shortcut and the App Home: shortcut.go
+	}
+	user, channel := cb.User.ID, a.callbackChannel(cb)
 	thread := cb.Message.ThreadTimestamp
 	if thread == "" {
 		thread = cb.Container.ThreadTs
@@ -536,10 +587,16 @@ func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallb
 				a.later("refusal", func(ctx context.Context) { a.ephemeral(ctx, channel, thread, user, decisionText(err)) })
 				continue
 			}
-			if _, err := a.api.OpenViewContext(ctx, cb.TriggerID, reviseModal(p)); err != nil {
+			api, _, err := a.web(ctx, channel)
+			if err == nil {
+				_, err = api.OpenViewContext(ctx, cb.TriggerID, reviseModal(p))
+			}
+			if err != nil {
 				a.logger.Warn("open revise modal", "proposal", id, "err", err)
 			}
-		case actionApprove, actionCancel, actionProposeAgain, actionWithdraw:
+		case actionCancel:
+			a.openCancel(ctx, cb.TriggerID, id, user, channel, message, thread) // cancel.go
+		case actionApprove, actionProposeAgain, actionWithdraw:
 			// A decision writes Postgres and posts; finish it after the
 			// ack, bounded by the server's lifetime rather than this
 			// request's.
@@ -584,8 +641,6 @@ func (a *Adapter) decide(ctx context.Context, action string, id bot.ProposalID, 
 		if ap, err = a.eng.Approve(ctx, id, user); err == nil && ap.State == bot.ProposalPending {
 			a.ephemeral(ctx, channel, thread, user, approvalText(ap))
 		}
-	case actionCancel:
-		_, err = a.eng.Cancel(ctx, id, user)
 	case actionProposeAgain:
 		_, err = a.eng.ProposeAgain(ctx, id, user)
 	case actionWithdraw:
@@ -643,7 +698,10 @@ func (a *Adapter) viewSubmission(w http.ResponseWriter, ctx context.Context, cb 
 // Mode (where the answer travels in the ack).
 func (a *Adapter) submitView(ctx context.Context, cb slackapi.InteractionCallback) map[string]any {
 	if cb.View.CallbackID == sendBackCallback {
-		return a.submitSendBack(ctx, cb)
+		return a.submitSendBack(ctx, cb) // review.go
+	}
+	if cb.View.CallbackID == cancelCallback {
+		return a.submitCancel(cb) // cancel.go
 	}
 	if cb.View.CallbackID != reviseCallback {
 		return nil
@@ -682,7 +740,12 @@ func (a *Adapter) commands(w http.ResponseWriter, r *http.Request, body []byte) 
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
 	}
-	writeJSON(w, a.command(r.Context(), form.Get("channel_id"), form.Get("user_id"), form.Get("text"), form.Get("trigger_id")))
+	channel, ok := a.commandChannel(r.Context(), form.Get("team_id"), form.Get("enterprise_id"), form.Get("is_enterprise_install"), form.Get("channel_id"))
+	if !ok {
+		writeJSON(w, notInstalled)
+		return
+	}
+	writeJSON(w, a.command(r.Context(), channel, form.Get("user_id"), form.Get("text"), form.Get("trigger_id")))
 }
 
 // noSuchBoard answers a status request naming a board id nobody made.
@@ -748,7 +811,11 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		// so the preview has a thread, after the ack.
 		rid := bot.NewRequestID()
 		a.later("slash plan", func(ctx context.Context) {
-			_, ts, err := a.api.PostMessageContext(ctx, channel, slackapi.MsgOptionText(fmt.Sprintf("<@%s> asked BobNet: %s", escape(user), escape(req)), false))
+			api, id, err := a.web(ctx, channel)
+			var ts string
+			if err == nil {
+				_, ts, err = api.PostMessageContext(ctx, id, slackapi.MsgOptionText(fmt.Sprintf("<@%s> asked BobNet: %s", escape(user), escape(req)), false))
+			}
 			if err != nil {
 				a.logger.Warn("post slash-command request", "request", rid, "err", err)
 				a.ephemeral(ctx, channel, "", user, "I couldn't post in this channel; invite me first (`/invite @BobNet`).")

@@ -87,12 +87,22 @@ func (a *Adapter) socketEvent(ctx context.Context, client acker, evt socketmode.
 			UserID    string `json:"user_id"`
 			Text      string `json:"text"`
 			TriggerID string `json:"trigger_id"`
+			TeamID    string `json:"team_id"`
+			// EnterpriseID and IsEnterpriseInstall name an org-wide
+			// install; the flag is a string, as in HTTP mode's form.
+			EnterpriseID        string `json:"enterprise_id"`
+			IsEnterpriseInstall string `json:"is_enterprise_install"`
 		}
 		if err := json.Unmarshal(req.Payload, &cmd); err != nil {
 			_ = client.Ack(req)
 			return
 		}
-		_ = client.Ack(req, a.command(ctx, cmd.ChannelID, cmd.UserID, cmd.Text, cmd.TriggerID))
+		channel, ok := a.commandChannel(ctx, cmd.TeamID, cmd.EnterpriseID, cmd.IsEnterpriseInstall, cmd.ChannelID)
+		if !ok {
+			_ = client.Ack(req, notInstalled)
+			return
+		}
+		_ = client.Ack(req, a.command(ctx, channel, cmd.UserID, cmd.Text, cmd.TriggerID))
 	default:
 		_ = client.Ack(req)
 	}

@@ -62,7 +62,8 @@ func appendRecord(b []byte, r *bot.RequestRecord) ([]byte, error) {
 func recordSize(r *bot.RequestRecord) int {
 	q := &r.Request
 	n := 2*len(q.ID) + len(q.Thread.Channel.Source) + len(q.Thread.Channel.ID) + len(q.Thread.ID) + len(q.User) + len(q.UserName) +
-		len(q.Text) + len(q.DedupeKey) + len(q.Revises) + len(q.Feedback) + len(q.Again) + len(q.Via)
+		len(q.Text) + len(q.DedupeKey) + len(q.Revises) + len(q.Feedback) + len(q.Again) + len(q.Via) +
+		quotedSize(q.Quoted)
 	if q.Webhook != nil {
 		n += len(q.Webhook.Hook) + len(q.Webhook.ID)
 	}
@@ -88,6 +89,7 @@ func appendRequest(b []byte, q *bot.Request) ([]byte, error) {
 	b = appendOptField(b, &sep, "revises", string(q.Revises))
 	b = appendOptField(b, &sep, "feedback", q.Feedback)
 	b = appendOptField(b, &sep, "again", string(q.Again))
+	b = appendQuoted(b, &sep, q.Quoted)
 	b = appendOptField(b, &sep, "via", q.Via)
 	if w := q.Webhook; w != nil {
 		b = append(b, `,"webhook":{"hook":`...)

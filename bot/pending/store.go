@@ -86,6 +86,7 @@ func (s *Store) PutProposal(ctx context.Context, p bot.Proposal) error {
 		} else {
 			pipe.ZRem(ctx, s.key("expiries"), string(p.ID))
 		}
+		s.scheduleReminder(ctx, pipe, p) // remind.go
 		return nil
 	})
 	return wrap("put proposal", err)
@@ -143,6 +144,7 @@ type decision struct {
 	DecidedAt time.Time         `json:"decided_at,omitzero"`
 	BoardID   board.ID          `json:"board_id,omitempty"`
 	BoardURL  string            `json:"board_url,omitempty"`
+	Reason    string            `json:"reason,omitempty"`
 }
 
 // withDecision lays a proposal's recorded decision over it.
@@ -155,7 +157,7 @@ func withDecision(p *bot.Proposal, raw any) error {
 	if err := json.Unmarshal([]byte(s), &d); err != nil {
 		return fmt.Errorf("proposal %s: decision: %w", p.ID, err)
 	}
-	p.State, p.DecidedBy, p.DecidedAt, p.BoardID, p.BoardURL = d.State, d.DecidedBy, d.DecidedAt, d.BoardID, d.BoardURL
+	p.State, p.DecidedBy, p.DecidedAt, p.BoardID, p.BoardURL, p.Reason = d.State, d.DecidedBy, d.DecidedAt, d.BoardID, d.BoardURL, d.Reason
 	return nil
 }
 
@@ -164,7 +166,7 @@ func withDecision(p *bot.Proposal, raw any) error {
 // ClaimProposal return the proposal with it; a decision is final, so it
 // wins over the state PutProposal last wrote.
 func (s *Store) PutDecision(ctx context.Context, p bot.Proposal) error {
-	b, err := json.Marshal(decision{State: p.State, DecidedBy: p.DecidedBy, DecidedAt: p.DecidedAt, BoardID: p.BoardID, BoardURL: p.BoardURL})
+	b, err := json.Marshal(decision{State: p.State, DecidedBy: p.DecidedBy, DecidedAt: p.DecidedAt, BoardID: p.BoardID, BoardURL: p.BoardURL, Reason: p.Reason})
 	if err != nil {
 		return err
 	}
@@ -172,6 +174,7 @@ func (s *Store) PutDecision(ctx context.Context, p bot.Proposal) error {
 	_, err = s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.Set(ctx, s.key("decision", string(p.ID)), b, ttl)
 		pipe.ZRem(ctx, s.key("expiries"), string(p.ID))
+		pipe.ZRem(ctx, s.key("reminders"), string(p.ID)) // remind.go
 		return nil
 	})
 	return wrap("put decision", err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/secretbox"
 )
 
 // Config is every setting BobNet reads, from the environment with flags of
@@ -52,6 +53,13 @@ type Config struct {
 	SlackSigningSecret string
 	SlackAppToken      string
 	SlackAPIURL        string
+	// SlackClientID and SlackClientSecret install BobNet into many
+	// workspaces through OAuth (docs/slack.md); EncryptionKey and
+	// EncryptionKeysOld seal their tokens in Postgres.
+	SlackClientID     string
+	SlackClientSecret string
+	EncryptionKey     string
+	EncryptionKeysOld []string
 
 	MatrixHomeserver  string
 	MatrixUserID      string
@@ -184,6 +192,25 @@ var settings = []setting{
 	{"SLACK_SIGNING_SECRET", "slack-signing-secret", "", "Slack signing secret", str(func(c *Config) *string { return &c.SlackSigningSecret })},
 	{"SLACK_APP_TOKEN", "slack-app-token", "", "Slack app-level token (xapp-…) for Socket Mode", str(func(c *Config) *string { return &c.SlackAppToken })},
 	{"SLACK_API_URL", "slack-api-url", "", "override of Slack's API base `URL`, for tests", str(func(c *Config) *string { return &c.SlackAPIURL })},
+	{"SLACK_CLIENT_ID", "slack-client-id", "", "the Slack app's client id; with SLACK_CLIENT_SECRET, BobNet is installed into many workspaces through /slack/install instead of using SLACK_BOT_TOKEN", str(func(c *Config) *string { return &c.SlackClientID })},
+	{"SLACK_CLIENT_SECRET", "slack-client-secret", "", "the Slack app's client secret, for OAuth installs", str(func(c *Config) *string { return &c.SlackClientSecret })},
+	{"BOBNET_ENCRYPTION_KEY", "encryption-key", "", "`key` that seals the Slack tokens of OAuth installs in Postgres: the base64 of 32 random bytes, as openssl rand -base64 32 prints", func(c *Config, v string) error {
+		c.EncryptionKey = strings.TrimSpace(v)
+		if c.EncryptionKey == "" {
+			return nil
+		}
+		_, err := secretbox.ParseKey(c.EncryptionKey)
+		return err
+	}},
+	{"BOBNET_ENCRYPTION_KEYS_OLD", "encryption-keys-old", "", "earlier BOBNET_ENCRYPTION_KEY values, comma-separated, still opened while what they sealed is sealed again under the current key at start (a `list`)", func(c *Config, v string) error {
+		c.EncryptionKeysOld = splitList(v)
+		for i, k := range c.EncryptionKeysOld {
+			if _, err := secretbox.ParseKey(k); err != nil {
+				return fmt.Errorf("key %d: %w", i+1, err)
+			}
+		}
+		return nil
+	}},
 	{"MATRIX_HOMESERVER", "matrix-homeserver", "", "Matrix homeserver `URL`", str(func(c *Config) *string { return &c.MatrixHomeserver })},
 	{"MATRIX_USER_ID", "matrix-user-id", "", "the bot's Matrix user id", str(func(c *Config) *string { return &c.MatrixUserID })},
 	{"MATRIX_ACCESS_TOKEN", "matrix-access-token", "", "the bot's Matrix access token", str(func(c *Config) *string { return &c.MatrixAccessToken })},
@@ -441,9 +468,10 @@ func (c *Config) validate() []error {
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 
+	errs = append(errs, c.validateSlackOAuth()...)
 	// Slack: HTTP mode needs the signing secret, Socket Mode the app token;
 	// either way a bot token to post with.
-	if c.SlackBotToken != "" || c.SlackSigningSecret != "" || c.SlackAppToken != "" {
+	if !c.slackOAuth() && (c.SlackBotToken != "" || c.SlackSigningSecret != "" || c.SlackAppToken != "") {
 		if c.SlackBotToken == "" {
 			errs = append(errs, errors.New("SLACK_BOT_TOKEN: required when SLACK_SIGNING_SECRET or SLACK_APP_TOKEN is set"))
 		}

@@ -244,12 +244,12 @@ func TestSlackReviewButtons(t *testing.T) {
 		payload, _ := json.Marshal(map[string]any{
 			"type": "view_submission", "user": map[string]any{"id": "U_BOB"},
 			"view": map[string]any{"id": "V1", "callback_id": view["callback_id"], "private_metadata": view["private_metadata"],
-				"state": map[string]any{"values": map[string]any{"reason": map[string]any{"reason_input": map[string]any{"type": "plain_text_input", "value": reason}}}}},
+				"state": map[string]any{"values": map[string]any{"sendback_reason": map[string]any{"sendback_reason_input": map[string]any{"type": "plain_text_input", "value": reason}}}}},
 		})
 		return signedSlack(t, a, "/slack/interactivity", "application/x-www-form-urlencoded", "payload="+url.QueryEscape(string(payload)))
 	}
 	for _, bad := range []string{"  ", strings.Repeat("x", 1001)} {
-		if code, body := submit(bad); code != http.StatusOK || !strings.Contains(body, `"response_action":"errors"`) || !strings.Contains(body, `"reason":`) {
+		if code, body := submit(bad); code != http.StatusOK || !strings.Contains(body, `"response_action":"errors"`) || !strings.Contains(body, `"sendback_reason":`) {
 			t.Errorf("reason of %d characters: %d %s", len(bad), code, body)
 		}
 	}

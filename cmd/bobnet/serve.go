@@ -134,11 +134,17 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	con.ListBoards(store)
 	engine.SetPoster(bot.SourceConsole, con)
 	var slackAdapter *slack.Adapter
-	if cfg.SlackBotToken != "" {
-		slackAdapter, err = slack.New(ctx, slack.Config{
+	if cfg.SlackBotToken != "" || cfg.slackOAuth() {
+		scfg := slack.Config{
 			BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken,
 			APIURL: cfg.SlackAPIURL, PublicURL: cfg.PublicURL,
-		}, engine, redisStore, logger)
+		}
+		if cfg.slackOAuth() {
+			if scfg.OAuth, err = slackOAuthConfig(ctx, cfg, store, logger); err != nil {
+				return nil, err
+			}
+		}
+		slackAdapter, err = slack.New(ctx, scfg, engine, redisStore, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -165,9 +171,15 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": store, "redis": redisStore}, logger))
 	r.Handle("/metrics", series.Handler())
 
-	// The model works runs' cards with a lease that outlives its timeout,
-	// so a card is only taken over from a replica that stopped.
-	runs := boardrun.NewWorker(store, model, engine, engine, series, profiles, boardrun.Config{Workers: cfg.RunWorkers, Lease: cfg.PlanTimeout + time.Minute, Poll: 2 * time.Second}, logger)
+	// A replica that stops working a run card loses it when its lease ends,
+	// as a request it stopped planning (BOBNET_RECLAIM_IDLE).
+	runs := boardrun.NewWorker(store, model, engine, engine, series, profiles, boardrun.Config{Workers: cfg.RunWorkers, Lease: cfg.ReclaimIdle, Poll: 2 * time.Second}, logger)
+	runs.UseHooks(store, ext.outbox, cfg.PublicURL, ext.cardKeys)
+	for _, name := range runs.HookNames() {
+		if _, ok := ext.cardKeys[name]; !ok {
+			logger.Warn("a profile's runner names a hook BOBNET_HOOK_SECRETS does not have; its cards' attempts will fail and their runs stop", "runner", "hook:"+name)
+		}
+	}
 	web := board.NewWeb(store, logger)
 	// One cap on event streams per caller and in all, whichever kind.
 	streams := sse.New(sse.Limits{PerCaller: cfg.StreamsPerCaller, Total: cfg.Streams})
@@ -188,8 +200,12 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		(&policyAPI{store: store, engine: engine, logger: logger}).routes(r)
 	})
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
-		slackAdapter.Routes(r) // signed by Slack, not by the API token
+		slackAdapter.Routes(r)        // signed by Slack, not by the API token
+		slackAdapter.InstallRoutes(r) // public pages; only with OAuth installs
 	}
+	// A dispatched card's output comes with the card's own token, which
+	// opens that route for that card and nothing else.
+	httpapi.NewOutputs(store, engine).Routes(r)
 	ext.routes(r) // signed by their senders, not by the API token
 	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs,
 		schedules: boardrun.NewScheduler(store, engine, runs.Runner, cfg.RunDeadline, logger), close: closeAll}, nil

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +28,8 @@ type integrations struct {
 	hooks  *webhook.Adapter
 	outbox *outbox.Outbox
 	guard  *apitoken.Guard
+	// cardKeys make the tokens of cards dispatched to each hook.
+	cardKeys map[string][]byte
 }
 
 // newIntegrations reads BOBNET_HOOK_SECRETS and BOBNET_HOOKS_FILE, builds
@@ -47,10 +51,24 @@ func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, con *co
 	engine.SetEvents(ob)
 	con.SetSuccessors(store)
 	return &integrations{
-		hooks:  webhook.New(hooks, engine, logger),
-		outbox: ob,
-		guard:  apitoken.NewGuard(apitoken.NewStore(store.Pool()), cfg.APIToken, logger),
+		hooks:    webhook.New(hooks, engine, logger),
+		outbox:   ob,
+		guard:    apitoken.NewGuard(apitoken.NewStore(store.Pool()), cfg.APIToken, logger),
+		cardKeys: ocfg.CardTokenKeys,
 	}, nil
+}
+
+// cardTokenKeys derives each hook's key for the tokens of the cards
+// dispatched to it from the hook's secret, which stays out of the
+// database; the key says nothing of the secret.
+func cardTokenKeys(hooks map[string]*webhook.Hook) map[string][]byte {
+	keys := make(map[string][]byte, len(hooks))
+	for name, h := range hooks {
+		m := hmac.New(sha256.New, []byte(h.Secret))
+		m.Write([]byte("bobnet run card token key"))
+		keys[name] = m.Sum(nil)
+	}
+	return keys
 }
 
 // outboxConfig gathers every hook's and channel's callbacks, checked
@@ -84,7 +102,7 @@ func outboxConfig(f webhook.File, hooks map[string]*webhook.Hook, callbackSecret
 		}
 		c.AllowPrivate = append(c.AllowPrivate, p)
 	}
-	add := func(channel string, cbs []webhook.Callback) {
+	add := func(channel string, cbs []webhook.Callback) (added []outbox.Endpoint) {
 		for _, cb := range cbs {
 			if err := webhook.CheckCallbackURL(cb.URL, c.AllowHosts); err != nil {
 				errs = append(errs, fmt.Errorf("BOBNET_HOOKS_FILE: %s: %w", channel, err))
@@ -108,10 +126,15 @@ func outboxConfig(f webhook.File, hooks map[string]*webhook.Hook, callbackSecret
 				}
 			}
 			c.Routes[channel] = append(c.Routes[channel], outbox.Endpoint{URL: cb.URL, Secret: secret})
+			added = append(added, outbox.Endpoint{URL: cb.URL, Secret: secret})
 		}
+		return added
 	}
+	// A hook's callbacks also hear the cards dispatched to it (runner
+	// hook:<name>), whatever channel their board is in.
+	c.Hooks, c.CardTokenKeys = map[string][]outbox.Endpoint{}, cardTokenKeys(hooks)
 	for _, h := range hooks {
-		add(h.Channel.Key(), h.Callbacks)
+		c.Hooks[h.Name] = add(h.Channel.Key(), h.Callbacks)
 	}
 	for name, ch := range f.Channels {
 		if _, err := webhook.ParseChannel(name); err != nil {

@@ -315,7 +315,7 @@
       actions.prepend(
         button(createsBoard(p.plan) ? "Approve and create" : "Approve and apply", "primary", "approve", () => decide(p.id, "approve")),
         button("Revise", "", "revise", () => showRevise(p.id, actions)),
-        button("Cancel", "danger", "cancel", () => decide(p.id, "cancel")));
+        button("Cancel", "danger", "cancel", () => showCancel(p.id, actions)));
       const q = quorumText(p.quorum);
       if (q) {
         const line = el("span", "quorum", q);
@@ -333,7 +333,7 @@
       state.textContent = "Expired ";
       actions.appendChild(button("Propose again", "", "propose-again", () => decide(p.id, "propose-again")));
     } else {
-      state.textContent = p.state.charAt(0).toUpperCase() + p.state.slice(1) + (p.decided_by ? " by " + p.decided_by : "");
+      state.textContent = p.state.charAt(0).toUpperCase() + p.state.slice(1) + (p.decided_by ? " by " + p.decided_by : "") + (p.reason ? ": " + p.reason : "");
     }
     if (p.state === "superseded") {
       m.classList.add("superseded");
@@ -374,13 +374,32 @@
     input.focus();
   }
 
-  async function decide(id, action, feedback) {
+  // showCancel asks why before cancelling; the reason is optional.
+  function showCancel(id, actions) {
+    if (actions.querySelector(".cancel-reason")) return;
+    const f = el("div", "revise cancel-reason");
+    const input = el("input");
+    input.placeholder = "Why cancel? (optional; Enter cancels)";
+    input.maxLength = 500;
+    input.dataset.testid = "cancel-reason";
+    f.appendChild(input);
+    const send = () => decide(id, "cancel", undefined, input.value.trim());
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
+    });
+    f.appendChild(button("Cancel the proposal", "danger", "confirm-cancel", send));
+    actions.appendChild(f);
+    input.focus();
+  }
+
+  async function decide(id, action, feedback, reason) {
     const u = user();
     if (!u) return;
     const m = previews.get(id);
     if (m) m.querySelectorAll("button").forEach((b) => { b.disabled = true; });
     const body = { user: u };
     if (feedback) body.feedback = feedback;
+    if (reason) body.reason = reason;
     const { status, data } = await api("POST", "/api/v1/proposals/" + encodeURIComponent(id) + "/" + action, body);
     if (status >= 400) {
       alertMsg(data.error || "That did not work (" + status + ").");

@@ -47,6 +47,14 @@ type Endpoint struct {
 type Config struct {
 	// Routes are the callbacks of each channel, by channel key.
 	Routes map[string][]Endpoint
+	// Hooks are the callbacks of each hook by its name: a card dispatched
+	// to runner hook:<name> goes to these, not to its channel's.
+	Hooks map[string][]Endpoint
+	// CardTokenKeys are each hook's key for the tokens of the cards
+	// dispatched to it: a card.dispatched row holds a placeholder, and the
+	// token is made from the key as the row is sent (board.ExpandRunTokens),
+	// so the outbox never stores it.
+	CardTokenKeys map[string][]byte
 	// AllowHosts are the hosts callbacks may name.
 	AllowHosts []string
 	// AllowPrivate are loopback or private ranges callbacks may reach.
@@ -97,9 +105,11 @@ func New(cfg Config, pool *pgxpool.Pool, logger *slog.Logger) *Outbox {
 		cfg.Keep = 7 * 24 * time.Hour
 	}
 	o := &Outbox{cfg: cfg, pool: pool, logger: logger, secrets: map[string]string{}, wake: make(chan struct{}, 1)}
-	for _, eps := range cfg.Routes {
-		for _, ep := range eps {
-			o.secrets[ep.URL] = ep.Secret
+	for _, routes := range []map[string][]Endpoint{cfg.Routes, cfg.Hooks} {
+		for _, eps := range routes {
+			for _, ep := range eps {
+				o.secrets[ep.URL] = ep.Secret
+			}
 		}
 	}
 	dialer := &net.Dialer{Timeout: 5 * time.Second, Control: o.control}
@@ -172,6 +182,9 @@ type Data struct {
 	ExpiresAt   time.Time         `json:"expires_at,omitzero"`
 	BoardID     string            `json:"board_id,omitempty"`
 	BoardURL    string            `json:"board_url,omitempty"`
+	// Reason is why a cancelled proposal was cancelled, as its canceller
+	// wrote it (at most bot.MaxCancelReason characters).
+	Reason string `json:"reason,omitempty"`
 	// Card is set on card.changed: the card as it is now and what changed.
 	Card *CardData `json:"card,omitempty"`
 	// Run is set on run.started and run.finished.
@@ -227,8 +240,14 @@ func (o *Outbox) Wake() {
 // has no callbacks.
 func (o *Outbox) Encode(ev bot.Event) ([]board.OutboundEvent, error) {
 	eps := o.cfg.Routes[ev.Channel()]
+	if ev.Type == bot.EventCardDispatched {
+		eps = o.cfg.Hooks[ev.Hook]
+	}
 	if len(eps) == 0 {
 		return nil, nil
+	}
+	if ev.Job != nil {
+		return encodeJob(ev, eps)
 	}
 	if ev.Run != nil {
 		r := ev.Run
@@ -247,7 +266,7 @@ func (o *Outbox) Encode(ev bot.Event) ([]board.OutboundEvent, error) {
 	d := Data{
 		ProposalID: p.ID, State: p.State, Version: p.Version, Channel: ev.Channel(), RequestID: p.RequestID,
 		RequestedBy: p.RequestedBy, Request: p.Request, Actor: ev.Actor, Cards: st.Cards, Links: st.Links,
-		BoardID: string(ev.BoardID), BoardURL: ev.BoardURL,
+		BoardID: string(ev.BoardID), BoardURL: ev.BoardURL, Reason: p.Reason,
 	}
 	if p.State == bot.ProposalPending {
 		d.ExpiresAt = p.ExpiresAt
@@ -286,6 +305,10 @@ func MsgID(ev bot.Event) string {
 	}
 	if ev.Card != nil {
 		key = fmt.Sprintf("%s\x00%s\x00%d", ev.Type, ev.Card.Card.ID, ev.Card.Card.Version)
+	}
+	if ev.Job != nil {
+		// Each dispatch (each taking of the card) is an event of its own.
+		key = fmt.Sprintf("%s\x00%s\x00%s\x00%s", ev.Type, ev.Job.Run.ID, ev.Job.Card.ID, ev.Job.Holder)
 	}
 	sum := sha256.Sum256([]byte(key))
 	return "msg_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:15]))

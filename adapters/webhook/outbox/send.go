@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bobnet/bobnet/adapters/webhook"
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
 )
 
 // Run sends due events until ctx is done, and now and then forgets the
@@ -61,7 +63,7 @@ WHERE id IN (
                       AND e.delivered_at IS NULL AND e.failed_at IS NULL)
     ORDER BY o.id LIMIT $1
     FOR UPDATE SKIP LOCKED)
-RETURNING id, msg_id, endpoint, body, attempts,
+RETURNING id, msg_id, event_type, endpoint, body, attempts,
     EXISTS (SELECT 1 FROM callback_endpoints_disabled d WHERE d.endpoint = event_outbox.endpoint)`
 
 const (
@@ -87,6 +89,7 @@ WHERE endpoint = $1 AND id <> $3 AND delivered_at IS NULL AND failed_at IS NULL`
 type row struct {
 	id       int64
 	msgID    string
+	typ      string
 	endpoint string
 	body     []byte
 	attempts int
@@ -116,7 +119,7 @@ func (o *Outbox) SendDue(ctx context.Context) (int, error) {
 	}
 	due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 		var x row
-		err := r.Scan(&x.id, &x.msgID, &x.endpoint, &x.body, &x.attempts, &x.disabled)
+		err := r.Scan(&x.id, &x.msgID, &x.typ, &x.endpoint, &x.body, &x.attempts, &x.disabled)
 		return x, err
 	})
 	if err != nil {
@@ -218,11 +221,17 @@ func (o *Outbox) post(ctx context.Context, r row) error {
 	if err := webhook.CheckCallbackSecret(secret); err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
-	h, err := webhook.StandardHeaders(secret, r.msgID, time.Now(), r.body)
+	body := r.body
+	if r.typ == string(bot.EventCardDispatched) {
+		if body, err = board.ExpandRunTokens(body, o.cfg.CardTokenKeys); err != nil {
+			return fmt.Errorf("%w: %w", errPermanent, err)
+		}
+	}
+	h, err := webhook.StandardHeaders(secret, r.msgID, time.Now(), body)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.endpoint, bytes.NewReader(r.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}

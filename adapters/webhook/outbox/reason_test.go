@@ -1,0 +1,35 @@
+package outbox_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/bobnet/bobnet/adapters/webhook/outbox"
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/bot"
+)
+
+// A cancel's reason travels in its proposal.cancelled callback.
+func TestCancelledEventCarriesTheReason(t *testing.T) {
+	t.Parallel()
+	store := boardtest.NewStore(t)
+	rc := newReceiver(t)
+	o := outbox.New(config(rc.srv.URL), store.Pool(), boardtest.Logger(t))
+	run(t, o)
+	eng := engineWith(t, store, o)
+	p := proposeIn(t, eng)
+	if _, err := eng.CancelWithReason(context.Background(), p.ID, "alice", "the budget moved"); err != nil {
+		t.Fatal(err)
+	}
+	rc.waitFor(t, "proposal.cancelled", func(got []received, _ []string) bool {
+		for _, r := range got {
+			if r.Payload.Type == bot.EventProposalCancelled {
+				if r.Payload.Data.Reason != "the budget moved" || r.Payload.Data.Actor != "alice" {
+					t.Errorf("proposal.cancelled = %+v", r.Payload.Data)
+				}
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -1,0 +1,120 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bobnet/bobnet/board"
+)
+
+// PendingLister lists the pending proposals; *pending.Store is one. An
+// engine whose Proposals is not one has no home to show.
+type PendingLister interface {
+	PendingProposals(ctx context.Context, now time.Time, limit int) ([]Proposal, error)
+}
+
+// AssignedCards lists the cards assigned to someone across boards;
+// *board.Store is one.
+type AssignedCards interface {
+	CardsAssigned(ctx context.Context, names []string, limit int) ([]board.AssignedCard, error)
+}
+
+// maxPendingScan bounds how many pending proposals one home reads before
+// it picks the ones its viewer may decide.
+const maxPendingScan = 500
+
+// ErrNoHome means the engine's stores cannot list what a home shows.
+var ErrNoHome = errors.New("this BobNet cannot list proposals or cards for a home")
+
+// WaitingFor returns the pending proposals of channels that wait for
+// user's decision (Awaits), soonest expiry first: what a person's home
+// lists with Approve and Cancel.
+func (e *Engine) WaitingFor(ctx context.Context, user string, channels []Channel) ([]Proposal, error) {
+	pl, ok := e.deps.Proposals.(PendingLister)
+	if !ok {
+		return nil, ErrNoHome
+	}
+	now := e.deps.Now()
+	list, err := pl.PendingProposals(ctx, now, maxPendingScan)
+	if err != nil {
+		return nil, unavailable("list pending proposals", err)
+	}
+	in := make(map[string]bool, len(channels))
+	for _, ch := range channels {
+		in[ch.Key()] = true
+	}
+	var out []Proposal
+	for _, p := range list {
+		if !in[p.Thread.Channel.Key()] {
+			continue
+		}
+		if p = e.committed(ctx, p); p.State != ProposalPending || !now.Before(p.ExpiresAt) {
+			continue
+		}
+		if p = e.withApprovals(ctx, p); e.Awaits(ctx, p, user) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Awaits reports whether p waits for user's decision: the policy p was
+// proposed under lets user approve it (deciders, and self-approval for
+// its requester), and user has not approved it already.
+func (e *Engine) Awaits(ctx context.Context, p Proposal, user string) bool {
+	if p.Quorum != nil && slices.Contains(p.Quorum.Approvals, user) {
+		return false
+	}
+	return e.MayApprove(ctx, p, user)
+}
+
+// MayApprove reports whether the policy p was proposed under lets user
+// approve it, whatever its state: who should see p come and go.
+func (e *Engine) MayApprove(ctx context.Context, p Proposal, user string) bool {
+	return e.mayAct(ctx, p, user, "approve") == nil
+}
+
+// CardsAssignedTo returns up to limit unfinished cards, on any board,
+// whose assignee is one of names (a person's id and names on their
+// surface).
+func (e *Engine) CardsAssignedTo(ctx context.Context, names []string, limit int) ([]board.AssignedCard, error) {
+	ac, ok := e.deps.Boards.(AssignedCards)
+	if !ok {
+		return nil, ErrNoHome
+	}
+	cards, err := ac.CardsAssigned(ctx, names, limit)
+	if err != nil {
+		return nil, unavailable("list assigned cards", err)
+	}
+	return cards, nil
+}
+
+// MoveAssignedCard moves a card, named by id, that is assigned to one of
+// names, to status: the move buttons of a person's home. A card assigned
+// to someone else is refused (ErrForbidden), whatever the button said;
+// otherwise it is EditCard, checked, audited and announced the same way.
+func (e *Engine) MoveAssignedCard(ctx context.Context, user string, names []string, id board.CardID, status, via string) (board.CardUpdate, error) {
+	cs, err := e.cardStore()
+	if err != nil {
+		return board.CardUpdate{}, err
+	}
+	c, err := cs.Card(ctx, id)
+	if errors.Is(err, board.ErrNotFound) {
+		return board.CardUpdate{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	if err != nil {
+		return board.CardUpdate{}, unavailable("read card", err)
+	}
+	if !slices.ContainsFunc(names, func(n string) bool { return n != "" && strings.EqualFold(n, c.Assignee) }) {
+		return board.CardUpdate{}, fmt.Errorf("move card %s: %w: it is not assigned to you", c.Handle, ErrForbidden)
+	}
+	b, _, err := cs.Board(ctx, c.BoardID)
+	if err != nil {
+		return board.CardUpdate{}, unavailable("read board", err)
+	}
+	return e.EditCard(ctx, CardEdit{ID: id, Channel: channelOf(b.Channel), User: user, Via: via, Status: &status})
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/migrations"
+	"github.com/bobnet/bobnet/secretbox"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func randomKey() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func TestConfigSlackOAuth(t *testing.T) {
+	t.Parallel()
+	key := randomKey()
+	full := map[string]string{"SLACK_CLIENT_ID": "1.2", "SLACK_CLIENT_SECRET": "s", "SLACK_SIGNING_SECRET": "x", "BOBNET_ENCRYPTION_KEY": key}
+	with := func(changes map[string]string) map[string]string {
+		env := map[string]string{}
+		for k, v := range full {
+			env[k] = v
+		}
+		for k, v := range changes {
+			if v == "" {
+				delete(env, k)
+			} else {
+				env[k] = v
+			}
+		}
+		return env
+	}
+	if _, err := testConfig(t, full); err != nil {
+		t.Fatalf("complete OAuth settings refused: %v", err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"no client secret", with(map[string]string{"SLACK_CLIENT_SECRET": ""}), []string{"SLACK_CLIENT_SECRET"}},
+		{"no client id", with(map[string]string{"SLACK_CLIENT_ID": ""}), []string{"SLACK_CLIENT_ID"}},
+		{"no signing secret", with(map[string]string{"SLACK_SIGNING_SECRET": ""}), []string{"SLACK_SIGNING_SECRET"}},
+		{"no key", with(map[string]string{"BOBNET_ENCRYPTION_KEY": ""}), []string{"BOBNET_ENCRYPTION_KEY", "openssl rand -base64 32"}},
+		{"short key", with(map[string]string{"BOBNET_ENCRYPTION_KEY": base64.StdEncoding.EncodeToString([]byte("sixteen bytes!!!"))}), []string{"BOBNET_ENCRYPTION_KEY", "decodes to 16 bytes"}},
+		{"bad old key", with(map[string]string{"BOBNET_ENCRYPTION_KEYS_OLD": key + ",nope"}), []string{"BOBNET_ENCRYPTION_KEYS_OLD", "key 2"}},
+		{"bot token too", with(map[string]string{"SLACK_BOT_TOKEN": "xoxb-1"}), []string{"SLACK_BOT_TOKEN", "SLACK_CLIENT_ID"}},
+		{"old keys without a key", map[string]string{"BOBNET_ENCRYPTION_KEYS_OLD": key}, []string{"BOBNET_ENCRYPTION_KEY: required"}},
+	}
+	for _, tt := range tests {
+		_, err := testConfig(t, tt.env)
+		if err == nil {
+			t.Errorf("%s: accepted", tt.name)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v does not say %q", tt.name, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), key) {
+			t.Errorf("%s: the key is in the error", tt.name)
+		}
+	}
+	// One bot token alone is single-workspace mode, as before.
+	if c, err := testConfig(t, map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "x"}); err != nil || c.slackOAuth() {
+		t.Fatalf("single workspace: %v", err)
+	}
+}
+
+// TestSlackOAuthServeReseals: serve in multi-workspace mode offers the
+// install page, and at start seals again under BOBNET_ENCRYPTION_KEY what
+// was sealed under a key now in BOBNET_ENCRYPTION_KEYS_OLD; without the
+// old key it refuses to start, naming the variable.
+func TestSlackOAuthServeReseals(t *testing.T) {
+	t.Parallel()
+	bottest.Redis(t)
+	db := boardtest.NewDatabase(t)
+	pool, err := pgxpool.New(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := migrations.Apply(context.Background(), pool, boardtest.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	oldKey, newKey := randomKey(), randomKey()
+	oldBox, _ := secretbox.New(oldKey)
+	store := board.New(pool, boardtest.Logger(t))
+	if err := store.SlackInstallations(oldBox).Save(context.Background(), board.SlackInstallation{ID: "T_A", TeamID: "T_A", BotToken: "xoxb-old-sealed", RefreshToken: "xoxe-1-r"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DATABASE_URL": db, "SLACK_CLIENT_ID": "1234.5678", "SLACK_CLIENT_SECRET": "cs", "SLACK_SIGNING_SECRET": "ss", "BOBNET_ENCRYPTION_KEY": newKey}
+
+	// The old key forgotten: serve does not start.
+	vars := map[string]string{"REDIS_URL": os.Getenv("REDIS_URL"), "BOBNET_REDIS_PREFIX": bottest.Prefix()}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := loadConfig(flag.NewFlagSet("t", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := newApp(context.Background(), cfg, boardtest.Logger(t)); err == nil || !strings.Contains(err.Error(), "BOBNET_ENCRYPTION_KEYS_OLD") {
+		if a != nil {
+			a.close()
+		}
+		t.Fatalf("started without the key the installation was sealed with: %v", err)
+	}
+
+	env["BOBNET_ENCRYPTION_KEYS_OLD"] = oldKey
+	app := startApp(t, env)
+	newBox, _ := secretbox.New(newKey)
+	in, err := store.SlackInstallations(newBox).Installation(context.Background(), "T_A")
+	if err != nil || in.BotToken != "xoxb-old-sealed" || in.RefreshToken != "xoxe-1-r" {
+		t.Fatalf("after start, under the new key alone: %q, %v", in.BotToken, err)
+	}
+	var keyID string
+	_ = pool.QueryRow(context.Background(), `SELECT key_id FROM slack_installations`).Scan(&keyID)
+	if keyID != newBox.KeyID() {
+		t.Fatalf("key id %q, want the new key's %q", keyID, newBox.KeyID())
+	}
+
+	resp, err := http.Get(app.URL + "/slack/install")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	page, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "client_id=1234.5678") || !strings.Contains(string(page), "Add to Slack") {
+		t.Fatalf("install page: %d %s", resp.StatusCode, page)
+	}
+}
