@@ -146,8 +146,7 @@ type Reply struct {
 	Questions []string `json:"questions,omitempty"`
 	// BoardURL is set on the reply that announces a created board.
 	BoardURL string `json:"board_url,omitempty"`
-	// Review names a run's card under review (ReviewRef): for controls.
-	Review *ReviewRef `json:"review,omitempty"`
+	Review *ReviewRef `json:"review,omitempty"` // a run's card under review, for posters' controls
 }
 
 // RequestStatus is what GET /api/v1/requests/{id} shows.
