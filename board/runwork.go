@@ -86,8 +86,10 @@ FOR UPDATE OF rc`
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND rc.holder = $3 AND rc.lease_until IS NOT NULL AND r.id = rc.run_id AND r.state = 'running'`
 	failRunCard = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
 
+	// The card's row is locked too: a review waiting on another then reads
+	// the card's status as that one left it, so two accepts decide once.
 	reviewRunCard = `SELECT rc.rounds, c.status FROM run_cards rc JOIN runs r ON r.id = rc.run_id JOIN cards c ON c.id = rc.card_id
-WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' FOR UPDATE OF rc`
+WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' FOR UPDATE OF rc, c`
 	sendBack = `UPDATE run_cards SET rounds = rounds + 1, feedback = $3, attempts = 0, finished_at = NULL WHERE run_id = $1 AND card_id = $2`
 
 	endRun = `UPDATE runs SET state = $2, reason = $3, ended_at = now() WHERE id = $1 AND state = 'running' RETURNING board_id, number`
