@@ -73,8 +73,9 @@ FROM job`
 	heldBoard    = `SELECT b.id, b.name, b.goal, b.key, b.channel, b.thread, b.created_at FROM boards b JOIN cards c ON c.board_id = b.id
 WHERE c.id = (SELECT card_id FROM ` + heldBy + ` h)`
 	heldRun      = selectRun + ` WHERE id = (SELECT run_id FROM ` + heldBy + ` h)`
-	heldJobCards = runCardColumns + ` JOIN ` + heldBy + ` h ON rc.run_id = h.run_id
-WHERE rc.card_id = h.card_id OR rc.card_id IN (SELECT depends_on FROM card_links WHERE card_id = h.card_id)
+	heldJobCards = `WITH h AS MATERIALIZED ` + heldBy + `
+` + runCardColumns + ` WHERE rc.run_id = (SELECT run_id FROM h)
+  AND rc.card_id IN (SELECT card_id FROM h UNION ALL SELECT depends_on FROM card_links WHERE card_id = (SELECT card_id FROM h))
 ORDER BY c.position, c.number`
 
 	holdRunCard = `SELECT rc.review FROM run_cards rc JOIN runs r ON r.id = rc.run_id
