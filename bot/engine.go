@@ -38,7 +38,6 @@ type Boards interface {
 	// RecordDelivery records a webhook delivery's first request, or
 	// returns the one recorded before.
 	RecordDelivery(ctx context.Context, d board.Delivery) (board.DeliveryResult, error)
-	Ping(ctx context.Context) error
 }
 
 // Proposals keeps pending proposals with their expiry and the claim that
@@ -67,7 +66,6 @@ type Proposals interface {
 	RenewClaim(ctx context.Context, id ProposalID, holder string, ttl time.Duration) error
 	DueExpiries(ctx context.Context, now time.Time, limit int) ([]ProposalID, error)
 	RemoveExpiry(ctx context.Context, id ProposalID) error
-	Ping(ctx context.Context) error
 }
 
 // Requests keeps request records, dedupe keys, rate limits and thread
@@ -246,11 +244,6 @@ func NewRequestID() RequestID { return RequestID(newID("r_")) }
 func proposalIDFor(r RequestID) ProposalID {
 	sum := sha256.Sum256([]byte("proposal:" + string(r)))
 	return ProposalID("p_" + strings.ToLower(idEncoding.EncodeToString(sum[:10])))
-}
-
-// Ready reports whether Redis and Postgres answer.
-func (e *Engine) Ready(ctx context.Context) error {
-	return errors.Join(e.deps.Proposals.Ping(ctx), e.deps.Boards.Ping(ctx))
 }
 
 // unavailable marks an infrastructure error as ErrUnavailable unless it
