@@ -180,22 +180,18 @@ func TestStandard(t *testing.T) {
 		{"no id", with(good, signing.StandardIDHeader, ""), swSecret, body, now, signing.ErrMissing},
 		{"no timestamp", with(good, signing.StandardTimestampHeader, ""), swSecret, body, now, signing.ErrMissing},
 		{"no signature", with(good, signing.StandardSignatureHeader, ""), swSecret, body, now, signing.ErrMissing},
-		{"secret not base64", good, "whsec_***", body, now, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			err := signing.VerifyStandard(tc.h, tc.secret, tc.body, tc.now)
-			if tc.name == "secret not base64" {
-				if err == nil || strings.Contains(err.Error(), "***") {
-					t.Fatalf("VerifyStandard with a broken secret = %v", err)
-				}
-				return
-			}
 			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 				t.Fatalf("VerifyStandard = %v, want %v", err, tc.want)
 			}
 		})
+	}
+	if err := signing.VerifyStandard(good, "whsec_***", body, now); err == nil || strings.Contains(err.Error(), "***") {
+		t.Fatalf("VerifyStandard with a whsec_ secret that is not base64 = %v", err)
 	}
 	ahead := signed(swSecret, "msg_1", now.Add(signing.Tolerance))
 	if err := signing.VerifyStandard(ahead, swSecret, body, now); err != nil {
