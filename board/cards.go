@@ -11,9 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/bobnet/bobnet/plan"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/bobnet/bobnet/planner"
 )
 
 // Errors of card changes; check with errors.Is.
@@ -111,7 +110,7 @@ func isKeyRune(r rune) bool { return r < utf8.RuneSelf && (unicode.IsLetter(r) |
 // ParseStatus returns the canonical spelling of one of the six statuses,
 // matched case-insensitively and ignoring spaces, dashes and underscores
 // ("in-progress", "InProgress"). ok is false for anything else.
-func ParseStatus(s string) (status string, ok bool) { return planner.NormalizeStatus(s) }
+func ParseStatus(s string) (status string, ok bool) { return plan.NormalizeStatus(s) }
 
 // CardChange is one change to a card by a person (or an approved plan).
 // Nil fields are left as they are; several set fields change together, in
@@ -345,10 +344,10 @@ func (s *Store) ChangeCard(ctx context.Context, ch CardChange) (CardUpdate, erro
 }
 
 // cardText checks a card's text with the check plans get
-// (planner.CheckText), so every way text reaches a card (a plan, the API,
+// (plan.CheckText), so every way text reaches a card (a plan, the API,
 // the board page, a chat command) is held to the same rules.
 func cardText(field, s string, line bool) (string, error) {
-	out, err := planner.CheckText(s, line)
+	out, err := plan.CheckText(s, line)
 	if err != nil {
 		return "", fmt.Errorf("%w: the %s %v; card text is plain text", ErrInvalidChange, field, err)
 	}

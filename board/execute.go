@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bobnet/bobnet/plan"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/bobnet/bobnet/planner"
 )
 
 // cardRow and linkRow are the rows a plan writes; cardColumns turns the
@@ -138,7 +137,7 @@ func (s *Store) Execute(ctx context.Context, ex Execution) (ExecResult, error) {
 	if ex.ProposalID == "" {
 		return ExecResult{}, fmt.Errorf("%w: no proposal id", ErrInvalidPlan)
 	}
-	if ex.Plan.Kind != planner.KindProposeActions || len(ex.Plan.Actions) == 0 {
+	if ex.Plan.Kind != plan.KindProposeActions || len(ex.Plan.Actions) == 0 {
 		return ExecResult{}, fmt.Errorf("%w: kind %q has no actions", ErrInvalidPlan, ex.Plan.Kind)
 	}
 	if ex.Chain == "" {
@@ -316,15 +315,15 @@ func (s *Store) executeChecked(ctx context.Context, conn *pgx.Conn, ex Execution
 
 // needsTargetBoard reports whether a plan adds to the channel's board
 // (or schedules it, creating no board of its own).
-func needsTargetBoard(plan planner.Envelope) bool {
+func needsTargetBoard(env plan.Envelope) bool {
 	creates := false
-	for _, a := range plan.Actions {
+	for _, a := range env.Actions {
 		if a.Type.NeedsTargetBoard() {
 			return true
 		}
-		creates = creates || a.Type == planner.ActionCreateBoard || a.Type == planner.ActionCreateBoardWithCards
+		creates = creates || a.Type == plan.ActionCreateBoard || a.Type == plan.ActionCreateBoardWithCards
 	}
-	return plan.Schedule() != nil && !creates
+	return env.Schedule() != nil && !creates
 }
 
 // queueRows queues the inserts of a plan's new boards, cards and links.
@@ -398,7 +397,7 @@ func (s *Store) queueRecord(b *pgx.Batch, ex Execution, boards []boardRow, res E
 // layout turns a plan into the rows to insert, with new ids. Card actions
 // go to target, numbered from next on; board actions to the board they
 // create, numbered from 1.
-func layout(plan planner.Envelope, target ID, next int) ([]boardRow, []cardRow, []linkRow, ExecResult, error) {
+func layout(env plan.Envelope, target ID, next int) ([]boardRow, []cardRow, []linkRow, ExecResult, error) {
 	var boards []boardRow
 	var cards []cardRow
 	var links []linkRow
@@ -408,22 +407,22 @@ func layout(plan planner.Envelope, target ID, next int) ([]boardRow, []cardRow, 
 	if target != "" {
 		numbers[target] = next
 	}
-	for i, a := range plan.Actions {
+	for i, a := range env.Actions {
 		var boardID ID
 		switch a.Type {
-		case planner.ActionCreateBoard, planner.ActionCreateBoardWithCards:
+		case plan.ActionCreateBoard, plan.ActionCreateBoardWithCards:
 			if a.Board == nil {
 				return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has no board", ErrInvalidPlan, i)
 			}
 			boardID = NewBoardID()
 			boards = append(boards, boardRow{ID: boardID, Name: a.Board.Name, Goal: a.Board.Goal, Key: BoardKey(a.Board.Name)})
-		case planner.ActionCreateCard, planner.ActionCreateCardBatch:
+		case plan.ActionCreateCard, plan.ActionCreateCardBatch:
 			boardID = target
-		case planner.ActionUpdateCard, planner.ActionAddLinks:
+		case plan.ActionUpdateCard, plan.ActionAddLinks:
 			// Applied by applyChanges once the new cards exist.
 			res.BoardID = target
 			continue
-		case planner.ActionScheduleBoard:
+		case plan.ActionScheduleBoard:
 			// Written by queueRecord, for the board the plan ends on.
 			if res.BoardID == "" {
 				res.BoardID = target
@@ -443,7 +442,7 @@ func layout(plan planner.Envelope, target ID, next int) ([]boardRow, []cardRow, 
 			res.CardIDs[c.TempID] = id
 			status, mode := c.Status, c.WorkspaceMode
 			if mode == "" {
-				mode = planner.WorkspaceDirect
+				mode = plan.WorkspaceDirect
 			}
 			cards = append(cards, cardRow{
 				ID: id, BoardID: boardID, Position: position, Number: numbers[boardID], TempID: c.TempID, Title: c.Title, Body: c.Body,

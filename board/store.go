@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/bobnet/bobnet/plan"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/bobnet/bobnet/planner"
 )
 
 // More errors the store returns; check with errors.Is.
@@ -37,7 +36,7 @@ func (e *OtherVersionApprovedError) Is(target error) bool { return target == Err
 
 // Card statuses a card may have on a board; planned cards start in the
 // first two.
-var Statuses = planner.CardStatuses
+var Statuses = plan.CardStatuses
 
 // Store is the Postgres side of BobNet. Its methods are safe for concurrent
 // use.

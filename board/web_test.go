@@ -20,6 +20,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
@@ -100,9 +101,9 @@ func TestBoardJSON(t *testing.T) {
 
 // hostilePlan is the newspaper plan with script and link injection in
 // every text field a model controls.
-func hostilePlan(t *testing.T) planner.Envelope {
+func hostilePlan(t *testing.T) plan.Envelope {
 	t.Helper()
-	res := planner.Check([]byte(plannertest.Testdata(t, "plans/valid-hostile-text.json")), planner.Options{Profiles: profiles})
+	res := planner.Check([]byte(plannertest.Testdata(t, "plans/valid-hostile-text.json")), plan.Options{Profiles: profiles})
 	if !res.Valid {
 		t.Fatal(res.Errors)
 	}

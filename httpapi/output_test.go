@@ -15,6 +15,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
@@ -74,7 +75,7 @@ func TestPostingADispatchedCardsOutput(t *testing.T) {
 	t.Parallel()
 	s := boardtest.NewStore(t)
 	ctx := context.Background()
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{})
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{})
 	out, err := s.Execute(ctx, board.Execution{ProposalID: "p_outputapi", Channel: "console:outputapi", Plan: *res.Plan})
 	if err != nil {
 		t.Fatal(err)

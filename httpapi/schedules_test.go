@@ -12,6 +12,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
@@ -22,7 +23,7 @@ func TestScheduleAPI(t *testing.T) {
 	t.Parallel()
 	s := boardtest.NewStore(t)
 	ctx := context.Background()
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{})
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{})
 	out, err := s.Execute(ctx, board.Execution{ProposalID: "p_schedapi", Channel: "console:schedapi", Plan: *res.Plan})
 	if err != nil {
 		t.Fatal(err)
