@@ -7,8 +7,9 @@ import (
 )
 
 // Surface is what a chat surface (Slack, Matrix) asks of the engine:
-// requests, the decisions people make on previews, and the board, card,
-// run, policy and budget commands they type. *Engine is one. Each adapter
+// requests, the decisions people make on previews and on run cards
+// waiting for review, and the board, card, run, policy and budget commands
+// they type. *Engine is one. Each adapter
 // declares its own Engine as Surface plus whatever only it calls, so the
 // surfaces share one list instead of keeping copies that drift apart.
 type Surface interface {
@@ -31,6 +32,8 @@ type Surface interface {
 	RunsLine(ctx context.Context, b board.Board) string
 	PolicyFor(ctx context.Context, ch Channel) (board.PolicyInForce, error)
 	BudgetStatus(ctx context.Context, ch Channel) (Budget, error)
+	AuthorizeReview(ctx context.Context, ref ReviewRef, user string) (ReviewPlace, error)
+	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
 }
 
 // The engine is every surface's engine.

@@ -77,6 +77,9 @@ func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallb
 		thread = cb.Container.ThreadTs
 	}
 	for _, act := range cb.ActionCallback.BlockActions {
+		if a.reviewClick(ctx, cb, act) {
+			continue
+		}
 		switch act.ActionID {
 		case actionRevise, actionApprove, actionCancel, actionProposeAgain, actionWithdraw:
 		default:

@@ -59,6 +59,9 @@ func (a *Adapter) viewSubmission(w http.ResponseWriter, ctx context.Context, cb 
 // response_action, or nil to close the modal. Shared by HTTP and Socket
 // Mode (where the answer travels in the ack).
 func (a *Adapter) submitView(ctx context.Context, cb slackapi.InteractionCallback) map[string]any {
+	if cb.View.CallbackID == sendBackCallback {
+		return a.submitSendBack(ctx, cb) // review.go
+	}
 	if cb.View.CallbackID == cancelCallback {
 		return a.submitCancel(cb) // cancel.go
 	}

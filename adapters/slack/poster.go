@@ -30,7 +30,7 @@ func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
 	}
 	_, _, err = api.PostMessageContext(ctx, channel,
 		slackapi.MsgOptionText(fallback(r.Text), false),
-		slackapi.MsgOptionBlocks(slackapi.NewSectionBlock(mrkdwn(text), nil, nil)),
+		slackapi.MsgOptionBlocks(replyBlocks(text, r.Review)...),
 		slackapi.MsgOptionTS(t.ID))
 	return err
 }

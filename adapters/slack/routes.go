@@ -1,9 +1,9 @@
 package slack
 
 import (
-	"io"
 	"net/http"
 
+	"github.com/bobnet/bobnet/signing"
 	"github.com/go-chi/chi/v5"
 )
 
@@ -34,12 +34,12 @@ func (a *Adapter) Routes(r chi.Router) {
 // else; only a request whose headers pass has its body read at all.
 func (a *Adapter) signed(limit int64, next func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if _, _, err := a.verify.CheckHeaders(r.Header); err != nil {
+		if err := signing.CheckSlackHeaders(r.Header, a.now()); err != nil {
 			a.logger.Warn("slack request refused", "path", r.URL.Path, "err", err)
 			http.Error(w, "invalid signature", http.StatusUnauthorized)
 			return
 		}
-		if r.ContentLength > limit {
+		if err := signing.CheckLength(r, limit); err != nil {
 			http.Error(w, "request too large", http.StatusRequestEntityTooLarge)
 			return
 		}
@@ -50,13 +50,13 @@ func (a *Adapter) signed(limit int64, next func(w http.ResponseWriter, r *http.R
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		body, err := signing.ReadBody(w, r, limit)
 		<-a.reading
 		if err != nil {
 			http.Error(w, "request too large or incomplete", http.StatusRequestEntityTooLarge)
 			return
 		}
-		if err := a.verify.Verify(r.Header, body); err != nil {
+		if err := signing.VerifySlack(r.Header, a.cfg.SigningSecret, body, a.now()); err != nil {
 			a.logger.Warn("slack request refused", "path", r.URL.Path, "err", err)
 			http.Error(w, "invalid signature", http.StatusUnauthorized)
 			return

@@ -57,7 +57,6 @@ type Adapter struct {
 	teams  *teams // per-workspace clients; nil with one workspace
 	eng    Engine
 	memory Memory
-	verify Verifier
 	logger *slog.Logger
 	// work bounds the goroutines that finish work after the ack.
 	work context.Context
@@ -91,7 +90,7 @@ func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *sl
 	}
 	a := &Adapter{
 		cfg: cfg, eng: eng, memory: memory,
-		verify: Verifier{Secret: cfg.SigningSecret, Now: cfg.Now}, logger: logger, work: work,
+		logger: logger, work: work,
 		slots: make(chan struct{}, backgroundSlots), reading: make(chan struct{}, readingSlots),
 	}
 	if cfg.OAuth != nil {

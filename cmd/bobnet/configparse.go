@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bobnet/bobnet/adapters/webhook"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // secretEnv reports whether a variable holds a secret by its name, so a
@@ -195,9 +195,9 @@ func (c *Config) validate() []error {
 		}
 	}
 	// A short hook secret is refused at start, not found out by whoever
-	// guesses it: webhook.CheckSecret says why, never what it is.
+	// guesses it: signing.CheckSecret says why, never what it is.
 	for _, name := range slices.Sorted(maps.Keys(c.HookSecrets)) {
-		if err := webhook.CheckSecret(c.HookSecrets[name]); err != nil {
+		if err := signing.CheckSecret(c.HookSecrets[name]); err != nil {
 			errs = append(errs, fmt.Errorf("BOBNET_HOOK_SECRETS: hook %q: %w", name, err))
 		}
 	}
