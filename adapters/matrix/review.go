@@ -20,13 +20,6 @@ import (
 // reviewSeeds are the reactions put on every review announcement.
 var reviewSeeds = []string{"✅", "↩️"}
 
-// Reviewer is what the review reactions need from the engine (a part of
-// Engine); *bot.Engine is one.
-type Reviewer interface {
-	AuthorizeReview(ctx context.Context, ref bot.ReviewRef, user string) (bot.ReviewPlace, error)
-	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
-}
-
 // reviewPosted keeps what a posted reply said of a review: an
 // announcement is recorded and seeded with the review reactions; a
 // decision edits its card's announcement.
@@ -101,7 +94,7 @@ func (a *Adapter) reviewReaction(ctx context.Context, evt *event.Event, rel even
 		a.logger.Warn("matrix: find review announcement", "room", evt.RoomID, "event", rel.EventID, "err", err)
 		return true
 	}
-	if !a.first(ctx, "reaction", evt.ID) {
+	if !a.firstSeen(ctx, "reaction", evt.ID) {
 		return true
 	}
 	t := bot.Thread{Channel: channel(evt.RoomID), ID: string(thread)}
@@ -133,7 +126,7 @@ func (a *Adapter) reviewByReaction(ctx context.Context, t bot.Thread, ref bot.Re
 		kind = "decided"
 	}
 	key := fmt.Sprintf("review:%s:%s:%d:%s:%s", ref.Run, ref.Card, ref.Round, user, kind)
-	if !a.first(ctx, "refused", id.EventID(key)) {
+	if !a.firstSeen(ctx, "refused", id.EventID(key)) {
 		return
 	}
 	a.post(ctx, t, bot.Reply{Kind: bot.ReplyInfo, Text: user + ": " + bot.ReviewErrorText(err)})

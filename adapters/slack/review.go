@@ -25,13 +25,6 @@ const (
 	sendBackInput        = "sendback_reason_input"
 )
 
-// Reviewer is what the review controls need from the engine (a part of
-// Engine); *bot.Engine is one.
-type Reviewer interface {
-	AuthorizeReview(ctx context.Context, ref bot.ReviewRef, user string) (bot.ReviewPlace, error)
-	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
-}
-
 // replyBlocks is a reply's message: its text, and under an announcement
 // of a card to review, the Accept / Send back buttons.
 func replyBlocks(text string, ref *bot.ReviewRef) []slackapi.Block {
@@ -114,7 +107,7 @@ func (a *Adapter) reviewClick(ctx context.Context, cb slackapi.InteractionCallba
 		message = cb.Container.MessageTs
 	}
 	refuse := func(err error) {
-		a.later("review refusal", func(ctx context.Context) { a.ephemeral(ctx, channel, thread, user, reviewText(err)) })
+		a.afterAck("review refusal", func(ctx context.Context) { a.ephemeral(ctx, channel, thread, user, reviewText(err)) })
 	}
 	ref, err := parseReviewValue(act.Value)
 	if err != nil {
@@ -122,7 +115,7 @@ func (a *Adapter) reviewClick(ctx context.Context, cb slackapi.InteractionCallba
 		return true
 	}
 	if act.ActionID == actionReviewAccept {
-		a.later("review", func(ctx context.Context) {
+		a.afterAck("review", func(ctx context.Context) {
 			a.review(ctx, ref, reviewMeta{Channel: channel, Message: message, Thread: thread}, user, true, "")
 		})
 		return true
@@ -236,7 +229,7 @@ func (a *Adapter) review(ctx context.Context, ref bot.ReviewRef, at reviewMeta, 
 	}
 	// The decision stands whatever becomes of the redraw; it gets a
 	// context of its own, as the modal's answer must not wait on it.
-	a.later("redraw review", func(ctx context.Context) {
+	a.afterAck("redraw review", func(ctx context.Context) {
 		api, channel, err := a.web(ctx, at.Channel)
 		if err == nil {
 			_, _, _, err = api.UpdateMessageContext(ctx, channel, at.Message,

@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/signing"
 )
 
@@ -76,17 +77,17 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	hook, ok := a.hooks[name]
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no hook named %q: add name=secret to BOBNET_HOOK_SECRETS", name))
+		httpapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("no hook named %q: add name=secret to BOBNET_HOOK_SECRETS", name))
 		return
 	}
 	now := time.Now()
 	scheme, err := signing.CheckHeaders(r.Header, now)
 	if err != nil {
-		writeError(w, http.StatusUnauthorized, err.Error())
+		httpapi.WriteError(w, http.StatusUnauthorized, err.Error())
 		return
 	}
 	if err := signing.CheckLength(r, MaxBody); err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
+		httpapi.WriteError(w, http.StatusRequestEntityTooLarge, err.Error())
 		return
 	}
 	// Until its signature is checked a body is anyone's: only so many are
@@ -96,21 +97,21 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case a.reading <- struct{}{}:
 	default:
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "too many deliveries being read; deliver it again shortly")
+		httpapi.WriteError(w, http.StatusServiceUnavailable, "too many deliveries being read; deliver it again shortly")
 		return
 	}
 	body, err := signing.ReadBody(w, r, MaxBody)
 	<-a.reading
 	if errors.Is(err, signing.ErrTooLarge) {
-		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
+		httpapi.WriteError(w, http.StatusRequestEntityTooLarge, err.Error())
 		return
 	}
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "could not read the body: "+err.Error())
+		httpapi.WriteError(w, http.StatusBadRequest, "could not read the body: "+err.Error())
 		return
 	}
 	if err := signing.Verify(scheme, r.Header, hook.Secret, body, now); err != nil {
-		writeError(w, http.StatusUnauthorized, err.Error())
+		httpapi.WriteError(w, http.StatusUnauthorized, err.Error())
 		return
 	}
 	ev := Event{Hook: hook.Name, Event: eventType(r.Header)}
@@ -121,23 +122,23 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			msg += ": " + err.Error()
 		}
-		writeError(w, http.StatusBadRequest, msg)
+		httpapi.WriteError(w, http.StatusBadRequest, msg)
 		return
 	}
 	if dec.More() {
-		writeError(w, http.StatusBadRequest, "the body must be one JSON object, not several")
+		httpapi.WriteError(w, http.StatusBadRequest, "the body must be one JSON object, not several")
 		return
 	}
 	if ev.Event == "" {
 		ev.Event = fieldString(ev.Payload, "type")
 	}
 	if ev.Event == "ping" || !hook.Filter.Match(ev) {
-		writeJSON(w, http.StatusAccepted, map[string]string{"status": "ignored"})
+		httpapi.WriteJSON(w, http.StatusAccepted, map[string]string{"status": "ignored"})
 		return
 	}
 	text, err := a.requestText(hook, ev)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		httpapi.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	// The audit log then says which delivery a request came from, by the
@@ -158,11 +159,11 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, bot.ErrRateLimited):
 		w.Header().Set("Retry-After", "60")
-		writeError(w, http.StatusTooManyRequests, err.Error())
+		httpapi.WriteError(w, http.StatusTooManyRequests, err.Error())
 		return
 	case err != nil:
 		a.logger.Warn("webhook not queued", "request", rid, "hook", hook.Name, "err", err)
-		writeError(w, http.StatusServiceUnavailable, "BobNet could not queue the request; deliver it again shortly")
+		httpapi.WriteError(w, http.StatusServiceUnavailable, "BobNet could not queue the request; deliver it again shortly")
 		return
 	}
 	writeAccepted(w, id, dup)
@@ -191,7 +192,7 @@ func (a *Adapter) requestText(hook *Hook, ev Event) (string, error) {
 // escaping in JSON; any other id goes through encoding/json.
 func writeAccepted(w http.ResponseWriter, id bot.RequestID, dup bool) {
 	if !plainID(string(id)) {
-		writeJSON(w, http.StatusAccepted, accepted{RequestID: id, Duplicate: dup})
+		httpapi.WriteJSON(w, http.StatusAccepted, accepted{RequestID: id, Duplicate: dup})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -312,14 +313,4 @@ func sender(p map[string]any, hook string) string {
 		}
 	}
 	return hook
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
 }

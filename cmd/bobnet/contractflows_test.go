@@ -14,6 +14,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/signing"
 )
 
@@ -310,7 +311,7 @@ func oneLine(err *openapi3.SchemaError) string {
 func TestHookAnswersAreDistinguishable(t *testing.T) {
 	t.Parallel()
 	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(openAPI)
+	doc, err := loader.LoadFromData(httpapi.OpenAPI)
 	if err != nil {
 		t.Fatal(err)
 	}

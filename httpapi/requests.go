@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+// userMessage is an engine error as a sentence for people: what happened
+// and what to do, never the internals behind it.
+func userMessage(err error) string {
+	switch {
+	case errors.Is(err, bot.ErrUnavailable):
+		return "BobNet's database is unavailable right now; try again shortly."
+	case errors.Is(err, bot.ErrRateLimited):
+		return "too many requests; try again in a minute."
+	}
+	return "it could not be accepted; try again."
+}
+
+func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "channel")
+	if !channelName.MatchString(name) {
+		WriteError(w, http.StatusBadRequest, "channel names are 1 to 64 lower-case letters, digits, - or _, starting with a letter or digit")
+		return
+	}
+	var body struct {
+		User string `json:"user"`
+		Text string `json:"text"`
+	}
+	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) || !c.allow(w, r) {
+		return
+	}
+	body.Text = strings.TrimSpace(body.Text)
+	if body.Text == "" || len(body.Text) > 8000 {
+		WriteError(w, http.StatusBadRequest, `"text" is required, at most 8000 characters`)
+		return
+	}
+	if !PlainText(w, "text", body.Text) {
+		return
+	}
+	ch := bot.Channel{Source: bot.SourceConsole, ID: name}
+	// Each console message starts its own thread, named after it.
+	thread := bot.Thread{Channel: ch, ID: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	// The message is shown before it is submitted, so no answer to it can
+	// reach the channel first; a refusal is shown after it.
+	id := bot.NewRequestID()
+	c.channels.Publish(name, "message", map[string]any{"user": body.User, "text": body.Text, "request_id": id})
+	c.channels.Publish(name, "working", map[string]any{"request_id": id})
+	got, err := c.eng.Submit(r.Context(), bot.Request{ID: id, Thread: thread, User: body.User, Text: body.Text})
+	if err != nil {
+		if !errors.Is(err, bot.ErrRateLimited) { // the engine tells a throttled person itself
+			c.channels.Publish(name, "reply", bot.Reply{Kind: bot.ReplyError, Text: "That message was not taken: " + userMessage(err)})
+		}
+		c.engineError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusAccepted, map[string]any{"request_id": got})
+}
+
+func (c *Chat) getRequest(w http.ResponseWriter, r *http.Request) {
+	id, err := bot.ParseRequestID(chi.URLParam(r, "id"))
+	var st bot.RequestStatus
+	if err == nil {
+		st, err = c.eng.Request(r.Context(), id)
+	}
+	if err != nil {
+		c.engineError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, st)
+}
