@@ -2,12 +2,9 @@ package board
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/bobnet/bobnet/plan"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -85,14 +82,6 @@ func (s *Store) Ping(ctx context.Context) error {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	return nil
-}
-
-// newID returns prefix followed by 26 lower-case base32 characters: 128
-// random bits, so a board link cannot be guessed from another.
-func newID(prefix string) string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
 // NewBoardID returns a fresh random board id.

@@ -57,7 +57,7 @@ func BenchmarkEngineTurn(b *testing.B) {
 // for its preview, and reports the p50 turn beside the mean.
 func measureTurns(b *testing.B, eng *bot.Engine) {
 	posted := make(chan struct{}, 1)
-	eng.Register(bot.SourceConsole, bot.Surface{Poster: previewPoster{posted}})
+	eng.Register(bot.SourceConsole, bot.Registration{Poster: previewPoster{posted}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = eng.Run(ctx) }()

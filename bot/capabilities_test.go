@@ -48,7 +48,7 @@ func TestNoCapabilityIsDiscoveredByTypeAssertion(t *testing.T) {
 				return true
 			}
 			if id, ok := ta.Type.(*ast.Ident); ok && interfaces[id.Name] {
-				t.Errorf("%s: a type assertion to %s discovers a capability; make it a field of Deps or Surface", fset.Position(ta.Pos()), id.Name)
+				t.Errorf("%s: a type assertion to %s discovers a capability; make it a field of Deps or Registration", fset.Position(ta.Pos()), id.Name)
 			}
 			return true
 		})

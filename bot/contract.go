@@ -50,7 +50,6 @@ type Source string
 const (
 	SourceSlack   Source = "slack"
 	SourceMatrix  Source = "matrix"
-	SourceWebhook Source = "webhook"
 	SourceConsole Source = "console"
 )
 
@@ -145,7 +144,8 @@ type Reply struct {
 	// Questions are the model's clarifying questions, if any.
 	Questions []string `json:"questions,omitempty"`
 	// BoardURL is set on the reply that announces a created board.
-	BoardURL string `json:"board_url,omitempty"`
+	BoardURL string     `json:"board_url,omitempty"`
+	Review   *ReviewRef `json:"review,omitempty"` // a run's card under review, for posters' controls
 }
 
 // RequestStatus is what GET /api/v1/requests/{id} shows.

@@ -52,7 +52,7 @@ func TestApprovalIsSeenBeforeRedisRecordsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng.Register(bot.SourceConsole, bot.Surface{Poster: &bottest.Poster{}})
+	eng.Register(bot.SourceConsole, bot.Registration{Poster: &bottest.Poster{}})
 	ctx, env, st := runAndPropose(t, eng, store)
 	ap, err := eng.Approve(ctx, st.ProposalID, "alice")
 	if err != nil {

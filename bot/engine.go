@@ -192,7 +192,7 @@ type Engine struct {
 	logger *slog.Logger
 
 	mu       sync.RWMutex
-	surfaces map[Source]Surface
+	surfaces map[Source]Registration
 	ext      extensions // where events go, and channel deciders: events.go
 
 	out    *outbound
@@ -240,7 +240,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Engine, error) {
 		deps.Now = time.Now
 	}
 	return &Engine{
-		cfg: cfg, deps: deps, logger: logger, surfaces: map[Source]Surface{},
+		cfg: cfg, deps: deps, logger: logger, surfaces: map[Source]Registration{},
 		out: newOutbound(cfg.PostTimeout, cfg.FlushTimeout, logger), leases: newLeases(),
 	}, nil
 }

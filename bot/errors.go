@@ -113,10 +113,12 @@ func Explain(err error) string {
 		return conflict.Error() + "."
 	case errors.Is(err, board.ErrInvalidChange), errors.Is(err, ErrUnknownProfile):
 		return "That change isn't possible: " + err.Error() + "."
+	case errors.Is(err, ErrStaleReview):
+		return "That review is of an earlier output: the card was sent back and worked again since. Review its latest output."
 	case errors.Is(err, board.ErrRunGoing):
 		return "That board has a run going; it can run again once that one ends (or is stopped)."
 	case errors.Is(err, board.ErrNotRunnable):
-		return "That can't be done in this run now: " + strings.TrimPrefix(err.Error(), "not possible in this run now: ") + "."
+		return "That card can't be reviewed now: " + strings.TrimPrefix(err.Error(), "not possible in this run now: ") + "."
 	case errors.Is(err, ErrNoRuns):
 		return "This BobNet does not run boards."
 	case errors.Is(err, ErrNoCards):

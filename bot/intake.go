@@ -2,36 +2,17 @@ package bot
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/bobnet/bobnet/board"
 )
-
-// idEncoding writes ids in lower-case base32 without padding.
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-// newID is prefix and a random suffix.
-func newID(prefix string) string {
-	var b [10]byte
-	_, _ = rand.Read(b[:])
-	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
-}
 
 // NewRequestID returns a fresh request id, for adapters that show a
 // request before submitting it.
-func NewRequestID() RequestID { return RequestID(newID("r_")) }
-
-// proposalIDFor is the id of the proposal a request makes: derived from
-// the request, so planning a request again after a crash writes the same
-// proposal rather than a second one.
-func proposalIDFor(r RequestID) ProposalID {
-	sum := sha256.Sum256([]byte("proposal:" + string(r)))
-	return ProposalID("p_" + strings.ToLower(idEncoding.EncodeToString(sum[:10])))
-}
+func NewRequestID() RequestID { return board.NewRequestID() }
 
 // Submit queues a request and returns at once, after one Redis round
 // trip and nothing else: no Postgres, no platform call. A request whose

@@ -191,7 +191,7 @@ func (e *Engine) queuePost(t Thread, what string, fn func(ctx context.Context, p
 // notify tells one person something about request id, privately where
 // the surface can.
 func (e *Engine) notify(t Thread, user string, id RequestID, r Reply) {
-	n := e.surface(t.Channel.Source).Notifier
+	n := e.registration(t.Channel.Source).Notifier
 	e.queuePost(t, "notify", func(ctx context.Context, p Poster) error {
 		if n != nil {
 			return n.Notify(ctx, t, user, r)

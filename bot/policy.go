@@ -25,7 +25,7 @@ type PolicyStore interface {
 // PowerLevels tells a Matrix room member's power level, for
 // "matrix_power:N" deciders. The Matrix adapter is one (from the room's
 // m.room.power_levels state: users[user], else users_default), registered
-// as the Surface.PowerLevels of SourceMatrix. Without it,
+// as the Registration.PowerLevels of SourceMatrix. Without it,
 // "matrix_power:N" lets nobody decide.
 type PowerLevels interface {
 	PowerLevel(ctx context.Context, room, user string) (int, error)
@@ -33,7 +33,7 @@ type PowerLevels interface {
 
 // SlackGroups tells whether a Slack user is in a user group, for
 // "slack_group:S…" deciders; the Slack adapter is one
-// (usergroups.users.list), registered as the Surface.Groups of
+// (usergroups.users.list), registered as the Registration.Groups of
 // SourceSlack. Without it, "slack_group:" lets nobody decide.
 type SlackGroups interface {
 	InGroup(ctx context.Context, group, user string) (bool, error)
@@ -166,7 +166,7 @@ func (e *Engine) policyAllows(ctx context.Context, p Proposal, user string) bool
 
 func (e *Engine) hasPower(ctx context.Context, ch Channel, level, user string) bool {
 	need, err := strconv.Atoi(level)
-	pl := e.surface(ch.Source).PowerLevels
+	pl := e.registration(ch.Source).PowerLevels
 	if err != nil || pl == nil || ch.Source != SourceMatrix {
 		return false
 	}
@@ -181,7 +181,7 @@ func (e *Engine) hasPower(ctx context.Context, ch Channel, level, user string) b
 }
 
 func (e *Engine) inSlackGroup(ctx context.Context, ch Channel, group, user string) bool {
-	sg := e.surface(ch.Source).Groups
+	sg := e.registration(ch.Source).Groups
 	if sg == nil || ch.Source != SourceSlack {
 		return false
 	}

@@ -53,7 +53,7 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	poster := &bottest.Poster{}
-	eng.Register(bot.SourceConsole, bot.Surface{Poster: poster})
+	eng.Register(bot.SourceConsole, bot.Registration{Poster: poster})
 	ctx, env, st := runAndPropose(t, eng, store)
 
 	if _, err := eng.Approve(ctx, st.ProposalID, "alice"); !errors.Is(err, bot.ErrUnavailable) || !errors.Is(err, errConnectionLost) {

@@ -41,7 +41,7 @@ type Reminder struct {
 }
 
 // RemindPoster is a surface's own way of reminding deciders (Slack sends
-// each one a direct message). A surface without one (Surface.Reminders
+// each one a direct message). A surface without one (Registration.Reminders
 // nil) gets the reminder as a reply in the proposal's thread.
 type RemindPoster interface {
 	Remind(ctx context.Context, r Reminder) error
@@ -192,7 +192,7 @@ func (e *Engine) sendReminder(ctx context.Context, poster Poster, id ProposalID)
 	}
 	r := Reminder{Proposal: p, Deciders: e.remindees(p), Left: p.ExpiresAt.Sub(e.deps.Now())}
 	e.logger.Info("reminding deciders", "proposal", id, "deciders", len(r.Deciders))
-	if rp := e.surface(p.Thread.Channel.Source).Reminders; rp != nil {
+	if rp := e.registration(p.Thread.Channel.Source).Reminders; rp != nil {
 		return rp.Remind(ctx, r)
 	}
 	return poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: r.Text()})

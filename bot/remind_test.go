@@ -230,7 +230,7 @@ func TestReminderNeverFollowsARacingDecision(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
 	poster := &ordered{}
-	env := bottest.StartPosting(t, boardtest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), bot.Surface{Poster: poster, Reminders: poster},
+	env := bottest.StartPosting(t, boardtest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), bot.Registration{Poster: poster, Reminders: poster},
 		func(c *bot.Config) { c.SweepInterval = time.Millisecond })
 	answerNewspaper(t, env)
 	ctx := context.Background()
@@ -277,7 +277,7 @@ func TestDecisionAfterTheMarkStopsTheReminder(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
 	poster := &ordered{gate: make(chan struct{}), held: make(chan struct{})}
-	env := bottest.StartPosting(t, boardtest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), bot.Surface{Poster: poster, Reminders: poster})
+	env := bottest.StartPosting(t, boardtest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), bot.Registration{Poster: poster, Reminders: poster})
 	answerNewspaper(t, env)
 	ctx := context.Background()
 	first := propose(t, env, "alice")

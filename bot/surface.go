@@ -2,73 +2,39 @@ package bot
 
 import (
 	"context"
+
+	"github.com/bobnet/bobnet/board"
 )
 
-// Poster is what an adapter gives the engine to speak on its surface. The
-// engine calls it from its workers; calls must be safe concurrently.
-type Poster interface {
-	// Reply posts a text reply in the thread.
-	Reply(ctx context.Context, t Thread, r Reply) error
-	// PostPreview posts a pending proposal's preview with Approve / Revise /
-	// Cancel and returns the message's ref so it can be updated.
-	PostPreview(ctx context.Context, p Proposal) (MessageRef, error)
-	// UpdatePreview redraws a posted preview after its state changed
-	// (approved, cancelled, expired, superseded): buttons gone, who decided
-	// shown, "Propose again" offered for an expired one.
-	UpdatePreview(ctx context.Context, p Proposal) error
+// Surface is what a chat surface (Slack, Matrix) asks of the engine:
+// requests, the decisions people make on previews and on run cards
+// waiting for review, and the board, card, run, policy and budget commands
+// they type. *Engine is one. Each adapter
+// declares its own Engine as Surface plus whatever only it calls, so the
+// surfaces share one list instead of keeping copies that drift apart.
+type Surface interface {
+	Submit(ctx context.Context, r Request) (RequestID, error)
+	Authorize(ctx context.Context, id ProposalID, user string) (Proposal, error)
+	Approve(ctx context.Context, id ProposalID, user string) (Approval, error)
+	CancelWithReason(ctx context.Context, id ProposalID, user, reason string) (Proposal, error)
+	Withdraw(ctx context.Context, id ProposalID, user string) (Proposal, error)
+	Revise(ctx context.Context, id ProposalID, user, feedback string) (RequestID, error)
+	ProposeAgain(ctx context.Context, id ProposalID, user string) (RequestID, error)
+	ChannelStatus(ctx context.Context, ch Channel) (board.Status, error)
+	BoardStatus(ctx context.Context, id board.ID) (board.Status, error)
+	MoveCard(ctx context.Context, ch Channel, user, ref, status string) (board.CardUpdate, error)
+	AssignCard(ctx context.Context, ch Channel, user, ref, profile string) (board.CardUpdate, error)
+	NextCards(ctx context.Context, ch Channel) (board.Status, error)
+	StartRun(ctx context.Context, ch Channel, user, ref string) (board.Run, error)
+	RecentRuns(ctx context.Context, ch Channel, ref string) (board.Board, []board.Run, error)
+	ReviewByHandle(ctx context.Context, ch Channel, user, ref string, accept bool, reason string) (board.CardUpdate, error)
+	Schedule(ctx context.Context, ch Channel, user string, c ScheduleCommand) (string, error)
+	RunsLine(ctx context.Context, b board.Board) string
+	PolicyFor(ctx context.Context, ch Channel) (board.PolicyInForce, error)
+	BudgetStatus(ctx context.Context, ch Channel) (Budget, error)
+	AuthorizeReview(ctx context.Context, ref ReviewRef, user string) (ReviewPlace, error)
+	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
 }
 
-// Notifier posts a message only one person sees (Slack's ephemeral
-// messages). A surface without one (Surface.Notifier nil) gets a thread
-// reply instead.
-type Notifier interface {
-	Notify(ctx context.Context, t Thread, user string, r Reply) error
-}
-
-// Surface is what an adapter registers for its source: the poster it
-// speaks with, and what else its platform offers. Every field but Poster
-// may be nil; the doc of each interface says what the engine does
-// without it.
-type Surface struct {
-	Poster Poster
-	// Notifier tells one person something privately; nil: a thread reply.
-	Notifier Notifier
-	// Reminders reminds deciders the surface's own way; nil: a thread
-	// reply.
-	Reminders RemindPoster
-	// PowerLevels reads Matrix power levels for "matrix_power:N" deciders.
-	PowerLevels PowerLevels
-	// Groups reads Slack user groups for "slack_group:" deciders.
-	Groups SlackGroups
-}
-
-// Register registers the surface of src, replacing the one before.
-func (e *Engine) Register(src Source, s Surface) {
-	if s.Poster == nil {
-		s.Poster = discard{}
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.surfaces[src] = s
-}
-
-// surface is what was registered for src; a source nobody registered
-// posts nowhere and offers nothing else.
-func (e *Engine) surface(src Source) Surface {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if s, ok := e.surfaces[src]; ok {
-		return s
-	}
-	return Surface{Poster: discard{}}
-}
-
-func (e *Engine) poster(src Source) Poster { return e.surface(src).Poster }
-
-// discard is the poster of a surface nobody registered: its messages go
-// nowhere, but the engine's work (and audit) still happens.
-type discard struct{}
-
-func (discard) Reply(context.Context, Thread, Reply) error                { return nil }
-func (discard) PostPreview(context.Context, Proposal) (MessageRef, error) { return "", nil }
-func (discard) UpdatePreview(context.Context, Proposal) error             { return nil }
+// The engine is every surface's engine.
+var _ Surface = (*Engine)(nil)

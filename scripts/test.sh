@@ -61,7 +61,7 @@ export HELM
 [ "$modsum" = "$(cat go.mod go.sum | cksum)" ] || { echo "test: building helm changed go.mod or go.sum" >&2; exit 1; }
 
 # openapi.json is linted by an independent validator, the Redocly CLI pinned
-# in scripts/openapi (cmd/bobnet's TestOpenAPILintsClean runs it).
+# in scripts/openapi (httpapi's TestOpenAPILintsClean runs it).
 REDOCLY=$(scripts/openapi/redocly.sh)
 export REDOCLY
 

@@ -253,6 +253,29 @@ func Pump[T any](ctx context.Context, st *Stream, events <-chan T, send func(T) 
 	}
 }
 
+// Event is one event of a stream that keeps its past, such as a console
+// channel's: a client that reconnects names the last id it saw
+// (Last-Event-ID) and gets what followed. It goes out whole as the data
+// of the event named Type.
+type Event struct {
+	ID   int64  `json:"id"`
+	Type string `json:"type"`
+	At   string `json:"at"`
+	Data any    `json:"data"`
+}
+
+// Replay writes past, then what live carries, as Pump does: the loop of a
+// stream that resumes from Last-Event-ID.
+func Replay(ctx context.Context, st *Stream, past []Event, live <-chan Event) error {
+	send := func(ev Event) error { return st.Send(strconv.FormatInt(ev.ID, 10), ev.Type, ev) }
+	for _, ev := range past {
+		if err := send(ev); err != nil {
+			return err
+		}
+	}
+	return Pump(ctx, st, live, send)
+}
+
 func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,140 +19,40 @@ import (
 	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/plan"
-	"github.com/bobnet/bobnet/sse"
 )
 
-func post(t *testing.T, url, contentType, body string, headers ...string) *http.Response {
+// fakeEngine knows one proposal, p_okaaaaaaaaaaaaaa.
+type fakeEngine struct{}
+
+func (fakeEngine) Proposal(_ context.Context, id bot.ProposalID) (bot.Proposal, error) {
+	if id != "p_okaaaaaaaaaaaaaa" {
+		return bot.Proposal{}, bot.ErrNotFound
+	}
+	return bot.Proposal{ID: id, State: bot.ProposalPending, RequestedBy: "alice"}, nil
+}
+
+// errMalformedReached is what the fake engines answer for an id the
+// console should have refused before asking them.
+var errMalformedReached = errors.New("the engine was asked about a malformed id")
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// newServer serves the console's pages over eng.
+func newServer(t *testing.T, eng Engine) (*Console, *httptest.Server) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
-}
-
-// Varying the "user" and the channel does not get past the limit: it is
-// kept per client (token or address), so 150 messages under 150 names
-// are not 150 requests.
-func TestLimitsKeyedOnTheCallerNotOnNames(t *testing.T) {
-	t.Parallel()
-	eng := &fakeEngine{}
-	_, srv := newServer(t, eng)
-	accepted, refused := 0, 0
-	for i := range 150 {
-		body := fmt.Sprintf(`{"user":"user%d","text":"plan %d"}`, i, i)
-		switch post(t, fmt.Sprintf("%s/api/v1/channels/ch%d/messages", srv.URL, i), "application/json", body).StatusCode {
-		case http.StatusAccepted:
-			accepted++
-		case http.StatusTooManyRequests:
-			refused++
-		}
-	}
-	if accepted != clientRequests || refused != 150-clientRequests {
-		t.Fatalf("accepted %d, refused %d; want %d and the rest", accepted, refused, clientRequests)
-	}
-	// Another token is another client.
-	if code := post(t, srv.URL+"/api/v1/channels/general/messages", "application/json", `{"user":"a","text":"hi"}`, "Authorization", "Bearer other").StatusCode; code != http.StatusAccepted {
-		t.Fatalf("another client: %d", code)
-	}
-}
-
-// A body that is not declared JSON is refused: forms and text/plain are
-// what a web page may post across sites without asking.
-func TestStateChangesNeedJSONContentType(t *testing.T) {
-	t.Parallel()
-	eng := &fakeEngine{}
-	_, srv := newServer(t, eng)
-	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded"} {
-		if code := post(t, srv.URL+"/api/v1/channels/general/messages", ct, `{"user":"a","text":"hi"}`).StatusCode; code != http.StatusUnsupportedMediaType {
-			t.Errorf("content type %q: %d, want 415", ct, code)
-		}
-	}
-	if len(eng.submits) != 0 {
-		t.Fatalf("submitted %d", len(eng.submits))
-	}
-}
-
-// Without a token, a request from another site's page (Origin) or through
-// a rebound name (Host) is refused; BobNet's own page and plain clients
-// are not.
-func TestGuardRefusesCrossSiteAndRebinding(t *testing.T) {
-	t.Parallel()
-	eng := &fakeEngine{}
-	c := New(eng, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := New(eng, nil, discard())
 	r := chi.NewRouter()
-	r.Group(func(r chi.Router) {
-		r.Use(Guard(GuardConfig{PublicURL: "http://127.0.0.1:8080", Listen: "127.0.0.1:8080", Tokenless: true}))
-		c.APIRoutes(r)
-	})
-	send := func(method, path, host, origin string) int {
-		t.Helper()
-		req := httptest.NewRequest(method, path, strings.NewReader(`{"user":"a","text":"hi"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Host = host
-		if origin != "" {
-			req.Header.Set("Origin", origin)
-		}
-		rec := httptest.NewRecorder()
-		r.ServeHTTP(rec, req)
-		return rec.Code
-	}
-	tests := []struct {
-		name, method, path, host, origin string
-		want                             int
-	}{
-		{"own page", "POST", "/api/v1/channels/general/messages", "127.0.0.1:8080", "http://127.0.0.1:8080", http.StatusAccepted},
-		{"localhost", "POST", "/api/v1/channels/general/messages", "localhost:8080", "http://localhost:8080", http.StatusAccepted},
-		{"curl", "POST", "/api/v1/channels/general/messages", "127.0.0.1:8080", "", http.StatusAccepted},
-		{"another site", "POST", "/api/v1/channels/general/messages", "127.0.0.1:8080", "https://evil.example", http.StatusForbidden},
-		{"rebound name", "POST", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/approve", "evil.example:8080", "http://evil.example:8080", http.StatusForbidden},
-		{"rebound stream", "GET", "/api/v1/channels/general/events", "evil.example:8080", "", http.StatusForbidden},
-	}
-	for _, tt := range tests {
-		if got := send(tt.method, tt.path, tt.host, tt.origin); got != tt.want {
-			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
-		}
-	}
-}
-
-// Event streams are capped per client and in all.
-func TestEventStreamsAreCapped(t *testing.T) {
-	t.Parallel()
-	_, srv := newServer(t, &fakeEngine{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	open := 0
-	for i := range sse.DefaultPerCaller + 3 {
-		req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/api/v1/channels/c%d/events", srv.URL, i), nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			open++
-		} else if resp.StatusCode != http.StatusTooManyRequests {
-			t.Fatalf("stream %d: %d", i, resp.StatusCode)
-		}
-	}
-	if open != sse.DefaultPerCaller {
-		t.Fatalf("open streams = %d, want %d", open, sse.DefaultPerCaller)
-	}
+	c.PageRoutes(r)
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return c, srv
 }
 
 // Channels nobody watches are dropped past the cap, and leaving a channel
 // never creates one.
 func TestIdleChannelsArePruned(t *testing.T) {
 	t.Parallel()
-	c := New(&fakeEngine{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := New(fakeEngine{}, nil, discard())
 	_, watched := c.subscribe("watched", 0)
 	for i := range maxChannels + 100 {
 		_ = c.Reply(context.Background(), bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: fmt.Sprint("ch", i)}}, bot.Reply{Text: "x"})
@@ -172,7 +73,7 @@ func TestIdleChannelsArePruned(t *testing.T) {
 // as text.
 func TestProposalPageIsReadableAndInert(t *testing.T) {
 	t.Parallel()
-	eng := &pageEngine{fakeEngine: &fakeEngine{}}
+	eng := pageEngine{}
 	_, srv := newServer(t, eng)
 	resp, err := http.Get(srv.URL + "/proposals/p_pageaaaaaaaaaaaa")
 	if err != nil {
@@ -194,9 +95,10 @@ func TestProposalPageIsReadableAndInert(t *testing.T) {
 	}
 }
 
-type pageEngine struct{ *fakeEngine }
+// pageEngine knows one proposal, p_pageaaaaaaaaaaaa, whose answer is markup.
+type pageEngine struct{}
 
-func (p *pageEngine) Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error) {
+func (pageEngine) Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error) {
 	if _, err := board.ParseProposalID(string(id)); err != nil {
 		return bot.Proposal{}, errMalformedReached
 	}
@@ -218,7 +120,7 @@ func (p *pageEngine) Proposal(ctx context.Context, id bot.ProposalID) (bot.Propo
 func TestProposalPageNumbersStayInTheirCards(t *testing.T) {
 	t.Parallel()
 	ctx := boardtest.Browser(t)
-	_, srv := newServer(t, &pageEngine{fakeEngine: &fakeEngine{}})
+	_, srv := newServer(t, pageEngine{})
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/proposals/p_pageaaaaaaaaaaaa"), chromedp.WaitVisible(chromedp.CSS("ol.cards"))); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +155,7 @@ func TestProposalPageNumbersStayInTheirCards(t *testing.T) {
 // into another type.
 func TestPagesCannotBeFramed(t *testing.T) {
 	t.Parallel()
-	_, srv := newServer(t, &fakeEngine{})
+	_, srv := newServer(t, fakeEngine{})
 	for _, path := range []string{"/", "/c/general", "/static/", "/static/index.html", "/static/app.js", "/static/style.css", "/proposals/p_okaaaaaaaaaaaaaa", "/static/nope"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
@@ -268,5 +170,30 @@ func TestPagesCannotBeFramed(t *testing.T) {
 		if path == "/static/" && (resp.StatusCode != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/html")) {
 			t.Errorf("/static/ is %d %s, not the console's HTML this test means", resp.StatusCode, h.Get("Content-Type"))
 		}
+	}
+}
+
+func TestHistoryBoundedAndSlowSubscriberDropped(t *testing.T) {
+	t.Parallel()
+	c := New(fakeEngine{}, nil, discard())
+	_, sub := c.subscribe("general", 0)
+	th := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "general"}}
+	// Nobody reads sub: publishing far more than its buffer must not block.
+	for i := 0; i < historySize+50; i++ {
+		_ = c.Reply(context.Background(), th, bot.Reply{Text: "x"})
+	}
+	past, _ := c.subscribe("general", 0)
+	if len(past) != historySize {
+		t.Fatalf("history holds %d events, want %d", len(past), historySize)
+	}
+	if past[0].ID != 51 {
+		t.Fatalf("oldest kept event %d, want 51", past[0].ID)
+	}
+	n := 0
+	for range sub { // closed once dropped
+		n++
+	}
+	if n != cap(sub) {
+		t.Fatalf("slow subscriber got %d events before being dropped, want %d", n, cap(sub))
 	}
 }

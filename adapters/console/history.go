@@ -9,7 +9,8 @@ import (
 )
 
 // History keeps console channels' events across restarts; *board.Store is
-// one. Without it the console remembers only until it stops.
+// one. A channel's past is read from it the first time the channel is used
+// after a start.
 type History interface {
 	AppendConsoleEvent(ctx context.Context, channel string, ev board.ConsoleEvent, keep int) error
 	ConsoleEvents(ctx context.Context, channel string, limit int) ([]board.ConsoleEvent, error)
@@ -20,10 +21,6 @@ type History interface {
 // own memory answers meanwhile, and a slow database must not hold up a
 // reply on its way to a browser.
 const historyTimeout = 2 * time.Second
-
-// Remember makes the console keep its channels' events in h, and read a
-// channel's past from it the first time the channel is used after a start.
-func (c *Console) Remember(h History) { c.history = h }
 
 // load fills a channel not yet in memory from the history; c.mu is not
 // held. A history that cannot be read leaves the channel to start afresh,

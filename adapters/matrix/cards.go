@@ -60,51 +60,26 @@ func (a *Adapter) cardCommand(ctx context.Context, thread bot.Thread, sub, user 
 		BoardURL: board.BoardURL(a.cfg.PublicURL, up.Board.ID) + "#" + string(up.Card.ID)})
 }
 
-// policyReader is what an engine that keeps approval policies offers;
-// *bot.Engine is one.
-type policyReader interface {
-	PolicyFor(ctx context.Context, ch bot.Channel) (board.PolicyInForce, error)
-}
-
 // policyCommand answers `!bobnet policy`: who decides in this room, how
 // many approvals a plan needs, and the model budget.
 func (a *Adapter) policyCommand(ctx context.Context, thread bot.Thread) {
-	text := "This BobNet keeps no approval policies: the requester or an admin decides."
-	if pr, ok := a.eng.(policyReader); ok {
-		in, err := pr.PolicyFor(ctx, thread.Channel)
-		if err != nil {
-			text = decisionText(err)
-		} else {
-			text = bot.DescribePolicy(in)
-		}
+	var text string
+	if in, err := a.eng.PolicyFor(ctx, thread.Channel); err != nil {
+		text = decisionText(err)
+	} else {
+		text = bot.DescribePolicy(in)
 	}
 	a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: text})
-}
-
-// withdrawer is what an engine that keeps approval policies also offers;
-// *bot.Engine is one.
-type withdrawer interface {
-	Withdraw(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
-}
-
-// budgetReader is what an engine that keeps model budgets offers;
-// *bot.Engine is one.
-type budgetReader interface {
-	BudgetStatus(ctx context.Context, ch bot.Channel) (bot.Budget, error)
 }
 
 // budgetLine is the room's model use today for !bobnet status, or ""
 // when it cannot be read quickly. It holds only numbers and a time, so
 // it needs no escaping.
 func (a *Adapter) budgetLine(ctx context.Context, ch bot.Channel) string {
-	br, ok := a.eng.(budgetReader)
-	if !ok {
-		return ""
-	}
 	// Not worth holding the status answer up for.
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	b, err := br.BudgetStatus(ctx, ch)
+	b, err := a.eng.BudgetStatus(ctx, ch)
 	if err != nil {
 		a.logger.Warn("matrix: read model budget", "room", ch.ID, "err", err)
 		return ""

@@ -82,7 +82,7 @@ func TestMatrixNewspaperFlow(t *testing.T) {
 		t.Fatalf("no board link: %q", lm.FormattedBody)
 	}
 	st := w.checkBoard(10, 13)
-	if n := w.count(w.fromBot(req, "only the person who asked")); n != 1 {
+	if n := w.count(w.fromBot(req, "Only the person who asked")); n != 1 {
 		t.Fatalf("%d refusal notices, want one", n)
 	}
 

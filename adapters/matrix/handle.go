@@ -3,8 +3,6 @@ package matrix
 import (
 	"context"
 	"errors"
-	"fmt"
-	"html"
 	"net/url"
 	"regexp"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -25,10 +22,10 @@ import (
 // seenTTL is how long event ids are remembered against redelivery.
 const seenTTL = 24 * time.Hour
 
-// first reports whether evt is seen for the first time, across replicas
+// firstSeen reports whether evt is seen for the first time, across replicas
 // and restarts. When Redis cannot say, it acts: a double notice beats a
 // lost decision.
-func (a *Adapter) first(ctx context.Context, kind string, evt id.EventID) bool {
+func (a *Adapter) firstSeen(ctx context.Context, kind string, evt id.EventID) bool {
 	ok, err := a.memory.SeenOnce(ctx, "matrix-"+kind+":"+string(evt), seenTTL)
 	if ctx.Err() != nil {
 		return false // the sync lease went away: the next holder replays it
@@ -214,259 +211,6 @@ func (a *Adapter) stripMention(body string) string {
 
 // spaces is a run of blanks a removed mention leaves behind.
 var spaces = regexp.MustCompile(`[ \t]{2,}`)
-
-// command handles "!…": room commands (!bobnet …) and thread decisions.
-func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thread, inThread bool, text string) {
-	fields := strings.Fields(text)
-	verb := strings.ToLower(fields[0])
-	rest := strings.TrimSpace(strings.TrimPrefix(text, fields[0]))
-	user := string(evt.Sender)
-	room := evt.RoomID
-	if verb == "!bobnet" {
-		sub := ""
-		if len(fields) > 1 {
-			sub = strings.ToLower(fields[1])
-		}
-		switch sub {
-		case "plan":
-			req := strings.TrimSpace(strings.TrimPrefix(rest, fields[1]))
-			if strings.EqualFold(req, "this") {
-				a.planThis(ctx, evt, thread, inThread) // planthis.go
-				return
-			}
-			if req == "" {
-				a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "Say what to plan: !bobnet plan our product launch"})
-				return
-			}
-			a.submit(ctx, evt, thread, req)
-		case "status":
-			if !a.first(ctx, "command", evt.ID) {
-				return
-			}
-			arg := ""
-			if len(fields) > 2 {
-				arg = fields[2]
-			}
-			a.async(func(ctx context.Context) { a.status(ctx, thread, arg) })
-		case "move", "assign", "next":
-			if !a.first(ctx, "command", evt.ID) {
-				return
-			}
-			args := fields[2:]
-			a.async(func(ctx context.Context) { a.cardCommand(ctx, thread, sub, user, args) })
-		case "run", "runs", "accept", "sendback", "schedule":
-			if !a.first(ctx, "command", evt.ID) {
-				return
-			}
-			args := fields[2:]
-			a.async(func(ctx context.Context) { a.runCommand(ctx, thread, sub, user, args) })
-		case "policy":
-			if !a.first(ctx, "command", evt.ID) {
-				return
-			}
-			a.async(func(ctx context.Context) { a.policyCommand(ctx, thread) })
-		case "leave":
-			if !a.first(ctx, "command", evt.ID) {
-				return
-			}
-			a.async(func(ctx context.Context) {
-				a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "Bye! Invite me again whenever you need a plan."})
-				a.leave(ctx, room, "asked by "+user)
-			})
-		default:
-			a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: helpText})
-		}
-		return
-	}
-	var act string
-	switch verb {
-	case "!approve", "!cancel", "!revise", "!again", "!withdraw":
-		act = verb[1:]
-	default:
-		return // another bot's command
-	}
-	if !inThread {
-		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "Use " + verb + " as a reply in the thread of a preview."})
-		return
-	}
-	p, err := a.store.ThreadProposal(ctx, room, id.EventID(thread.ID))
-	if errors.Is(err, ErrNotFound) {
-		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "There is no proposal in this thread."})
-		return
-	}
-	if err != nil {
-		a.logger.Warn("matrix: find thread proposal", "room", room, "thread", thread.ID, "err", err)
-		return
-	}
-	if act == "revise" && rest == "" {
-		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "Say what to change: !revise make it weekly"})
-		return
-	}
-	if !a.first(ctx, "command", evt.ID) {
-		return
-	}
-	a.async(func(ctx context.Context) { a.decide(ctx, thread, act, p, user, rest) })
-}
-
-// decide runs one decision and tells the user when it was refused.
-func (a *Adapter) decide(ctx context.Context, thread bot.Thread, act string, p bot.ProposalID, user, feedback string) {
-	var err error
-	switch act {
-	case "approve":
-		var ap bot.Approval
-		ap, err = a.eng.Approve(ctx, p, user)
-		if err == nil && ap.State == bot.ProposalPending && ap.Needed > 1 {
-			// The edited preview shows the count to the room; the
-			// approver hears that their approval counted.
-			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: fmt.Sprintf(
-				"%s: your approval is recorded: %d of %d approvals. The board is created when the last one arrives.",
-				user, len(ap.Approvals), ap.Needed)})
-			return
-		}
-	case "cancel":
-		_, err = a.eng.CancelWithReason(ctx, p, user, cancelReason(feedback)) // remind.go
-	case "revise":
-		_, err = a.eng.Revise(ctx, p, user, feedback)
-	case "again":
-		_, err = a.eng.ProposeAgain(ctx, p, user)
-	case "withdraw":
-		err = bot.ErrNothingToWithdraw
-		if w, ok := a.eng.(withdrawer); ok {
-			var wp bot.Proposal
-			if wp, err = w.Withdraw(ctx, p, user); err == nil {
-				a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: fmt.Sprintf(
-					"%s: your approval is withdrawn: %d of %d approvals now.", user, len(wp.Quorum.Approvals), wp.Quorum.Needed)})
-				return
-			}
-		}
-	case "ask-feedback":
-		if _, err = a.eng.Authorize(ctx, p, user); err == nil {
-			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: user + ": what should change? Reply in this thread with !revise <what to change>."})
-			return
-		}
-	}
-	if err == nil || errors.Is(err, bot.ErrRateLimited) {
-		return
-	}
-	// One short notice per person and proposal, however often they try.
-	if !a.first(ctx, "refused", id.EventID(string(p)+":"+user+":"+refusal(err))) {
-		return
-	}
-	a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: user + ": " + decisionText(err)})
-}
-
-// refusal names the kind of a refused decision, so a later refusal of
-// another kind (approved meanwhile) is still said.
-func refusal(err error) string {
-	var de *bot.DecidedError
-	switch {
-	case errors.As(err, &de):
-		return "decided-" + string(de.State)
-	case errors.Is(err, bot.ErrForbidden):
-		return "forbidden"
-	case errors.Is(err, bot.ErrExpired):
-		return "expired"
-	}
-	return "other"
-}
-
-func (a *Adapter) onReaction(ctx context.Context, evt *event.Event) {
-	if isOld(ctx, evt) || evt.Sender == a.cfg.UserID {
-		return
-	}
-	rel := evt.Content.AsReaction().RelatesTo
-	if rel.Type != event.RelAnnotation {
-		return
-	}
-	var act string
-	switch reactionKey(rel.Key) {
-	case "✅", "✔", "👍":
-		act = "approve"
-	case "❌", "✖":
-		act = "cancel"
-	case "✏", "📝":
-		act = "ask-feedback"
-	case "🔁", "🔄":
-		act = "again"
-	default:
-		return
-	}
-	p, err := a.store.PreviewProposal(ctx, evt.RoomID, rel.EventID)
-	if err != nil {
-		if !errors.Is(err, ErrNotFound) {
-			a.logger.Warn("matrix: find preview", "room", evt.RoomID, "event", rel.EventID, "err", err)
-		}
-		return
-	}
-	if !a.first(ctx, "reaction", evt.ID) {
-		return
-	}
-	thread, err := a.previewThread(ctx, evt.RoomID, p)
-	if err != nil {
-		a.logger.Warn("matrix: find preview thread", "proposal", p, "err", err)
-		return
-	}
-	user := string(evt.Sender)
-	a.async(func(ctx context.Context) { a.decide(ctx, thread, act, p, user, "") })
-}
-
-// previewThread is the thread a proposal's preview is in.
-func (a *Adapter) previewThread(ctx context.Context, room id.RoomID, p bot.ProposalID) (bot.Thread, error) {
-	t, err := a.store.PreviewThread(ctx, room, p)
-	if err != nil {
-		return bot.Thread{}, err
-	}
-	return bot.Thread{Channel: channel(room), ID: string(t)}, nil
-}
-
-func (a *Adapter) status(ctx context.Context, thread bot.Thread, arg string) {
-	var st board.Status
-	var err error
-	if arg == "" {
-		st, err = a.eng.ChannelStatus(ctx, thread.Channel)
-	} else {
-		id, perr := board.ParseID(arg)
-		if perr != nil {
-			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "That is not a board id; board ids look like b_ followed by 26 letters and digits."})
-			return
-		}
-		st, err = a.eng.BoardStatus(ctx, id)
-	}
-	switch {
-	case errors.Is(err, bot.ErrNotFound) && arg == "":
-		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "This room has no board yet. Mention me with what you want planned, and approve the preview."})
-		return
-	case errors.Is(err, bot.ErrNotFound):
-		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "There is no board with that id. Board ids are long and exact: check that the whole id was copied."})
-		return
-	case err != nil:
-		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: decisionText(err)})
-		return
-	}
-	msg := renderStatus(st, board.BoardURL(a.cfg.PublicURL, st.Board.ID))
-	if line := a.eng.RunsLine(ctx, st.Board); line != "" {
-		msg.Plain += "\n" + line
-		msg.HTML += "<p>" + html.EscapeString(line) + "</p>"
-	}
-	if arg == "" {
-		if line := a.budgetLine(ctx, thread.Channel); line != "" {
-			msg.Plain += "\n" + line
-			msg.HTML += "<p>" + line + "</p>"
-		}
-	}
-	if _, err := a.send(ctx, thread, msg); err != nil {
-		a.logger.Warn("matrix: post status", "board", st.Board.ID, "err", err)
-	}
-}
-
-// decisionText is what a refused decision tells the person: bot.Explain's
-// sentence, with the command that proposes an expired plan again.
-func decisionText(err error) string {
-	if errors.Is(err, bot.ErrExpired) {
-		return bot.Explain(err) + " Reply !again in this thread to do so."
-	}
-	return bot.Explain(err)
-}
 
 // notice posts a reply off the sync loop.
 func (a *Adapter) notice(thread bot.Thread, r bot.Reply) {

@@ -18,29 +18,12 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
-// Engine is what the Matrix adapter needs from the bot engine.
-type Engine interface {
-	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
-	Approve(ctx context.Context, id bot.ProposalID, user string) (bot.Approval, error)
-	CancelWithReason(ctx context.Context, id bot.ProposalID, user, reason string) (bot.Proposal, error)
-	Revise(ctx context.Context, id bot.ProposalID, user, feedback string) (bot.RequestID, error)
-	ProposeAgain(ctx context.Context, id bot.ProposalID, user string) (bot.RequestID, error)
-	Authorize(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
-	ChannelStatus(ctx context.Context, ch bot.Channel) (board.Status, error)
-	BoardStatus(ctx context.Context, id board.ID) (board.Status, error)
-	MoveCard(ctx context.Context, ch bot.Channel, user, ref, status string) (board.CardUpdate, error)
-	AssignCard(ctx context.Context, ch bot.Channel, user, ref, profile string) (board.CardUpdate, error)
-	NextCards(ctx context.Context, ch bot.Channel) (board.Status, error)
-	StartRun(ctx context.Context, ch bot.Channel, user, ref string) (board.Run, error)
-	RecentRuns(ctx context.Context, ch bot.Channel, ref string) (board.Board, []board.Run, error)
-	ReviewByHandle(ctx context.Context, ch bot.Channel, user, ref string, accept bool, reason string) (board.CardUpdate, error)
-	Schedule(ctx context.Context, ch bot.Channel, user string, c bot.ScheduleCommand) (string, error)
-	RunsLine(ctx context.Context, b board.Board) string
-}
+// Engine is what the Matrix adapter needs from the bot engine: what every
+// chat surface asks; *bot.Engine is one.
+type Engine = bot.Surface
 
 // Memory remembers event ids across replicas and restarts, so a
 // redelivered reaction or command acts once; *pending.Store is one.

@@ -25,7 +25,7 @@ func (a *Adapter) planThis(ctx context.Context, evt *event.Event, thread bot.Thr
 		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "Send !bobnet plan this as a reply in the thread you want planned."})
 		return
 	}
-	if !a.first(ctx, "command", evt.ID) {
+	if !a.firstSeen(ctx, "command", evt.ID) {
 		return
 	}
 	a.async(func(ctx context.Context) {

@@ -28,6 +28,7 @@ import (
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/secretbox"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // workspaceIngest is /slack/events as served in multi-workspace mode,
@@ -65,7 +66,7 @@ func workspaceIngest(b *testing.B, n int) (http.Handler, []string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	eng.Register(bot.SourceSlack, bot.Surface{Poster: a, Notifier: a, Reminders: a, Groups: a})
+	eng.Register(bot.SourceSlack, bot.Registration{Poster: a, Notifier: a, Reminders: a, Groups: a})
 	r := chi.NewRouter()
 	a.Routes(r)
 	return r, teams
@@ -100,7 +101,7 @@ func ingestTeams(b *testing.B, h http.Handler, teams []string) {
 			req, _ := http.NewRequest("POST", srv.URL+"/slack/events", strings.NewReader(string(body)))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-Slack-Request-Timestamp", ts)
-			req.Header.Set("X-Slack-Signature", SignatureHeader("bench-secret", ts, body))
+			req.Header.Set("X-Slack-Signature", signing.SlackSignature("bench-secret", ts, body))
 			t0 := time.Now()
 			resp, err := client.Do(req)
 			if err != nil {

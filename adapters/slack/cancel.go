@@ -40,7 +40,7 @@ func (a *Adapter) openCancel(ctx context.Context, trigger string, id bot.Proposa
 		err = clickedWhereProposed(p, channel, message)
 	}
 	if err != nil {
-		a.later("refusal", func(ctx context.Context) { a.ephemeral(ctx, channel, thread, user, decisionText(err)) })
+		a.afterAck("refusal", func(ctx context.Context) { a.ephemeral(ctx, channel, thread, user, decisionText(err)) })
 		return
 	}
 	api, _, err := a.web(ctx, channel)
@@ -90,7 +90,7 @@ func (a *Adapter) submitCancel(cb slackapi.InteractionCallback) map[string]any {
 		return map[string]any{"response_action": "errors", "errors": map[string]string{reasonBlock: decisionText(err)}}
 	}
 	user := cb.User.ID
-	a.later("decision", func(ctx context.Context) {
+	a.afterAck("decision", func(ctx context.Context) {
 		p, err := a.eng.Proposal(ctx, id)
 		if err == nil {
 			err = clickedWhereProposed(p, meta.Channel, meta.Message)

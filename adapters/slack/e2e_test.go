@@ -24,6 +24,7 @@ import (
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/signing"
 )
 
 const secret = "test-signing-secret"
@@ -199,7 +200,7 @@ func newWorld(t *testing.T, opts ...bottest.Option) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Engine.Register(bot.SourceSlack, bot.Surface{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w := &world{env: env, slack: fs, handler: r}
@@ -220,7 +221,7 @@ func (w *world) post(t *testing.T, path, contentType, body string, headers ...st
 	req, _ := http.NewRequest("POST", w.app.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", slack.SignatureHeader(secret, ts, []byte(body)))
+	req.Header.Set("X-Slack-Signature", signing.SlackSignature(secret, ts, []byte(body)))
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -486,7 +487,7 @@ func TestSlackRejectsBadSignatures(t *testing.T) {
 		ts := strconv.FormatInt(time.Now().Unix(), 10)
 		req, _ := http.NewRequest("POST", w.app.URL+"/slack/events", strings.NewReader(body))
 		req.Header.Set("X-Slack-Request-Timestamp", ts)
-		req.Header.Set("X-Slack-Signature", slack.SignatureHeader(secret, ts, []byte(body)))
+		req.Header.Set("X-Slack-Signature", signing.SlackSignature(secret, ts, []byte(body)))
 		mutate(req)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // inertEngine takes requests and refuses every decision, as for an
@@ -77,6 +78,32 @@ func (inertEngine) NextCards(context.Context, bot.Channel) (board.Status, error)
 	return board.Status{}, bot.ErrNotFound
 }
 
+func (inertEngine) Withdraw(context.Context, bot.ProposalID, string) (bot.Proposal, error) {
+	return bot.Proposal{}, bot.ErrNotFound
+}
+
+func (inertEngine) PolicyFor(context.Context, bot.Channel) (board.PolicyInForce, error) {
+	return board.PolicyInForce{}, bot.ErrUnavailable
+}
+
+func (inertEngine) BudgetStatus(context.Context, bot.Channel) (bot.Budget, error) {
+	return bot.Budget{}, bot.ErrUnavailable
+}
+
+func (inertEngine) WaitingFor(context.Context, string, []bot.Channel) ([]bot.Proposal, error) {
+	return nil, bot.ErrUnavailable
+}
+
+func (inertEngine) MayApprove(context.Context, bot.Proposal, string) bool { return false }
+
+func (inertEngine) CardsAssignedTo(context.Context, []string, int) ([]board.AssignedCard, error) {
+	return nil, bot.ErrUnavailable
+}
+
+func (inertEngine) MoveAssignedCard(context.Context, string, []string, board.CardID, string, string) (board.CardUpdate, error) {
+	return board.CardUpdate{}, bot.ErrNotFound
+}
+
 // marks is Memory in a map.
 type marks struct {
 	mu sync.Mutex
@@ -94,6 +121,15 @@ func (m *marks) Mark(ctx context.Context, key string, ttl time.Duration) error {
 	_, err := m.SeenOnce(ctx, key, ttl)
 	return err
 }
+
+// AddHomeViewer forgets: nobody's App Home is refreshed.
+func (m *marks) AddHomeViewer(context.Context, string, string, time.Time) error { return nil }
+
+// HomeViewers lists nobody.
+func (m *marks) HomeViewers(context.Context, string, time.Time, int) ([]string, error) {
+	return nil, nil
+}
+
 func (m *marks) Marked(_ context.Context, key string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -120,7 +156,7 @@ func signedRequest(path, contentType string, body []byte) *http.Request {
 	req := httptest.NewRequest("POST", path, strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", SignatureHeader("fuzz-secret", ts, body))
+	req.Header.Set("X-Slack-Signature", signing.SlackSignature("fuzz-secret", ts, body))
 	return req
 }
 

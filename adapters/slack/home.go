@@ -13,8 +13,8 @@ import (
 	"github.com/bobnet/bobnet/bot"
 )
 
-// HomeEngine is what the App Home needs from the engine beside Engine;
-// *bot.Engine is one. Without it the App Home says it is not available.
+// HomeEngine is what the App Home needs from the engine, part of Engine;
+// *bot.Engine is one.
 type HomeEngine interface {
 	WaitingFor(ctx context.Context, user string, channels []bot.Channel) ([]bot.Proposal, error)
 	MayApprove(ctx context.Context, p bot.Proposal, user string) bool
@@ -68,11 +68,9 @@ func (a *Adapter) homeOpened(installation, user, tab string) {
 		return
 	}
 	user = a.viewerOf(installation, user)
-	a.later("app home", func(ctx context.Context) {
-		if hv, ok := a.memory.(HomeViewers); ok {
-			if err := hv.AddHomeViewer(ctx, homeSurface, user, a.now()); err != nil {
-				a.logger.Warn("remember app home viewer", "user", user, "err", err)
-			}
+	a.afterAck("app home", func(ctx context.Context) {
+		if err := a.memory.AddHomeViewer(ctx, homeSurface, user, a.now()); err != nil {
+			a.logger.Warn("remember app home viewer", "user", user, "err", err)
 		}
 		a.publishHome(ctx, user, "")
 	})
@@ -127,21 +125,17 @@ type boardRuns struct {
 }
 
 func (a *Adapter) homeBlocks(ctx context.Context, api *slackapi.Client, viewer, user, notice string) []slackapi.Block {
-	he, ok := a.eng.(HomeEngine)
-	if !ok {
-		return []slackapi.Block{slackapi.NewSectionBlock(mrkdwn("BobNet's home is not available in this deployment."), nil, nil)}
-	}
 	h := home{notice: notice}
 	channels, err := a.userChannels(ctx, api, viewer, user)
 	if err != nil {
 		a.logger.Warn("app home: the user's channels", "user", user, "err", err)
 		h.failed = append(h.failed, "your channels")
 	}
-	if h.waiting, err = he.WaitingFor(ctx, user, channels); err != nil {
+	if h.waiting, err = a.eng.WaitingFor(ctx, user, channels); err != nil {
 		a.logger.Warn("app home: proposals", "user", user, "err", err)
 		h.failed = append(h.failed, "proposals")
 	}
-	if h.cards, err = he.CardsAssignedTo(ctx, a.userNames(ctx, api, user), maxHomeCards); err != nil {
+	if h.cards, err = a.eng.CardsAssignedTo(ctx, a.userNames(ctx, api, user), maxHomeCards); err != nil {
 		a.logger.Warn("app home: cards", "user", user, "err", err)
 		h.failed = append(h.failed, "cards")
 	}
@@ -213,7 +207,7 @@ func (a *Adapter) homeActions(ctx context.Context, cb slackapi.InteractionCallba
 		case act.ActionID == actionApprove || act.ActionID == actionCancel:
 			action := act.ActionID
 			id, err := bot.ParseProposalID(act.Value)
-			a.later("app home decision", func(ctx context.Context) {
+			a.afterAck("app home decision", func(ctx context.Context) {
 				notice := ""
 				if err != nil {
 					notice = decisionText(err)
@@ -224,7 +218,7 @@ func (a *Adapter) homeActions(ctx context.Context, cb slackapi.InteractionCallba
 			})
 		case strings.HasPrefix(act.ActionID, actionHomeMove):
 			card, status, _ := strings.Cut(act.Value, "|")
-			a.later("app home move", func(ctx context.Context) {
+			a.afterAck("app home move", func(ctx context.Context) {
 				a.publishHome(ctx, viewer, a.homeMove(ctx, viewer, user, board.CardID(card), status))
 			})
 		}
@@ -262,10 +256,6 @@ func (a *Adapter) homeDecide(ctx context.Context, action string, id bot.Proposal
 // homeMove moves a card assigned to user from the App Home and says how
 // it went.
 func (a *Adapter) homeMove(ctx context.Context, viewer, user string, card board.CardID, status string) string {
-	he, ok := a.eng.(HomeEngine)
-	if !ok {
-		return "Moving cards is not available here."
-	}
 	id, err := board.ParseCardID(string(card))
 	if err != nil {
 		return "That button names no card."
@@ -274,7 +264,7 @@ func (a *Adapter) homeMove(ctx context.Context, viewer, user string, card board.
 	if err != nil {
 		return escape(bot.Explain(err))
 	}
-	up, err := he.MoveAssignedCard(ctx, user, a.userNames(ctx, api, user), id, status, "slack")
+	up, err := a.eng.MoveAssignedCard(ctx, user, a.userNames(ctx, api, user), id, status, "slack")
 	if errors.Is(err, bot.ErrForbidden) {
 		return "That card is not assigned to you, so it was not moved."
 	}
@@ -289,11 +279,7 @@ func (a *Adapter) homeMove(ctx context.Context, viewer, user string, card board.
 // on the caller's path (one Redis read), so that a change nobody's Home
 // shows takes none of the slots decisions run in.
 func (a *Adapter) viewers(ctx context.Context, about string) []string {
-	hv, ok := a.memory.(HomeViewers)
-	if !ok {
-		return nil
-	}
-	viewers, err := hv.HomeViewers(ctx, homeSurface, a.now().Add(-homeViewersSince), maxHomeViewers)
+	viewers, err := a.memory.HomeViewers(ctx, homeSurface, a.now().Add(-homeViewersSince), maxHomeViewers)
 	if err != nil {
 		a.logger.Warn("refresh app homes", "about", about, "err", err)
 	}
@@ -304,21 +290,20 @@ func (a *Adapter) viewers(ctx context.Context, about string) []string {
 // those of the viewers who may approve it, its requester and its decider.
 // Called when a preview is posted or redrawn; the publishing runs after it.
 func (a *Adapter) homeChanged(ctx context.Context, p bot.Proposal) {
-	he, ok := a.eng.(HomeEngine)
-	if !ok || p.Thread.Channel.Source != bot.SourceSlack {
+	if p.Thread.Channel.Source != bot.SourceSlack {
 		return
 	}
 	viewers := a.viewers(ctx, string(p.ID))
 	if len(viewers) == 0 {
 		return
 	}
-	a.later("refresh app homes", func(ctx context.Context) {
+	a.afterAck("refresh app homes", func(ctx context.Context) {
 		for _, v := range viewers {
 			if !a.sameWorkspace(v, p.Thread.Channel) {
 				continue
 			}
 			_, u := a.viewerUser(v)
-			if u == p.RequestedBy || u == p.DecidedBy || he.MayApprove(ctx, p, u) {
+			if u == p.RequestedBy || u == p.DecidedBy || a.eng.MayApprove(ctx, p, u) {
 				a.publishHome(ctx, v, "")
 			}
 		}
@@ -338,7 +323,7 @@ func (a *Adapter) cardChanged(ctx context.Context, up board.CardUpdate) {
 			assignees = append(assignees, c.From, c.To)
 		}
 	}
-	a.later("refresh app homes", func(ctx context.Context) {
+	a.afterAck("refresh app homes", func(ctx context.Context) {
 		for _, v := range viewers {
 			api, u, err := a.web(ctx, v)
 			if err == nil && namedBy(a.userNames(ctx, api, u), assignees) {

@@ -25,6 +25,7 @@ import (
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // homeSlack is a stand-in Slack Web API for the shortcut and the App
@@ -141,7 +142,7 @@ func newHomeWorld(t *testing.T) *homeWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Engine.Register(bot.SourceSlack, bot.Surface{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w := &homeWorld{env: env, slack: fs, app: httptest.NewServer(r)}
@@ -155,7 +156,7 @@ func (w *homeWorld) post(t *testing.T, path, contentType, body string) *http.Res
 	req, _ := http.NewRequest("POST", w.app.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", slack.SignatureHeader(secret, ts, []byte(body)))
+	req.Header.Set("X-Slack-Signature", signing.SlackSignature(secret, ts, []byte(body)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -13,20 +13,10 @@ import (
 	"github.com/bobnet/bobnet/bot"
 )
 
-// policyReader is what an engine that keeps approval policies offers;
-// *bot.Engine is one.
-type policyReader interface {
-	PolicyFor(ctx context.Context, ch bot.Channel) (board.PolicyInForce, error)
-}
-
 // policyCommand answers `/bobnet policy`: who decides in this channel,
 // how many approvals a plan needs, and the model budget.
 func (a *Adapter) policyCommand(ctx context.Context, channel string) commandReply {
-	pr, ok := a.eng.(policyReader)
-	if !ok {
-		return commandReply{ResponseType: "ephemeral", Text: "This BobNet keeps no approval policies: the requester or an admin decides."}
-	}
-	in, err := pr.PolicyFor(ctx, bot.Channel{Source: bot.SourceSlack, ID: channel})
+	in, err := a.eng.PolicyFor(ctx, bot.Channel{Source: bot.SourceSlack, ID: channel})
 	if err != nil {
 		return commandReply{ResponseType: "ephemeral", Text: decisionText(err)}
 	}
@@ -102,20 +92,10 @@ func quorumBlocks(p bot.Proposal) []slackapi.Block {
 // quorum is reached.
 const actionWithdraw = "bobnet_withdraw"
 
-// withdrawer is what an engine that keeps approval policies also offers;
-// *bot.Engine is one.
-type withdrawer interface {
-	Withdraw(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
-}
-
 // withdraw takes back user's approval and tells them privately; the
 // engine redraws the preview.
 func (a *Adapter) withdraw(ctx context.Context, id bot.ProposalID, user, channel, thread string) error {
-	w, ok := a.eng.(withdrawer)
-	if !ok {
-		return bot.ErrNothingToWithdraw
-	}
-	p, err := w.Withdraw(ctx, id, user)
+	p, err := a.eng.Withdraw(ctx, id, user)
 	if err != nil {
 		return err
 	}
@@ -139,24 +119,14 @@ func updatedBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
 	return DecidedBlocks(p)
 }
 
-// budgetReader is what an engine that keeps model budgets offers;
-// *bot.Engine is one.
-type budgetReader interface {
-	BudgetStatus(ctx context.Context, ch bot.Channel) (bot.Budget, error)
-}
-
 // budgetLine is "\nModel use today: …" for /bobnet status, or "" when it
 // cannot be read quickly.
 func (a *Adapter) budgetLine(ctx context.Context, channel string) string {
-	br, ok := a.eng.(budgetReader)
-	if !ok {
-		return ""
-	}
 	// The command is answered within Slack's 3 s; the line is not worth
 	// missing that.
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	b, err := br.BudgetStatus(ctx, bot.Channel{Source: bot.SourceSlack, ID: channel})
+	b, err := a.eng.BudgetStatus(ctx, bot.Channel{Source: bot.SourceSlack, ID: channel})
 	if err != nil {
 		a.logger.Warn("read model budget", "channel", channel, "err", err)
 		return ""

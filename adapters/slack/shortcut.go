@@ -57,7 +57,7 @@ func (a *Adapter) planThis(cb slackapi.InteractionCallback) {
 	if key == "" {
 		key = cb.ActionTs
 	}
-	a.later("plan this", func(ctx context.Context) {
+	a.afterAck("plan this", func(ctx context.Context) {
 		msgs, err := a.threadMessages(ctx, channel, root)
 		if err != nil {
 			a.logger.Warn("read the thread of a shortcut", "channel", channel, "thread", root, "err", err)

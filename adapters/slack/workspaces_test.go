@@ -35,6 +35,7 @@ import (
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/secretbox"
+	"github.com/bobnet/bobnet/signing"
 )
 
 const (
@@ -242,7 +243,7 @@ func newTeamsWorld(t *testing.T) *teamsWorld {
 	}))
 	t.Cleanup(w.app.Close)
 	w.ad = w.adapter(t, box)
-	env.Engine.Register(bot.SourceSlack, bot.Surface{Poster: w.ad, Notifier: w.ad, Reminders: w.ad, Groups: w.ad})
+	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: w.ad, Notifier: w.ad, Reminders: w.ad, Groups: w.ad})
 	r := chi.NewRouter()
 	w.ad.Routes(r)
 	w.ad.InstallRoutes(r)
@@ -340,7 +341,7 @@ func (w *teamsWorld) postRead(t *testing.T, path, contentType, body string) (int
 	req, _ := http.NewRequest("POST", w.app.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", slack.SignatureHeader(secret, ts, []byte(body)))
+	req.Header.Set("X-Slack-Signature", signing.SlackSignature(secret, ts, []byte(body)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

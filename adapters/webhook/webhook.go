@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -18,6 +17,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // MaxBody caps a delivery's body; GitHub's own cap is 25 MB, but no event
@@ -40,7 +41,6 @@ type Adapter struct {
 	hooks    map[string]*Hook
 	eng      Engine
 	logger   *slog.Logger
-	now      func() time.Time
 	builtins map[string]*template.Template
 	// reading holds a slot per body being read (see ReadingSlots).
 	reading chan struct{}
@@ -59,20 +59,14 @@ func New(hooks map[string]*Hook, eng Engine, logger *slog.Logger) *Adapter {
 		// The built-in templates are tested to parse.
 		b[name] = template.Must(parseTemplate(name, name))
 	}
-	return &Adapter{hooks: hooks, eng: eng, logger: logger, now: time.Now, builtins: b, reading: make(chan struct{}, ReadingSlots)}
+	return &Adapter{hooks: hooks, eng: eng, logger: logger, builtins: b, reading: make(chan struct{}, ReadingSlots)}
 }
-
-// SetClock replaces the clock the Standard Webhooks tolerance is judged by.
-func (a *Adapter) SetClock(now func() time.Time) { a.now = now }
 
 // Routes mounts POST /api/v1/hooks/{name}. The hooks are signed by their
 // senders, so they sit outside the API token check.
 func (a *Adapter) Routes(r chi.Router) {
 	r.Post("/api/v1/hooks/{name}", a.ServeHTTP)
 }
-
-// Hooks returns the configured hooks by name.
-func (a *Adapter) Hooks() map[string]*Hook { return a.hooks }
 
 // ServeHTTP takes one delivery. Everything that can be refused from the
 // headers (an unknown hook, missing or ill-formed signature headers, a
@@ -83,17 +77,17 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	hook, ok := a.hooks[name]
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no hook named %q: add name=secret to BOBNET_HOOK_SECRETS", name))
+		httpapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("no hook named %q: add name=secret to BOBNET_HOOK_SECRETS", name))
 		return
 	}
-	now := a.now()
-	scheme, err := CheckHeaders(r.Header, now)
+	now := time.Now()
+	scheme, err := signing.CheckHeaders(r.Header, now)
 	if err != nil {
-		writeError(w, http.StatusUnauthorized, err.Error())
+		httpapi.WriteError(w, http.StatusUnauthorized, err.Error())
 		return
 	}
-	if r.ContentLength > MaxBody {
-		writeError(w, http.StatusRequestEntityTooLarge, "body is larger than 1 MiB")
+	if err := signing.CheckLength(r, MaxBody); err != nil {
+		httpapi.WriteError(w, http.StatusRequestEntityTooLarge, err.Error())
 		return
 	}
 	// Until its signature is checked a body is anyone's: only so many are
@@ -103,22 +97,21 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case a.reading <- struct{}{}:
 	default:
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "too many deliveries being read; deliver it again shortly")
+		httpapi.WriteError(w, http.StatusServiceUnavailable, "too many deliveries being read; deliver it again shortly")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	body, err := signing.ReadBody(w, r, MaxBody)
 	<-a.reading
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "body is larger than 1 MiB")
-			return
-		}
-		writeError(w, http.StatusBadRequest, "could not read the body: "+err.Error())
+	if errors.Is(err, signing.ErrTooLarge) {
+		httpapi.WriteError(w, http.StatusRequestEntityTooLarge, err.Error())
 		return
 	}
-	if err := Verify(scheme, r.Header, hook.Secret, body, now); err != nil {
-		writeError(w, http.StatusUnauthorized, err.Error())
+	if err != nil {
+		httpapi.WriteError(w, http.StatusBadRequest, "could not read the body: "+err.Error())
+		return
+	}
+	if err := signing.Verify(scheme, r.Header, hook.Secret, body, now); err != nil {
+		httpapi.WriteError(w, http.StatusUnauthorized, err.Error())
 		return
 	}
 	ev := Event{Hook: hook.Name, Event: eventType(r.Header)}
@@ -129,23 +122,23 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			msg += ": " + err.Error()
 		}
-		writeError(w, http.StatusBadRequest, msg)
+		httpapi.WriteError(w, http.StatusBadRequest, msg)
 		return
 	}
 	if dec.More() {
-		writeError(w, http.StatusBadRequest, "the body must be one JSON object, not several")
+		httpapi.WriteError(w, http.StatusBadRequest, "the body must be one JSON object, not several")
 		return
 	}
 	if ev.Event == "" {
 		ev.Event = fieldString(ev.Payload, "type")
 	}
 	if ev.Event == "ping" || !hook.Filter.Match(ev) {
-		writeJSON(w, http.StatusAccepted, map[string]string{"status": "ignored"})
+		httpapi.WriteJSON(w, http.StatusAccepted, map[string]string{"status": "ignored"})
 		return
 	}
 	text, err := a.requestText(hook, ev)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		httpapi.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	// The audit log then says which delivery a request came from, by the
@@ -166,11 +159,11 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, bot.ErrRateLimited):
 		w.Header().Set("Retry-After", "60")
-		writeError(w, http.StatusTooManyRequests, err.Error())
+		httpapi.WriteError(w, http.StatusTooManyRequests, err.Error())
 		return
 	case err != nil:
 		a.logger.Warn("webhook not queued", "request", rid, "hook", hook.Name, "err", err)
-		writeError(w, http.StatusServiceUnavailable, "BobNet could not queue the request; deliver it again shortly")
+		httpapi.WriteError(w, http.StatusServiceUnavailable, "BobNet could not queue the request; deliver it again shortly")
 		return
 	}
 	writeAccepted(w, id, dup)
@@ -199,7 +192,7 @@ func (a *Adapter) requestText(hook *Hook, ev Event) (string, error) {
 // escaping in JSON; any other id goes through encoding/json.
 func writeAccepted(w http.ResponseWriter, id bot.RequestID, dup bool) {
 	if !plainID(string(id)) {
-		writeJSON(w, http.StatusAccepted, accepted{RequestID: id, Duplicate: dup})
+		httpapi.WriteJSON(w, http.StatusAccepted, accepted{RequestID: id, Duplicate: dup})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -276,8 +269,8 @@ const maxDedupeID = 200
 // only name the delivery in the audit log. With the body digest two
 // deliveries of the same body are one delivery, for good: senders that
 // mean to send a body twice put something unique in it.
-func dedupeID(scheme Scheme, h http.Header, body []byte) string {
-	if scheme == SchemeStandard {
+func dedupeID(scheme signing.Scheme, h http.Header, body []byte) string {
+	if scheme == signing.SchemeStandard {
 		if id := strings.TrimSpace(h.Get("webhook-id")); id != "" {
 			if len(id) <= maxDedupeID {
 				return id
@@ -320,14 +313,4 @@ func sender(p map[string]any, hook string) string {
 		}
 	}
 	return hook
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
 }

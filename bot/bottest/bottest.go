@@ -89,13 +89,13 @@ func NewWrapped(t testing.TB, wrap func(*bot.Deps), opts ...Option) *Env {
 // StartWrapped is Start with the dependencies passed through wrap.
 func StartWrapped(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), opts ...Option) *Env {
 	t.Helper()
-	return StartPosting(t, store, rdb, prefix, model, wrap, bot.Surface{}, opts...)
+	return StartPosting(t, store, rdb, prefix, model, wrap, bot.Registration{}, opts...)
 }
 
 // StartPosting is StartWrapped with the console's surface set before the
 // engine runs (its Poster nil: the recording Poster), so a replica started
 // to take over a request cannot post with another poster first.
-func StartPosting(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), console bot.Surface, opts ...Option) *Env {
+func StartPosting(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), console bot.Registration, opts ...Option) *Env {
 	t.Helper()
 	cfg := bot.Config{
 		ProposalTTL:   time.Hour,
@@ -119,7 +119,7 @@ func StartPosting(t testing.TB, store *board.Store, rdb *redis.Client, prefix st
 		t.Fatal(err)
 	}
 	poster := &Poster{}
-	eng.Register(bot.SourceConsole, bot.Surface{Poster: poster})
+	eng.Register(bot.SourceConsole, bot.Registration{Poster: poster})
 	if console.Poster != nil {
 		eng.Register(bot.SourceConsole, console)
 	}

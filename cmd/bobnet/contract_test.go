@@ -17,6 +17,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/bobnet/bobnet/httpapi"
 )
 
 // contract is openapi.json as the API tests hold BobNet to it.
@@ -39,7 +41,7 @@ func loadContract(t testing.TB) *contract {
 	t.Helper()
 	contractOnce.Do(func() {
 		var raw map[string]any
-		if contractErr = json.Unmarshal(openAPI, &raw); contractErr != nil {
+		if contractErr = json.Unmarshal(httpapi.OpenAPI, &raw); contractErr != nil {
 			return
 		}
 		closeSchemas(raw)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -135,10 +134,8 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	if err != nil {
 		return nil, err
 	}
-	con := console.New(engine, logger)
-	con.Remember(store)
-	con.ListBoards(store)
-	engine.Register(bot.SourceConsole, bot.Surface{Poster: con})
+	con := console.New(engine, store, logger)
+	engine.Register(bot.SourceConsole, bot.Registration{Poster: con})
 	var slackAdapter *slack.Adapter
 	if cfg.SlackBotToken != "" || cfg.slackOAuth() {
 		scfg := slack.Config{
@@ -154,7 +151,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		if err != nil {
 			return nil, err
 		}
-		engine.Register(bot.SourceSlack, bot.Surface{Poster: slackAdapter, Notifier: slackAdapter, Reminders: slackAdapter, Groups: slackAdapter})
+		engine.Register(bot.SourceSlack, bot.Registration{Poster: slackAdapter, Notifier: slackAdapter, Reminders: slackAdapter, Groups: slackAdapter})
 	}
 	matrixAdapter, err := newMatrix(ctx, cfg, engine, store, rdb, redisStore, logger)
 	if err != nil {
@@ -164,7 +161,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	if err := loadPolicyFile(ctx, cfg, store); err != nil {
 		return nil, err
 	}
-	ext, err := newIntegrations(cfg, store, engine, con, logger)
+	ext, err := newIntegrations(cfg, store, engine, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +169,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer, logRequests(logger), console.SecurityHeaders)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": store, "redis": redisStore}, logger))
 	r.Handle("/metrics", series.Handler())
@@ -190,29 +187,28 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	// One cap on event streams per caller and in all, whichever kind.
 	streams := sse.New(sse.Limits{PerCaller: cfg.StreamsPerCaller, Total: cfg.Streams})
 	web.UseStreams(streams)
-	con.UseStreams(streams)
 	closers = append(closers, startLiveBoards(ctx, store, web, logger))
 	web.PageRoutes(r)
 	boardrun.NewPages(store, logger).Routes(r)
 	con.PageRoutes(r)
-	r.Group(func(r chi.Router) {
-		r.Use(console.Guard(console.GuardConfig{PublicURL: cfg.PublicURL, Listen: cfg.Listen, Tokenless: cfg.APIToken == ""}))
-		r.Use(ext.guard.Middleware)
-		web.APIRoutes(r)
-		con.APIRoutes(r)
-		con.CardRoutes(r, engine)
-		httpapi.NewRuns(store, engine, runs.Runner, cfg.RunDeadline, cfg.PublicURL).Routes(r)
-		httpapi.NewSchedules(store, time.Now).Routes(r)
-		(&policyAPI{store: store, engine: engine, logger: logger}).routes(r)
-	})
+	httpapi.API{
+		Guards: []func(http.Handler) http.Handler{
+			httpapi.Guard(httpapi.GuardConfig{PublicURL: cfg.PublicURL, Listen: cfg.Listen, Tokenless: cfg.APIToken == ""}),
+			ext.guard.Middleware,
+		},
+		Chat:      httpapi.NewChat(httpapi.ChatDeps{Engine: engine, Channels: con, Successors: store, Boards: store, Streams: streams}, logger),
+		Cards:     httpapi.NewCards(engine, logger),
+		Policies:  httpapi.NewPolicies(store, engine, logger),
+		Runs:      httpapi.NewRuns(store, engine, runs.Runner, cfg.RunDeadline, cfg.PublicURL),
+		Schedules: httpapi.NewSchedules(store, time.Now),
+		Boards:    routerFunc(web.APIRoutes),
+		Outputs:   httpapi.NewOutputs(store, engine),
+	}.Routes(r)
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
 		slackAdapter.Routes(r)        // signed by Slack, not by the API token
 		slackAdapter.InstallRoutes(r) // public pages; only with OAuth installs
 	}
-	// A dispatched card's output comes with the card's own token, which
-	// opens that route for that card and nothing else.
-	httpapi.NewOutputs(store, engine).Routes(r)
-	ext.routes(r) // signed by their senders, not by the API token
+	ext.hooks.Routes(r) // signed by their senders, not by the API token
 	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs,
 		schedules: boardrun.NewScheduler(store, engine, runs.Runner, cfg.RunDeadline, logger), close: closeAll}, nil
 }
@@ -280,15 +276,16 @@ func readyHandler(deps map[string]pinger, logger *slog.Logger) http.HandlerFunc 
 			}
 		}
 		if len(failed) > 0 {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failing": failed})
+			httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failing": failed})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
+// routerFunc mounts routes with a function, as a package whose routes have
+// not moved to httpapi offers them.
+type routerFunc func(chi.Router)
+
+// Routes calls f.
+func (f routerFunc) Routes(r chi.Router) { f(r) }

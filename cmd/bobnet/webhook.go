@@ -7,14 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
 
-	"github.com/go-chi/chi/v5"
-
-	"github.com/bobnet/bobnet/adapters/console"
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/apitoken"
@@ -34,7 +30,7 @@ type integrations struct {
 
 // newIntegrations reads BOBNET_HOOK_SECRETS and BOBNET_HOOKS_FILE, builds
 // the hooks, the outbox (the engine's event sink) and the token guard.
-func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, con *console.Console, logger *slog.Logger) (*integrations, error) {
+func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, logger *slog.Logger) (*integrations, error) {
 	f, err := webhook.ReadFile(cfg.HooksFile)
 	if err != nil {
 		return nil, fmt.Errorf("BOBNET_HOOKS_FILE: %w", err)
@@ -49,7 +45,6 @@ func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, con *co
 	}
 	ob := outbox.New(ocfg, store.Pool(), logger)
 	engine.SetEvents(bot.Events{Sink: ob, Encoder: ob})
-	con.SetSuccessors(store)
 	return &integrations{
 		hooks:    webhook.New(hooks, engine, logger),
 		outbox:   ob,
@@ -147,19 +142,6 @@ func outboxConfig(f webhook.File, hooks map[string]*webhook.Hook, callbackSecret
 		errs = append(errs, errors.New("BOBNET_CALLBACK_SECRET: required, BOBNET_HOOKS_FILE has callbacks; set a whsec_ secret of 24 to 64 random bytes (e.g. whsec_$(openssl rand -base64 32))"))
 	}
 	return c, errors.Join(errs...)
-}
-
-// routes mounts the hooks and answers unknown routes and wrong methods in
-// JSON, like every other API answer.
-func (x *integrations) routes(r chi.Router) {
-	x.hooks.Routes(r)
-	r.Get("/api/v1/openapi.json", serveOpenAPI)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such route: " + r.Method + " " + r.URL.Path + " (see /api/v1/openapi.json)"})
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": r.Method + " is not allowed on " + r.URL.Path + " (see /api/v1/openapi.json)"})
-	})
 }
 
 // run sends outbound events until ctx is done.

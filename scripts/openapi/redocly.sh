@@ -2,7 +2,7 @@
 # redocly.sh prints the path of the Redocly CLI pinned in package-lock.json
 # beside it, installed with npm ci into a cache folder the first time (and
 # again when the lock changes), so the repository holds no node_modules.
-# make test lints cmd/bobnet/openapi.json with it (TestOpenAPILintsClean).
+# make test lints httpapi/openapi.json with it (TestOpenAPILintsClean).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if ! command -v npm >/dev/null 2>&1; then

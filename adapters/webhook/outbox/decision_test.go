@@ -59,7 +59,7 @@ func engineWith(t *testing.T, store *board.Store, decisions bot.Decisions, o *ou
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng.Register(bot.SourceConsole, bot.Surface{Poster: &bottest.Poster{}})
+	eng.Register(bot.SourceConsole, bot.Registration{Poster: &bottest.Poster{}})
 	eng.SetEvents(bot.Events{Sink: o, Encoder: o})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

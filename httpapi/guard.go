@@ -1,12 +1,10 @@
-package console
+package httpapi
 
 import (
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/bobnet/bobnet/httpapi"
 )
 
 // GuardConfig says where BobNet is reached, for Guard.
@@ -49,11 +47,11 @@ func Guard(cfg GuardConfig) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if o := r.Header.Get("Origin"); o != "" && !origins[strings.ToLower(o)] {
-				httpapi.WriteError(w, http.StatusForbidden, "cross-site request refused: Origin "+o+" is not BobNet's own (set BOBNET_PUBLIC_URL to the address people use)")
+				WriteError(w, http.StatusForbidden, "cross-site request refused: Origin "+o+" is not BobNet's own (set BOBNET_PUBLIC_URL to the address people use)")
 				return
 			}
 			if cfg.Tokenless && !hosts[strings.ToLower(r.Host)] {
-				httpapi.WriteError(w, http.StatusForbidden, "request refused: Host "+r.Host+" is not BobNet's own address (set BOBNET_PUBLIC_URL to the address people use)")
+				WriteError(w, http.StatusForbidden, "request refused: Host "+r.Host+" is not BobNet's own address (set BOBNET_PUBLIC_URL to the address people use)")
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -1,9 +1,7 @@
-package console
+package httpapi_test
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -21,10 +19,10 @@ func FuzzRESTBodies(f *testing.F) {
 	} {
 		f.Add(seed, uint8(0))
 	}
-	c := New(&fakeEngine{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	c.limits = newClientLimits(1<<30, 1<<40) // the fuzzer is one client sending a lot
+	_, chat := newChat(&fakeEngine{})
+	chat.Unlimited() // the fuzzer is one client sending a lot
 	r := chi.NewRouter()
-	c.APIRoutes(r)
+	chat.Routes(r)
 	paths := []string{"/api/v1/channels/general/messages", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/approve", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/cancel",
 		"/api/v1/proposals/p_okaaaaaaaaaaaaaa/revise", "/api/v1/proposals/p_okaaaaaaaaaaaaaa/propose-again", "/api/v1/proposals/p_decidedaaaaaaaaa/approve"}
 	allowed := map[int]bool{200: true, 202: true, 400: true, 403: true, 404: true, 409: true, 413: true, 415: true, 429: true, 503: true}

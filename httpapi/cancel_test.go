@@ -1,4 +1,4 @@
-package console_test
+package httpapi_test
 
 import (
 	"context"
@@ -16,7 +16,9 @@ import (
 	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/sse"
 )
 
 // POST /api/v1/proposals/{id}/cancel takes an optional reason: kept in
@@ -26,10 +28,10 @@ func TestAPICancelWithReason(t *testing.T) {
 	env := bottest.New(t)
 	plan := plannertest.NewspaperPlan(t)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
-	con := console.New(env.Engine, boardtest.Logger(t))
-	env.Engine.Register(bot.SourceConsole, bot.Surface{Poster: con})
+	con := console.New(env.Engine, nil, boardtest.Logger(t))
+	env.Engine.Register(bot.SourceConsole, bot.Registration{Poster: con})
 	r := chi.NewRouter()
-	con.APIRoutes(r)
+	httpapi.NewChat(httpapi.ChatDeps{Engine: env.Engine, Channels: con, Successors: env.Store, Boards: env.Store, Streams: sse.New(sse.Limits{})}, boardtest.Logger(t)).Routes(r)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	ctx := context.Background()

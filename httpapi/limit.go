@@ -1,4 +1,4 @@
-package console
+package httpapi
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/sse"
 )
 
@@ -44,11 +43,11 @@ func (l *clientLimits) allow(key string, now time.Time) bool {
 }
 
 // allow applies the client limit to r, answering 429 when it is spent.
-func (c *Console) allow(w http.ResponseWriter, r *http.Request) bool {
+func (c *Chat) allow(w http.ResponseWriter, r *http.Request) bool {
 	if c.limits.allow(clientKey(r), time.Now()) {
 		return true
 	}
 	w.Header().Set("Retry-After", "60")
-	httpapi.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("slow down: at most %d messages a minute from one client (token or address)", c.limits.n))
+	WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("slow down: at most %d messages a minute from one client (token or address)", c.limits.n))
 	return false
 }

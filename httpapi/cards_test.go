@@ -1,10 +1,9 @@
-package console
+package httpapi_test
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpapi"
 )
 
 // fakeCards answers card edits by the title asked for: each failure the
@@ -57,9 +57,8 @@ func (fakeCards) EditCard(_ context.Context, ed bot.CardEdit) (board.CardUpdate,
 
 func TestPatchCard(t *testing.T) {
 	t.Parallel()
-	c := New(&fakeEngine{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	r := chi.NewRouter()
-	c.CardRoutes(r, fakeCards{})
+	httpapi.NewCards(fakeCards{}, discard()).Routes(r)
 	ts := httptest.NewServer(r)
 	t.Cleanup(ts.Close)
 	srv := ts.URL

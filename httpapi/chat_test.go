@@ -1,4 +1,4 @@
-package console
+package httpapi_test
 
 import (
 	"bufio"
@@ -16,9 +16,11 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/bobnet/bobnet/adapters/console"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/sse"
 )
 
 // fakeEngine answers by proposal id: "p_ok…" (padded to an id's length)
@@ -102,11 +104,42 @@ func (f *fakeEngine) ProposeAgain(_ context.Context, id bot.ProposalID, _ string
 	return "r_threeaaaaaaaaaaa", byID(id)
 }
 
-func newServer(t *testing.T, eng Engine) (*Console, *httptest.Server) {
+func (f *fakeEngine) Withdraw(_ context.Context, id bot.ProposalID, _ string) (bot.Proposal, error) {
+	if err := byID(id); err != nil {
+		return bot.Proposal{}, err
+	}
+	return bot.Proposal{ID: id, State: bot.ProposalPending}, nil
+}
+
+// noSuccessors knows of no revision of any proposal.
+type noSuccessors struct{}
+
+func (noSuccessors) Successor(context.Context, bot.ProposalID) (bot.ProposalID, error) {
+	return "", nil
+}
+
+// noBoards lists no boards.
+type noBoards struct{}
+
+func (noBoards) Boards(context.Context, board.ID, int) ([]board.Listing, board.ID, error) {
+	return nil, "", nil
+}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// newChat is the chat routes over eng and a console's channels kept in
+// memory.
+func newChat(eng httpapi.ChatEngine) (*console.Console, *httpapi.Chat) {
+	c := console.New(eng, nil, discard())
+	return c, httpapi.NewChat(httpapi.ChatDeps{Engine: eng, Channels: c, Successors: noSuccessors{}, Boards: noBoards{}, Streams: sse.New(sse.Limits{})}, discard())
+}
+
+// newServer serves the chat routes over eng beside the console's pages.
+func newServer(t *testing.T, eng httpapi.ChatEngine) (*console.Console, *httptest.Server) {
 	t.Helper()
-	c := New(eng, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, chat := newChat(eng)
 	r := chi.NewRouter()
-	c.APIRoutes(r)
+	chat.Routes(r)
 	c.PageRoutes(r)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
@@ -274,7 +307,7 @@ func TestEventsReplayLiveAndResume(t *testing.T) {
 	if id != "3" || typ != "proposal" {
 		t.Fatalf("live event: %s %s %s", id, typ, data)
 	}
-	var ev Event
+	var ev sse.Event
 	if err := json.Unmarshal([]byte(data), &ev); err != nil || ev.ID != 3 {
 		t.Fatalf("data is not the event JSON: %v %s", err, data)
 	}
@@ -297,30 +330,5 @@ func TestEventsBadChannel(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 400 {
 		t.Fatalf("status %d", resp.StatusCode)
-	}
-}
-
-func TestHistoryBoundedAndSlowSubscriberDropped(t *testing.T) {
-	t.Parallel()
-	c := New(&fakeEngine{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	_, sub := c.subscribe("general", 0)
-	th := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "general"}}
-	// Nobody reads sub: publishing far more than its buffer must not block.
-	for i := 0; i < historySize+50; i++ {
-		_ = c.Reply(context.Background(), th, bot.Reply{Text: "x"})
-	}
-	past, _ := c.subscribe("general", 0)
-	if len(past) != historySize {
-		t.Fatalf("history holds %d events, want %d", len(past), historySize)
-	}
-	if past[0].ID != 51 {
-		t.Fatalf("oldest kept event %d, want 51", past[0].ID)
-	}
-	n := 0
-	for range sub { // closed once dropped
-		n++
-	}
-	if n != cap(sub) {
-		t.Fatalf("slow subscriber got %d events before being dropped, want %d", n, cap(sub))
 	}
 }

@@ -1,26 +1,38 @@
-package console
+package httpapi
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/httpapi"
 )
 
-// CardEngine is what the card API needs from the bot engine.
-type CardEngine interface {
+// CardEditor is what the card API needs from the bot engine; *bot.Engine
+// is one.
+type CardEditor interface {
 	EditCard(ctx context.Context, ed bot.CardEdit) (board.CardUpdate, error)
 }
 
-// CardRoutes mounts PATCH /api/v1/cards/{id}, which changes a card through
-// eng: the same checked, audited path as chat commands.
-func (c *Console) CardRoutes(r chi.Router, eng CardEngine) {
-	r.Patch("/api/v1/cards/{id}", func(w http.ResponseWriter, r *http.Request) { c.patchCard(w, r, eng) })
+// Cards serves PATCH /api/v1/cards/{id}, which changes a card through the
+// engine: the same checked, audited path as chat commands.
+type Cards struct {
+	eng    CardEditor
+	logger *slog.Logger
+}
+
+// NewCards returns the card routes editing through eng.
+func NewCards(eng CardEditor, logger *slog.Logger) *Cards {
+	return &Cards{eng: eng, logger: logger}
+}
+
+// Routes mounts the card routes; the caller puts the guards in front.
+func (x *Cards) Routes(r chi.Router) {
+	r.Patch("/api/v1/cards/{id}", x.patch)
 }
 
 // cardPatch is the body of PATCH /api/v1/cards/{id}. Absent fields are
@@ -39,31 +51,31 @@ type cardPatch struct {
 	Via string `json:"via"`
 }
 
-func (c *Console) patchCard(w http.ResponseWriter, r *http.Request, eng CardEngine) {
+func (x *Cards) patch(w http.ResponseWriter, r *http.Request) {
 	// The id or the handle people see (NEWS-3).
 	ref := chi.URLParam(r, "id")
 	id, err := board.ParseCardID(ref)
 	handle := ""
 	if err != nil {
 		if _, _, ok := board.ParseHandle(ref); !ok {
-			httpapi.WriteError(w, http.StatusNotFound, "no card "+ref+": give a card id (c_…) or a handle such as NEWS-3")
+			WriteError(w, http.StatusNotFound, "no card "+ref+": give a card id (c_…) or a handle such as NEWS-3")
 			return
 		}
 		handle = ref
 	}
 	var p cardPatch
-	if !httpapi.Decode(w, r, &p) || !httpapi.ValidUser(w, r, p.User) {
+	if !Decode(w, r, &p) || !ValidUser(w, r, p.User) {
 		return
 	}
 	if p.Status == nil && p.Assignee == nil && p.Title == nil && p.Body == nil && p.Criterion == nil {
-		httpapi.WriteError(w, http.StatusBadRequest, `nothing to change: send "status", "assignee", "title", "body" or "criterion"`)
+		WriteError(w, http.StatusBadRequest, `nothing to change: send "status", "assignee", "title", "body" or "criterion"`)
 		return
 	}
 	via := "api"
 	if p.Via == "page" {
 		via = "page"
 	}
-	up, err := eng.EditCard(r.Context(), bot.CardEdit{
+	up, err := x.eng.EditCard(r.Context(), bot.CardEdit{
 		ID: id, Handle: handle, User: p.User, Via: via,
 		Status: p.Status, Assignee: p.Assignee, Title: p.Title, Body: p.Body, Criterion: p.Criterion, IfVersion: p.Version,
 	})
@@ -71,18 +83,18 @@ func (c *Console) patchCard(w http.ResponseWriter, r *http.Request, eng CardEngi
 	var conflict *board.ConflictError
 	switch {
 	case err == nil:
-		httpapi.WriteJSON(w, http.StatusOK, up.Card)
+		WriteJSON(w, http.StatusOK, up.Card)
 	case errors.As(err, &blocked):
 		refs := make([]map[string]any, 0, len(blocked.Blockers))
 		for _, b := range blocked.Blockers {
 			refs = append(refs, map[string]any{"id": b.ID, "handle": b.Handle, "title": b.Title, "status": b.Status})
 		}
-		httpapi.WriteJSON(w, http.StatusConflict, map[string]any{"error": bot.Explain(err), "blocked_by": refs})
+		WriteJSON(w, http.StatusConflict, map[string]any{"error": bot.Explain(err), "blocked_by": refs})
 	case errors.As(err, &conflict):
-		httpapi.WriteJSON(w, http.StatusConflict, map[string]any{"error": conflict.Error(), "card": conflict.Current})
+		WriteJSON(w, http.StatusConflict, map[string]any{"error": conflict.Error(), "card": conflict.Current})
 	case errors.Is(err, board.ErrInvalidChange), errors.Is(err, bot.ErrUnknownProfile):
-		httpapi.WriteError(w, http.StatusBadRequest, err.Error())
+		WriteError(w, http.StatusBadRequest, err.Error())
 	default:
-		c.engineError(w, err)
+		engineError(w, x.logger, err)
 	}
 }

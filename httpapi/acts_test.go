@@ -1,9 +1,8 @@
-package console
+package httpapi_test
 
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/bobnet/bobnet/apitoken"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpapi"
 )
 
 // actsEngine records who every action was taken as.
@@ -102,12 +102,12 @@ func (boundTokens) Lookup(_ context.Context, secret string) (apitoken.Token, err
 func TestBoundTokenActsOnlyAsItsUser(t *testing.T) {
 	t.Parallel()
 	eng := &actsEngine{}
-	c := New(eng, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, chat := newChat(eng)
 	r := chi.NewRouter()
 	r.Group(func(r chi.Router) {
-		r.Use(apitoken.NewGuard(boundTokens{}, "boot", slog.New(slog.NewTextHandler(io.Discard, nil))).Middleware)
-		c.APIRoutes(r)
-		c.CardRoutes(r, eng)
+		r.Use(apitoken.NewGuard(boundTokens{}, "boot", discard()).Middleware)
+		chat.Routes(r)
+		httpapi.NewCards(eng, discard()).Routes(r)
 	})
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
@@ -188,9 +188,9 @@ func TestBoundTokenActsOnlyAsItsUser(t *testing.T) {
 func TestMessagesArePlainText(t *testing.T) {
 	t.Parallel()
 	eng := &actsEngine{}
-	c := New(eng, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, chat := newChat(eng)
 	r := chi.NewRouter()
-	c.APIRoutes(r)
+	chat.Routes(r)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	for _, tc := range []struct{ path, body, says string }{

@@ -1,0 +1,85 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpapi"
+)
+
+// reviseMeta is what the modal carries back.
+type reviseMeta struct {
+	// Proposal is parsed on the way back: the metadata is a client's
+	// text like any other.
+	Proposal string `json:"p"`
+	Channel  string `json:"c"`
+	Thread   string `json:"t"`
+}
+
+func reviseModal(p bot.Proposal) slackapi.ModalViewRequest {
+	meta, _ := json.Marshal(reviseMeta{Proposal: string(p.ID), Channel: p.Thread.Channel.ID, Thread: p.Thread.ID})
+	input := slackapi.NewPlainTextInputBlockElement(plainText("e.g. add a card for an RSS feed; give the design QA to a Coder", 150), feedbackInput)
+	input.Multiline = true
+	return slackapi.ModalViewRequest{
+		Type:            slackapi.VTModal,
+		Title:           plainText("Revise the plan", 24),
+		Submit:          plainText("Re-plan", 24),
+		Close:           plainText("Cancel", 24),
+		CallbackID:      reviseCallback,
+		PrivateMetadata: string(meta),
+		Blocks: slackapi.Blocks{BlockSet: []slackapi.Block{
+			slackapi.NewSectionBlock(mrkdwn(fmt.Sprintf("What should change in *%s* (v%d)?", escape(boardName(p)), p.Version)), nil, nil),
+			slackapi.NewInputBlock(feedbackBlock, plainText("Feedback", 50), nil, input),
+		}},
+	}
+}
+
+func boardName(p bot.Proposal) string {
+	if b := p.Plan.NewBoard(); b != nil {
+		return b.Name
+	}
+	return "the plan"
+}
+
+func (a *Adapter) viewSubmission(w http.ResponseWriter, ctx context.Context, cb slackapi.InteractionCallback) {
+	if resp := a.submitView(ctx, cb); resp != nil {
+		httpapi.WriteJSON(w, http.StatusOK, resp)
+		return
+	}
+	w.WriteHeader(http.StatusOK) // closes the modal; the new preview follows in the thread
+}
+
+// submitView handles the Revise modal's submission and returns Slack's
+// response_action, or nil to close the modal. Shared by HTTP and Socket
+// Mode (where the answer travels in the ack).
+func (a *Adapter) submitView(ctx context.Context, cb slackapi.InteractionCallback) map[string]any {
+	if cb.View.CallbackID == sendBackCallback {
+		return a.submitSendBack(ctx, cb) // review.go
+	}
+	if cb.View.CallbackID == cancelCallback {
+		return a.submitCancel(cb) // cancel.go
+	}
+	if cb.View.CallbackID != reviseCallback {
+		return nil
+	}
+	var meta reviseMeta
+	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta)
+	feedback := strings.TrimSpace(cb.View.State.Values[feedbackBlock][feedbackInput].Value)
+	if feedback == "" {
+		return map[string]any{"response_action": "errors", "errors": map[string]string{feedbackBlock: "Say what should change."}}
+	}
+	id, err := bot.ParseProposalID(meta.Proposal)
+	if err == nil {
+		_, err = a.eng.Revise(ctx, id, cb.User.ID, feedback)
+	}
+	if err != nil {
+		return map[string]any{"response_action": "errors", "errors": map[string]string{feedbackBlock: decisionText(err)}}
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+// Reply posts text in the thread, never broadcast to the channel.
+func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
+	text := escape(r.Text)
+	for _, q := range r.Questions {
+		text += "\n• " + escape(q)
+	}
+	if r.BoardURL != "" {
+		text += "\n<" + r.BoardURL + "|Open the board>"
+	}
+	if r.Kind == bot.ReplyError || r.Kind == bot.ReplySlowDown {
+		text = ":warning: " + text
+	}
+	// Remembered before posting: a person may answer as soon as the
+	// message shows.
+	a.rememberThread(ctx, t)
+	api, channel, err := a.web(ctx, t.Channel.ID)
+	if err != nil {
+		return err
+	}
+	_, _, err = api.PostMessageContext(ctx, channel,
+		slackapi.MsgOptionText(fallback(r.Text), false),
+		slackapi.MsgOptionBlocks(replyBlocks(text, r.Review)...),
+		slackapi.MsgOptionTS(t.ID))
+	return err
+}
+
+// UpdatePreview redraws a decided preview in place (chat.update).
+func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
+	if p.Message == "" {
+		return nil
+	}
+	api, channel, err := a.web(ctx, p.Thread.Channel.ID)
+	if err != nil {
+		return fmt.Errorf("update preview: %w", err)
+	}
+	_, _, _, err = api.UpdateMessageContext(ctx, channel, string(p.Message),
+		slackapi.MsgOptionText(fallback("Proposal "+string(p.State)), false),
+		slackapi.MsgOptionBlocks(updatedBlocks(p, a.cfg.PublicURL)...))
+	if err != nil {
+		return fmt.Errorf("update preview: %w", err)
+	}
+	a.homeChanged(ctx, p)
+	return nil
+}
+
+// Notify tells one person something only they see, in the thread.
+func (a *Adapter) Notify(ctx context.Context, t bot.Thread, user string, r bot.Reply) error {
+	text := escape(r.Text)
+	if r.Kind == bot.ReplyError || r.Kind == bot.ReplySlowDown {
+		text = ":warning: " + text
+	}
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false)}
+	if t.ID != "" {
+		opts = append(opts, slackapi.MsgOptionTS(t.ID))
+	}
+	api, channel, err := a.web(ctx, t.Channel.ID)
+	if err != nil {
+		return err
+	}
+	_, err = api.PostEphemeralContext(ctx, channel, user, opts...)
+	return err
+}
+
+// ephemeral tells one user something only they see.
+func (a *Adapter) ephemeral(ctx context.Context, channel, thread, user, text string) {
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false)}
+	if thread != "" {
+		opts = append(opts, slackapi.MsgOptionTS(thread))
+	}
+	api, id, err := a.web(ctx, channel)
+	if err == nil {
+		_, err = api.PostEphemeralContext(ctx, id, user, opts...)
+	}
+	if err != nil {
+		a.logger.Warn("post ephemeral", "err", err)
+	}
+}

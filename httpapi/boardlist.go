@@ -1,0 +1,62 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+)
+
+// boardView is a board as GET /api/v1/boards lists it.
+type boardView struct {
+	ID        board.ID       `json:"id"`
+	Name      string         `json:"name"`
+	Key       string         `json:"key"`
+	Channel   string         `json:"channel"`
+	CreatedAt time.Time      `json:"created_at"`
+	Cards     int            `json:"cards"`
+	Counts    map[string]int `json:"counts"`
+	URL       string         `json:"url"`
+}
+
+// Bounds of one page of boards.
+const (
+	defaultBoardPage = 50
+	maxBoardPage     = 100
+)
+
+// listBoards answers a page of boards, newest first; ?after=<board id>
+// continues from the previous page's "next".
+func (c *Chat) listBoards(w http.ResponseWriter, r *http.Request) {
+	limit := defaultBoardPage
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxBoardPage {
+			WriteError(w, http.StatusBadRequest, "limit must be a whole number from 1 to 100")
+			return
+		}
+		limit = n
+	}
+	var after board.ID
+	if v := r.URL.Query().Get("after"); v != "" {
+		id, err := board.ParseID(v)
+		if err != nil {
+			WriteError(w, http.StatusBadRequest, "after must be a board id from the previous page's next")
+			return
+		}
+		after = id
+	}
+	list, next, err := c.boards.Boards(r.Context(), after, limit)
+	if err != nil {
+		c.engineError(w, fmt.Errorf("%w: %w", bot.ErrUnavailable, err))
+		return
+	}
+	out := make([]boardView, len(list))
+	for i, b := range list {
+		out[i] = boardView{ID: b.ID, Name: b.Name, Key: b.Key, Channel: b.Channel, CreatedAt: b.CreatedAt, Cards: b.Cards, Counts: b.Counts, URL: "/boards/" + string(b.ID)}
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"boards": out, "next": next})
+}

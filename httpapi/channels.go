@@ -1,0 +1,56 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/sse"
+)
+
+// events streams a console channel's events, resuming after Last-Event-ID.
+func (c *Chat) events(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "channel")
+	if !channelName.MatchString(name) {
+		WriteError(w, http.StatusBadRequest, "bad channel name")
+		return
+	}
+	st, ok := c.streams.Open(w, r)
+	if !ok {
+		return
+	}
+	defer st.Close()
+	lastID, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
+	past, live, stop := c.channels.Follow(name, lastID)
+	defer stop()
+	// A closed subscription means the browser fell behind: it reconnects
+	// and resumes from Last-Event-ID.
+	_ = sse.Replay(r.Context(), st, past, live)
+}
+
+// channelView is a console channel as GET /api/v1/channels lists it.
+type channelView struct {
+	Channel  string    `json:"channel"`
+	Events   int       `json:"events"`
+	LatestAt time.Time `json:"latest_at"`
+	LastType string    `json:"last_type"`
+}
+
+// listChannels answers the console channels, the most recently active
+// first: from the history when there is one, else from memory.
+func (c *Chat) listChannels(w http.ResponseWriter, r *http.Request) {
+	chs, err := c.channels.Channels(r.Context())
+	if err != nil {
+		c.engineError(w, fmt.Errorf("%w: %w", bot.ErrUnavailable, err))
+		return
+	}
+	out := make([]channelView, 0, len(chs))
+	for _, ch := range chs {
+		out = append(out, channelView{Channel: ch.Channel, Events: ch.Events, LatestAt: ch.Latest, LastType: ch.LastType})
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"channels": out})
+}

@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/sse"
+)
+
+// ChatEngine is what the chat routes need from the bot engine; *bot.Engine
+// is one.
+type ChatEngine interface {
+	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
+	Request(ctx context.Context, id bot.RequestID) (bot.RequestStatus, error)
+	Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error)
+	Approve(ctx context.Context, id bot.ProposalID, user string) (bot.Approval, error)
+	CancelWithReason(ctx context.Context, id bot.ProposalID, user, reason string) (bot.Proposal, error)
+	Withdraw(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
+	Revise(ctx context.Context, id bot.ProposalID, user, feedback string) (bot.RequestID, error)
+	ProposeAgain(ctx context.Context, id bot.ProposalID, user string) (bot.RequestID, error)
+}
+
+// Channels are the console's channels as the API shows them: what people
+// said is shown there before the engine answers, and each channel's events
+// are streamed. *console.Console is one.
+type Channels interface {
+	Publish(channel, typ string, data any)
+	Follow(channel string, lastID int64) (past []sse.Event, live <-chan sse.Event, stop func())
+	Channels(ctx context.Context) ([]board.ChannelActivity, error)
+}
+
+// Successors finds the proposal that superseded another; *board.Store is
+// one.
+type Successors interface {
+	Successor(ctx context.Context, id bot.ProposalID) (bot.ProposalID, error)
+}
+
+// BoardLister lists boards, newest first; *board.Store is one.
+type BoardLister interface {
+	Boards(ctx context.Context, after board.ID, limit int) ([]board.Listing, board.ID, error)
+}
+
+// Chat serves talking to the bot as if in a channel: messages, requests,
+// proposals and their decisions, the channels and their event streams, and
+// the list of boards the console's home shows.
+type Chat struct {
+	eng        ChatEngine
+	channels   Channels
+	successors Successors
+	boards     BoardLister
+	streams    *sse.Streams
+	limits     *clientLimits
+	logger     *slog.Logger
+}
+
+// ChatDeps are what Chat serves from; every one is needed.
+type ChatDeps struct {
+	Engine     ChatEngine
+	Channels   Channels
+	Successors Successors
+	Boards     BoardLister
+	// Streams caps the channels' event streams, beside the process's
+	// other streams.
+	Streams *sse.Streams
+}
+
+// clientRequests is how many messages, revisions and re-proposals one
+// client (a token, or an address without one) may send a minute. The API
+// trusts its callers' "user" and channel names, so a limit keyed on those
+// names alone would be none: this one is keyed on the caller itself.
+const clientRequests = 60
+
+// NewChat returns the chat routes over d.
+func NewChat(d ChatDeps, logger *slog.Logger) *Chat {
+	return &Chat{eng: d.Engine, channels: d.Channels, successors: d.Successors, boards: d.Boards, streams: d.Streams,
+		limits: newClientLimits(clientRequests, time.Minute), logger: logger}
+}
+
+// Routes mounts the chat routes; the caller puts the guards in front.
+func (c *Chat) Routes(r chi.Router) {
+	r.Post("/api/v1/channels/{channel}/messages", c.postMessage)
+	r.Get("/api/v1/channels/{channel}/events", c.events)
+	r.Get("/api/v1/requests/{id}", c.getRequest)
+	r.Get("/api/v1/proposals/{id}", c.getProposal)
+	r.Post("/api/v1/proposals/{id}/approve", c.approve)
+	r.Post("/api/v1/proposals/{id}/cancel", c.cancel)
+	r.Post("/api/v1/proposals/{id}/revise", c.revise)
+	r.Post("/api/v1/proposals/{id}/propose-again", c.proposeAgain)
+	r.Post("/api/v1/proposals/{id}/withdraw", c.withdraw)
+	r.Get("/api/v1/channels", c.listChannels)
+	r.Get("/api/v1/boards", c.listBoards)
+}
+
+// channelName is what a console channel may be called.
+var channelName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// engineError answers an engine error with its status.
+func (c *Chat) engineError(w http.ResponseWriter, err error) { engineError(w, c.logger, err) }
+
+// engineError answers an engine error with its status; an unavailable
+// store is logged, not shown.
+func engineError(w http.ResponseWriter, logger *slog.Logger, err error) {
+	var de *bot.DecidedError
+	switch {
+	case errors.As(err, &de):
+		WriteJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "state": de.State, "board_id": de.BoardID, "decided_by": de.By})
+	case errors.Is(err, bot.ErrExpired):
+		WriteJSON(w, http.StatusConflict, map[string]any{"error": "this proposal expired; propose it again", "state": bot.ProposalExpired})
+	case errors.Is(err, bot.ErrNotFound):
+		WriteError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, bot.ErrForbidden):
+		WriteError(w, http.StatusForbidden, err.Error())
+	case errors.Is(err, bot.ErrRateLimited):
+		w.Header().Set("Retry-After", "60")
+		WriteError(w, http.StatusTooManyRequests, err.Error())
+	case errors.Is(err, bot.ErrUnavailable):
+		logger.Warn("engine unavailable", "err", err)
+		WriteError(w, http.StatusServiceUnavailable, "BobNet's database is unavailable right now; try again shortly")
+	default:
+		WriteError(w, http.StatusBadRequest, err.Error())
+	}
+}

@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/apitoken"
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+)
+
+// PolicyStore is what the policy routes need of the board store;
+// *board.Store is one.
+type PolicyStore interface {
+	PutPolicy(ctx context.Context, key string, p board.Policy, actor string) error
+	Policies(ctx context.Context) (map[string]board.Policy, error)
+	Policy(ctx context.Context, key string) (board.Policy, error)
+}
+
+// PolicyEngine is what the policy routes need of the bot engine: the
+// policy in force where none is stored; *bot.Engine is one.
+type PolicyEngine interface {
+	BuiltinPolicy(src bot.Source) board.Policy
+	PolicyFor(ctx context.Context, ch bot.Channel) (board.PolicyInForce, error)
+}
+
+// Policies serves /api/v1/policies; writes need the admin scope (the
+// token guard's default for routes it does not name).
+type Policies struct {
+	store  PolicyStore
+	engine PolicyEngine
+	logger *slog.Logger
+}
+
+// NewPolicies returns the policy routes over store and engine.
+func NewPolicies(store PolicyStore, engine PolicyEngine, logger *slog.Logger) *Policies {
+	return &Policies{store: store, engine: engine, logger: logger}
+}
+
+// Routes mounts the policy routes; the caller puts the guards in front.
+func (a *Policies) Routes(r chi.Router) {
+	r.Get("/api/v1/policies", a.list)
+	r.Get("/api/v1/policies/{channel}", a.get)
+	r.Put("/api/v1/policies/{channel}", a.put)
+}
+
+// policyView is one policy as the API shows it: the channel asked about,
+// the key the policy in force is stored under, and the policy.
+type policyView struct {
+	Channel string       `json:"channel"`
+	Key     string       `json:"key"`
+	Policy  board.Policy `json:"policy"`
+}
+
+func (a *Policies) list(w http.ResponseWriter, r *http.Request) {
+	all, err := a.store.Policies(r.Context())
+	if err != nil {
+		a.logger.Error("list policies", "err", err)
+		WriteError(w, http.StatusServiceUnavailable, "the policy store is unavailable; try again shortly")
+		return
+	}
+	def, ok := all[board.DefaultPolicyKey]
+	defKey := board.DefaultPolicyKey
+	if !ok {
+		def, defKey = a.engine.BuiltinPolicy(""), bot.BuiltinPolicyKey
+	}
+	delete(all, board.DefaultPolicyKey)
+	WriteJSON(w, http.StatusOK, map[string]any{"default": policyView{Channel: board.DefaultPolicyKey, Key: defKey, Policy: def}, "channels": all})
+}
+
+// channelOf turns a policy key into a channel; "default" and "<source>:*"
+// name no channel of their own.
+func channelOf(key string) bot.Channel {
+	src, id, _ := strings.Cut(key, ":")
+	return bot.Channel{Source: bot.Source(src), ID: id}
+}
+
+func (a *Policies) get(w http.ResponseWriter, r *http.Request) {
+	key := chi.URLParam(r, "channel")
+	if !board.ValidPolicyKey(key) {
+		WriteError(w, http.StatusBadRequest, fmt.Sprintf("%q is not default, <source>:* or a channel like slack:C0123", key))
+		return
+	}
+	var in board.PolicyInForce
+	var err error
+	if key == board.DefaultPolicyKey {
+		// The default is asked for by name, not looked up as a channel.
+		in.Key = key
+		if in.Policy, err = a.store.Policy(r.Context(), key); errors.Is(err, board.ErrNotFound) {
+			in, err = board.PolicyInForce{Key: bot.BuiltinPolicyKey, Policy: a.engine.BuiltinPolicy("")}, nil
+		}
+	} else {
+		in, err = a.engine.PolicyFor(r.Context(), channelOf(key))
+	}
+	if err != nil {
+		a.logger.Error("read policy", "channel", key, "err", err)
+		WriteError(w, http.StatusServiceUnavailable, "the policy store is unavailable; try again shortly")
+		return
+	}
+	WriteJSON(w, http.StatusOK, policyView{Channel: key, Key: in.Key, Policy: in.Policy})
+}
+
+func (a *Policies) put(w http.ResponseWriter, r *http.Request) {
+	key := chi.URLParam(r, "channel")
+	var p board.Policy
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		WriteError(w, http.StatusBadRequest, "invalid policy JSON: "+err.Error())
+		return
+	}
+	actor := "api"
+	if tok, ok := apitoken.FromContext(r.Context()); ok && tok.Name != "" {
+		actor = "token:" + tok.Name
+	}
+	err := a.store.PutPolicy(r.Context(), key, p, actor)
+	switch {
+	case errors.Is(err, board.ErrInvalidPolicy):
+		WriteError(w, http.StatusBadRequest, err.Error())
+		return
+	case err != nil:
+		a.logger.Error("put policy", "channel", key, "err", err)
+		WriteError(w, http.StatusServiceUnavailable, "the policy store is unavailable; try again shortly")
+		return
+	}
+	a.logger.Info("policy changed", "channel", key, "by", actor)
+	WriteJSON(w, http.StatusOK, policyView{Channel: key, Key: key, Policy: p})
+}

@@ -1,0 +1,66 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "channel")
+	if !channelName.MatchString(name) {
+		WriteError(w, http.StatusBadRequest, "channel names are 1 to 64 lower-case letters, digits, - or _, starting with a letter or digit")
+		return
+	}
+	var body struct {
+		User string `json:"user"`
+		Text string `json:"text"`
+	}
+	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) || !c.allow(w, r) {
+		return
+	}
+	body.Text = strings.TrimSpace(body.Text)
+	if body.Text == "" || len(body.Text) > 8000 {
+		WriteError(w, http.StatusBadRequest, `"text" is required, at most 8000 characters`)
+		return
+	}
+	if !PlainText(w, "text", body.Text) {
+		return
+	}
+	ch := bot.Channel{Source: bot.SourceConsole, ID: name}
+	// Each console message starts its own thread, named after it.
+	thread := bot.Thread{Channel: ch, ID: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	// The message is shown before it is submitted, so no answer to it can
+	// reach the channel first; a refusal is shown after it.
+	id := bot.NewRequestID()
+	c.channels.Publish(name, "message", map[string]any{"user": body.User, "text": body.Text, "request_id": id})
+	c.channels.Publish(name, "working", map[string]any{"request_id": id})
+	got, err := c.eng.Submit(r.Context(), bot.Request{ID: id, Thread: thread, User: body.User, Text: body.Text})
+	if err != nil {
+		if !errors.Is(err, bot.ErrRateLimited) { // the engine tells a throttled person itself
+			c.channels.Publish(name, "reply", bot.Reply{Kind: bot.ReplyError, Text: "That message was not taken. " + bot.Explain(err)})
+		}
+		c.engineError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusAccepted, map[string]any{"request_id": got})
+}
+
+func (c *Chat) getRequest(w http.ResponseWriter, r *http.Request) {
+	id, err := bot.ParseRequestID(chi.URLParam(r, "id"))
+	var st bot.RequestStatus
+	if err == nil {
+		st, err = c.eng.Request(r.Context(), id)
+	}
+	if err != nil {
+		c.engineError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, st)
+}
