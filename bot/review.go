@@ -51,7 +51,12 @@ func (e *Engine) ReviewRunCard(ctx context.Context, runID board.RunID, card boar
 	if !accept {
 		verdict = fmt.Sprintf("sent back by %s: “%s”. It is worked again with that reason", user, reason)
 	}
-	e.tellRun(ctx, b.ID, fmt.Sprintf("%s “%s” %s.", up.Card.Handle, up.Card.Title, verdict), RunURL(e.cfg.PublicURL, r))
+	ref := &ReviewRef{Run: r.ID, Card: card, Handle: up.Card.Handle, Decision: ReviewAccepted, By: user}
+	if !accept {
+		ref.Decision, ref.Reason = ReviewSentBack, reason
+	}
+	text := fmt.Sprintf("%s “%s” %s.", up.Card.Handle, up.Card.Title, verdict)
+	e.tellOn(b, func(Source) string { return text }, RunURL(e.cfg.PublicURL, r), ref)
 	return up, nil
 }
 
