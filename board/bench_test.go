@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -34,7 +34,7 @@ func plan64x80() planner.Envelope {
 }
 
 func BenchmarkExecute64(b *testing.B) {
-	s := boardtest.NewStore(b)
+	s := storetest.NewStore(b)
 	plan := plan64x80()
 	if n := len(plan.Actions[0].Links); n != 80 {
 		b.Fatalf("links = %d", n)
@@ -61,7 +61,7 @@ func BenchmarkExecute64(b *testing.B) {
 // BenchmarkExecute64Baseline writes the same rows with bare pgx
 // multi-row inserts in one transaction: the floor Execute stands beside.
 func BenchmarkExecute64Baseline(b *testing.B) {
-	pool := boardtest.NewPool(b)
+	pool := storetest.NewPool(b)
 	plan := plan64x80()
 	a := plan.Actions[0]
 	ctx := context.Background()

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 func ptr(s string) *string { return &s }
@@ -72,7 +72,7 @@ func newspaperBoard(t *testing.T, s *board.Store, channel string) (board.ID, map
 
 func TestHandlesAndFindCard(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, cards := newspaperBoard(t, s, "console:handles")
 	b, all, err := s.Board(ctx, id)
@@ -121,7 +121,7 @@ func TestHandlesAndFindCard(t *testing.T) {
 
 func TestChangeCardAudited(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, cards := newspaperBoard(t, s, "console:audit")
 	topic := cards["topic_policy"]
@@ -178,7 +178,7 @@ func TestChangeCardAudited(t *testing.T) {
 
 func TestCardCannotStartBeforeDependencies(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	_, cards := newspaperBoard(t, s, "console:deps")
 	synth := cards["synthesis"]
@@ -205,7 +205,7 @@ func TestCardCannotStartBeforeDependencies(t *testing.T) {
 
 func TestChangeCardVersionConflict(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	_, cards := newspaperBoard(t, s, "console:conflict")
 	c := cards["visual_qa"]
@@ -226,7 +226,7 @@ func TestChangeCardVersionConflict(t *testing.T) {
 // left), and each card ends where its last audited change put it.
 func TestTwentyConcurrentMovers(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, cards := newspaperBoard(t, s, "console:crowd")
 	// topic_policy has no dependencies, so it may go anywhere; the others
@@ -309,11 +309,11 @@ func TestTwentyConcurrentMovers(t *testing.T) {
 
 func TestFeedDeliversChanges(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	id, cards := newspaperBoard(t, s, "console:feed")
-	feed := board.NewFeed(s, boardtest.Logger(t))
+	feed := board.NewFeed(s, storetest.Logger(t))
 	go func() { _ = feed.Run(ctx) }()
 	events, stop := feed.Subscribe(id)
 	defer stop()
@@ -354,7 +354,7 @@ func TestFeedDeliversChanges(t *testing.T) {
 // sent is written.
 func TestTwentyConcurrentMoversWithVersions(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, cards := newspaperBoard(t, s, "console:versions")
 	c := cards["schedule"]
@@ -407,7 +407,7 @@ func TestTwentyConcurrentMoversWithVersions(t *testing.T) {
 // characters that make them read as something else.
 func TestCardTextIsCheckedAsPlansAre(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	_, cards := newspaperBoard(t, s, "console:text")
 	c := cards["topic_policy"]

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -27,7 +27,7 @@ func changePlan(t *testing.T, s *board.Store, id board.ID, actions string) plann
 
 func TestExecuteUpdateCardAndAddLinks(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s, "console:v2")
 	plan := changePlan(t, s, id, `[
@@ -81,7 +81,7 @@ func TestExecuteUpdateCardAndAddLinks(t *testing.T) {
 
 func TestExecuteRefusesWhatTheBoardNoLongerAllows(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, cards := newspaperBoard(t, s, "console:v2bad")
 	// Valid when proposed...

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 func TestConsoleEventsAreKeptNewestFirstAndTrimmed(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	at := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
 	for i := int64(1); i <= 7; i++ {
@@ -57,7 +57,7 @@ func TestConsoleEventsAreKeptNewestFirstAndTrimmed(t *testing.T) {
 
 func TestBoardsListNewestFirstInPages(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	var made []board.ID
 	for i := range 5 {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -153,7 +153,7 @@ func TestCloseWaitsForAStalledApproval(t *testing.T) {
 	for _, path := range decisionPaths {
 		t.Run(path.name, func(t *testing.T) {
 			t.Parallel()
-			s := boardtest.NewStore(t)
+			s := storetest.NewStore(t)
 			ctx := context.Background()
 			plan, before := setUpPath(t, s, path)
 			release := stall(t, s, path.stall)
@@ -203,7 +203,7 @@ func TestApprovalWaitsForAStalledClose(t *testing.T) {
 		}
 		t.Run(path.name, func(t *testing.T) {
 			t.Parallel()
-			s := boardtest.NewStore(t)
+			s := storetest.NewStore(t)
 			ctx := context.Background()
 			plan, before := setUpPath(t, s, path)
 			release := stall(t, s, `SELECT 1 FROM proposals WHERE id = 'p_x' FOR UPDATE`)
@@ -238,7 +238,7 @@ func TestExecutionDoesNotOverwriteAClosedState(t *testing.T) {
 	for _, path := range decisionPaths {
 		t.Run(path.name, func(t *testing.T) {
 			t.Parallel()
-			s := boardtest.NewStore(t)
+			s := storetest.NewStore(t)
 			ctx := context.Background()
 			plan, before := setUpPath(t, s, path)
 			release := stall(t, s, path.stall)
@@ -270,7 +270,7 @@ func TestExecutionDoesNotOverwriteAClosedState(t *testing.T) {
 // approval arriving later finds it closed instead of executing it.
 func TestCloseOfAnUnrecordedProposal(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	if err := s.SetProposalState(ctx, board.ProposalRecord{ID: "p_u", Chain: "p_u", Channel: "c", RequestedBy: "alice", Version: 1}, "cancelled", "bob"); err != nil {
 		t.Fatal(err)
@@ -292,7 +292,7 @@ func TestCloseOfAnUnrecordedProposal(t *testing.T) {
 // taking back an approval the board was made on.
 func TestWithdrawWaitsForAStalledApproval(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	if _, err := s.Execute(ctx, board.Execution{ProposalID: "p_board", Channel: "c", Plan: newspaper(t)}); err != nil {
 		t.Fatal(err)
@@ -345,7 +345,7 @@ func proposalState(t *testing.T, s *board.Store, id board.ProposalID) string {
 // loses to another decision.
 func TestCloseWritesItsEventsWithIt(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	ev := func(id string) []board.OutboundEvent {
 		return []board.OutboundEvent{{MsgID: "msg_" + id, Type: "proposal.cancelled", Endpoints: []string{"https://hooks.example.com/x"}, Body: []byte(`{}`)}}

@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 func TestRecordDelivery(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	for _, c := range []struct {
 		d    board.Delivery
@@ -38,7 +38,7 @@ func TestRecordDelivery(t *testing.T) {
 // its request id, including copies whose insert waited on the first.
 func TestRecordDeliveryConcurrentCopies(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	res := make([]board.DeliveryResult, 20)

@@ -15,7 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/sse"
 )
 
@@ -25,12 +25,12 @@ import (
 func liveServer(t *testing.T, s *board.Store, limits sse.Limits, timeout time.Duration) *httptest.Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	feed := board.NewFeed(s, boardtest.Logger(t))
+	feed := board.NewFeed(s, storetest.Logger(t))
 	done := make(chan struct{})
 	go func() { defer close(done); _ = feed.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	<-feed.Ready()
-	w := board.NewWeb(s, boardtest.Logger(t))
+	w := board.NewWeb(s, storetest.Logger(t))
 	w.Live(feed)
 	w.UseStreams(sse.New(limits))
 	r := chi.NewRouter()
@@ -67,7 +67,7 @@ func openStream(t *testing.T, ctx context.Context, url, token string) *http.Resp
 // every viewer reconnected and reloaded the board each minute.
 func TestBoardStreamOutlivesServerTimeouts(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	id, cards := newspaperBoard(t, s, "console:stream-timeouts")
 	const timeout = 300 * time.Millisecond
 	srv := liveServer(t, s, sse.Limits{Heartbeat: 100 * time.Millisecond}, timeout)
@@ -111,7 +111,7 @@ func TestBoardStreamOutlivesServerTimeouts(t *testing.T) {
 // Retry-After; a closed stream gives its place back.
 func TestBoardStreamsAreCapped(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	id, _ := newspaperBoard(t, s, "console:stream-caps")
 	srv := liveServer(t, s, sse.Limits{PerCaller: 2, Total: 3}, time.Minute)
 	url := srv.URL + "/api/v1/boards/" + string(id) + "/events"
@@ -154,8 +154,8 @@ func TestBoardStreamsAreCapped(t *testing.T) {
 // once a place is free.
 func TestBoardPageRetriesARefusedStream(t *testing.T) {
 	t.Parallel()
-	browser := boardtest.Browser(t)
-	s := boardtest.NewStore(t)
+	browser := storetest.Browser(t)
+	s := storetest.NewStore(t)
 	id, _ := newspaperBoard(t, s, "console:stream-retry")
 	srv := liveServer(t, s, sse.Limits{Total: 1}, time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

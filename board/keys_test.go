@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestBoardKeysAreUnique: boards of the same name get keys of their own
@@ -18,7 +18,7 @@ import (
 // names one card wherever it is used.
 func TestBoardKeysAreUnique(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	var mu sync.Mutex
 	var keys []string
@@ -50,7 +50,7 @@ func TestBoardKeysAreUnique(t *testing.T) {
 // a handle of no card, or not shaped like one, is ErrNotFound.
 func TestCardByHandle(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	var second board.ID
 	for i := range 2 {

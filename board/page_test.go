@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -197,8 +197,8 @@ func checkPage(t *testing.T, rep pageReport, cards []board.Card, width int) {
 
 func TestBoardPageScreenshots(t *testing.T) {
 	t.Parallel()
-	ctx := boardtest.Browser(t)
-	s := boardtest.NewStore(t)
+	ctx := storetest.Browser(t)
+	s := storetest.NewStore(t)
 	srv := newWebServer(t, s)
 	bg := context.Background()
 

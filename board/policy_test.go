@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 func TestPolicyValidate(t *testing.T) {
@@ -48,7 +48,7 @@ func TestPolicyNeeded(t *testing.T) {
 func TestPolicyStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	if _, err := s.PolicyFor(ctx, "slack:C1"); !errors.Is(err, board.ErrNotFound) {
 		t.Fatalf("no policies: got %v, want ErrNotFound", err)
 	}
@@ -99,7 +99,7 @@ func TestPolicyStore(t *testing.T) {
 func TestApprovals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	if err := s.SaveProposal(ctx, board.ProposalRecord{ID: "p_q", Channel: "c", RequestedBy: "alice", Plan: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestApprovals(t *testing.T) {
 func TestModelUsage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	day := time.Date(2026, 11, 23, 23, 0, 0, 0, time.UTC)
 	if n, err := s.AddTokens(ctx, "c", day, 100); err != nil || n != 100 {
 		t.Fatalf("AddTokens = %d, %v", n, err)

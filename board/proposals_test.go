@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // The same request planned twice saves its proposal twice under one id:
@@ -15,7 +15,7 @@ import (
 // showed, pending or not.
 func TestSecondSaveKeepsTheFirstPlan(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	first := []byte(`{"kind":"propose_actions","answer":"first"}`)
 	if err := s.SaveProposal(ctx, board.ProposalRecord{ID: "p_twice", Channel: "c", RequestedBy: "alice", Plan: first}); err != nil {

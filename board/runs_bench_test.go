@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // benchRunBoard is the 64-card chain board, approved once.
@@ -27,7 +27,7 @@ func benchRunBoard(b *testing.B, s *board.Store) board.ID {
 // dispatches its first wave (the one card without dependencies) to the
 // model runner.
 func BenchmarkStartRun64(b *testing.B) {
-	s := boardtest.NewStore(b)
+	s := storetest.NewStore(b)
 	id := benchRunBoard(b, s)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -52,7 +52,7 @@ func BenchmarkStartRun64(b *testing.B) {
 // batch: the run, every card back to its starting status, the run's cards,
 // and the first card taken.
 func BenchmarkStartRun64Baseline(b *testing.B) {
-	s := boardtest.NewStore(b)
+	s := storetest.NewStore(b)
 	id := benchRunBoard(b, s)
 	pool := s.Pool()
 	ctx := context.Background()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -21,7 +21,7 @@ func allModel(string) (string, bool) { return "model", true }
 // wait on, takes reviews, and ends done when every card is Done.
 func TestRunWorksTheBoardInDependencyOrder(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, cards := newspaperBoard(t, s, "console:runs")
 	// A card left Done from before: the run starts it again.
@@ -118,7 +118,7 @@ func TestRunWorksTheBoardInDependencyOrder(t *testing.T) {
 // a card failing three times stops the run.
 func TestRunSendBackAndFailures(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s, "console:sendback")
 	run, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: allModel, Deadline: time.Hour})
@@ -192,7 +192,7 @@ func TestRunSendBackAndFailures(t *testing.T) {
 // plan creating none, for the channel's board; its owner is the requester.
 func TestApprovedPlanSchedulesItsBoard(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	plan := newspaper(t)
 	plan.Actions = append(plan.Actions, planner.Action{Type: planner.ActionScheduleBoard, Cron: "0 6 * * *", Timezone: "Europe/Berlin"})

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/secretbox"
 )
 
@@ -28,7 +28,7 @@ func newBox(t *testing.T, old ...string) (*secretbox.Box, string) {
 func TestSlackInstallations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	box, oldKey := newBox(t)
 	ins := s.SlackInstallations(box)
 	exp := time.Now().Add(12 * time.Hour).Truncate(time.Microsecond)

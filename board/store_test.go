@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
@@ -37,7 +37,7 @@ func count(t *testing.T, s *board.Store, query string, args ...any) int {
 
 func TestExecuteNewspaper(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	plan := newspaper(t)
 	res, err := s.Execute(ctx, board.Execution{ProposalID: "p_1", Channel: "console:general", RequestedBy: "alice", ApprovedBy: "alice", Plan: plan})
@@ -105,7 +105,7 @@ func TestExecuteNewspaper(t *testing.T) {
 
 func TestExecuteCardActionsLandOnChannelBoard(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	batch := planner.Envelope{Kind: planner.KindProposeActions, Actions: []planner.Action{{
 		Type: planner.ActionCreateCardBatch,
@@ -140,7 +140,7 @@ func TestExecuteCardActionsLandOnChannelBoard(t *testing.T) {
 
 func TestExecuteConcurrentlyCreatesOneBoard(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	plan := newspaper(t)
 	var wg sync.WaitGroup
 	var failures atomic.Int32
@@ -187,7 +187,7 @@ func TestExecuteFailureLeavesNothing(t *testing.T) {
 
 	t.Run("constraint on the last link", func(t *testing.T) {
 		t.Parallel()
-		s := boardtest.NewStore(t)
+		s := storetest.NewStore(t)
 		plan := newspaper(t)
 		// Bypassing the validator: the last link points a card at itself,
 		// which the schema's CHECK refuses.
@@ -204,7 +204,7 @@ func TestExecuteFailureLeavesNothing(t *testing.T) {
 	})
 	t.Run("failure before commit", func(t *testing.T) {
 		t.Parallel()
-		s := boardtest.NewStore(t)
+		s := storetest.NewStore(t)
 		board.SetFailBeforeCommit(s, func() error { return errors.New("injected") })
 		if _, err := s.Execute(ctx, board.Execution{ProposalID: "p_x", Channel: "c", Plan: newspaper(t)}); err == nil {
 			t.Fatal("no error")
@@ -222,7 +222,7 @@ func TestExecuteFailureLeavesNothing(t *testing.T) {
 
 func TestExecuteRefusesClosedProposal(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	if err := s.SaveProposal(ctx, board.ProposalRecord{ID: "p_c", Channel: "c", RequestedBy: "alice", Plan: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
@@ -250,7 +250,7 @@ func TestExecuteRefusesClosedProposal(t *testing.T) {
 
 func TestStatusSummary(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	res, err := s.Execute(ctx, board.Execution{ProposalID: "p_s", Channel: "c", Plan: newspaper(t)})
 	if err != nil {
@@ -295,7 +295,7 @@ func TestStatusSummary(t *testing.T) {
 
 func TestProposalHistoryAndDeliveries(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	if err := s.SaveProposal(ctx, board.ProposalRecord{ID: "p_v1", Channel: "c", RequestedBy: "alice", Plan: []byte(`{"kind":"propose_actions"}`)}); err != nil {
 		t.Fatal(err)
@@ -345,7 +345,7 @@ func TestNewIDs(t *testing.T) {
 // first approved in the same transaction and writes nothing.
 func TestExecuteRefusesASecondVersionOfAChain(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	plan := newspaper(t)
 	for _, p := range []board.ProposalRecord{{ID: "p_v1", Channel: "c"}, {ID: "p_v2", Chain: "p_v1", Version: 2, Supersedes: "p_v1", Channel: "c"}} {
@@ -370,7 +370,7 @@ func TestExecuteRefusesASecondVersionOfAChain(t *testing.T) {
 // An audit event with a key is written once however often it is recorded.
 func TestAuditDedupeKey(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	for range 3 {
 		if err := s.RecordAudit(ctx, board.AuditEvent{Action: "requested", Channel: "c", DedupeKey: "requested:r_1"}); err != nil {

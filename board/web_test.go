@@ -19,7 +19,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
@@ -27,7 +27,7 @@ import (
 func newWebServer(t *testing.T, s *board.Store) *httptest.Server {
 	t.Helper()
 	r := chi.NewRouter()
-	w := board.NewWeb(s, boardtest.Logger(t))
+	w := board.NewWeb(s, storetest.Logger(t))
 	w.APIRoutes(r)
 	w.PageRoutes(r)
 	srv := httptest.NewServer(r)
@@ -52,7 +52,7 @@ func getJSON(t *testing.T, url string, wantStatus int, v any) {
 
 func TestBoardJSON(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	res, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_j", Channel: "c", Plan: newspaper(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func hostilePlan(t *testing.T) planner.Envelope {
 
 func TestBoardPageEscapesModelText(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	res, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_h", Channel: "c", Plan: hostilePlan(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -161,8 +161,8 @@ func TestBoardPageEscapesModelText(t *testing.T) {
 
 func TestBoardPageInBrowser(t *testing.T) {
 	t.Parallel()
-	ctx := boardtest.Browser(t)
-	s := boardtest.NewStore(t)
+	ctx := storetest.Browser(t)
+	s := storetest.NewStore(t)
 	res, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_b", Channel: "c", Plan: hostilePlan(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func (brokenPipe) Write([]byte) (int, error) { return 0, syscall.EPIPE }
 
 func TestBoardPageClosedByReaderIsNoError(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	res, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_pipe", Channel: "c", Plan: newspaper(t)})
 	if err != nil {
 		t.Fatal(err)

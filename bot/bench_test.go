@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
@@ -39,13 +39,13 @@ func (p previewPoster) UpdatePreview(context.Context, bot.Proposal) error { retu
 // those turns beside the mean.
 func BenchmarkEngineTurn(b *testing.B) {
 	rdb := bottest.Redis(b)
-	store := boardtest.NewStore(b)
+	store := storetest.NewStore(b)
 	res := planner.Check([]byte(plannertest.NewspaperPlan(b)), planner.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
 	prefix := bottest.Prefix()
 	ps := pending.NewStore(rdb, prefix)
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ReclaimIdle: time.Minute, SweepInterval: time.Hour},
 		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: store, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)},
-		boardtest.Logger(b))
+		storetest.Logger(b))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
@@ -36,7 +36,7 @@ func (s *slowDecisions) PutDecision(ctx context.Context, p bot.Proposal) error {
 func TestApprovalIsSeenBeforeRedisRecordsIt(t *testing.T) {
 	t.Parallel()
 	rdb := bottest.Redis(t)
-	store := boardtest.NewStore(t)
+	store := storetest.NewStore(t)
 	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
 	if !res.Valid {
 		t.Fatalf("newspaper plan invalid: %+v", res.Errors)
@@ -46,7 +46,7 @@ func TestApprovalIsSeenBeforeRedisRecordsIt(t *testing.T) {
 	slow := &slowDecisions{Store: ps, let: make(chan struct{})}
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ProposalTTL: time.Hour, ReclaimIdle: time.Minute, SweepInterval: time.Hour, PublicURL: "http://bobnet.test"},
 		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: store, Proposals: slow, Requests: ps, Queue: pending.NewQueue(rdb, prefix)},
-		boardtest.Logger(t))
+		storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

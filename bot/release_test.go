@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
@@ -35,7 +35,7 @@ func (f *flakyBoards) Execute(ctx context.Context, x board.Execution) (board.Exe
 func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 	t.Parallel()
 	rdb := bottest.Redis(t)
-	store := boardtest.NewStore(t)
+	store := storetest.NewStore(t)
 	boards := &flakyBoards{Store: store}
 	boards.failures.Store(1)
 	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
@@ -46,7 +46,7 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 	ps := pending.NewStore(rdb, prefix)
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ProposalTTL: time.Hour, ReclaimIdle: time.Minute, SweepInterval: time.Hour},
 		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: boards, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)},
-		boardtest.Logger(t))
+		storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -72,7 +72,7 @@ func post(t *testing.T, srv, path, token, ct, body string) (int, map[string]any,
 // every bad body is answered with its status and changes nothing.
 func TestPostingADispatchedCardsOutput(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{})
 	out, err := s.Execute(ctx, board.Execution{ProposalID: "p_outputapi", Channel: "console:outputapi", Plan: *res.Plan})

@@ -14,7 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/planner"
@@ -52,7 +52,7 @@ func call(t *testing.T, srv, method, path, body string) (int, map[string]any) {
 // nothing.
 func TestRunsAPI(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{})
 	out, err := s.Execute(ctx, board.Execution{ProposalID: "p_runsapi", Channel: "console:runsapi", Plan: *res.Plan})

@@ -10,7 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -20,7 +20,7 @@ import (
 // its next slot, and is removed; what is not a schedule changes nothing.
 func TestScheduleAPI(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{})
 	out, err := s.Execute(ctx, board.Execution{ProposalID: "p_schedapi", Channel: "console:schedapi", Plan: *res.Plan})

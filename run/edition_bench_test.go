@@ -12,7 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/run"
 )
@@ -21,7 +21,7 @@ import (
 // every card has a Markdown output of about 1.5 KB with links and a list:
 // the morning edition at its largest plan.
 func BenchmarkRunPage64(b *testing.B) {
-	s := boardtest.NewStore(b)
+	s := storetest.NewStore(b)
 	ctx := context.Background()
 	a := planner.Action{Type: planner.ActionCreateBoardWithCards, Board: &planner.BoardDraft{Name: "Big edition", Goal: "Benchmark"}}
 	for i := range 64 {
@@ -49,7 +49,7 @@ func BenchmarkRunPage64(b *testing.B) {
 		}
 	}
 	r := chi.NewRouter()
-	run.NewPages(s, boardtest.Logger(b)).Routes(r)
+	run.NewPages(s, storetest.Logger(b)).Routes(r)
 	path := "/boards/" + string(res.BoardID) + "/runs/1"
 	b.ReportAllocs()
 	for b.Loop() {

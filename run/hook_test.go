@@ -11,7 +11,7 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/run"
 )
@@ -73,11 +73,11 @@ var toolKeys = map[string][]byte{"tool": []byte("the key of the tool hook's card
 // hookWorkers are two replicas' workers dispatching to one outbox.
 func hookWorkers(t *testing.T, s *board.Store, endpoints []outbox.Endpoint) (*run.Worker, *run.Worker, *teller) {
 	t.Helper()
-	ob := outbox.New(outbox.Config{Hooks: map[string][]outbox.Endpoint{"tool": endpoints}, CardTokenKeys: toolKeys, AllowHosts: []string{"tool.example"}}, s.Pool(), boardtest.Logger(t))
+	ob := outbox.New(outbox.Config{Hooks: map[string][]outbox.Endpoint{"tool": endpoints}, CardTokenKeys: toolKeys, AllowHosts: []string{"tool.example"}}, s.Pool(), storetest.Logger(t))
 	tell := &teller{}
 	var ws [2]*run.Worker
 	for i := range ws {
-		ws[i] = run.NewWorker(s, nil, tell, &budget{}, tell, toolProfiles(), run.Config{Workers: 1, Lease: time.Minute, Poll: 10 * time.Millisecond}, boardtest.Logger(t))
+		ws[i] = run.NewWorker(s, nil, tell, &budget{}, tell, toolProfiles(), run.Config{Workers: 1, Lease: time.Minute, Poll: 10 * time.Millisecond}, storetest.Logger(t))
 		ws[i].UseHooks(s, ob, "https://bobnet.example", toolKeys)
 	}
 	return ws[0], ws[1], tell
@@ -114,7 +114,7 @@ func race(t *testing.T, a, b *run.Worker) {
 // done with every output on it.
 func TestHookCardsAreDispatchedOncePerRound(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s)
 	a, b, tell := hookWorkers(t, s, []outbox.Endpoint{{URL: "https://tool.example/bobnet", Secret: "whsec_Y2FsbGJhY2stc2VjcmV0LWZvci10ZXN0cw=="}})
@@ -226,7 +226,7 @@ func TestHookCardsAreDispatchedOncePerRound(t *testing.T) {
 // after three the run stops, saying so.
 func TestAHookWithoutCallbacksStopsTheRun(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s)
 	a, b, _ := hookWorkers(t, s, nil)

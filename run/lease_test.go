@@ -10,7 +10,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/run"
@@ -24,7 +24,7 @@ import (
 // takes it over, and the run ends done with every card done once.
 func TestRunnersKeepTheirCardsAndLoseThemWhenTheyStop(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s)
 
@@ -48,11 +48,11 @@ func TestRunnersKeepTheirCardsAndLoseThemWhenTheyStop(t *testing.T) {
 		// Slower than the lease: only renewing keeps the card.
 		return plannertest.Reply{Content: "Findings of " + handle, Delay: 2 * lease}
 	})
-	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Timeout: time.Minute}, boardtest.Logger(t))
+	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Timeout: time.Minute}, storetest.Logger(t))
 	cfg := run.Config{Workers: 2, Lease: lease, Poll: 20 * time.Millisecond}
 	tellA, tellB := &teller{}, &teller{}
-	a := run.NewWorker(s, client, tellA, &budget{}, tellA, profiles, cfg, boardtest.Logger(t))
-	b := run.NewWorker(s, client, tellB, &budget{}, tellB, profiles, cfg, boardtest.Logger(t))
+	a := run.NewWorker(s, client, tellA, &budget{}, tellA, profiles, cfg, storetest.Logger(t))
+	b := run.NewWorker(s, client, tellB, &budget{}, tellB, profiles, cfg, storetest.Logger(t))
 
 	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: a.Runner, Deadline: time.Hour})
 	if err != nil {

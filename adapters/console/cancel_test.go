@@ -13,7 +13,7 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/console"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -26,7 +26,7 @@ func TestAPICancelWithReason(t *testing.T) {
 	env := bottest.New(t)
 	plan := plannertest.NewspaperPlan(t)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
-	con := console.New(env.Engine, boardtest.Logger(t))
+	con := console.New(env.Engine, storetest.Logger(t))
 	env.Engine.SetPoster(bot.SourceConsole, con)
 	r := chi.NewRouter()
 	con.APIRoutes(r)

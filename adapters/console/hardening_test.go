@@ -15,7 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/sse"
@@ -217,7 +217,7 @@ func (p *pageEngine) Proposal(ctx context.Context, id bot.ProposalID) (bot.Propo
 // column to its left.
 func TestProposalPageNumbersStayInTheirCards(t *testing.T) {
 	t.Parallel()
-	ctx := boardtest.Browser(t)
+	ctx := storetest.Browser(t)
 	_, srv := newServer(t, &pageEngine{fakeEngine: &fakeEngine{}})
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/proposals/p_pageaaaaaaaaaaaa"), chromedp.WaitVisible(chromedp.CSS("ol.cards"))); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -51,7 +51,7 @@ func status(t *testing.T, h http.Handler, path string) int {
 // numbers new events after it; the channels and boards lists see it.
 func TestHistorySurvivesARestart(t *testing.T) {
 	t.Parallel()
-	store := boardtest.NewStore(t)
+	store := storetest.NewStore(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	th := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "newsroom"}}
 	first := New(&fakeEngine{}, logger)

@@ -18,7 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/adapters/webhook"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -55,7 +55,7 @@ func TestRefusedFromHeadersWithoutReadingTheBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := chi.NewRouter()
-	webhook.New(hooks, noEngine{t}, boardtest.Logger(t)).Routes(r)
+	webhook.New(hooks, noEngine{t}, storetest.Logger(t)).Routes(r)
 	body := []byte(`{"text":"plan our daily research newspaper"}`)
 	std := func(sig string) http.Header {
 		h, _ := webhook.StandardHeaders(stdSecret, "msg_1", time.Now(), body)

@@ -16,7 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
@@ -67,7 +67,7 @@ func Prefix() string {
 func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
 	rdb := Redis(t)
-	store := boardtest.NewStore(t)
+	store := storetest.NewStore(t)
 	model := plannertest.NewServer(t)
 	return Start(t, store, rdb, Prefix(), model, opts...)
 }
@@ -83,7 +83,7 @@ func Start(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, m
 // first, to put a failing or slow part in front of a real one.
 func NewWrapped(t testing.TB, wrap func(*bot.Deps), opts ...Option) *Env {
 	t.Helper()
-	return StartWrapped(t, boardtest.NewStore(t), Redis(t), Prefix(), plannertest.NewServer(t), wrap, opts...)
+	return StartWrapped(t, storetest.NewStore(t), Redis(t), Prefix(), plannertest.NewServer(t), wrap, opts...)
 }
 
 // StartWrapped is Start with the dependencies passed through wrap.
@@ -109,7 +109,7 @@ func StartPosting(t testing.TB, store *board.Store, rdb *redis.Client, prefix st
 	for _, o := range opts {
 		o(&cfg)
 	}
-	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, boardtest.Logger(t))
+	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
 	ps := pending.NewStore(rdb, prefix)
 	deps := bot.Deps{
 		Planner: client, Boards: store, Runs: store, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix),
@@ -117,7 +117,7 @@ func StartPosting(t testing.TB, store *board.Store, rdb *redis.Client, prefix st
 	if wrap != nil {
 		wrap(&deps)
 	}
-	eng, err := bot.New(cfg, deps, boardtest.Logger(t))
+	eng, err := bot.New(cfg, deps, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

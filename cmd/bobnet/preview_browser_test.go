@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
 
@@ -31,7 +31,7 @@ const changePlan = `{"kind":"propose_actions","answer":"Research marked done; a 
 // of changes against it.
 func TestConsolePreviewShowsWhatIsApproved(t *testing.T) {
 	t.Parallel()
-	ctx := boardtest.Browser(t)
+	ctx := storetest.Browser(t)
 	a := startApp(t, nil)
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/c/previews"), chromedp.WaitVisible(chromedp.CSS("#text"))); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
-// Package boardtest gives integration tests a fresh, migrated Postgres
+// Package storetest gives integration tests a fresh, migrated Postgres
 // database of their own, so they can run in parallel. Tests skip only when
 // DATABASE_URL is unset; `make test` always sets it.
-package boardtest
+package storetest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package boardtest
+package storetest
 
 import (
 	"context"
