@@ -15,8 +15,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/apitoken"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 func TestStore(t *testing.T) {

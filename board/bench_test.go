@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // plan64x80 is the largest plan: 64 cards and 80 links.

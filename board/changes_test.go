@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // changePlan validates a V2 plan against the board as the engine does.

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // stall runs query in a transaction of its own, as a slow or stuck session

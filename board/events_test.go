@@ -15,8 +15,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/sse"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // liveServer serves a store's boards with live changes, behind a server

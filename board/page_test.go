@@ -15,8 +15,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // bigPlan is a 64-card plan in eight layers of eight (each card depends on

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // allModel has the model work every card, with review.

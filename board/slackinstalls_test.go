@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/secretbox"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 func newBox(t *testing.T, old ...string) (*secretbox.Box, string) {

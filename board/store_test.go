@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 var profiles = []string{"Coder", "Planner", "Researcher", "Reviewer"}

@@ -14,11 +14,11 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // engine tells nobody and lets everyone review.

@@ -10,10 +10,10 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestScheduleAPI: a schedule is set with a cron and a time zone, answers

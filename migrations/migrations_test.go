@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/migrations"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 func TestAllNumberedWithHeader(t *testing.T) {

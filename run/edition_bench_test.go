@@ -12,9 +12,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // BenchmarkRunPage64 draws the run page of a 64-card chain board whose

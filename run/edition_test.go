@@ -12,8 +12,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestEditionRendersOutputsSafely: the run page shows each card's output

@@ -11,9 +11,9 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // toolProfiles are the built-in profiles with every card worked by the

@@ -10,10 +10,10 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestRunnersKeepTheirCardsAndLoseThemWhenTheyStop: two replicas work a

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // scheduleTeller keeps what the scheduler told.

@@ -12,10 +12,10 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // teller keeps what the worker told and observed.

@@ -13,10 +13,10 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/console"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // POST /api/v1/proposals/{id}/cancel takes an optional reason: kept in

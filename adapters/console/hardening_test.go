@@ -15,10 +15,10 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/sse"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 func post(t *testing.T, url, contentType, body string, headers ...string) *http.Response {

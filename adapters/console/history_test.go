@@ -12,10 +12,10 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // chiRouter is c's API as serve mounts it.

@@ -15,10 +15,10 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/matrix"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 const newspaperRequest = "BobNet: plan our daily research newspaper @room <script>alert(1)</script>"

@@ -18,11 +18,11 @@ import (
 	"maunium.net/go/mautrix/synapseadmin"
 
 	"github.com/bobnet/bobnet/adapters/matrix"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // The tests here run against a real homeserver: `make test` starts a

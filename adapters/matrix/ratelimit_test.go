@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/adapters/matrix"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // fakeHomeserver answers whoami and the display name, and hands every

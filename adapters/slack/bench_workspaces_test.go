@@ -22,12 +22,12 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/secretbox"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // workspaceIngest is /slack/events as served in multi-workspace mode,

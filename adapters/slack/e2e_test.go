@@ -19,11 +19,11 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/adapters/slack"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 const secret = "test-signing-secret"

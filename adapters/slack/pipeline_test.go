@@ -17,10 +17,10 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/adapters/slack"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 func mentionFrom(eventID, user, channel, ts, text string) string {

@@ -12,9 +12,9 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/bobnet/bobnet/adapters/slack"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // recordAcks is a Socket Mode connection that notes each ack and how many

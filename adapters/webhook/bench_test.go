@@ -17,11 +17,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bobnet/bobnet/adapters/webhook"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 const benchSecret = "bench-secret-0123"

@@ -19,10 +19,10 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 const (

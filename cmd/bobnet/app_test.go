@@ -21,9 +21,9 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/adapters/slack"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // testApp is the whole of BobNet on real Postgres and Redis, with the

@@ -21,11 +21,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // benchPlan is a 64-card plan whose cards form a chain: 63 links.

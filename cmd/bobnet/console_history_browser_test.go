@@ -9,8 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestConsoleRemembersAcrossARestart: a conversation in the console, with a

@@ -15,9 +15,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/adapters/slack"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // Many slow uploads to /slack/*, unsigned or with a bogus signature,

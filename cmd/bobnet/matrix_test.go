@@ -16,9 +16,9 @@ import (
 	"maunium.net/go/mautrix/id"
 	"maunium.net/go/mautrix/synapseadmin"
 
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // registerMatrix creates an account on the test homeserver, skipping

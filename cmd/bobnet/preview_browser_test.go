@@ -9,8 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // changePlan is the model's answer to "mark the research cards done and

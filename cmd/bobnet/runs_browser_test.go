@@ -12,8 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // runJSON is a run as the API answers it.

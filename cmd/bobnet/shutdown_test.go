@@ -23,9 +23,9 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/adapters/slack"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // slowSlack is a Slack Web API that takes delay over every call and keeps

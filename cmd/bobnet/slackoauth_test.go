@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/migrations"
 	"github.com/bobnet/bobnet/secretbox"
+	"github.com/bobnet/bobnet/store/storetest"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )

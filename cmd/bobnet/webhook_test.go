@@ -23,9 +23,9 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 const (

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestGoneDisablesTheEndpoint: a receiver answering 410 Gone is never

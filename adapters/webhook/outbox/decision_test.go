@@ -16,12 +16,12 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // crashAfterCommit is a board store whose Execute commits and then fails

@@ -8,8 +8,8 @@ import (
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox/outboxtest"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestEveryEventTypeVerifiesWithTheOfficialLibrary: one event of each type

@@ -16,8 +16,8 @@ import (
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

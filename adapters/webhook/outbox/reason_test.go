@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
-	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // A cancel's reason travels in its proposal.cancelled callback.
