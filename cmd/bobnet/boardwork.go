@@ -5,12 +5,13 @@ import (
 	"log/slog"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/web"
 )
 
 // startLiveBoards runs the feed that carries card changes from Postgres to
 // the board pages and event streams of this process, until the returned
 // stop is called.
-func startLiveBoards(ctx context.Context, store *board.Store, web *board.Web, logger *slog.Logger) (stop func()) {
+func startLiveBoards(ctx context.Context, store *board.Store, pages *web.Pages, logger *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	feed := board.NewFeed(store, logger)
 	done := make(chan struct{})
@@ -18,7 +19,7 @@ func startLiveBoards(ctx context.Context, store *board.Store, web *board.Web, lo
 		defer close(done)
 		_ = feed.Run(ctx)
 	}()
-	web.Live(feed)
+	pages.Live(feed)
 	return func() {
 		cancel()
 		<-done

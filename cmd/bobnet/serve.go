@@ -24,6 +24,7 @@ import (
 	"github.com/bobnet/bobnet/planner"
 	boardrun "github.com/bobnet/bobnet/run" // main has a func run
 	"github.com/bobnet/bobnet/sse"
+	"github.com/bobnet/bobnet/web"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/httpapi"
@@ -180,19 +181,19 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 			logger.Warn("a profile's runner names a hook BOBNET_HOOK_SECRETS does not have; its cards' attempts will fail and their runs stop", "runner", "hook:"+name)
 		}
 	}
-	web := board.NewWeb(store, logger)
+	pages := web.New(store, logger)
 	// One cap on event streams per caller and in all, whichever kind.
 	streams := sse.New(sse.Limits{PerCaller: cfg.StreamsPerCaller, Total: cfg.Streams})
-	web.UseStreams(streams)
+	pages.UseStreams(streams)
 	con.UseStreams(streams)
-	closers = append(closers, startLiveBoards(ctx, store, web, logger))
-	web.PageRoutes(r)
+	closers = append(closers, startLiveBoards(ctx, store, pages, logger))
+	pages.PageRoutes(r)
 	boardrun.NewPages(store, logger).Routes(r)
 	con.PageRoutes(r)
 	r.Group(func(r chi.Router) {
 		r.Use(console.Guard(console.GuardConfig{PublicURL: cfg.PublicURL, Listen: cfg.Listen, Tokenless: cfg.APIToken == ""}))
 		r.Use(ext.guard.Middleware)
-		web.APIRoutes(r)
+		httpapi.NewBoards(store, pages.Events, logger).Routes(r)
 		con.APIRoutes(r)
 		con.CardRoutes(r, engine)
 		httpapi.NewRuns(store, engine, runs.Runner, cfg.RunDeadline, cfg.PublicURL).Routes(r)

@@ -1,9 +1,8 @@
-package board_test
+package web_test
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"image/png"
 	"log/slog"
 	"net/http"
@@ -19,83 +18,22 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
+	"github.com/bobnet/bobnet/web"
 )
 
 func newWebServer(t *testing.T, s *board.Store) *httptest.Server {
 	t.Helper()
 	r := chi.NewRouter()
-	w := board.NewWeb(s, storetest.Logger(t))
-	w.APIRoutes(r)
+	w := web.New(s, storetest.Logger(t))
 	w.PageRoutes(r)
+	httpapi.NewBoards(s, w.Events, storetest.Logger(t)).Routes(r)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	return srv
-}
-
-func getJSON(t *testing.T, url string, wantStatus int, v any) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != wantStatus || resp.Header.Get("Content-Type") != "application/json" {
-		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestBoardJSON(t *testing.T) {
-	t.Parallel()
-	s := storetest.NewStore(t)
-	res, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_j", Channel: "c", Plan: newspaper(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := newWebServer(t, s)
-	var got struct {
-		Board struct{ ID, Name, Goal string }
-		Cards []struct {
-			ID, Title, Body, Assignee, Status string
-			WorkspaceMode                     string   `json:"workspace_mode"`
-			AcceptanceCriteria                []string `json:"acceptance_criteria"`
-			DependsOn                         []string `json:"depends_on"`
-		}
-	}
-	getJSON(t, srv.URL+"/api/v1/boards/"+string(res.BoardID), http.StatusOK, &got)
-	if got.Board.ID != string(res.BoardID) || got.Board.Name != "Daily Research Newspaper" || len(got.Cards) != 10 {
-		t.Fatalf("board json = %+v", got)
-	}
-	links := 0
-	for _, c := range got.Cards {
-		links += len(c.DependsOn)
-		if c.ID == "" || c.Title == "" || c.Status == "" || c.WorkspaceMode == "" || c.DependsOn == nil {
-			t.Errorf("card = %+v", c)
-		}
-	}
-	if links != 13 {
-		t.Errorf("links = %d", links)
-	}
-	var st struct {
-		Counts  map[string]int
-		Waiting []struct{ ID string } `json:"waiting_on_dependencies"`
-		Ready   []struct{ ID string } `json:"ready_to_start"`
-	}
-	getJSON(t, srv.URL+"/api/v1/boards/"+string(res.BoardID)+"/status", http.StatusOK, &st)
-	if st.Counts["Backlog"] != 9 || st.Counts["Ready"] != 1 || len(st.Ready) != 1 || len(st.Waiting) != 9 {
-		t.Fatalf("status json = %+v", st)
-	}
-	var e struct{ Error string }
-	getJSON(t, srv.URL+"/api/v1/boards/b_aaaaaaaaaaaaaaaaaaaaaaaaaa", http.StatusNotFound, &e)
-	if !strings.Contains(e.Error, "no board") {
-		t.Errorf("error = %q", e.Error)
-	}
-	getJSON(t, srv.URL+"/api/v1/boards/'; DROP TABLE boards;--/status", http.StatusNotFound, &e)
 }
 
 // hostilePlan is the newspaper plan with script and link injection in
@@ -242,7 +180,7 @@ func TestBoardPageClosedByReaderIsNoError(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	r := chi.NewRouter()
-	board.NewWeb(s, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))).PageRoutes(r)
+	web.New(s, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))).PageRoutes(r)
 	req := httptest.NewRequest(http.MethodGet, "/boards/"+string(res.BoardID), nil)
 	r.ServeHTTP(brokenPipe{httptest.NewRecorder()}, req)
 	if strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "board page not delivered") {

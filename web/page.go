@@ -1,4 +1,4 @@
-package board
+package web
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/bobnet/bobnet/board"
 )
 
 // pageCSP lets the page run its one script, served from this server, and
@@ -24,7 +26,7 @@ type column struct {
 }
 
 type pageCard struct {
-	Card
+	board.Card
 	Anchor    string
 	DependsOn []pageRef
 	Blocks    []pageRef
@@ -77,31 +79,31 @@ func consoleLink(channel string) string {
 	return "/"
 }
 
-func (w *Web) script(rw http.ResponseWriter, _ *http.Request) {
+func (w *Pages) script(rw http.ResponseWriter, _ *http.Request) {
 	rw.Header().Set("Content-Type", "text/javascript; charset=utf-8")
 	rw.Header().Set("X-Content-Type-Options", "nosniff")
 	rw.Header().Set("Cache-Control", "no-cache")
 	_, _ = rw.Write(boardScript)
 }
 
-func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
+func (w *Pages) page(rw http.ResponseWriter, r *http.Request) {
 	b, cards, ok := w.load(rw, r, pageAnswers)
 	if !ok {
 		return
 	}
-	byID := map[CardID]Card{}
+	byID := map[board.CardID]board.Card{}
 	for _, c := range cards {
 		byID[c.ID] = c
 	}
-	ref := func(c Card) pageRef { return pageRef{Anchor: string(c.ID), Handle: c.Handle, Title: c.Title} }
-	blocks := map[CardID][]pageRef{}
+	ref := func(c board.Card) pageRef { return pageRef{Anchor: string(c.ID), Handle: c.Handle, Title: c.Title} }
+	blocks := map[board.CardID][]pageRef{}
 	for _, c := range cards {
 		for _, d := range c.DependsOn {
 			blocks[d] = append(blocks[d], ref(c))
 		}
 	}
-	st := Summarize(b, cards)
-	ready := map[CardID]bool{}
+	st := board.Summarize(b, cards)
+	ready := map[board.CardID]bool{}
 	for _, c := range st.Ready {
 		ready[c.ID] = true
 	}
@@ -109,7 +111,7 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 	for _, c := range cards {
 		pc := pageCard{Card: c, Anchor: string(c.ID), Blocks: blocks[c.ID], ReadyToStart: ready[c.ID]}
 		deps := slices.Clone(c.DependsOn)
-		slices.SortFunc(deps, func(a, b CardID) int { return byID[a].Number - byID[b].Number })
+		slices.SortFunc(deps, func(a, b board.CardID) int { return byID[a].Number - byID[b].Number })
 		for _, d := range deps {
 			pc.DependsOn = append(pc.DependsOn, ref(byID[d]))
 			if byID[d].Status != "Done" {
@@ -119,12 +121,12 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 		for i, text := range c.AcceptanceCriteria {
 			pc.Criteria = append(pc.Criteria, pageCriterion{Text: text, Done: slices.Contains(c.CriteriaDone, i)})
 		}
-		for _, s := range Statuses {
+		for _, s := range board.Statuses {
 			if s == c.Status {
 				continue
 			}
 			m := pageMove{Status: s}
-			if len(pc.Waiting) > 0 && slices.Contains(Started, s) {
+			if len(pc.Waiting) > 0 && slices.Contains(board.Started, s) {
 				m.Refused = "waits on " + joinHandles(pc.Waiting)
 			}
 			pc.Moves = append(pc.Moves, m)
@@ -132,7 +134,7 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 		byStatus[c.Status] = append(byStatus[c.Status], pc)
 	}
 	var cols []column
-	for _, s := range Statuses {
+	for _, s := range board.Statuses {
 		cols = append(cols, column{Status: s, Class: statusClass(s), Cards: byStatus[s], Empty: len(byStatus[s]) == 0})
 	}
 	data := map[string]any{
@@ -141,7 +143,7 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 		"Columns":  cols,
 		"Graph":    layoutGraph(cards, ready),
 		"Status":   st,
-		"Statuses": Statuses,
+		"Statuses": board.Statuses,
 		"Total":    len(cards),
 		"Console":  consoleLink(b.Channel),
 	}
@@ -168,12 +170,12 @@ func (w *Web) page(rw http.ResponseWriter, r *http.Request) {
 // page, and the schedule with its next slot. Runs are news on the board,
 // not its substance: when they cannot be read the page shows without them.
 type runsLine struct {
-	Latest   *Run
-	Schedule *Schedule
+	Latest   *board.Run
+	Schedule *board.Schedule
 	Next     time.Time
 }
 
-func (w *Web) runsLine(ctx context.Context, id ID) runsLine {
+func (w *Pages) runsLine(ctx context.Context, id board.ID) runsLine {
 	var l runsLine
 	if runs, err := w.store.Runs(ctx, id, 1); err == nil && len(runs) > 0 {
 		l.Latest = &runs[0]
@@ -183,7 +185,7 @@ func (w *Web) runsLine(ctx context.Context, id ID) runsLine {
 	if sc, err := w.store.ScheduleOf(ctx, id); err == nil {
 		l.Schedule = &sc
 		l.Next, _ = sc.Next(time.Now())
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, board.ErrNotFound) {
 		w.logger.Warn("board page: schedule", "board", id, "err", err)
 	}
 	return l
@@ -231,14 +233,14 @@ const (
 	charWidthTenth = 66 // average width of a 12 px character, in tenths of a pixel
 )
 
-func layoutGraph(cards []Card, ready map[CardID]bool) graph {
-	depth := map[CardID]int{}
-	byID := map[CardID]Card{}
+func layoutGraph(cards []board.Card, ready map[board.CardID]bool) graph {
+	depth := map[board.CardID]int{}
+	byID := map[board.CardID]board.Card{}
 	for _, c := range cards {
 		byID[c.ID] = c
 	}
-	var visit func(id CardID, seen map[CardID]bool) int
-	visit = func(id CardID, seen map[CardID]bool) int {
+	var visit func(id board.CardID, seen map[board.CardID]bool) int
+	visit = func(id board.CardID, seen map[board.CardID]bool) int {
 		if d, ok := depth[id]; ok {
 			return d
 		}
@@ -257,7 +259,7 @@ func layoutGraph(cards []Card, ready map[CardID]bool) graph {
 	}
 	layers := 0
 	for _, c := range cards {
-		layers = max(layers, visit(c.ID, map[CardID]bool{})+1)
+		layers = max(layers, visit(c.ID, map[board.CardID]bool{})+1)
 	}
 	g := graph{}
 	if layers == 0 {
@@ -267,7 +269,7 @@ func layoutGraph(cards []Card, ready map[CardID]bool) graph {
 	nodeW = min(max(nodeW, minNodeW), maxNodeW)
 	perLine := (nodeW - 16) * 10 / charWidthTenth
 	colY := map[int]int{}
-	pos := map[CardID]graphNode{}
+	pos := map[board.CardID]graphNode{}
 	for _, c := range cards {
 		d := depth[c.ID]
 		lines := wrap(c.Handle+" · "+c.Title, perLine)

@@ -1,4 +1,4 @@
-package board_test
+package web_test
 
 import (
 	"bufio"
@@ -15,8 +15,10 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/sse"
 	"github.com/bobnet/bobnet/store/storetest"
+	"github.com/bobnet/bobnet/web"
 )
 
 // liveServer serves a store's boards with live changes, behind a server
@@ -30,12 +32,12 @@ func liveServer(t *testing.T, s *board.Store, limits sse.Limits, timeout time.Du
 	go func() { defer close(done); _ = feed.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	<-feed.Ready()
-	w := board.NewWeb(s, storetest.Logger(t))
+	w := web.New(s, storetest.Logger(t))
 	w.Live(feed)
 	w.UseStreams(sse.New(limits))
 	r := chi.NewRouter()
-	w.APIRoutes(r)
 	w.PageRoutes(r)
+	httpapi.NewBoards(s, w.Events, storetest.Logger(t)).Routes(r)
 	srv := httptest.NewUnstartedServer(r)
 	srv.Config.ReadTimeout, srv.Config.WriteTimeout = timeout, timeout
 	// As bobnet serve does: closing ends the streams, which would
