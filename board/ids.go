@@ -1,6 +1,8 @@
 package board
 
 import (
+	"crypto/rand"
+	"encoding/base32"
 	"errors"
 	"fmt"
 	"strings"
@@ -82,3 +84,33 @@ func (e *malformedIDError) Error() string {
 func (e *malformedIDError) Is(target error) bool {
 	return target == ErrMalformedID || target == ErrNotFound
 }
+
+// newID returns prefix followed by 26 lower-case base32 characters: 128
+// random bits, so a board link cannot be guessed from another.
+func newID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// NewBoardID returns a fresh random board id.
+func NewBoardID() ID { return ID(newID("b_")) }
+
+// NewCardID returns a fresh random card id.
+func NewCardID() CardID { return CardID(newID("c_")) }
+
+// RunID identifies a run of a board: "run_" and 26 lower-case base32
+// characters.
+type RunID string
+
+// ParseRunID checks that s is shaped like a run id.
+func ParseRunID(s string) (RunID, error) {
+	return parseID[RunID]("run", "run_", longIDChars, s)
+}
+
+// NewRunID returns a fresh random run id.
+func NewRunID() RunID { return RunID(newID("run_")) }
+
+// NewHolderID returns a fresh random lease holder: the one attempt at a
+// run card that may answer for it.
+func NewHolderID() string { return newID("h_") }

@@ -13,13 +13,14 @@ import (
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // flakyBoards is the real board store whose first Execute fails, as when
 // Postgres drops the connection mid-approve.
 type flakyBoards struct {
-	*board.Store
+	*store.Store
 	failures atomic.Int32
 }
 
@@ -83,7 +84,7 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 // runAndPropose runs eng's workers for the rest of the test and has alice
 // ask for the newspaper in general; it returns the request's status with
 // its proposal.
-func runAndPropose(t *testing.T, eng *bot.Engine, store *board.Store) (context.Context, *bottest.Env, bot.RequestStatus) {
+func runAndPropose(t *testing.T, eng *bot.Engine, store *store.Store) (context.Context, *bottest.Env, bot.RequestStatus) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

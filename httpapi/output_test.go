@@ -16,6 +16,7 @@ import (
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -33,7 +34,7 @@ func (o *outputTeller) CardOutput(_ context.Context, job board.RunJob, up board.
 
 // dispatch dispatches the next card of hook:tool and returns it with its
 // token.
-func dispatch(t *testing.T, s *board.Store) (board.RunJob, string) {
+func dispatch(t *testing.T, s *store.Store) (board.RunJob, string) {
 	t.Helper()
 	var token string
 	job, ok, err := s.DispatchRunCard(context.Background(), "hook:tool", func(job board.RunJob) (string, []board.OutboundEvent, error) {

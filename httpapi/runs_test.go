@@ -18,11 +18,12 @@ import (
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // engine tells nobody and lets everyone review.
-type engine struct{ s *board.Store }
+type engine struct{ s *store.Store }
 
 func (engine) Started(context.Context, board.Run) {}
 

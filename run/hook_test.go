@@ -13,6 +13,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -36,7 +37,7 @@ type dispatched struct {
 }
 
 // dispatches reads the card.dispatched rows of the outbox after id after.
-func dispatches(t *testing.T, s *board.Store, after int64) []dispatched {
+func dispatches(t *testing.T, s *store.Store, after int64) []dispatched {
 	t.Helper()
 	rows, err := s.Pool().Query(context.Background(), `SELECT id, body FROM event_outbox WHERE event_type = 'card.dispatched' AND id > $1 ORDER BY id`, after)
 	if err != nil {
@@ -71,9 +72,9 @@ func dispatches(t *testing.T, s *board.Store, after int64) []dispatched {
 var toolKeys = map[string][]byte{"tool": []byte("the key of the tool hook's card tokens")}
 
 // hookWorkers are two replicas' workers dispatching to one outbox.
-func hookWorkers(t *testing.T, s *board.Store, endpoints []outbox.Endpoint) (*run.Worker, *run.Worker, *teller) {
+func hookWorkers(t *testing.T, s *store.Store, endpoints []outbox.Endpoint) (*run.Worker, *run.Worker, *teller) {
 	t.Helper()
-	ob := outbox.New(outbox.Config{Hooks: map[string][]outbox.Endpoint{"tool": endpoints}, CardTokenKeys: toolKeys, AllowHosts: []string{"tool.example"}}, s.Pool(), storetest.Logger(t))
+	ob := outbox.New(outbox.Config{Hooks: map[string][]outbox.Endpoint{"tool": endpoints}, CardTokenKeys: toolKeys, AllowHosts: []string{"tool.example"}}, s.Pool(), s, storetest.Logger(t))
 	tell := &teller{}
 	var ws [2]*run.Worker
 	for i := range ws {

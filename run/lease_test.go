@@ -13,6 +13,7 @@ import (
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -107,7 +108,7 @@ func TestRunnersKeepTheirCardsAndLoseThemWhenTheyStop(t *testing.T) {
 	}
 }
 
-func mustRun(t *testing.T, s *board.Store, id board.RunID) board.Run {
+func mustRun(t *testing.T, s *store.Store, id board.RunID) board.Run {
 	t.Helper()
 	r, err := s.Run(context.Background(), id)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -80,7 +81,7 @@ func (t *teller) Ended(_ context.Context, r board.Run) {
 	t.ended = append(t.ended, r)
 }
 
-func newspaperBoard(t *testing.T, s *board.Store) (board.ID, map[string]board.Card) {
+func newspaperBoard(t *testing.T, s *store.Store) (board.ID, map[string]board.Card) {
 	t.Helper()
 	ctx := context.Background()
 	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})

@@ -17,6 +17,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/sse"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/web"
 )
@@ -24,10 +25,10 @@ import (
 // liveServer serves a store's boards with live changes, behind a server
 // whose read and write timeouts are short, counting streams against
 // limits.
-func liveServer(t *testing.T, s *board.Store, limits sse.Limits, timeout time.Duration) *httptest.Server {
+func liveServer(t *testing.T, s *store.Store, limits sse.Limits, timeout time.Duration) *httptest.Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	feed := board.NewFeed(s, storetest.Logger(t))
+	feed := store.NewFeed(s, storetest.Logger(t))
 	done := make(chan struct{})
 	go func() { defer close(done); _ = feed.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })

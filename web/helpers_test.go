@@ -7,6 +7,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
 )
 
 var profiles = []string{"Coder", "Planner", "Researcher", "Reviewer"}
@@ -25,7 +26,7 @@ func newspaper(t testing.TB) planner.Envelope {
 
 // newspaperBoard executes the newspaper plan and returns its board and
 // cards by temp id.
-func newspaperBoard(t *testing.T, s *board.Store, channel string) (board.ID, map[string]board.Card) {
+func newspaperBoard(t *testing.T, s *store.Store, channel string) (board.ID, map[string]board.Card) {
 	t.Helper()
 	ctx := context.Background()
 	res, err := s.Execute(ctx, board.Execution{ProposalID: board.ProposalID("p_" + channel), Channel: channel, Thread: "T1", ApprovedBy: "alice", Plan: newspaper(t)})

@@ -21,11 +21,12 @@ import (
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/web"
 )
 
-func newWebServer(t *testing.T, s *board.Store) *httptest.Server {
+func newWebServer(t *testing.T, s *store.Store) *httptest.Server {
 	t.Helper()
 	r := chi.NewRouter()
 	w := web.New(s, storetest.Logger(t))

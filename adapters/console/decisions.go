@@ -10,7 +10,7 @@ import (
 	"github.com/bobnet/bobnet/httpapi"
 )
 
-// Successors finds the proposal that superseded another; *board.Store is
+// Successors finds the proposal that superseded another; *store.Store is
 // one.
 type Successors interface {
 	Successor(ctx context.Context, id bot.ProposalID) (bot.ProposalID, error)

@@ -8,7 +8,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// History keeps console channels' events across restarts; *board.Store is
+// History keeps console channels' events across restarts; *store.Store is
 // one. Without it the console remembers only until it stops.
 type History interface {
 	AppendConsoleEvent(ctx context.Context, channel string, ev board.ConsoleEvent, keep int) error

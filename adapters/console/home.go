@@ -13,7 +13,7 @@ import (
 	"github.com/bobnet/bobnet/httpapi"
 )
 
-// BoardLister lists boards for the console's home; *board.Store is one.
+// BoardLister lists boards for the console's home; *store.Store is one.
 type BoardLister interface {
 	Boards(ctx context.Context, after board.ID, limit int) ([]board.Listing, board.ID, error)
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/secretbox"
+	"github.com/bobnet/bobnet/store"
 )
 
 const (
@@ -212,7 +213,7 @@ type teamsWorld struct {
 	slack    *teamSlack
 	app      *httptest.Server
 	ad       *slack.Adapter
-	installs *board.SlackInstallations
+	installs *store.SlackInstallations
 	logs     *logBuffer
 }
 

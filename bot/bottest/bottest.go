@@ -15,18 +15,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // Env is a running engine and what it is made of.
 type Env struct {
 	Engine *bot.Engine
-	Store  *board.Store
+	Store  *store.Store
 	Redis  *redis.Client
 	Prefix string
 	Model  *plannertest.Server
@@ -74,7 +74,7 @@ func New(t testing.TB, opts ...Option) *Env {
 
 // Start starts an engine on the given parts; a second Start on the same
 // parts is a second replica (or a restarted one).
-func Start(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, opts ...Option) *Env {
+func Start(t testing.TB, store *store.Store, rdb *redis.Client, prefix string, model *plannertest.Server, opts ...Option) *Env {
 	t.Helper()
 	return StartWrapped(t, store, rdb, prefix, model, nil, opts...)
 }
@@ -87,7 +87,7 @@ func NewWrapped(t testing.TB, wrap func(*bot.Deps), opts ...Option) *Env {
 }
 
 // StartWrapped is Start with the dependencies passed through wrap.
-func StartWrapped(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), opts ...Option) *Env {
+func StartWrapped(t testing.TB, store *store.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), opts ...Option) *Env {
 	t.Helper()
 	return StartPosting(t, store, rdb, prefix, model, wrap, nil, opts...)
 }
@@ -95,7 +95,7 @@ func StartWrapped(t testing.TB, store *board.Store, rdb *redis.Client, prefix st
 // StartPosting is StartWrapped with the console's poster set before the
 // engine runs (nil: the recording Poster), so a replica started to take
 // over a request cannot post with another poster first.
-func StartPosting(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), console bot.Poster, opts ...Option) *Env {
+func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), console bot.Poster, opts ...Option) *Env {
 	t.Helper()
 	cfg := bot.Config{
 		ProposalTTL:   time.Hour,

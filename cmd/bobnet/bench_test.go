@@ -25,6 +25,7 @@ import (
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -48,7 +49,7 @@ func benchPlan() planner.Envelope {
 // the stores behind it to seed proposals directly.
 type benchServer struct {
 	url      string
-	store    *board.Store
+	store    *store.Store
 	proposal *pending.Store
 	client   *http.Client
 }
@@ -88,7 +89,7 @@ func newBenchServer(b testing.TB) *benchServer {
 		<-engineDone
 		a.close()
 	})
-	store, err := board.Open(context.Background(), vars["DATABASE_URL"], logger)
+	store, err := store.Open(context.Background(), vars["DATABASE_URL"], logger)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -147,7 +148,7 @@ func TestMoveCardsEverywhere(t *testing.T) {
 		t.Fatalf("approve: %d", code)
 	}
 	id := approved.BoardID
-	store, err := board.Open(ctx, a.DB, storetest.Logger(t))
+	store, err := store.Open(ctx, a.DB, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,9 @@ import (
 	"github.com/bobnet/bobnet/planner"
 	boardrun "github.com/bobnet/bobnet/run" // main has a func run
 	"github.com/bobnet/bobnet/sse"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/web"
 
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/migrations"
 )
@@ -36,7 +36,7 @@ func runMigrate(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err := cfg.requireServices(false); err != nil {
 		return err
 	}
-	store, err := board.Open(ctx, cfg.DatabaseURL, logger)
+	store, err := store.Open(ctx, cfg.DatabaseURL, logger)
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -84,7 +84,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 			closeAll()
 		}
 	}()
-	store, err := board.Open(ctx, cfg.DatabaseURL, logger)
+	store, err := store.Open(ctx, cfg.DatabaseURL, logger)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}

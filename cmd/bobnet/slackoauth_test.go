@@ -15,6 +15,7 @@ import (
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/migrations"
 	"github.com/bobnet/bobnet/secretbox"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -100,7 +101,7 @@ func TestSlackOAuthServeReseals(t *testing.T) {
 	}
 	oldKey, newKey := randomKey(), randomKey()
 	oldBox, _ := secretbox.New(oldKey)
-	store := board.New(pool, storetest.Logger(t))
+	store := store.New(pool, storetest.Logger(t))
 	if err := store.SlackInstallations(oldBox).Save(context.Background(), board.SlackInstallation{ID: "T_A", TeamID: "T_A", BotToken: "xoxb-old-sealed", RefreshToken: "xoxe-1-r"}); err != nil {
 		t.Fatal(err)
 	}

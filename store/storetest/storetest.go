@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/migrations"
+	"github.com/bobnet/bobnet/store"
 )
 
 // DatabaseURL returns DATABASE_URL, skipping the test when it is unset.
@@ -85,9 +85,9 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 }
 
 // NewStore returns a board store on a fresh, migrated database.
-func NewStore(t testing.TB) *board.Store {
+func NewStore(t testing.TB) *store.Store {
 	t.Helper()
-	return board.New(NewPool(t), Logger(t))
+	return store.New(NewPool(t), Logger(t))
 }
 
 // Logger is a logger for tests that writes nothing, so test output stays

@@ -21,6 +21,7 @@ import (
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -28,7 +29,7 @@ import (
 // as a process dying (or a connection lost) just after COMMIT would: the
 // approval is in Postgres, and the engine hears only an error.
 type crashAfterCommit struct {
-	*board.Store
+	*store.Store
 	crash atomic.Bool
 }
 
@@ -105,7 +106,7 @@ func TestApprovalEventsSurviveACrashAfterCommit(t *testing.T) {
 	t.Parallel()
 	store := storetest.NewStore(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL), store.Pool(), storetest.Logger(t))
+	o := outbox.New(config(rc.srv.URL), store.Pool(), store, storetest.Logger(t))
 	run(t, o)
 	boards := &crashAfterCommit{Store: store}
 	eng := engineWith(t, boards, o)
@@ -162,7 +163,7 @@ func TestShutdownDoesNotCountAnAbortedPost(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cfg := config(srv.URL)
 	cfg.Lease = time.Hour
-	o := outbox.New(cfg, pool, storetest.Logger(t))
+	o := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	stop := run(t, o)
 	if err := o.Emit(context.Background(), event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
@@ -211,7 +212,7 @@ func TestADeadSendersClaimExpires(t *testing.T) {
 	if dead, err = pgxpool.New(ctx, pool.Config().ConnString()); err != nil {
 		t.Fatal(err)
 	}
-	first := outbox.New(cfg, dead, storetest.Logger(t))
+	first := outbox.New(cfg, dead, store.New(dead, storetest.Logger(t)), storetest.Logger(t))
 	if err := first.Emit(ctx, event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestADeadSendersClaimExpires(t *testing.T) {
 	if n, _ := first.SendDue(ctx); n != 1 {
 		t.Fatalf("the first sender claimed %d rows", n)
 	}
-	second := outbox.New(cfg, pool, storetest.Logger(t))
+	second := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	if n, err := second.SendDue(ctx); n != 0 || err != nil {
 		t.Fatalf("the second sender took a claimed row at once: %d, %v", n, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/bobnet/bobnet/adapters/webhook/outbox/outboxtest"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -20,7 +21,7 @@ func TestEveryEventTypeVerifiesWithTheOfficialLibrary(t *testing.T) {
 	t.Parallel()
 	node := outboxtest.StartNode(t, secret)
 	pool := storetest.NewPool(t)
-	o := outbox.New(config(node.URL+"/hook"), pool, storetest.Logger(t))
+	o := outbox.New(config(node.URL+"/hook"), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	ctx := context.Background()
 	types := []bot.EventType{bot.EventProposalCreated, bot.EventProposalApproved, bot.EventBoardCreated,
 		bot.EventProposalCancelled, bot.EventProposalExpired}

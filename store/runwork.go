@@ -1,4 +1,4 @@
-package board
+package store
 
 import (
 	"context"
@@ -7,23 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bobnet/bobnet/board"
+
 	"github.com/jackc/pgx/v5"
 )
-
-// RunJob is a card a runner took: the card, its run, what it waits on
-// (with their outputs) and the reason it was last sent back.
-type RunJob struct {
-	Run      Run
-	Board    Board // the card's board, with its channel and thread
-	Card     Card
-	RunCard  RunCard
-	Inputs   []RunCard // the cards it depends on, with their outputs
-	Attempt  int
-	Feedback string
-	// Holder names this taking of the card; CompleteRunCard and
-	// FailRunCard need it.
-	Holder string
-}
 
 const (
 	// A card a runner may take: in a running run, its runner's, not held
@@ -113,10 +100,10 @@ WHERE r.state = 'running' AND rc.runner <> '' AND rc.attempts >= $1 AND rc.lease
 // It is one batch: the taking and the card's change in one statement,
 // then what the runner needs read back by the new holder, all in the
 // batch's one implicit transaction.
-func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Duration) (RunJob, bool, error) {
-	job := RunJob{Holder: newID("h_")}
-	var run Run
-	var cards []RunCard
+func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Duration) (board.RunJob, bool, error) {
+	job := board.RunJob{Holder: board.NewHolderID()}
+	var run board.Run
+	var cards []board.RunCard
 	found := false
 	b := &pgx.Batch{}
 	b.Queue(claimAndStart, runner, maxAttempts, lease.String(), job.Holder).Query(func(rows pgx.Rows) error {
@@ -136,7 +123,7 @@ func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Dura
 		return err
 	})
 	b.Queue(heldCardDeps, job.Holder).Query(func(rows pgx.Rows) error {
-		deps, err := pgx.CollectRows(rows, pgx.RowTo[CardID])
+		deps, err := pgx.CollectRows(rows, pgx.RowTo[board.CardID])
 		job.Card.DependsOn = append(job.Card.DependsOn, deps...)
 		return err
 	})
@@ -160,13 +147,13 @@ func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Dura
 		return err
 	})
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return RunJob{}, false, fmt.Errorf("claim a run card: %w", err)
+		return board.RunJob{}, false, fmt.Errorf("claim a run card: %w", err)
 	}
 	if !found {
-		return RunJob{}, false, nil
+		return board.RunJob{}, false, nil
 	}
 	if job.Card.ID == "" || run.ID == "" {
-		return RunJob{}, false, fmt.Errorf("claim a run card: the card taken by %s was not read back", job.Holder)
+		return board.RunJob{}, false, fmt.Errorf("claim a run card: the card taken by %s was not read back", job.Holder)
 	}
 	job.Run = run
 	for _, c := range cards {
@@ -183,16 +170,16 @@ func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Dura
 // the card on: to Review, or to Done when its profile wants no review.
 // ErrNotRunnable when the runner no longer holds it (another took it after
 // its lease ended, or the run ended): a runner changes only its own card.
-func (s *Store) CompleteRunCard(ctx context.Context, job RunJob, actor, output string) (CardUpdate, error) {
+func (s *Store) CompleteRunCard(ctx context.Context, job board.RunJob, actor, output string) (board.CardUpdate, error) {
 	run, card := job.Run.ID, job.Card.ID
-	if len(output) > MaxOutput {
-		output = output[:MaxOutput]
+	if len(output) > board.MaxOutput {
+		output = output[:board.MaxOutput]
 	}
-	var up CardUpdate
+	var up board.CardUpdate
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var review bool
 		if err := tx.QueryRow(ctx, holdRunCard, run, card, job.Holder).Scan(&review); errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: the card is not held by this runner", ErrNotRunnable)
+			return fmt.Errorf("%w: the card is not held by this runner", board.ErrNotRunnable)
 		} else if err != nil {
 			return err
 		}
@@ -204,18 +191,18 @@ func (s *Store) CompleteRunCard(ctx context.Context, job RunJob, actor, output s
 			next = "Done"
 		}
 		var err error
-		up, err = changeCard(ctx, tx, CardChange{Card: card, Actor: actor, Via: "run", Status: &next})
+		up, err = changeCard(ctx, tx, board.CardChange{Card: card, Actor: actor, Via: "run", Status: &next})
 		return err
 	})
 	if err != nil {
-		return CardUpdate{}, fmt.Errorf("complete %s in run %s: %w", card, run, err)
+		return board.CardUpdate{}, fmt.Errorf("complete %s in run %s: %w", card, run, err)
 	}
 	return up, nil
 }
 
 // FailRunCard lets go of a card whose runner failed, keeping why; it is
 // tried again until its attempts run out, and then the run stops.
-func (s *Store) FailRunCard(ctx context.Context, job RunJob, why string) error {
+func (s *Store) FailRunCard(ctx context.Context, job board.RunJob, why string) error {
 	if _, err := s.pool.Exec(ctx, failRunCard, job.Run.ID, job.Card.ID, why, job.Holder); err != nil {
 		return fmt.Errorf("fail %s in run %s: %w", job.Card.ID, job.Run.ID, err)
 	}
@@ -225,7 +212,7 @@ func (s *Store) FailRunCard(ctx context.Context, job RunJob, why string) error {
 // ReleaseRunCard gives back a card its runner took but did not work (the
 // channel's model budget is spent): no attempt is counted, and a runner
 // takes it again later.
-func (s *Store) ReleaseRunCard(ctx context.Context, job RunJob) error {
+func (s *Store) ReleaseRunCard(ctx context.Context, job board.RunJob) error {
 	if _, err := s.pool.Exec(ctx, releaseRunCard, job.Run.ID, job.Card.ID, job.Holder); err != nil {
 		return fmt.Errorf("release %s in run %s: %w", job.Card.ID, job.Run.ID, err)
 	}
@@ -235,13 +222,13 @@ func (s *Store) ReleaseRunCard(ctx context.Context, job RunJob) error {
 // RenewRunCard holds job's card for lease from now on, so a runner still
 // working is not taken over; ErrNotRunnable when its holder lost it (its
 // lease passed and another took it, or the run ended).
-func (s *Store) RenewRunCard(ctx context.Context, job RunJob, lease time.Duration) error {
+func (s *Store) RenewRunCard(ctx context.Context, job board.RunJob, lease time.Duration) error {
 	tag, err := s.pool.Exec(ctx, renewRunCard, job.Run.ID, job.Card.ID, job.Holder, lease.String())
 	if err != nil {
 		return fmt.Errorf("renew %s in run %s: %w", job.Card.ID, job.Run.ID, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("renew %s in run %s: %w", job.Card.ID, job.Run.ID, ErrNotRunnable)
+		return fmt.Errorf("renew %s in run %s: %w", job.Card.ID, job.Run.ID, board.ErrNotRunnable)
 	}
 	return nil
 }
@@ -250,23 +237,23 @@ func (s *Store) RenewRunCard(ctx context.Context, job RunJob, lease time.Duratio
 // back with a reason (to Ready, worked again with the reason; at most
 // three times). ErrNotRunnable when the card is not in Review of a
 // running run or was sent back three times already.
-func (s *Store) ReviewRunCard(ctx context.Context, run RunID, card CardID, user string, accept bool, reason string) (CardUpdate, error) {
-	var up CardUpdate
+func (s *Store) ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error) {
+	var up board.CardUpdate
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var rounds int
 		var status string
 		if err := tx.QueryRow(ctx, reviewRunCard, run, card).Scan(&rounds, &status); errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: no such card in a running run", ErrNotRunnable)
+			return fmt.Errorf("%w: no such card in a running run", board.ErrNotRunnable)
 		} else if err != nil {
 			return err
 		}
 		if status != "Review" {
-			return fmt.Errorf("%w: the card is in %s, not Review", ErrNotRunnable, status)
+			return fmt.Errorf("%w: the card is in %s, not Review", board.ErrNotRunnable, status)
 		}
 		next := "Done"
 		if !accept {
 			if rounds >= maxRounds {
-				return fmt.Errorf("%w: the card was sent back %d times already; accept it or stop the run", ErrNotRunnable, maxRounds)
+				return fmt.Errorf("%w: the card was sent back %d times already; accept it or stop the run", board.ErrNotRunnable, maxRounds)
 			}
 			if _, err := tx.Exec(ctx, sendBack, run, card, reason); err != nil {
 				return err
@@ -274,7 +261,7 @@ func (s *Store) ReviewRunCard(ctx context.Context, run RunID, card CardID, user 
 			next = "Ready"
 		}
 		var err error
-		up, err = changeCard(ctx, tx, CardChange{Card: card, Actor: user, Via: "review", Status: &next})
+		up, err = changeCard(ctx, tx, board.CardChange{Card: card, Actor: user, Via: "review", Status: &next})
 		if err != nil {
 			return err
 		}
@@ -283,26 +270,26 @@ func (s *Store) ReviewRunCard(ctx context.Context, run RunID, card CardID, user 
 		return err
 	})
 	if err != nil {
-		return CardUpdate{}, fmt.Errorf("review %s in run %s: %w", card, run, err)
+		return board.CardUpdate{}, fmt.Errorf("review %s in run %s: %w", card, run, err)
 	}
 	return up, nil
 }
 
 // StopRun ends a running run as stopped. ErrNotRunnable when it has
 // ended already.
-func (s *Store) StopRun(ctx context.Context, id RunID, user string) (Run, error) {
-	if err := s.endRun(ctx, id, RunStopped, "stopped by "+user, user); err != nil {
-		return Run{}, err
+func (s *Store) StopRun(ctx context.Context, id board.RunID, user string) (board.Run, error) {
+	if err := s.endRun(ctx, id, board.RunStopped, "stopped by "+user, user); err != nil {
+		return board.Run{}, err
 	}
 	return s.Run(ctx, id)
 }
 
-func (s *Store) endRun(ctx context.Context, id RunID, state, reason, actor string) error {
+func (s *Store) endRun(ctx context.Context, id board.RunID, state, reason, actor string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var b ID
+		var b board.ID
 		var n int
 		if err := tx.QueryRow(ctx, endRun, id, state, reason).Scan(&b, &n); errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("run %s: %w: it has ended", id, ErrNotRunnable)
+			return fmt.Errorf("run %s: %w: it has ended", id, board.ErrNotRunnable)
 		} else if err != nil {
 			return fmt.Errorf("end run %s: %w", id, err)
 		}
@@ -315,24 +302,24 @@ func (s *Store) endRun(ctx context.Context, id RunID, state, reason, actor strin
 // SweepRuns ends the runs that have ended by themselves (every card Done,
 // past the deadline, a card failed too often) and returns them; each is
 // ended once whichever replica sweeps.
-func (s *Store) SweepRuns(ctx context.Context) ([]Run, error) {
+func (s *Store) SweepRuns(ctx context.Context) ([]board.Run, error) {
 	rows, _ := s.pool.Query(ctx, finishedRuns, maxAttempts)
 	type ending struct {
-		ID            RunID
+		ID            board.RunID
 		State, Reason string
 	}
 	ends, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ending])
 	if err != nil {
 		return nil, fmt.Errorf("sweep runs: %w", err)
 	}
-	var out []Run
-	seen := map[RunID]bool{}
+	var out []board.Run
+	seen := map[board.RunID]bool{}
 	for _, e := range ends {
 		if seen[e.ID] {
 			continue
 		}
 		seen[e.ID] = true
-		if err := s.endRun(ctx, e.ID, e.State, e.Reason, "bobnet"); errors.Is(err, ErrNotRunnable) {
+		if err := s.endRun(ctx, e.ID, e.State, e.Reason, "bobnet"); errors.Is(err, board.ErrNotRunnable) {
 			continue // another replica ended it
 		} else if err != nil {
 			return out, err

@@ -1,4 +1,4 @@
-package board
+package store
 
 import (
 	"context"
@@ -6,33 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bobnet/bobnet/board"
+
 	"github.com/jackc/pgx/v5"
 )
-
-// ErrNotInstalled means BobNet has no installation for that Slack
-// workspace or organization.
-var ErrNotInstalled = errors.New("slack: not installed there")
-
-// SlackInstallation is BobNet installed in one Slack workspace, or in an
-// Enterprise Grid organization as a whole, through OAuth.
-type SlackInstallation struct {
-	// ID is the team id, or the enterprise id of an org-wide install.
-	ID                  string
-	TeamID              string
-	TeamName            string
-	EnterpriseID        string
-	IsEnterpriseInstall bool
-	BotUserID           string
-	AppID               string
-	Scopes              string
-	InstallerUserID     string
-	BotToken            string
-	// RefreshToken and TokenExpiresAt are set when the app rotates its
-	// tokens; a zero TokenExpiresAt is a token that does not expire.
-	RefreshToken   string
-	TokenExpiresAt time.Time
-	InstalledAt    time.Time
-}
 
 // Sealer encrypts tokens at rest; *secretbox.Box is one. The store only
 // ever writes what Seal returned, and the key id beside it.
@@ -68,7 +45,7 @@ type sealed struct {
 	tokenExpiresAt *time.Time
 }
 
-func (t *SlackInstallations) seal(in SlackInstallation) sealed {
+func (t *SlackInstallations) seal(in board.SlackInstallation) sealed {
 	var out sealed
 	out.bot, out.keyID = t.box.Seal([]byte(in.BotToken), aad(in.ID, "bot_token"))
 	if in.RefreshToken != "" {
@@ -83,7 +60,7 @@ func (t *SlackInstallations) seal(in SlackInstallation) sealed {
 
 // Save stores an installation, replacing an earlier one of the same id (a
 // workspace installing again, with new scopes or tokens).
-func (t *SlackInstallations) Save(ctx context.Context, in SlackInstallation) error {
+func (t *SlackInstallations) Save(ctx context.Context, in board.SlackInstallation) error {
 	if in.ID == "" || in.BotToken == "" {
 		return errors.New("slack installation: id and bot token are required")
 	}
@@ -103,20 +80,20 @@ func (t *SlackInstallations) Save(ctx context.Context, in SlackInstallation) err
 
 // Installation reads one installation, its tokens opened; ErrNotInstalled
 // when there is none.
-func (t *SlackInstallations) Installation(ctx context.Context, id string) (SlackInstallation, error) {
+func (t *SlackInstallations) Installation(ctx context.Context, id string) (board.SlackInstallation, error) {
 	in, _, err := t.read(ctx, t.s.pool.QueryRow(ctx, `SELECT `+installColumns+` FROM slack_installations WHERE installation_id = $1`, id))
 	return in, err
 }
 
 // read scans one row and opens its tokens; it also says whether the row is
 // sealed under an old key.
-func (t *SlackInstallations) read(_ context.Context, row pgx.Row) (SlackInstallation, bool, error) {
-	var in SlackInstallation
+func (t *SlackInstallations) read(_ context.Context, row pgx.Row) (board.SlackInstallation, bool, error) {
+	var in board.SlackInstallation
 	var sd sealed
 	err := row.Scan(&in.ID, &in.TeamID, &in.TeamName, &in.EnterpriseID, &in.IsEnterpriseInstall, &in.BotUserID, &in.AppID,
 		&in.Scopes, &in.InstallerUserID, &sd.keyID, &sd.bot, &sd.refresh, &sd.tokenExpiresAt, &in.InstalledAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return in, false, ErrNotInstalled
+		return in, false, board.ErrNotInstalled
 	}
 	if err != nil {
 		return in, false, fmt.Errorf("read slack installation: %w", err)
@@ -153,11 +130,11 @@ func (t *SlackInstallations) Delete(ctx context.Context, id string) error {
 // again and calls refresh only while due still says so, then stores what
 // refresh returned. A replica that waited on the lock finds the tokens
 // already renewed and returns them without calling Slack.
-func (t *SlackInstallations) Refresh(ctx context.Context, id string, due func(SlackInstallation) bool,
-	refresh func(context.Context, SlackInstallation) (SlackInstallation, error)) (SlackInstallation, error) {
+func (t *SlackInstallations) Refresh(ctx context.Context, id string, due func(board.SlackInstallation) bool,
+	refresh func(context.Context, board.SlackInstallation) (board.SlackInstallation, error)) (board.SlackInstallation, error) {
 	tx, err := t.s.pool.Begin(ctx)
 	if err != nil {
-		return SlackInstallation{}, fmt.Errorf("refresh slack installation: %w", err)
+		return board.SlackInstallation{}, fmt.Errorf("refresh slack installation: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	in, _, err := t.read(ctx, tx.QueryRow(ctx, `SELECT `+installColumns+` FROM slack_installations WHERE installation_id = $1 FOR UPDATE`, id))
@@ -219,7 +196,7 @@ func (t *SlackInstallations) reseal(ctx context.Context, id string) (bool, error
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	in, old, err := t.read(ctx, tx.QueryRow(ctx, `SELECT `+installColumns+` FROM slack_installations WHERE installation_id = $1 FOR UPDATE`, id))
-	if errors.Is(err, ErrNotInstalled) || (err == nil && !old) {
+	if errors.Is(err, board.ErrNotInstalled) || (err == nil && !old) {
 		return false, nil // gone, or resealed by another replica meanwhile
 	}
 	if err != nil {

@@ -1,4 +1,4 @@
-package board_test
+package store_test
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // benchRunBoard is the 64-card chain board, approved once.
-func benchRunBoard(b *testing.B, s *board.Store) board.ID {
+func benchRunBoard(b *testing.B, s *store.Store) board.ID {
 	b.Helper()
 	res, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_runbench", Channel: "console:runbench", ApprovedBy: "bench", Plan: plan64x80()})
 	if err != nil {

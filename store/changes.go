@@ -1,4 +1,4 @@
-package board
+package store
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/bobnet/bobnet/board"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -48,15 +50,15 @@ func hasChanges(plan planner.Envelope) bool {
 // changed since, so every reference, the dependency rule and the absence
 // of cycles are checked again here, and any failure rolls the whole plan
 // back.
-func applyChanges(ctx context.Context, tx querier, ex Execution, target ID, res *ExecResult) error {
+func applyChanges(ctx context.Context, tx querier, ex board.Execution, target board.ID, res *board.ExecResult) error {
 	if !hasChanges(ex.Plan) {
 		return nil
 	}
 	// The board's cards by lower-case id and handle, new ones included.
-	refs := map[string]CardID{}
-	handles := map[CardID]string{}
+	refs := map[string]board.CardID{}
+	handles := map[board.CardID]string{}
 	rows, _ := tx.Query(ctx, selectBoardCardRefs, target)
-	var id CardID
+	var id board.CardID
 	var handle string
 	if _, err := pgx.ForEachRow(rows, []any{&id, &handle}, func() error {
 		refs[strings.ToLower(string(id))] = id
@@ -68,7 +70,7 @@ func applyChanges(ctx context.Context, tx querier, ex Execution, target ID, res 
 	}
 	// A temp id names a card of this plan; only those on the target board
 	// may be linked to its cards.
-	resolve := func(ref string, allowTemp bool) (CardID, bool) {
+	resolve := func(ref string, allowTemp bool) (board.CardID, bool) {
 		if allowTemp {
 			if id, ok := res.CardIDs[ref]; ok {
 				_, onTarget := handles[id]
@@ -84,29 +86,29 @@ func applyChanges(ctx context.Context, tx querier, ex Execution, target ID, res 
 		case planner.ActionUpdateCard:
 			id, ok := resolve(a.Card, false)
 			if !ok {
-				return fmt.Errorf("%w: %s.card: no card %q on the board", ErrInvalidPlan, path, a.Card)
+				return fmt.Errorf("%w: %s.card: no card %q on the board", board.ErrInvalidPlan, path, a.Card)
 			}
-			up, err := changeCard(ctx, tx, CardChange{
+			up, err := changeCard(ctx, tx, board.CardChange{
 				Card: id, Actor: ex.ApprovedBy, Via: "plan", Channel: ex.Channel,
 				Status: a.Status, Assignee: a.Assignee, Title: a.Title, Body: a.Body,
 			})
 			if err != nil {
-				return fmt.Errorf("%w: %s: %w", ErrInvalidPlan, path, err)
+				return fmt.Errorf("%w: %s: %w", board.ErrInvalidPlan, path, err)
 			}
 			if len(up.Changes) > 0 {
 				res.Updated++
 			}
 		case planner.ActionAddLinks:
 			var added []string
-			var starts []CardID
+			var starts []board.CardID
 			for j, l := range a.Links {
 				from, ok1 := resolve(l.Card, true)
 				to, ok2 := resolve(l.DependsOn, true)
 				if !ok1 || !ok2 {
-					return fmt.Errorf("%w: %s.links[%d]: %q and %q are not both cards of the board", ErrInvalidPlan, path, j, l.Card, l.DependsOn)
+					return fmt.Errorf("%w: %s.links[%d]: %q and %q are not both cards of the board", board.ErrInvalidPlan, path, j, l.Card, l.DependsOn)
 				}
 				if from == to {
-					return fmt.Errorf("%w: %s.links[%d]: a card cannot depend on itself", ErrInvalidPlan, path, j)
+					return fmt.Errorf("%w: %s.links[%d]: a card cannot depend on itself", board.ErrInvalidPlan, path, j)
 				}
 				starts = append(starts, from)
 				tag, err := tx.Exec(ctx, insertPlanLink, target, from, to)
@@ -121,7 +123,7 @@ func applyChanges(ctx context.Context, tx querier, ex Execution, target ID, res 
 			if cycle, err := boardCycle(ctx, tx, target, handles, starts); err != nil {
 				return err
 			} else if cycle != nil {
-				return fmt.Errorf("%w: %s.links: the links would make a dependency cycle: %s", ErrInvalidPlan, path, strings.Join(cycle, " -> "))
+				return fmt.Errorf("%w: %s.links: the links would make a dependency cycle: %s", board.ErrInvalidPlan, path, strings.Join(cycle, " -> "))
 			}
 			detail, _ := json.Marshal(map[string]any{"links": added})
 			if _, err := tx.Exec(ctx, insertLinksAudit, ex.ApprovedBy, ex.Channel, ex.ProposalID, target, detail); err != nil {
@@ -135,17 +137,17 @@ func applyChanges(ctx context.Context, tx querier, ex Execution, target ID, res 
 // boardCycle returns a dependency cycle on the board by handles, or nil.
 // The search starts from the cards just linked, so the cycle reads from
 // the link that closed it.
-func boardCycle(ctx context.Context, tx querier, id ID, handles map[CardID]string, starts []CardID) ([]string, error) {
+func boardCycle(ctx context.Context, tx querier, id board.ID, handles map[board.CardID]string, starts []board.CardID) ([]string, error) {
 	rows, _ := tx.Query(ctx, selectLinks, id)
-	deps := map[CardID][]CardID{}
-	var card, dep CardID
+	deps := map[board.CardID][]board.CardID{}
+	var card, dep board.CardID
 	if _, err := pgx.ForEachRow(rows, []any{&card, &dep}, func() error {
 		deps[card] = append(deps[card], dep)
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("links of board %s: %w", id, err)
 	}
-	keys := make([]CardID, 0, len(handles))
+	keys := make([]board.CardID, 0, len(handles))
 	for k := range handles {
 		keys = append(keys, k)
 	}

@@ -1,4 +1,4 @@
-package board_test
+package store_test
 
 import (
 	"context"
@@ -8,11 +8,12 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // changePlan validates a V2 plan against the board as the engine does.
-func changePlan(t *testing.T, s *board.Store, id board.ID, actions string) planner.Envelope {
+func changePlan(t *testing.T, s *store.Store, id board.ID, actions string) planner.Envelope {
 	t.Helper()
 	sum, err := s.BoardSummary(context.Background(), id)
 	if err != nil {

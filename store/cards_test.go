@@ -1,4 +1,4 @@
-package board_test
+package store_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -48,7 +49,7 @@ func TestParseStatus(t *testing.T) {
 
 // newspaperBoard executes the newspaper plan and returns its board and
 // cards by temp id.
-func newspaperBoard(t *testing.T, s *board.Store, channel string) (board.ID, map[string]board.Card) {
+func newspaperBoard(t *testing.T, s *store.Store, channel string) (board.ID, map[string]board.Card) {
 	t.Helper()
 	ctx := context.Background()
 	res, err := s.Execute(ctx, board.Execution{ProposalID: board.ProposalID("p_" + channel), Channel: channel, Thread: "T1", ApprovedBy: "alice", Plan: newspaper(t)})
@@ -313,11 +314,11 @@ func TestFeedDeliversChanges(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	id, cards := newspaperBoard(t, s, "console:feed")
-	feed := board.NewFeed(s, storetest.Logger(t))
+	feed := store.NewFeed(s, storetest.Logger(t))
 	go func() { _ = feed.Run(ctx) }()
 	events, stop := feed.Subscribe(id)
 	defer stop()
-	all, stopAll := feed.Subscribe(board.AllBoards)
+	all, stopAll := feed.Subscribe(store.AllBoards)
 	defer stopAll()
 	other, stopOther := feed.Subscribe(board.NewBoardID())
 	defer stopOther()

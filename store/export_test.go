@@ -1,4 +1,4 @@
-package board
+package store
 
 // SetFailBeforeCommit lets tests make an execution fail after all its rows
 // are written but before commit.

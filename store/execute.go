@@ -1,4 +1,4 @@
-package board
+package store
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/bobnet/bobnet/board"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,32 +18,32 @@ import (
 // cardRow and linkRow are the rows a plan writes; cardColumns turns the
 // cards into insertCards' column arrays.
 type cardRow struct {
-	ID                 CardID   `json:"id"`
-	BoardID            ID       `json:"board_id"`
-	Position           int      `json:"position"`
-	Number             int      `json:"number"`
-	TempID             string   `json:"temp_id"`
-	Title              string   `json:"title"`
-	Body               string   `json:"body"`
-	Assignee           string   `json:"assignee"`
-	Status             string   `json:"status"`
-	WorkspaceMode      string   `json:"workspace_mode"`
-	AcceptanceCriteria []string `json:"acceptance_criteria"`
-	SuggestedSkills    []string `json:"suggested_skills"`
-	Notes              string   `json:"notes"`
+	ID                 board.CardID `json:"id"`
+	BoardID            board.ID     `json:"board_id"`
+	Position           int          `json:"position"`
+	Number             int          `json:"number"`
+	TempID             string       `json:"temp_id"`
+	Title              string       `json:"title"`
+	Body               string       `json:"body"`
+	Assignee           string       `json:"assignee"`
+	Status             string       `json:"status"`
+	WorkspaceMode      string       `json:"workspace_mode"`
+	AcceptanceCriteria []string     `json:"acceptance_criteria"`
+	SuggestedSkills    []string     `json:"suggested_skills"`
+	Notes              string       `json:"notes"`
 }
 
 type linkRow struct {
-	BoardID   ID     `json:"board_id"`
-	CardID    CardID `json:"card_id"`
-	DependsOn CardID `json:"depends_on"`
+	BoardID   board.ID     `json:"board_id"`
+	CardID    board.CardID `json:"card_id"`
+	DependsOn board.CardID `json:"depends_on"`
 }
 
 type boardRow struct {
-	ID   ID     `json:"id"`
-	Name string `json:"name"`
-	Goal string `json:"goal"`
-	Key  string `json:"key"`
+	ID   board.ID `json:"id"`
+	Name string   `json:"name"`
+	Goal string   `json:"goal"`
+	Key  string   `json:"key"`
 }
 
 const (
@@ -134,19 +136,19 @@ ON CONFLICT (dedupe_key) DO NOTHING`
 // start, as every change of a proposal's state does (SetProposalState,
 // AddApproval, WithdrawApproval): a cancellation arriving meanwhile waits
 // for it and then finds the proposal approved.
-func (s *Store) Execute(ctx context.Context, ex Execution) (ExecResult, error) {
+func (s *Store) Execute(ctx context.Context, ex board.Execution) (board.ExecResult, error) {
 	if ex.ProposalID == "" {
-		return ExecResult{}, fmt.Errorf("%w: no proposal id", ErrInvalidPlan)
+		return board.ExecResult{}, fmt.Errorf("%w: no proposal id", board.ErrInvalidPlan)
 	}
 	if ex.Plan.Kind != planner.KindProposeActions || len(ex.Plan.Actions) == 0 {
-		return ExecResult{}, fmt.Errorf("%w: kind %q has no actions", ErrInvalidPlan, ex.Plan.Kind)
+		return board.ExecResult{}, fmt.Errorf("%w: kind %q has no actions", board.ErrInvalidPlan, ex.Plan.Kind)
 	}
 	if ex.Chain == "" {
 		ex.Chain = ex.ProposalID
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return ExecResult{}, fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
+		return board.ExecResult{}, fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
 	}
 	defer conn.Release()
 	res, err := s.execute(ctx, conn.Conn(), ex)
@@ -158,14 +160,14 @@ func (s *Store) Execute(ctx context.Context, ex Execution) (ExecResult, error) {
 		if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
 			_ = conn.Conn().Close(rctx) // the pool discards a closed connection
 		}
-		return ExecResult{}, fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
+		return board.ExecResult{}, fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
 	}
 	return res, nil
 }
 
 // execute is Execute's transaction in two round trips: BEGIN travels with
 // the lock and the read, COMMIT with the writes.
-func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (ExecResult, error) {
+func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex board.Execution) (board.ExecResult, error) {
 	if !needsTargetBoard(ex.Plan) && !hasChanges(ex.Plan) {
 		res, err := s.executeInOneTrip(ctx, conn, ex)
 		var pgErr *pgconn.PgError
@@ -173,13 +175,13 @@ func (s *Store) execute(ctx context.Context, conn *pgx.Conn, ex Execution) (Exec
 			return res, err
 		}
 		if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
-			return ExecResult{}, err
+			return board.ExecResult{}, err
 		}
 	}
 	res, err := s.executeChecked(ctx, conn, ex)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == sqlstateNotPending {
-		return res, fmt.Errorf("%w: its state changed while it executed", ErrProposalClosed)
+		return res, fmt.Errorf("%w: its state changed while it executed", board.ErrProposalClosed)
 	}
 	return res, err
 }
@@ -200,10 +202,10 @@ const sqlstateNotPending = "BN002"
 // write go in one batch. It is the usual approval, of a pending proposal
 // Postgres has a record of; anything else fails the check and nothing is
 // written.
-func (s *Store) executeInOneTrip(ctx context.Context, conn *pgx.Conn, ex Execution) (ExecResult, error) {
+func (s *Store) executeInOneTrip(ctx context.Context, conn *pgx.Conn, ex board.Execution) (board.ExecResult, error) {
 	boards, cards, links, res, err := layout(ex.Plan, "", 1)
 	if err != nil {
-		return ExecResult{}, err
+		return board.ExecResult{}, err
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
@@ -211,10 +213,10 @@ func (s *Store) executeInOneTrip(ctx context.Context, conn *pgx.Conn, ex Executi
 	b.Queue(`SELECT bobnet_executable($1, $2)`, ex.ProposalID, ex.Chain)
 	queueRows(b, ex, boards, cards, links)
 	if err := s.queueRecord(b, ex, boards, res, nil); err != nil {
-		return ExecResult{}, err
+		return board.ExecResult{}, err
 	}
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return ExecResult{}, err
+		return board.ExecResult{}, err
 	}
 	if s.failBeforeCommit != nil {
 		return res, s.failBeforeCommit()
@@ -226,11 +228,11 @@ func (s *Store) executeInOneTrip(ctx context.Context, conn *pgx.Conn, ex Executi
 // decides in Go: a replay returns the first result, a closed proposal or
 // another approved version is refused, a plan changing an existing board
 // reads that board first.
-func (s *Store) executeChecked(ctx context.Context, conn *pgx.Conn, ex Execution) (ExecResult, error) {
-	var res ExecResult
+func (s *Store) executeChecked(ctx context.Context, conn *pgx.Conn, ex board.Execution) (board.ExecResult, error) {
+	var res board.ExecResult
 	var state *string
 	var prior []byte
-	var sibling ProposalID
+	var sibling board.ProposalID
 	// The lock and the read stay two statements so the read's snapshot is
 	// taken after the lock is held.
 	pre := &pgx.Batch{}
@@ -251,17 +253,17 @@ func (s *Store) executeChecked(ctx context.Context, conn *pgx.Conn, ex Execution
 		_, err := conn.Exec(ctx, "COMMIT")
 		return res, err
 	case state != nil && *state != "pending":
-		return res, fmt.Errorf("%w: it is %s", ErrProposalClosed, *state)
+		return res, fmt.Errorf("%w: it is %s", board.ErrProposalClosed, *state)
 	case sibling != "":
-		return res, &OtherVersionApprovedError{ProposalID: sibling}
+		return res, &board.OtherVersionApprovedError{ProposalID: sibling}
 	}
 
-	var target ID
+	var target board.ID
 	next := 1
 	if needsTargetBoard(ex.Plan) {
 		err := conn.QueryRow(ctx, selectChannelBoardID, ex.Channel).Scan(&target)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return res, ErrNoTargetBoard
+			return res, board.ErrNoTargetBoard
 		}
 		if err != nil {
 			return res, err
@@ -328,7 +330,7 @@ func needsTargetBoard(plan planner.Envelope) bool {
 }
 
 // queueRows queues the inserts of a plan's new boards, cards and links.
-func queueRows(b *pgx.Batch, ex Execution, boards []boardRow, cards []cardRow, links []linkRow) {
+func queueRows(b *pgx.Batch, ex board.Execution, boards []boardRow, cards []cardRow, links []linkRow) {
 	if len(boards) > 0 {
 		js, _ := json.Marshal(boards)
 		b.Queue(insertBoards, js, ex.Channel, ex.ProposalID, ex.Thread)
@@ -351,7 +353,7 @@ func queueRows(b *pgx.Batch, ex Execution, boards []boardRow, cards []cardRow, l
 // outbound events (Execution.Events). They say what the changes did too,
 // so they come after them. planJSON is nil when
 // Postgres already holds the plan.
-func (s *Store) queueRecord(b *pgx.Batch, ex Execution, boards []boardRow, res ExecResult, planJSON []byte) error {
+func (s *Store) queueRecord(b *pgx.Batch, ex board.Execution, boards []boardRow, res board.ExecResult, planJSON []byte) error {
 	resultJSON, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -371,7 +373,7 @@ func (s *Store) queueRecord(b *pgx.Batch, ex Execution, boards []boardRow, res E
 	}
 	// The decision's own audit rows commit with the board, so the record
 	// never says "approved" without the board, or the reverse.
-	events := append([]AuditEvent{{Actor: ex.ApprovedBy, Action: "executed", Channel: ex.Channel, ProposalID: ex.ProposalID, Detail: detail}}, ex.Audit...)
+	events := append([]board.AuditEvent{{Actor: ex.ApprovedBy, Action: "executed", Channel: ex.Channel, ProposalID: ex.ProposalID, Detail: detail}}, ex.Audit...)
 	n := len(events)
 	actor, action, channel, proposal, boardID, details, dedupe := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]*string, n), make([]string, n)
 	for i, e := range events {
@@ -398,25 +400,25 @@ func (s *Store) queueRecord(b *pgx.Batch, ex Execution, boards []boardRow, res E
 // layout turns a plan into the rows to insert, with new ids. Card actions
 // go to target, numbered from next on; board actions to the board they
 // create, numbered from 1.
-func layout(plan planner.Envelope, target ID, next int) ([]boardRow, []cardRow, []linkRow, ExecResult, error) {
+func layout(plan planner.Envelope, target board.ID, next int) ([]boardRow, []cardRow, []linkRow, board.ExecResult, error) {
 	var boards []boardRow
 	var cards []cardRow
 	var links []linkRow
-	res := ExecResult{CardIDs: map[string]CardID{}}
+	res := board.ExecResult{CardIDs: map[string]board.CardID{}}
 	position := 0
-	numbers := map[ID]int{} // board -> the number its next card takes
+	numbers := map[board.ID]int{} // board -> the number its next card takes
 	if target != "" {
 		numbers[target] = next
 	}
 	for i, a := range plan.Actions {
-		var boardID ID
+		var boardID board.ID
 		switch a.Type {
 		case planner.ActionCreateBoard, planner.ActionCreateBoardWithCards:
 			if a.Board == nil {
-				return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has no board", ErrInvalidPlan, i)
+				return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has no board", board.ErrInvalidPlan, i)
 			}
-			boardID = NewBoardID()
-			boards = append(boards, boardRow{ID: boardID, Name: a.Board.Name, Goal: a.Board.Goal, Key: BoardKey(a.Board.Name)})
+			boardID = board.NewBoardID()
+			boards = append(boards, boardRow{ID: boardID, Name: a.Board.Name, Goal: a.Board.Goal, Key: board.BoardKey(a.Board.Name)})
 		case planner.ActionCreateCard, planner.ActionCreateCardBatch:
 			boardID = target
 		case planner.ActionUpdateCard, planner.ActionAddLinks:
@@ -430,15 +432,15 @@ func layout(plan planner.Envelope, target ID, next int) ([]boardRow, []cardRow, 
 			}
 			continue
 		default:
-			return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has type %q", ErrInvalidPlan, i, a.Type)
+			return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has type %q", board.ErrInvalidPlan, i, a.Type)
 		}
 		res.BoardID = boardID
 		if _, ok := numbers[boardID]; !ok {
 			numbers[boardID] = 1
 		}
-		local := map[string]CardID{}
+		local := map[string]board.CardID{}
 		for _, c := range a.Cards {
-			id := NewCardID()
+			id := board.NewCardID()
 			local[c.TempID] = id
 			res.CardIDs[c.TempID] = id
 			status, mode := c.Status, c.WorkspaceMode
@@ -458,7 +460,7 @@ func layout(plan planner.Envelope, target ID, next int) ([]boardRow, []cardRow, 
 			from, ok1 := local[card]
 			to, ok2 := local[dep]
 			if !ok1 || !ok2 {
-				return fmt.Errorf("%w: actions[%d] links %q to %q, which are not both its cards", ErrInvalidPlan, i, card, dep)
+				return fmt.Errorf("%w: actions[%d] links %q to %q, which are not both its cards", board.ErrInvalidPlan, i, card, dep)
 			}
 			l := linkRow{BoardID: boardID, CardID: from, DependsOn: to}
 			if !seen[l] {

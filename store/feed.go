@@ -1,4 +1,4 @@
-package board
+package store
 
 import (
 	"context"
@@ -7,19 +7,9 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-)
 
-// CardEvent is one card change as live board viewers receive it: the card
-// as it is after the change, and who changed which fields from where.
-type CardEvent struct {
-	Board   ID            `json:"board_id"`
-	Card    Card          `json:"card"`
-	Actor   string        `json:"actor"`
-	Via     string        `json:"via"`
-	Changes []FieldChange `json:"changes"`
-	AuditID int64         `json:"audit_id"`
-	At      time.Time     `json:"at"`
-}
+	"github.com/bobnet/bobnet/board"
+)
 
 // Feed carries card changes from Postgres notifications to subscribers of
 // a board. Every process runs its own, so a change made on one replica
@@ -29,7 +19,7 @@ type Feed struct {
 	logger *slog.Logger
 
 	mu   sync.Mutex
-	subs map[ID]map[chan CardEvent]struct{}
+	subs map[board.ID]map[chan board.CardEvent]struct{}
 	// ready is closed once the feed listens, so a test (or a caller that
 	// must not miss the first change) can wait for it.
 	ready chan struct{}
@@ -39,7 +29,7 @@ type Feed struct {
 // NewFeed returns a feed on store's database; it delivers nothing until
 // Run.
 func NewFeed(store *Store, logger *slog.Logger) *Feed {
-	return &Feed{store: store, logger: logger, subs: map[ID]map[chan CardEvent]struct{}{}, ready: make(chan struct{})}
+	return &Feed{store: store, logger: logger, subs: map[board.ID]map[chan board.CardEvent]struct{}{}, ready: make(chan struct{})}
 }
 
 // Ready is closed once the feed first listens.
@@ -100,19 +90,19 @@ func (f *Feed) listen(ctx context.Context) error {
 const selectAuditByID = `SELECT actor, at, detail FROM audit_events WHERE id = $1`
 
 // event reads what a notification names.
-func (f *Feed) event(ctx context.Context, note notice) (CardEvent, error) {
+func (f *Feed) event(ctx context.Context, note notice) (board.CardEvent, error) {
 	c, err := f.store.Card(ctx, note.Card)
 	if err != nil {
-		return CardEvent{}, err
+		return board.CardEvent{}, err
 	}
-	ev := CardEvent{Board: note.Board, Card: c, AuditID: note.Audit, Changes: []FieldChange{}}
+	ev := board.CardEvent{Board: note.Board, Card: c, AuditID: note.Audit, Changes: []board.FieldChange{}}
 	var detail []byte
 	if err := f.store.pool.QueryRow(ctx, selectAuditByID, note.Audit).Scan(&ev.Actor, &ev.At, &detail); err != nil {
-		return CardEvent{}, fmt.Errorf("audit event %d: %w", note.Audit, err)
+		return board.CardEvent{}, fmt.Errorf("audit event %d: %w", note.Audit, err)
 	}
 	var d struct {
-		Via     string        `json:"via"`
-		Changes []FieldChange `json:"changes"`
+		Via     string              `json:"via"`
+		Changes []board.FieldChange `json:"changes"`
 	}
 	_ = json.Unmarshal(detail, &d)
 	ev.Via = d.Via
@@ -122,7 +112,7 @@ func (f *Feed) event(ctx context.Context, note notice) (CardEvent, error) {
 	return ev, nil
 }
 
-func (f *Feed) watched(id ID) bool {
+func (f *Feed) watched(id board.ID) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.subs[id]) > 0 || len(f.subs[AllBoards]) > 0
@@ -131,10 +121,10 @@ func (f *Feed) watched(id ID) bool {
 // publish hands an event to the board's subscribers. One too slow to keep
 // up is dropped (its stream ends and the viewer reconnects), so a stalled
 // browser never holds the feed.
-func (f *Feed) publish(ev CardEvent) {
+func (f *Feed) publish(ev board.CardEvent) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, key := range []ID{ev.Board, AllBoards} {
+	for _, key := range []board.ID{ev.Board, AllBoards} {
 		for sub := range f.subs[key] {
 			select {
 			case sub <- ev:
@@ -148,16 +138,16 @@ func (f *Feed) publish(ev CardEvent) {
 
 // AllBoards subscribes to the changes of every board, for consumers such
 // as outbound webhooks.
-const AllBoards ID = ""
+const AllBoards board.ID = ""
 
 // Subscribe returns the changes of a board (or of all boards, with
 // AllBoards) from now on and a function that ends the subscription. The channel is closed when the subscriber falls
 // too far behind or cancel is called.
-func (f *Feed) Subscribe(id ID) (<-chan CardEvent, func()) {
-	sub := make(chan CardEvent, 64)
+func (f *Feed) Subscribe(id board.ID) (<-chan board.CardEvent, func()) {
+	sub := make(chan board.CardEvent, 64)
 	f.mu.Lock()
 	if f.subs[id] == nil {
-		f.subs[id] = map[chan CardEvent]struct{}{}
+		f.subs[id] = map[chan board.CardEvent]struct{}{}
 	}
 	f.subs[id][sub] = struct{}{}
 	f.mu.Unlock()

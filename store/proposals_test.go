@@ -1,4 +1,4 @@
-package board_test
+package store_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package board_test
+package store_test
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // stall runs query in a transaction of its own, as a slow or stuck session
 // would, and holds what it locked until the returned function is called
 // (or the test ends).
-func stall(t *testing.T, s *board.Store, query string) (release func()) {
+func stall(t *testing.T, s *store.Store, query string) (release func()) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := s.Pool().Acquire(ctx)
@@ -45,7 +46,7 @@ func stall(t *testing.T, s *board.Store, query string) (release func()) {
 
 // waitWaiting waits until n sessions of the test's database wait for a
 // lock, and fails the test after 10 s.
-func waitWaiting(t *testing.T, s *board.Store, n int) {
+func waitWaiting(t *testing.T, s *store.Store, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -67,7 +68,7 @@ func waitWaiting(t *testing.T, s *board.Store, n int) {
 
 // waitWaitingOr waits like waitWaiting, but stops as soon as done is
 // closed: a call that should wait for a lock may, wrongly, not.
-func waitWaitingOr(t *testing.T, s *board.Store, n int, done <-chan struct{}) {
+func waitWaitingOr(t *testing.T, s *store.Store, n int, done <-chan struct{}) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -129,7 +130,7 @@ var decisionPaths = []decisionPath{
 
 // setUpPath gives channel c a board, prepares p_x for path and returns its
 // plan and the number of cards before it executes.
-func setUpPath(t *testing.T, s *board.Store, path decisionPath) (planner.Envelope, int) {
+func setUpPath(t *testing.T, s *store.Store, path decisionPath) (planner.Envelope, int) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := s.Execute(ctx, board.Execution{ProposalID: "p_board", Channel: "c", Plan: newspaper(t)}); err != nil {
@@ -331,7 +332,7 @@ func TestWithdrawWaitsForAStalledApproval(t *testing.T) {
 	}
 }
 
-func proposalState(t *testing.T, s *board.Store, id board.ProposalID) string {
+func proposalState(t *testing.T, s *store.Store, id board.ProposalID) string {
 	t.Helper()
 	p, err := s.Proposal(context.Background(), id)
 	if err != nil {

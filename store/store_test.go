@@ -1,4 +1,4 @@
-package board_test
+package store_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -26,7 +27,7 @@ func newspaper(t testing.TB) planner.Envelope {
 	return *res.Plan
 }
 
-func count(t *testing.T, s *board.Store, query string, args ...any) int {
+func count(t *testing.T, s *store.Store, query string, args ...any) int {
 	t.Helper()
 	var n int
 	if err := s.Pool().QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
@@ -205,7 +206,7 @@ func TestExecuteFailureLeavesNothing(t *testing.T) {
 	t.Run("failure before commit", func(t *testing.T) {
 		t.Parallel()
 		s := storetest.NewStore(t)
-		board.SetFailBeforeCommit(s, func() error { return errors.New("injected") })
+		store.SetFailBeforeCommit(s, func() error { return errors.New("injected") })
 		if _, err := s.Execute(ctx, board.Execution{ProposalID: "p_x", Channel: "c", Plan: newspaper(t)}); err == nil {
 			t.Fatal("no error")
 		}
@@ -213,7 +214,7 @@ func TestExecuteFailureLeavesNothing(t *testing.T) {
 			t.Errorf("%d rows left behind", n)
 		}
 		// The same proposal executes once the fault is gone.
-		board.SetFailBeforeCommit(s, nil)
+		store.SetFailBeforeCommit(s, nil)
 		if res, err := s.Execute(ctx, board.Execution{ProposalID: "p_x", Channel: "c", Plan: newspaper(t)}); err != nil || res.Replayed {
 			t.Fatalf("retry = %+v, %v", res, err)
 		}

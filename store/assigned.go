@@ -1,4 +1,4 @@
-package board
+package store
 
 import (
 	"context"
@@ -7,15 +7,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bobnet/bobnet/board"
+
 	"github.com/jackc/pgx/v5"
 )
-
-// AssignedCard is a card with the board it is on, for a person's list of
-// the cards assigned to them across boards.
-type AssignedCard struct {
-	Card  Card
-	Board Board
-}
 
 // selectAssigned lists the unfinished cards whose assignee is one of the
 // names ($1, lower case), most recently changed first.
@@ -29,7 +24,7 @@ ORDER BY c.updated_at DESC, c.id LIMIT $2`
 // CardsAssigned returns up to limit cards not Done whose assignee is one
 // of names (compared without case), on any board, most recently changed
 // first. Their dependencies are left empty.
-func (s *Store) CardsAssigned(ctx context.Context, names []string, limit int) ([]AssignedCard, error) {
+func (s *Store) CardsAssigned(ctx context.Context, names []string, limit int) ([]board.AssignedCard, error) {
 	lower := make([]string, 0, len(names))
 	for _, n := range names {
 		if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
@@ -40,8 +35,8 @@ func (s *Store) CardsAssigned(ctx context.Context, names []string, limit int) ([
 		return nil, nil
 	}
 	rows, _ := s.pool.Query(ctx, selectAssigned, lower, limit)
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AssignedCard, error) {
-		var a AssignedCard
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (board.AssignedCard, error) {
+		var a board.AssignedCard
 		c, err := scanCardAnd(row, &a.Board.ID, &a.Board.Name, &a.Board.Goal, &a.Board.Key, &a.Board.Channel, &a.Board.Thread, &a.Board.CreatedAt)
 		a.Card = c
 		return a, err
@@ -54,8 +49,8 @@ func (s *Store) CardsAssigned(ctx context.Context, names []string, limit int) ([
 
 // scanCardAnd is scanCard for a row with more columns after the card's,
 // scanned into more.
-func scanCardAnd(row pgx.CollectableRow, more ...any) (Card, error) {
-	var c Card
+func scanCardAnd(row pgx.CollectableRow, more ...any) (board.Card, error) {
+	var c board.Card
 	var ac, ss, done []byte
 	dest := append([]any{&c.ID, &c.BoardID, &c.Title, &c.Body, &c.Assignee, &c.Status, &c.WorkspaceMode, &ac, &ss, &c.Notes,
 		&c.Number, &c.Version, &done, &c.Handle}, more...)
@@ -63,6 +58,6 @@ func scanCardAnd(row pgx.CollectableRow, more ...any) (Card, error) {
 	if err == nil {
 		err = errors.Join(json.Unmarshal(ac, &c.AcceptanceCriteria), json.Unmarshal(ss, &c.SuggestedSkills), json.Unmarshal(done, &c.CriteriaDone))
 	}
-	c.DependsOn = []CardID{}
+	c.DependsOn = []board.CardID{}
 	return c, err
 }
