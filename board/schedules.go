@@ -3,8 +3,9 @@ package board
 import (
 	"time"
 
-	"github.com/bobnet/bobnet/planner"
 	"github.com/robfig/cron/v3"
+
+	"github.com/bobnet/bobnet/planner"
 )
 
 // ErrBadSchedule means a cron expression or time zone is not one BobNet
