@@ -20,6 +20,7 @@ import (
 	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/web"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 // liveServer serves a store's boards with live changes, behind a server
@@ -157,7 +158,7 @@ func TestBoardStreamsAreCapped(t *testing.T) {
 // once a place is free.
 func TestBoardPageRetriesARefusedStream(t *testing.T) {
 	t.Parallel()
-	browser := storetest.Browser(t)
+	browser := webtest.Browser(t)
 	s := storetest.NewStore(t)
 	id, _ := newspaperBoard(t, s, "console:stream-retry")
 	srv := liveServer(t, s, sse.Limits{Total: 1}, time.Minute)

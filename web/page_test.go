@@ -17,6 +17,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/store/storetest"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 // bigPlan is a 64-card plan in eight layers of eight (each card depends on
@@ -197,7 +198,7 @@ func checkPage(t *testing.T, rep pageReport, cards []board.Card, width int) {
 
 func TestBoardPageScreenshots(t *testing.T) {
 	t.Parallel()
-	ctx := storetest.Browser(t)
+	ctx := webtest.Browser(t)
 	s := storetest.NewStore(t)
 	srv := newWebServer(t, s)
 	bg := context.Background()

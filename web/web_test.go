@@ -24,6 +24,7 @@ import (
 	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/web"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 func newWebServer(t *testing.T, s *store.Store) *httptest.Server {
@@ -100,7 +101,7 @@ func TestBoardPageEscapesModelText(t *testing.T) {
 
 func TestBoardPageInBrowser(t *testing.T) {
 	t.Parallel()
-	ctx := storetest.Browser(t)
+	ctx := webtest.Browser(t)
 	s := storetest.NewStore(t)
 	res, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_b", Channel: "c", Plan: hostilePlan(t)})
 	if err != nil {

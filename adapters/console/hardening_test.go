@@ -18,7 +18,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/sse"
-	"github.com/bobnet/bobnet/store/storetest"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 func post(t *testing.T, url, contentType, body string, headers ...string) *http.Response {
@@ -217,7 +217,7 @@ func (p *pageEngine) Proposal(ctx context.Context, id bot.ProposalID) (bot.Propo
 // column to its left.
 func TestProposalPageNumbersStayInTheirCards(t *testing.T) {
 	t.Parallel()
-	ctx := storetest.Browser(t)
+	ctx := webtest.Browser(t)
 	_, srv := newServer(t, &pageEngine{fakeEngine: &fakeEngine{}})
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/proposals/p_pageaaaaaaaaaaaa"), chromedp.WaitVisible(chromedp.CSS("ol.cards"))); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/store/storetest"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 // TestConsoleRemembersAcrossARestart: a conversation in the console, with a
@@ -19,7 +20,7 @@ import (
 // afterwards, and the home lists the channel and the new board.
 func TestConsoleRemembersAcrossARestart(t *testing.T) {
 	t.Parallel()
-	ctx := storetest.Browser(t)
+	ctx := webtest.Browser(t)
 	env := map[string]string{"DATABASE_URL": storetest.NewDatabase(t), "BOBNET_REDIS_PREFIX": bottest.Prefix()}
 	first := startApp(t, env)
 

@@ -1,4 +1,5 @@
-package storetest
+// Package webtest starts a headless browser for tests of BobNet's pages.
+package webtest
 
 import (
 	"context"
