@@ -17,36 +17,6 @@ import (
 
 func ptr(s string) *string { return &s }
 
-func TestBoardKey(t *testing.T) {
-	t.Parallel()
-	for name, want := range map[string]string{
-		"Daily Research Newspaper": "NEWS",
-		"Q3 launch":                "LAUN",
-		"ops":                      "OPS",
-		"42 !!":                    "CARD",
-		"<script>alert(1)":         "SCRI",
-		"Ünïcode Board":            "BOAR",
-	} {
-		if got := board.BoardKey(name); got != want {
-			t.Errorf("BoardKey(%q) = %q, want %q", name, got, want)
-		}
-	}
-}
-
-func TestParseStatus(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{"in progress": "In Progress", "IN-PROGRESS": "In Progress", "inprogress": "In Progress", "done": "Done", "Backlog": "Backlog", "review": "Review"} {
-		if got, ok := board.ParseStatus(in); !ok || got != want {
-			t.Errorf("ParseStatus(%q) = %q, %v", in, got, ok)
-		}
-	}
-	for _, in := range []string{"", "deleted", "todo", "Done!"} {
-		if got, ok := board.ParseStatus(in); ok {
-			t.Errorf("ParseStatus(%q) = %q, want not ok", in, got)
-		}
-	}
-}
-
 // newspaperBoard executes the newspaper plan and returns its board and
 // cards by temp id.
 func newspaperBoard(t *testing.T, s *store.Store, channel string) (board.ID, map[string]board.Card) {

@@ -330,18 +330,6 @@ func TestProposalHistoryAndDeliveries(t *testing.T) {
 	}
 }
 
-func TestNewIDs(t *testing.T) {
-	t.Parallel()
-	seen := map[board.ID]bool{}
-	for range 1000 {
-		id := board.NewBoardID()
-		if len(id) != 28 || seen[id] {
-			t.Fatalf("id %q", id)
-		}
-		seen[id] = true
-	}
-}
-
 // Two versions of one request never both execute: the second finds the
 // first approved in the same transaction and writes nothing.
 func TestExecuteRefusesASecondVersionOfAChain(t *testing.T) {
