@@ -9,12 +9,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // Card statuses a card may have on a board; planned cards start in the
 // first two.
-var Statuses = planner.CardStatuses
+var Statuses = plan.CardStatuses
 
 // Errors of card changes; check with errors.Is.
 var (
@@ -111,7 +111,7 @@ func isKeyRune(r rune) bool { return r < utf8.RuneSelf && (unicode.IsLetter(r) |
 // ParseStatus returns the canonical spelling of one of the six statuses,
 // matched case-insensitively and ignoring spaces, dashes and underscores
 // ("in-progress", "InProgress"). ok is false for anything else.
-func ParseStatus(s string) (status string, ok bool) { return planner.NormalizeStatus(s) }
+func ParseStatus(s string) (status string, ok bool) { return plan.NormalizeStatus(s) }
 
 // CardChange is one change to a card by a person (or an approved plan).
 // Nil fields are left as they are; several set fields change together, in

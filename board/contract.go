@@ -11,7 +11,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // ID identifies a board. It is random and unguessable, so a board link in
@@ -45,7 +45,7 @@ type Execution struct {
 	Thread      string
 	RequestedBy string
 	ApprovedBy  string
-	Plan        planner.Envelope // validated and normalized
+	Plan        plan.Envelope // validated and normalized
 	// Events, when set, makes the decision's outbound events once the
 	// board's id is known; they are written in the same transaction, so
 	// the approval is never committed without them. A replay calls it

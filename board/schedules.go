@@ -5,21 +5,21 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // ErrBadSchedule means a cron expression or time zone is not one BobNet
-// can use (planner.ErrBadSchedule).
-var ErrBadSchedule = planner.ErrBadSchedule
+// can use (plan.ErrBadSchedule).
+var ErrBadSchedule = plan.ErrBadSchedule
 
 // ParseSchedule checks a five-field cron expression and an IANA time zone;
-// see planner.ParseSchedule.
+// see plan.ParseSchedule.
 func ParseSchedule(expr, zone string) (cron.Schedule, *time.Location, error) {
-	return planner.ParseSchedule(expr, zone)
+	return plan.ParseSchedule(expr, zone)
 }
 
 // DailyCron turns chat's "daily 06:00" into "0 6 * * *".
-func DailyCron(hhmm string) (string, error) { return planner.DailyCron(hhmm) }
+func DailyCron(hhmm string) (string, error) { return plan.DailyCron(hhmm) }
 
 // Next is the schedule's next slot after after, in its time zone.
 func (sc Schedule) Next(after time.Time) (time.Time, error) {

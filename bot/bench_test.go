@@ -10,6 +10,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -19,7 +20,7 @@ import (
 // engine, not a model.
 type stubPlanner struct{ out planner.Outcome }
 
-func (s stubPlanner) Plan(context.Context, planner.PromptInput, planner.Options) (planner.Outcome, error) {
+func (s stubPlanner) Plan(context.Context, planner.PromptInput, plan.Options) (planner.Outcome, error) {
 	return s.out, nil
 }
 
@@ -40,7 +41,7 @@ func (p previewPoster) UpdatePreview(context.Context, bot.Proposal) error { retu
 func BenchmarkEngineTurn(b *testing.B) {
 	rdb := bottest.Redis(b)
 	store := storetest.NewStore(b)
-	res := planner.Check([]byte(plannertest.NewspaperPlan(b)), planner.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
+	res := planner.Check([]byte(plannertest.NewspaperPlan(b)), plan.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
 	prefix := bottest.Prefix()
 	ps := pending.NewStore(rdb, prefix)
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ReclaimIdle: time.Minute, SweepInterval: time.Hour},

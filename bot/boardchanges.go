@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // BoardChange is one change a proposal would make to the channel's current
@@ -36,10 +36,10 @@ func (c BoardChange) String() string {
 // boardChanges lists what a plan's update_card and add_links actions would
 // change on the target board, for the preview. A board it cannot read
 // gives no list; the plan was validated against it already.
-func (e *Engine) boardChanges(ctx context.Context, plan planner.Envelope, target board.ID) []BoardChange {
+func (e *Engine) boardChanges(ctx context.Context, env plan.Envelope, target board.ID) []BoardChange {
 	hasChanges := false
-	for _, a := range plan.Actions {
-		hasChanges = hasChanges || a.Type == planner.ActionUpdateCard || a.Type == planner.ActionAddLinks
+	for _, a := range env.Actions {
+		hasChanges = hasChanges || a.Type == plan.ActionUpdateCard || a.Type == plan.ActionAddLinks
 	}
 	cs, err := e.cardStore()
 	if !hasChanges || target == "" || err != nil {
@@ -51,7 +51,7 @@ func (e *Engine) boardChanges(ctx context.Context, plan planner.Envelope, target
 		return nil
 	}
 	titles := map[string]string{} // temp id -> title, for new cards
-	for _, a := range plan.Actions {
+	for _, a := range env.Actions {
 		for _, c := range a.Cards {
 			titles[c.TempID] = c.Title
 		}
@@ -71,9 +71,9 @@ func (e *Engine) boardChanges(ctx context.Context, plan planner.Envelope, target
 		return ref, titles[ref] + " (new)"
 	}
 	var out []BoardChange
-	for _, a := range plan.Actions {
+	for _, a := range env.Actions {
 		switch a.Type {
-		case planner.ActionUpdateCard:
+		case plan.ActionUpdateCard:
 			c, ok := find(a.Card)
 			if !ok {
 				continue
@@ -99,7 +99,7 @@ func (e *Engine) boardChanges(ctx context.Context, plan planner.Envelope, target
 				i := slices.IndexFunc(cards, func(x board.Card) bool { return x.ID == c.ID })
 				cards[i] = c
 			}
-		case planner.ActionAddLinks:
+		case plan.ActionAddLinks:
 			for _, l := range a.Links {
 				card, title := name(l.Card)
 				dep, depTitle := name(l.DependsOn)
@@ -135,14 +135,14 @@ func approvalText(user string, now time.Time, p Proposal, res board.ExecResult) 
 
 // updatesDiff lists the card changes (update_card, add_links) one version
 // of a plan proposes that the other does not.
-func updatesDiff(old, cur planner.Envelope) (added, removed []string) {
-	lines := func(e planner.Envelope) []string {
+func updatesDiff(old, cur plan.Envelope) (added, removed []string) {
+	lines := func(e plan.Envelope) []string {
 		var out []string
 		for _, a := range e.Actions {
 			switch a.Type {
-			case planner.ActionUpdateCard:
+			case plan.ActionUpdateCard:
 				out = append(out, a.String())
-			case planner.ActionAddLinks:
+			case plan.ActionAddLinks:
 				for _, l := range a.Links {
 					out = append(out, "link "+l.Card+" → "+l.DependsOn)
 				}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -145,7 +146,8 @@ type Reply struct {
 	// Questions are the model's clarifying questions, if any.
 	Questions []string `json:"questions,omitempty"`
 	// BoardURL is set on the reply that announces a created board.
-	BoardURL string `json:"board_url,omitempty"`
+	BoardURL string     `json:"board_url,omitempty"`
+	Review   *ReviewRef `json:"review,omitempty"` // a run's card under review, for posters' controls
 }
 
 // RequestStatus is what GET /api/v1/requests/{id} shows.
@@ -180,16 +182,16 @@ type Proposal struct {
 	// should, before posting again. Never stored.
 	Reposting bool `json:"-"`
 
-	ID          ProposalID       `json:"id"`
-	Version     int              `json:"version"`              // 1, 2, 3… along a revision chain
-	Supersedes  ProposalID       `json:"supersedes,omitempty"` // the previous version
-	RequestID   RequestID        `json:"request_id"`
-	Thread      Thread           `json:"thread"`
-	RequestedBy string           `json:"requested_by"`
-	Request     string           `json:"request"` // the text that asked for it
-	Plan        planner.Envelope `json:"plan"`
-	Warnings    []planner.Issue  `json:"warnings"`
-	Changes     *Changes         `json:"changes,omitempty"` // against the previous version
+	ID          ProposalID    `json:"id"`
+	Version     int           `json:"version"`              // 1, 2, 3… along a revision chain
+	Supersedes  ProposalID    `json:"supersedes,omitempty"` // the previous version
+	RequestID   RequestID     `json:"request_id"`
+	Thread      Thread        `json:"thread"`
+	RequestedBy string        `json:"requested_by"`
+	Request     string        `json:"request"` // the text that asked for it
+	Plan        plan.Envelope `json:"plan"`
+	Warnings    []plan.Issue  `json:"warnings"`
+	Changes     *Changes      `json:"changes,omitempty"` // against the previous version
 	// BoardChanges are what the plan's update_card and add_links would do
 	// to the current board, each with its value now and after.
 	BoardChanges []BoardChange `json:"board_changes,omitempty"`

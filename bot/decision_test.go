@@ -9,6 +9,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -37,7 +38,7 @@ func TestApprovalIsSeenBeforeRedisRecordsIt(t *testing.T) {
 	t.Parallel()
 	rdb := bottest.Redis(t)
 	store := storetest.NewStore(t)
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
 	if !res.Valid {
 		t.Fatalf("newspaper plan invalid: %+v", res.Errors)
 	}

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // Diff says what changed from one version of a plan to the next, so a
 // revised preview can show it. Cards are matched by temp id first, then by
 // title, since models often renumber temp ids when they rewrite a plan.
-func Diff(old, cur planner.Envelope) *Changes {
+func Diff(old, cur plan.Envelope) *Changes {
 	c := &Changes{Added: []string{}, Removed: []string{}, Retitled: []Change{}, Reassigned: []Change{}, LinksAdded: []string{}, LinksRemoved: []string{}}
 	oldCards, curCards := cardsOf(old), cardsOf(cur)
 	match := map[string]string{} // cur temp id -> old temp id
@@ -55,7 +55,7 @@ func Diff(old, cur planner.Envelope) *Changes {
 		}
 	}
 	// Links compare by the titles of their ends, in the new version's terms.
-	title := func(cards map[string]planner.CardDraft, id string) string { return cards[id].Title }
+	title := func(cards map[string]plan.CardDraft, id string) string { return cards[id].Title }
 	oldLinks := map[string]bool{}
 	for _, l := range linksOf(old) {
 		oldLinks[title(oldCards, l.Card)+" → "+title(oldCards, l.DependsOn)] = true
@@ -138,8 +138,8 @@ func orUnassigned(s string) string {
 	return s
 }
 
-func cardsOf(e planner.Envelope) map[string]planner.CardDraft {
-	out := map[string]planner.CardDraft{}
+func cardsOf(e plan.Envelope) map[string]plan.CardDraft {
+	out := map[string]plan.CardDraft{}
 	for _, a := range e.Actions {
 		for _, c := range a.Cards {
 			out[c.TempID] = c
@@ -148,22 +148,22 @@ func cardsOf(e planner.Envelope) map[string]planner.CardDraft {
 	return out
 }
 
-func linksOf(e planner.Envelope) []planner.Link {
-	var out []planner.Link
+func linksOf(e plan.Envelope) []plan.Link {
+	var out []plan.Link
 	for _, a := range e.Actions {
 		out = append(out, a.Links...)
 	}
 	return out
 }
 
-func boardOf(e planner.Envelope) string {
+func boardOf(e plan.Envelope) string {
 	if b := e.NewBoard(); b != nil {
 		return b.Name
 	}
 	return ""
 }
 
-func sortedKeys(m map[string]planner.CardDraft) []string {
+func sortedKeys(m map[string]plan.CardDraft) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -4,46 +4,46 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
-func plan(board string, cards []planner.CardDraft, links ...planner.Link) planner.Envelope {
-	return planner.Envelope{Kind: planner.KindProposeActions, Actions: []planner.Action{{
-		Type: planner.ActionCreateBoardWithCards, Board: &planner.BoardDraft{Name: board}, Cards: cards, Links: links,
+func planOf(board string, cards []plan.CardDraft, links ...plan.Link) plan.Envelope {
+	return plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{{
+		Type: plan.ActionCreateBoardWithCards, Board: &plan.BoardDraft{Name: board}, Cards: cards, Links: links,
 	}}}
 }
 
-func card(id, title, assignee string) planner.CardDraft {
-	return planner.CardDraft{TempID: id, Title: title, Body: "b", Assignee: assignee, Status: "Backlog"}
+func card(id, title, assignee string) plan.CardDraft {
+	return plan.CardDraft{TempID: id, Title: title, Body: "b", Assignee: assignee, Status: "Backlog"}
 }
 
 func TestDiff(t *testing.T) {
 	t.Parallel()
-	base := plan("News", []planner.CardDraft{card("a", "Research", "Researcher"), card("b", "Write", "Planner"), card("c", "Review", "Reviewer")},
-		planner.Link{Card: "b", DependsOn: "a"}, planner.Link{Card: "c", DependsOn: "b"})
+	base := planOf("News", []plan.CardDraft{card("a", "Research", "Researcher"), card("b", "Write", "Planner"), card("c", "Review", "Reviewer")},
+		plan.Link{Card: "b", DependsOn: "a"}, plan.Link{Card: "c", DependsOn: "b"})
 	tests := []struct {
 		name    string
-		cur     planner.Envelope
+		cur     plan.Envelope
 		summary string
 		check   func(*Changes) bool
 	}{
 		{"same", base, "no changes", func(c *Changes) bool { return c.Empty() }},
-		{"added and removed", plan("News", []planner.CardDraft{card("a", "Research", "Researcher"), card("b", "Write", "Planner"), card("d", "Publish", "Coder")},
-			planner.Link{Card: "b", DependsOn: "a"}, planner.Link{Card: "d", DependsOn: "b"}),
+		{"added and removed", planOf("News", []plan.CardDraft{card("a", "Research", "Researcher"), card("b", "Write", "Planner"), card("d", "Publish", "Coder")},
+			plan.Link{Card: "b", DependsOn: "a"}, plan.Link{Card: "d", DependsOn: "b"}),
 			"1 card added, 1 removed, 1 link added, 1 link removed",
 			func(c *Changes) bool {
 				return c.Added[0] == "Publish" && c.Removed[0] == "Review" && c.LinksAdded[0] == "Publish → Write" && c.LinksRemoved[0] == "Review → Write"
 			}},
-		{"retitled and reassigned", plan("News", []planner.CardDraft{card("a", "Research deeply", "Researcher"), card("b", "Write", "Coder"), card("c", "Review", "")},
-			planner.Link{Card: "b", DependsOn: "a"}, planner.Link{Card: "c", DependsOn: "b"}),
+		{"retitled and reassigned", planOf("News", []plan.CardDraft{card("a", "Research deeply", "Researcher"), card("b", "Write", "Coder"), card("c", "Review", "")},
+			plan.Link{Card: "b", DependsOn: "a"}, plan.Link{Card: "c", DependsOn: "b"}),
 			"1 retitled, 2 reassigned",
 			func(c *Changes) bool {
 				return c.Retitled[0] == Change{From: "Research", To: "Research deeply"} && c.Reassigned[1].To == "Unassigned" && len(c.LinksAdded) == 0
 			}},
-		{"renumbered temp ids match by title", plan("News", []planner.CardDraft{card("x1", "Research", "Researcher"), card("x2", "Write", "Planner"), card("x3", "Review", "Reviewer")},
-			planner.Link{Card: "x2", DependsOn: "x1"}, planner.Link{Card: "x3", DependsOn: "x2"}),
+		{"renumbered temp ids match by title", planOf("News", []plan.CardDraft{card("x1", "Research", "Researcher"), card("x2", "Write", "Planner"), card("x3", "Review", "Reviewer")},
+			plan.Link{Card: "x2", DependsOn: "x1"}, plan.Link{Card: "x3", DependsOn: "x2"}),
 			"no changes", func(c *Changes) bool { return c.Empty() }},
-		{"board renamed", plan("Daily News", base.Actions[0].Cards, base.Actions[0].Links...), "board renamed",
+		{"board renamed", planOf("Daily News", base.Actions[0].Cards, base.Actions[0].Links...), "board renamed",
 			func(c *Changes) bool { return c.BoardChanged != nil && c.BoardChanged.To == "Daily News" }},
 	}
 	for _, tt := range tests {
@@ -58,7 +58,7 @@ func TestDiff(t *testing.T) {
 			}
 		})
 	}
-	if !strings.Contains(Diff(base, plan("News", nil)).Summary(), "3 removed") {
+	if !strings.Contains(Diff(base, planOf("News", nil)).Summary(), "3 removed") {
 		t.Error("all removed")
 	}
 }

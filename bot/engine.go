@@ -16,12 +16,13 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 )
 
 // Planner drafts a plan for a request; *planner.Client is one.
 type Planner interface {
-	Plan(ctx context.Context, in planner.PromptInput, opts planner.Options) (planner.Outcome, error)
+	Plan(ctx context.Context, in planner.PromptInput, opts plan.Options) (planner.Outcome, error)
 }
 
 // Boards is the part of the board store the engine uses; *store.Store is
@@ -29,7 +30,7 @@ type Planner interface {
 type Boards interface {
 	Execute(ctx context.Context, ex board.Execution) (board.ExecResult, error)
 	ChannelBoard(ctx context.Context, channel string) (board.Board, error)
-	BoardSummary(ctx context.Context, id board.ID) (planner.BoardSummary, error)
+	BoardSummary(ctx context.Context, id board.ID) (plan.BoardSummary, error)
 	Status(ctx context.Context, id board.ID) (board.Status, error)
 	RecordAudit(ctx context.Context, e board.AuditEvent) error
 	SaveProposal(ctx context.Context, p board.ProposalRecord) error

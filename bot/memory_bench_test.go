@@ -8,6 +8,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -120,8 +121,8 @@ func (memoryBoards) Execute(context.Context, board.Execution) (board.ExecResult,
 func (memoryBoards) ChannelBoard(context.Context, string) (board.Board, error) {
 	return board.Board{}, board.ErrNotFound
 }
-func (memoryBoards) BoardSummary(context.Context, board.ID) (planner.BoardSummary, error) {
-	return planner.BoardSummary{}, board.ErrNotFound
+func (memoryBoards) BoardSummary(context.Context, board.ID) (plan.BoardSummary, error) {
+	return plan.BoardSummary{}, board.ErrNotFound
 }
 func (memoryBoards) Status(context.Context, board.ID) (board.Status, error) {
 	return board.Status{}, board.ErrNotFound
@@ -143,7 +144,7 @@ func (memoryBoards) Ping(context.Context) error { return nil }
 // memory: what the engine itself costs per turn (prompt input, proposal,
 // JSON, bookkeeping), the figure the < 1 ms target is about.
 func BenchmarkEngineTurnOwnWork(b *testing.B) {
-	res := planner.Check([]byte(plannertest.NewspaperPlan(b)), planner.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
+	res := planner.Check([]byte(plannertest.NewspaperPlan(b)), plan.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
 	mem := newMemory()
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ReclaimIdle: time.Hour, SweepInterval: time.Hour},
 		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: memoryBoards{}, Proposals: mem, Requests: mem, Queue: mem},

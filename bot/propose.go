@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -19,7 +20,7 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 	}
 	opts, target := e.checkOptions(ctx, r.Thread.Channel.Key())
 	raw, _ := json.Marshal(old.Plan)
-	res := planner.CheckJSON(raw, opts)
+	res := plan.CheckJSON(raw, opts)
 	if !res.Valid {
 		msg := fmt.Sprintf("That plan no longer fits this channel (%s: %s), so I can't propose it again. Ask me for a new plan.", res.Errors[0].Path, res.Errors[0].Message)
 		return &Reply{Kind: ReplyError, Text: msg}, nil, msg
@@ -44,16 +45,16 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 // dropped (and says so) instead of becoming a second approvable version.
 // requester is whose plan it is (prev's requester wins), not
 // necessarily r.User, who may only have asked for it again.
-func (e *Engine) propose(ctx context.Context, r Request, requester string, plan planner.Envelope, warnings []planner.Issue, prev *Proposal, target board.ID) (*Reply, *Proposal, error) {
+func (e *Engine) propose(ctx context.Context, r Request, requester string, env plan.Envelope, warnings []plan.Issue, prev *Proposal, target board.ID) (*Reply, *Proposal, error) {
 	now := e.deps.Now()
 	p := Proposal{
 		ID: proposalIDFor(r.ID), Version: 1, RequestID: r.ID, Thread: r.Thread, RequestedBy: requester, Request: r.Text,
-		Plan: plan, Warnings: warnings, State: ProposalPending, CreatedAt: now, ExpiresAt: now.Add(e.cfg.ProposalTTL), TargetBoard: target,
+		Plan: env, Warnings: warnings, State: ProposalPending, CreatedAt: now, ExpiresAt: now.Add(e.cfg.ProposalTTL), TargetBoard: target,
 	}
 	if p.Warnings == nil {
-		p.Warnings = []planner.Issue{}
+		p.Warnings = []plan.Issue{}
 	}
-	p.BoardChanges = e.boardChanges(ctx, plan, target)
+	p.BoardChanges = e.boardChanges(ctx, env, target)
 	var held *claim
 	if prev != nil {
 		var err error
@@ -78,10 +79,10 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, plan 
 		}
 		p.Version, p.Supersedes, p.Request, p.RequestedBy = prev.Version+1, prev.ID, prev.Request, prev.RequestedBy
 		p.Chain = prev.ChainID()
-		p.Changes = Diff(prev.Plan, plan)
+		p.Changes = Diff(prev.Plan, env)
 	}
-	planJSON, _ := json.Marshal(plan)
-	q, err := e.quorumFor(ctx, r.Thread.Channel, plan.Stats().Cards, prev)
+	planJSON, _ := json.Marshal(env)
+	q, err := e.quorumFor(ctx, r.Thread.Channel, env.Stats().Cards, prev)
 	if err != nil {
 		if prev != nil {
 			e.release(ctx, held)
@@ -119,7 +120,7 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, plan 
 		}
 		return nil, nil, err
 	}
-	st := plan.Stats()
+	st := env.Stats()
 	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed", Channel: r.Thread.Channel.Key(), ProposalID: p.ID, DedupeKey: "proposed:" + string(p.ID)},
 		map[string]any{"request_id": r.ID, "version": p.Version, "supersedes": p.Supersedes, "cards": st.Cards, "links": st.Links})
 	e.emit(ctx, p, false)
@@ -158,23 +159,23 @@ func (e *Engine) adoptSaved(ctx context.Context, p Proposal, prev *Proposal) (sa
 		return &hist, true, nil
 	}
 	e.logger.Info("request planned again after a crash; keeping the plan saved first", "request", p.RequestID, "proposal", p.ID)
-	var plan planner.Envelope
-	if err := json.Unmarshal(rec.Plan, &plan); err != nil {
+	var env plan.Envelope
+	if err := json.Unmarshal(rec.Plan, &env); err != nil {
 		return nil, true, fmt.Errorf("saved proposal %s: %w", p.ID, err)
 	}
 	mine, _ := json.Marshal(p.Plan)
-	if first, _ := json.Marshal(plan); string(mine) != string(first) {
+	if first, _ := json.Marshal(env); string(mine) != string(first) {
 		// The warnings were the dropped plan's; the saved one's are found
 		// again as the model's plans are: checked against the board now.
 		opts, _ := e.checkOptions(ctx, p.Thread.Channel.Key())
-		p.Warnings = planner.CheckJSON(rec.Plan, opts).Warnings
+		p.Warnings = plan.CheckJSON(rec.Plan, opts).Warnings
 		if p.Warnings == nil {
-			p.Warnings = []planner.Issue{}
+			p.Warnings = []plan.Issue{}
 		}
-		p.Plan = plan
-		p.BoardChanges = e.boardChanges(ctx, plan, p.TargetBoard)
+		p.Plan = env
+		p.BoardChanges = e.boardChanges(ctx, env, p.TargetBoard)
 		if prev != nil {
-			p.Changes = Diff(prev.Plan, plan)
+			p.Changes = Diff(prev.Plan, env)
 		}
 	}
 	p.CreatedAt, p.ExpiresAt = rec.CreatedAt, rec.ExpiresAt
@@ -183,8 +184,8 @@ func (e *Engine) adoptSaved(ctx context.Context, p Proposal, prev *Proposal) (sa
 
 // checkOptions are the options a stored plan is checked with against
 // channel's board as it is now, and that board (none: "").
-func (e *Engine) checkOptions(ctx context.Context, channel string) (planner.Options, board.ID) {
-	opts := planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles)}
+func (e *Engine) checkOptions(ctx context.Context, channel string) (plan.Options, board.ID) {
+	opts := plan.Options{Profiles: planner.ProfileNames(e.cfg.Profiles)}
 	var target board.ID
 	if b, err := e.deps.Boards.ChannelBoard(ctx, channel); err == nil {
 		opts.HasTargetBoard, target = true, b.ID

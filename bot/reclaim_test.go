@@ -15,7 +15,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
 
@@ -99,7 +99,7 @@ func assertPlanIsPreviewed(t *testing.T, env *bottest.Env, pv bot.Proposal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stored planner.Envelope
+	var stored plan.Envelope
 	if err := json.Unmarshal(rec.Plan, &stored); err != nil {
 		t.Fatal(err)
 	}

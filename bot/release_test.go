@@ -11,6 +11,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store"
@@ -39,7 +40,7 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 	store := storetest.NewStore(t)
 	boards := &flakyBoards{Store: store}
 	boards.failures.Store(1)
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
 	if !res.Valid {
 		t.Fatalf("newspaper plan invalid: %+v", res.Errors)
 	}

@@ -51,7 +51,12 @@ func (e *Engine) ReviewRunCard(ctx context.Context, runID board.RunID, card boar
 	if !accept {
 		verdict = fmt.Sprintf("sent back by %s: “%s”. It is worked again with that reason", user, reason)
 	}
-	e.tellRun(ctx, b.ID, fmt.Sprintf("%s “%s” %s.", up.Card.Handle, up.Card.Title, verdict), RunURL(e.cfg.PublicURL, r))
+	ref := &ReviewRef{Run: r.ID, Card: card, Handle: up.Card.Handle, Decision: ReviewAccepted, By: user}
+	if !accept {
+		ref.Decision, ref.Reason = ReviewSentBack, reason
+	}
+	text := fmt.Sprintf("%s “%s” %s.", up.Card.Handle, up.Card.Title, verdict)
+	e.tellOn(b, func(Source) string { return text }, RunURL(e.cfg.PublicURL, r), ref)
 	return up, nil
 }
 
@@ -115,6 +120,8 @@ func ReviewErrorText(err error) string {
 		return "You can't review this: " + strings.TrimPrefix(refusal.text, "review in run ") + "."
 	case errors.Is(err, ErrForbidden):
 		return "You can't review this card: the channel's policy names who may."
+	case errors.Is(err, ErrStaleReview):
+		return "That review is of an earlier output: the card was sent back and worked again since. Review its latest output."
 	case errors.Is(err, board.ErrNotRunnable):
 		return "That card can't be reviewed now: " + strings.TrimPrefix(err.Error(), "not possible in this run now: ") + "."
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNoRuns):

@@ -10,6 +10,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
@@ -22,7 +23,7 @@ func TestRunReviewsFollowThePolicy(t *testing.T) {
 	t.Parallel()
 	env := bottest.New(t)
 	ctx := context.Background()
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
 	if _, err := env.Store.Execute(ctx, board.Execution{ProposalID: "p_reviews", Channel: "console:news", Thread: "T1", ApprovedBy: "alice", Plan: *res.Plan}); err != nil {
 		t.Fatal(err)
 	}

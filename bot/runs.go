@@ -140,20 +140,25 @@ func (e *Engine) Started(ctx context.Context, r board.Run) {
 }
 
 // Reviewing tells the board's thread that a runner's card waits for a
-// person to accept it or send it back, and how.
+// person to accept it or send it back, and how. The reply names the card
+// (Reply.Review), so posters that can draw Accept / Send back controls do;
+// its text says the commands for the rest.
 func (e *Engine) Reviewing(ctx context.Context, job board.RunJob, up board.CardUpdate) {
 	h := up.Card.Handle
-	e.tellRunTo(ctx, job.Run.Board, func(src Source) string {
+	ref := &ReviewRef{Run: job.Run.ID, Card: up.Card.ID, Handle: h, Round: job.RunCard.Rounds}
+	e.tellReview(ctx, job.Run.Board, func(src Source) string {
 		how := fmt.Sprintf("POST /api/v1/runs/%s/cards/%s/review", job.Run.ID, h)
 		switch src {
 		case SourceSlack:
-			how = fmt.Sprintf("`/bobnet accept %s` or `/bobnet sendback %s <why>`", h, h)
+			how = fmt.Sprintf("the buttons, or `/bobnet accept %s` or `/bobnet sendback %s <why>`", h, h)
 		case SourceMatrix:
-			how = fmt.Sprintf("!bobnet accept %s or !bobnet sendback %s <why>", h, h)
+			how = fmt.Sprintf("react ✅ to accept or ↩️ to send back, or say !bobnet accept %s or !bobnet sendback %s <why>", h, h)
+		case SourceConsole:
+			how = "the buttons below"
 		}
 		return fmt.Sprintf("%s “%s” is ready for review in run %d: read it on the run page, then accept it or send it back with a reason (%s).",
 			h, up.Card.Title, job.Run.Number, how)
-	}, RunURL(e.cfg.PublicURL, job.Run))
+	}, RunURL(e.cfg.PublicURL, job.Run), ref)
 }
 
 // Ended tells the board's thread how a run ended.
@@ -182,8 +187,14 @@ func (e *Engine) tellRun(ctx context.Context, id board.ID, text, link string) {
 
 // tellRunTo is tellRun with text said as fits the thread's platform.
 func (e *Engine) tellRunTo(ctx context.Context, id board.ID, text func(Source) string, link string) {
+	e.tellReview(ctx, id, text, link, nil)
+}
+
+// tellReview is tellRunTo with the card under review named on the reply
+// (nil: news about no review).
+func (e *Engine) tellReview(ctx context.Context, id board.ID, text func(Source) string, link string, ref *ReviewRef) {
 	if b, ok := e.newsBoard(ctx, id); ok {
-		e.tellOn(b, text, link)
+		e.tellOn(b, text, link, ref)
 	}
 }
 
@@ -203,13 +214,13 @@ func (e *Engine) newsBoard(ctx context.Context, id board.ID) (board.Board, bool)
 }
 
 // tellOn posts news in b's thread, off the caller's path.
-func (e *Engine) tellOn(b board.Board, text func(Source) string, link string) {
+func (e *Engine) tellOn(b board.Board, text func(Source) string, link string, ref *ReviewRef) {
 	ch := channelOf(b.Channel)
 	if ch.ID == "" {
 		return
 	}
 	t := Thread{Channel: ch, ID: b.Thread}
-	r := Reply{Kind: ReplyInfo, Text: text(ch.Source), BoardURL: link}
+	r := Reply{Kind: ReplyInfo, Text: text(ch.Source), BoardURL: link, Review: ref}
 	if err := e.out.send(b.Channel, func(ctx context.Context) {
 		if err := e.poster(ch.Source).Reply(ctx, t, r); err != nil {
 			e.logger.Warn("tell run news", "board", b.ID, "err", err)
@@ -226,7 +237,7 @@ func (e *Engine) runNews(ctx context.Context, typ EventType, r board.Run, text s
 	if !ok {
 		return
 	}
-	e.tellOn(b, func(Source) string { return text }, RunURL(e.cfg.PublicURL, r))
+	e.tellOn(b, func(Source) string { return text }, RunURL(e.cfg.PublicURL, r), nil)
 	e.emitRun(ctx, typ, r, b)
 }
 

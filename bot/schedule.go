@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // ScheduleCommand is `schedule KEY …` from chat, read.
@@ -127,7 +127,7 @@ func (e *Engine) RunsLine(ctx context.Context, b board.Board) string {
 
 // PlannedScheduleText says a plan's schedule_board in a sentence for its
 // preview, or "" when the plan schedules nothing.
-func PlannedScheduleText(plan planner.Envelope) string {
+func PlannedScheduleText(plan plan.Envelope) string {
 	sc := plan.Schedule()
 	if sc == nil {
 		return ""

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -271,7 +272,7 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	if reply := e.overBudget(ctx, r); reply != nil {
 		return reply, nil, ErrOverBudget.Error()
 	}
-	opts := planner.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard}
+	opts := plan.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard}
 	if in.Board != nil {
 		opts.Board = in.Board.State
 	}
@@ -285,9 +286,9 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	}
 	env := out.Result.Plan
 	switch env.Kind {
-	case planner.KindAnswer, planner.KindRefuse:
+	case plan.KindAnswer, plan.KindRefuse:
 		return &Reply{Kind: ReplyKind(env.Kind), Text: env.Answer}, nil, ""
-	case planner.KindClarify:
+	case plan.KindClarify:
 		return &Reply{Kind: ReplyClarify, Text: env.Answer, Questions: env.ClarifyingQuestions}, nil, ""
 	}
 	reply, p, err := e.propose(ctx, r, r.User, *env, out.Result.Warnings, prev, target)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -26,11 +27,11 @@ func TestNewspaperProfiles(t *testing.T) {
 			t.Errorf("%s: runner %q, want %q", p.Name, p.Runner, runner)
 		}
 	}
-	plan, err := os.ReadFile("../testdata/plans/newspaper.json")
+	env, err := os.ReadFile("../testdata/plans/newspaper.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := planner.Check(plan, planner.Options{Profiles: planner.ProfileNames(ps)})
+	res := planner.Check(env, plan.Options{Profiles: planner.ProfileNames(ps)})
 	if !res.Valid || len(res.Warnings) != 0 {
 		t.Fatalf("the newspaper plan against these profiles: %+v %+v", res.Errors, res.Warnings)
 	}

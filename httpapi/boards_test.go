@@ -12,6 +12,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -35,7 +36,7 @@ func getJSON(t *testing.T, url string, wantStatus int, v any) {
 func TestBoardJSON(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
-	res, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_j", Channel: "c", Plan: *planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{}).Plan})
+	res, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_j", Channel: "c", Plan: *planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{}).Plan})
 	if err != nil {
 		t.Fatal(err)
 	}

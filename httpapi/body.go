@@ -12,7 +12,7 @@ import (
 	"unicode"
 
 	"github.com/bobnet/bobnet/apitoken"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // UserName is who acts, as every route takes it: 1 to 64 letters,
@@ -164,10 +164,10 @@ func ValidUser(w http.ResponseWriter, r *http.Request, user string) bool {
 }
 
 // PlainText refuses a text field with control characters, by the check
-// plans and cards get (planner.CheckText): a NUL would otherwise fail
+// plans and cards get (plan.CheckText): a NUL would otherwise fail
 // later, in Postgres, as an outage. It answers when it reports false.
 func PlainText(w http.ResponseWriter, field, s string) bool {
-	if _, err := planner.CheckText(s, false); err != nil {
+	if _, err := plan.CheckText(s, false); err != nil {
 		WriteError(w, http.StatusBadRequest, fmt.Sprintf("%q %v; send plain text", field, err))
 		return false
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // OutputStore is what posting a dispatched card's output needs of
@@ -94,7 +94,7 @@ func (x *Outputs) post(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, `"status" is review, done or failed, or left out`)
 		return
 	}
-	if _, err := planner.CheckText(body.Output, false); err != nil {
+	if _, err := plan.CheckText(body.Output, false); err != nil {
 		WriteError(w, http.StatusBadRequest, fmt.Sprintf(`"output" %v; send Markdown as plain text`, err))
 		return
 	}

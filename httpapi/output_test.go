@@ -14,6 +14,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store"
@@ -75,7 +76,7 @@ func TestPostingADispatchedCardsOutput(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := context.Background()
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{})
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{})
 	out, err := s.Execute(ctx, board.Execution{ProposalID: "p_outputapi", Channel: "console:outputapi", Plan: *res.Plan})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -22,7 +23,7 @@ func TestScheduleAPI(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := context.Background()
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{})
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{})
 	out, err := s.Execute(ctx, board.Execution{ProposalID: "p_schedapi", Channel: "console:schedapi", Plan: *res.Plan})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -127,7 +128,7 @@ type timedPlanner struct {
 	m    *Metrics
 }
 
-func (p timedPlanner) Plan(ctx context.Context, in planner.PromptInput, opts planner.Options) (planner.Outcome, error) {
+func (p timedPlanner) Plan(ctx context.Context, in planner.PromptInput, opts plan.Options) (planner.Outcome, error) {
 	start := time.Now()
 	out, err := p.next.Plan(ctx, in, opts)
 	outcome := "unreachable"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/metrics"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -22,7 +23,7 @@ type fakePlanner struct {
 	err error
 }
 
-func (f fakePlanner) Plan(context.Context, planner.PromptInput, planner.Options) (planner.Outcome, error) {
+func (f fakePlanner) Plan(context.Context, planner.PromptInput, plan.Options) (planner.Outcome, error) {
 	return f.out, f.err
 }
 
@@ -46,7 +47,7 @@ func TestPlannerLatencyIsLabelledByOutcome(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
 	ctx := context.Background()
-	answer := planner.Outcome{Result: planner.Result{Plan: &planner.Envelope{Kind: planner.KindAnswer}}}
+	answer := planner.Outcome{Result: plan.Result{Plan: &plan.Envelope{Kind: plan.KindAnswer}}}
 	calls := []fakePlanner{
 		{out: answer},
 		{out: answer},
@@ -55,12 +56,12 @@ func TestPlannerLatencyIsLabelledByOutcome(t *testing.T) {
 		{err: fmt.Errorf("plan: %w", planner.ErrUnreachable)},
 	}
 	for _, c := range calls {
-		_, _ = m.Planner(c).Plan(ctx, planner.PromptInput{}, planner.Options{})
+		_, _ = m.Planner(c).Plan(ctx, planner.PromptInput{}, plan.Options{})
 	}
 	// A call cut short by shutdown says nothing about the model.
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	_, _ = m.Planner(fakePlanner{err: context.Canceled}).Plan(cancelled, planner.PromptInput{}, planner.Options{})
+	_, _ = m.Planner(fakePlanner{err: context.Canceled}).Plan(cancelled, planner.PromptInput{}, plan.Options{})
 
 	out := scrape(t, m)
 	for _, want := range []string{

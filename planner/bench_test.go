@@ -5,27 +5,29 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/bobnet/bobnet/plan"
 )
 
 // plan64 is a 64-card plan with 80 links, the largest a plan may be.
 func plan64(tb testing.TB) []byte {
 	tb.Helper()
-	a := Action{Type: ActionCreateBoardWithCards, Board: &BoardDraft{Name: "Big board", Goal: "Stress the validator"}}
+	a := plan.Action{Type: plan.ActionCreateBoardWithCards, Board: &plan.BoardDraft{Name: "Big board", Goal: "Stress the validator"}}
 	for i := range 64 {
-		a.Cards = append(a.Cards, CardDraft{
+		a.Cards = append(a.Cards, plan.CardDraft{
 			TempID: fmt.Sprintf("card_%02d", i), Title: fmt.Sprintf("Card number %d", i),
 			Body:     "Do a well specified piece of the work and write down what was done.",
-			Assignee: defaultNames[i%4], Status: StatusBacklog, WorkspaceMode: WorkspaceScratch,
+			Assignee: defaultNames[i%4], Status: plan.StatusBacklog, WorkspaceMode: plan.WorkspaceScratch,
 			AcceptanceCriteria: []string{"It works.", "It is tested.", "It is documented."},
 		})
 	}
 	for i := 1; i < 64 && len(a.Links) < 80; i++ {
-		a.Links = append(a.Links, Link{Card: a.Cards[i].TempID, DependsOn: a.Cards[i-1].TempID})
+		a.Links = append(a.Links, plan.Link{Card: a.Cards[i].TempID, DependsOn: a.Cards[i-1].TempID})
 		if i >= 4 && len(a.Links) < 80 {
-			a.Links = append(a.Links, Link{Card: a.Cards[i].TempID, DependsOn: a.Cards[i-4].TempID})
+			a.Links = append(a.Links, plan.Link{Card: a.Cards[i].TempID, DependsOn: a.Cards[i-4].TempID})
 		}
 	}
-	b, err := json.Marshal(Envelope{Kind: KindProposeActions, Answer: "A big plan.", Actions: []Action{a}})
+	b, err := json.Marshal(plan.Envelope{Kind: plan.KindProposeActions, Answer: "A big plan.", Actions: []plan.Action{a}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func plan64(tb testing.TB) []byte {
 
 func TestPlan64IsValid(t *testing.T) {
 	t.Parallel()
-	res := Check(plan64(t), Options{Profiles: defaultNames})
+	res := Check(plan64(t), plan.Options{Profiles: defaultNames})
 	if !res.Valid || res.Stats.Cards != 64 || res.Stats.Links != 80 {
 		t.Fatalf("res = %+v %+v", res.Stats, res.Errors)
 	}
@@ -48,7 +50,7 @@ func BenchmarkCheckNewspaper(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(raw)))
 	for b.Loop() {
-		if res := Check(raw, Options{Profiles: defaultNames}); !res.Valid {
+		if res := Check(raw, plan.Options{Profiles: defaultNames}); !res.Valid {
 			b.Fatal(res.Errors)
 		}
 	}
@@ -59,7 +61,7 @@ func BenchmarkCheck64Cards(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(raw)))
 	for b.Loop() {
-		if res := Check(raw, Options{Profiles: defaultNames}); !res.Valid {
+		if res := Check(raw, plan.Options{Profiles: defaultNames}); !res.Valid {
 			b.Fatal(res.Errors)
 		}
 	}
@@ -73,7 +75,7 @@ func BenchmarkCheck64CardsBaseline(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(raw)))
 	for b.Loop() {
-		var env Envelope
+		var env plan.Envelope
 		if err := json.Unmarshal(raw, &env); err != nil {
 			b.Fatal(err)
 		}

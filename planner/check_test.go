@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bobnet/bobnet/plan"
 )
 
 var defaultNames = []string{"Coder", "Planner", "Researcher", "Reviewer"}
@@ -57,7 +59,7 @@ func TestCheckTestdata(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := Check(raw, Options{Profiles: defaultNames})
+			res := Check(raw, plan.Options{Profiles: defaultNames})
 			if res.Valid != want.Valid {
 				t.Fatalf("valid = %v, want %v; errors: %+v", res.Valid, want.Valid, res.Errors)
 			}
@@ -84,7 +86,7 @@ func TestCheckTestdata(t *testing.T) {
 	}
 }
 
-func hasIssue(issues []Issue, path, contains string) bool {
+func hasIssue(issues []plan.Issue, path, contains string) bool {
 	for _, is := range issues {
 		if is.Path == path && strings.Contains(is.Message, contains) {
 			return true
@@ -99,15 +101,15 @@ func TestCheckNormalizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := Check(raw, Options{Profiles: defaultNames})
+	res := Check(raw, plan.Options{Profiles: defaultNames})
 	if !res.Valid {
 		t.Fatalf("errors: %+v", res.Errors)
 	}
 	a := res.Plan.Actions[0]
-	if a.Cards[0].Status != StatusReady {
+	if a.Cards[0].Status != plan.StatusReady {
 		t.Errorf("status not normalized: %q", a.Cards[0].Status)
 	}
-	if a.Cards[1].WorkspaceMode != WorkspaceDirect {
+	if a.Cards[1].WorkspaceMode != plan.WorkspaceDirect {
 		t.Errorf("workspace mode default: %q", a.Cards[1].WorkspaceMode)
 	}
 	for _, c := range a.Cards {
@@ -118,7 +120,7 @@ func TestCheckNormalizes(t *testing.T) {
 	if len(a.Links) != 13 {
 		t.Fatalf("links = %d, want 13", len(a.Links))
 	}
-	want := map[Link]bool{{"research_a", "topic_policy"}: true, {"website", "synthesis"}: true, {"synthesis", "research_b"}: true}
+	want := map[plan.Link]bool{{Card: "research_a", DependsOn: "topic_policy"}: true, {Card: "website", DependsOn: "synthesis"}: true, {Card: "synthesis", DependsOn: "research_b"}: true}
 	for _, l := range a.Links {
 		delete(want, l)
 	}
@@ -130,7 +132,7 @@ func TestCheckNormalizes(t *testing.T) {
 func TestCheckAssigneeCanonicalCase(t *testing.T) {
 	t.Parallel()
 	raw := `{"kind":"propose_actions","actions":[{"type":"create_board_with_cards","board":{"name":"B"},"cards":[{"temp_id":"a","title":"T","body":"B","assignee":"coder","status":"Backlog"}]}]}`
-	res := Check([]byte(raw), Options{Profiles: defaultNames})
+	res := Check([]byte(raw), plan.Options{Profiles: defaultNames})
 	if !res.Valid || res.Plan.Actions[0].Cards[0].Assignee != "Coder" || len(res.Warnings) != 0 {
 		t.Fatalf("res = %+v", res)
 	}
@@ -141,11 +143,11 @@ func TestCheckCardActionsWithTargetBoard(t *testing.T) {
 	raw := `{"kind":"propose_actions","actions":[{"type":"create_card_batch","cards":[
 		{"temp_id":"a","title":"One","body":"B","assignee":"Coder","status":"Ready"},
 		{"temp_id":"b","title":"Two","body":"B","assignee":"Coder","status":"Backlog","depends_on":["a"]}]}]}`
-	if res := Check([]byte(raw), Options{Profiles: defaultNames}); res.Valid {
+	if res := Check([]byte(raw), plan.Options{Profiles: defaultNames}); res.Valid {
 		t.Fatal("card batch without a target board validated")
 	}
-	res := Check([]byte(raw), Options{Profiles: defaultNames, HasTargetBoard: true})
-	if !res.Valid || res.Stats != (Stats{Cards: 2, Links: 1, Actions: 1}) {
+	res := Check([]byte(raw), plan.Options{Profiles: defaultNames, HasTargetBoard: true})
+	if !res.Valid || res.Stats != (plan.Stats{Cards: 2, Links: 1, Actions: 1}) {
 		t.Fatalf("res = %+v", res)
 	}
 }
@@ -156,7 +158,7 @@ func TestCheckDestructiveRefusedWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := Check(raw, Options{Profiles: defaultNames})
+	res := Check(raw, plan.Options{Profiles: defaultNames})
 	if res.Valid {
 		t.Fatal("a plan with delete_board validated")
 	}
@@ -172,7 +174,7 @@ func TestCheckReportsEveryProblem(t *testing.T) {
 		{"temp_id":"a","title":"","body":"B","status":"Delete"},
 		{"temp_id":"a","title":"T","body":"","status":"Ready","workspace_mode":"Cloud"}],
 		"links":[{"card":"a","depends_on":"zz"}]}]}`
-	res := Check([]byte(raw), Options{Profiles: defaultNames})
+	res := Check([]byte(raw), plan.Options{Profiles: defaultNames})
 	want := []string{"actions[0].cards[0].title", "actions[0].cards[0].status", "actions[0].cards[1].temp_id",
 		"actions[0].cards[1].body", "actions[0].cards[1].workspace_mode", "actions[0].links[0].depends_on"}
 	for _, p := range want {
@@ -189,7 +191,7 @@ func TestCheckReportsEveryProblem(t *testing.T) {
 func TestCheckTooLarge(t *testing.T) {
 	t.Parallel()
 	raw := []byte(`{"kind":"answer","answer":"` + strings.Repeat("a", MaxRawOutput) + `"}`)
-	res := Check(raw, Options{})
+	res := Check(raw, plan.Options{})
 	if res.Valid || len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, "256 KiB") {
 		t.Fatalf("res = %+v", res.Errors)
 	}
@@ -199,7 +201,7 @@ func TestCheckLengthCaps(t *testing.T) {
 	t.Parallel()
 	raw := `{"kind":"propose_actions","actions":[{"type":"create_board_with_cards","board":{"name":"` + strings.Repeat("n", 200) + `"},"cards":[
 		{"temp_id":"a","title":"` + strings.Repeat("t", 201) + `","body":"B","assignee":"Coder","status":"Ready"}]}]}`
-	res := Check([]byte(raw), Options{Profiles: defaultNames})
+	res := Check([]byte(raw), plan.Options{Profiles: defaultNames})
 	if !hasIssue(res.Errors, "actions[0].board.name", "longer than 120") || !hasIssue(res.Errors, "actions[0].cards[0].title", "longer than 200") {
 		t.Fatalf("errors = %+v", res.Errors)
 	}

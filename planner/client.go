@@ -1,3 +1,8 @@
+// Package planner asks a planning model and makes sense of its answer: the
+// prompt builder, the tolerant parser of model output, the one repair call,
+// the OpenAI-compatible client and the assignee profiles. What a plan is and
+// how it is validated lives in package plan. It does no I/O besides the LLM
+// and reading profiles.
 package planner
 
 import (
@@ -13,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bobnet/bobnet/plan"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -78,7 +84,7 @@ func NewClient(cfg ClientConfig, logger *slog.Logger) *Client {
 // one repair call when the output does not parse or validate. Errors match
 // ErrUnreachable, ErrTimeout or ErrInvalidOutput (an *InvalidOutputError
 // carrying the raw outputs).
-func (c *Client) Plan(ctx context.Context, in PromptInput, opts Options) (Outcome, error) {
+func (c *Client) Plan(ctx context.Context, in PromptInput, opts plan.Options) (Outcome, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	msgs := BuildPrompt(in)
@@ -115,7 +121,7 @@ func (c *Client) Plan(ctx context.Context, in PromptInput, opts Options) (Outcom
 // long would likely do it again), with what was read of it.
 func tooLarge(raw string, tokens int, err error) (Outcome, error) {
 	return Outcome{Raw: raw, Tokens: tokens}, &InvalidOutputError{
-		Raw: []string{raw}, Errors: []Issue{{Message: err.Error()}}, Cause: ErrOutputTooLarge,
+		Raw: []string{raw}, Errors: []plan.Issue{{Message: err.Error()}}, Cause: ErrOutputTooLarge,
 	}
 }
 

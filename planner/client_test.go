@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	openai "github.com/sashabaranov/go-openai"
 )
 
-var opts = planner.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}}
+var opts = plan.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}}
 
 func newClient(url string, mod func(*planner.ClientConfig)) *planner.Client {
 	cfg := planner.ClientConfig{BaseURL: url, Model: "test-model", Backoff: time.Millisecond, Timeout: 10 * time.Second}
@@ -70,7 +71,7 @@ func TestClientRetriesThenSucceeds(t *testing.T) {
 		plannertest.Reply{Status: http.StatusServiceUnavailable},
 		plannertest.Reply{Content: `{"kind":"answer","answer":"Hello."}`})
 	out, err := newClient(srv.URL(), nil).Plan(context.Background(), planner.PromptInput{Message: "hi"}, opts)
-	if err != nil || out.Result.Kind != planner.KindAnswer {
+	if err != nil || out.Result.Kind != plan.KindAnswer {
 		t.Fatalf("out = %+v, err = %v", out, err)
 	}
 	if n := len(srv.Requests()); n != 3 {

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/bobnet/bobnet/plan"
 )
 
 // FuzzCheck feeds arbitrary model output to the parser and validator. The
@@ -23,7 +25,7 @@ func FuzzCheck(f *testing.F) {
 	f.Add([]byte("{\"kind\":\"propose_actions\",\"actions\":[{\"type\":\"create_card\",\"cards\":[{}]}]}"))
 	f.Add([]byte("<think>{</think>{\"kind\":\"answer\",\"answer\":\"}\"}"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		for _, opts := range []Options{{Profiles: defaultNames}, {HasTargetBoard: true}} {
+		for _, opts := range []plan.Options{{Profiles: defaultNames}, {HasTargetBoard: true}} {
 			res := Check(raw, opts)
 			if res.Valid != (len(res.Errors) == 0) {
 				t.Fatalf("valid = %v with %d errors", res.Valid, len(res.Errors))
@@ -37,16 +39,16 @@ func FuzzCheck(f *testing.F) {
 			if res.Plan == nil {
 				t.Fatal("valid without a plan")
 			}
-			if res.Stats != res.Plan.Stats() || res.Stats.Cards > MaxCards {
+			if res.Stats != res.Plan.Stats() || res.Stats.Cards > plan.MaxCards {
 				t.Fatalf("stats = %+v", res.Stats)
 			}
 			for _, a := range res.Plan.Actions {
 				ids := map[string]bool{}
 				for _, c := range a.Cards {
-					if c.Status != StatusBacklog && c.Status != StatusReady {
+					if c.Status != plan.StatusBacklog && c.Status != plan.StatusReady {
 						t.Fatalf("status %q passed", c.Status)
 					}
-					if c.WorkspaceMode != WorkspaceDirect && c.WorkspaceMode != WorkspaceScratch && c.WorkspaceMode != WorkspaceWorktree {
+					if c.WorkspaceMode != plan.WorkspaceDirect && c.WorkspaceMode != plan.WorkspaceScratch && c.WorkspaceMode != plan.WorkspaceWorktree {
 						t.Fatalf("workspace mode %q passed", c.WorkspaceMode)
 					}
 					if len(c.DependsOn) != 0 {
@@ -59,7 +61,14 @@ func FuzzCheck(f *testing.F) {
 						t.Fatalf("bad link %+v passed", l)
 					}
 				}
-				if findCycle(a.Cards, a.Links) != nil {
+				deps, order := map[string][]string{}, []string{}
+				for _, l := range a.Links {
+					deps[l.Card] = append(deps[l.Card], l.DependsOn)
+				}
+				for _, c := range a.Cards {
+					order = append(order, c.TempID)
+				}
+				if plan.FindCycle(deps, order) != nil {
 					t.Fatal("cycle passed")
 				}
 			}

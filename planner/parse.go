@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+
+	"github.com/bobnet/bobnet/plan"
 )
 
 // MaxRawOutput is the largest model output the parser looks at.
@@ -23,8 +25,6 @@ var (
 	ErrAmbiguous = errors.New("model output holds more than one JSON object; refusing to guess which is the plan")
 	ErrTruncated = errors.New("model output ends inside a JSON object (truncated)")
 	ErrTooDeep   = errors.New("JSON nesting is deeper than 64 levels")
-	ErrNotObject = errors.New("model output is a JSON array, not an object")
-	ErrBadJSON   = errors.New("model output is not valid JSON")
 )
 
 var (
@@ -88,9 +88,9 @@ func Parse(raw []byte) (json.RawMessage, error) {
 	case len(objects) > 1:
 		return nil, ErrAmbiguous
 	case firstErr != nil:
-		return nil, fmt.Errorf("%w: %w", ErrBadJSON, firstErr)
+		return nil, fmt.Errorf("%w: %w", plan.ErrBadJSON, firstErr)
 	case arrays > 0:
-		return nil, ErrNotObject
+		return nil, plan.ErrNotObject
 	default:
 		return nil, ErrNoJSON
 	}

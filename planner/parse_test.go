@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bobnet/bobnet/plan"
 )
 
 func TestParse(t *testing.T) {
@@ -33,10 +35,10 @@ func TestParse(t *testing.T) {
 		{"two objects", obj + "\n" + obj, "", ErrAmbiguous},
 		{"two objects in fences", "```json\n" + obj + "\n```\nor\n```json\n" + obj + "\n```", "", ErrAmbiguous},
 		{"truncated", obj[:30], "", ErrTruncated},
-		{"array", "[" + obj + "]", "", ErrNotObject},
+		{"array", "[" + obj + "]", "", plan.ErrNotObject},
 		{"no json", "I cannot help with that.", "", ErrNoJSON},
 		{"empty", "", "", ErrNoJSON},
-		{"bad json", `{"kind": "answer",}`, "", ErrBadJSON},
+		{"bad json", `{"kind": "answer",}`, "", plan.ErrBadJSON},
 		{"too large", strings.Repeat(" ", MaxRawOutput+1), "", ErrTooLarge},
 		{"too deep", strings.Repeat("[", 100) + obj, "", ErrTooDeep},
 	}
@@ -76,7 +78,7 @@ func TestParseDeepNestingIsFast(t *testing.T) {
 			if err == nil {
 				t.Errorf("no error for %q…", in[:20])
 			}
-			res := Check([]byte(in), Options{})
+			res := Check([]byte(in), plan.Options{})
 			if res.Valid || len(res.Errors) == 0 {
 				t.Errorf("Check accepted %q…", in[:20])
 			}

@@ -140,3 +140,21 @@ func RunnerFor(ps []Profile, assignee string) (runner string, review bool) {
 	}
 	return "", true
 }
+
+// Profile is an assignee profile loaded from an AGENT.md file (seed 003).
+type Profile struct {
+	Name        string   `yaml:"name" json:"name"`
+	Description string   `yaml:"description" json:"description"`
+	Skills      []string `yaml:"skills" json:"skills,omitempty"`
+	Model       string   `yaml:"model" json:"model,omitempty"`
+	// Runner says who works the profile's cards in a run of a board:
+	// "model" (BobNet asks the model, with Body as its instructions),
+	// "hook:<name>" (another tool, through that hook's callbacks) or empty
+	// (people, from chat, the page or the API).
+	Runner string `yaml:"runner" json:"runner,omitempty"`
+	// Review "none" sends a runner's output straight to Done; otherwise
+	// it waits in Review for a person to accept it or send it back.
+	Review string `yaml:"review" json:"review,omitempty"`
+	// Body is the Markdown after the front matter.
+	Body string `yaml:"-" json:"-"`
+}

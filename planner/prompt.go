@@ -7,6 +7,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/bobnet/bobnet/plan"
 )
 
 // Message is one chat message sent to the model.
@@ -176,7 +178,7 @@ func promptWith(in PromptInput, q *quoter) []Message {
 
 // RepairMessages asks the model once more after an output that did not
 // parse or validate, naming every problem found.
-func RepairMessages(prev []Message, raw string, issues []Issue) []Message {
+func RepairMessages(prev []Message, raw string, issues []plan.Issue) []Message {
 	var b strings.Builder
 	b.WriteString("Your reply could not be used. Problems found:\n")
 	for _, is := range issues {

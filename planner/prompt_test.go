@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/bobnet/bobnet/plan"
 )
 
 func TestBuildPrompt(t *testing.T) {
 	t.Parallel()
 	in := PromptInput{
-		Board: &BoardSummary{ID: "b_123", Name: "Test board", Goal: "Verify BobNet", Counts: map[string]int{"Ready": 2, "Blocked": 1},
-			Cards: []CardSummary{{ID: "c_1", Title: "Write docs", Status: "Ready"}}},
-		SelectedCard: &CardSummary{ID: "c_1", Title: "Write docs", Status: "Ready", Assignee: "Coder"},
+		Board: &plan.BoardSummary{ID: "b_123", Name: "Test board", Goal: "Verify BobNet", Counts: map[string]int{"Ready": 2, "Blocked": 1},
+			Cards: []plan.CardSummary{{ID: "c_1", Title: "Write docs", Status: "Ready"}}},
+		SelectedCard: &plan.CardSummary{ID: "c_1", Title: "Write docs", Status: "Ready", Assignee: "Coder"},
 		Profiles:     DefaultProfiles(),
 		History: []Turn{
 			{Role: "user", User: "alice", Text: "plan a launch"},
@@ -51,7 +53,7 @@ func TestBuildPrompt(t *testing.T) {
 
 func TestBuildPromptRevision(t *testing.T) {
 	t.Parallel()
-	prev := &Envelope{Kind: KindProposeActions, Actions: []Action{{Type: ActionCreateBoard, Board: &BoardDraft{Name: "Old"}}}}
+	prev := &plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{{Type: plan.ActionCreateBoard, Board: &plan.BoardDraft{Name: "Old"}}}}
 	msgs := BuildPrompt(PromptInput{PreviousPlan: prev, Feedback: "add a QA card"})
 	var sawPlan bool
 	for _, m := range msgs {
@@ -71,7 +73,7 @@ func TestBuildPromptRevision(t *testing.T) {
 func TestRepairMessages(t *testing.T) {
 	t.Parallel()
 	prev := []Message{{Role: "system", Content: "s"}, {Role: "user", Content: "u"}}
-	out := RepairMessages(prev, "not json", []Issue{{Message: "no JSON object"}, {Path: "actions[0].type", Message: "bad"}})
+	out := RepairMessages(prev, "not json", []plan.Issue{{Message: "no JSON object"}, {Path: "actions[0].type", Message: "bad"}})
 	if len(out) != 4 || out[2].Role != "assistant" || out[2].Content != "not json" {
 		t.Fatalf("out = %+v", out)
 	}
@@ -123,17 +125,17 @@ func TestPromptFenceCannotBeClosedFromInside(t *testing.T) {
 		payloads = append(payloads, fmt.Sprintf("PAYLOAD-%d ", len(payloads)))
 		return p
 	}
-	var cards []CardSummary
+	var cards []plan.CardSummary
 	var history []Turn
 	for i, c := range closers {
-		cards = append(cards, CardSummary{ID: fmt.Sprintf("c_%d", i), Handle: fmt.Sprintf("NEWS-%d", i), Title: payload(c), Status: "Ready", Assignee: "Coder"})
+		cards = append(cards, plan.CardSummary{ID: fmt.Sprintf("c_%d", i), Handle: fmt.Sprintf("NEWS-%d", i), Title: payload(c), Status: "Ready", Assignee: "Coder"})
 		history = append(history, Turn{Role: "user", User: "mallory", Text: payload(c)}, Turn{Role: "assistant", Text: payload(c)})
 	}
 	in := PromptInput{
-		Board:        &BoardSummary{ID: "b_1", Name: payload("DATA>>>>"), Goal: payload("<<<DATA"), Cards: cards},
-		SelectedCard: &CardSummary{ID: "c_0", Title: payload("DATA>>>>"), Status: "Ready"},
+		Board:        &plan.BoardSummary{ID: "b_1", Name: payload("DATA>>>>"), Goal: payload("<<<DATA"), Cards: cards},
+		SelectedCard: &plan.CardSummary{ID: "c_0", Title: payload("DATA>>>>"), Status: "Ready"},
 		History:      history,
-		PreviousPlan: &Envelope{Kind: KindProposeActions, Actions: []Action{{Type: ActionCreateBoard, Board: &BoardDraft{Name: payload("DATA>>>>")}}}},
+		PreviousPlan: &plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{{Type: plan.ActionCreateBoard, Board: &plan.BoardDraft{Name: payload("DATA>>>>")}}}},
 		Message:      "plan a launch",
 	}
 	msgs := BuildPrompt(in)

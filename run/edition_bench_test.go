@@ -12,7 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/run"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -23,15 +23,15 @@ import (
 func BenchmarkRunPage64(b *testing.B) {
 	s := storetest.NewStore(b)
 	ctx := context.Background()
-	a := planner.Action{Type: planner.ActionCreateBoardWithCards, Board: &planner.BoardDraft{Name: "Big edition", Goal: "Benchmark"}}
+	a := plan.Action{Type: plan.ActionCreateBoardWithCards, Board: &plan.BoardDraft{Name: "Big edition", Goal: "Benchmark"}}
 	for i := range 64 {
-		a.Cards = append(a.Cards, planner.CardDraft{TempID: fmt.Sprintf("c%02d", i), Title: fmt.Sprintf("Story %d", i), Body: "Write it.", Assignee: "Researcher", Status: "Backlog", WorkspaceMode: "Direct"})
+		a.Cards = append(a.Cards, plan.CardDraft{TempID: fmt.Sprintf("c%02d", i), Title: fmt.Sprintf("Story %d", i), Body: "Write it.", Assignee: "Researcher", Status: "Backlog", WorkspaceMode: "Direct"})
 		if i > 0 {
-			a.Links = append(a.Links, planner.Link{Card: fmt.Sprintf("c%02d", i), DependsOn: fmt.Sprintf("c%02d", i-1)})
+			a.Links = append(a.Links, plan.Link{Card: fmt.Sprintf("c%02d", i), DependsOn: fmt.Sprintf("c%02d", i-1)})
 		}
 	}
 	a.Cards[0].Status = "Ready"
-	res, err := s.Execute(ctx, board.Execution{ProposalID: "p_pagebench", Channel: "console:pagebench", Plan: planner.Envelope{Kind: planner.KindProposeActions, Actions: []planner.Action{a}}})
+	res, err := s.Execute(ctx, board.Execution{ProposalID: "p_pagebench", Channel: "console:pagebench", Plan: plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{a}}})
 	if err != nil {
 		b.Fatal(err)
 	}

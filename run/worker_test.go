@@ -12,6 +12,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/run"
@@ -84,7 +85,7 @@ func (t *teller) Ended(_ context.Context, r board.Run) {
 func newspaperBoard(t *testing.T, s *store.Store) (board.ID, map[string]board.Card) {
 	t.Helper()
 	ctx := context.Background()
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
 	if !res.Valid {
 		t.Fatalf("plan: %+v", res.Errors)
 	}

@@ -10,27 +10,27 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // plan64x80 is the largest plan: 64 cards and 80 links.
-func plan64x80() planner.Envelope {
-	a := planner.Action{Type: planner.ActionCreateBoardWithCards, Board: &planner.BoardDraft{Name: "Big board", Goal: "Benchmark"}}
+func plan64x80() plan.Envelope {
+	a := plan.Action{Type: plan.ActionCreateBoardWithCards, Board: &plan.BoardDraft{Name: "Big board", Goal: "Benchmark"}}
 	for i := range 64 {
-		a.Cards = append(a.Cards, planner.CardDraft{
+		a.Cards = append(a.Cards, plan.CardDraft{
 			TempID: fmt.Sprintf("card_%02d", i), Title: fmt.Sprintf("Card number %d", i),
 			Body: "Do a well specified piece of the work and write down what was done.", Assignee: "Coder",
 			Status: "Backlog", WorkspaceMode: "Scratch", AcceptanceCriteria: []string{"It works.", "It is tested."}, SuggestedSkills: []string{},
 		})
 	}
 	for i := 1; i < 64 && len(a.Links) < 80; i++ {
-		a.Links = append(a.Links, planner.Link{Card: a.Cards[i].TempID, DependsOn: a.Cards[i-1].TempID})
+		a.Links = append(a.Links, plan.Link{Card: a.Cards[i].TempID, DependsOn: a.Cards[i-1].TempID})
 		if i >= 4 && len(a.Links) < 80 {
-			a.Links = append(a.Links, planner.Link{Card: a.Cards[i].TempID, DependsOn: a.Cards[i-4].TempID})
+			a.Links = append(a.Links, plan.Link{Card: a.Cards[i].TempID, DependsOn: a.Cards[i-4].TempID})
 		}
 	}
-	return planner.Envelope{Kind: planner.KindProposeActions, Actions: []planner.Action{a}}
+	return plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{a}}
 }
 
 func BenchmarkExecute64(b *testing.B) {

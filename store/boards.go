@@ -7,11 +7,10 @@ import (
 	"strings"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/bobnet/bobnet/planner"
 )
 
 const (
@@ -128,21 +127,21 @@ func (s *Store) BindChannel(ctx context.Context, channel string, id board.ID) er
 // BoardSummary describes a board for the planner's prompt: name, goal,
 // counts by status and up to 40 cards that are not done; and, for
 // validating changes to it, every card with its handle and dependencies.
-func (s *Store) BoardSummary(ctx context.Context, id board.ID) (planner.BoardSummary, error) {
+func (s *Store) BoardSummary(ctx context.Context, id board.ID) (plan.BoardSummary, error) {
 	b, cards, err := s.Board(ctx, id)
 	if err != nil {
-		return planner.BoardSummary{}, err
+		return plan.BoardSummary{}, err
 	}
 	st := board.Summarize(b, cards)
-	sum := planner.BoardSummary{ID: string(b.ID), Name: b.Name, Goal: b.Goal, Counts: map[string]int{}}
+	sum := plan.BoardSummary{ID: string(b.ID), Name: b.Name, Goal: b.Goal, Counts: map[string]int{}}
 	for k, v := range st.Counts {
 		if v > 0 {
 			sum.Counts[k] = v
 		}
 	}
-	sum.State = &planner.BoardState{Name: b.Name, Key: b.Key}
+	sum.State = &plan.BoardState{Name: b.Name, Key: b.Key}
 	for _, c := range cards {
-		cs := planner.CardSummary{ID: string(c.ID), Handle: c.Handle, Title: c.Title, Status: c.Status, Assignee: c.Assignee}
+		cs := plan.CardSummary{ID: string(c.ID), Handle: c.Handle, Title: c.Title, Status: c.Status, Assignee: c.Assignee}
 		for _, d := range c.DependsOn {
 			cs.DependsOn = append(cs.DependsOn, string(d))
 		}

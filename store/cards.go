@@ -10,10 +10,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/bobnet/bobnet/planner"
 )
 
 // Limits on what a person may write into a card; the same as a plan's.
@@ -149,10 +148,10 @@ func (s *Store) ChangeCard(ctx context.Context, ch board.CardChange) (board.Card
 }
 
 // cardText checks a card's text with the check plans get
-// (planner.CheckText), so every way text reaches a card (a plan, the API,
+// (plan.CheckText), so every way text reaches a card (a plan, the API,
 // the board page, a chat command) is held to the same rules.
 func cardText(field, s string, line bool) (string, error) {
-	out, err := planner.CheckText(s, line)
+	out, err := plan.CheckText(s, line)
 	if err != nil {
 		return "", fmt.Errorf("%w: the %s %v; card text is plain text", board.ErrInvalidChange, field, err)
 	}

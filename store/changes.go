@@ -8,11 +8,10 @@ import (
 	"strings"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/bobnet/bobnet/planner"
 )
 
 const (
@@ -33,9 +32,9 @@ type querier interface {
 }
 
 // hasChanges reports whether a plan changes cards already on a board.
-func hasChanges(plan planner.Envelope) bool {
-	for _, a := range plan.Actions {
-		if a.Type == planner.ActionUpdateCard || a.Type == planner.ActionAddLinks {
+func hasChanges(env plan.Envelope) bool {
+	for _, a := range env.Actions {
+		if a.Type == plan.ActionUpdateCard || a.Type == plan.ActionAddLinks {
 			return true
 		}
 	}
@@ -83,7 +82,7 @@ func applyChanges(ctx context.Context, tx querier, ex board.Execution, target bo
 	for i, a := range ex.Plan.Actions {
 		path := fmt.Sprintf("actions[%d]", i)
 		switch a.Type {
-		case planner.ActionUpdateCard:
+		case plan.ActionUpdateCard:
 			id, ok := resolve(a.Card, false)
 			if !ok {
 				return fmt.Errorf("%w: %s.card: no card %q on the board", board.ErrInvalidPlan, path, a.Card)
@@ -98,7 +97,7 @@ func applyChanges(ctx context.Context, tx querier, ex board.Execution, target bo
 			if len(up.Changes) > 0 {
 				res.Updated++
 			}
-		case planner.ActionAddLinks:
+		case plan.ActionAddLinks:
 			var added []string
 			var starts []board.CardID
 			for j, l := range a.Links {
@@ -153,7 +152,7 @@ func boardCycle(ctx context.Context, tx querier, id board.ID, handles map[board.
 	}
 	slices.Sort(keys)
 	keys = append(slices.Clone(starts), keys...)
-	c := planner.FindCycle(deps, keys)
+	c := plan.FindCycle(deps, keys)
 	if c == nil {
 		return nil, nil
 	}

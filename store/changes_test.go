@@ -7,19 +7,20 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // changePlan validates a V2 plan against the board as the engine does.
-func changePlan(t *testing.T, s *store.Store, id board.ID, actions string) planner.Envelope {
+func changePlan(t *testing.T, s *store.Store, id board.ID, actions string) plan.Envelope {
 	t.Helper()
 	sum, err := s.BoardSummary(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := planner.Check([]byte(`{"kind":"propose_actions","answer":"x","actions":`+actions+`}`), planner.Options{Profiles: profiles, HasTargetBoard: true, Board: sum.State})
+	res := planner.Check([]byte(`{"kind":"propose_actions","answer":"x","actions":`+actions+`}`), plan.Options{Profiles: profiles, HasTargetBoard: true, Board: sum.State})
 	if !res.Valid {
 		t.Fatalf("plan invalid: %+v", res.Errors)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -90,14 +90,14 @@ func waitWaitingOr(t *testing.T, s *store.Store, n int, done <-chan struct{}) {
 	t.Fatalf("fewer than %d sessions wait for a lock", n)
 }
 
-func cardBatch() planner.Envelope {
-	return planner.Envelope{Kind: planner.KindProposeActions, Actions: []planner.Action{{
-		Type: planner.ActionCreateCardBatch,
-		Cards: []planner.CardDraft{
+func cardBatch() plan.Envelope {
+	return plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{{
+		Type: plan.ActionCreateCardBatch,
+		Cards: []plan.CardDraft{
 			{TempID: "a", Title: "Add RSS feed", Body: "Publish an RSS feed of each edition.", Status: "Backlog", WorkspaceMode: "Direct"},
 			{TempID: "b", Title: "Announce the feed", Body: "Tell readers.", Status: "Backlog", WorkspaceMode: "Direct"},
 		},
-		Links: []planner.Link{{Card: "b", DependsOn: "a"}},
+		Links: []plan.Link{{Card: "b", DependsOn: "a"}},
 	}}}
 }
 
@@ -107,7 +107,7 @@ func cardBatch() planner.Envelope {
 // board first.
 type decisionPath struct {
 	name string
-	plan func(t testing.TB) planner.Envelope
+	plan func(t testing.TB) plan.Envelope
 	// record says whether p_x is recorded as pending.
 	record bool
 	// stall is a lock that holds the execution after it took the chain's
@@ -124,13 +124,13 @@ const (
 
 var decisionPaths = []decisionPath{
 	{name: "one batch", plan: newspaper, record: true, stall: stallBinding},
-	{name: "careful: cards for the channel's board", plan: func(testing.TB) planner.Envelope { return cardBatch() }, record: true, stall: stallCards},
+	{name: "careful: cards for the channel's board", plan: func(testing.TB) plan.Envelope { return cardBatch() }, record: true, stall: stallCards},
 	{name: "careful: unrecorded proposal", plan: newspaper, record: false, stall: stallBinding},
 }
 
 // setUpPath gives channel c a board, prepares p_x for path and returns its
 // plan and the number of cards before it executes.
-func setUpPath(t *testing.T, s *store.Store, path decisionPath) (planner.Envelope, int) {
+func setUpPath(t *testing.T, s *store.Store, path decisionPath) (plan.Envelope, int) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := s.Execute(ctx, board.Execution{ProposalID: "p_board", Channel: "c", Plan: newspaper(t)}); err != nil {

@@ -8,11 +8,10 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/bobnet/bobnet/planner"
 )
 
 const (
@@ -109,7 +108,7 @@ func (s *Store) Execute(ctx context.Context, ex board.Execution) (board.ExecResu
 	if ex.ProposalID == "" {
 		return board.ExecResult{}, fmt.Errorf("%w: no proposal id", board.ErrInvalidPlan)
 	}
-	if ex.Plan.Kind != planner.KindProposeActions || len(ex.Plan.Actions) == 0 {
+	if ex.Plan.Kind != plan.KindProposeActions || len(ex.Plan.Actions) == 0 {
 		return board.ExecResult{}, fmt.Errorf("%w: kind %q has no actions", board.ErrInvalidPlan, ex.Plan.Kind)
 	}
 	if ex.Chain == "" {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // cardRow and linkRow are the rows a plan writes; cardColumns turns the
@@ -41,21 +41,21 @@ type boardRow struct {
 
 // needsTargetBoard reports whether a plan adds to the channel's board
 // (or schedules it, creating no board of its own).
-func needsTargetBoard(plan planner.Envelope) bool {
+func needsTargetBoard(env plan.Envelope) bool {
 	creates := false
-	for _, a := range plan.Actions {
+	for _, a := range env.Actions {
 		if a.Type.NeedsTargetBoard() {
 			return true
 		}
-		creates = creates || a.Type == planner.ActionCreateBoard || a.Type == planner.ActionCreateBoardWithCards
+		creates = creates || a.Type == plan.ActionCreateBoard || a.Type == plan.ActionCreateBoardWithCards
 	}
-	return plan.Schedule() != nil && !creates
+	return env.Schedule() != nil && !creates
 }
 
 // layout turns a plan into the rows to insert, with new ids. Card actions
 // go to target, numbered from next on; board actions to the board they
 // create, numbered from 1.
-func layout(plan planner.Envelope, target board.ID, next int) ([]boardRow, []cardRow, []linkRow, board.ExecResult, error) {
+func layout(env plan.Envelope, target board.ID, next int) ([]boardRow, []cardRow, []linkRow, board.ExecResult, error) {
 	var boards []boardRow
 	var cards []cardRow
 	var links []linkRow
@@ -65,22 +65,22 @@ func layout(plan planner.Envelope, target board.ID, next int) ([]boardRow, []car
 	if target != "" {
 		numbers[target] = next
 	}
-	for i, a := range plan.Actions {
+	for i, a := range env.Actions {
 		var boardID board.ID
 		switch a.Type {
-		case planner.ActionCreateBoard, planner.ActionCreateBoardWithCards:
+		case plan.ActionCreateBoard, plan.ActionCreateBoardWithCards:
 			if a.Board == nil {
 				return nil, nil, nil, res, fmt.Errorf("%w: actions[%d] has no board", board.ErrInvalidPlan, i)
 			}
 			boardID = board.NewBoardID()
 			boards = append(boards, boardRow{ID: boardID, Name: a.Board.Name, Goal: a.Board.Goal, Key: board.BoardKey(a.Board.Name)})
-		case planner.ActionCreateCard, planner.ActionCreateCardBatch:
+		case plan.ActionCreateCard, plan.ActionCreateCardBatch:
 			boardID = target
-		case planner.ActionUpdateCard, planner.ActionAddLinks:
+		case plan.ActionUpdateCard, plan.ActionAddLinks:
 			// Applied by applyChanges once the new cards exist.
 			res.BoardID = target
 			continue
-		case planner.ActionScheduleBoard:
+		case plan.ActionScheduleBoard:
 			// Written by queueRecord, for the board the plan ends on.
 			if res.BoardID == "" {
 				res.BoardID = target
@@ -100,7 +100,7 @@ func layout(plan planner.Envelope, target board.ID, next int) ([]boardRow, []car
 			res.CardIDs[c.TempID] = id
 			status, mode := c.Status, c.WorkspaceMode
 			if mode == "" {
-				mode = planner.WorkspaceDirect
+				mode = plan.WorkspaceDirect
 			}
 			cards = append(cards, cardRow{
 				ID: id, BoardID: boardID, Position: position, Number: numbers[boardID], TempID: c.TempID, Title: c.Title, Body: c.Body,

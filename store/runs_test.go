@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -194,9 +194,9 @@ func TestApprovedPlanSchedulesItsBoard(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := context.Background()
-	plan := newspaper(t)
-	plan.Actions = append(plan.Actions, planner.Action{Type: planner.ActionScheduleBoard, Cron: "0 6 * * *", Timezone: "Europe/Berlin"})
-	res, err := s.Execute(ctx, board.Execution{ProposalID: "p_sched1", Channel: "console:sched", RequestedBy: "alice", ApprovedBy: "bob", Plan: plan})
+	env := newspaper(t)
+	env.Actions = append(env.Actions, plan.Action{Type: plan.ActionScheduleBoard, Cron: "0 6 * * *", Timezone: "Europe/Berlin"})
+	res, err := s.Execute(ctx, board.Execution{ProposalID: "p_sched1", Channel: "console:sched", RequestedBy: "alice", ApprovedBy: "bob", Plan: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestApprovedPlanSchedulesItsBoard(t *testing.T) {
 		t.Fatalf("schedule = %+v, %v", sc, err)
 	}
 	// A later plan changes only the schedule of the channel's board.
-	only := planner.Envelope{Kind: planner.KindProposeActions, Actions: []planner.Action{{Type: planner.ActionScheduleBoard, Cron: "30 7 * * 1-5", Timezone: "UTC"}}}
+	only := plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{{Type: plan.ActionScheduleBoard, Cron: "30 7 * * 1-5", Timezone: "UTC"}}}
 	again, err := s.Execute(ctx, board.Execution{ProposalID: "p_sched2", Channel: "console:sched", RequestedBy: "carol", ApprovedBy: "bob", Plan: only})
 	if err != nil || again.BoardID != res.BoardID {
 		t.Fatalf("schedule only: %+v, %v", again, err)

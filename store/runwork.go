@@ -60,8 +60,9 @@ FROM job`
 	heldBoard    = `SELECT b.id, b.name, b.goal, b.key, b.channel, b.thread, b.created_at FROM boards b JOIN cards c ON c.board_id = b.id
 WHERE c.id = (SELECT card_id FROM ` + heldBy + ` h)`
 	heldRun      = selectRun + ` WHERE id = (SELECT run_id FROM ` + heldBy + ` h)`
-	heldJobCards = runCardColumns + ` JOIN ` + heldBy + ` h ON rc.run_id = h.run_id
-WHERE rc.card_id = h.card_id OR rc.card_id IN (SELECT depends_on FROM card_links WHERE card_id = h.card_id)
+	heldJobCards = `WITH h AS MATERIALIZED ` + heldBy + `
+` + runCardColumns + ` WHERE rc.run_id = (SELECT run_id FROM h)
+  AND rc.card_id IN (SELECT card_id FROM h UNION ALL SELECT depends_on FROM card_links WHERE card_id = (SELECT card_id FROM h))
 ORDER BY c.position, c.number`
 
 	holdRunCard = `SELECT rc.review FROM run_cards rc JOIN runs r ON r.id = rc.run_id
@@ -73,8 +74,10 @@ FOR UPDATE OF rc`
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND rc.holder = $3 AND rc.lease_until IS NOT NULL AND r.id = rc.run_id AND r.state = 'running'`
 	failRunCard = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
 
+	// The card's row is locked too: a review waiting on another then reads
+	// the card's status as that one left it, so two accepts decide once.
 	reviewRunCard = `SELECT rc.rounds, c.status FROM run_cards rc JOIN runs r ON r.id = rc.run_id JOIN cards c ON c.id = rc.card_id
-WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' FOR UPDATE OF rc`
+WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' FOR UPDATE OF rc, c`
 	sendBack = `UPDATE run_cards SET rounds = rounds + 1, feedback = $3, attempts = 0, finished_at = NULL WHERE run_id = $1 AND card_id = $2`
 
 	endRun = `UPDATE runs SET state = $2, reason = $3, ended_at = now() WHERE id = $1 AND state = 'running' RETURNING board_id, number`

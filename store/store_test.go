@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store"
@@ -18,9 +19,9 @@ import (
 var profiles = []string{"Coder", "Planner", "Researcher", "Reviewer"}
 
 // newspaper returns the testdata newspaper plan, validated and normalized.
-func newspaper(t testing.TB) planner.Envelope {
+func newspaper(t testing.TB) plan.Envelope {
 	t.Helper()
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{Profiles: profiles})
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: profiles})
 	if !res.Valid {
 		t.Fatalf("newspaper plan invalid: %+v", res.Errors)
 	}
@@ -40,8 +41,8 @@ func TestExecuteNewspaper(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := context.Background()
-	plan := newspaper(t)
-	res, err := s.Execute(ctx, board.Execution{ProposalID: "p_1", Channel: "console:general", RequestedBy: "alice", ApprovedBy: "alice", Plan: plan})
+	env := newspaper(t)
+	res, err := s.Execute(ctx, board.Execution{ProposalID: "p_1", Channel: "console:general", RequestedBy: "alice", ApprovedBy: "alice", Plan: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestExecuteNewspaper(t *testing.T) {
 	if links != 13 {
 		t.Fatalf("links = %d", links)
 	}
-	for _, l := range plan.Actions[0].Links {
+	for _, l := range env.Actions[0].Links {
 		from := byID[res.CardIDs[l.Card]]
 		found := false
 		for _, d := range from.DependsOn {
@@ -92,7 +93,7 @@ func TestExecuteNewspaper(t *testing.T) {
 	}
 
 	// Replay: same result, nothing written.
-	again, err := s.Execute(ctx, board.Execution{ProposalID: "p_1", Channel: "console:general", ApprovedBy: "bob", Plan: plan})
+	again, err := s.Execute(ctx, board.Execution{ProposalID: "p_1", Channel: "console:general", ApprovedBy: "bob", Plan: env})
 	if err != nil || !again.Replayed || again.BoardID != res.BoardID || again.CardIDs["synthesis"] != res.CardIDs["synthesis"] {
 		t.Fatalf("replay = %+v, %v", again, err)
 	}
@@ -108,13 +109,13 @@ func TestExecuteCardActionsLandOnChannelBoard(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := context.Background()
-	batch := planner.Envelope{Kind: planner.KindProposeActions, Actions: []planner.Action{{
-		Type: planner.ActionCreateCardBatch,
-		Cards: []planner.CardDraft{
+	batch := plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{{
+		Type: plan.ActionCreateCardBatch,
+		Cards: []plan.CardDraft{
 			{TempID: "a", Title: "Add RSS feed", Body: "Publish an RSS feed of each edition.", Status: "Backlog", WorkspaceMode: "Direct"},
 			{TempID: "b", Title: "Announce the feed", Body: "Tell readers.", Status: "Backlog", WorkspaceMode: "Direct"},
 		},
-		Links: []planner.Link{{Card: "b", DependsOn: "a"}},
+		Links: []plan.Link{{Card: "b", DependsOn: "a"}},
 	}}}
 	if _, err := s.Execute(ctx, board.Execution{ProposalID: "p_cards0", Channel: "slack:C1", Plan: batch}); !errors.Is(err, board.ErrNoTargetBoard) {
 		t.Fatalf("err = %v, want ErrNoTargetBoard", err)
@@ -142,7 +143,7 @@ func TestExecuteCardActionsLandOnChannelBoard(t *testing.T) {
 func TestExecuteConcurrentlyCreatesOneBoard(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
-	plan := newspaper(t)
+	env := newspaper(t)
 	var wg sync.WaitGroup
 	var failures atomic.Int32
 	results := make([]board.ExecResult, 100)
@@ -150,7 +151,7 @@ func TestExecuteConcurrentlyCreatesOneBoard(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_race", Channel: "console:race", ApprovedBy: fmt.Sprint("user", i), Plan: plan})
+			r, err := s.Execute(context.Background(), board.Execution{ProposalID: "p_race", Channel: "console:race", ApprovedBy: fmt.Sprint("user", i), Plan: env})
 			if err != nil {
 				failures.Add(1)
 				t.Error(err)
@@ -189,12 +190,12 @@ func TestExecuteFailureLeavesNothing(t *testing.T) {
 	t.Run("constraint on the last link", func(t *testing.T) {
 		t.Parallel()
 		s := storetest.NewStore(t)
-		plan := newspaper(t)
+		env := newspaper(t)
 		// Bypassing the validator: the last link points a card at itself,
 		// which the schema's CHECK refuses.
-		a := &plan.Actions[0]
-		a.Links = append(a.Links, planner.Link{Card: "final_review", DependsOn: "final_review"})
-		if _, err := s.Execute(ctx, board.Execution{ProposalID: "p_bad", Channel: "c", Plan: plan}); err == nil {
+		a := &env.Actions[0]
+		a.Links = append(a.Links, plan.Link{Card: "final_review", DependsOn: "final_review"})
+		if _, err := s.Execute(ctx, board.Execution{ProposalID: "p_bad", Channel: "c", Plan: env}); err == nil {
 			t.Fatal("self link executed")
 		}
 		for _, table := range []string{"boards", "cards", "card_links", "proposals", "audit_events", "channel_bindings"} {
@@ -336,16 +337,16 @@ func TestExecuteRefusesASecondVersionOfAChain(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := context.Background()
-	plan := newspaper(t)
+	env := newspaper(t)
 	for _, p := range []board.ProposalRecord{{ID: "p_v1", Channel: "c"}, {ID: "p_v2", Chain: "p_v1", Version: 2, Supersedes: "p_v1", Channel: "c"}} {
 		if err := s.SaveProposal(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Execute(ctx, board.Execution{ProposalID: "p_v1", Channel: "c", Plan: plan}); err != nil {
+	if _, err := s.Execute(ctx, board.Execution{ProposalID: "p_v1", Channel: "c", Plan: env}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.Execute(ctx, board.Execution{ProposalID: "p_v2", Chain: "p_v1", Channel: "c", Plan: plan})
+	_, err := s.Execute(ctx, board.Execution{ProposalID: "p_v2", Chain: "p_v1", Channel: "c", Plan: env})
 	var other *board.OtherVersionApprovedError
 	if !errors.As(err, &other) || other.ProposalID != "p_v1" || !errors.Is(err, board.ErrProposalClosed) {
 		t.Fatalf("second version: %v", err)

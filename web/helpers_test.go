@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store"
@@ -15,9 +16,9 @@ var profiles = []string{"Coder", "Planner", "Researcher", "Reviewer"}
 func ptr(s string) *string { return &s }
 
 // newspaper returns the testdata newspaper plan, validated and normalized.
-func newspaper(t testing.TB) planner.Envelope {
+func newspaper(t testing.TB) plan.Envelope {
 	t.Helper()
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{Profiles: profiles})
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: profiles})
 	if !res.Valid {
 		t.Fatalf("newspaper plan invalid: %+v", res.Errors)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/web/webtest"
 )
@@ -23,27 +23,27 @@ import (
 // bigPlan is a 64-card plan in eight layers of eight (each card depends on
 // the one eight before it), with long titles, one of them at the 200
 // character limit.
-func bigPlan() planner.Envelope {
+func bigPlan() plan.Envelope {
 	topics := []string{"regional supply chains", "the city council budget", "school enrolment figures", "river water quality",
 		"housing permits issued this quarter", "public transport ridership", "hospital waiting times", "local business openings"}
-	var cards []planner.CardDraft
-	var links []planner.Link
+	var cards []plan.CardDraft
+	var links []plan.Link
 	for i := range 64 {
 		title := fmt.Sprintf("Step %d of the investigation: gather, check and summarize what is known about %s for the weekly edition", i+1, topics[i%8])
 		if i == 63 {
 			title = strings.Repeat("A very long card title that keeps going ", 5)[:200]
 		}
-		cards = append(cards, planner.CardDraft{
+		cards = append(cards, plan.CardDraft{
 			TempID: fmt.Sprintf("c%02d", i), Title: strings.TrimSpace(title), Body: "Do the work described in the title and write it down.",
 			Assignee: profiles[i%len(profiles)], Status: "Backlog", WorkspaceMode: "Direct",
 			AcceptanceCriteria: []string{"Sources linked", "Reviewed by a second person"},
 		})
 		if i >= 8 {
-			links = append(links, planner.Link{Card: fmt.Sprintf("c%02d", i), DependsOn: fmt.Sprintf("c%02d", i-8)})
+			links = append(links, plan.Link{Card: fmt.Sprintf("c%02d", i), DependsOn: fmt.Sprintf("c%02d", i-8)})
 		}
 	}
-	return planner.Envelope{Kind: planner.KindProposeActions, Actions: []planner.Action{{
-		Type: planner.ActionCreateBoardWithCards, Board: &planner.BoardDraft{Name: "Weekly Investigations Desk", Goal: "Sixty-four steps of research for the weekly edition."},
+	return plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{{
+		Type: plan.ActionCreateBoardWithCards, Board: &plan.BoardDraft{Name: "Weekly Investigations Desk", Goal: "Sixty-four steps of research for the weekly edition."},
 		Cards: cards, Links: links,
 	}}}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store"
@@ -40,9 +41,9 @@ func newWebServer(t *testing.T, s *store.Store) *httptest.Server {
 
 // hostilePlan is the newspaper plan with script and link injection in
 // every text field a model controls.
-func hostilePlan(t *testing.T) planner.Envelope {
+func hostilePlan(t *testing.T) plan.Envelope {
 	t.Helper()
-	res := planner.Check([]byte(plannertest.Testdata(t, "plans/valid-hostile-text.json")), planner.Options{Profiles: profiles})
+	res := planner.Check([]byte(plannertest.Testdata(t, "plans/valid-hostile-text.json")), plan.Options{Profiles: profiles})
 	if !res.Valid {
 		t.Fatal(res.Errors)
 	}

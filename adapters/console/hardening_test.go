@@ -16,7 +16,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/sse"
 	"github.com/bobnet/bobnet/web/webtest"
 )
@@ -204,9 +204,9 @@ func (p *pageEngine) Proposal(ctx context.Context, id bot.ProposalID) (bot.Propo
 		return bot.Proposal{}, bot.ErrNotFound
 	}
 	return bot.Proposal{ID: id, State: bot.ProposalPending, Version: 1, RequestedBy: "alice", ExpiresAt: time.Now().Add(time.Hour),
-		Plan: planner.Envelope{Kind: planner.KindProposeActions, Answer: "<script>alert(1)</script>", Actions: []planner.Action{{
-			Type: planner.ActionCreateBoardWithCards, Board: &planner.BoardDraft{Name: "News"},
-			Cards: []planner.CardDraft{{TempID: "c1", Title: "Write the intro", Body: "b", Status: "Backlog"},
+		Plan: plan.Envelope{Kind: plan.KindProposeActions, Answer: "<script>alert(1)</script>", Actions: []plan.Action{{
+			Type: plan.ActionCreateBoardWithCards, Board: &plan.BoardDraft{Name: "News"},
+			Cards: []plan.CardDraft{{TempID: "c1", Title: "Write the intro", Body: "b", Status: "Backlog"},
 				{TempID: "c2", Title: "Research the second topic of the edition at length", Body: "b", Status: "Backlog"},
 				{TempID: "c3", Title: "Edit", Body: "b", Status: "Backlog"}, {TempID: "c4", Title: "Publish", Body: "b", Status: "Backlog"}},
 		}}}}, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -80,7 +81,7 @@ func TestHistorySurvivesARestart(t *testing.T) {
 	third := New(&fakeEngine{}, logger)
 	third.Remember(store)
 	third.ListBoards(store)
-	if _, err := store.Execute(context.Background(), board.Execution{ProposalID: "p_homeaaaaaaaaaaaa", Channel: "console:newsroom", Plan: *planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{}).Plan}); err != nil {
+	if _, err := store.Execute(context.Background(), board.Execution{ProposalID: "p_homeaaaaaaaaaaaa", Channel: "console:newsroom", Plan: *planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{}).Plan}); err != nil {
 		t.Fatal(err)
 	}
 	r := chiRouter(third)

@@ -11,7 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 //go:embed proposal.html.tmpl
@@ -32,7 +32,7 @@ type proposalPageData struct {
 	Quorum                                                                       string // approvals so far and the policy
 	State                                                                        bot.ProposalState
 	Version                                                                      int
-	Warnings                                                                     []planner.Issue
+	Warnings                                                                     []plan.Issue
 	Cards                                                                        []pageCard
 }
 
@@ -50,7 +50,7 @@ func pageData(p bot.Proposal) proposalPageData {
 		for _, c := range a.Cards {
 			mode := c.WorkspaceMode
 			if mode == "" {
-				mode = planner.WorkspaceDirect
+				mode = plan.WorkspaceDirect
 			}
 			d.Cards = append(d.Cards, pageCard{Title: c.Title, Body: c.Body, Assignee: c.Assignee, Status: c.Status,
 				WorkspaceMode: mode, AcceptanceCriteria: c.AcceptanceCriteria, DependsOn: deps[c.TempID]})

@@ -375,7 +375,7 @@ func (a *Adapter) onReaction(ctx context.Context, evt *event.Event) {
 		return
 	}
 	rel := evt.Content.AsReaction().RelatesTo
-	if rel.Type != event.RelAnnotation {
+	if rel.Type != event.RelAnnotation || a.reviewReaction(ctx, evt, rel) {
 		return
 	}
 	var act string

@@ -40,6 +40,7 @@ type Engine interface {
 	ReviewByHandle(ctx context.Context, ch bot.Channel, user, ref string, accept bool, reason string) (board.CardUpdate, error)
 	Schedule(ctx context.Context, ch bot.Channel, user string, c bot.ScheduleCommand) (string, error)
 	RunsLine(ctx context.Context, b board.Board) string
+	Reviewer
 }
 
 // Memory remembers event ids across replicas and restarts, so a

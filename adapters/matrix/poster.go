@@ -58,7 +58,10 @@ func (a *Adapter) send(ctx context.Context, thread bot.Thread, msg message, opts
 
 // Reply posts a text reply as a notice in the thread.
 func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
-	_, err := a.send(ctx, t, renderReply(r))
+	evt, err := a.send(ctx, t, renderReply(r))
+	if err == nil && r.Review != nil {
+		a.reviewPosted(ctx, t, evt, *r.Review)
+	}
 	return err
 }
 

@@ -8,7 +8,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 func TestCancelReason(t *testing.T) {
@@ -38,7 +38,7 @@ func TestCancelledPreviewShowsTheReasonInert(t *testing.T) {
 }
 
 func TestReminderMentionsMatrixDeciders(t *testing.T) {
-	p := bot.Proposal{ID: "p_1", Plan: planner.Envelope{Actions: []planner.Action{{Type: planner.ActionCreateBoard, Board: &planner.BoardDraft{Name: "News <b>@room</b>"}}}}}
+	p := bot.Proposal{ID: "p_1", Plan: plan.Envelope{Actions: []plan.Action{{Type: plan.ActionCreateBoard, Board: &plan.BoardDraft{Name: "News <b>@room</b>"}}}}}
 	msg, users := renderReminder(bot.Reminder{Proposal: p, Deciders: []string{"@alice:example.org", "root", "U123", "@bob:example.org"}, Left: 6 * time.Hour})
 	if len(users) != 2 || users[0] != id.UserID("@alice:example.org") || users[1] != id.UserID("@bob:example.org") {
 		t.Fatalf("mentions = %v", users)

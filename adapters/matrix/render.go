@@ -9,7 +9,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // message is one notice as Matrix carries it: a plain body for clients
@@ -152,7 +152,7 @@ func changesLine(p bot.Proposal) string {
 	return strings.Join(parts, " · ")
 }
 
-func warningsLine(ws []planner.Issue) string {
+func warningsLine(ws []plan.Issue) string {
 	var out []string
 	for _, w := range ws {
 		if !strings.HasSuffix(w.Path, ".assignee") {

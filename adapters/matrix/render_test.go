@@ -8,7 +8,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // hostile is model text that would be live if rendered as is.
@@ -55,21 +55,21 @@ func AssertInert(t *testing.T, html, plain, publicURL string) {
 }
 
 // HostilePlan is a valid plan whose every text is hostile.
-func HostilePlan() planner.Envelope {
-	var cards []planner.CardDraft
+func HostilePlan() plan.Envelope {
+	var cards []plan.CardDraft
 	for i, h := range hostile {
-		cards = append(cards, planner.CardDraft{
+		cards = append(cards, plan.CardDraft{
 			TempID: string(rune('a' + i)), Title: h, Body: h, Assignee: h, Status: "Backlog", WorkspaceMode: "Direct",
 			AcceptanceCriteria: []string{h},
 		})
 	}
-	return planner.Envelope{
-		Kind: planner.KindProposeActions, Answer: strings.Join(hostile, " "), Assumptions: hostile,
-		Actions: []planner.Action{{
-			Type:  planner.ActionCreateBoardWithCards,
-			Board: &planner.BoardDraft{Name: hostile[0], Goal: strings.Join(hostile, " ")},
+	return plan.Envelope{
+		Kind: plan.KindProposeActions, Answer: strings.Join(hostile, " "), Assumptions: hostile,
+		Actions: []plan.Action{{
+			Type:  plan.ActionCreateBoardWithCards,
+			Board: &plan.BoardDraft{Name: hostile[0], Goal: strings.Join(hostile, " ")},
 			Cards: cards,
-			Links: []planner.Link{{Card: "a", DependsOn: "b"}},
+			Links: []plan.Link{{Card: "a", DependsOn: "b"}},
 		}},
 	}
 }
@@ -79,7 +79,7 @@ func TestRenderKeepsModelTextInert(t *testing.T) {
 	const public = "https://bobnet.example.com"
 	p := bot.Proposal{
 		ID: "p_x", Version: 2, Thread: bot.Thread{}, RequestedBy: "@mallory:localhost <b>", Plan: HostilePlan(),
-		Warnings: []planner.Issue{{Path: hostile[1], Message: hostile[4]}}, State: bot.ProposalPending,
+		Warnings: []plan.Issue{{Path: hostile[1], Message: hostile[4]}}, State: bot.ProposalPending,
 		ExpiresAt: time.Unix(0, 0), Changes: &bot.Changes{Added: hostile, Retitled: []bot.Change{{From: hostile[0], To: hostile[1]}}},
 	}
 	cases := map[string]message{"pending preview": renderPreview(p, public)}

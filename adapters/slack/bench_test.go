@@ -23,6 +23,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -153,6 +154,6 @@ func BenchmarkSlackIngestChannelEachBaseline(b *testing.B) { ingest(b, bareInges
 // nopPlanner is never called: the workers do not run in these benchmarks.
 type nopPlanner struct{}
 
-func (nopPlanner) Plan(context.Context, planner.PromptInput, planner.Options) (planner.Outcome, error) {
+func (nopPlanner) Plan(context.Context, planner.PromptInput, plan.Options) (planner.Outcome, error) {
 	return planner.Outcome{}, nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // Slack's limits on a message.
@@ -219,7 +219,7 @@ func changesText(p bot.Proposal) string {
 	return strings.Join(parts, " · ")
 }
 
-func warningsText(ws []planner.Issue) string {
+func warningsText(ws []plan.Issue) string {
 	var out []string
 	for _, w := range ws {
 		if strings.HasSuffix(w.Path, ".assignee") {

@@ -13,6 +13,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
@@ -23,7 +24,7 @@ var profiles = []string{"Coder", "Planner", "Researcher", "Reviewer"}
 
 func proposalFrom(t *testing.T, raw string) bot.Proposal {
 	t.Helper()
-	res := planner.Check([]byte(raw), planner.Options{Profiles: profiles})
+	res := planner.Check([]byte(raw), plan.Options{Profiles: profiles})
 	if !res.Valid {
 		t.Fatal(res.Errors)
 	}
@@ -160,13 +161,13 @@ func TestPreviewHostileTextIsInert(t *testing.T) {
 
 func TestPreviewFoldsLargePlans(t *testing.T) {
 	t.Parallel()
-	a := planner.Action{Type: planner.ActionCreateBoardWithCards, Board: &planner.BoardDraft{Name: strings.Repeat("Very long board name ", 20), Goal: "g"}}
+	a := plan.Action{Type: plan.ActionCreateBoardWithCards, Board: &plan.BoardDraft{Name: strings.Repeat("Very long board name ", 20), Goal: "g"}}
 	for i := range 64 {
-		a.Cards = append(a.Cards, planner.CardDraft{TempID: fmt.Sprint("c", i), Title: fmt.Sprint("Card ", i), Body: "b", Assignee: "Coder", Status: "Backlog", WorkspaceMode: "Direct",
+		a.Cards = append(a.Cards, plan.CardDraft{TempID: fmt.Sprint("c", i), Title: fmt.Sprint("Card ", i), Body: "b", Assignee: "Coder", Status: "Backlog", WorkspaceMode: "Direct",
 			AcceptanceCriteria: []string{strings.Repeat("long criterion ", 60), strings.Repeat("another one ", 80), strings.Repeat("and more ", 100)}})
 	}
 	p := proposalFrom(t, plannertest.NewspaperPlan(t))
-	p.Plan = planner.Envelope{Kind: planner.KindProposeActions, Actions: []planner.Action{a}}
+	p.Plan = plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{a}}
 	blocks := PreviewBlocks(p, "https://bobnet.example.com")
 	limits(t, blocks)
 	js := string(blocksJSON(t, blocks))

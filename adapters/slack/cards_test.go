@@ -11,7 +11,7 @@ import (
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // slackBoard makes the newspaper board in C_NEWS through the engine, as a
@@ -113,7 +113,7 @@ func TestSlackCardCommands(t *testing.T) {
 
 func TestPreviewShowsBoardChanges(t *testing.T) {
 	t.Parallel()
-	p := bot.Proposal{ID: "p_1", Version: 1, RequestedBy: "U_ALICE", Plan: planner.Envelope{Kind: planner.KindProposeActions, Actions: []planner.Action{{Type: planner.ActionUpdateCard, Card: "NEWS-1"}}},
+	p := bot.Proposal{ID: "p_1", Version: 1, RequestedBy: "U_ALICE", Plan: plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{{Type: plan.ActionUpdateCard, Card: "NEWS-1"}}},
 		BoardChanges: []bot.BoardChange{{Card: "NEWS-1", Title: "Define <!channel> policy", Field: "status", From: "Ready", To: "Done"}}}
 	js, _ := json.Marshal(slack.PreviewBlocks(p, "https://bobnet.example.com"))
 	text := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(js))

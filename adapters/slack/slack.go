@@ -39,6 +39,7 @@ type Engine interface {
 	ReviewByHandle(ctx context.Context, ch bot.Channel, user, ref string, accept bool, reason string) (board.CardUpdate, error)
 	Schedule(ctx context.Context, ch bot.Channel, user string, c bot.ScheduleCommand) (string, error)
 	RunsLine(ctx context.Context, b board.Board) string
+	Reviewer
 }
 
 // Memory remembers event ids and the threads the bot speaks in, across
@@ -435,7 +436,7 @@ func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
 	}
 	_, _, err = api.PostMessageContext(ctx, channel,
 		slackapi.MsgOptionText(fallback(r.Text), false),
-		slackapi.MsgOptionBlocks(slackapi.NewSectionBlock(mrkdwn(text), nil, nil)),
+		slackapi.MsgOptionBlocks(replyBlocks(text, r.Review)...),
 		slackapi.MsgOptionTS(t.ID))
 	return err
 }
@@ -556,6 +557,9 @@ func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallb
 		thread = cb.Container.ThreadTs
 	}
 	for _, act := range cb.ActionCallback.BlockActions {
+		if a.reviewClick(ctx, cb, act) {
+			continue
+		}
 		switch act.ActionID {
 		case actionRevise, actionApprove, actionCancel, actionProposeAgain, actionWithdraw:
 		default:
@@ -693,6 +697,9 @@ func (a *Adapter) viewSubmission(w http.ResponseWriter, ctx context.Context, cb 
 // response_action, or nil to close the modal. Shared by HTTP and Socket
 // Mode (where the answer travels in the ack).
 func (a *Adapter) submitView(ctx context.Context, cb slackapi.InteractionCallback) map[string]any {
+	if cb.View.CallbackID == sendBackCallback {
+		return a.submitSendBack(ctx, cb) // review.go
+	}
 	if cb.View.CallbackID == cancelCallback {
 		return a.submitCancel(cb) // cancel.go
 	}

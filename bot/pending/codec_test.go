@@ -10,6 +10,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
@@ -18,17 +19,17 @@ import (
 // comparison below covers the whole type.
 func fullProposal(t *testing.T) bot.Proposal {
 	t.Helper()
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), planner.Options{})
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{})
 	if !res.Valid {
 		t.Fatalf("newspaper plan: %+v", res.Errors)
 	}
-	plan := *res.Plan
+	env := *res.Plan
 	now := time.Date(2026, 11, 23, 10, 4, 5, 123456789, time.UTC)
 	return bot.Proposal{
 		ID: "p_abc", Version: 2, Supersedes: "p_old", RequestID: "r_abc",
 		Thread:      bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: "C1"}, ID: "1700000000.000100"},
 		RequestedBy: "alice", Request: "plan <our> \"daily\" newspaper & more \u2028 é 🗞",
-		Plan: plan, Warnings: []planner.Issue{{Path: "$.actions[0]", Message: "a warning"}},
+		Plan: env, Warnings: []plan.Issue{{Path: "$.actions[0]", Message: "a warning"}},
 		Changes:      &bot.Changes{Added: []string{"A"}, Retitled: []bot.Change{{From: "x", To: "y"}}, BoardChanged: &bot.Change{From: "a", To: "b"}},
 		BoardChanges: []bot.BoardChange{{Card: "NEWS-1", Title: "t", Field: "status", From: "Backlog", To: "Done"}},
 		State:        bot.ProposalApproved, CreatedAt: now, ExpiresAt: now.Add(time.Hour), DecidedBy: "bob", DecidedAt: now.Add(time.Minute),

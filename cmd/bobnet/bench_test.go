@@ -24,25 +24,25 @@ import (
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // benchPlan is a 64-card plan whose cards form a chain: 63 links.
-func benchPlan() planner.Envelope {
-	a := planner.Action{Type: planner.ActionCreateBoardWithCards, Board: &planner.BoardDraft{Name: "Big board", Goal: "Benchmark"}}
+func benchPlan() plan.Envelope {
+	a := plan.Action{Type: plan.ActionCreateBoardWithCards, Board: &plan.BoardDraft{Name: "Big board", Goal: "Benchmark"}}
 	for i := range 64 {
-		a.Cards = append(a.Cards, planner.CardDraft{
+		a.Cards = append(a.Cards, plan.CardDraft{
 			TempID: fmt.Sprint("c", i), Title: fmt.Sprintf("Card number %d of the benchmark board", i),
 			Body: "Do the thing this card is about, carefully, and say when it is done.", Assignee: "Coder",
 			Status: "Backlog", WorkspaceMode: "Direct", AcceptanceCriteria: []string{"It works.", "It is tested."},
 		})
 		if i > 0 {
-			a.Links = append(a.Links, planner.Link{Card: fmt.Sprint("c", i), DependsOn: fmt.Sprint("c", i-1)})
+			a.Links = append(a.Links, plan.Link{Card: fmt.Sprint("c", i), DependsOn: fmt.Sprint("c", i-1)})
 		}
 	}
-	return planner.Envelope{Kind: planner.KindProposeActions, Answer: "A big board.", Actions: []planner.Action{a}}
+	return plan.Envelope{Kind: plan.KindProposeActions, Answer: "A big board.", Actions: []plan.Action{a}}
 }
 
 // benchServer is BobNet's HTTP handler on real Postgres and Redis, with
@@ -103,14 +103,14 @@ func newBenchServer(b testing.TB) *benchServer {
 var benchChannel = bot.Channel{Source: bot.SourceConsole, ID: "bench"}
 
 // seed stores a pending 64-card proposal as the engine would.
-func (s *benchServer) seed(b testing.TB, plan planner.Envelope, planJSON []byte) bot.ProposalID {
+func (s *benchServer) seed(b testing.TB, env plan.Envelope, planJSON []byte) bot.ProposalID {
 	b.Helper()
 	ctx := context.Background()
 	// An id of the shape the engine makes: the API refuses any other.
 	id := bot.ProposalID("p_" + strings.TrimPrefix(string(bot.NewRequestID()), "r_"))
 	now := time.Now()
 	p := bot.Proposal{ID: id, Version: 1, RequestedBy: "alice", Thread: bot.Thread{Channel: benchChannel},
-		Plan: plan, State: bot.ProposalPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Warnings: []planner.Issue{}}
+		Plan: env, State: bot.ProposalPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Warnings: []plan.Issue{}}
 	if err := s.store.SaveProposal(ctx, board.ProposalRecord{ID: id, Channel: benchChannel.Key(), RequestedBy: "alice", Plan: planJSON, ExpiresAt: p.ExpiresAt}); err != nil {
 		b.Fatal(err)
 	}
@@ -147,13 +147,13 @@ func percentile(d []time.Duration, p int) float64 {
 // load in Redis, the one Postgres transaction, the proposal's new state.
 func BenchmarkApprove64(b *testing.B) {
 	s := newBenchServer(b)
-	plan := benchPlan()
-	planJSON, _ := json.Marshal(plan)
+	env := benchPlan()
+	planJSON, _ := json.Marshal(env)
 	var lat []time.Duration
 	b.ReportAllocs()
 	for range b.N {
 		b.StopTimer()
-		id := s.seed(b, plan, planJSON)
+		id := s.seed(b, env, planJSON)
 		b.StartTimer()
 		t0 := time.Now()
 		code, err := s.approve(id)
@@ -185,12 +185,12 @@ func BenchmarkApprove64Baseline(b *testing.B) {
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return
 		}
-		var plan planner.Envelope
-		if err := json.Unmarshal(raw, &plan); err != nil {
+		var env plan.Envelope
+		if err := json.Unmarshal(raw, &env); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		if err := writeBaseline(r.Context(), pool, plan.Actions[0], id); err != nil {
+		if err := writeBaseline(r.Context(), pool, env.Actions[0], id); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -224,7 +224,7 @@ func BenchmarkApprove64Baseline(b *testing.B) {
 // the board with its key, channel and proposal, each card with its
 // criteria, skills, notes and proposal as data, and the links. So the
 // baseline differs from an approval by BobNet's work, not by fewer bytes.
-func writeBaseline(ctx context.Context, pool *pgxpool.Pool, a planner.Action, proposal string) error {
+func writeBaseline(ctx context.Context, pool *pgxpool.Pool, a plan.Action, proposal string) error {
 	boardID := board.NewBoardID()
 	ids := map[string]board.CardID{}
 	var cid, temp, title, body, assignee, status, mode, criteria, skills, notes []string
@@ -263,14 +263,14 @@ FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[
 // unique: BOAR, then BOAR2).
 func TestBaselineWritesTheRowsAnApprovalWrites(t *testing.T) {
 	s := newBenchServer(t)
-	plan := benchPlan()
-	planJSON, _ := json.Marshal(plan)
-	id := s.seed(t, plan, planJSON)
+	env := benchPlan()
+	planJSON, _ := json.Marshal(env)
+	id := s.seed(t, env, planJSON)
 	if code, err := s.approve(id); err != nil || code != http.StatusOK {
 		t.Fatalf("approve: %d, %v", code, err)
 	}
 	ctx := context.Background()
-	if err := writeBaseline(ctx, s.store.Pool(), plan.Actions[0], string(id)); err != nil {
+	if err := writeBaseline(ctx, s.store.Pool(), env.Actions[0], string(id)); err != nil {
 		t.Fatal(err)
 	}
 	for table, q := range map[string]string{
@@ -313,13 +313,13 @@ FROM cards c`,
 // reports the p99 of all the answers.
 func BenchmarkConcurrentApproves100(b *testing.B) {
 	s := newBenchServer(b)
-	plan := benchPlan()
-	planJSON, _ := json.Marshal(plan)
+	env := benchPlan()
+	planJSON, _ := json.Marshal(env)
 	var lat []time.Duration
 	var mu sync.Mutex
 	for range b.N {
 		b.StopTimer()
-		id := s.seed(b, plan, planJSON)
+		id := s.seed(b, env, planJSON)
 		b.StartTimer()
 		codes := map[int]int{}
 		var wg sync.WaitGroup

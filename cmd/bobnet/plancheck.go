@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -58,8 +59,8 @@ func runPlanCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "bobnet plan check: %v\n", err)
 		return 2
 	}
-	opts := planner.Options{Profiles: splitList(*profiles), HasTargetBoard: *hasBoard}
-	var res planner.Result
+	opts := plan.Options{Profiles: splitList(*profiles), HasTargetBoard: *hasBoard}
+	var res plan.Result
 	if *hasBoard || *noBoard {
 		res = planner.Check(raw, opts)
 	} else {
@@ -94,7 +95,7 @@ func readCapped(name string) ([]byte, error) {
 // checkEitherBoard validates raw as if the channel had a current board and
 // reports, as warnings, the errors it would have without one: offline
 // there is no channel to ask.
-func checkEitherBoard(raw []byte, opts planner.Options) planner.Result {
+func checkEitherBoard(raw []byte, opts plan.Options) plan.Result {
 	opts.HasTargetBoard = true
 	res := planner.Check(raw, opts)
 	opts.HasTargetBoard = false

@@ -170,4 +170,7 @@ func TestRunTheNewspaperFromTheBoardPage(t *testing.T) {
 	if text := browse(t, browser, chromedp.Evaluate[string](`document.getElementById('runs').innerText`)); !strings.Contains(text, "Run 1: done") || !strings.Contains(text, "the edition") {
 		t.Errorf("runs line after the run: %q", text)
 	}
+	if dir := os.Getenv("BOBNET_SCREENSHOTS"); dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, "board-after-run.png"), browse(t, browser, chromedp.CaptureScreenshot()), 0o644)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/demomodel"
 )
@@ -28,14 +29,14 @@ func TestDemoModelPlansThroughTheRealClient(t *testing.T) {
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		for _, tc := range []struct {
 			msg  string
-			kind planner.Kind
+			kind plan.Kind
 		}{
-			{"plan our daily research newspaper with three researchers", planner.KindProposeActions},
-			{"what is a kanban board?", planner.KindAnswer},
-			{"please delete the old board", planner.KindRefuse},
-			{"newspaper", planner.KindClarify},
+			{"plan our daily research newspaper with three researchers", plan.KindProposeActions},
+			{"what is a kanban board?", plan.KindAnswer},
+			{"please delete the old board", plan.KindRefuse},
+			{"newspaper", plan.KindClarify},
 		} {
-			out, err := c.Plan(context.Background(), planner.PromptInput{Message: tc.msg}, planner.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
+			out, err := c.Plan(context.Background(), planner.PromptInput{Message: tc.msg}, plan.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
 			if err != nil {
 				t.Fatalf("stream %v, %q: %v", stream, tc.msg, err)
 			}

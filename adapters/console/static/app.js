@@ -5,6 +5,7 @@
   const $ = (id) => document.getElementById(id);
   const log = $("log");
   const previews = new Map(); // proposal id -> element
+  const reviews = new Map(); // "run card" -> the announcements of a card under review
   let source = null;
 
   const fromPath = location.pathname.match(/^\/c\/([a-z0-9][a-z0-9_-]{0,63})$/);
@@ -78,12 +79,72 @@
     const href = d.board_url && safeURL(d.board_url);
     if (href) {
       m.appendChild(document.createElement("br"));
-      const a = el("a", "board-link", "Open the board");
+      const a = el("a", "board-link", d.review ? "Open the run page" : "Open the board");
       a.href = href;
       a.dataset.testid = "board-link";
       m.appendChild(a);
     }
+    if (d.review) reviewReply(m, d.review);
     log.appendChild(m);
+  }
+
+  // reviewReply gives an announcement of a card under review its Accept /
+  // Send back buttons, and on a reply saying how a review ended, takes the
+  // buttons of that card's announcements away.
+  function reviewReply(m, r) {
+    const key = r.run_id + " " + r.card_id;
+    if (r.decision) {
+      (reviews.get(key) || []).forEach((a) => reviewDecided(a, r));
+      reviews.delete(key);
+      return;
+    }
+    m.classList.add("review");
+    m.dataset.testid = "review";
+    const actions = el("div", "actions");
+    actions.appendChild(button("Accept", "primary", "review-accept", () => review(actions, r, "accept")));
+    actions.appendChild(button("Send back", "", "review-sendback", () => showSendBack(actions, r)));
+    m.appendChild(actions);
+    reviews.set(key, (reviews.get(key) || []).concat([actions]));
+  }
+
+  function reviewDecided(actions, r) {
+    const by = r.decision === "accepted" ? "Accepted by " + r.by : "Sent back by " + r.by + ": “" + r.reason + "”";
+    const state = el("span", "state " + (r.decision === "accepted" ? "approved" : "cancelled"), by);
+    state.dataset.testid = "review-state";
+    actions.replaceChildren(state);
+  }
+
+  function showSendBack(actions, r) {
+    if (actions.querySelector(".revise")) return;
+    const f = el("div", "revise");
+    const input = el("input");
+    input.placeholder = "Why does it go back? (Enter sends)";
+    input.maxLength = 1000;
+    input.dataset.testid = "review-reason";
+    f.appendChild(input);
+    const send = () => { if (input.value.trim()) review(actions, r, "send_back", input.value.trim()); };
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
+    });
+    f.appendChild(button("Send back", "primary", "review-send", send));
+    actions.appendChild(f);
+    input.focus();
+  }
+
+  // review decides through the runs API; the reply that says how it was
+  // decided takes the buttons away, for everyone watching.
+  async function review(actions, r, decision, reason) {
+    const u = user();
+    if (!u) return;
+    actions.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+    const body = { user: u, decision };
+    if (reason) body.reason = reason;
+    const path = "/api/v1/runs/" + encodeURIComponent(r.run_id) + "/cards/" + encodeURIComponent(r.card_id) + "/review";
+    const { status, data } = await api("POST", path, body);
+    if (status >= 400) {
+      alertMsg(data.error || "That did not work (" + status + ").");
+      actions.querySelectorAll("button").forEach((b) => { b.disabled = false; });
+    }
   }
 
   function cardTitles(plan) {
@@ -374,6 +435,7 @@
     if (source) source.close();
     log.replaceChildren();
     previews.clear();
+    reviews.clear();
     localStorage.setItem("bobnet.channel", ch);
     if (location.pathname !== "/c/" + ch) history.replaceState(null, "", "/c/" + ch);
     let url = "/api/v1/channels/" + encodeURIComponent(ch) + "/events";

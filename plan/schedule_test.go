@@ -1,10 +1,10 @@
-package planner_test
+package plan_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 const newBoardWithCard = `{"type":"create_board_with_cards","board":{"name":"Daily newspaper","goal":"g"},"cards":[{"temp_id":"a","title":"Collect","body":"Collect the stories.","assignee":"Researcher","status":"Ready"}]}`
@@ -13,8 +13,8 @@ const newBoardWithCard = `{"type":"create_board_with_cards","board":{"name":"Dai
 // channel's board, once, with a cron and a time zone BobNet can read.
 func TestScheduleBoard(t *testing.T) {
 	t.Parallel()
-	check := func(actions string, hasBoard bool) planner.Result {
-		return planner.Check([]byte(`{"kind":"propose_actions","answer":"daily","actions":[`+actions+`]}`), planner.Options{HasTargetBoard: hasBoard})
+	check := func(actions string, hasBoard bool) plan.Result {
+		return plan.CheckJSON([]byte(`{"kind":"propose_actions","answer":"daily","actions":[`+actions+`]}`), plan.Options{HasTargetBoard: hasBoard})
 	}
 	res := check(newBoardWithCard+`,{"type":"schedule_board","cron":" 0 6 * * * ","timezone":"Europe/Berlin"}`, false)
 	if !res.Valid {

@@ -1,20 +1,20 @@
-package planner_test
+package plan_test
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // newspaperState is the newspaper board as it stands after approval:
 // NEWS-1 Ready, the rest Backlog, the plan's 13 links.
-func newspaperState() *planner.BoardState {
+func newspaperState() *plan.BoardState {
 	deps := map[int][]int{2: {1}, 3: {1}, 4: {1}, 5: {2, 3, 4}, 6: {5, 4}, 7: {6}, 8: {6}, 9: {6}, 10: {8, 7}}
-	st := &planner.BoardState{}
+	st := &plan.BoardState{}
 	for i := 1; i <= 10; i++ {
-		c := planner.CardSummary{ID: fmt.Sprintf("c_%d", i), Handle: fmt.Sprintf("NEWS-%d", i), Title: fmt.Sprintf("Card %d", i), Status: "Backlog"}
+		c := plan.CardSummary{ID: fmt.Sprintf("c_%d", i), Handle: fmt.Sprintf("NEWS-%d", i), Title: fmt.Sprintf("Card %d", i), Status: "Backlog"}
 		if i == 1 {
 			c.Status = "Ready"
 		}
@@ -26,10 +26,10 @@ func newspaperState() *planner.BoardState {
 	return st
 }
 
-func checkChange(t *testing.T, actions string) planner.Result {
+func checkChange(t *testing.T, actions string) plan.Result {
 	t.Helper()
 	raw := `{"kind":"propose_actions","answer":"changes","actions":` + actions + `}`
-	return planner.Check([]byte(raw), planner.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}, HasTargetBoard: true, Board: newspaperState()})
+	return plan.CheckJSON([]byte(raw), plan.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}, HasTargetBoard: true, Board: newspaperState()})
 }
 
 func TestUpdateCardAndAddLinks(t *testing.T) {
@@ -51,7 +51,7 @@ func TestUpdateCardAndAddLinks(t *testing.T) {
 	if a[0].Card != "NEWS-1" || *a[0].Status != "Done" || a[2].Card != "NEWS-3" || *a[2].Assignee != "Reviewer" {
 		t.Errorf("not normalized: %+v %+v", a[0], a[2])
 	}
-	if a[5].Links[1] != (planner.Link{Card: "NEWS-5", DependsOn: "fact_check"}) {
+	if a[5].Links[1] != (plan.Link{Card: "NEWS-5", DependsOn: "fact_check"}) {
 		t.Errorf("links = %+v", a[5].Links)
 	}
 }
@@ -97,31 +97,14 @@ func TestChangeActionsRejected(t *testing.T) {
 func TestChangeActionsNeedABoard(t *testing.T) {
 	t.Parallel()
 	raw := `{"kind":"propose_actions","answer":"x","actions":[{"type":"update_card","card":"NEWS-1","status":"Done"}]}`
-	res := planner.Check([]byte(raw), planner.Options{})
+	res := plan.CheckJSON([]byte(raw), plan.Options{})
 	if res.Valid || res.Errors[0].Path != "actions[0].type" {
 		t.Fatalf("without a board: %+v", res.Errors)
 	}
 	// Offline with --board the references cannot be checked: a warning.
-	res = planner.Check([]byte(raw), planner.Options{HasTargetBoard: true})
+	res = plan.CheckJSON([]byte(raw), plan.Options{HasTargetBoard: true})
 	if !res.Valid || len(res.Warnings) == 0 {
 		t.Fatalf("offline: %+v %+v", res.Errors, res.Warnings)
-	}
-}
-
-func TestPromptNamesCardsByHandleAndOffersChanges(t *testing.T) {
-	t.Parallel()
-	msgs := planner.BuildPrompt(planner.PromptInput{
-		Board:   &planner.BoardSummary{ID: "b_1", Name: "News", Cards: []planner.CardSummary{{ID: "c_1", Handle: "NEWS-1", Title: "Pick topics", Status: "Ready"}}},
-		Message: "mark the topic card done",
-	})
-	var all strings.Builder
-	for _, m := range msgs {
-		all.WriteString(m.Content + "\n")
-	}
-	for _, want := range []string{`"type": "update_card"`, `"type": "add_links"`, "- [NEWS-1] Pick topics (Ready, Unassigned)", "only when every card it depends on is Done"} {
-		if !strings.Contains(all.String(), want) {
-			t.Errorf("prompt lacks %q", want)
-		}
 	}
 }
 
@@ -133,7 +116,7 @@ func TestSecondBoardIsWarned(t *testing.T) {
 	st := newspaperState()
 	st.Name, st.Key = "Daily newspaper", "NEWS"
 	raw := `{"kind":"propose_actions","answer":"a board","actions":[{"type":"create_board_with_cards","board":{"name":"Weekly digest","goal":"g"},"cards":[{"temp_id":"a","title":"Collect","body":"Collect the week's stories.","assignee":"Researcher","status":"Ready"}]}]}`
-	res := planner.Check([]byte(raw), planner.Options{HasTargetBoard: true, Board: st})
+	res := plan.CheckJSON([]byte(raw), plan.Options{HasTargetBoard: true, Board: st})
 	if !res.Valid {
 		t.Fatalf("errors: %+v", res.Errors)
 	}
@@ -146,7 +129,7 @@ func TestSecondBoardIsWarned(t *testing.T) {
 	if !found {
 		t.Errorf("no second-board warning in %+v", res.Warnings)
 	}
-	res = planner.Check([]byte(raw), planner.Options{})
+	res = plan.CheckJSON([]byte(raw), plan.Options{})
 	for _, w := range res.Warnings {
 		if strings.Contains(w.Message, "second board") {
 			t.Errorf("warned with no board in the channel: %+v", w)

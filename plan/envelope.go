@@ -1,7 +1,10 @@
-// Package planner owns what a planning model is asked and what its answer
-// means: the envelope grammar, the prompt builder, the tolerant parser, the
-// validator and the OpenAI-compatible client. It does no I/O besides the LLM.
-package planner
+// Package plan holds what a plan is: the envelope a planning model answers
+// with, its actions, cards and links, and the pure functions on them that
+// the planner, the bot and storage share: validation and normalization,
+// statuses, schedules, the text check and the cycle search. It does no I/O
+// and imports no other package of BobNet, so storage can depend on it
+// without depending on the model client.
+package plan
 
 // Kind says what the model chose to do with a request.
 type Kind string

@@ -1,8 +1,10 @@
-package planner
+package plan_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/bobnet/bobnet/plan"
 )
 
 // A NUL or another control character in model output is a bad plan with
@@ -20,7 +22,7 @@ func TestControlCharactersAreRejectedWithAPath(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			raw := strings.NewReplacer("TITLE", tt.title, "BODY", tt.body, "CRIT", tt.crit).Replace(base)
-			res := Check([]byte(raw), Options{})
+			res := plan.CheckJSON([]byte(raw), plan.Options{})
 			if res.Valid {
 				t.Fatal("valid")
 			}
@@ -34,7 +36,7 @@ func TestControlCharactersAreRejectedWithAPath(t *testing.T) {
 		})
 	}
 	ok := strings.NewReplacer("TITLE", `"T"`, "BODY", `"line one\nline two\twith a tab\r\n"`, "CRIT", `["ok"]`).Replace(base)
-	if res := Check([]byte(ok), Options{}); !res.Valid {
+	if res := plan.CheckJSON([]byte(ok), plan.Options{}); !res.Valid {
 		t.Fatalf("tabs and newlines refused: %+v", res.Errors)
 	}
 }
@@ -44,7 +46,7 @@ func TestControlCharactersAreRejectedWithAPath(t *testing.T) {
 func TestInvisibleCharactersAreNeutralizedInTitles(t *testing.T) {
 	raw := `{"kind":"propose_actions","answer":"A","confidence":0.9,"actions":[{"type":"create_board_with_cards","board":{"name":"Sh\u200bip\u202e","goal":"G"},
 "cards":[{"temp_id":"c1","title":"Pay \u202eecnavda\u202c invoice\ufeff","body":"B","assignee":"Coder","status":"Backlog"}]}]}`
-	res := Check([]byte(raw), Options{})
+	res := plan.CheckJSON([]byte(raw), plan.Options{})
 	if !res.Valid {
 		t.Fatalf("invalid: %+v", res.Errors)
 	}
@@ -58,7 +60,7 @@ func TestInvisibleCharactersAreNeutralizedInTitles(t *testing.T) {
 // characters go as a new card's do.
 func TestUpdateCardTitleIsNeutralized(t *testing.T) {
 	raw := `{"kind":"propose_actions","answer":"A","confidence":0.9,"actions":[{"type":"update_card","card":"NEWS-1","title":"Pay \u202eecnavda\u202c invoice\u200b"}]}`
-	res := Check([]byte(raw), Options{HasTargetBoard: true})
+	res := plan.CheckJSON([]byte(raw), plan.Options{HasTargetBoard: true})
 	if !res.Valid {
 		t.Fatalf("invalid: %+v", res.Errors)
 	}
