@@ -33,8 +33,8 @@ type importRule struct {
 var importRules = []importRule{
 	{"plan", []string{"planner", "bot", "board", "store", "web", "migrations", "adapters", "cmd", "metrics", "run", "httpapi", "apitoken", "secretbox", "sse", "soak"}, nil},
 	{"planner", []string{"bot", "board", "store", "web", "migrations", "adapters", "cmd", "metrics"}, nil},
-	{"board", []string{"planner", "store", "web", "httpapi", "bot", "adapters", "cmd", "metrics"}, []string{"github.com/jackc/pgx"}},
-	{"store", []string{"bot", "adapters", "cmd", "httpapi", "web", "metrics"}, nil},
+	{"board", []string{"planner", "store", "web", "httpapi", "bot", "adapters", "cmd", "metrics"}, []string{"github.com/jackc/pgx", "net/http"}},
+	{"store", []string{"planner", "bot", "adapters", "cmd", "httpapi", "web", "metrics"}, []string{"net/http"}},
 	{"migrations", []string{"bot", "board", "store", "planner", "adapters", "cmd", "metrics"}, nil},
 	{"bot", []string{"adapters", "cmd", "metrics"}, nil},
 	{"metrics", []string{"adapters", "cmd"}, nil},
