@@ -14,13 +14,6 @@ import (
 	"github.com/bobnet/bobnet/plan"
 )
 
-// ID identifies a board. It is random and unguessable, so a board link in
-// chat can be shared without exposing other boards.
-type ID string
-
-// CardID identifies a card.
-type CardID string
-
 // Errors the store returns; check with errors.Is.
 var (
 	// ErrNotFound means no row matched.

@@ -8,6 +8,13 @@ import (
 	"strings"
 )
 
+// ID identifies a board. It is random and unguessable, so a board link in
+// chat can be shared without exposing other boards.
+type ID string
+
+// CardID identifies a card.
+type CardID string
+
 // ProposalID identifies one version of a proposed plan: "p_" and 16
 // lower-case base32 characters. The bot package names it bot.ProposalID.
 type ProposalID string
