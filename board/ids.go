@@ -2,6 +2,7 @@ package board
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
 	"errors"
 	"fmt"
@@ -57,6 +58,37 @@ func ParseRequestID(s string) (RequestID, error) {
 	return parseID[RequestID]("request", "r_", shortIDChars, s)
 }
 
+// idEncoding spells an id's bits: base32 without padding, lower-cased.
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// newID returns prefix followed by 26 characters: 128 random bits, so a
+// board link (or a run's, or a card's) cannot be guessed from another.
+func newID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
+}
+
+// NewShortID returns prefix followed by 16 characters: 80 random bits,
+// the size of request ids, for names that only need not collide (the
+// engine's claim holders).
+func NewShortID(prefix string) string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
+}
+
+// NewRequestID returns a fresh request id.
+func NewRequestID() RequestID { return RequestID(NewShortID("r_")) }
+
+// ProposalIDFor is the id of the proposal request r makes: derived from
+// the request, so planning a request again after a crash writes the same
+// proposal rather than a second one.
+func ProposalIDFor(r RequestID) ProposalID {
+	sum := sha256.Sum256([]byte("proposal:" + string(r)))
+	return ProposalID("p_" + strings.ToLower(idEncoding.EncodeToString(sum[:10])))
+}
+
 func parseID[T ~string](kind, prefix string, chars int, s string) (T, error) {
 	rest, ok := strings.CutPrefix(s, prefix)
 	if !ok || len(rest) != chars || strings.IndexFunc(rest, notBase32) >= 0 {
@@ -90,14 +122,6 @@ func (e *malformedIDError) Error() string {
 // Is makes errors.Is match ErrMalformedID and ErrNotFound.
 func (e *malformedIDError) Is(target error) bool {
 	return target == ErrMalformedID || target == ErrNotFound
-}
-
-// newID returns prefix followed by 26 lower-case base32 characters: 128
-// random bits, so a board link cannot be guessed from another.
-func newID(prefix string) string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
 // NewBoardID returns a fresh random board id.

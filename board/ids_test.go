@@ -49,8 +49,10 @@ func TestParseIDs(t *testing.T) {
 			func() string { return string(board.NewBoardID()) }},
 		{"card", "c_", 26, func(s string) (string, error) { id, err := board.ParseCardID(s); return string(id), err },
 			func() string { return string(board.NewCardID()) }},
-		{"proposal", "p_", 16, func(s string) (string, error) { id, err := board.ParseProposalID(s); return string(id), err }, nil},
-		{"request", "r_", 16, func(s string) (string, error) { id, err := board.ParseRequestID(s); return string(id), err }, nil},
+		{"proposal", "p_", 16, func(s string) (string, error) { id, err := board.ParseProposalID(s); return string(id), err },
+			func() string { return string(board.ProposalIDFor(board.NewRequestID())) }},
+		{"request", "r_", 16, func(s string) (string, error) { id, err := board.ParseRequestID(s); return string(id), err },
+			func() string { return string(board.NewRequestID()) }},
 	}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/bobnet/bobnet/board"
 )
 
 // claim is a decision's hold on a proposal in Redis: the holder it was
@@ -28,9 +30,9 @@ type claim struct {
 // by the same person's second click or by anyone after its own ran out.
 func newHolder(action, user string) string {
 	if user == "" {
-		return newID("c_") + " " + action
+		return board.NewShortID("c_") + " " + action
 	}
-	return newID("c_") + " " + action + ":" + user
+	return board.NewShortID("c_") + " " + action + ":" + user
 }
 
 // claim takes the claim of a proposal for action by user, and keeps it

@@ -52,7 +52,6 @@ type Source string
 const (
 	SourceSlack   Source = "slack"
 	SourceMatrix  Source = "matrix"
-	SourceWebhook Source = "webhook"
 	SourceConsole Source = "console"
 )
 

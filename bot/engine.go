@@ -2,9 +2,6 @@ package bot
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,7 +36,6 @@ type Boards interface {
 	// RecordDelivery records a webhook delivery's first request, or
 	// returns the one recorded before.
 	RecordDelivery(ctx context.Context, d board.Delivery) (board.DeliveryResult, error)
-	Ping(ctx context.Context) error
 }
 
 // Proposals keeps pending proposals with their expiry and the claim that
@@ -68,7 +64,6 @@ type Proposals interface {
 	RenewClaim(ctx context.Context, id ProposalID, holder string, ttl time.Duration) error
 	DueExpiries(ctx context.Context, now time.Time, limit int) ([]ProposalID, error)
 	RemoveExpiry(ctx context.Context, id ProposalID) error
-	Ping(ctx context.Context) error
 }
 
 // Requests keeps request records, dedupe keys, rate limits and thread
@@ -229,30 +224,9 @@ func (discard) Reply(context.Context, Thread, Reply) error                { retu
 func (discard) PostPreview(context.Context, Proposal) (MessageRef, error) { return "", nil }
 func (discard) UpdatePreview(context.Context, Proposal) error             { return nil }
 
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-func newID(prefix string) string {
-	var b [10]byte
-	_, _ = rand.Read(b[:])
-	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
-}
-
 // NewRequestID returns a fresh request id, for adapters that show a
 // request before submitting it.
-func NewRequestID() RequestID { return RequestID(newID("r_")) }
-
-// proposalIDFor is the id of the proposal a request makes: derived from
-// the request, so planning a request again after a crash writes the same
-// proposal rather than a second one.
-func proposalIDFor(r RequestID) ProposalID {
-	sum := sha256.Sum256([]byte("proposal:" + string(r)))
-	return ProposalID("p_" + strings.ToLower(idEncoding.EncodeToString(sum[:10])))
-}
-
-// Ready reports whether Redis and Postgres answer.
-func (e *Engine) Ready(ctx context.Context) error {
-	return errors.Join(e.deps.Proposals.Ping(ctx), e.deps.Boards.Ping(ctx))
-}
+func NewRequestID() RequestID { return board.NewRequestID() }
 
 // unavailable marks an infrastructure error as ErrUnavailable unless it
 // already says what it is.

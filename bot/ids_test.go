@@ -16,7 +16,7 @@ func TestIDsTheEngineMakesParse(t *testing.T) {
 		if got, err := ParseRequestID(string(r)); err != nil || got != r {
 			t.Fatalf("request id %q: %q, %v", r, got, err)
 		}
-		p := proposalIDFor(r)
+		p := board.ProposalIDFor(r)
 		if got, err := ParseProposalID(string(p)); err != nil || got != p {
 			t.Fatalf("proposal id %q: %q, %v", p, got, err)
 		}

@@ -48,7 +48,7 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 func (e *Engine) propose(ctx context.Context, r Request, requester string, env plan.Envelope, warnings []plan.Issue, prev *Proposal, target board.ID) (*Reply, *Proposal, error) {
 	now := e.deps.Now()
 	p := Proposal{
-		ID: proposalIDFor(r.ID), Version: 1, RequestID: r.ID, Thread: r.Thread, RequestedBy: requester, Request: r.Text,
+		ID: board.ProposalIDFor(r.ID), Version: 1, RequestID: r.ID, Thread: r.Thread, RequestedBy: requester, Request: r.Text,
 		Plan: env, Warnings: warnings, State: ProposalPending, CreatedAt: now, ExpiresAt: now.Add(e.cfg.ProposalTTL), TargetBoard: target,
 	}
 	if p.Warnings == nil {

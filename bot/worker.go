@@ -201,7 +201,7 @@ func (e *Engine) ack(ctx context.Context, consumer string, d Delivery) {
 // answer plans a request's answer. A request whose proposal was already
 // stored (planned before a crash) is not planned again.
 func (e *Engine) answer(ctx context.Context, r Request) Answer {
-	pid := proposalIDFor(r.ID)
+	pid := board.ProposalIDFor(r.ID)
 	if p, err := e.deps.Proposals.Proposal(ctx, pid); err == nil {
 		return Answer{ProposalID: p.ID, Reply: &Reply{Kind: ReplyProposal, Text: p.Plan.Answer}}
 	}

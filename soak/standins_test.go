@@ -13,8 +13,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // tagRE finds the soak's tag for a request in the text the model reads:
@@ -191,7 +191,7 @@ func newReceiver(t *testing.T, secret string) *receiver {
 	rc := &receiver{}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if webhook.Verify(webhook.SchemeStandard, r.Header, secret, body, time.Now()) != nil {
+		if signing.VerifyStandard(r.Header, secret, body, time.Now()) != nil {
 			rc.mu.Lock()
 			rc.bad++
 			rc.mu.Unlock()

@@ -10,8 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bobnet/bobnet/adapters/slack"
-	"github.com/bobnet/bobnet/adapters/webhook"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // request is a request BobNet acknowledged (202 from the API or a hook).
@@ -112,7 +111,7 @@ func (w *workload) hookDelivery(ctx context.Context) {
 	var id string
 	for range 1 + rand.IntN(3) {
 		w.pick(ctx, func(r *replica) int {
-			h, _ := webhook.StandardHeaders(w.hookSecret, msgID, time.Now(), body)
+			h, _ := signing.StandardHeaders(w.hookSecret, msgID, time.Now(), body)
 			h.Set("Content-Type", "application/json")
 			code, out := postJSON(ctx, r, "/api/v1/hooks/forms", h, body)
 			if code == http.StatusAccepted && id == "" {
@@ -146,7 +145,7 @@ func (w *workload) slackMention(ctx context.Context) {
 			h := http.Header{}
 			h.Set("Content-Type", "application/json")
 			h.Set("X-Slack-Request-Timestamp", now)
-			h.Set("X-Slack-Signature", slack.SignatureHeader(w.slackSecret, now, body))
+			h.Set("X-Slack-Signature", signing.SlackSignature(w.slackSecret, now, body))
 			if retry > 0 {
 				h.Set("X-Slack-Retry-Num", strconv.Itoa(retry))
 				h.Set("X-Slack-Retry-Reason", "http_timeout")

@@ -115,7 +115,7 @@ func (f *Feed) event(ctx context.Context, note notice) (board.CardEvent, error) 
 func (f *Feed) watched(id board.ID) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.subs[id]) > 0 || len(f.subs[AllBoards]) > 0
+	return len(f.subs[id]) > 0
 }
 
 // publish hands an event to the board's subscribers. One too slow to keep
@@ -124,24 +124,18 @@ func (f *Feed) watched(id board.ID) bool {
 func (f *Feed) publish(ev board.CardEvent) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, key := range []board.ID{ev.Board, AllBoards} {
-		for sub := range f.subs[key] {
-			select {
-			case sub <- ev:
-			default:
-				delete(f.subs[key], sub)
-				close(sub)
-			}
+	for sub := range f.subs[ev.Board] {
+		select {
+		case sub <- ev:
+		default:
+			delete(f.subs[ev.Board], sub)
+			close(sub)
 		}
 	}
 }
 
-// AllBoards subscribes to the changes of every board, for consumers such
-// as outbound webhooks.
-const AllBoards board.ID = ""
-
-// Subscribe returns the changes of a board (or of all boards, with
-// AllBoards) from now on and a function that ends the subscription. The channel is closed when the subscriber falls
+// Subscribe returns the changes of a board from now on and a function that
+// ends the subscription. The channel is closed when the subscriber falls
 // too far behind or cancel is called.
 func (f *Feed) Subscribe(id board.ID) (<-chan board.CardEvent, func()) {
 	sub := make(chan board.CardEvent, 64)

@@ -25,6 +25,7 @@ import (
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -64,7 +65,7 @@ func ingest(b *testing.B, h http.Handler, channelEach bool) {
 			req, _ := http.NewRequest("POST", srv.URL+"/slack/events", strings.NewReader(string(body)))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-Slack-Request-Timestamp", ts)
-			req.Header.Set("X-Slack-Signature", SignatureHeader("bench-secret", ts, body))
+			req.Header.Set("X-Slack-Signature", signing.SlackSignature("bench-secret", ts, body))
 			t0 := time.Now()
 			resp, err := client.Do(req)
 			if err != nil {
@@ -121,10 +122,9 @@ func bobnetIngest(b *testing.B) http.Handler {
 func bareIngest(b *testing.B) http.Handler {
 	rdb := bottest.Redis(b)
 	stream := bottest.Prefix() + ":bare"
-	v := Verifier{Secret: "bench-secret"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBody))
-		if v.Verify(r.Header, body) != nil {
+		if signing.VerifySlack(r.Header, "bench-secret", body, time.Now()) != nil {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}

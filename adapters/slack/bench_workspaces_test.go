@@ -27,6 +27,7 @@ import (
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/secretbox"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -100,7 +101,7 @@ func ingestTeams(b *testing.B, h http.Handler, teams []string) {
 			req, _ := http.NewRequest("POST", srv.URL+"/slack/events", strings.NewReader(string(body)))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-Slack-Request-Timestamp", ts)
-			req.Header.Set("X-Slack-Signature", SignatureHeader("bench-secret", ts, body))
+			req.Header.Set("X-Slack-Signature", signing.SlackSignature("bench-secret", ts, body))
 			t0 := time.Now()
 			resp, err := client.Do(req)
 			if err != nil {

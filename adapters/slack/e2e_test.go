@@ -23,6 +23,7 @@ import (
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -220,7 +221,7 @@ func (w *world) post(t *testing.T, path, contentType, body string, headers ...st
 	req, _ := http.NewRequest("POST", w.app.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", slack.SignatureHeader(secret, ts, []byte(body)))
+	req.Header.Set("X-Slack-Signature", signing.SlackSignature(secret, ts, []byte(body)))
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -486,7 +487,7 @@ func TestSlackRejectsBadSignatures(t *testing.T) {
 		ts := strconv.FormatInt(time.Now().Unix(), 10)
 		req, _ := http.NewRequest("POST", w.app.URL+"/slack/events", strings.NewReader(body))
 		req.Header.Set("X-Slack-Request-Timestamp", ts)
-		req.Header.Set("X-Slack-Signature", slack.SignatureHeader(secret, ts, []byte(body)))
+		req.Header.Set("X-Slack-Signature", signing.SlackSignature(secret, ts, []byte(body)))
 		mutate(req)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // inertEngine takes requests and refuses every decision, as for an
@@ -120,7 +121,7 @@ func signedRequest(path, contentType string, body []byte) *http.Request {
 	req := httptest.NewRequest("POST", path, strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", SignatureHeader("fuzz-secret", ts, body))
+	req.Header.Set("X-Slack-Signature", signing.SlackSignature("fuzz-secret", ts, body))
 	return req
 }
 

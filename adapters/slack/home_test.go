@@ -24,6 +24,7 @@ import (
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -155,7 +156,7 @@ func (w *homeWorld) post(t *testing.T, path, contentType, body string) *http.Res
 	req, _ := http.NewRequest("POST", w.app.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", slack.SignatureHeader(secret, ts, []byte(body)))
+	req.Header.Set("X-Slack-Signature", signing.SlackSignature(secret, ts, []byte(body)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // Engine is what the Slack adapter needs from the bot engine.
@@ -74,7 +75,6 @@ type Adapter struct {
 	teams  *teams // per-workspace clients; nil with one workspace
 	eng    Engine
 	memory Memory
-	verify Verifier
 	logger *slog.Logger
 	// work bounds the goroutines that finish work after the ack.
 	work context.Context
@@ -108,7 +108,7 @@ func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *sl
 	}
 	a := &Adapter{
 		cfg: cfg, eng: eng, memory: memory,
-		verify: Verifier{Secret: cfg.SigningSecret, Now: cfg.Now}, logger: logger, work: work,
+		logger: logger, work: work,
 		slots: make(chan struct{}, backgroundSlots), reading: make(chan struct{}, readingSlots),
 	}
 	if cfg.OAuth != nil {
@@ -185,12 +185,12 @@ func (a *Adapter) Routes(r chi.Router) {
 // else; only a request whose headers pass has its body read at all.
 func (a *Adapter) signed(limit int64, next func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if _, _, err := a.verify.CheckHeaders(r.Header); err != nil {
+		if err := signing.CheckSlackHeaders(r.Header, a.now()); err != nil {
 			a.logger.Warn("slack request refused", "path", r.URL.Path, "err", err)
 			http.Error(w, "invalid signature", http.StatusUnauthorized)
 			return
 		}
-		if r.ContentLength > limit {
+		if err := signing.CheckLength(r, limit); err != nil {
 			http.Error(w, "request too large", http.StatusRequestEntityTooLarge)
 			return
 		}
@@ -201,13 +201,13 @@ func (a *Adapter) signed(limit int64, next func(w http.ResponseWriter, r *http.R
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		body, err := signing.ReadBody(w, r, limit)
 		<-a.reading
 		if err != nil {
 			http.Error(w, "request too large or incomplete", http.StatusRequestEntityTooLarge)
 			return
 		}
-		if err := a.verify.Verify(r.Header, body); err != nil {
+		if err := signing.VerifySlack(r.Header, a.cfg.SigningSecret, body, a.now()); err != nil {
 			a.logger.Warn("slack request refused", "path", r.URL.Path, "err", err)
 			http.Error(w, "invalid signature", http.StatusUnauthorized)
 			return

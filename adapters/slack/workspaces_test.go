@@ -35,6 +35,7 @@ import (
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/secretbox"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store"
 )
 
@@ -341,7 +342,7 @@ func (w *teamsWorld) postRead(t *testing.T, path, contentType, body string) (int
 	req, _ := http.NewRequest("POST", w.app.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", slack.SignatureHeader(secret, ts, []byte(body)))
+	req.Header.Set("X-Slack-Signature", signing.SlackSignature(secret, ts, []byte(body)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -45,7 +46,7 @@ func ingestBench(b *testing.B, h http.Handler) {
 			n := seq.Add(1)
 			body := fmt.Sprintf(`{"text":"plan release %d of the newsletter","user":"ci"}`, n)
 			req, _ := http.NewRequest("POST", srv.URL+"/api/v1/hooks/bench", strings.NewReader(body))
-			req.Header.Set("X-Bobnet-Signature", webhook.SignatureHeader(benchSecret, []byte(body)))
+			req.Header.Set("X-Bobnet-Signature", signing.SHA256Signature(benchSecret, []byte(body)))
 			req.Header.Set("X-Bobnet-Delivery", fmt.Sprint("d-", n))
 			req.Header.Set("Content-Type", "application/json")
 			t0 := time.Now()
@@ -116,7 +117,7 @@ func BenchmarkWebhookIngestBaseline(b *testing.B) {
 	b.Cleanup(func() { rdb.Del(b.Context(), stream) })
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, webhook.MaxBody))
-		if err != nil || webhook.Verify(webhook.Signed(r.Header), r.Header, benchSecret, body, time.Now()) != nil {
+		if err != nil || signing.Verify(signing.Detect(r.Header), r.Header, benchSecret, body, time.Now()) != nil {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}

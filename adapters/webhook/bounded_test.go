@@ -19,6 +19,7 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -58,7 +59,7 @@ func TestRefusedFromHeadersWithoutReadingTheBody(t *testing.T) {
 	webhook.New(hooks, noEngine{t}, storetest.Logger(t)).Routes(r)
 	body := []byte(`{"text":"plan our daily research newspaper"}`)
 	std := func(sig string) http.Header {
-		h, _ := webhook.StandardHeaders(stdSecret, "msg_1", time.Now(), body)
+		h, _ := signing.StandardHeaders(stdSecret, "msg_1", time.Now(), body)
 		if sig != "" {
 			h.Set("webhook-signature", sig)
 		}
@@ -70,7 +71,7 @@ func TestRefusedFromHeadersWithoutReadingTheBody(t *testing.T) {
 		h      http.Header
 		status int
 	}{
-		{"unknown hook", "gitlab", http.Header{"X-Bobnet-Signature": {webhook.SignatureHeader(ghSecret, body)}}, 404},
+		{"unknown hook", "gitlab", http.Header{"X-Bobnet-Signature": {signing.SHA256Signature(ghSecret, body)}}, 404},
 		{"no signature", "github", http.Header{"X-Bobnet-Delivery": {"d-1"}}, 401},
 		{"signature not sha256=", "github", http.Header{"X-Bobnet-Signature": {"md5=0123"}}, 401},
 		{"signature not hex", "github", http.Header{"X-Hub-Signature-256": {"sha256=" + strings.Repeat("zz", 32)}}, 401},
@@ -78,7 +79,7 @@ func TestRefusedFromHeadersWithoutReadingTheBody(t *testing.T) {
 		{"standard without v1", "forms", std("v1a,AAAA"), 401},
 		{"standard v1 not a MAC", "forms", std("v1,c2hvcnQ="), 401},
 		{"standard stale", "forms", func() http.Header {
-			h, _ := webhook.StandardHeaders(stdSecret, "msg_1", time.Now().Add(-time.Hour), body)
+			h, _ := signing.StandardHeaders(stdSecret, "msg_1", time.Now().Add(-time.Hour), body)
 			return h
 		}(), 401},
 	}
@@ -101,7 +102,7 @@ func TestRefusedFromHeadersWithoutReadingTheBody(t *testing.T) {
 	// A well-formed one is read (and then checked), as before.
 	b := &countingBody{r: bytes.NewReader(body)}
 	req := httptest.NewRequest(http.MethodPost, "/api/v1/hooks/github", b)
-	req.Header.Set("X-Bobnet-Signature", webhook.SignatureHeader("not-the-secret", body))
+	req.Header.Set("X-Bobnet-Signature", signing.SHA256Signature("not-the-secret", body))
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, req)
 	if rec.Code != http.StatusUnauthorized || b.reads.Load() == 0 {
@@ -119,7 +120,7 @@ func slowSender(t *testing.T, addr string, body []byte) net.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	fmt.Fprintf(c, "POST /api/v1/hooks/github HTTP/1.1\r\nHost: bobnet\r\nContent-Type: application/json\r\nContent-Length: %d\r\nX-Bobnet-Signature: %s\r\n\r\n%s",
-		len(body), webhook.SignatureHeader(ghSecret, body), body[:len(body)/2])
+		len(body), signing.SHA256Signature(ghSecret, body), body[:len(body)/2])
 	return c
 }
 
@@ -151,7 +152,7 @@ func TestSlowSendersAreBounded(t *testing.T) {
 
 	form := fixture(t, "generic-text.json")
 	deliver := func() *http.Response {
-		h, _ := webhook.StandardHeaders(stdSecret, "msg_after_the_slow_ones", time.Now(), form)
+		h, _ := signing.StandardHeaders(stdSecret, "msg_after_the_slow_ones", time.Now(), form)
 		req, _ := http.NewRequest(http.MethodPost, e.URL+"/api/v1/hooks/forms", bytes.NewReader(form))
 		req.Header = h
 		resp, err := http.DefaultClient.Do(req)

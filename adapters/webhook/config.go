@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // File is BOBNET_HOOKS_FILE: per-hook settings, callback URLs of other
@@ -115,8 +116,8 @@ func ReadFile(path string) (File, error) {
 
 // Build joins the secrets with the file into hooks. A hook needs only its
 // secret; a hook in the file without a secret, a secret (its own or a
-// callback's) that CheckSecret refuses, a bad target, template or callback
-// URL is an error naming it.
+// callback's) that signing.CheckSecret refuses, a bad target, template or
+// callback URL is an error naming it.
 func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 	var errs []error
 	for name := range f.Hooks {
@@ -137,7 +138,7 @@ func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 		}
 		c := f.Hooks[name]
 		h := &Hook{Name: name, Secret: secrets[name], Deciders: c.Deciders, Filter: c.Filter, Callbacks: c.Callbacks}
-		if err := CheckSecret(h.Secret); err != nil {
+		if err := signing.CheckSecret(h.Secret); err != nil {
 			errs = append(errs, fmt.Errorf("hook %q: %w", name, err))
 		}
 		target := c.Target

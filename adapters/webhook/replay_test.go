@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // replays posts the same signed delivery n times, each with a fresh value
@@ -44,7 +44,7 @@ func TestReplayWithFreshDeliveryHeaderIsOneRequest(t *testing.T) {
 	t.Parallel()
 	e := newHookEnv(t)
 	form := fixture(t, "generic-text.json")
-	std, err := webhook.StandardHeaders(stdSecret, "msg_replayed", time.Now(), form)
+	std, err := signing.StandardHeaders(stdSecret, "msg_replayed", time.Now(), form)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestReplayWithFreshDeliveryHeaderIsOneRequest(t *testing.T) {
 	ids = append(ids, replays(t, e.URL+"/api/v1/hooks/github", hub, "X-GitHub-Delivery", gh, 2, false)...)
 	bobnetSigned := http.Header{}
 	bobnetSigned.Set("X-GitHub-Event", "issues")
-	bobnetSigned.Set("X-Bobnet-Signature", webhook.SignatureHeader(ghSecret, gh))
+	bobnetSigned.Set("X-Bobnet-Signature", signing.SHA256Signature(ghSecret, gh))
 	again := replays(t, e.URL+"/api/v1/hooks/github", bobnetSigned, "X-Bobnet-Delivery", gh, 2, true)
 	if again[0] != ids[4] {
 		t.Fatalf("the same body signed by X-Bobnet-Signature made request %s, X-Hub-Signature-256 made %s", again[0], ids[4])

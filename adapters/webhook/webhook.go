@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // MaxBody caps a delivery's body; GitHub's own cap is 25 MB, but no event
@@ -40,7 +40,6 @@ type Adapter struct {
 	hooks    map[string]*Hook
 	eng      Engine
 	logger   *slog.Logger
-	now      func() time.Time
 	builtins map[string]*template.Template
 	// reading holds a slot per body being read (see ReadingSlots).
 	reading chan struct{}
@@ -59,20 +58,14 @@ func New(hooks map[string]*Hook, eng Engine, logger *slog.Logger) *Adapter {
 		// The built-in templates are tested to parse.
 		b[name] = template.Must(parseTemplate(name, name))
 	}
-	return &Adapter{hooks: hooks, eng: eng, logger: logger, now: time.Now, builtins: b, reading: make(chan struct{}, ReadingSlots)}
+	return &Adapter{hooks: hooks, eng: eng, logger: logger, builtins: b, reading: make(chan struct{}, ReadingSlots)}
 }
-
-// SetClock replaces the clock the Standard Webhooks tolerance is judged by.
-func (a *Adapter) SetClock(now func() time.Time) { a.now = now }
 
 // Routes mounts POST /api/v1/hooks/{name}. The hooks are signed by their
 // senders, so they sit outside the API token check.
 func (a *Adapter) Routes(r chi.Router) {
 	r.Post("/api/v1/hooks/{name}", a.ServeHTTP)
 }
-
-// Hooks returns the configured hooks by name.
-func (a *Adapter) Hooks() map[string]*Hook { return a.hooks }
 
 // ServeHTTP takes one delivery. Everything that can be refused from the
 // headers (an unknown hook, missing or ill-formed signature headers, a
@@ -86,14 +79,14 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no hook named %q: add name=secret to BOBNET_HOOK_SECRETS", name))
 		return
 	}
-	now := a.now()
-	scheme, err := CheckHeaders(r.Header, now)
+	now := time.Now()
+	scheme, err := signing.CheckHeaders(r.Header, now)
 	if err != nil {
 		writeError(w, http.StatusUnauthorized, err.Error())
 		return
 	}
-	if r.ContentLength > MaxBody {
-		writeError(w, http.StatusRequestEntityTooLarge, "body is larger than 1 MiB")
+	if err := signing.CheckLength(r, MaxBody); err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
 		return
 	}
 	// Until its signature is checked a body is anyone's: only so many are
@@ -106,18 +99,17 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "too many deliveries being read; deliver it again shortly")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	body, err := signing.ReadBody(w, r, MaxBody)
 	<-a.reading
+	if errors.Is(err, signing.ErrTooLarge) {
+		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
+		return
+	}
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "body is larger than 1 MiB")
-			return
-		}
 		writeError(w, http.StatusBadRequest, "could not read the body: "+err.Error())
 		return
 	}
-	if err := Verify(scheme, r.Header, hook.Secret, body, now); err != nil {
+	if err := signing.Verify(scheme, r.Header, hook.Secret, body, now); err != nil {
 		writeError(w, http.StatusUnauthorized, err.Error())
 		return
 	}
@@ -276,8 +268,8 @@ const maxDedupeID = 200
 // only name the delivery in the audit log. With the body digest two
 // deliveries of the same body are one delivery, for good: senders that
 // mean to send a body twice put something unique in it.
-func dedupeID(scheme Scheme, h http.Header, body []byte) string {
-	if scheme == SchemeStandard {
+func dedupeID(scheme signing.Scheme, h http.Header, body []byte) string {
+	if scheme == signing.SchemeStandard {
 		if id := strings.TrimSpace(h.Get("webhook-id")); id != "" {
 			if len(id) <= maxDedupeID {
 				return id

@@ -22,6 +22,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -89,7 +90,7 @@ func githubHeaders(body []byte, event, delivery string) http.Header {
 	h := http.Header{}
 	h.Set("X-GitHub-Event", event)
 	h.Set("X-GitHub-Delivery", delivery)
-	h.Set("X-Hub-Signature-256", webhook.SignatureHeader(ghSecret, body))
+	h.Set("X-Hub-Signature-256", signing.SHA256Signature(ghSecret, body))
 	return h
 }
 
@@ -155,7 +156,7 @@ func TestStandardWebhooksGenericPayload(t *testing.T) {
 	t.Parallel()
 	e := newHookEnv(t)
 	body := fixture(t, "generic-text.json")
-	h, _ := webhook.StandardHeaders(stdSecret, "msg_form_1", time.Now(), body)
+	h, _ := signing.StandardHeaders(stdSecret, "msg_form_1", time.Now(), body)
 	status, out := post(t, e.URL+"/api/v1/hooks/forms", h, body)
 	if status != http.StatusAccepted {
 		t.Fatalf("%d %v", status, out)
@@ -176,7 +177,7 @@ func TestRefusedDeliveriesWriteNothing(t *testing.T) {
 	body := fixture(t, "github-issues-labeled.json")
 	big := append([]byte(`{"text":"`), bytes.Repeat([]byte("a"), webhook.MaxBody)...)
 	big = append(big, `"}`...)
-	stale, _ := webhook.StandardHeaders(stdSecret, "msg_old", time.Now().Add(-6*time.Minute), body)
+	stale, _ := signing.StandardHeaders(stdSecret, "msg_old", time.Now().Add(-6*time.Minute), body)
 	badJSON := []byte(`{"text": "plan`)
 	tests := []struct {
 		name   string
@@ -190,7 +191,7 @@ func TestRefusedDeliveriesWriteNothing(t *testing.T) {
 		{"no signature", "github", http.Header{"X-Github-Delivery": {"r-2"}}, body, 401, "no signature"},
 		{"wrong secret", "github", func() http.Header {
 			h := githubHeaders(body, "issues", "r-3")
-			h.Set("X-Hub-Signature-256", webhook.SignatureHeader("guess", body))
+			h.Set("X-Hub-Signature-256", signing.SHA256Signature("guess", body))
 			return h
 		}(), body, 401, "does not match"},
 		{"older than 5 minutes", "forms", stale, body, 401, "5 minutes"},

@@ -20,9 +20,9 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -448,7 +448,7 @@ func TestSlackIsServedWhenConfigured(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, got := send(slack.SignatureHeader("shh", ts, []byte(body))); code != http.StatusOK || got != "c-42" {
+	if code, got := send(signing.SlackSignature("shh", ts, []byte(body))); code != http.StatusOK || got != "c-42" {
 		t.Fatalf("signed: %d %q", code, got)
 	}
 	if code, _ := send("v0=00"); code != http.StatusUnauthorized {

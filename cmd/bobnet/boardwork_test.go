@@ -15,8 +15,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 	"github.com/bobnet/bobnet/web/webtest"
@@ -52,7 +52,7 @@ func slashCommand(t *testing.T, a *testApp, user, text string) string {
 	req, _ := http.NewRequest("POST", a.URL+"/slack/commands", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", slack.SignatureHeader("shh", ts, []byte(body)))
+	req.Header.Set("X-Slack-Signature", signing.SlackSignature("shh", ts, []byte(body)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

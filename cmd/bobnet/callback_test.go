@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox/outboxtest"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -56,7 +56,7 @@ func TestCallbacksVerifyWithTheOfficialLibrary(t *testing.T) {
 	h := http.Header{}
 	h.Set("X-GitHub-Event", "issues")
 	h.Set("X-GitHub-Delivery", "node-1")
-	h.Set("X-Hub-Signature-256", webhook.SignatureHeader(ghHookSecret, body))
+	h.Set("X-Hub-Signature-256", signing.SHA256Signature(ghHookSecret, body))
 	p := b.proposalOf(t, b.hook(t, "github", h, body))
 	status, out := b.api(t, bootstrap, "POST", fmt.Sprintf("/api/v1/proposals/%s/approve", p["id"]), map[string]string{"user": "alice"})
 	if status != http.StatusOK {

@@ -17,6 +17,7 @@ import (
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/secretbox"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // Config is every setting BobNet reads, from the environment with flags of
@@ -483,9 +484,9 @@ func (c *Config) validate() []error {
 		}
 	}
 	// A short hook secret is refused at start, not found out by whoever
-	// guesses it: webhook.CheckSecret says why, never what it is.
+	// guesses it: signing.CheckSecret says why, never what it is.
 	for _, name := range slices.Sorted(maps.Keys(c.HookSecrets)) {
-		if err := webhook.CheckSecret(c.HookSecrets[name]); err != nil {
+		if err := signing.CheckSecret(c.HookSecrets[name]); err != nil {
 			errs = append(errs, fmt.Errorf("BOBNET_HOOK_SECRETS: hook %q: %w", name, err))
 		}
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/bobnet/bobnet/adapters/webhook"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // contractCall is one exchange through a validating transport: the
@@ -107,7 +107,7 @@ func TestContractMainFlows(t *testing.T) {
 
 	// Hooks: accepted, redelivered, ignored, unsigned, unknown, not JSON.
 	form, _ := os.ReadFile(filepath.Join("..", "..", "testdata", "webhook", "generic-text.json"))
-	std, _ := webhook.StandardHeaders(formsSecret, "msg_contract_1", time.Now(), form)
+	std, _ := signing.StandardHeaders(formsSecret, "msg_contract_1", time.Now(), form)
 	hook := func(name string, h http.Header, body []byte) (int, map[string]any) {
 		t.Helper()
 		return contractCall(t, ct, "", "POST", b.url+"/api/v1/hooks/"+name, "application/json", body, h)
@@ -119,7 +119,7 @@ func TestContractMainFlows(t *testing.T) {
 		t.Errorf("redelivery: %d %v", status, again)
 	}
 	ping := []byte(`{"zen":"hi"}`)
-	status, ignored := hook("github", http.Header{"X-Github-Event": {"ping"}, "X-Hub-Signature-256": {webhook.SignatureHeader(ghHookSecret, ping)}}, ping)
+	status, ignored := hook("github", http.Header{"X-Github-Event": {"ping"}, "X-Hub-Signature-256": {signing.SHA256Signature(ghHookSecret, ping)}}, ping)
 	if status != http.StatusAccepted || ignored["status"] != "ignored" {
 		t.Errorf("ping: %d %v", status, ignored)
 	}
@@ -128,7 +128,7 @@ func TestContractMainFlows(t *testing.T) {
 	status, _ = hook("nope", nil, form)
 	expect("unknown hook", status, http.StatusNotFound)
 	notJSON := []byte(`[1]`)
-	status, _ = hook("github", http.Header{"X-Github-Event": {"issues"}, "X-Hub-Signature-256": {webhook.SignatureHeader(ghHookSecret, notJSON)}}, notJSON)
+	status, _ = hook("github", http.Header{"X-Github-Event": {"issues"}, "X-Hub-Signature-256": {signing.SHA256Signature(ghHookSecret, notJSON)}}, notJSON)
 	expect("hook body not an object", status, http.StatusBadRequest)
 
 	// The hook's proposal, approved: a board whose card changes reach the

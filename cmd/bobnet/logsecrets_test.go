@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -204,7 +204,7 @@ func TestLogOfAFullRunHoldsNoSecret(t *testing.T) {
 	var signatures []string
 	postSlack := func(path, contentType, body, secret string) int {
 		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		sig := slack.SignatureHeader(secret, ts, []byte(body))
+		sig := signing.SlackSignature(secret, ts, []byte(body))
 		signatures = append(signatures, strings.TrimPrefix(sig, "v0="))
 		req, _ := http.NewRequest("POST", a.URL+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", contentType)

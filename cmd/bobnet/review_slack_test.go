@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -95,7 +95,7 @@ func signedSlack(t *testing.T, a *testApp, path, contentType, body string) (int,
 	req, _ := http.NewRequest("POST", a.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", slack.SignatureHeader("shh", ts, []byte(body)))
+	req.Header.Set("X-Slack-Signature", signing.SlackSignature("shh", ts, []byte(body)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -22,9 +22,9 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -154,7 +154,7 @@ func serveApp(t *testing.T, env map[string]string, logger *slog.Logger) *servedA
 // signedHeader is the header of body signed as Slack signs it, and body.
 func signedHeader(contentType, body string) (http.Header, string) {
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	return http.Header{"Content-Type": {contentType}, "X-Slack-Request-Timestamp": {ts}, "X-Slack-Signature": {slack.SignatureHeader("shh", ts, []byte(body))}}, body
+	return http.Header{"Content-Type": {contentType}, "X-Slack-Request-Timestamp": {ts}, "X-Slack-Signature": {signing.SlackSignature("shh", ts, []byte(body))}}, body
 }
 
 // postSigned posts a request signed as Slack signs it and returns the

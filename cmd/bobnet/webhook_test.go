@@ -21,10 +21,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -52,7 +52,7 @@ func newCallbackReceiver(t *testing.T) *callbackReceiver {
 	rc := &callbackReceiver{}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if err := webhook.Verify(webhook.SchemeStandard, r.Header, callbackSecret, body, time.Now()); err != nil {
+		if err := signing.VerifyStandard(r.Header, callbackSecret, body, time.Now()); err != nil {
 			t.Errorf("callback does not verify: %v", err)
 			w.WriteHeader(http.StatusUnauthorized)
 			return
@@ -278,11 +278,11 @@ func TestHooksEndToEndThroughARestart(t *testing.T) {
 			h := http.Header{}
 			h.Set("X-GitHub-Event", "issues")
 			h.Set("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958")
-			h.Set("X-Hub-Signature-256", webhook.SignatureHeader(ghHookSecret, body))
+			h.Set("X-Hub-Signature-256", signing.SHA256Signature(ghHookSecret, body))
 			return h
 		}, gh},
 		{"standard webhooks generic", "forms", "hook-forms", "Plan our daily research newspaper", func(body []byte) http.Header {
-			h, _ := webhook.StandardHeaders(formsSecret, "msg_form_1", time.Now(), body)
+			h, _ := signing.StandardHeaders(formsSecret, "msg_form_1", time.Now(), body)
 			return h
 		}, form},
 	} {
@@ -337,7 +337,7 @@ func TestConcurrentHookCopiesThroughTheServer(t *testing.T) {
 	h := http.Header{}
 	h.Set("X-GitHub-Event", "issues")
 	h.Set("X-GitHub-Delivery", "copy-me")
-	h.Set("X-Hub-Signature-256", webhook.SignatureHeader(ghHookSecret, body))
+	h.Set("X-Hub-Signature-256", signing.SHA256Signature(ghHookSecret, body))
 	ids := make(chan string, 20)
 	var wg sync.WaitGroup
 	for range 20 {

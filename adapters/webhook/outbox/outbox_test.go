@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -46,7 +46,7 @@ func newReceiver(t *testing.T) *receiver {
 	rc := &receiver{t: t, arrivals: make(chan struct{}, 100)}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if err := webhook.Verify(webhook.SchemeStandard, r.Header, secret, body, time.Now()); err != nil {
+		if err := signing.VerifyStandard(r.Header, secret, body, time.Now()); err != nil {
 			t.Errorf("callback signature: %v", err)
 			w.WriteHeader(http.StatusUnauthorized)
 			return

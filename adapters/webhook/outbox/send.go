@@ -19,6 +19,7 @@ import (
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/signing"
 )
 
 // Run sends due events until ctx is done, and now and then forgets the
@@ -227,7 +228,7 @@ func (o *Outbox) post(ctx context.Context, r row) error {
 			return fmt.Errorf("%w: %w", errPermanent, err)
 		}
 	}
-	h, err := webhook.StandardHeaders(secret, r.msgID, time.Now(), body)
+	h, err := signing.StandardHeaders(secret, r.msgID, time.Now(), body)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
