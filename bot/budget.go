@@ -11,7 +11,7 @@ import (
 )
 
 // UsageStore is what the board store also offers to keep model budgets:
-// tokens spent per channel and UTC day. *board.Store is one; without it
+// tokens spent per channel and UTC day. *store.Store is one; without it
 // budgets are not enforced.
 type UsageStore interface {
 	AddTokens(ctx context.Context, channel string, at time.Time, n int64) (int64, error)

@@ -11,7 +11,7 @@ import (
 )
 
 // CardStore is the part of the board store that card changes use;
-// *board.Store is one. The engine's Boards must also be a CardStore for
+// *store.Store is one. The engine's Boards must also be a CardStore for
 // the card methods below to work.
 type CardStore interface {
 	Board(ctx context.Context, id board.ID) (board.Board, []board.Card, error)

@@ -22,7 +22,7 @@ type Planner interface {
 	Plan(ctx context.Context, in planner.PromptInput, opts plan.Options) (planner.Outcome, error)
 }
 
-// Boards is the part of the board store the engine uses; *board.Store is
+// Boards is the part of the board store the engine uses; *store.Store is
 // one.
 type Boards interface {
 	Execute(ctx context.Context, ex board.Execution) (board.ExecResult, error)

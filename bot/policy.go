@@ -15,7 +15,7 @@ import (
 
 // PolicyStore is what the board store also offers when approval policies
 // are on: the policy of a channel and the approvals given so far.
-// *board.Store is one; an engine whose Boards is not one keeps the single
+// *store.Store is one; an engine whose Boards is not one keeps the single
 // global rule (requester, admins, any member).
 type PolicyStore interface {
 	PolicyFor(ctx context.Context, channel string) (board.PolicyInForce, error)

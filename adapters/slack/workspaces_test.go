@@ -36,6 +36,7 @@ import (
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/secretbox"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store"
 )
 
 const (
@@ -213,7 +214,7 @@ type teamsWorld struct {
 	slack    *teamSlack
 	app      *httptest.Server
 	ad       *slack.Adapter
-	installs *board.SlackInstallations
+	installs *store.SlackInstallations
 	logs     *logBuffer
 }
 

@@ -16,19 +16,20 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // crashAfterCommit is a board store whose Execute commits and then fails
 // as a process dying (or a connection lost) just after COMMIT would: the
 // approval is in Postgres, and the engine hears only an error.
 type crashAfterCommit struct {
-	*board.Store
+	*store.Store
 	crash atomic.Bool
 }
 
@@ -48,12 +49,12 @@ func engineWith(t *testing.T, boards bot.Boards, o *outbox.Outbox) *bot.Engine {
 	model := plannertest.NewServer(t)
 	plan := plannertest.NewspaperPlan(t)
 	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
-	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, boardtest.Logger(t))
+	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
 	ps := pending.NewStore(rdb, prefix)
 	eng, err := bot.New(bot.Config{
 		ProposalTTL: time.Hour, PublicURL: "http://bobnet.test", Workers: 1, Profiles: planner.DefaultProfiles(),
 		ReclaimIdle: time.Second, SweepInterval: 50 * time.Millisecond, ConsumerName: "test-" + prefix,
-	}, bot.Deps{Planner: client, Boards: boards, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)}, boardtest.Logger(t))
+	}, bot.Deps{Planner: client, Boards: boards, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)}, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,9 +104,9 @@ func proposeIn(t *testing.T, eng *bot.Engine) bot.Proposal {
 // second copy.
 func TestApprovalEventsSurviveACrashAfterCommit(t *testing.T) {
 	t.Parallel()
-	store := boardtest.NewStore(t)
+	store := storetest.NewStore(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL), store.Pool(), boardtest.Logger(t))
+	o := outbox.New(config(rc.srv.URL), store.Pool(), store, storetest.Logger(t))
 	run(t, o)
 	boards := &crashAfterCommit{Store: store}
 	eng := engineWith(t, boards, o)
@@ -149,7 +150,7 @@ func TestApprovalEventsSurviveACrashAfterCommit(t *testing.T) {
 // sender rather than claimed for the lease.
 func TestShutdownDoesNotCountAnAbortedPost(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	arrived := make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body) // the server notices a closed connection only after the body
@@ -162,7 +163,7 @@ func TestShutdownDoesNotCountAnAbortedPost(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cfg := config(srv.URL)
 	cfg.Lease = time.Hour
-	o := outbox.New(cfg, pool, boardtest.Logger(t))
+	o := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	stop := run(t, o)
 	if err := o.Emit(context.Background(), event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
@@ -190,7 +191,7 @@ func TestShutdownDoesNotCountAnAbortedPost(t *testing.T) {
 // webhook-id.
 func TestADeadSendersClaimExpires(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	ctx := context.Background()
 	var dead *pgxpool.Pool
 	var mu sync.Mutex
@@ -211,7 +212,7 @@ func TestADeadSendersClaimExpires(t *testing.T) {
 	if dead, err = pgxpool.New(ctx, pool.Config().ConnString()); err != nil {
 		t.Fatal(err)
 	}
-	first := outbox.New(cfg, dead, boardtest.Logger(t))
+	first := outbox.New(cfg, dead, store.New(dead, storetest.Logger(t)), storetest.Logger(t))
 	if err := first.Emit(ctx, event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestADeadSendersClaimExpires(t *testing.T) {
 	if n, _ := first.SendDue(ctx); n != 1 {
 		t.Fatalf("the first sender claimed %d rows", n)
 	}
-	second := outbox.New(cfg, pool, boardtest.Logger(t))
+	second := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	if n, err := second.SendDue(ctx); n != 0 || err != nil {
 		t.Fatalf("the second sender took a claimed row at once: %d, %v", n, err)
 	}
