@@ -1,0 +1,58 @@
+package pending
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+// withPreview fills in the message a proposal's preview was posted as,
+// kept under its own key (see SetPreviewMessage).
+func withPreview(p *bot.Proposal, ref any) {
+	if s, ok := ref.(string); ok && s != "" && p.Message == "" {
+		p.Message = bot.MessageRef(s)
+	}
+}
+
+// SetPreviewMessage records the message a proposal's preview was posted
+// as, and reports whether a redraw missed it meanwhile (PreviewMessage
+// found none): then the caller redraws. It has its own key rather than
+// being a field written with the proposal, because the post and a
+// decision race: a decision's write, made from a copy loaded before the
+// post returned, must not erase the message, and the post must not put
+// back the pending state a decision just replaced. Both steps are one
+// script, so exactly one side redraws.
+func (s *Store) SetPreviewMessage(ctx context.Context, id bot.ProposalID, ref bot.MessageRef, expires time.Time) (missed bool, err error) {
+	n, err := setPreviewScript.Run(ctx, s.rdb, []string{s.key("preview", string(id)), s.key("preview-missed", string(id))},
+		string(ref), keepFor(expires).Milliseconds()).Int()
+	return n == 1, wrap("set preview message", err)
+}
+
+// PreviewMessage returns the message a proposal's preview was posted as.
+// When there is none yet it notes that a redraw missed it, so that
+// SetPreviewMessage's caller redraws once the post returns.
+func (s *Store) PreviewMessage(ctx context.Context, id bot.ProposalID, expires time.Time) (bot.MessageRef, error) {
+	ref, err := previewScript.Run(ctx, s.rdb, []string{s.key("preview", string(id)), s.key("preview-missed", string(id))},
+		keepFor(expires).Milliseconds()).Text()
+	return bot.MessageRef(ref), wrap("get preview message", err)
+}
+
+// setPreviewScript: KEYS 1 preview, 2 missed marker; ARGV 1 message, 2 TTL
+// ms. Returns 1 when a redraw missed the message.
+var setPreviewScript = redis.NewScript(`
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('DEL', KEYS[2]) == 1 then return 1 end
+return 0
+`)
+
+// previewScript: KEYS 1 preview, 2 missed marker; ARGV 1 TTL ms. Returns
+// the message, or ” after marking the miss.
+var previewScript = redis.NewScript(`
+local m = redis.call('GET', KEYS[1])
+if m then return m end
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
+return ''
+`)
