@@ -2,6 +2,7 @@ package pending
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"time"
 
@@ -78,15 +79,15 @@ func (s *Store) ifHolder(ctx context.Context, script *redis.Script, op string, i
 
 // releaseScript and renewScript compare the claim's holder and change the
 // claim in one step, so neither touches a claim taken by someone else
-// after the caller's ran out. KEYS 1 claim; ARGV 1 holder (renew: 2 TTL
-// ms). They return 1 when the caller held it.
+// after the caller's ran out. They return 1 when the caller held it.
 var (
-	releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
-	renewScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-`)
+	releaseScript = redis.NewScript(releaseSource)
+	renewScript   = redis.NewScript(renewSource)
+)
+
+var (
+	//go:embed claim_release.lua
+	releaseSource string
+	//go:embed claim_renew.lua
+	renewSource string
 )

@@ -2,6 +2,7 @@ package pending
 
 import (
 	"context"
+	_ "embed"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,19 +41,16 @@ func (s *Store) PreviewMessage(ctx context.Context, id bot.ProposalID, expires t
 	return bot.MessageRef(ref), wrap("get preview message", err)
 }
 
-// setPreviewScript: KEYS 1 preview, 2 missed marker; ARGV 1 message, 2 TTL
-// ms. Returns 1 when a redraw missed the message.
-var setPreviewScript = redis.NewScript(`
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if redis.call('DEL', KEYS[2]) == 1 then return 1 end
-return 0
-`)
+// setPreviewScript (SetPreviewMessage) and previewScript (PreviewMessage)
+// are the two sides of the race SetPreviewMessage describes.
+var (
+	setPreviewScript = redis.NewScript(setPreviewSource)
+	previewScript    = redis.NewScript(previewSource)
+)
 
-// previewScript: KEYS 1 preview, 2 missed marker; ARGV 1 TTL ms. Returns
-// the message, or ” after marking the miss.
-var previewScript = redis.NewScript(`
-local m = redis.call('GET', KEYS[1])
-if m then return m end
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
-return ''
-`)
+var (
+	//go:embed preview_set.lua
+	setPreviewSource string
+	//go:embed preview_get.lua
+	previewSource string
+)
