@@ -25,8 +25,8 @@ func (s *Store) Claim(ctx context.Context, id bot.ProposalID, holder string, ttl
 // then nothing is claimed.
 //
 // The lock and the read are one MULTI/EXEC, one round trip, rather than a
-// Lua script: a script copies a 64-card proposal (some 20 KB) into Lua and
-// back, which costs more than the round trip itself. MULTI takes the lock
+// Lua script: a script copies the whole proposal into Lua and back, which
+// for a large plan costs more than the round trip itself. MULTI takes the lock
 // even for a proposal Redis does not have; it is given back at once.
 func (s *Store) ClaimProposal(ctx context.Context, id bot.ProposalID, holder string, ttl time.Duration) (bot.Proposal, bool, error) {
 	var lock *redis.BoolCmd

@@ -77,9 +77,9 @@ func readProposal(id bot.ProposalID, vals []any) (bot.Proposal, any, error) {
 }
 
 // decision is the part of a proposal its decision changes. It is written
-// under its own key (PutDecision): a 64-card proposal is some 20 KB of
-// JSON to encode and send again for five fields, on the path between an
-// approval and its answer.
+// under its own key (PutDecision): a large plan is a lot of JSON to encode
+// and send again for five fields, on the path between an approval and its
+// answer.
 type decision struct {
 	State     bot.ProposalState `json:"state"`
 	DecidedBy string            `json:"decided_by,omitempty"`
