@@ -79,7 +79,7 @@ const admitRecordKey = 3
 // queued on the request stream.
 func (s *Store) Admit(ctx context.Context, a bot.Admission) (bot.AdmitResult, error) {
 	c := s.admits.call()
-	rec, err := appendRecord(c.record[:0], &a.Record)
+	rec, err := json.Marshal(a.Record)
 	if err != nil {
 		return bot.AdmitResult{}, err
 	}
