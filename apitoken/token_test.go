@@ -15,13 +15,13 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/apitoken"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 func TestStore(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	s := apitoken.NewStore(pool)
 	ctx := context.Background()
 	secret, err := s.Create(ctx, "ci", []apitoken.Scope{apitoken.ScopeRead, apitoken.ScopePropose}, "")
@@ -103,7 +103,7 @@ func TestRequiredScope(t *testing.T) {
 
 func TestGuard(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	s := apitoken.NewStore(pool)
 	ctx := context.Background()
 	read, _ := s.Create(ctx, "reader", []apitoken.Scope{apitoken.ScopeRead}, "")
@@ -129,7 +129,7 @@ func TestGuard(t *testing.T) {
 		_ = json.NewDecoder(bytes.NewReader(rec.Body.Bytes())).Decode(&out)
 		return rec.Code, out
 	}
-	guarded := apitoken.NewGuard(s, "boot", boardtest.Logger(t)).Middleware(next)
+	guarded := apitoken.NewGuard(s, "boot", storetest.Logger(t)).Middleware(next)
 	approve := "/api/v1/proposals/p_1/approve"
 	tests := []struct {
 		name, method, path, token, body string
@@ -162,7 +162,7 @@ func TestGuard(t *testing.T) {
 	}
 	// Without a bootstrap token (a loopback-only server) no token is needed,
 	// but a token that is sent is still checked.
-	open := apitoken.NewGuard(s, "", boardtest.Logger(t)).Middleware(next)
+	open := apitoken.NewGuard(s, "", storetest.Logger(t)).Middleware(next)
 	if status, _ := call(open, "POST", approve, "", `{"user":"bob"}`); status != 204 {
 		t.Fatalf("open server: %d", status)
 	}
@@ -173,13 +173,13 @@ func TestGuard(t *testing.T) {
 
 func TestActsFor(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	s := apitoken.NewStore(pool)
 	ctx := context.Background()
 	bound, _ := s.Create(ctx, "alice-bot", []apitoken.Scope{apitoken.ScopeApprove}, "alice")
 	free, _ := s.Create(ctx, "any-bot", []apitoken.Scope{apitoken.ScopeApprove}, "")
 	var got error
-	guarded := apitoken.NewGuard(s, "boot", boardtest.Logger(t)).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	guarded := apitoken.NewGuard(s, "boot", storetest.Logger(t)).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = apitoken.ActsFor(r.Context(), r.URL.Query().Get("as"))
 	}))
 	for _, tc := range []struct {

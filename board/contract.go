@@ -1,6 +1,9 @@
-// Package board owns the Postgres side of BobNet: boards, cards, links,
-// executed proposals, audit events, channel bindings and webhook deliveries,
-// the one-transaction execution of an approved plan, and the board page.
+// Package board holds what BobNet's boards are made of, for every package
+// that reads or changes them: boards, cards and their changes, proposals,
+// policies, runs and schedules, the errors that say why a change was
+// refused, and every id with its parser and its minting. It holds no SQL
+// and no HTTP: package store keeps these in Postgres, package web shows
+// them to people.
 package board
 
 import (
@@ -10,13 +13,6 @@ import (
 
 	"github.com/bobnet/bobnet/plan"
 )
-
-// ID identifies a board. It is random and unguessable, so a board link in
-// chat can be shared without exposing other boards.
-type ID string
-
-// CardID identifies a card.
-type CardID string
 
 // Errors the store returns; check with errors.Is.
 var (

@@ -9,6 +9,13 @@ import (
 	"strings"
 )
 
+// ID identifies a board. It is random and unguessable, so a board link in
+// chat can be shared without exposing other boards.
+type ID string
+
+// CardID identifies a card.
+type CardID string
+
 // ProposalID identifies one version of a proposed plan: "p_" and 16
 // lower-case base32 characters. The bot package names it bot.ProposalID.
 type ProposalID string
@@ -116,3 +123,25 @@ func (e *malformedIDError) Error() string {
 func (e *malformedIDError) Is(target error) bool {
 	return target == ErrMalformedID || target == ErrNotFound
 }
+
+// NewBoardID returns a fresh random board id.
+func NewBoardID() ID { return ID(newID("b_")) }
+
+// NewCardID returns a fresh random card id.
+func NewCardID() CardID { return CardID(newID("c_")) }
+
+// RunID identifies a run of a board: "run_" and 26 lower-case base32
+// characters.
+type RunID string
+
+// ParseRunID checks that s is shaped like a run id.
+func ParseRunID(s string) (RunID, error) {
+	return parseID[RunID]("run", "run_", longIDChars, s)
+}
+
+// NewRunID returns a fresh random run id.
+func NewRunID() RunID { return RunID(newID("run_")) }
+
+// NewHolderID returns a fresh random lease holder: the one attempt at a
+// run card that may answer for it.
+func NewHolderID() string { return newID("h_") }

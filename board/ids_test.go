@@ -100,3 +100,15 @@ func TestMalformedIDErrorIsShort(t *testing.T) {
 		t.Fatalf("error = %q", msg)
 	}
 }
+
+func TestNewIDs(t *testing.T) {
+	t.Parallel()
+	seen := map[board.ID]bool{}
+	for range 1000 {
+		id := board.NewBoardID()
+		if len(id) != 28 || seen[id] {
+			t.Fatalf("id %q", id)
+		}
+		seen[id] = true
+	}
+}

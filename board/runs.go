@@ -1,24 +1,9 @@
 package board
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
-
-// RunID identifies a run of a board: "run_" and 26 lower-case base32
-// characters.
-type RunID string
-
-// ParseRunID checks that s is shaped like a run id.
-func ParseRunID(s string) (RunID, error) {
-	return parseID[RunID]("run", "run_", longIDChars, s)
-}
 
 // The states of a run.
 const (
@@ -38,13 +23,6 @@ var ErrNotRunnable = errors.New("not possible in this run now")
 
 // MaxOutput is the most a card's output may hold (256 KiB).
 const MaxOutput = 256 << 10
-
-// maxRounds is how often a card may be sent back in one run; maxAttempts
-// how often a runner may try a card before the run stops.
-const (
-	maxRounds   = 3
-	maxAttempts = 3
-)
 
 // Run is one run of a board.
 type Run struct {
@@ -90,164 +68,17 @@ type RunStart struct {
 	Deadline time.Duration
 }
 
-const (
-	lockBoard       = `SELECT id FROM boards WHERE id = $1 FOR UPDATE`
-	selectAssignees = `SELECT DISTINCT assignee FROM cards WHERE board_id = $1`
-	// The board's lock (taken first) orders the numbers; the unique index
-	// on running runs refuses a second one (23505).
-	insertRun = `INSERT INTO runs (id, board_id, number, state, started_by, trigger, deadline)
-SELECT $1, $2, coalesce(max(number), 0) + 1, 'running', $3, $4, now() + $5::interval FROM runs WHERE board_id = $2`
-	// Every card back to its starting status, with the audit event and the
-	// notification a card change gets (changeCard's, for many cards at
-	// once), so the page shows the reset live.
-	resetCardsForRun = `WITH want AS (
-    SELECT c.id, c.number, c.status AS from_status,
-        CASE WHEN EXISTS (SELECT 1 FROM card_links l WHERE l.card_id = c.id) THEN 'Backlog' ELSE 'Ready' END AS to_status
-    FROM cards c WHERE c.board_id = $1 FOR UPDATE
-), upd AS (
-    UPDATE cards c SET status = w.to_status, version = c.version + 1, updated_at = now()
-    FROM want w WHERE c.id = w.id AND w.from_status <> w.to_status
-    RETURNING c.id, c.version, c.number, w.from_status, w.to_status
-), aud AS (
-    INSERT INTO audit_events (actor, action, channel, board_id, detail)
-    SELECT $2, 'card_changed', b.channel, b.id, jsonb_build_object('card', u.id, 'handle', b.key || '-' || u.number, 'via', 'run',
-        'changes', jsonb_build_array(jsonb_build_object('field', 'status', 'from', u.from_status, 'to', u.to_status)), 'version', u.version)
-    FROM upd u JOIN boards b ON b.id = $1
-    RETURNING id, detail->>'card' AS card
-)
-SELECT count(pg_notify('` + changesChannel + `', json_build_object('b', $1::text, 'c', card, 'a', id)::text)) FROM aud`
-	insertRunCards = `INSERT INTO run_cards (run_id, card_id, runner, review)
-SELECT $1, c.id, coalesce(r.runner, ''), coalesce(r.review, true)
-FROM cards c LEFT JOIN unnest($3::text[], $4::text[], $5::bool[]) AS r(assignee, runner, review) ON r.assignee = c.assignee
-WHERE c.board_id = $2`
-	insertRunAu = `INSERT INTO audit_events (actor, action, channel, board_id, detail) SELECT $1, $2, channel, id, $3 FROM boards WHERE id = $4`
-
-	selectRun = `SELECT id, board_id, number, state, started_by, trigger, started_at, deadline, ended_at, reason FROM runs`
-
-	runCardColumns = `SELECT rc.card_id, b.key || '-' || c.number, c.title, c.status, c.assignee, rc.runner, rc.review, rc.output,
-    rc.attempts, rc.rounds, rc.feedback, rc.error,
-    coalesce((SELECT array_agg(l.depends_on ORDER BY l.depends_on) FROM card_links l WHERE l.card_id = c.id), '{}')
-FROM run_cards rc JOIN cards c ON c.id = rc.card_id JOIN boards b ON b.id = c.board_id`
-	selectRunCards = runCardColumns + ` WHERE rc.run_id = $1 ORDER BY c.position, c.number`
-	// A card of a run and the cards it depends on, for its runner.
-	selectJobCards = runCardColumns + ` WHERE rc.run_id = $1
-  AND (rc.card_id = $2 OR rc.card_id IN (SELECT depends_on FROM card_links WHERE card_id = $2))
-ORDER BY c.position, c.number`
-)
-
-// StartRun starts a run of a board: in one transaction, sent as one
-// batch, it numbers the run, resets every card to its starting status
-// (Ready without dependencies, else Backlog; each change audited and sent
-// to the page as any card change is) and records who works each card.
-// ErrRunGoing when a run has not ended; ErrNotFound without such a board.
-// The run comes back read in the same batch.
-func (s *Store) StartRun(ctx context.Context, st RunStart) (Run, error) {
-	id := RunID(newID("run_"))
-	// Who works each assignee's cards is the caller's to say; the
-	// assignees are read first (a card assigned meanwhile to someone new
-	// is worked by people this once).
-	rows, _ := s.pool.Query(ctx, selectAssignees, st.Board)
-	assignees, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return Run{}, fmt.Errorf("start a run of %s: %w", st.Board, err)
-	}
-	runners, reviews := make([]string, len(assignees)), make([]bool, len(assignees))
-	for i, a := range assignees {
-		runners[i], reviews[i] = "", true
-		if st.Runner != nil {
-			runners[i], reviews[i] = st.Runner(a)
-		}
-	}
-	detail, _ := json.Marshal(map[string]any{"run_id": id, "trigger": st.Trigger})
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(lockBoard, st.Board).QueryRow(func(row pgx.Row) error {
-		err := row.Scan(new(ID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("board %s: %w", st.Board, ErrNotFound)
-		}
-		return err
-	})
-	b.Queue(insertRun, id, st.Board, st.User, st.Trigger, st.Deadline.String())
-	b.Queue(resetCardsForRun, st.Board, st.User)
-	b.Queue(insertRunCards, id, st.Board, assignees, runners, reviews)
-	b.Queue(insertRunAu, st.User, "run_started", detail, st.Board)
-	b.Queue("COMMIT")
-	// The run read back in the same batch: a failure above skips these.
-	var run Run
-	b.Queue(selectRun+` WHERE id = $1`, id).Query(func(rows pgx.Rows) error {
-		rs, err := pgx.CollectRows(rows, scanRun)
-		if len(rs) == 1 {
-			run = rs[0]
-		}
-		return err
-	})
-	b.Queue(selectRunCards, id).Query(func(rows pgx.Rows) (err error) {
-		run.Cards, err = pgx.CollectRows(rows, scanRunCard)
-		return err
-	})
-	err = s.pool.SendBatch(ctx, b).Close()
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "23505":
-		return Run{}, fmt.Errorf("start a run of %s: %w", st.Board, ErrRunGoing)
-	case errors.As(err, &pgErr) && pgErr.Code == "23503":
-		return Run{}, fmt.Errorf("start a run of %s: board: %w", st.Board, ErrNotFound)
-	case err != nil:
-		return Run{}, fmt.Errorf("start a run of %s: %w", st.Board, err)
-	case run.ID == "":
-		return Run{}, fmt.Errorf("start a run of %s: run %s not read back", st.Board, id)
-	}
-	return run, nil
-}
-
-// Run reads a run with its cards. ErrNotFound when there is none.
-func (s *Store) Run(ctx context.Context, id RunID) (Run, error) {
-	return s.readRun(ctx, selectRun+` WHERE id = $1`, id)
-}
-
-// RunByNumber reads a board's run by its number.
-func (s *Store) RunByNumber(ctx context.Context, board ID, n int) (Run, error) {
-	return s.readRun(ctx, selectRun+` WHERE board_id = $1 AND number = $2`, board, n)
-}
-
-// Runs lists a board's runs, the latest first, without their cards.
-func (s *Store) Runs(ctx context.Context, board ID, limit int) ([]Run, error) {
-	rows, _ := s.pool.Query(ctx, selectRun+` WHERE board_id = $1 ORDER BY number DESC LIMIT $2`, board, limit)
-	runs, err := pgx.CollectRows(rows, scanRun)
-	if err != nil {
-		return nil, fmt.Errorf("runs of %s: %w", board, err)
-	}
-	return runs, nil
-}
-
-func (s *Store) readRun(ctx context.Context, q string, args ...any) (Run, error) {
-	rows, _ := s.pool.Query(ctx, q, args...)
-	r, err := pgx.CollectExactlyOneRow(rows, scanRun)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Run{}, fmt.Errorf("run: %w", ErrNotFound)
-	}
-	if err != nil {
-		return Run{}, fmt.Errorf("run: %w", err)
-	}
-	rows, _ = s.pool.Query(ctx, selectRunCards, r.ID)
-	r.Cards, err = pgx.CollectRows(rows, scanRunCard)
-	if err != nil {
-		return Run{}, fmt.Errorf("cards of run %s: %w", r.ID, err)
-	}
-	return r, nil
-}
-
-func scanRun(row pgx.CollectableRow) (Run, error) {
-	var r Run
-	err := row.Scan(&r.ID, &r.Board, &r.Number, &r.State, &r.StartedBy, &r.Trigger, &r.StartedAt, &r.Deadline, &r.EndedAt, &r.Reason)
-	r.Cards = []RunCard{}
-	return r, err
-}
-
-func scanRunCard(row pgx.CollectableRow) (RunCard, error) {
-	var c RunCard
-	err := row.Scan(&c.Card, &c.Handle, &c.Title, &c.Status, &c.Assignee, &c.Runner, &c.Review, &c.Output,
-		&c.Attempts, &c.Rounds, &c.Feedback, &c.Error, &c.DependsOn)
-	return c, err
+// RunJob is a card a runner took: the card, its run, what it waits on
+// (with their outputs) and the reason it was last sent back.
+type RunJob struct {
+	Run      Run
+	Board    Board // the card's board, with its channel and thread
+	Card     Card
+	RunCard  RunCard
+	Inputs   []RunCard // the cards it depends on, with their outputs
+	Attempt  int
+	Feedback string
+	// Holder names this taking of the card; CompleteRunCard and
+	// FailRunCard need it.
+	Holder string
 }

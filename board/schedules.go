@@ -1,17 +1,11 @@
 package board
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/bobnet/bobnet/plan"
 	"github.com/robfig/cron/v3"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // ErrBadSchedule means a cron expression or time zone is not one BobNet
@@ -45,92 +39,4 @@ type Schedule struct {
 	Timezone string    `json:"timezone"`
 	SetBy    string    `json:"set_by"`
 	LastSlot time.Time `json:"last_slot"`
-}
-
-const (
-	upsertSchedule = `INSERT INTO schedules (board_id, cron, timezone, set_by, last_slot) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (board_id) DO UPDATE SET cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, set_by = EXCLUDED.set_by, last_slot = EXCLUDED.last_slot`
-	deleteSchedule  = `DELETE FROM schedules WHERE board_id = $1`
-	selectSchedules = `SELECT board_id, cron, timezone, set_by, last_slot FROM schedules`
-	advanceSchedule = `UPDATE schedules SET last_slot = $3 WHERE board_id = $1 AND last_slot = $2`
-)
-
-// SetSchedule sets (or replaces) a board's schedule, counting slots from
-// now on; the caller has checked cron and time zone. ErrNotFound without
-// such a board.
-func (s *Store) SetSchedule(ctx context.Context, sc Schedule) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, upsertSchedule, sc.Board, sc.Cron, sc.Timezone, sc.SetBy, sc.LastSlot); err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "23503" {
-				return fmt.Errorf("board %s: %w", sc.Board, ErrNotFound)
-			}
-			return err
-		}
-		_, err := tx.Exec(ctx, insertRunAu, sc.SetBy, "schedule_set", scheduleDetail(sc), sc.Board)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("schedule %s: %w", sc.Board, err)
-	}
-	return nil
-}
-
-// DeleteSchedule removes a board's schedule; ErrNotFound when it had
-// none.
-func (s *Store) DeleteSchedule(ctx context.Context, id ID, user string) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, deleteSchedule, id)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return ErrNotFound
-		}
-		_, err = tx.Exec(ctx, insertRunAu, user, "schedule_removed", []byte(`{}`), id)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("schedule of %s: %w", id, err)
-	}
-	return nil
-}
-
-// Schedules lists every board's schedule.
-func (s *Store) Schedules(ctx context.Context) ([]Schedule, error) {
-	rows, _ := s.pool.Query(ctx, selectSchedules)
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Schedule])
-	if err != nil {
-		return nil, fmt.Errorf("schedules: %w", err)
-	}
-	return out, nil
-}
-
-// ScheduleOf reads one board's schedule; ErrNotFound when it has none.
-func (s *Store) ScheduleOf(ctx context.Context, id ID) (Schedule, error) {
-	rows, _ := s.pool.Query(ctx, selectSchedules+` WHERE board_id = $1`, id)
-	sc, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Schedule])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Schedule{}, fmt.Errorf("schedule of %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return Schedule{}, fmt.Errorf("schedule of %s: %w", id, err)
-	}
-	return sc, nil
-}
-
-// AdvanceSchedule moves a schedule's last slot from from to to, if no
-// one has moved it since: the one replica for which it reports true fires
-// the slot, so a slot fires once however many replicas see it due.
-func (s *Store) AdvanceSchedule(ctx context.Context, id ID, from, to time.Time) (bool, error) {
-	tag, err := s.pool.Exec(ctx, advanceSchedule, id, from, to)
-	if err != nil {
-		return false, fmt.Errorf("advance the schedule of %s: %w", id, err)
-	}
-	return tag.RowsAffected() == 1, nil
-}
-
-func scheduleDetail(sc Schedule) []byte {
-	b, _ := json.Marshal(map[string]any{"cron": sc.Cron, "timezone": sc.Timezone})
-	return b
 }

@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // stubPlanner returns a parsed plan at once: the benchmark measures the
@@ -40,13 +40,13 @@ func (p previewPoster) UpdatePreview(context.Context, bot.Proposal) error { retu
 // those turns beside the mean.
 func BenchmarkEngineTurn(b *testing.B) {
 	rdb := bottest.Redis(b)
-	store := boardtest.NewStore(b)
+	store := storetest.NewStore(b)
 	res := planner.Check([]byte(plannertest.NewspaperPlan(b)), plan.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
 	prefix := bottest.Prefix()
 	ps := pending.NewStore(rdb, prefix)
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ReclaimIdle: time.Minute, SweepInterval: time.Hour},
 		bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, pending.NewQueue(rdb, prefix)),
-		boardtest.Logger(b))
+		storetest.Logger(b))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // UsageStore keeps model budgets: tokens spent per channel and UTC day.
-// *board.Store is one; Deps.Usage nil leaves budgets unenforced.
+// *store.Store is one; Deps.Usage nil leaves budgets unenforced.
 type UsageStore interface {
 	AddTokens(ctx context.Context, channel string, at time.Time, n int64) (int64, error)
 	TokensUsed(ctx context.Context, channel string, at time.Time) (int64, error)

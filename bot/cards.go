@@ -11,7 +11,7 @@ import (
 )
 
 // CardStore is the part of the board store that card changes use;
-// *board.Store is one. Without one (Deps.Cards nil) every card method
+// *store.Store is one. Without one (Deps.Cards nil) every card method
 // answers ErrNoCards.
 type CardStore interface {
 	Board(ctx context.Context, id board.ID) (board.Board, []board.Card, error)

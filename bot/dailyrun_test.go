@@ -10,12 +10,12 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestTheDailyNewspaper: "every day at 06:00" becomes one proposal holding
@@ -61,9 +61,9 @@ func TestTheDailyNewspaper(t *testing.T) {
 	// 06:00 tomorrow in Berlin, on the test's clock.
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	next, _ := sc.Next(time.Now())
-	worker := run.NewWorker(env.Store, planner.NewClient(planner.ClientConfig{BaseURL: env.Model.URL(), Model: "test-model", Timeout: 10 * time.Second}, boardtest.Logger(t)),
-		env.Engine, env.Engine, nopObserver{}, planner.DefaultProfiles(), run.Config{Workers: 3, Lease: time.Minute, Poll: 10 * time.Millisecond}, boardtest.Logger(t))
-	sched := run.NewScheduler(env.Store, env.Engine, worker.Runner, time.Hour, boardtest.Logger(t))
+	worker := run.NewWorker(env.Store, planner.NewClient(planner.ClientConfig{BaseURL: env.Model.URL(), Model: "test-model", Timeout: 10 * time.Second}, storetest.Logger(t)),
+		env.Engine, env.Engine, nopObserver{}, planner.DefaultProfiles(), run.Config{Workers: 3, Lease: time.Minute, Poll: 10 * time.Millisecond}, storetest.Logger(t))
+	sched := run.NewScheduler(env.Store, env.Engine, worker.Runner, time.Hour, storetest.Logger(t))
 	if err := sched.Tick(ctx, next.Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}

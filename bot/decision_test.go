@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // slowDecisions is the Redis store whose PutDecision waits until let is
@@ -37,7 +37,7 @@ func (s *slowDecisions) PutDecision(ctx context.Context, p bot.Proposal) error {
 func TestApprovalIsSeenBeforeRedisRecordsIt(t *testing.T) {
 	t.Parallel()
 	rdb := bottest.Redis(t)
-	store := boardtest.NewStore(t)
+	store := storetest.NewStore(t)
 	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
 	if !res.Valid {
 		t.Fatalf("newspaper plan invalid: %+v", res.Errors)
@@ -48,7 +48,7 @@ func TestApprovalIsSeenBeforeRedisRecordsIt(t *testing.T) {
 	deps := bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, pending.NewQueue(rdb, prefix))
 	deps.Proposals = slow
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ProposalTTL: time.Hour, ReclaimIdle: time.Minute, SweepInterval: time.Hour, PublicURL: "http://bobnet.test"},
-		deps, boardtest.Logger(t))
+		deps, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

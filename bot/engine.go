@@ -21,7 +21,7 @@ type Planner interface {
 }
 
 // BoardReader reads the boards a channel made, for planning against them
-// and for status; *board.Store is one.
+// and for status; *store.Store is one.
 type BoardReader interface {
 	ChannelBoard(ctx context.Context, channel string) (board.Board, error)
 	BoardSummary(ctx context.Context, id board.ID) (plan.BoardSummary, error)
@@ -29,7 +29,7 @@ type BoardReader interface {
 }
 
 // ProposalHistory keeps every proposal in Postgres, where it outlives its
-// Redis copy; *board.Store is one.
+// Redis copy; *store.Store is one.
 type ProposalHistory interface {
 	SaveProposal(ctx context.Context, p board.ProposalRecord) error
 	Proposal(ctx context.Context, id ProposalID) (board.ProposalRecord, error)
@@ -37,19 +37,19 @@ type ProposalHistory interface {
 
 // Decisions writes what a decision does to Postgres: an approval's board,
 // or the closed state of a cancelled, expired or superseded proposal,
-// each a compare-and-set under its chain's lock; *board.Store is one.
+// each a compare-and-set under its chain's lock; *store.Store is one.
 type Decisions interface {
 	Execute(ctx context.Context, ex board.Execution) (board.ExecResult, error)
 	SetProposalState(ctx context.Context, p board.ProposalRecord, state, decidedBy string) error
 }
 
-// AuditLog records what happened; *board.Store is one.
+// AuditLog records what happened; *store.Store is one.
 type AuditLog interface {
 	RecordAudit(ctx context.Context, e board.AuditEvent) error
 }
 
 // DeliveryLog keeps the webhook deliveries requests came from for good;
-// *board.Store is one.
+// *store.Store is one.
 type DeliveryLog interface {
 	// RecordDelivery records a webhook delivery's first request, or
 	// returns the one recorded before.
@@ -138,7 +138,7 @@ type Config struct {
 }
 
 // Deps are what the engine works with. In production the board store
-// (*board.Store) fills every board field and the proposal store
+// (*store.Store) fills every board field and the proposal store
 // (*pending.Store) every proposal one; each is its own field so that what
 // a stage uses is what its interface names. Fields marked optional may be
 // nil, and the doc of each says what the engine does without it.

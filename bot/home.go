@@ -17,7 +17,7 @@ type PendingLister interface {
 }
 
 // AssignedCards lists the cards assigned to someone across boards;
-// *board.Store is one.
+// *store.Store is one.
 type AssignedCards interface {
 	CardsAssigned(ctx context.Context, names []string, limit int) ([]board.AssignedCard, error)
 }

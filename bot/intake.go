@@ -107,10 +107,6 @@ type AdmitResult struct {
 	Notify bool
 }
 
-// Delivery is QueuedRequest's former name, which bot/pending's queue still
-// uses; it goes once that package says QueuedRequest.
-type Delivery = QueuedRequest
-
 // QueuedRequest is one request handed to a worker by the queue.
 type QueuedRequest struct {
 	// MessageID is the queue's id for acknowledging it.

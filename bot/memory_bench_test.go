@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // memory implements the engine's stores in memory, so a benchmark can
@@ -148,7 +148,7 @@ func BenchmarkEngineTurnOwnWork(b *testing.B) {
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ReclaimIdle: time.Hour, SweepInterval: time.Hour},
 		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: memoryBoards{}, History: memoryBoards{}, Decisions: memoryBoards{},
 			Audit: memoryBoards{}, Deliveries: memoryBoards{}, Proposals: mem, Requests: mem, Queue: mem},
-		boardtest.Logger(b))
+		storetest.Logger(b))
 	if err != nil {
 		b.Fatal(err)
 	}

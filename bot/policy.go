@@ -12,7 +12,7 @@ import (
 )
 
 // PolicyStore keeps approval policies: the policy of a channel and the
-// approvals given so far. *board.Store is one; an engine without one
+// approvals given so far. *store.Store is one; an engine without one
 // (Deps.Policies nil) keeps the single global rule (requester, admins,
 // any member).
 type PolicyStore interface {

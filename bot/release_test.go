@@ -8,19 +8,20 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // flakyBoards is the real board store whose first Execute fails, as when
 // Postgres drops the connection mid-approve.
 type flakyBoards struct {
-	*board.Store
+	*store.Store
 	failures atomic.Int32
 }
 
@@ -36,7 +37,7 @@ func (f *flakyBoards) Execute(ctx context.Context, x board.Execution) (board.Exe
 func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 	t.Parallel()
 	rdb := bottest.Redis(t)
-	store := boardtest.NewStore(t)
+	store := storetest.NewStore(t)
 	boards := &flakyBoards{Store: store}
 	boards.failures.Store(1)
 	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
@@ -48,7 +49,7 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 	deps := bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, pending.NewQueue(rdb, prefix))
 	deps.Decisions = boards
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ProposalTTL: time.Hour, ReclaimIdle: time.Minute, SweepInterval: time.Hour},
-		deps, boardtest.Logger(t))
+		deps, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 // runAndPropose runs eng's workers for the rest of the test and has alice
 // ask for the newspaper in general; it returns the request's status with
 // its proposal.
-func runAndPropose(t *testing.T, eng *bot.Engine, store *board.Store) (context.Context, *bottest.Env, bot.RequestStatus) {
+func runAndPropose(t *testing.T, eng *bot.Engine, store *store.Store) (context.Context, *bottest.Env, bot.RequestStatus) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // clock is a test's engine clock: it stands still until the test moves
@@ -75,7 +75,7 @@ func waitEmpty(t *testing.T, env *bottest.Env) {
 func TestReminderSentOnceAcrossThreeReplicas(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
-	store, rdb, prefix, model := boardtest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t)
+	store, rdb, prefix, model := storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t)
 	var envs []*bottest.Env
 	for range 3 {
 		envs = append(envs, bottest.StartWrapped(t, store, rdb, prefix, model, withClock(clk), withAdmins,
@@ -230,7 +230,7 @@ func TestReminderNeverFollowsARacingDecision(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
 	poster := &ordered{}
-	env := bottest.StartPosting(t, boardtest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), bot.Registration{Poster: poster, Reminders: poster},
+	env := bottest.StartPosting(t, storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), bot.Registration{Poster: poster, Reminders: poster},
 		func(c *bot.Config) { c.SweepInterval = time.Millisecond })
 	answerNewspaper(t, env)
 	ctx := context.Background()
@@ -277,7 +277,7 @@ func TestDecisionAfterTheMarkStopsTheReminder(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
 	poster := &ordered{gate: make(chan struct{}), held: make(chan struct{})}
-	env := bottest.StartPosting(t, boardtest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), bot.Registration{Poster: poster, Reminders: poster})
+	env := bottest.StartPosting(t, storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), bot.Registration{Poster: poster, Reminders: poster})
 	answerNewspaper(t, env)
 	ctx := context.Background()
 	first := propose(t, env, "alice")

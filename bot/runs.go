@@ -12,7 +12,7 @@ import (
 )
 
 // RunStore starts, lists and reviews runs and keeps schedules;
-// *board.Store is one.
+// *store.Store is one.
 type RunStore interface {
 	StartRun(ctx context.Context, st board.RunStart) (board.Run, error)
 	Run(ctx context.Context, id board.RunID) (board.Run, error)

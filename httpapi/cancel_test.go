@@ -13,12 +13,12 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/console"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/sse"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // POST /api/v1/proposals/{id}/cancel takes an optional reason: kept in
@@ -28,10 +28,10 @@ func TestAPICancelWithReason(t *testing.T) {
 	env := bottest.New(t)
 	plan := plannertest.NewspaperPlan(t)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
-	con := console.New(env.Engine, nil, boardtest.Logger(t))
+	con := console.New(env.Engine, nil, storetest.Logger(t))
 	env.Engine.Register(bot.SourceConsole, bot.Registration{Poster: con})
 	r := chi.NewRouter()
-	httpapi.NewChat(httpapi.ChatDeps{Engine: env.Engine, Channels: con, Successors: env.Store, Boards: env.Store, Streams: sse.New(sse.Limits{})}, boardtest.Logger(t)).Routes(r)
+	httpapi.NewChat(httpapi.ChatDeps{Engine: env.Engine, Channels: con, Successors: env.Store, Boards: env.Store, Streams: sse.New(sse.Limits{})}, storetest.Logger(t)).Routes(r)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	ctx := context.Background()

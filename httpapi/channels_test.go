@@ -11,13 +11,13 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/console"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/sse"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // getJSON asks h for path, requires 200 and decodes the answer.
@@ -46,7 +46,7 @@ func status(t *testing.T, h http.Handler, path string) int {
 // page by page.
 func TestChannelsAndBoardsLists(t *testing.T) {
 	t.Parallel()
-	store := boardtest.NewStore(t)
+	store := storetest.NewStore(t)
 	th := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "newsroom"}}
 	con := console.New(&fakeEngine{}, store, discard())
 	con.Publish("newsroom", "message", map[string]any{"user": "alice", "text": "plan our newspaper"})

@@ -37,13 +37,13 @@ type Channels interface {
 	Channels(ctx context.Context) ([]board.ChannelActivity, error)
 }
 
-// Successors finds the proposal that superseded another; *board.Store is
+// Successors finds the proposal that superseded another; *store.Store is
 // one.
 type Successors interface {
 	Successor(ctx context.Context, id bot.ProposalID) (bot.ProposalID, error)
 }
 
-// BoardLister lists boards, newest first; *board.Store is one.
+// BoardLister lists boards, newest first; *store.Store is one.
 type BoardLister interface {
 	Boards(ctx context.Context, after board.ID, limit int) ([]board.Listing, board.ID, error)
 }

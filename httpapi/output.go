@@ -15,7 +15,7 @@ import (
 )
 
 // OutputStore is what posting a dispatched card's output needs of
-// storage; *board.Store is one.
+// storage; *store.Store is one.
 type OutputStore interface {
 	RunTokenScope(ctx context.Context, token string) (board.TokenScope, error)
 	PostRunOutput(ctx context.Context, o board.RunOutput) (board.RunJob, board.CardUpdate, error)

@@ -13,11 +13,12 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // outputTeller keeps the outputs it was told of.
@@ -34,7 +35,7 @@ func (o *outputTeller) CardOutput(_ context.Context, job board.RunJob, up board.
 
 // dispatch dispatches the next card of hook:tool and returns it with its
 // token.
-func dispatch(t *testing.T, s *board.Store) (board.RunJob, string) {
+func dispatch(t *testing.T, s *store.Store) (board.RunJob, string) {
 	t.Helper()
 	var token string
 	job, ok, err := s.DispatchRunCard(context.Background(), "hook:tool", func(job board.RunJob) (string, []board.OutboundEvent, error) {
@@ -73,7 +74,7 @@ func post(t *testing.T, srv, path, token, ct, body string) (int, map[string]any,
 // every bad body is answered with its status and changes nothing.
 func TestPostingADispatchedCardsOutput(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{})
 	out, err := s.Execute(ctx, board.Execution{ProposalID: "p_outputapi", Channel: "console:outputapi", Plan: *res.Plan})

@@ -17,7 +17,7 @@ import (
 )
 
 // PolicyStore is what the policy routes need of the board store;
-// *board.Store is one.
+// *store.Store is one.
 type PolicyStore interface {
 	PutPolicy(ctx context.Context, key string, p board.Policy, actor string) error
 	Policies(ctx context.Context) (map[string]board.Policy, error)

@@ -15,7 +15,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 )
 
-// RunStore is what the runs API needs of storage; *board.Store is one.
+// RunStore is what the runs API needs of storage; *store.Store is one.
 type RunStore interface {
 	StartRun(ctx context.Context, st board.RunStart) (board.Run, error)
 	Run(ctx context.Context, id board.RunID) (board.Run, error)

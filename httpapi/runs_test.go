@@ -14,16 +14,17 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // engine tells nobody and lets everyone review.
-type engine struct{ s *board.Store }
+type engine struct{ s *store.Store }
 
 func (engine) Started(context.Context, board.Run) {}
 
@@ -53,7 +54,7 @@ func call(t *testing.T, srv, method, path, body string) (int, map[string]any) {
 // nothing.
 func TestRunsAPI(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{})
 	out, err := s.Execute(ctx, board.Execution{ProposalID: "p_runsapi", Channel: "console:runsapi", Plan: *res.Plan})

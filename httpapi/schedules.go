@@ -11,7 +11,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// ScheduleStore is what the schedule API needs of storage; *board.Store
+// ScheduleStore is what the schedule API needs of storage; *store.Store
 // is one.
 type ScheduleStore interface {
 	SetSchedule(ctx context.Context, sc board.Schedule) error

@@ -10,18 +10,18 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestScheduleAPI: a schedule is set with a cron and a time zone, answers
 // its next slot, and is removed; what is not a schedule changes nothing.
 func TestScheduleAPI(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{})
 	out, err := s.Execute(ctx, board.Execution{ProposalID: "p_schedapi", Channel: "console:schedapi", Plan: *res.Plan})

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/migrations"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 func TestAllNumberedWithHeader(t *testing.T) {
@@ -37,13 +37,13 @@ func TestAllNumberedWithHeader(t *testing.T) {
 func TestApplyFromEmptyAndAgain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, boardtest.NewDatabase(t))
+	pool, err := pgxpool.New(ctx, storetest.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
 	all, _ := migrations.All()
-	n, err := migrations.Apply(ctx, pool, boardtest.Logger(t))
+	n, err := migrations.Apply(ctx, pool, storetest.Logger(t))
 	if err != nil || n != len(all) {
 		t.Fatalf("first apply: %d, %v", n, err)
 	}
@@ -55,7 +55,7 @@ func TestApplyFromEmptyAndAgain(t *testing.T) {
 	if tables != 7 {
 		t.Errorf("tables = %d, want 7", tables)
 	}
-	n, err = migrations.Apply(ctx, pool, boardtest.Logger(t))
+	n, err = migrations.Apply(ctx, pool, storetest.Logger(t))
 	if err != nil || n != 0 {
 		t.Fatalf("second apply: %d, %v", n, err)
 	}
@@ -64,7 +64,7 @@ func TestApplyFromEmptyAndAgain(t *testing.T) {
 func TestApplyConcurrently(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := boardtest.NewDatabase(t)
+	url := storetest.NewDatabase(t)
 	var wg sync.WaitGroup
 	applied := make([]int, 4)
 	errs := make([]error, 4)
@@ -78,7 +78,7 @@ func TestApplyConcurrently(t *testing.T) {
 				return
 			}
 			defer pool.Close()
-			applied[i], errs[i] = migrations.Apply(ctx, pool, boardtest.Logger(t))
+			applied[i], errs[i] = migrations.Apply(ctx, pool, storetest.Logger(t))
 		}()
 	}
 	wg.Wait()
@@ -97,18 +97,18 @@ func TestApplyConcurrently(t *testing.T) {
 func TestApplyRefusesNewerDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, boardtest.NewDatabase(t))
+	pool, err := pgxpool.New(ctx, storetest.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if _, err := migrations.Apply(ctx, pool, boardtest.Logger(t)); err != nil {
+	if _, err := migrations.Apply(ctx, pool, storetest.Logger(t)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (999, '0999_future.sql')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := migrations.Apply(ctx, pool, boardtest.Logger(t)); err == nil || !strings.Contains(err.Error(), "newer BobNet") {
+	if _, err := migrations.Apply(ctx, pool, storetest.Logger(t)); err == nil || !strings.Contains(err.Error(), "newer BobNet") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -116,7 +116,7 @@ func TestApplyRefusesNewerDatabase(t *testing.T) {
 func TestSchemaConstraints(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	mustFail := func(name, sql string, args ...any) {
 		t.Helper()
 		if _, err := pool.Exec(ctx, sql, args...); err == nil {
@@ -158,7 +158,7 @@ func TestSchemaConstraints(t *testing.T) {
 func TestCardHandlesMigrationKeepsExistingBoards(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, boardtest.NewDatabase(t))
+	pool, err := pgxpool.New(ctx, storetest.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestCardHandlesMigrationKeepsExistingBoards(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := migrations.Apply(ctx, pool, boardtest.Logger(t)); err != nil {
+	if _, err := migrations.Apply(ctx, pool, storetest.Logger(t)); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := pool.Query(ctx, `SELECT b.key || '-' || c.number FROM cards c JOIN boards b ON b.id = c.board_id ORDER BY c.id`)
@@ -205,7 +205,7 @@ func TestCardHandlesMigrationKeepsExistingBoards(t *testing.T) {
 func TestBoardKeysMigrationNumbersSharedKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, boardtest.NewDatabase(t))
+	pool, err := pgxpool.New(ctx, storetest.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestBoardKeysMigrationNumbersSharedKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := migrations.Apply(ctx, pool, boardtest.Logger(t)); err != nil {
+	if _, err := migrations.Apply(ctx, pool, storetest.Logger(t)); err != nil {
 		t.Fatal(err)
 	}
 	rows, _ := pool.Query(ctx, `SELECT id || '=' || key FROM boards ORDER BY id`)

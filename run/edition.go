@@ -19,7 +19,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// PageStore is what the run page reads; *board.Store is one.
+// PageStore is what the run page reads; *store.Store is one.
 type PageStore interface {
 	Board(ctx context.Context, id board.ID) (board.Board, []board.Card, error)
 	RunByNumber(ctx context.Context, id board.ID, n int) (board.Run, error)

@@ -12,16 +12,16 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // BenchmarkRunPage64 draws the run page of a 64-card chain board whose
 // every card has a Markdown output of about 1.5 KB with links and a list:
 // the morning edition at its largest plan.
 func BenchmarkRunPage64(b *testing.B) {
-	s := boardtest.NewStore(b)
+	s := storetest.NewStore(b)
 	ctx := context.Background()
 	a := plan.Action{Type: plan.ActionCreateBoardWithCards, Board: &plan.BoardDraft{Name: "Big edition", Goal: "Benchmark"}}
 	for i := range 64 {
@@ -49,7 +49,7 @@ func BenchmarkRunPage64(b *testing.B) {
 		}
 	}
 	r := chi.NewRouter()
-	run.NewPages(s, boardtest.Logger(b)).Routes(r)
+	run.NewPages(s, storetest.Logger(b)).Routes(r)
 	path := "/boards/" + string(res.BoardID) + "/runs/1"
 	b.ReportAllocs()
 	for b.Loop() {

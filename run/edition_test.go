@@ -12,8 +12,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestEditionRendersOutputsSafely: the run page shows each card's output
@@ -21,7 +21,7 @@ import (
 // anything that could run or load removed.
 func TestEditionRendersOutputsSafely(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s)
 	_, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: func(string) (string, bool) { return "model", true }, Deadline: time.Hour})
@@ -37,7 +37,7 @@ func TestEditionRendersOutputsSafely(t *testing.T) {
 		t.Fatal(err)
 	}
 	router := chi.NewRouter()
-	run.NewPages(s, boardtest.Logger(t)).Routes(router)
+	run.NewPages(s, storetest.Logger(t)).Routes(router)
 	ts := httptest.NewServer(router)
 	t.Cleanup(ts.Close)
 

@@ -12,7 +12,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 )
 
-// HookStore dispatches the cards of hook runners; *board.Store is one.
+// HookStore dispatches the cards of hook runners; *store.Store is one.
 type HookStore interface {
 	DispatchRunCard(ctx context.Context, runner string, dispatch func(job board.RunJob) (token string, evs []board.OutboundEvent, err error)) (board.RunJob, bool, error)
 }

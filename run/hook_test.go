@@ -11,9 +11,10 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // toolProfiles are the built-in profiles with every card worked by the
@@ -36,7 +37,7 @@ type dispatched struct {
 }
 
 // dispatches reads the card.dispatched rows of the outbox after id after.
-func dispatches(t *testing.T, s *board.Store, after int64) []dispatched {
+func dispatches(t *testing.T, s *store.Store, after int64) []dispatched {
 	t.Helper()
 	rows, err := s.Pool().Query(context.Background(), `SELECT id, body FROM event_outbox WHERE event_type = 'card.dispatched' AND id > $1 ORDER BY id`, after)
 	if err != nil {
@@ -71,13 +72,13 @@ func dispatches(t *testing.T, s *board.Store, after int64) []dispatched {
 var toolKeys = map[string][]byte{"tool": []byte("the key of the tool hook's card tokens")}
 
 // hookWorkers are two replicas' workers dispatching to one outbox.
-func hookWorkers(t *testing.T, s *board.Store, endpoints []outbox.Endpoint) (*run.Worker, *run.Worker, *teller) {
+func hookWorkers(t *testing.T, s *store.Store, endpoints []outbox.Endpoint) (*run.Worker, *run.Worker, *teller) {
 	t.Helper()
-	ob := outbox.New(outbox.Config{Hooks: map[string][]outbox.Endpoint{"tool": endpoints}, CardTokenKeys: toolKeys, AllowHosts: []string{"tool.example"}}, s.Pool(), boardtest.Logger(t))
+	ob := outbox.New(outbox.Config{Hooks: map[string][]outbox.Endpoint{"tool": endpoints}, CardTokenKeys: toolKeys, AllowHosts: []string{"tool.example"}}, s.Pool(), s, storetest.Logger(t))
 	tell := &teller{}
 	var ws [2]*run.Worker
 	for i := range ws {
-		ws[i] = run.NewWorker(s, nil, tell, &budget{}, tell, toolProfiles(), run.Config{Workers: 1, Lease: time.Minute, Poll: 10 * time.Millisecond}, boardtest.Logger(t))
+		ws[i] = run.NewWorker(s, nil, tell, &budget{}, tell, toolProfiles(), run.Config{Workers: 1, Lease: time.Minute, Poll: 10 * time.Millisecond}, storetest.Logger(t))
 		ws[i].UseHooks(s, ob, "https://bobnet.example", toolKeys)
 	}
 	return ws[0], ws[1], tell
@@ -114,7 +115,7 @@ func race(t *testing.T, a, b *run.Worker) {
 // done with every output on it.
 func TestHookCardsAreDispatchedOncePerRound(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s)
 	a, b, tell := hookWorkers(t, s, []outbox.Endpoint{{URL: "https://tool.example/bobnet", Secret: "whsec_Y2FsbGJhY2stc2VjcmV0LWZvci10ZXN0cw=="}})
@@ -226,7 +227,7 @@ func TestHookCardsAreDispatchedOncePerRound(t *testing.T) {
 // after three the run stops, saying so.
 func TestAHookWithoutCallbacksStopsTheRun(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s)
 	a, b, _ := hookWorkers(t, s, nil)

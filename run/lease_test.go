@@ -10,10 +10,11 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestRunnersKeepTheirCardsAndLoseThemWhenTheyStop: two replicas work a
@@ -24,7 +25,7 @@ import (
 // takes it over, and the run ends done with every card done once.
 func TestRunnersKeepTheirCardsAndLoseThemWhenTheyStop(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s)
 
@@ -48,11 +49,11 @@ func TestRunnersKeepTheirCardsAndLoseThemWhenTheyStop(t *testing.T) {
 		// Slower than the lease: only renewing keeps the card.
 		return plannertest.Reply{Content: "Findings of " + handle, Delay: 2 * lease}
 	})
-	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Timeout: time.Minute}, boardtest.Logger(t))
+	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Timeout: time.Minute}, storetest.Logger(t))
 	cfg := run.Config{Workers: 2, Lease: lease, Poll: 20 * time.Millisecond}
 	tellA, tellB := &teller{}, &teller{}
-	a := run.NewWorker(s, client, tellA, &budget{}, tellA, profiles, cfg, boardtest.Logger(t))
-	b := run.NewWorker(s, client, tellB, &budget{}, tellB, profiles, cfg, boardtest.Logger(t))
+	a := run.NewWorker(s, client, tellA, &budget{}, tellA, profiles, cfg, storetest.Logger(t))
+	b := run.NewWorker(s, client, tellB, &budget{}, tellB, profiles, cfg, storetest.Logger(t))
 
 	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: a.Runner, Deadline: time.Hour})
 	if err != nil {
@@ -107,7 +108,7 @@ func TestRunnersKeepTheirCardsAndLoseThemWhenTheyStop(t *testing.T) {
 	}
 }
 
-func mustRun(t *testing.T, s *board.Store, id board.RunID) board.Run {
+func mustRun(t *testing.T, s *store.Store, id board.RunID) board.Run {
 	t.Helper()
 	r, err := s.Run(context.Background(), id)
 	if err != nil {

@@ -26,7 +26,7 @@ func due(sched cron.Schedule, loc *time.Location, last, now time.Time) (latest t
 // than that, BobNet was down at the slot and the run is a catch-up.
 const lateAfter = 5 * time.Minute
 
-// ScheduleStore is what the scheduler needs of storage; *board.Store is
+// ScheduleStore is what the scheduler needs of storage; *store.Store is
 // one.
 type ScheduleStore interface {
 	Schedules(ctx context.Context) ([]board.Schedule, error)

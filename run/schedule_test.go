@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // scheduleTeller keeps what the scheduler told.
@@ -57,7 +57,7 @@ func TestParseSchedule(t *testing.T) {
 // test's: no sleeps.
 func TestScheduleFiresOnceAndCatchesUp(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s)
 	berlin, _ := time.LoadLocation("Europe/Berlin")
@@ -68,9 +68,9 @@ func TestScheduleFiresOnceAndCatchesUp(t *testing.T) {
 	tell := &scheduleTeller{}
 	runner := func(string) (string, bool) { return "", true }
 	replicas := []*run.Scheduler{
-		run.NewScheduler(s, tell, runner, time.Hour, boardtest.Logger(t)),
-		run.NewScheduler(s, tell, runner, time.Hour, boardtest.Logger(t)),
-		run.NewScheduler(s, tell, runner, time.Hour, boardtest.Logger(t)),
+		run.NewScheduler(s, tell, runner, time.Hour, storetest.Logger(t)),
+		run.NewScheduler(s, tell, runner, time.Hour, storetest.Logger(t)),
+		run.NewScheduler(s, tell, runner, time.Hour, storetest.Logger(t)),
 	}
 	tickAll := func(now time.Time) {
 		t.Helper()

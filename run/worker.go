@@ -1,7 +1,7 @@
 // Package run works the runs of boards: it hands the cards of running
 // runs to their runners (the model, for profiles with `runner: model`),
 // keeps their outputs, and ends runs that are done, stopped or past their
-// deadline. The runs themselves live in Postgres (board.Store); any
+// deadline. The runs themselves live in Postgres (store.Store); any
 // number of replicas may run a Worker.
 package run
 
@@ -18,7 +18,7 @@ import (
 	"github.com/bobnet/bobnet/planner"
 )
 
-// Store is what the worker needs of the runs' storage; *board.Store is
+// Store is what the worker needs of the runs' storage; *store.Store is
 // one.
 type Store interface {
 	ClaimRunCard(ctx context.Context, runner string, lease time.Duration) (board.RunJob, bool, error)

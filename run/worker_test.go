@@ -12,11 +12,12 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/run"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // teller keeps what the worker told and observed.
@@ -81,7 +82,7 @@ func (t *teller) Ended(_ context.Context, r board.Run) {
 	t.ended = append(t.ended, r)
 }
 
-func newspaperBoard(t *testing.T, s *board.Store) (board.ID, map[string]board.Card) {
+func newspaperBoard(t *testing.T, s *store.Store) (board.ID, map[string]board.Card) {
 	t.Helper()
 	ctx := context.Background()
 	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
@@ -109,7 +110,7 @@ func newspaperBoard(t *testing.T, s *board.Store) (board.ID, map[string]board.Ca
 // Coder's cards, reviews are accepted, and the run ends done.
 func TestTheModelWorksTheNewspaper(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, cards := newspaperBoard(t, s)
 
@@ -127,9 +128,9 @@ func TestTheModelWorksTheNewspaper(t *testing.T) {
 		}
 		return plannertest.Reply{Content: "## " + handle + "\n\nFindings of " + handle + " with [a source](https://example.org/" + handle + ")."}
 	})
-	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Timeout: 10 * time.Second}, boardtest.Logger(t))
+	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Timeout: 10 * time.Second}, storetest.Logger(t))
 	tell := &teller{}
-	w := run.NewWorker(s, client, tell, &budget{}, tell, planner.DefaultProfiles(), run.Config{Workers: 2, Lease: time.Minute, Poll: 10 * time.Millisecond}, boardtest.Logger(t))
+	w := run.NewWorker(s, client, tell, &budget{}, tell, planner.DefaultProfiles(), run.Config{Workers: 2, Lease: time.Minute, Poll: 10 * time.Millisecond}, storetest.Logger(t))
 
 	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: w.Runner, Deadline: time.Hour})
 	if err != nil {
@@ -249,17 +250,17 @@ func TestTheFenceHoldsAgainstCardText(t *testing.T) {
 // it cost is charged to the board's channel.
 func TestARunWaitsForTheModelBudget(t *testing.T) {
 	t.Parallel()
-	s := boardtest.NewStore(t)
+	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s)
 	model := plannertest.NewServer(t)
 	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply {
 		return plannertest.Reply{Content: "## The policy", Tokens: 120}
 	})
-	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Timeout: 10 * time.Second}, boardtest.Logger(t))
+	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Timeout: 10 * time.Second}, storetest.Logger(t))
 	tell, b := &teller{}, &budget{}
 	b.over.Store(true)
-	w := run.NewWorker(s, client, tell, b, tell, planner.DefaultProfiles(), run.Config{Workers: 1, Lease: time.Minute, Poll: 10 * time.Millisecond}, boardtest.Logger(t))
+	w := run.NewWorker(s, client, tell, b, tell, planner.DefaultProfiles(), run.Config{Workers: 1, Lease: time.Minute, Poll: 10 * time.Millisecond}, storetest.Logger(t))
 	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: w.Runner, Deadline: time.Hour})
 	if err != nil {
 		t.Fatal(err)

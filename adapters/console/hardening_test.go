@@ -16,9 +16,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/plan"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 // fakeEngine knows one proposal, p_okaaaaaaaaaaaaaa.
@@ -119,7 +119,7 @@ func (pageEngine) Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal
 // column to its left.
 func TestProposalPageNumbersStayInTheirCards(t *testing.T) {
 	t.Parallel()
-	ctx := boardtest.Browser(t)
+	ctx := webtest.Browser(t)
 	_, srv := newServer(t, pageEngine{})
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/proposals/p_pageaaaaaaaaaaaa"), chromedp.WaitVisible(chromedp.CSS("ol.cards"))); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// History keeps console channels' events across restarts; *board.Store is
+// History keeps console channels' events across restarts; *store.Store is
 // one. A channel's past is read from it the first time the channel is used
 // after a start.
 type History interface {

@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestHistorySurvivesARestart: a console started again on the same
@@ -17,7 +17,7 @@ import (
 // numbers new events after it.
 func TestHistorySurvivesARestart(t *testing.T) {
 	t.Parallel()
-	store := boardtest.NewStore(t)
+	store := storetest.NewStore(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	th := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "newsroom"}}
 	first := New(fakeEngine{}, store, logger)

@@ -15,10 +15,10 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/matrix"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 const newspaperRequest = "BobNet: plan our daily research newspaper @room <script>alert(1)</script>"
@@ -174,7 +174,7 @@ func TestMatrixRefusesInvitesFromOtherServers(t *testing.T) {
 	// Only a made-up server may invite: alice, on the bot's own server, may not.
 	ad, err := matrix.New(ctx30(t), matrix.Config{
 		Homeserver: hs, UserID: b.ID, AccessToken: b.cli.AccessToken, AllowedServers: []string{"elsewhere.example"}, LeaseTTL: time.Second,
-	}, env.Engine, matrix.NewStore(env.Store.Pool()), nopMemory{}, matrix.NewRedisLease(env.Redis, env.Prefix+":lease", time.Second), boardtest.Logger(t))
+	}, env.Engine, matrix.NewStore(env.Store.Pool()), nopMemory{}, matrix.NewRedisLease(env.Redis, env.Prefix+":lease", time.Second), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

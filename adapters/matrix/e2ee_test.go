@@ -18,7 +18,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // withCrypto makes u a client that encrypts and decrypts (keys in a
@@ -26,7 +26,7 @@ import (
 // would. Each configure changes the client's Olm machine before it syncs.
 func withCrypto(t *testing.T, u *user, configure ...func(*crypto.OlmMachine)) *cryptohelper.CryptoHelper {
 	t.Helper()
-	db, err := sql.Open("pgx", boardtest.NewDatabase(t))
+	db, err := sql.Open("pgx", storetest.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,11 +18,11 @@ import (
 	"maunium.net/go/mautrix/synapseadmin"
 
 	"github.com/bobnet/bobnet/adapters/matrix"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // The tests here run against a real homeserver: `make test` starts a
@@ -37,7 +37,7 @@ func logger(t *testing.T) *slog.Logger {
 	if os.Getenv("MATRIX_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return boardtest.Logger(t)
+	return storetest.Logger(t)
 }
 
 // homeserver returns the test homeserver, skipping when there is none.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/adapters/matrix"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // fakeHomeserver answers whoami and the display name, and hands every
@@ -40,7 +40,7 @@ func fakeHomeserver(t *testing.T, send http.HandlerFunc) *httptest.Server {
 func fakeAdapter(t *testing.T, hs string, timeout time.Duration) *matrix.Adapter {
 	ad, err := matrix.New(context.Background(), matrix.Config{
 		Homeserver: hs, UserID: "@bobnet:example.org", AccessToken: "token", CallTimeout: timeout,
-	}, nil, matrix.NewStore(boardtest.NewPool(t)), nopMemory{}, nil, boardtest.Logger(t))
+	}, nil, matrix.NewStore(storetest.NewPool(t)), nopMemory{}, nil, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

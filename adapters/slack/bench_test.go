@@ -20,13 +20,13 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // ingestClients is how many requests are in flight at once, as in a busy
@@ -103,7 +103,7 @@ func bobnetIngest(b *testing.B) http.Handler {
 	ps := pending.NewStore(rdb, prefix)
 	eng, err := bot.New(bot.Config{
 		Profiles: planner.DefaultProfiles(), UserRate: bot.RateLimit{N: 20, Per: time.Minute}, ChannelRate: bot.RateLimit{N: 60, Per: time.Minute},
-	}, bottest.Deps(nopPlanner{}, boardtest.NewStore(b), ps, pending.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, bottest.Deps(nopPlanner{}, storetest.NewStore(b), ps, pending.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,13 +22,13 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/secretbox"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // workspaceIngest is /slack/events as served in multi-workspace mode,
@@ -39,7 +39,7 @@ func workspaceIngest(b *testing.B, n int) (http.Handler, []string) {
 	rdb := bottest.Redis(b)
 	prefix := bottest.Prefix()
 	ps := pending.NewStore(rdb, prefix)
-	store := boardtest.NewStore(b)
+	store := storetest.NewStore(b)
 	eng, err := bot.New(bot.Config{
 		Profiles: planner.DefaultProfiles(), UserRate: bot.RateLimit{N: 20, Per: time.Minute}, ChannelRate: bot.RateLimit{N: 60, Per: time.Minute},
 	}, bottest.Deps(nopPlanner{}, store, ps, pending.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -20,12 +20,12 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // homeSlack is a stand-in Slack Web API for the shortcut and the App
@@ -138,7 +138,7 @@ func newHomeWorld(t *testing.T) *homeWorld {
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	fs := newHomeSlack(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"},
-		env.Engine, pending.NewStore(env.Redis, env.Prefix), boardtest.Logger(t))
+		env.Engine, pending.NewStore(env.Redis, env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

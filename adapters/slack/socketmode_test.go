@@ -12,9 +12,9 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/bobnet/bobnet/adapters/slack"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // recordAcks is a Socket Mode connection that notes each ack and how many
@@ -50,7 +50,7 @@ func TestSocketModeAcksAfterQueueing(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: w.slack.srv.URL + "/api/"},
-		&failOnce{Engine: w.env.Engine}, pending.NewStore(w.env.Redis, w.env.Prefix), boardtest.Logger(t))
+		&failOnce{Engine: w.env.Engine}, pending.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestThreadReplyWhenRedisFailsIsRedelivered(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: w.slack.srv.URL + "/api/"},
-		w.env.Engine, forgetful{pending.NewStore(w.env.Redis, w.env.Prefix)}, boardtest.Logger(t))
+		w.env.Engine, forgetful{pending.NewStore(w.env.Redis, w.env.Prefix)}, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

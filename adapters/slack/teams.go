@@ -19,7 +19,7 @@ import (
 )
 
 // Installations is what the adapter needs from the store of Slack
-// installations; *board.SlackInstallations is one.
+// installations; *store.SlackInstallations is one.
 type Installations interface {
 	Installation(ctx context.Context, id string) (board.SlackInstallation, error)
 	Save(ctx context.Context, in board.SlackInstallation) error

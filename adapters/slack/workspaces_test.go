@@ -36,6 +36,7 @@ import (
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/secretbox"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store"
 )
 
 const (
@@ -49,6 +50,7 @@ type teamCall struct {
 	Method string
 	Token  string
 	Form   url.Values
+	Body   string // the raw body (views.publish sends JSON)
 	TS     string
 }
 
@@ -95,7 +97,7 @@ func (f *teamSlack) serve(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	// slack-go sends the token as a bearer header, or in the form for
 	// some methods; Slack takes either.
-	c := teamCall{Method: method, Token: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), Form: form}
+	c := teamCall{Method: method, Token: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), Form: form, Body: string(body)}
 	if c.Token == "" {
 		c.Token = form.Get("token")
 	}
@@ -148,6 +150,13 @@ func (f *teamSlack) serve(w http.ResponseWriter, r *http.Request) {
 		reply(map[string]any{"ok": true, "message_ts": c.TS})
 	case "conversations.replies":
 		reply(map[string]any{"ok": true, "messages": []any{}, "has_more": false})
+	case "views.publish":
+		reply(map[string]any{"ok": true, "view": map[string]any{"id": "V_HOME"}})
+	case "users.conversations":
+		// Every person is in C0123 of their own workspace.
+		reply(map[string]any{"ok": true, "channels": []any{map[string]any{"id": "C0123"}}, "response_metadata": map[string]any{"next_cursor": ""}})
+	case "users.info":
+		reply(map[string]any{"ok": true, "user": map[string]any{"id": form.Get("user"), "name": "alice"}})
 	default:
 		reply(map[string]any{"ok": false, "error": "unknown_method"})
 	}
@@ -213,7 +222,7 @@ type teamsWorld struct {
 	slack    *teamSlack
 	app      *httptest.Server
 	ad       *slack.Adapter
-	installs *board.SlackInstallations
+	installs *store.SlackInstallations
 	logs     *logBuffer
 }
 

@@ -17,13 +17,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bobnet/bobnet/adapters/webhook"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 const benchSecret = "bench-secret-0123"
@@ -84,10 +84,10 @@ func ingestBench(b *testing.B, h http.Handler) {
 func BenchmarkWebhookIngest(b *testing.B) {
 	rdb := bottest.Redis(b)
 	prefix := bottest.Prefix()
-	store := boardtest.NewStore(b)
+	store := storetest.NewStore(b)
 	ps := pending.NewStore(rdb, prefix)
 	eng, err := bot.New(bot.Config{Profiles: planner.DefaultProfiles()},
-		bottest.Deps(nopPlanner{}, store, ps, pending.NewQueue(rdb, prefix)), boardtest.Logger(b))
+		bottest.Deps(nopPlanner{}, store, ps, pending.NewQueue(rdb, prefix)), storetest.Logger(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func BenchmarkWebhookIngest(b *testing.B) {
 		b.Fatal(err)
 	}
 	r := chi.NewRouter()
-	webhook.New(hooks, eng, boardtest.Logger(b)).Routes(r)
+	webhook.New(hooks, eng, storetest.Logger(b)).Routes(r)
 	b.ResetTimer()
 	ingestBench(b, r)
 }

@@ -18,9 +18,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/adapters/webhook"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // countingBody is a request body that counts the reads made of it.
@@ -56,7 +56,7 @@ func TestRefusedFromHeadersWithoutReadingTheBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := chi.NewRouter()
-	webhook.New(hooks, noEngine{t}, boardtest.Logger(t)).Routes(r)
+	webhook.New(hooks, noEngine{t}, storetest.Logger(t)).Routes(r)
 	body := []byte(`{"text":"plan our daily research newspaper"}`)
 	std := func(sig string) http.Header {
 		h, _ := signing.StandardHeaders(stdSecret, "msg_1", time.Now(), body)

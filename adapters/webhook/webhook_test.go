@@ -19,11 +19,11 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 const (
@@ -50,7 +50,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 		t.Fatal(err)
 	}
 	r := chi.NewRouter()
-	ad := webhook.New(hooks, env.Engine, boardtest.Logger(t))
+	ad := webhook.New(hooks, env.Engine, storetest.Logger(t))
 	ad.Routes(r)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)

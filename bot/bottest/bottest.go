@@ -15,18 +15,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // Env is a running engine and what it is made of.
 type Env struct {
 	Engine *bot.Engine
-	Store  *board.Store
+	Store  *store.Store
 	Redis  *redis.Client
 	Prefix string
 	Model  *plannertest.Server
@@ -67,14 +67,14 @@ func Prefix() string {
 func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
 	rdb := Redis(t)
-	store := boardtest.NewStore(t)
+	store := storetest.NewStore(t)
 	model := plannertest.NewServer(t)
 	return Start(t, store, rdb, Prefix(), model, opts...)
 }
 
 // Start starts an engine on the given parts; a second Start on the same
 // parts is a second replica (or a restarted one).
-func Start(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, opts ...Option) *Env {
+func Start(t testing.TB, store *store.Store, rdb *redis.Client, prefix string, model *plannertest.Server, opts ...Option) *Env {
 	t.Helper()
 	return StartWrapped(t, store, rdb, prefix, model, nil, opts...)
 }
@@ -83,11 +83,11 @@ func Start(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, m
 // first, to put a failing or slow part in front of a real one.
 func NewWrapped(t testing.TB, wrap func(*bot.Deps), opts ...Option) *Env {
 	t.Helper()
-	return StartWrapped(t, boardtest.NewStore(t), Redis(t), Prefix(), plannertest.NewServer(t), wrap, opts...)
+	return StartWrapped(t, storetest.NewStore(t), Redis(t), Prefix(), plannertest.NewServer(t), wrap, opts...)
 }
 
 // StartWrapped is Start with the dependencies passed through wrap.
-func StartWrapped(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), opts ...Option) *Env {
+func StartWrapped(t testing.TB, store *store.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), opts ...Option) *Env {
 	t.Helper()
 	return StartPosting(t, store, rdb, prefix, model, wrap, bot.Registration{}, opts...)
 }
@@ -95,7 +95,7 @@ func StartWrapped(t testing.TB, store *board.Store, rdb *redis.Client, prefix st
 // StartPosting is StartWrapped with the console's surface set before the
 // engine runs (its Poster nil: the recording Poster), so a replica started
 // to take over a request cannot post with another poster first.
-func StartPosting(t testing.TB, store *board.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), console bot.Registration, opts ...Option) *Env {
+func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), console bot.Registration, opts ...Option) *Env {
 	t.Helper()
 	cfg := bot.Config{
 		ProposalTTL:   time.Hour,
@@ -109,12 +109,12 @@ func StartPosting(t testing.TB, store *board.Store, rdb *redis.Client, prefix st
 	for _, o := range opts {
 		o(&cfg)
 	}
-	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, boardtest.Logger(t))
+	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
 	deps := Deps(client, store, pending.NewStore(rdb, prefix), pending.NewQueue(rdb, prefix))
 	if wrap != nil {
 		wrap(&deps)
 	}
-	eng, err := bot.New(cfg, deps, boardtest.Logger(t))
+	eng, err := bot.New(cfg, deps, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func StartPosting(t testing.TB, store *board.Store, rdb *redis.Client, prefix st
 
 // Deps are an engine's dependencies as production builds them: every
 // board capability from store, every proposal one from ps.
-func Deps(pl bot.Planner, store *board.Store, ps *pending.Store, q bot.Queue) bot.Deps {
+func Deps(pl bot.Planner, store *store.Store, ps *pending.Store, q bot.Queue) bot.Deps {
 	return bot.Deps{
 		Planner: pl,
 		Boards:  store, History: store, Decisions: store, Audit: store, Deliveries: store,

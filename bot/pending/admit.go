@@ -33,22 +33,14 @@ type admitter struct {
 	mu       sync.Mutex
 	queue    []*admitCall
 	flushing bool
-
-	// calls keeps answered calls for the next admissions: a call and its
-	// record buffer are about 1.5 KB, a tenth of what taking a request in
-	// allocates, and garbage collection was the largest cost on the ack
-	// path beside the network.
-	calls sync.Pool
 }
 
 func newAdmitter(rdb redis.UniversalClient) *admitter {
-	a := &admitter{rdb: rdb, sha: admitScript.Hash(), src: admitSource}
-	a.calls.New = func() any { return &admitCall{done: make(chan admitReply, 1)} }
-	return a
+	return &admitter{rdb: rdb, sha: admitScript.Hash(), src: admitSource}
 }
 
-// call is an admitCall to fill in, its record buffer empty.
-func (a *admitter) call() *admitCall { return a.calls.Get().(*admitCall) }
+// call is a new admitCall to fill in.
+func (a *admitter) call() *admitCall { return &admitCall{done: make(chan admitReply, 1)} }
 
 // admitKeyCount and admitArgCount are how many KEYS and ARGV admitScript
 // takes.
@@ -76,7 +68,7 @@ type admitCall struct {
 	ttl       int64    // the record's TTL in ms
 	setArgs   [5]any
 	evalArgs  [3 + admitKeyCount + admitArgCount]any
-	done      chan admitReply // buffered: the flusher never blocks on it; drained before reuse
+	done      chan admitReply // buffered: the flusher never blocks on it
 }
 
 type admitReply struct {
@@ -85,8 +77,6 @@ type admitReply struct {
 }
 
 // run admits one request: its script's reply, or the error that stopped it.
-// Once answered, c goes back for the next admission; a caller who stopped
-// waiting leaves it to the flusher and the garbage collector.
 func (a *admitter) run(ctx context.Context, c *admitCall) (string, error) {
 	a.mu.Lock()
 	a.queue = append(a.queue, c)
@@ -97,8 +87,6 @@ func (a *admitter) run(ctx context.Context, c *admitCall) (string, error) {
 	a.mu.Unlock()
 	select {
 	case r := <-c.done:
-		c.record = c.record[:0]
-		a.calls.Put(c)
 		return r.res, r.err
 	case <-ctx.Done():
 		// The admission may still land: a retry of it is then answered
@@ -156,9 +144,9 @@ func (a *admitter) commands(c *admitCall, eval string) (set, script []any) {
 // new, random id, then the script decides and deletes the record again
 // unless the request was taken. The record stays out of the script because
 // every byte passed to Lua is copied into a Lua string and collected
-// again: an 800-byte record made the script cost about 16 µs of Redis time
-// instead of 11, where a plain SET of it costs 3. A script that fails
-// leaves that record behind under an id nobody was given, until its TTL.
+// again, which costs Redis more than a plain SET of the record. A script
+// that fails leaves that record behind under an id nobody was given, until
+// its TTL.
 func (a *admitter) send(batch []*admitCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), admitTimeout)
 	defer cancel()

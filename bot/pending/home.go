@@ -6,44 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/bobnet/bobnet/bot"
 )
-
-// PendingProposals returns up to limit proposals still on the expiry
-// schedule, soonest expiry first, read as Proposal reads one. The
-// schedule holds exactly the pending proposals (a decision takes its
-// proposal off it), so no second index has to be kept in step with it.
-// Entries whose proposal Redis no longer has are skipped.
-func (s *Store) PendingProposals(ctx context.Context, now time.Time, limit int) ([]bot.Proposal, error) {
-	ids, err := s.rdb.ZRangeByScore(ctx, s.key("expiries"), &redis.ZRangeBy{
-		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf", Count: int64(limit),
-	}).Result()
-	if err != nil {
-		return nil, wrap("list pending proposals", err)
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	pipe := s.rdb.Pipeline()
-	gets := make([]*redis.SliceCmd, len(ids))
-	for i, id := range ids {
-		gets[i] = pipe.MGet(ctx, s.proposalKeys(bot.ProposalID(id))...)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, wrap("read pending proposals", err)
-	}
-	out := make([]bot.Proposal, 0, len(ids))
-	for i, id := range ids {
-		p, held, err := readProposal(bot.ProposalID(id), gets[i].Val())
-		if err != nil || p.State != bot.ProposalPending {
-			continue // gone, unreadable or decided since the range was read
-		}
-		p.Deciding = held != nil
-		out = append(out, p)
-	}
-	return out, nil
-}
 
 // homeViewers names the sorted set of people who opened BobNet's home
 // (a Slack App Home), scored by when they last did.

@@ -20,10 +20,10 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // testApp is the whole of BobNet on real Postgres and Redis, with the
@@ -67,7 +67,7 @@ func startAppLogged(t *testing.T, env map[string]string, logger func(Config) *sl
 	t.Cleanup(closeHTTP)
 	bottest.Redis(t) // skips without REDIS_URL
 	vars := map[string]string{
-		"DATABASE_URL":        boardtest.NewDatabase(t),
+		"DATABASE_URL":        storetest.NewDatabase(t),
 		"REDIS_URL":           os.Getenv("REDIS_URL"),
 		"BOBNET_REDIS_PREFIX": bottest.Prefix(),
 		"OPENAI_BASE_URL":     model.URL(),
@@ -82,7 +82,7 @@ func startAppLogged(t *testing.T, env map[string]string, logger func(Config) *sl
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := boardtest.Logger(t)
+	log := storetest.Logger(t)
 	if logger != nil {
 		log = logger(cfg)
 	}

@@ -21,11 +21,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/plan"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // benchPlan is a 64-card plan whose cards form a chain: 63 links.
@@ -48,7 +49,7 @@ func benchPlan() plan.Envelope {
 // the stores behind it to seed proposals directly.
 type benchServer struct {
 	url      string
-	store    *board.Store
+	store    *store.Store
 	proposal *pending.Store
 	client   *http.Client
 }
@@ -58,7 +59,7 @@ func newBenchServer(b testing.TB) *benchServer {
 	bottest.Redis(b)
 	prefix := bottest.Prefix()
 	vars := map[string]string{
-		"DATABASE_URL": boardtest.NewDatabase(b), "REDIS_URL": os.Getenv("REDIS_URL"), "BOBNET_REDIS_PREFIX": prefix,
+		"DATABASE_URL": storetest.NewDatabase(b), "REDIS_URL": os.Getenv("REDIS_URL"), "BOBNET_REDIS_PREFIX": prefix,
 		"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "BOBNET_PUBLIC_URL": "http://bobnet.bench", "BOBNET_API_TOKEN": benchToken,
 	}
 	cfg, err := loadConfig(flag.NewFlagSet("bench", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
@@ -88,7 +89,7 @@ func newBenchServer(b testing.TB) *benchServer {
 		<-engineDone
 		a.close()
 	})
-	store, err := board.Open(context.Background(), vars["DATABASE_URL"], logger)
+	store, err := store.Open(context.Background(), vars["DATABASE_URL"], logger)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func BenchmarkApprove64(b *testing.B) {
 // what the ratio measures.
 func BenchmarkApprove64Baseline(b *testing.B) {
 	rdb := bottest.Redis(b)
-	pool := boardtest.NewPool(b)
+	pool := storetest.NewPool(b)
 	prefix := bottest.Prefix()
 	planJSON, _ := json.Marshal(benchPlan())
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 // dragReport is what a column shows while a card is dragged over the page.
@@ -53,7 +53,7 @@ func dragTo(t *testing.T, browser context.Context, cardID, status string, drop b
 // API, as the "Move to" menu does.
 func TestDragCardsOnTheBoardPage(t *testing.T) {
 	t.Parallel()
-	browser := boardtest.Browser(t)
+	browser := webtest.Browser(t)
 	a := startApp(t, map[string]string{"BOBNET_API_TOKEN": "test-token"})
 	var sub struct {
 		RequestID string `json:"request_id"`

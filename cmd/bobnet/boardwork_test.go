@@ -16,8 +16,10 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 // slackSink is a Slack Web API that says ok to everything and keeps the
@@ -124,7 +126,7 @@ func boardEvents(t *testing.T, a *testApp, id board.ID) <-chan board.CardEvent {
 // others, in /bobnet status, on the live event stream and in the audit.
 func TestMoveCardsEverywhere(t *testing.T) {
 	t.Parallel()
-	browser := boardtest.Browser(t)
+	browser := webtest.Browser(t)
 	sink := newSlackSink(t)
 	a := startApp(t, map[string]string{
 		"BOBNET_API_TOKEN": "test-token", "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "shh", "SLACK_API_URL": sink.srv.URL + "/api/",
@@ -147,7 +149,7 @@ func TestMoveCardsEverywhere(t *testing.T) {
 		t.Fatalf("approve: %d", code)
 	}
 	id := approved.BoardID
-	store, err := board.Open(ctx, a.DB, boardtest.Logger(t))
+	store, err := store.Open(ctx, a.DB, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

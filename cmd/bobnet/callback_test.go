@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox/outboxtest"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // callbacksFile sends both hooks' callbacks to url without a secret of
@@ -131,7 +131,7 @@ func TestCallbackSecretIsRequiredAndOwn(t *testing.T) {
 			cfg, err := loadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
 			if err == nil {
 				var a *app
-				a, err = newApp(context.Background(), cfg, boardtest.Logger(t))
+				a, err = newApp(context.Background(), cfg, storetest.Logger(t))
 				if a != nil {
 					a.close()
 				}
@@ -147,7 +147,7 @@ func TestCallbackSecretIsRequiredAndOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := newApp(context.Background(), cfg, boardtest.Logger(t))
+	a, err := newApp(context.Background(), cfg, storetest.Logger(t))
 	if err != nil {
 		t.Fatalf("no callbacks, no BOBNET_CALLBACK_SECRET: %v", err)
 	}

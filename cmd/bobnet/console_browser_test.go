@@ -12,7 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 // browse runs one browser action and fails the test on error.
@@ -58,7 +58,7 @@ func waitFor(t *testing.T, ctx context.Context, what, expr string) {
 
 func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
-	ctx := boardtest.Browser(t)
+	ctx := webtest.Browser(t)
 	a := startApp(t, nil)
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/c/newsroom"), chromedp.WaitVisible(chromedp.CSS("#text"))); err != nil {

@@ -9,8 +9,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/store/storetest"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 // TestConsoleRemembersAcrossARestart: a conversation in the console, with a
@@ -19,8 +20,8 @@ import (
 // afterwards, and the home lists the channel and the new board.
 func TestConsoleRemembersAcrossARestart(t *testing.T) {
 	t.Parallel()
-	ctx := boardtest.Browser(t)
-	env := map[string]string{"DATABASE_URL": boardtest.NewDatabase(t), "BOBNET_REDIS_PREFIX": bottest.Prefix()}
+	ctx := webtest.Browser(t)
+	env := map[string]string{"DATABASE_URL": storetest.NewDatabase(t), "BOBNET_REDIS_PREFIX": bottest.Prefix()}
 	first := startApp(t, env)
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(first.URL+"/c/newsroom"), chromedp.WaitVisible(chromedp.CSS("#text"))); err != nil {

@@ -15,9 +15,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/adapters/slack"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // Many slow uploads to /slack/*, unsigned or with a bogus signature,
@@ -27,7 +27,7 @@ import (
 func TestSlowUnsignedUploadsAreBounded(t *testing.T) {
 	env := bottest.New(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: "s3cret", APIURL: "http://127.0.0.1:1/api/"},
-		env.Engine, pending.NewStore(env.Redis, env.Prefix), boardtest.Logger(t))
+		env.Engine, pending.NewStore(env.Redis, env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,9 @@ const modulePath = "github.com/bobnet/bobnet"
 type importRule struct {
 	dir       string   // module-relative folder, with everything below it
 	forbidden []string // module-relative package prefixes
+	// external are import path prefixes from outside the module (the
+	// standard library or a dependency), such as "net/http".
+	external []string
 }
 
 // importRules says which of our packages each part of the tree must not
@@ -26,18 +29,26 @@ type importRule struct {
 // imports nothing of ours (see leafPackages), so storage depends on it and
 // not on the model client. A test rather than a convention, because a
 // convention erodes one import at a time. Each adapter under adapters/
-// gets a rule of its own (see adapterRules).
+// gets a rule of its own (see adapterRules). Storage speaks SQL and
+// nothing else: store serves no HTTP and board, the types every layer
+// shares, has neither SQL nor HTTP; the board page lives in web.
 var importRules = []importRule{
-	{"planner", []string{"bot", "board", "migrations", "adapters", "cmd", "metrics"}},
-	{"board", []string{"planner", "bot", "adapters", "cmd", "metrics"}},
-	{"migrations", []string{"bot", "board", "planner", "adapters", "cmd", "metrics"}},
-	{"bot", []string{"adapters", "cmd", "metrics"}},
-	{"metrics", []string{"adapters", "cmd"}},
-	{"apitoken", []string{"adapters", "cmd", "metrics"}},
+	{"planner", []string{"bot", "board", "store", "web", "migrations", "adapters", "cmd", "metrics"}, nil},
+	{"board", []string{"planner", "store", "web", "httpapi", "bot", "adapters", "cmd", "metrics"}, []string{"github.com/jackc/pgx", "net/http"}},
+	{"store", []string{"planner", "bot", "adapters", "cmd", "httpapi", "web", "metrics"}, []string{"net/http"}},
+	{"migrations", []string{"bot", "board", "store", "planner", "adapters", "cmd", "metrics"}, nil},
+	{"bot", []string{"adapters", "cmd", "metrics"}, nil},
+	{"metrics", []string{"adapters", "cmd"}, nil},
+	{"apitoken", []string{"adapters", "cmd", "metrics"}, nil},
 }
 
+// adapterForbidden are what no adapter may depend on besides another
+// adapter: they reach storage through interfaces they declare, satisfied
+// by *store.Store in cmd, and proposals through the engine.
+var adapterForbidden = []string{"cmd", "store", "bot/pending"}
+
 // adapterRules forbids every adapter under root/adapters from depending on
-// another adapter or on cmd, whichever adapters exist.
+// another adapter or on adapterForbidden, whichever adapters exist.
 func adapterRules(root string) ([]importRule, error) {
 	entries, err := os.ReadDir(filepath.Join(root, "adapters"))
 	if err != nil {
@@ -51,7 +62,7 @@ func adapterRules(root string) ([]importRule, error) {
 	}
 	var rules []importRule
 	for _, n := range names {
-		r := importRule{dir: "adapters/" + n, forbidden: []string{"cmd"}}
+		r := importRule{dir: "adapters/" + n, forbidden: slices.Clone(adapterForbidden)}
 		for _, other := range names {
 			if other != n {
 				r.forbidden = append(r.forbidden, "adapters/"+other)
@@ -140,9 +151,16 @@ func importViolations(root string, rules []importRule) (violations []string, pac
 			if !under(pkg, r.dir) {
 				continue
 			}
+			// An outside package is named once per rule, by the first
+			// dependency under it: net/http brings its internals along.
+			named := map[string]bool{}
 			for _, dep := range fields[1:] {
 				own, ok := strings.CutPrefix(dep, modulePath+"/")
 				if !ok {
+					if i := slices.IndexFunc(r.external, func(bad string) bool { return under(dep, bad) }); i >= 0 && !named[r.external[i]] {
+						named[r.external[i]] = true
+						violations = append(violations, fmt.Sprintf("%s depends on %s: %s must not depend on %s", pkg, dep, r.dir, r.external[i]))
+					}
 					continue
 				}
 				if i := slices.IndexFunc(r.forbidden, func(bad string) bool { return under(own, bad) }); i >= 0 {
@@ -219,7 +237,7 @@ func TestImportRulesCatchATransitiveViolation(t *testing.T) {
 		"text/text.go":     "package text\n\nimport _ \"" + modulePath + "/bot/pending\"\n",
 		"bot/pending/p.go": "package pending\n",
 	})
-	rules := []importRule{{"planner", []string{"bot"}}}
+	rules := []importRule{{"planner", []string{"bot"}, nil}}
 	violations, packages, err := importViolations(root, rules)
 	if err != nil || packages != 3 || len(violations) != 1 || !strings.Contains(violations[0], "planner depends on bot/pending: planner must not depend on bot") {
 		t.Fatalf("violations = %q, packages = %d, err = %v", violations, packages, err)
@@ -238,7 +256,7 @@ func TestImportRulesCatchATransitiveViolation(t *testing.T) {
 func TestImportRuleNamingAMissingFolderFails(t *testing.T) {
 	t.Parallel()
 	root := writeModule(t, map[string]string{"planner/p.go": "package planner\n"})
-	for _, rule := range []importRule{{"planer", []string{"planner"}}, {"planner", []string{"adapters/matrix"}}} {
+	for _, rule := range []importRule{{"planer", []string{"planner"}, nil}, {"planner", []string{"adapters/matrix"}, nil}} {
 		if _, _, err := importViolations(root, []importRule{rule}); err == nil || !strings.Contains(err.Error(), "not a folder") {
 			t.Errorf("rule %+v: err = %v", rule, err)
 		}
@@ -248,16 +266,44 @@ func TestImportRuleNamingAMissingFolderFails(t *testing.T) {
 func TestAdapterRulesCoverEveryAdapter(t *testing.T) {
 	t.Parallel()
 	root := writeModule(t, map[string]string{
-		"adapters/a/a.go": "package a\n\nimport _ \"" + modulePath + "/adapters/b\"\n",
-		"adapters/b/b.go": "package b\n",
-		"cmd/x/main.go":   "package main\n\nfunc main() {}\n",
+		"adapters/a/a.go":  "package a\n\nimport _ \"" + modulePath + "/adapters/b\"\n",
+		"adapters/b/b.go":  "package b\n\nimport _ \"" + modulePath + "/text\"\n",
+		"text/text.go":     "package text\n\nimport _ \"" + modulePath + "/store\"\n",
+		"store/s.go":       "package store\n",
+		"bot/pending/p.go": "package pending\n",
+		"cmd/x/main.go":    "package main\n\nfunc main() {}\n",
 	})
 	rules, err := adapterRules(root)
 	if err != nil || len(rules) != 2 {
 		t.Fatalf("rules = %+v, %v", rules, err)
 	}
 	violations, _, err := importViolations(root, rules)
-	if err != nil || len(violations) != 1 || !strings.Contains(violations[0], "adapters/a depends on adapters/b") {
+	slices.Sort(violations)
+	if err != nil || len(violations) != 3 ||
+		!strings.Contains(violations[0], "adapters/a depends on adapters/b: adapters/a must not depend on adapters/b") ||
+		!strings.Contains(violations[1], "adapters/a depends on store: adapters/a must not depend on store") ||
+		!strings.Contains(violations[2], "adapters/b depends on store: adapters/b must not depend on store") {
+		t.Fatalf("violations = %q, %v", violations, err)
+	}
+}
+
+// Storage's rules name packages from outside the module too: an import of
+// net/http or of a database driver, direct or through another package,
+// is an arrow like any other.
+func TestImportRulesCatchAnOutsidePackage(t *testing.T) {
+	t.Parallel()
+	root := writeModule(t, map[string]string{
+		"store/s.go":   "package store\n\nimport _ \"net/http/httptrace\"\n",
+		"board/b.go":   "package board\n\nimport _ \"" + modulePath + "/text\"\n",
+		"text/text.go": "package text\n\nimport _ \"net/http\"\n",
+		"web/w.go":     "package web\n\nimport _ \"net/http\"\n",
+	})
+	rules := []importRule{{"store", nil, []string{"net/http"}}, {"board", nil, []string{"net/http"}}}
+	violations, _, err := importViolations(root, rules)
+	slices.Sort(violations)
+	if err != nil || len(violations) != 2 ||
+		!strings.Contains(violations[0], "board depends on net/http: board must not depend on net/http") ||
+		!strings.Contains(violations[1], "store depends on net/http/httptrace: store must not depend on net/http") {
 		t.Fatalf("violations = %q, %v", violations, err)
 	}
 }

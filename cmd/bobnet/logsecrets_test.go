@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // lockedBuffer is a log destination written by many goroutines.
@@ -151,7 +151,7 @@ func TestLogOfAFullRunHoldsNoSecret(t *testing.T) {
 	t.Cleanup(slackAPI.Close)
 	// Postgres trusts local connections, so a password in the URL is
 	// accepted and must still never reach the log.
-	dbURL, err := url.Parse(boardtest.NewDatabase(t))
+	dbURL, err := url.Parse(storetest.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,16 +9,16 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/bobnet/bobnet/adapters/matrix"
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/store"
 )
 
 // newMatrix wires the Matrix adapter when MATRIX_HOMESERVER and
 // MATRIX_USER_ID are set (config validation has checked that a token or
 // password comes with them); otherwise it returns nil and Matrix is off.
 // It logs in, so a wrong token fails the start with a message naming it.
-func newMatrix(ctx context.Context, cfg Config, engine *bot.Engine, store *board.Store, rdb redis.UniversalClient, memory *pending.Store, logger *slog.Logger) (*matrix.Adapter, error) {
+func newMatrix(ctx context.Context, cfg Config, engine *bot.Engine, store *store.Store, rdb redis.UniversalClient, memory *pending.Store, logger *slog.Logger) (*matrix.Adapter, error) {
 	if cfg.MatrixHomeserver == "" || cfg.MatrixUserID == "" {
 		return nil, nil
 	}

@@ -16,9 +16,9 @@ import (
 	"maunium.net/go/mautrix/id"
 	"maunium.net/go/mautrix/synapseadmin"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // registerMatrix creates an account on the test homeserver, skipping
@@ -52,7 +52,7 @@ func matrixConfig(t *testing.T, extra map[string]string) (Config, error) {
 	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	bottest.Redis(t)
 	vars := map[string]string{
-		"DATABASE_URL": boardtest.NewDatabase(t), "REDIS_URL": os.Getenv("REDIS_URL"), "BOBNET_REDIS_PREFIX": bottest.Prefix(),
+		"DATABASE_URL": storetest.NewDatabase(t), "REDIS_URL": os.Getenv("REDIS_URL"), "BOBNET_REDIS_PREFIX": bottest.Prefix(),
 		"OPENAI_BASE_URL": model.URL(), "BOBNET_MODEL": "test-model",
 	}
 	for k, v := range extra {
@@ -70,7 +70,7 @@ func TestServeAnswersInMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := newApp(context.Background(), cfg, boardtest.Logger(t))
+	a, err := newApp(context.Background(), cfg, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestServeAnswersInMatrix(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	engineDone, matrixDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(engineDone); _ = a.engine.Run(ctx) }()
-	go func() { defer close(matrixDone); runMatrix(ctx, a.matrix, boardtest.Logger(t)) }()
+	go func() { defer close(matrixDone); runMatrix(ctx, a.matrix, storetest.Logger(t)) }()
 	t.Cleanup(func() { cancel(); <-matrixDone; <-engineDone; a.matrix.Close(); a.close() })
 
 	cctx, ccancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -127,7 +127,7 @@ func TestServeRefusesABadMatrixToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = newApp(context.Background(), cfg, boardtest.Logger(t))
+	_, err = newApp(context.Background(), cfg, storetest.Logger(t))
 	if err == nil || !strings.Contains(err.Error(), "MATRIX_ACCESS_TOKEN") {
 		t.Fatalf("newApp = %v, want an error naming MATRIX_ACCESS_TOKEN", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // redisServer runs a private redis-server on a fixed port, so the test can
@@ -178,7 +178,7 @@ func (p *tcpProxy) cut() {
 
 func TestPostgresOutageAndRecovery(t *testing.T) {
 	t.Parallel()
-	dbURL, err := url.Parse(boardtest.NewDatabase(t))
+	dbURL, err := url.Parse(storetest.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}

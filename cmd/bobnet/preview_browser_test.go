@@ -9,8 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 // changePlan is the model's answer to "mark the research cards done and
@@ -31,7 +31,7 @@ const changePlan = `{"kind":"propose_actions","answer":"Research marked done; a 
 // of changes against it.
 func TestConsolePreviewShowsWhatIsApproved(t *testing.T) {
 	t.Parallel()
-	ctx := boardtest.Browser(t)
+	ctx := webtest.Browser(t)
 	a := startApp(t, nil)
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/c/previews"), chromedp.WaitVisible(chromedp.CSS("#text"))); err != nil {
 		t.Fatal(err)

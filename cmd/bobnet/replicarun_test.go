@@ -16,9 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // runnerMark is in every runner profile's instructions, so the scripted
@@ -77,7 +77,7 @@ func TestReplicaKilledMidRun(t *testing.T) {
 		}
 		return plannertest.Reply{Content: "Findings of " + handle, Delay: 1500 * time.Millisecond}
 	})
-	dbURL := boardtest.NewDatabase(t)
+	dbURL := storetest.NewDatabase(t)
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)

@@ -19,9 +19,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // replica is one `bobnet serve` process.
@@ -167,7 +167,7 @@ func TestTwoReplicas(t *testing.T) {
 	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply {
 		return plannertest.Reply{Content: plan, Delay: time.Duration(delay.Load())}
 	})
-	dbURL := boardtest.NewDatabase(t)
+	dbURL := storetest.NewDatabase(t)
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 // reviewJSON is the review a console reply carries.
@@ -89,7 +89,7 @@ func TestConsoleReviewButtons(t *testing.T) {
 
 	// The researchers come next: one is sent back and then accepted in
 	// the browser.
-	browser := boardtest.Browser(t)
+	browser := webtest.Browser(t)
 	if err := chromedp.Do(browser, chromedp.Navigate(a.URL+"/")); err != nil {
 		t.Fatal(err)
 	}

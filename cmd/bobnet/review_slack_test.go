@@ -18,8 +18,9 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // reviewCall is one Web API call the review stand-in saw.
@@ -152,7 +153,7 @@ func TestSlackReviewButtons(t *testing.T) {
 		"BOBNET_POLICY_FILE": policy,
 	})
 	ctx := context.Background()
-	store, err := board.Open(ctx, a.DB, boardtest.Logger(t))
+	store, err := store.Open(ctx, a.DB, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

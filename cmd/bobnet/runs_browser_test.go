@@ -12,8 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 // runJSON is a run as the API answers it.
@@ -39,7 +39,7 @@ type runJSON struct {
 // edition in dependency order, readable at 1280 and 390 px.
 func TestRunTheNewspaperFromTheBoardPage(t *testing.T) {
 	t.Parallel()
-	browser := boardtest.Browser(t)
+	browser := webtest.Browser(t)
 	a := startApp(t, map[string]string{"BOBNET_API_TOKEN": "test-token"})
 	plan := plannertest.NewspaperPlan(t)
 	a.Model.Handle(func(req openai.ChatCompletionRequest) plannertest.Reply {

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestRunsFromSlackCommands: /bobnet runs, schedule, run, status, sendback
@@ -33,7 +34,7 @@ func TestRunsFromSlackCommands(t *testing.T) {
 	if code := a.call(t, "POST", "/api/v1/proposals/"+req.ProposalID+"/approve", map[string]string{"user": "alice"}, &approved); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
-	store, err := board.Open(ctx, a.DB, boardtest.Logger(t))
+	store, err := store.Open(ctx, a.DB, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

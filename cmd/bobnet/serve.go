@@ -23,8 +23,9 @@ import (
 	"github.com/bobnet/bobnet/planner"
 	boardrun "github.com/bobnet/bobnet/run" // main has a func run
 	"github.com/bobnet/bobnet/sse"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/web"
 
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/migrations"
 )
@@ -34,7 +35,7 @@ func runMigrate(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err := cfg.requireServices(false); err != nil {
 		return err
 	}
-	store, err := board.Open(ctx, cfg.DatabaseURL, logger)
+	store, err := store.Open(ctx, cfg.DatabaseURL, logger)
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -82,7 +83,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 			closeAll()
 		}
 	}()
-	store, err := board.Open(ctx, cfg.DatabaseURL, logger)
+	store, err := store.Open(ctx, cfg.DatabaseURL, logger)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -183,12 +184,12 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 			logger.Warn("a profile's runner names a hook BOBNET_HOOK_SECRETS does not have; its cards' attempts will fail and their runs stop", "runner", "hook:"+name)
 		}
 	}
-	web := board.NewWeb(store, logger)
+	pages := web.New(store, logger)
 	// One cap on event streams per caller and in all, whichever kind.
 	streams := sse.New(sse.Limits{PerCaller: cfg.StreamsPerCaller, Total: cfg.Streams})
-	web.UseStreams(streams)
-	closers = append(closers, startLiveBoards(ctx, store, web, logger))
-	web.PageRoutes(r)
+	pages.UseStreams(streams)
+	closers = append(closers, startLiveBoards(ctx, store, pages, logger))
+	pages.PageRoutes(r)
 	boardrun.NewPages(store, logger).Routes(r)
 	con.PageRoutes(r)
 	httpapi.API{
@@ -201,7 +202,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		Policies:  httpapi.NewPolicies(store, engine, logger),
 		Runs:      httpapi.NewRuns(store, engine, runs.Runner, cfg.RunDeadline, cfg.PublicURL),
 		Schedules: httpapi.NewSchedules(store, time.Now),
-		Boards:    routerFunc(web.APIRoutes),
+		Boards:    httpapi.NewBoards(store, pages.Events, logger),
 		Outputs:   httpapi.NewOutputs(store, engine),
 	}.Routes(r)
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
@@ -282,10 +283,3 @@ func readyHandler(deps map[string]pinger, logger *slog.Logger) http.HandlerFunc 
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	}
 }
-
-// routerFunc mounts routes with a function, as a package whose routes have
-// not moved to httpapi offers them.
-type routerFunc func(chi.Router)
-
-// Routes calls f.
-func (f routerFunc) Routes(r chi.Router) { f(r) }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 type fakePinger struct{ err error }
@@ -19,7 +19,7 @@ func TestReadyHandler(t *testing.T) {
 	t.Parallel()
 	rec := httptest.NewRecorder()
 	down := errors.New(`failed to connect to user=bobnet database=bobnet host=10.1.2.3: dial tcp 10.1.2.3:6379: connection refused`)
-	readyHandler(map[string]pinger{"postgres": fakePinger{}, "redis": fakePinger{down}}, boardtest.Logger(t))(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	readyHandler(map[string]pinger{"postgres": fakePinger{}, "redis": fakePinger{down}}, storetest.Logger(t))(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "redis") || strings.Contains(rec.Body.String(), "postgres") {
 		t.Fatalf("%d %s", rec.Code, rec.Body.String())
 	}
@@ -30,7 +30,7 @@ func TestReadyHandler(t *testing.T) {
 		}
 	}
 	rec = httptest.NewRecorder()
-	readyHandler(map[string]pinger{"postgres": fakePinger{}}, boardtest.Logger(t))(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	readyHandler(map[string]pinger{"postgres": fakePinger{}}, storetest.Logger(t))(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("%d", rec.Code)
 	}

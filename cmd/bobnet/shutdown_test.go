@@ -22,10 +22,10 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // slowSlack is a Slack Web API that takes delay over every call and keeps
@@ -110,7 +110,7 @@ func serveApp(t *testing.T, env map[string]string, logger *slog.Logger) *servedA
 	}
 	base := "http://" + ln.Addr().String()
 	vars := map[string]string{
-		"DATABASE_URL":        boardtest.NewDatabase(t),
+		"DATABASE_URL":        storetest.NewDatabase(t),
 		"REDIS_URL":           os.Getenv("REDIS_URL"),
 		"BOBNET_REDIS_PREFIX": bottest.Prefix(),
 		"OPENAI_BASE_URL":     model.URL(),

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 
 	"github.com/bobnet/bobnet/adapters/slack"
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/secretbox"
+	"github.com/bobnet/bobnet/store"
 )
 
 // slackOAuth reports whether BobNet installs into many Slack workspaces
@@ -45,7 +45,7 @@ func (c *Config) validateSlackOAuth() []error {
 // tokens, the installation store behind it (whose rows sealed under an old
 // key are sealed again under the current one first), and the key signing
 // install states.
-func slackOAuthConfig(ctx context.Context, cfg Config, store *board.Store, logger *slog.Logger) (*slack.OAuthConfig, error) {
+func slackOAuthConfig(ctx context.Context, cfg Config, store *store.Store, logger *slog.Logger) (*slack.OAuthConfig, error) {
 	box, err := secretbox.New(cfg.EncryptionKey, cfg.EncryptionKeysOld...)
 	if err != nil {
 		return nil, fmt.Errorf("BOBNET_ENCRYPTION_KEY: %w", err)

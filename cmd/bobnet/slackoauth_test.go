@@ -12,10 +12,11 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/migrations"
 	"github.com/bobnet/bobnet/secretbox"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -89,18 +90,18 @@ func TestConfigSlackOAuth(t *testing.T) {
 func TestSlackOAuthServeReseals(t *testing.T) {
 	t.Parallel()
 	bottest.Redis(t)
-	db := boardtest.NewDatabase(t)
+	db := storetest.NewDatabase(t)
 	pool, err := pgxpool.New(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if _, err := migrations.Apply(context.Background(), pool, boardtest.Logger(t)); err != nil {
+	if _, err := migrations.Apply(context.Background(), pool, storetest.Logger(t)); err != nil {
 		t.Fatal(err)
 	}
 	oldKey, newKey := randomKey(), randomKey()
 	oldBox, _ := secretbox.New(oldKey)
-	store := board.New(pool, boardtest.Logger(t))
+	store := store.New(pool, storetest.Logger(t))
 	if err := store.SlackInstallations(oldBox).Save(context.Background(), board.SlackInstallation{ID: "T_A", TeamID: "T_A", BotToken: "xoxb-old-sealed", RefreshToken: "xoxe-1-r"}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestSlackOAuthServeReseals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, err := newApp(context.Background(), cfg, boardtest.Logger(t)); err == nil || !strings.Contains(err.Error(), "BOBNET_ENCRYPTION_KEYS_OLD") {
+	if a, err := newApp(context.Background(), cfg, storetest.Logger(t)); err == nil || !strings.Contains(err.Error(), "BOBNET_ENCRYPTION_KEYS_OLD") {
 		if a != nil {
 			a.close()
 		}

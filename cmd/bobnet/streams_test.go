@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/web/webtest"
 )
 
 // BOBNET_STREAMS_PER_CALLER and BOBNET_STREAMS set the event stream caps.
@@ -44,7 +44,7 @@ func TestStreamCapsAreSettings(t *testing.T) {
 // do after a 429.
 func TestConsoleRetriesARefusedStream(t *testing.T) {
 	t.Parallel()
-	browser := boardtest.Browser(t)
+	browser := webtest.Browser(t)
 	a := startApp(t, map[string]string{"BOBNET_STREAMS_PER_CALLER": "1"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

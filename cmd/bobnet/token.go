@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/apitoken"
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/migrations"
+	"github.com/bobnet/bobnet/store"
 )
 
 const tokenUsage = `usage:
@@ -78,7 +78,7 @@ func runToken(args []string, getenv func(string) string, stdout, stderr io.Write
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, err := board.Open(ctx, *dbURL, logger)
+	store, err := store.Open(ctx, *dbURL, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "bobnet token: DATABASE_URL: %v\n", err)
 		return 1

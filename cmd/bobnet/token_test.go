@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/bobnet/bobnet/board/boardtest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // token runs `bobnet token ...` against b's database.
@@ -148,7 +148,7 @@ func TestTokenFindsTheDatabaseOfMakeRun(t *testing.T) {
 		!strings.Contains(errb.String(), "DATABASE_URL: required") || !strings.Contains(errb.String(), "make run") {
 		t.Fatalf("no make run: code %d, %q", code, errb.String())
 	}
-	line := "DATABASE_URL=" + boardtest.NewDatabase(t) + "\nREDIS_URL=redis://127.0.0.1:1/0\n"
+	line := "DATABASE_URL=" + storetest.NewDatabase(t) + "\nREDIS_URL=redis://127.0.0.1:1/0\n"
 	if err := os.WriteFile(filepath.Join(runDir, "env"), []byte(line), 0o600); err != nil {
 		t.Fatal(err)
 	}

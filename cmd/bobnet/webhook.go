@@ -14,8 +14,8 @@ import (
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/apitoken"
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/store"
 )
 
 // integrations are the parts that let other tools in and out: the signed
@@ -30,7 +30,7 @@ type integrations struct {
 
 // newIntegrations reads BOBNET_HOOK_SECRETS and BOBNET_HOOKS_FILE, builds
 // the hooks, the outbox (the engine's event sink) and the token guard.
-func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, logger *slog.Logger) (*integrations, error) {
+func newIntegrations(cfg Config, store *store.Store, engine *bot.Engine, logger *slog.Logger) (*integrations, error) {
 	f, err := webhook.ReadFile(cfg.HooksFile)
 	if err != nil {
 		return nil, fmt.Errorf("BOBNET_HOOKS_FILE: %w", err)
@@ -43,7 +43,7 @@ func newIntegrations(cfg Config, store *board.Store, engine *bot.Engine, logger 
 	if err != nil {
 		return nil, err
 	}
-	ob := outbox.New(ocfg, store.Pool(), logger)
+	ob := outbox.New(ocfg, store.Pool(), store, logger)
 	engine.SetEvents(bot.Events{Sink: ob, Encoder: ob})
 	return &integrations{
 		hooks:    webhook.New(hooks, engine, logger),

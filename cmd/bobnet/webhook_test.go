@@ -22,10 +22,10 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 const (
@@ -123,7 +123,7 @@ func newBobNet(t *testing.T, hooksFile string) *bobnet {
 		t.Fatal(err)
 	}
 	return &bobnet{model: model, vars: map[string]string{
-		"DATABASE_URL":        boardtest.NewDatabase(t),
+		"DATABASE_URL":        storetest.NewDatabase(t),
 		"REDIS_URL":           os.Getenv("REDIS_URL"),
 		"BOBNET_REDIS_PREFIX": bottest.Prefix(),
 		"OPENAI_BASE_URL":     model.URL(),
@@ -147,7 +147,7 @@ func (b *bobnet) boot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := newApp(context.Background(), cfg, boardtest.Logger(t))
+	a, err := newApp(context.Background(), cfg, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func TestBadHooksFileStopsStartNamingTheSetting(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = newApp(context.Background(), cfg, boardtest.Logger(t))
+			_, err = newApp(context.Background(), cfg, storetest.Logger(t))
 			if err == nil || !strings.Contains(err.Error(), "BOBNET_HOOKS_FILE") || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("newApp = %v, want BOBNET_HOOKS_FILE and %q", err, tc.want)
 			}

@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestGoneDisablesTheEndpoint: a receiver answering 410 Gone is never
@@ -20,7 +21,7 @@ import (
 // same channel still hears everything.
 func TestGoneDisablesTheEndpoint(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	var goneHits atomic.Int32
 	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		goneHits.Add(1)
@@ -30,7 +31,7 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 	rc := newReceiver(t)
 	ctx := context.Background()
 	cfg := config(gone.URL+"/gone", rc.srv.URL+"/ok")
-	o := outbox.New(cfg, pool, boardtest.Logger(t))
+	o := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	for _, id := range []string{"p_1", "p_2", "p_3"} {
 		if err := o.Emit(ctx, event(bot.EventProposalCreated, id)); err != nil {
 			t.Fatal(err)
@@ -38,7 +39,7 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 	}
 	drain(t, o)
 	// A restarted sender, and an event emitted after the 410.
-	o = outbox.New(cfg, pool, boardtest.Logger(t))
+	o = outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	if err := o.Emit(ctx, event(bot.EventProposalCreated, "p_4")); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func drain(t *testing.T, o *outbox.Outbox) {
 // two seconds, although the backoff alone would retry within 20 ms.
 func TestRetryAfterIsHonoured(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	var mu sync.Mutex
 	var at []time.Time
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -101,7 +102,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(srv.Close)
-	o := outbox.New(config(srv.URL), pool, boardtest.Logger(t))
+	o := outbox.New(config(srv.URL), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	if err := o.Emit(context.Background(), event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 // wait) is delivered to on the first attempt.
 func TestSlowReceiverWithinTheSpecTimeout(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		hits.Add(1)
@@ -131,7 +132,7 @@ func TestSlowReceiverWithinTheSpecTimeout(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cfg := config(srv.URL)
 	cfg.RetryBase = time.Hour // a timed-out first attempt would not be retried within the test
-	o := outbox.New(cfg, pool, boardtest.Logger(t))
+	o := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	if err := o.Emit(context.Background(), event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
 	}

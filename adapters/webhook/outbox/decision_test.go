@@ -16,19 +16,20 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // crashAfterCommit is a board store whose Execute commits and then fails
 // as a process dying (or a connection lost) just after COMMIT would: the
 // approval is in Postgres, and the engine hears only an error.
 type crashAfterCommit struct {
-	*board.Store
+	*store.Store
 	crash atomic.Bool
 }
 
@@ -42,20 +43,20 @@ func (c *crashAfterCommit) Execute(ctx context.Context, ex board.Execution) (boa
 
 // engineWith starts an engine on store, deciding through decisions, whose
 // events go to o.
-func engineWith(t *testing.T, store *board.Store, decisions bot.Decisions, o *outbox.Outbox) *bot.Engine {
+func engineWith(t *testing.T, store *store.Store, decisions bot.Decisions, o *outbox.Outbox) *bot.Engine {
 	t.Helper()
 	rdb := bottest.Redis(t)
 	prefix := bottest.Prefix()
 	model := plannertest.NewServer(t)
 	plan := plannertest.NewspaperPlan(t)
 	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
-	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, boardtest.Logger(t))
+	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
 	deps := bottest.Deps(client, store, pending.NewStore(rdb, prefix), pending.NewQueue(rdb, prefix))
 	deps.Decisions = decisions
 	eng, err := bot.New(bot.Config{
 		ProposalTTL: time.Hour, PublicURL: "http://bobnet.test", Workers: 1, Profiles: planner.DefaultProfiles(),
 		ReclaimIdle: time.Second, SweepInterval: 50 * time.Millisecond, ConsumerName: "test-" + prefix,
-	}, deps, boardtest.Logger(t))
+	}, deps, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,9 +106,9 @@ func proposeIn(t *testing.T, eng *bot.Engine) bot.Proposal {
 // second copy.
 func TestApprovalEventsSurviveACrashAfterCommit(t *testing.T) {
 	t.Parallel()
-	store := boardtest.NewStore(t)
+	store := storetest.NewStore(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL), store.Pool(), boardtest.Logger(t))
+	o := outbox.New(config(rc.srv.URL), store.Pool(), store, storetest.Logger(t))
 	run(t, o)
 	boards := &crashAfterCommit{Store: store}
 	eng := engineWith(t, store, boards, o)
@@ -151,7 +152,7 @@ func TestApprovalEventsSurviveACrashAfterCommit(t *testing.T) {
 // sender rather than claimed for the lease.
 func TestShutdownDoesNotCountAnAbortedPost(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	arrived := make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body) // the server notices a closed connection only after the body
@@ -164,7 +165,7 @@ func TestShutdownDoesNotCountAnAbortedPost(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cfg := config(srv.URL)
 	cfg.Lease = time.Hour
-	o := outbox.New(cfg, pool, boardtest.Logger(t))
+	o := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	stop := run(t, o)
 	if err := o.Emit(context.Background(), event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
@@ -192,7 +193,7 @@ func TestShutdownDoesNotCountAnAbortedPost(t *testing.T) {
 // webhook-id.
 func TestADeadSendersClaimExpires(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	ctx := context.Background()
 	var dead *pgxpool.Pool
 	var mu sync.Mutex
@@ -213,7 +214,7 @@ func TestADeadSendersClaimExpires(t *testing.T) {
 	if dead, err = pgxpool.New(ctx, pool.Config().ConnString()); err != nil {
 		t.Fatal(err)
 	}
-	first := outbox.New(cfg, dead, boardtest.Logger(t))
+	first := outbox.New(cfg, dead, store.New(dead, storetest.Logger(t)), storetest.Logger(t))
 	if err := first.Emit(ctx, event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestADeadSendersClaimExpires(t *testing.T) {
 	if n, _ := first.SendDue(ctx); n != 1 {
 		t.Fatalf("the first sender claimed %d rows", n)
 	}
-	second := outbox.New(cfg, pool, boardtest.Logger(t))
+	second := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	if n, err := second.SendDue(ctx); n != 0 || err != nil {
 		t.Fatalf("the second sender took a claimed row at once: %d, %v", n, err)
 	}

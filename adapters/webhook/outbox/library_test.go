@@ -8,8 +8,9 @@ import (
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox/outboxtest"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // TestEveryEventTypeVerifiesWithTheOfficialLibrary: one event of each type
@@ -19,8 +20,8 @@ import (
 func TestEveryEventTypeVerifiesWithTheOfficialLibrary(t *testing.T) {
 	t.Parallel()
 	node := outboxtest.StartNode(t, secret)
-	pool := boardtest.NewPool(t)
-	o := outbox.New(config(node.URL+"/hook"), pool, boardtest.Logger(t))
+	pool := storetest.NewPool(t)
+	o := outbox.New(config(node.URL+"/hook"), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	ctx := context.Background()
 	types := []bot.EventType{bot.EventProposalCreated, bot.EventProposalApproved, bot.EventBoardCreated,
 		bot.EventProposalCancelled, bot.EventProposalExpired}

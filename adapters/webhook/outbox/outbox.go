@@ -68,18 +68,26 @@ type Config struct {
 	Keep         time.Duration // how long delivered and failed rows are kept, default 7 days
 }
 
+// EventWriter writes outbound events to the outbox table outside any
+// decision; *store.Store is one.
+type EventWriter interface {
+	InsertEvents(ctx context.Context, evs []board.OutboundEvent) error
+}
+
 // Outbox stores and sends events; it is the engine's bot.EventSink.
 type Outbox struct {
 	cfg     Config
 	pool    *pgxpool.Pool
+	events  EventWriter
 	logger  *slog.Logger
 	client  *http.Client
 	secrets map[string]string
 	wake    chan struct{}
 }
 
-// New returns an outbox on pool. Nothing is sent until Run.
-func New(cfg Config, pool *pgxpool.Pool, logger *slog.Logger) *Outbox {
+// New returns an outbox on pool that writes the events it is given with
+// events. Nothing is sent until Run.
+func New(cfg Config, pool *pgxpool.Pool, events EventWriter, logger *slog.Logger) *Outbox {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 2 * time.Second
 	}
@@ -104,7 +112,7 @@ func New(cfg Config, pool *pgxpool.Pool, logger *slog.Logger) *Outbox {
 	if cfg.Keep <= 0 {
 		cfg.Keep = 7 * 24 * time.Hour
 	}
-	o := &Outbox{cfg: cfg, pool: pool, logger: logger, secrets: map[string]string{}, wake: make(chan struct{}, 1)}
+	o := &Outbox{cfg: cfg, pool: pool, events: events, logger: logger, secrets: map[string]string{}, wake: make(chan struct{}, 1)}
 	for _, routes := range []map[string][]Endpoint{cfg.Routes, cfg.Hooks} {
 		for _, eps := range routes {
 			for _, ep := range eps {
@@ -219,7 +227,7 @@ func (o *Outbox) Emit(ctx context.Context, ev bot.Event) error {
 	if err != nil || len(rows) == 0 {
 		return err
 	}
-	if err := board.InsertEvents(ctx, o.pool, rows); err != nil {
+	if err := o.events.InsertEvents(ctx, rows); err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
 	o.Wake()

@@ -15,9 +15,10 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/signing"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -126,9 +127,9 @@ func run(t *testing.T, o *outbox.Outbox) (stop func()) {
 
 func TestDeliversSignedEventsInOrder(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL+"/hook"), pool, boardtest.Logger(t))
+	o := outbox.New(config(rc.srv.URL+"/hook"), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	ctx := context.Background()
 	run(t, o)
 	created := event(bot.EventProposalCreated, "p_1")
@@ -169,10 +170,10 @@ func TestDeliversSignedEventsInOrder(t *testing.T) {
 
 func TestPruneForgetsOldDeliveredRows(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	rc := newReceiver(t)
 	ctx := context.Background()
-	o := outbox.New(config(rc.srv.URL), pool, boardtest.Logger(t))
+	o := outbox.New(config(rc.srv.URL), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	_ = o.Emit(ctx, event(bot.EventProposalCreated, "p_1"))
 	_ = o.Emit(ctx, event(bot.EventProposalCancelled, "p_1"))
 	if _, err := o.SendDue(ctx); err != nil {
@@ -193,10 +194,10 @@ func TestPruneForgetsOldDeliveredRows(t *testing.T) {
 
 func TestRetriesKeepTheIDAndSurviveARestart(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	rc := newReceiver(t)
 	rc.down.Store(true)
-	first := outbox.New(config(rc.srv.URL), pool, boardtest.Logger(t))
+	first := outbox.New(config(rc.srv.URL), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	stop := run(t, first)
 	if err := first.Emit(context.Background(), event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
@@ -213,7 +214,7 @@ func TestRetriesKeepTheIDAndSurviveARestart(t *testing.T) {
 		}
 	}
 	rc.down.Store(false)
-	second := outbox.New(config(rc.srv.URL), pool, boardtest.Logger(t))
+	second := outbox.New(config(rc.srv.URL), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	run(t, second)
 	rc.waitFor(t, "both events after the restart", func(got []received, _ []string) bool { return len(got) >= 2 })
 	got, _ := rc.snapshot()
@@ -224,13 +225,13 @@ func TestRetriesKeepTheIDAndSurviveARestart(t *testing.T) {
 
 func TestRefusesPrivateAddressesAndUnlistedHosts(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	rc := newReceiver(t)
 	ctx := context.Background()
 
 	cfg := config(rc.srv.URL)
 	cfg.AllowPrivate = nil // 127.0.0.1 is on the host list but loopback is not allowed
-	o := outbox.New(cfg, pool, boardtest.Logger(t))
+	o := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	if err := o.Emit(ctx, event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
 	}
@@ -245,8 +246,8 @@ func TestRefusesPrivateAddressesAndUnlistedHosts(t *testing.T) {
 
 	cfg = config(rc.srv.URL)
 	cfg.AllowHosts = []string{"hooks.example.com"}
-	pool2 := boardtest.NewPool(t)
-	o = outbox.New(cfg, pool2, boardtest.Logger(t))
+	pool2 := storetest.NewPool(t)
+	o = outbox.New(cfg, pool2, store.New(pool2, storetest.Logger(t)), storetest.Logger(t))
 	_ = o.Emit(ctx, event(bot.EventProposalCreated, "p_1"))
 	_, _ = o.SendDue(ctx)
 	if st, _ := o.Status(ctx); st.Failed != 1 {
@@ -274,9 +275,9 @@ func TestPrivate(t *testing.T) {
 // card.changed, naming the card and each field before and after.
 func TestCardChangesGoOutAsEvents(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL+"/hook"), pool, boardtest.Logger(t))
+	o := outbox.New(config(rc.srv.URL+"/hook"), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	run(t, o)
 	up := board.CardUpdate{
 		Card:    board.Card{ID: "c_1", Handle: "NEWS-3", Title: "Researcher B", Status: "Done"},
@@ -303,9 +304,9 @@ func TestCardChangesGoOutAsEvents(t *testing.T) {
 // webhook-ids when its id was drawn at random.
 func TestAnEventEmittedTwiceIsSentOnce(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL+"/hook"), pool, boardtest.Logger(t))
+	o := outbox.New(config(rc.srv.URL+"/hook"), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	ctx := context.Background()
 	created := event(bot.EventProposalCreated, "p_twice")
 	again := event(bot.EventProposalCreated, "p_twice")
@@ -331,9 +332,9 @@ func TestAnEventEmittedTwiceIsSentOnce(t *testing.T) {
 // channel's callbacks with the run and its page.
 func TestRunEventsGoOut(t *testing.T) {
 	t.Parallel()
-	pool := boardtest.NewPool(t)
+	pool := storetest.NewPool(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL+"/hook"), pool, boardtest.Logger(t))
+	o := outbox.New(config(rc.srv.URL+"/hook"), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	run(t, o)
 	b := board.Board{ID: "b_runs", Name: "Daily newspaper", Key: "NEWS", Channel: "console:news"}
 	r := board.Run{ID: "run_1", Board: b.ID, Number: 3, State: "done", Trigger: "schedule", StartedBy: "alice", Cards: make([]board.RunCard, 10)}

@@ -5,16 +5,16 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
-	"github.com/bobnet/bobnet/board/boardtest"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // A cancel's reason travels in its proposal.cancelled callback.
 func TestCancelledEventCarriesTheReason(t *testing.T) {
 	t.Parallel()
-	store := boardtest.NewStore(t)
+	store := storetest.NewStore(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL), store.Pool(), boardtest.Logger(t))
+	o := outbox.New(config(rc.srv.URL), store.Pool(), store, storetest.Logger(t))
 	run(t, o)
 	eng := engineWith(t, store, store, o)
 	p := proposeIn(t, eng)

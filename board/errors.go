@@ -1,0 +1,27 @@
+package board
+
+import "errors"
+
+// More errors the store returns; check with errors.Is.
+var (
+	// ErrProposalClosed means the proposal was cancelled, expired or
+	// superseded, so it must not be executed.
+	ErrProposalClosed = errors.New("proposal is no longer pending")
+	// ErrInvalidPlan means the plan cannot be executed as given (not a
+	// propose_actions plan, or an action the store does not know).
+	ErrInvalidPlan = errors.New("plan cannot be executed")
+)
+
+// OtherVersionApprovedError says another version of the same request was
+// approved already, so this one must not be executed. It matches
+// ErrProposalClosed.
+type OtherVersionApprovedError struct {
+	ProposalID ProposalID // the approved version
+}
+
+func (e *OtherVersionApprovedError) Error() string {
+	return "another version of this plan was approved: " + string(e.ProposalID)
+}
+
+// Is makes errors.Is(err, ErrProposalClosed) true.
+func (e *OtherVersionApprovedError) Is(target error) bool { return target == ErrProposalClosed }

@@ -1,0 +1,179 @@
+package pending
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+)
+
+// PutProposal stores a proposal until ttl after its expiry time and puts it
+// on the expiry schedule.
+func (s *Store) PutProposal(ctx context.Context, p bot.Proposal) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	ttl := keepFor(p.ExpiresAt)
+	_, err = s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, s.key("proposal", string(p.ID)), b, ttl)
+		if p.State == bot.ProposalPending {
+			pipe.ZAdd(ctx, s.key("expiries"), redis.Z{Score: float64(p.ExpiresAt.UnixMilli()), Member: string(p.ID)})
+		} else {
+			pipe.ZRem(ctx, s.key("expiries"), string(p.ID))
+		}
+		s.scheduleReminder(ctx, pipe, p) // remind.go
+		return nil
+	})
+	return wrap("put proposal", err)
+}
+
+// Proposal returns a stored proposal; bot.ErrNotFound when Redis has none
+// (never stored, or gone after its expiry). Deciding is set on a pending
+// proposal whose claim is held.
+func (s *Store) Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error) {
+	vals, err := s.rdb.MGet(ctx, s.proposalKeys(id)...).Result()
+	if err != nil {
+		return bot.Proposal{}, wrap("get proposal", err)
+	}
+	p, held, err := readProposal(id, vals)
+	if err != nil {
+		return bot.Proposal{}, err
+	}
+	p.Deciding = held != nil && p.State == bot.ProposalPending
+	return p, nil
+}
+
+// proposalKeys are the keys a proposal is read from, in the order
+// readProposal takes their values: the proposal, the message its preview
+// was posted as, its decision and its claim.
+func (s *Store) proposalKeys(id bot.ProposalID) []string {
+	return []string{s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id)), s.key("claim", string(id))}
+}
+
+// readProposal builds a proposal from the values of proposalKeys, and
+// returns the claim's holder (nil when none holds it) beside it.
+// bot.ErrNotFound when Redis has no such proposal.
+func readProposal(id bot.ProposalID, vals []any) (bot.Proposal, any, error) {
+	raw, ok := vals[0].(string)
+	if !ok {
+		return bot.Proposal{}, nil, fmt.Errorf("proposal %s: %w", id, bot.ErrNotFound)
+	}
+	p, err := decodeProposal(id, raw)
+	if err != nil {
+		return bot.Proposal{}, nil, err
+	}
+	withPreview(&p, vals[1])
+	if err := withDecision(&p, vals[2]); err != nil {
+		return bot.Proposal{}, nil, err
+	}
+	return p, vals[3], nil
+}
+
+// decision is the part of a proposal its decision changes. It is written
+// under its own key (PutDecision): a large plan is a lot of JSON to encode
+// and send again for five fields, on the path between an approval and its
+// answer.
+type decision struct {
+	State     bot.ProposalState `json:"state"`
+	DecidedBy string            `json:"decided_by,omitempty"`
+	DecidedAt time.Time         `json:"decided_at,omitzero"`
+	BoardID   board.ID          `json:"board_id,omitempty"`
+	BoardURL  string            `json:"board_url,omitempty"`
+	Reason    string            `json:"reason,omitempty"`
+}
+
+// withDecision lays a proposal's recorded decision over it.
+func withDecision(p *bot.Proposal, raw any) error {
+	s, ok := raw.(string)
+	if !ok || s == "" {
+		return nil
+	}
+	var d decision
+	if err := json.Unmarshal([]byte(s), &d); err != nil {
+		return fmt.Errorf("proposal %s: decision: %w", p.ID, err)
+	}
+	p.State, p.DecidedBy, p.DecidedAt, p.BoardID, p.BoardURL, p.Reason = d.State, d.DecidedBy, d.DecidedAt, d.BoardID, d.BoardURL, d.Reason
+	return nil
+}
+
+// PutDecision records how a proposal was decided (its state, who, when
+// and the board) and takes it off the expiry schedule. Proposal and
+// ClaimProposal return the proposal with it; a decision is final, so it
+// wins over the state PutProposal last wrote.
+func (s *Store) PutDecision(ctx context.Context, p bot.Proposal) error {
+	b, err := json.Marshal(decision{State: p.State, DecidedBy: p.DecidedBy, DecidedAt: p.DecidedAt, BoardID: p.BoardID, BoardURL: p.BoardURL, Reason: p.Reason})
+	if err != nil {
+		return err
+	}
+	ttl := keepFor(p.ExpiresAt)
+	_, err = s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, s.key("decision", string(p.ID)), b, ttl)
+		pipe.ZRem(ctx, s.key("expiries"), string(p.ID))
+		pipe.ZRem(ctx, s.key("reminders"), string(p.ID)) // remind.go
+		return nil
+	})
+	return wrap("put decision", err)
+}
+
+// DueExpiries returns up to limit pending proposals whose expiry time has
+// passed.
+func (s *Store) DueExpiries(ctx context.Context, now time.Time, limit int) ([]bot.ProposalID, error) {
+	ids, err := s.rdb.ZRangeByScore(ctx, s.key("expiries"), &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(limit),
+	}).Result()
+	if err != nil {
+		return nil, wrap("due expiries", err)
+	}
+	out := make([]bot.ProposalID, len(ids))
+	for i, id := range ids {
+		out[i] = bot.ProposalID(id)
+	}
+	return out, nil
+}
+
+// RemoveExpiry takes a proposal off the expiry schedule.
+func (s *Store) RemoveExpiry(ctx context.Context, id bot.ProposalID) error {
+	return wrap("remove expiry", s.rdb.ZRem(ctx, s.key("expiries"), string(id)).Err())
+}
+
+// PendingProposals returns up to limit proposals still on the expiry
+// schedule, soonest expiry first, read as Proposal reads one. The
+// schedule holds exactly the pending proposals (a decision takes its
+// proposal off it), so no second index has to be kept in step with it.
+// Entries whose proposal Redis no longer has are skipped.
+func (s *Store) PendingProposals(ctx context.Context, now time.Time, limit int) ([]bot.Proposal, error) {
+	ids, err := s.rdb.ZRangeByScore(ctx, s.key("expiries"), &redis.ZRangeBy{
+		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf", Count: int64(limit),
+	}).Result()
+	if err != nil {
+		return nil, wrap("list pending proposals", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	pipe := s.rdb.Pipeline()
+	gets := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		gets[i] = pipe.MGet(ctx, s.proposalKeys(bot.ProposalID(id))...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, wrap("read pending proposals", err)
+	}
+	out := make([]bot.Proposal, 0, len(ids))
+	for i, id := range ids {
+		p, held, err := readProposal(bot.ProposalID(id), gets[i].Val())
+		if err != nil || p.State != bot.ProposalPending {
+			continue // gone, unreadable or decided since the range was read
+		}
+		p.Deciding = held != nil
+		out = append(out, p)
+	}
+	return out, nil
+}

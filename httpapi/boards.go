@@ -1,0 +1,79 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/board"
+)
+
+// BoardReader reads a board with its cards; *store.Store is one.
+type BoardReader interface {
+	Board(ctx context.Context, id board.ID) (board.Board, []board.Card, error)
+}
+
+// Boards serves boards to programs as JSON, and their live changes.
+type Boards struct {
+	store  BoardReader
+	logger *slog.Logger
+	// stream answers GET /api/v1/boards/{id}/events: the board page's
+	// stream (web.Pages.Events), the same for programs as for people.
+	stream http.HandlerFunc
+}
+
+// NewBoards makes the boards API; stream serves a board's server-sent
+// card changes.
+func NewBoards(store BoardReader, stream http.HandlerFunc, logger *slog.Logger) *Boards {
+	return &Boards{store: store, stream: stream, logger: logger}
+}
+
+// Routes mounts GET /api/v1/boards/{id}, GET /api/v1/boards/{id}/status
+// and GET /api/v1/boards/{id}/events (server-sent card changes); the
+// caller puts the token guard in front.
+func (x *Boards) Routes(r chi.Router) {
+	r.Get("/api/v1/boards/{id}", x.board)
+	r.Get("/api/v1/boards/{id}/status", x.status)
+	r.Get("/api/v1/boards/{id}/events", x.stream)
+}
+
+// load reads the board named in the URL. When it cannot, it has already
+// answered and reports false.
+func (x *Boards) load(w http.ResponseWriter, r *http.Request) (board.Board, []board.Card, bool) {
+	text := chi.URLParam(r, "id")
+	id, err := board.ParseID(text) // anything not shaped like a board id is not looked up
+	if err != nil {
+		WriteError(w, http.StatusNotFound, "no board "+text)
+		return board.Board{}, nil, false
+	}
+	b, cards, err := x.store.Board(r.Context(), id)
+	if errors.Is(err, board.ErrNotFound) {
+		WriteError(w, http.StatusNotFound, "no board "+text)
+		return board.Board{}, nil, false
+	}
+	if err != nil {
+		x.logger.Error("read board", "board", id, "err", err)
+		WriteError(w, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
+		return board.Board{}, nil, false
+	}
+	return b, cards, true
+}
+
+func (x *Boards) board(w http.ResponseWriter, r *http.Request) {
+	b, cards, ok := x.load(w, r)
+	if !ok {
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"board": b, "cards": cards})
+}
+
+func (x *Boards) status(w http.ResponseWriter, r *http.Request) {
+	b, cards, ok := x.load(w, r)
+	if !ok {
+		return
+	}
+	WriteJSON(w, http.StatusOK, board.Summarize(b, cards))
+}

@@ -1,0 +1,337 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bobnet/bobnet/board"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const (
+	// A card a runner may take: in a running run, its runner's, not held
+	// (or held past its lease), with every card it depends on Done, not
+	// yet in Review or Done, and tried fewer than maxAttempts times.
+	claimRunCard = `UPDATE run_cards rc SET lease_until = now() + $3::interval, attempts = rc.attempts + 1, holder = $4,
+    started_at = coalesce(rc.started_at, now()), error = ''
+FROM (SELECT rc2.run_id, rc2.card_id FROM run_cards rc2
+      JOIN runs r ON r.id = rc2.run_id AND r.state = 'running'
+      JOIN cards c ON c.id = rc2.card_id
+      WHERE rc2.runner = $1 AND c.status IN ('Backlog', 'Ready', 'In Progress')
+        AND (rc2.lease_until IS NULL OR rc2.lease_until < now())
+        AND rc2.attempts < $2
+        AND NOT EXISTS (SELECT 1 FROM card_links l JOIN cards d ON d.id = l.depends_on
+                        WHERE l.card_id = c.id AND d.status <> 'Done')
+      ORDER BY r.started_at, c.position, c.number
+      LIMIT 1 FOR UPDATE OF rc2 SKIP LOCKED) j
+WHERE rc.run_id = j.run_id AND rc.card_id = j.card_id
+RETURNING rc.run_id, rc.card_id, rc.attempts, rc.feedback`
+
+	// claimAndStart takes a card (claimRunCard) and moves it to In
+	// Progress with the audit event and notification any card change
+	// gets (changeCard's, in one statement). The dependencies were found
+	// Done by the taking itself.
+	claimAndStart = `WITH job AS (` + claimRunCard + `),
+upd AS (
+    UPDATE cards c SET status = 'In Progress', version = c.version + 1, updated_at = now()
+    FROM job JOIN cards o ON o.id = job.card_id
+    WHERE c.id = o.id AND o.status <> 'In Progress'
+    RETURNING c.id, c.board_id, c.number, c.version, o.status AS from_status
+), aud AS (
+    INSERT INTO audit_events (actor, action, channel, board_id, detail)
+    SELECT $1, 'card_changed', b.channel, b.id, jsonb_build_object('card', u.id, 'handle', b.key || '-' || u.number, 'via', 'run',
+        'changes', jsonb_build_array(jsonb_build_object('field', 'status', 'from', u.from_status, 'to', 'In Progress')), 'version', u.version)
+    FROM upd u JOIN boards b ON b.id = u.board_id
+    RETURNING id, board_id, detail->>'card' AS card
+)
+SELECT job.attempts, job.feedback,
+    (SELECT count(pg_notify('` + changesChannel + `', json_build_object('b', board_id, 'c', card, 'a', id)::text)) FROM aud)
+FROM job`
+
+	// The card a holder took, found through the running runs (few, and
+	// indexed) rather than by scanning every run's cards for the holder.
+	heldBy       = `(SELECT rc.run_id, rc.card_id FROM runs r JOIN run_cards rc ON rc.run_id = r.id WHERE r.state = 'running' AND rc.holder = $1)`
+	heldCard     = selectCardColumns + ` WHERE c.id = (SELECT card_id FROM ` + heldBy + ` h)`
+	heldCardDeps = `SELECT depends_on FROM card_links WHERE card_id = (SELECT card_id FROM ` + heldBy + ` h) ORDER BY depends_on`
+	heldBoard    = `SELECT b.id, b.name, b.goal, b.key, b.channel, b.thread, b.created_at FROM boards b JOIN cards c ON c.board_id = b.id
+WHERE c.id = (SELECT card_id FROM ` + heldBy + ` h)`
+	heldRun      = selectRun + ` WHERE id = (SELECT run_id FROM ` + heldBy + ` h)`
+	heldJobCards = `WITH h AS MATERIALIZED ` + heldBy + `
+` + runCardColumns + ` WHERE rc.run_id = (SELECT run_id FROM h)
+  AND rc.card_id IN (SELECT card_id FROM h UNION ALL SELECT depends_on FROM card_links WHERE card_id = (SELECT card_id FROM h))
+ORDER BY c.position, c.number`
+
+	holdRunCard = `SELECT rc.review FROM run_cards rc JOIN runs r ON r.id = rc.run_id
+WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' AND rc.holder = $3 AND rc.lease_until IS NOT NULL
+FOR UPDATE OF rc`
+	saveRunOutput  = `UPDATE run_cards SET output = $3, lease_until = NULL, finished_at = now() WHERE run_id = $1 AND card_id = $2`
+	releaseRunCard = `UPDATE run_cards SET lease_until = NULL, attempts = greatest(attempts - 1, 0) WHERE run_id = $1 AND card_id = $2 AND holder = $3 AND lease_until IS NOT NULL`
+	renewRunCard   = `UPDATE run_cards rc SET lease_until = now() + $4::interval FROM runs r
+WHERE rc.run_id = $1 AND rc.card_id = $2 AND rc.holder = $3 AND rc.lease_until IS NOT NULL AND r.id = rc.run_id AND r.state = 'running'`
+	failRunCard = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
+
+	// The card's row is locked too: a review waiting on another then reads
+	// the card's status as that one left it, so two accepts decide once.
+	reviewRunCard = `SELECT rc.rounds, c.status FROM run_cards rc JOIN runs r ON r.id = rc.run_id JOIN cards c ON c.id = rc.card_id
+WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' FOR UPDATE OF rc, c`
+	sendBack = `UPDATE run_cards SET rounds = rounds + 1, feedback = $3, attempts = 0, finished_at = NULL WHERE run_id = $1 AND card_id = $2`
+
+	endRun = `UPDATE runs SET state = $2, reason = $3, ended_at = now() WHERE id = $1 AND state = 'running' RETURNING board_id, number`
+
+	// Runs that have ended by themselves: every card Done; past the
+	// deadline; a card its runner failed maxAttempts times.
+	finishedRuns = `SELECT r.id, 'done', '' FROM runs r WHERE r.state = 'running'
+  AND NOT EXISTS (SELECT 1 FROM run_cards rc JOIN cards c ON c.id = rc.card_id WHERE rc.run_id = r.id AND c.status <> 'Done')
+UNION ALL
+SELECT r.id, 'timed_out', 'the run passed its deadline' FROM runs r WHERE r.state = 'running' AND r.deadline < now()
+UNION ALL
+SELECT DISTINCT ON (r.id) r.id, 'stopped', b.key || '-' || c.number || ' failed after ' || rc.attempts || ' attempts: ' || rc.error
+FROM runs r JOIN run_cards rc ON rc.run_id = r.id JOIN cards c ON c.id = rc.card_id JOIN boards b ON b.id = c.board_id
+WHERE r.state = 'running' AND rc.runner <> '' AND rc.attempts >= $1 AND rc.lease_until IS NULL AND rc.error <> ''`
+)
+
+// ClaimRunCard takes the next card the given runner ("model", "hook:x")
+// may work, holds it for lease, and moves it to In Progress. ok is false
+// when there is nothing to take. A runner that dies loses the card when
+// the lease ends and another takes it; a card is tried at most three
+// times.
+//
+// It is one batch: the taking and the card's change in one statement,
+// then what the runner needs read back by the new holder, all in the
+// batch's one implicit transaction.
+func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Duration) (board.RunJob, bool, error) {
+	job := board.RunJob{Holder: board.NewHolderID()}
+	var run board.Run
+	var cards []board.RunCard
+	found := false
+	b := &pgx.Batch{}
+	b.Queue(claimAndStart, runner, maxAttempts, lease.String(), job.Holder).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			found = true
+			if err := rows.Scan(&job.Attempt, &job.Feedback, nil); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	b.Queue(heldCard, job.Holder).Query(func(rows pgx.Rows) error {
+		cs, err := pgx.CollectRows(rows, scanCard)
+		if len(cs) == 1 {
+			job.Card = cs[0]
+		}
+		return err
+	})
+	b.Queue(heldCardDeps, job.Holder).Query(func(rows pgx.Rows) error {
+		deps, err := pgx.CollectRows(rows, pgx.RowTo[board.CardID])
+		job.Card.DependsOn = append(job.Card.DependsOn, deps...)
+		return err
+	})
+	b.Queue(heldBoard, job.Holder).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := rows.Scan(&job.Board.ID, &job.Board.Name, &job.Board.Goal, &job.Board.Key, &job.Board.Channel, &job.Board.Thread, &job.Board.CreatedAt); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	b.Queue(heldRun, job.Holder).Query(func(rows pgx.Rows) error {
+		rs, err := pgx.CollectRows(rows, scanRun)
+		if len(rs) == 1 {
+			run = rs[0]
+		}
+		return err
+	})
+	b.Queue(heldJobCards, job.Holder).Query(func(rows pgx.Rows) (err error) {
+		cards, err = pgx.CollectRows(rows, scanRunCard)
+		return err
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return board.RunJob{}, false, fmt.Errorf("claim a run card: %w", err)
+	}
+	if !found {
+		return board.RunJob{}, false, nil
+	}
+	if job.Card.ID == "" || run.ID == "" {
+		return board.RunJob{}, false, fmt.Errorf("claim a run card: the card taken by %s was not read back", job.Holder)
+	}
+	job.Run = run
+	for _, c := range cards {
+		if c.Card == job.Card.ID {
+			job.RunCard = c
+		} else {
+			job.Inputs = append(job.Inputs, c)
+		}
+	}
+	return job, true, nil
+}
+
+// CompleteRunCard keeps a runner's output for the card it holds and moves
+// the card on: to Review, or to Done when its profile wants no review.
+// ErrNotRunnable when the runner no longer holds it (another took it after
+// its lease ended, or the run ended): a runner changes only its own card.
+func (s *Store) CompleteRunCard(ctx context.Context, job board.RunJob, actor, output string) (board.CardUpdate, error) {
+	run, card := job.Run.ID, job.Card.ID
+	if len(output) > board.MaxOutput {
+		output = output[:board.MaxOutput]
+	}
+	var up board.CardUpdate
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var review bool
+		if err := tx.QueryRow(ctx, holdRunCard, run, card, job.Holder).Scan(&review); errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: the card is not held by this runner", board.ErrNotRunnable)
+		} else if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, saveRunOutput, run, card, output); err != nil {
+			return err
+		}
+		next := "Review"
+		if !review {
+			next = "Done"
+		}
+		var err error
+		up, err = changeCard(ctx, tx, board.CardChange{Card: card, Actor: actor, Via: "run", Status: &next})
+		return err
+	})
+	if err != nil {
+		return board.CardUpdate{}, fmt.Errorf("complete %s in run %s: %w", card, run, err)
+	}
+	return up, nil
+}
+
+// FailRunCard lets go of a card whose runner failed, keeping why; it is
+// tried again until its attempts run out, and then the run stops.
+func (s *Store) FailRunCard(ctx context.Context, job board.RunJob, why string) error {
+	if _, err := s.pool.Exec(ctx, failRunCard, job.Run.ID, job.Card.ID, why, job.Holder); err != nil {
+		return fmt.Errorf("fail %s in run %s: %w", job.Card.ID, job.Run.ID, err)
+	}
+	return nil
+}
+
+// ReleaseRunCard gives back a card its runner took but did not work (the
+// channel's model budget is spent): no attempt is counted, and a runner
+// takes it again later.
+func (s *Store) ReleaseRunCard(ctx context.Context, job board.RunJob) error {
+	if _, err := s.pool.Exec(ctx, releaseRunCard, job.Run.ID, job.Card.ID, job.Holder); err != nil {
+		return fmt.Errorf("release %s in run %s: %w", job.Card.ID, job.Run.ID, err)
+	}
+	return nil
+}
+
+// RenewRunCard holds job's card for lease from now on, so a runner still
+// working is not taken over; ErrNotRunnable when its holder lost it (its
+// lease passed and another took it, or the run ended).
+func (s *Store) RenewRunCard(ctx context.Context, job board.RunJob, lease time.Duration) error {
+	tag, err := s.pool.Exec(ctx, renewRunCard, job.Run.ID, job.Card.ID, job.Holder, lease.String())
+	if err != nil {
+		return fmt.Errorf("renew %s in run %s: %w", job.Card.ID, job.Run.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("renew %s in run %s: %w", job.Card.ID, job.Run.ID, board.ErrNotRunnable)
+	}
+	return nil
+}
+
+// ReviewRunCard accepts a card in Review (it goes to Done) or sends it
+// back with a reason (to Ready, worked again with the reason; at most
+// three times). ErrNotRunnable when the card is not in Review of a
+// running run or was sent back three times already.
+func (s *Store) ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error) {
+	var up board.CardUpdate
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var rounds int
+		var status string
+		if err := tx.QueryRow(ctx, reviewRunCard, run, card).Scan(&rounds, &status); errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: no such card in a running run", board.ErrNotRunnable)
+		} else if err != nil {
+			return err
+		}
+		if status != "Review" {
+			return fmt.Errorf("%w: the card is in %s, not Review", board.ErrNotRunnable, status)
+		}
+		next := "Done"
+		if !accept {
+			if rounds >= maxRounds {
+				return fmt.Errorf("%w: the card was sent back %d times already; accept it or stop the run", board.ErrNotRunnable, maxRounds)
+			}
+			if _, err := tx.Exec(ctx, sendBack, run, card, reason); err != nil {
+				return err
+			}
+			next = "Ready"
+		}
+		var err error
+		up, err = changeCard(ctx, tx, board.CardChange{Card: card, Actor: user, Via: "review", Status: &next})
+		if err != nil {
+			return err
+		}
+		detail, _ := json.Marshal(map[string]any{"run_id": run, "card": card, "accepted": accept, "reason": reason})
+		_, err = tx.Exec(ctx, insertRunAu, user, "run_card_reviewed", detail, up.Card.BoardID)
+		return err
+	})
+	if err != nil {
+		return board.CardUpdate{}, fmt.Errorf("review %s in run %s: %w", card, run, err)
+	}
+	return up, nil
+}
+
+// StopRun ends a running run as stopped. ErrNotRunnable when it has
+// ended already.
+func (s *Store) StopRun(ctx context.Context, id board.RunID, user string) (board.Run, error) {
+	if err := s.endRun(ctx, id, board.RunStopped, "stopped by "+user, user); err != nil {
+		return board.Run{}, err
+	}
+	return s.Run(ctx, id)
+}
+
+func (s *Store) endRun(ctx context.Context, id board.RunID, state, reason, actor string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var b board.ID
+		var n int
+		if err := tx.QueryRow(ctx, endRun, id, state, reason).Scan(&b, &n); errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("run %s: %w: it has ended", id, board.ErrNotRunnable)
+		} else if err != nil {
+			return fmt.Errorf("end run %s: %w", id, err)
+		}
+		detail, _ := json.Marshal(map[string]any{"run_id": id, "number": n, "state": state, "reason": reason})
+		_, err := tx.Exec(ctx, insertRunAu, actor, "run_finished", detail, b)
+		return err
+	})
+}
+
+// SweepRuns ends the runs that have ended by themselves (every card Done,
+// past the deadline, a card failed too often) and returns them; each is
+// ended once whichever replica sweeps.
+func (s *Store) SweepRuns(ctx context.Context) ([]board.Run, error) {
+	rows, _ := s.pool.Query(ctx, finishedRuns, maxAttempts)
+	type ending struct {
+		ID            board.RunID
+		State, Reason string
+	}
+	ends, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ending])
+	if err != nil {
+		return nil, fmt.Errorf("sweep runs: %w", err)
+	}
+	var out []board.Run
+	seen := map[board.RunID]bool{}
+	for _, e := range ends {
+		if seen[e.ID] {
+			continue
+		}
+		seen[e.ID] = true
+		if err := s.endRun(ctx, e.ID, e.State, e.Reason, "bobnet"); errors.Is(err, board.ErrNotRunnable) {
+			continue // another replica ended it
+		} else if err != nil {
+			return out, err
+		}
+		r, err := s.Run(ctx, e.ID)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

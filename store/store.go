@@ -1,0 +1,61 @@
+// Package store keeps BobNet's boards in Postgres, one file per table
+// family: boards and cards (the one-transaction execution of an approved
+// plan among them), proposals, audit events, policies and approvals, model
+// usage, webhook deliveries and the event outbox, runs and schedules,
+// Slack installations, console history, and the NOTIFY feed of card
+// changes. The types it stores are package board's.
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store is the Postgres side of BobNet. Its methods are safe for concurrent
+// use.
+type Store struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+	// failBeforeCommit, when set by a test in this package, fails an
+	// execution after all its rows are written but before commit.
+	failBeforeCommit func() error
+}
+
+// Open connects to databaseURL and checks the connection.
+func Open(ctx context.Context, databaseURL string, logger *slog.Logger) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	return New(pool, logger), nil
+}
+
+// New returns a store on an existing pool.
+func New(pool *pgxpool.Pool, logger *slog.Logger) *Store {
+	return &Store{pool: pool, logger: logger}
+}
+
+// Pool returns the store's connection pool, for migrations.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping reports whether Postgres answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	return nil
+}
