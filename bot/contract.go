@@ -10,7 +10,6 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
-	"github.com/bobnet/bobnet/planner"
 )
 
 // RequestID identifies one request to the bot (a mention, a webhook, a
@@ -93,7 +92,7 @@ type Request struct {
 	Again ProposalID `json:"again,omitempty"`
 	// Quoted are chat messages the request is about ("Plan this"), shown
 	// to the model as fenced thread history, never as the instruction.
-	Quoted []planner.Turn `json:"quoted,omitempty"`
+	Quoted []plan.Turn `json:"quoted,omitempty"`
 	// Via is the credential the request came through (a token, a hook
 	// delivery), for the audit log; Submit takes it from the context.
 	Via string `json:"via,omitempty"`

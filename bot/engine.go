@@ -91,8 +91,8 @@ type Requests interface {
 	Allow(ctx context.Context, key string, limit RateLimit) (bool, error)
 	PutRequest(ctx context.Context, r RequestRecord) error
 	Request(ctx context.Context, id RequestID) (RequestRecord, error)
-	AppendTurn(ctx context.Context, thread string, t planner.Turn) error
-	Turns(ctx context.Context, thread string) ([]planner.Turn, error)
+	AppendTurn(ctx context.Context, thread string, t plan.Turn) error
+	Turns(ctx context.Context, thread string) ([]plan.Turn, error)
 }
 
 // Queue hands requests to workers; *pending.Queue is one.

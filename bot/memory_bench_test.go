@@ -93,8 +93,8 @@ func (m *memory) Admit(_ context.Context, a bot.Admission) (bot.AdmitResult, err
 	return bot.AdmitResult{Outcome: bot.AdmitNew, RequestID: a.Record.Request.ID}, nil
 }
 func (m *memory) Allow(context.Context, string, bot.RateLimit) (bool, error) { return true, nil }
-func (m *memory) AppendTurn(context.Context, string, planner.Turn) error     { return nil }
-func (m *memory) Turns(context.Context, string) ([]planner.Turn, error)      { return nil, nil }
+func (m *memory) AppendTurn(context.Context, string, plan.Turn) error        { return nil }
+func (m *memory) Turns(context.Context, string) ([]plan.Turn, error)         { return nil, nil }
 func (m *memory) Init(context.Context) error                                 { return nil }
 func (m *memory) Renew(context.Context, string, []string) error              { return nil }
 func (m *memory) Ack(context.Context, string) error                          { return nil }

@@ -42,7 +42,7 @@ func transient(ans Answer) bool {
 func threadKey(t Thread) string { return t.Channel.Key() + ":" + t.ID }
 
 func (e *Engine) remember(ctx context.Context, r Request, role, text string) {
-	if err := e.deps.Requests.AppendTurn(ctx, threadKey(r.Thread), planner.Turn{Role: role, User: r.User, Text: text}); err != nil {
+	if err := e.deps.Requests.AppendTurn(ctx, threadKey(r.Thread), plan.Turn{Role: role, User: r.User, Text: text}); err != nil {
 		e.logger.Warn("remember thread turn", "request", r.ID, "err", err)
 	}
 }

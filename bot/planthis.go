@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // ThreadMessage is one message of a chat thread shared with "Plan this":
@@ -35,11 +35,11 @@ const PlanThisText = "Plan the work discussed in the chat thread shared with Bob
 // the turns a Request quotes: at most the first message and
 // MaxThreadReplies replies, each cut to a few KiB, all together to
 // maxQuotedTotal; empty messages are left out.
-func QuoteThread(msgs []ThreadMessage) []planner.Turn {
+func QuoteThread(msgs []ThreadMessage) []plan.Turn {
 	if len(msgs) > MaxThreadReplies+1 {
 		msgs = msgs[:MaxThreadReplies+1]
 	}
-	turns := make([]planner.Turn, 0, len(msgs))
+	turns := make([]plan.Turn, 0, len(msgs))
 	total := 0
 	for _, m := range msgs {
 		text := strings.TrimSpace(m.Text)
@@ -55,7 +55,7 @@ func QuoteThread(msgs []ThreadMessage) []planner.Turn {
 			user = "someone"
 		}
 		total += len(text)
-		turns = append(turns, planner.Turn{Role: "user", User: cut(user, 100), Text: text})
+		turns = append(turns, plan.Turn{Role: "user", User: cut(user, 100), Text: text})
 	}
 	return turns
 }

@@ -6,20 +6,12 @@ import (
 	"github.com/bobnet/bobnet/plan"
 )
 
-// Turn is an earlier message in the thread. Text from the model or other
-// users is quoted into the prompt as data, never as instructions.
-type Turn struct {
-	Role string // "user" or "assistant"
-	User string
-	Text string
-}
-
 // PromptInput is everything the prompt builder needs for one planning turn.
 type PromptInput struct {
 	Board        *plan.BoardSummary // nil when the channel has no board yet
 	SelectedCard *plan.CardSummary  // nil when none
 	Profiles     []Profile
-	History      []Turn
+	History      []plan.Turn
 	Message      string
 	// PreviousPlan and Feedback are set when a person asked to revise a
 	// proposal: the model sees the old plan (as data) and the feedback.

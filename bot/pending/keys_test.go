@@ -13,7 +13,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // keyPattern turns a Keys pattern into a regexp for a whole key after the
@@ -99,7 +99,7 @@ func TestKeysTableCoversEveryKeyWritten(t *testing.T) {
 	_, err = s.Allow(ctx, "board-events:b_1", bot.RateLimit{N: 5, Per: time.Minute})
 	must(err)
 	must(s.AddHomeViewer(ctx, "slack:T1", "U1", now))
-	must(s.AppendTurn(ctx, "console:c:t", planner.Turn{Role: "user", User: "bob", Text: "plan"}))
+	must(s.AppendTurn(ctx, "console:c:t", plan.Turn{Role: "user", User: "bob", Text: "plan"}))
 
 	patterns := make([]*regexp.Regexp, len(pending.Keys))
 	for i, k := range pending.Keys {

@@ -12,7 +12,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/pending"
-	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/plan"
 )
 
 func newStore(t *testing.T) *pending.Store {
@@ -337,7 +337,7 @@ func TestThreadHistoryIsBounded(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	for i := range 25 {
-		if err := s.AppendTurn(ctx, "console:general:t1", planner.Turn{Role: "user", User: "alice", Text: fmt.Sprint("m", i)}); err != nil {
+		if err := s.AppendTurn(ctx, "console:general:t1", plan.Turn{Role: "user", User: "alice", Text: fmt.Sprint("m", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

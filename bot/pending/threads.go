@@ -4,16 +4,15 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/bobnet/bobnet/plan"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/bobnet/bobnet/planner"
 )
 
 // maxTurns is how many earlier messages of a thread are kept for prompts.
 const maxTurns = 20
 
 // AppendTurn adds a message to a thread's history.
-func (s *Store) AppendTurn(ctx context.Context, thread string, t planner.Turn) error {
+func (s *Store) AppendTurn(ctx context.Context, thread string, t plan.Turn) error {
 	b, err := json.Marshal(t)
 	if err != nil {
 		return err
@@ -29,14 +28,14 @@ func (s *Store) AppendTurn(ctx context.Context, thread string, t planner.Turn) e
 }
 
 // Turns returns a thread's history, oldest first.
-func (s *Store) Turns(ctx context.Context, thread string) ([]planner.Turn, error) {
+func (s *Store) Turns(ctx context.Context, thread string) ([]plan.Turn, error) {
 	items, err := s.rdb.LRange(ctx, s.key("thread", thread), 0, -1).Result()
 	if err != nil {
 		return nil, wrap("turns", err)
 	}
-	out := make([]planner.Turn, 0, len(items))
+	out := make([]plan.Turn, 0, len(items))
 	for _, it := range items {
-		var t planner.Turn
+		var t plan.Turn
 		if json.Unmarshal([]byte(it), &t) == nil {
 			out = append(out, t)
 		}
