@@ -45,7 +45,7 @@ func BenchmarkEngineTurn(b *testing.B) {
 	prefix := bottest.Prefix()
 	ps := pending.NewStore(rdb, prefix)
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ReclaimIdle: time.Minute, SweepInterval: time.Hour},
-		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: store, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)},
+		bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, pending.NewQueue(rdb, prefix)),
 		storetest.Logger(b))
 	if err != nil {
 		b.Fatal(err)
@@ -57,7 +57,7 @@ func BenchmarkEngineTurn(b *testing.B) {
 // for its preview, and reports the p50 turn beside the mean.
 func measureTurns(b *testing.B, eng *bot.Engine) {
 	posted := make(chan struct{}, 1)
-	eng.SetPoster(bot.SourceConsole, previewPoster{posted})
+	eng.Register(bot.SourceConsole, bot.Registration{Poster: previewPoster{posted}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = eng.Run(ctx) }()

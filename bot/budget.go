@@ -10,18 +10,11 @@ import (
 	"github.com/bobnet/bobnet/planner"
 )
 
-// UsageStore is what the board store also offers to keep model budgets:
-// tokens spent per channel and UTC day. *store.Store is one; without it
-// budgets are not enforced.
+// UsageStore keeps model budgets: tokens spent per channel and UTC day.
+// *store.Store is one; Deps.Usage nil leaves budgets unenforced.
 type UsageStore interface {
 	AddTokens(ctx context.Context, channel string, at time.Time, n int64) (int64, error)
 	TokensUsed(ctx context.Context, channel string, at time.Time) (int64, error)
-}
-
-// TokenObserver is what an Observer may also hear: the model tokens each
-// channel spent, for /metrics.
-type TokenObserver interface {
-	ModelTokens(channel string, n int)
 }
 
 // ErrOverBudget means the channel spent its model budget for the day.
@@ -39,17 +32,12 @@ type Budget struct {
 // Over reports whether the budget is spent.
 func (b Budget) Over() bool { return b.Limit > 0 && b.Used >= b.Limit }
 
-func (e *Engine) usageStore() UsageStore {
-	us, _ := e.deps.Boards.(UsageStore)
-	return us
-}
-
 // BudgetStatus returns ch's model use today and its budget under the
 // channel's policy now.
 func (e *Engine) BudgetStatus(ctx context.Context, ch Channel) (Budget, error) {
 	now := e.deps.Now().UTC()
 	b := Budget{Resets: time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)}
-	us := e.usageStore()
+	us := e.deps.Usage
 	if us == nil {
 		return b, nil
 	}
@@ -91,10 +79,8 @@ func (e *Engine) chargeTokens(ctx context.Context, r Request, out planner.Outcom
 	if out.Tokens <= 0 {
 		return
 	}
-	if o, ok := e.deps.Observer.(TokenObserver); ok {
-		o.ModelTokens(ch.Key(), out.Tokens)
-	}
-	us := e.usageStore()
+	e.observe().ModelTokens(ch.Key(), out.Tokens)
+	us := e.deps.Usage
 	if us == nil {
 		return
 	}

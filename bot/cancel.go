@@ -42,7 +42,7 @@ func (e *Engine) CancelWithReason(ctx context.Context, id ProposalID, user, reas
 	if err != nil {
 		return Proposal{}, fmt.Errorf("cancel %s: %w", id, err)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decisionTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decideTimeout)
 	defer cancel()
 	p, c, err := e.claimFor(ctx, id, user, "cancel")
 	if err != nil {

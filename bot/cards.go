@@ -11,14 +11,17 @@ import (
 )
 
 // CardStore is the part of the board store that card changes use;
-// *store.Store is one. The engine's Boards must also be a CardStore for
-// the card methods below to work.
+// *store.Store is one. Without one (Deps.Cards nil) every card method
+// answers ErrNoCards.
 type CardStore interface {
 	Board(ctx context.Context, id board.ID) (board.Board, []board.Card, error)
 	Card(ctx context.Context, id board.CardID) (board.Card, error)
 	CardByHandle(ctx context.Context, handle string) (board.Card, error)
 	ChangeCard(ctx context.Context, ch board.CardChange) (board.CardUpdate, error)
 }
+
+// ErrNoCards means this engine was built without a card store.
+var ErrNoCards = errors.New("this BobNet cannot change cards")
 
 // ErrUnknownProfile means a card was assigned to someone who is not one
 // of the deployment's profiles.
@@ -51,11 +54,10 @@ type CardEdit struct {
 }
 
 func (e *Engine) cardStore() (CardStore, error) {
-	cs, ok := e.deps.Boards.(CardStore)
-	if !ok {
-		return nil, errors.New("the board store cannot change cards")
+	if e.deps.Cards == nil {
+		return nil, ErrNoCards
 	}
-	return cs, nil
+	return e.deps.Cards, nil
 }
 
 // EditCard applies one change to a card: it resolves the card, checks the
@@ -75,7 +77,7 @@ func (e *Engine) EditCard(ctx context.Context, ed CardEdit) (board.CardUpdate, e
 	if id == "" && ed.Handle != "" {
 		c, err := cs.CardByHandle(ctx, ed.Handle)
 		if errors.Is(err, board.ErrNotFound) {
-			return board.CardUpdate{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+			return board.CardUpdate{}, fmt.Errorf("%w: %w", ErrNoCard, err)
 		}
 		if err != nil {
 			return board.CardUpdate{}, unavailable("find card", err)
@@ -110,7 +112,7 @@ func (e *Engine) EditCard(ctx context.Context, ed CardEdit) (board.CardUpdate, e
 	})
 	switch {
 	case errors.Is(err, board.ErrNotFound):
-		return board.CardUpdate{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+		return board.CardUpdate{}, fmt.Errorf("%w: %w", ErrNoCard, err)
 	case errors.Is(err, board.ErrBlocked), errors.Is(err, board.ErrConflict), errors.Is(err, board.ErrInvalidChange):
 		return board.CardUpdate{}, err
 	case err != nil:
@@ -153,7 +155,7 @@ func (e *Engine) NextCards(ctx context.Context, ch Channel) (board.Status, error
 func (e *Engine) resolveCard(ctx context.Context, cs CardStore, ch Channel, ref string) (board.Card, error) {
 	b, err := e.deps.Boards.ChannelBoard(ctx, ch.Key())
 	if errors.Is(err, board.ErrNotFound) {
-		return board.Card{}, fmt.Errorf("channel %s has no board: %w", ch.Key(), ErrNotFound)
+		return board.Card{}, fmt.Errorf("channel %s has no board: %w", ch.Key(), ErrNoBoard)
 	}
 	if err != nil {
 		return board.Card{}, unavailable("find card", err)
@@ -164,7 +166,7 @@ func (e *Engine) resolveCard(ctx context.Context, cs CardStore, ch Channel, ref 
 	}
 	c, err := board.MatchCard(b, cards, ref)
 	if errors.Is(err, board.ErrNotFound) {
-		return board.Card{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+		return board.Card{}, fmt.Errorf("%w: %w", ErrNoCard, err)
 	}
 	return c, err
 }
@@ -290,33 +292,6 @@ func NextText(st board.Status) string {
 		fmt.Fprintf(&b, "\n%s “%s” (%s, %s)", c.Handle, c.Title, orUnassigned(c.Assignee), c.Status)
 	}
 	return b.String()
-}
-
-// CardErrorText is a refused card change as a sentence for a chat reply.
-func CardErrorText(err error) string {
-	var blocked *board.BlockedError
-	var amb *board.AmbiguousError
-	var conflict *board.ConflictError
-	switch {
-	case errors.As(err, &blocked):
-		names := make([]string, 0, len(blocked.Blockers))
-		for _, c := range blocked.Blockers {
-			names = append(names, fmt.Sprintf("%s “%s” (%s)", c.Handle, c.Title, c.Status))
-		}
-		return fmt.Sprintf("%s can't move to %s yet: it waits on %s. Finish those first, or move it to Blocked.",
-			blocked.Card.Handle, blocked.Status, strings.Join(names, ", "))
-	case errors.As(err, &amb):
-		return amb.Error() + "."
-	case errors.As(err, &conflict):
-		return conflict.Error() + "."
-	case errors.Is(err, board.ErrInvalidChange), errors.Is(err, ErrUnknownProfile):
-		return "That change isn't possible: " + err.Error() + "."
-	case errors.Is(err, ErrNotFound):
-		return "I can't find that card on this channel's board. Use its handle (such as NEWS-3, shown on the board) or the start of its title."
-	case errors.Is(err, ErrUnavailable):
-		return "BobNet's database is unavailable right now; nothing was changed. Try again in a minute."
-	}
-	return "That did not work: " + err.Error()
 }
 
 // SplitCardStatus splits the words of a move command, such as "research b

@@ -67,7 +67,7 @@ func TestMoveAssignAndNext(t *testing.T) {
 	if !errors.As(err, &blocked) || blocked.Blockers[0].Handle != "NEWS-1" {
 		t.Fatalf("early start: %v", err)
 	}
-	if txt := bot.CardErrorText(err); !strings.Contains(txt, "NEWS-2 can't move to In Progress yet: it waits on NEWS-1") {
+	if txt := bot.Explain(err); !strings.Contains(txt, "NEWS-2 can't move to In Progress yet: it waits on NEWS-1") {
 		t.Errorf("refusal = %q", txt)
 	}
 

@@ -13,7 +13,7 @@ import (
 // taken as, unique to this one decision, and the renewal that keeps it
 // while the decision works. A claim lives ClaimTTL unless renewed, so a
 // crashed holder's claim frees itself within seconds, while a decision
-// may take up to decisionTimeout (a stalled Postgres). Redis's claim only
+// may take up to decideTimeout (a stalled Postgres). Redis's claim only
 // keeps a second decision from starting; what decides is Postgres's
 // compare-and-set under the chain's lock, which holds however long either
 // takes.
@@ -47,10 +47,10 @@ func (e *Engine) claim(ctx context.Context, id ProposalID, action, user string) 
 }
 
 // keep renews a claim just taken every third of ClaimTTL until the
-// decision ends it (end or release), or for decisionTimeout at most: no
+// decision ends it (end or release), or for decideTimeout at most: no
 // decision works longer.
 func (e *Engine) keep(id ProposalID, holder string) *claim {
-	ctx, cancel := context.WithTimeout(context.Background(), decisionTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), decideTimeout)
 	c := &claim{id: id, holder: holder, stop: cancel, done: make(chan struct{})}
 	every := max(e.cfg.ClaimTTL/3, time.Millisecond)
 	go func() {
@@ -192,8 +192,8 @@ var claimWaits = []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20
 // within ClaimTTL of their holder's end, so that answer never lasts long.
 // It also names the winner to the loser of a compare-and-set in Postgres.
 func (e *Engine) heldBy(ctx context.Context, p Proposal) error {
-	if rec, err := e.deps.Boards.Proposal(ctx, p.ID); err == nil && rec.State != string(ProposalPending) {
+	if rec, err := e.deps.History.Proposal(ctx, p.ID); err == nil && rec.State != string(ProposalPending) {
 		return &DecidedError{State: ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
 	}
-	return &DecidedError{State: "being decided"}
+	return &DecidedError{State: beingDecidedState}
 }

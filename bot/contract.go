@@ -5,8 +5,6 @@
 package bot
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -30,7 +28,7 @@ type ProposalID = board.ProposalID
 func ParseProposalID(s string) (ProposalID, error) {
 	id, err := board.ParseProposalID(s)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", err, ErrNotFound)
+		return "", fmt.Errorf("%w: %w", err, ErrNoProposal)
 	}
 	return id, nil
 }
@@ -101,12 +99,13 @@ type Request struct {
 	// Webhook names the webhook delivery the request came from; the worker
 	// records it in Postgres when it takes the request, and closes a
 	// delivery seen there before as a duplicate.
-	Webhook    *WebhookDelivery `json:"webhook,omitempty"`
-	ReceivedAt time.Time        `json:"received_at"`
+	Webhook    *HookOrigin `json:"webhook,omitempty"`
+	ReceivedAt time.Time   `json:"received_at"`
 }
 
-// WebhookDelivery is a hook's name and the sender's id of one delivery.
-type WebhookDelivery struct {
+// HookOrigin is the webhook delivery a request came from: the hook's name
+// and the sender's id of the delivery.
+type HookOrigin struct {
 	Hook string `json:"hook"`
 	ID   string `json:"id"`
 }
@@ -262,66 +261,6 @@ type Approval struct {
 	Needed     int           `json:"needed,omitempty"`
 }
 
-// Notifier is what a poster may also offer: a message only one person
-// sees (Slack's ephemeral messages). A poster without it gets a thread
-// reply instead.
-type Notifier interface {
-	Notify(ctx context.Context, t Thread, user string, r Reply) error
-}
-
-// Poster is what an adapter gives the engine to speak on its surface. The
-// engine calls it from its workers; calls must be safe concurrently.
-type Poster interface {
-	// Reply posts a text reply in the thread.
-	Reply(ctx context.Context, t Thread, r Reply) error
-	// PostPreview posts a pending proposal's preview with Approve / Revise /
-	// Cancel and returns the message's ref so it can be updated.
-	PostPreview(ctx context.Context, p Proposal) (MessageRef, error)
-	// UpdatePreview redraws a posted preview after its state changed
-	// (approved, cancelled, expired, superseded): buttons gone, who decided
-	// shown, "Propose again" offered for an expired one.
-	UpdatePreview(ctx context.Context, p Proposal) error
-}
-
-// Errors the engine returns; check with errors.Is.
-var (
-	ErrNotFound    = errors.New("not found")
-	ErrExpired     = errors.New("this proposal expired")
-	ErrForbidden   = errors.New("not allowed")
-	ErrRateLimited = errors.New("slow down")
-	// ErrAlreadyDecided is matched by *DecidedError.
-	ErrAlreadyDecided = errors.New("proposal already decided")
-	// ErrUnavailable means Redis or Postgres is down; the user should try
-	// again shortly.
-	ErrUnavailable = errors.New("temporarily unavailable")
-	// ErrNotHolder means a claim was given back or renewed by someone who
-	// does not hold it (any more): it is left as it is.
-	ErrNotHolder = errors.New("claim is not held by its caller")
-)
-
-// DecidedError says a proposal can no longer be approved or cancelled
-// because it already was, naming its state and board.
-type DecidedError struct {
-	State   ProposalState
-	By      string
-	BoardID board.ID
-	// Other is the version that replaced this one or was approved instead.
-	Other ProposalID
-}
-
-func (e *DecidedError) Error() string {
-	if e.Other != "" {
-		return fmt.Sprintf("proposal already %s (by version %s)", e.State, e.Other)
-	}
-	if e.BoardID != "" {
-		return fmt.Sprintf("proposal already %s (board %s)", e.State, e.BoardID)
-	}
-	return fmt.Sprintf("proposal already %s", e.State)
-}
-
-// Is makes errors.Is(err, ErrAlreadyDecided) true.
-func (e *DecidedError) Is(target error) bool { return target == ErrAlreadyDecided }
-
 // RequestRecord is a request with where it stands, as the request store
 // keeps it.
 type RequestRecord struct {
@@ -342,60 +281,4 @@ type Answer struct {
 	Reply      *Reply     `json:"reply,omitempty"`
 	ProposalID ProposalID `json:"proposal_id,omitempty"`
 	Failure    string     `json:"failure,omitempty"`
-}
-
-// Admission is a request offered to the request store, with the keys that
-// decide whether it is taken in.
-type Admission struct {
-	Record RequestRecord
-	// DedupeKey, when set, makes admission idempotent for DedupeTTL.
-	DedupeKey string
-	DedupeTTL time.Duration
-	// UserKey and ChannelKey name the rate-limit counters.
-	UserKey      string
-	UserLimit    RateLimit
-	ChannelKey   string
-	ChannelLimit RateLimit
-	// ChannelNotices caps how many throttled people of one channel are
-	// told so per channel window.
-	ChannelNotices int
-	Now            time.Time
-}
-
-// AdmitOutcome says what admission did with a request.
-type AdmitOutcome string
-
-// Admission outcomes.
-const (
-	AdmitNew       AdmitOutcome = "new"       // stored and queued
-	AdmitDuplicate AdmitOutcome = "duplicate" // its dedupe key was seen: RequestID is the first request
-	AdmitThrottled AdmitOutcome = "throttled" // over a rate limit: nothing stored
-)
-
-// AdmitResult is the outcome of one admission.
-type AdmitResult struct {
-	Outcome   AdmitOutcome
-	RequestID RequestID
-	// Limit is "user" or "channel" when throttled.
-	Limit string
-	// Notify is set when the throttled person should be told (once per
-	// window, and only a few people per channel window).
-	Notify bool
-}
-
-// Delivery is one request handed to a worker by the queue.
-type Delivery struct {
-	// MessageID is the queue's id for acknowledging it.
-	MessageID string
-	RequestID RequestID
-	// Count is how many times the queue has handed the entry to a worker,
-	// this time included (0 when the queue does not say): past
-	// MaxDeliveries the request is given up on.
-	Count int
-}
-
-// RateLimit allows N requests per window Per; N == 0 means unlimited.
-type RateLimit struct {
-	N   int
-	Per time.Duration
 }

@@ -45,13 +45,14 @@ func TestApprovalIsSeenBeforeRedisRecordsIt(t *testing.T) {
 	prefix := bottest.Prefix()
 	ps := pending.NewStore(rdb, prefix)
 	slow := &slowDecisions{Store: ps, let: make(chan struct{})}
+	deps := bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, pending.NewQueue(rdb, prefix))
+	deps.Proposals = slow
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ProposalTTL: time.Hour, ReclaimIdle: time.Minute, SweepInterval: time.Hour, PublicURL: "http://bobnet.test"},
-		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: store, Proposals: slow, Requests: ps, Queue: pending.NewQueue(rdb, prefix)},
-		storetest.Logger(t))
+		deps, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng.SetPoster(bot.SourceConsole, &bottest.Poster{})
+	eng.Register(bot.SourceConsole, bot.Registration{Poster: &bottest.Poster{}})
 	ctx, env, st := runAndPropose(t, eng, store)
 	ap, err := eng.Approve(ctx, st.ProposalID, "alice")
 	if err != nil {

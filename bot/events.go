@@ -122,14 +122,20 @@ type EventSink interface {
 	Emit(ctx context.Context, ev Event) error
 }
 
-// EventEncoder is an EventSink that can also turn events into outbox
-// rows, so an approval writes its events in its own transaction: a crash
-// between the commit and Emit cannot lose them. Wake tells it rows were
-// written.
+// EventEncoder turns events into outbox rows, so a decision writes its
+// events in its own transaction: a crash between the commit and Emit
+// cannot lose them. Wake tells it rows were written.
 type EventEncoder interface {
-	EventSink
 	Encode(ev Event) ([]board.OutboundEvent, error)
 	Wake()
+}
+
+// Events is where the engine's events go.
+type Events struct {
+	Sink EventSink
+	// Encoder, when set, writes a decision's events with the decision
+	// (the outbox is both); nil: they are emitted to Sink just after it.
+	Encoder EventEncoder
 }
 
 // emitTimeout bounds handing an event to the sink, on the decider's path.
@@ -139,15 +145,15 @@ const emitTimeout = 5 * time.Second
 // go, and who besides the requester and admins decides in a channel.
 type extensions struct {
 	mu       sync.RWMutex
-	sink     EventSink
+	events   Events
 	deciders map[string][]string
 }
 
-// SetEvents makes the engine hand its events to s.
-func (e *Engine) SetEvents(s EventSink) {
+// SetEvents makes the engine hand its events to ev.
+func (e *Engine) SetEvents(ev Events) {
 	e.ext.mu.Lock()
 	defer e.ext.mu.Unlock()
-	e.ext.sink = s
+	e.ext.events = ev
 }
 
 // SetChannelDeciders lets users decide the proposals of a channel (by its
@@ -187,7 +193,13 @@ var stateEvents = map[ProposalState]EventType{
 func (e *Engine) eventSink() EventSink {
 	e.ext.mu.RLock()
 	defer e.ext.mu.RUnlock()
-	return e.ext.sink
+	return e.ext.events.Sink
+}
+
+func (e *Engine) eventEncoder() EventEncoder {
+	e.ext.mu.RLock()
+	defer e.ext.mu.RUnlock()
+	return e.ext.events.Encoder
 }
 
 // stateChange is the events of p reaching its current state; an approval
@@ -223,8 +235,8 @@ func (e *Engine) emit(ctx context.Context, p Proposal, boardCreated bool) {
 // to write in its own transaction; nil when the sink cannot encode them
 // (they are emitted after the decision instead).
 func (e *Engine) encodeEvents(p Proposal) []board.OutboundEvent {
-	enc, ok := e.eventSink().(EventEncoder)
-	if !ok {
+	enc := e.eventEncoder()
+	if enc == nil {
 		return nil
 	}
 	out := []board.OutboundEvent{}
@@ -243,8 +255,8 @@ func (e *Engine) encodeEvents(p Proposal) []board.OutboundEvent {
 // the approval's transaction (board.Execution.Events), or nil when the
 // sink cannot encode them.
 func (e *Engine) approvalEvents(p Proposal, user string) func(board.ExecResult) ([]board.OutboundEvent, error) {
-	enc, ok := e.eventSink().(EventEncoder)
-	if !ok {
+	enc := e.eventEncoder()
+	if enc == nil {
 		return nil
 	}
 	return func(res board.ExecResult) ([]board.OutboundEvent, error) {
@@ -269,7 +281,7 @@ func (e *Engine) approvalEvents(p Proposal, user string) func(board.ExecResult) 
 // nothing through an encoder: the first execution wrote the events.
 func (e *Engine) emitApproval(ctx context.Context, p Proposal, inTx, replayed bool) {
 	if inTx {
-		if enc, ok := e.eventSink().(EventEncoder); ok {
+		if enc := e.eventEncoder(); enc != nil {
 			enc.Wake()
 		}
 		return
@@ -280,7 +292,7 @@ func (e *Engine) emitApproval(ctx context.Context, p Proposal, inTx, replayed bo
 // wakeEvents makes the sink send events a decision wrote in its own
 // transaction.
 func (e *Engine) wakeEvents() {
-	if enc, ok := e.eventSink().(EventEncoder); ok {
+	if enc := e.eventEncoder(); enc != nil {
 		enc.Wake()
 	}
 }

@@ -42,7 +42,7 @@ func TestEventsOfApproveCancelAndExpire(t *testing.T) {
 	env := bottest.New(t, func(c *bot.Config) { c.ProposalTTL = time.Hour })
 	answerNewspaper(t, env)
 	s := &sink{}
-	env.Engine.SetEvents(s)
+	env.Engine.SetEvents(bot.Events{Sink: s})
 	ctx := context.Background()
 
 	p := propose(t, env, "alice")
@@ -76,7 +76,7 @@ func TestEventsOfExpiry(t *testing.T) {
 	env := bottest.New(t, func(c *bot.Config) { c.ProposalTTL = time.Second })
 	answerNewspaper(t, env)
 	s := &sink{}
-	env.Engine.SetEvents(s)
+	env.Engine.SetEvents(bot.Events{Sink: s})
 	propose(t, env, "alice")
 	want := []bot.EventType{bot.EventProposalCreated, bot.EventProposalExpired}
 	deadline := time.Now().Add(20 * time.Second)

@@ -11,8 +11,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// PendingLister lists the pending proposals; *pending.Store is one. An
-// engine whose Proposals is not one has no home to show.
+// PendingLister lists the pending proposals; *pending.Store is one.
 type PendingLister interface {
 	PendingProposals(ctx context.Context, now time.Time, limit int) ([]Proposal, error)
 }
@@ -34,8 +33,8 @@ var ErrNoHome = errors.New("this BobNet cannot list proposals or cards for a hom
 // user's decision (Awaits), soonest expiry first: what a person's home
 // lists with Approve and Cancel.
 func (e *Engine) WaitingFor(ctx context.Context, user string, channels []Channel) ([]Proposal, error) {
-	pl, ok := e.deps.Proposals.(PendingLister)
-	if !ok {
+	pl := e.deps.Pending
+	if pl == nil {
 		return nil, ErrNoHome
 	}
 	now := e.deps.Now()
@@ -82,8 +81,8 @@ func (e *Engine) MayApprove(ctx context.Context, p Proposal, user string) bool {
 // whose assignee is one of names (a person's id and names on their
 // surface).
 func (e *Engine) CardsAssignedTo(ctx context.Context, names []string, limit int) ([]board.AssignedCard, error) {
-	ac, ok := e.deps.Boards.(AssignedCards)
-	if !ok {
+	ac := e.deps.Assigned
+	if ac == nil {
 		return nil, ErrNoHome
 	}
 	cards, err := ac.CardsAssigned(ctx, names, limit)
@@ -104,7 +103,7 @@ func (e *Engine) MoveAssignedCard(ctx context.Context, user string, names []stri
 	}
 	c, err := cs.Card(ctx, id)
 	if errors.Is(err, board.ErrNotFound) {
-		return board.CardUpdate{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+		return board.CardUpdate{}, fmt.Errorf("%w: %w", ErrNoCard, err)
 	}
 	if err != nil {
 		return board.CardUpdate{}, unavailable("read card", err)

@@ -20,11 +20,11 @@ type memory struct {
 	mu        sync.Mutex
 	proposals map[bot.ProposalID]bot.Proposal
 	requests  map[bot.RequestID]bot.RequestRecord
-	queue     chan bot.Delivery
+	queue     chan bot.QueuedRequest
 }
 
 func newMemory() *memory {
-	return &memory{proposals: map[bot.ProposalID]bot.Proposal{}, requests: map[bot.RequestID]bot.RequestRecord{}, queue: make(chan bot.Delivery, 16)}
+	return &memory{proposals: map[bot.ProposalID]bot.Proposal{}, requests: map[bot.RequestID]bot.RequestRecord{}, queue: make(chan bot.QueuedRequest, 16)}
 }
 
 func (m *memory) PutProposal(_ context.Context, p bot.Proposal) error {
@@ -89,7 +89,7 @@ func (m *memory) Admit(_ context.Context, a bot.Admission) (bot.AdmitResult, err
 	m.mu.Lock()
 	m.requests[a.Record.Request.ID] = a.Record
 	m.mu.Unlock()
-	m.queue <- bot.Delivery{MessageID: string(a.Record.Request.ID), RequestID: a.Record.Request.ID}
+	m.queue <- bot.QueuedRequest{MessageID: string(a.Record.Request.ID), RequestID: a.Record.Request.ID}
 	return bot.AdmitResult{Outcome: bot.AdmitNew, RequestID: a.Record.Request.ID}, nil
 }
 func (m *memory) Allow(context.Context, string, bot.RateLimit) (bool, error) { return true, nil }
@@ -98,13 +98,13 @@ func (m *memory) Turns(context.Context, string) ([]plan.Turn, error)         { r
 func (m *memory) Init(context.Context) error                                 { return nil }
 func (m *memory) Renew(context.Context, string, []string) error              { return nil }
 func (m *memory) Ack(context.Context, string) error                          { return nil }
-func (m *memory) Reclaim(context.Context, string, time.Duration) ([]bot.Delivery, error) {
+func (m *memory) Reclaim(context.Context, string, time.Duration) ([]bot.QueuedRequest, error) {
 	return nil, nil
 }
-func (m *memory) Read(ctx context.Context, _ string, block time.Duration) ([]bot.Delivery, error) {
+func (m *memory) Read(ctx context.Context, _ string, block time.Duration) ([]bot.QueuedRequest, error) {
 	select {
 	case d := <-m.queue:
-		return []bot.Delivery{d}, nil
+		return []bot.QueuedRequest{d}, nil
 	case <-time.After(block):
 		return nil, nil
 	case <-ctx.Done():
@@ -138,7 +138,6 @@ func (memoryBoards) SetProposalState(context.Context, board.ProposalRecord, stri
 func (memoryBoards) Proposal(context.Context, bot.ProposalID) (board.ProposalRecord, error) {
 	return board.ProposalRecord{}, board.ErrNotFound
 }
-func (memoryBoards) Ping(context.Context) error { return nil }
 
 // BenchmarkEngineTurnOwnWork is EngineTurn with Redis and Postgres in
 // memory: what the engine itself costs per turn (prompt input, proposal,
@@ -147,7 +146,8 @@ func BenchmarkEngineTurnOwnWork(b *testing.B) {
 	res := planner.Check([]byte(plannertest.NewspaperPlan(b)), plan.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
 	mem := newMemory()
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ReclaimIdle: time.Hour, SweepInterval: time.Hour},
-		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: memoryBoards{}, Proposals: mem, Requests: mem, Queue: mem},
+		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: memoryBoards{}, History: memoryBoards{}, Decisions: memoryBoards{},
+			Audit: memoryBoards{}, Deliveries: memoryBoards{}, Proposals: mem, Requests: mem, Queue: mem},
 		storetest.Logger(b))
 	if err != nil {
 		b.Fatal(err)

@@ -20,6 +20,8 @@ type Observer interface {
 	// Committed says an approval's board was committed, d after the
 	// approval arrived.
 	Committed(d time.Duration)
+	// ModelTokens says planning in channel spent n model tokens.
+	ModelTokens(channel string, n int)
 }
 
 // noObserver is the Observer when none is given.
@@ -29,6 +31,7 @@ func (noObserver) RequestRefused(Source, string)     {}
 func (noObserver) RequestAnswered(Source, ReplyKind) {}
 func (noObserver) ProposalClosed(ProposalState)      {}
 func (noObserver) Committed(time.Duration)           {}
+func (noObserver) ModelTokens(string, int)           {}
 
 func (e *Engine) observe() Observer {
 	if e.deps.Observer == nil {

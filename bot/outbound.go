@@ -130,10 +130,10 @@ func (o *outbound) flushQueue(channel string, q chan func(context.Context)) {
 	}
 }
 
-// detach runs fn off the caller's path and outside the channel queues, so
+// runTracked runs fn off the caller's path and outside the channel queues, so
 // it is never dropped; close waits for it. Once closing, fn runs at once on
 // the caller's path instead.
-func (o *outbound) detach(fn func()) {
+func (o *outbound) runTracked(fn func()) {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
@@ -174,10 +174,10 @@ func (o *outbound) close() {
 	o.wg.Wait()
 }
 
-// say sends what fn posts with the poster of t's surface, off the
+// queuePost queues what fn posts with the poster of t's surface, off the
 // caller's path, logging a failure as what with the attributes in about:
 // the id of the request or proposal the message is about.
-func (e *Engine) say(t Thread, what string, fn func(ctx context.Context, p Poster) error, about ...any) {
+func (e *Engine) queuePost(t Thread, what string, fn func(ctx context.Context, p Poster) error, about ...any) {
 	poster := e.poster(t.Channel.Source)
 	if err := e.out.send(t.Channel.Key(), func(ctx context.Context) {
 		if err := fn(ctx, poster); err != nil {
@@ -191,8 +191,9 @@ func (e *Engine) say(t Thread, what string, fn func(ctx context.Context, p Poste
 // notify tells one person something about request id, privately where
 // the surface can.
 func (e *Engine) notify(t Thread, user string, id RequestID, r Reply) {
-	e.say(t, "notify", func(ctx context.Context, p Poster) error {
-		if n, ok := p.(Notifier); ok {
+	n := e.registration(t.Channel.Source).Notifier
+	e.queuePost(t, "notify", func(ctx context.Context, p Poster) error {
+		if n != nil {
 			return n.Notify(ctx, t, user, r)
 		}
 		return p.Reply(ctx, t, r)

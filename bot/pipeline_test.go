@@ -74,7 +74,7 @@ func TestKilledWhilePostingIsAnsweredAfterRestart(t *testing.T) {
 	first := bottest.New(t, func(c *bot.Config) { c.PostTimeout = time.Second })
 	answerNewspaper(t, first)
 	stall := &stallingPoster{stalled: make(chan struct{})}
-	first.Engine.SetPoster(bot.SourceConsole, stall)
+	first.Engine.Register(bot.SourceConsole, bot.Registration{Poster: stall})
 	id, err := first.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)

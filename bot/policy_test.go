@@ -148,7 +148,7 @@ func TestMatrixPowerLevels(t *testing.T) {
 	env := bottest.New(t)
 	answerNewspaper(t, env)
 	roles := &powerLevels{levels: map[string]int{"@mod:example.org": 50, "@admin:example.org": 100, "@member:example.org": 0}}
-	env.Engine.SetPoster(bot.SourceMatrix, roles)
+	env.Engine.Register(bot.SourceMatrix, bot.Registration{Poster: roles, PowerLevels: roles})
 	ctx := context.Background()
 	thread := bot.Thread{Channel: bot.Channel{Source: bot.SourceMatrix, ID: "!news:example.org"}, ID: "$root"}
 	propose := func() bot.Proposal {

@@ -65,3 +65,23 @@ func QuorumText(p Proposal, other func(string) string) string {
 	}
 	return strings.Join(parts, " · ")
 }
+
+// DescribePolicy is a policy in plain text, for surfaces without their
+// own rendering (the Matrix adapter's `!bobnet policy`).
+func DescribePolicy(in board.PolicyInForce) string {
+	p := in.Policy
+	var b strings.Builder
+	fmt.Fprintf(&b, "Approval policy %s: %s decide", in.Key, strings.Join(p.Deciders, ", "))
+	fmt.Fprintf(&b, "; %d approval(s) needed", max(p.Approvals, 1))
+	if ac := p.AboveCards; ac != nil {
+		fmt.Fprintf(&b, ", %d for a plan of more than %d cards", ac.Approvals, ac.Cards)
+	}
+	if !p.SelfApproval {
+		b.WriteString("; the requester's own approval does not count")
+	}
+	if bu := p.Budget; bu != nil && bu.TokensPerDay > 0 {
+		fmt.Fprintf(&b, "; model budget %d tokens a day (UTC)", bu.TokensPerDay)
+	}
+	b.WriteString(".")
+	return b.String()
+}

@@ -28,7 +28,7 @@ const bookkeepingTimeout = 10 * time.Second
 
 // giveUp closes a request handed out more than MaxDeliveries times as
 // failed, with a logged error, and acknowledges it.
-func (e *Engine) giveUp(ctx context.Context, consumer string, d Delivery, rec RequestRecord) {
+func (e *Engine) giveUp(ctx context.Context, consumer string, d QueuedRequest, rec RequestRecord) {
 	e.logger.Error("giving up on a request handed out too many times; it is closed as failed", "request", d.RequestID, "deliveries", d.Count, "max", MaxDeliveries)
 	rec.Status.State = RequestFailed
 	rec.Status.Error = strings.TrimSpace(rec.Status.Error + fmt.Sprintf(" (given up after %d attempts to answer)", d.Count-1))
@@ -47,7 +47,7 @@ func (e *Engine) giveUp(ctx context.Context, consumer string, d Delivery, rec Re
 // post posts a planned answer, then marks the request done and
 // acknowledges it: posting is part of answering. Each attempt has the post
 // timeout of its own, and the bookkeeping after it its own too.
-func (e *Engine) post(ctx context.Context, consumer string, d Delivery, rec RequestRecord) {
+func (e *Engine) post(ctx context.Context, consumer string, d QueuedRequest, rec RequestRecord) {
 	base := context.WithoutCancel(ctx)
 	r, ans := rec.Request, rec.Answer
 	poster := e.poster(r.Thread.Channel.Source)

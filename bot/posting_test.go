@@ -33,7 +33,7 @@ func TestLatePostIsPostedOnce(t *testing.T) {
 	t.Parallel()
 	env := bottest.New(t, func(c *bot.Config) { c.PostTimeout = 300 * time.Millisecond })
 	answerNewspaper(t, env)
-	env.Engine.SetPoster(bot.SourceConsole, latePoster{Poster: env.Poster, late: 700 * time.Millisecond})
+	env.Engine.Register(bot.SourceConsole, bot.Registration{Poster: latePoster{Poster: env.Poster, late: 700 * time.Millisecond}})
 	id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestPreviewSentWithAnErrorIsPostedOnce(t *testing.T) {
 	t.Parallel()
 	env := bottest.New(t)
 	answerNewspaper(t, env)
-	env.Engine.SetPoster(bot.SourceConsole, halfPoster{env.Poster})
+	env.Engine.Register(bot.SourceConsole, bot.Registration{Poster: halfPoster{env.Poster}})
 	id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestPostingIsBoundedAcrossReclaims(t *testing.T) {
 	env := bottest.New(t, short)
 	answerNewspaper(t, env)
 	stuck := &stuckPoster{started: make(chan struct{}, 1)}
-	env.Engine.SetPoster(bot.SourceConsole, stuck)
+	env.Engine.Register(bot.SourceConsole, bot.Registration{Poster: stuck})
 	id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestPostingIsBoundedAcrossReclaims(t *testing.T) {
 		}
 		// The stuck poster from the start: set after, the replica could
 		// post with the recording one first.
-		cur = bottest.StartPosting(t, env.Store, env.Redis, env.Prefix, env.Model, nil, stuck, short)
+		cur = bottest.StartPosting(t, env.Store, env.Redis, env.Prefix, env.Model, nil, bot.Registration{Poster: stuck}, short)
 	}
 	st := cur.WaitRequest(t, id)
 	if st.State != bot.RequestFailed || !strings.Contains(st.Error, "given up") {
@@ -216,7 +216,7 @@ func TestTakenOverRequestIsNotPostedTwice(t *testing.T) {
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { close(slow.release) }) }
 	t.Cleanup(release) // before the engines stop, whatever failed
-	first.Engine.SetPoster(bot.SourceConsole, slow)
+	first.Engine.Register(bot.SourceConsole, bot.Registration{Poster: slow})
 	id, err := first.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)

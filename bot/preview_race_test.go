@@ -56,8 +56,8 @@ func TestDecisionWhilePreviewIsPostedRedrawsIt(t *testing.T) {
 				"one": {name: "one", posting: started, gate: gate},
 				"two": {name: "two", posting: started, gate: gate},
 			}
-			one.Engine.SetPoster(bot.SourceConsole, posters["one"])
-			two.Engine.SetPoster(bot.SourceConsole, posters["two"])
+			one.Engine.Register(bot.SourceConsole, bot.Registration{Poster: posters["one"]})
+			two.Engine.Register(bot.SourceConsole, bot.Registration{Poster: posters["two"]})
 			engines := map[string]*bot.Engine{"one": one.Engine, "two": two.Engine}
 			if _, err := one.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest}); err != nil {
 				t.Fatal(err)

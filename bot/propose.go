@@ -16,7 +16,7 @@ import (
 func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*Reply, *Proposal, string) {
 	old, err := e.Proposal(ctx, id)
 	if err != nil {
-		return &Reply{Kind: ReplyError, Text: "I can't find that proposal any more: " + describe(err)}, nil, "cannot propose again: " + describe(err)
+		return &Reply{Kind: ReplyError, Text: "I can't propose that again. " + Explain(err)}, nil, "cannot propose again: " + Explain(err)
 	}
 	opts, target := e.checkOptions(ctx, r.Thread.Channel.Key())
 	raw, _ := json.Marshal(old.Plan)
@@ -31,7 +31,7 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 	_, p, err := e.propose(ctx, r, old.RequestedBy, *res.Plan, res.Warnings, nil, target)
 	if err != nil {
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
-		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal: " + describe(err)}, nil, failNotStored
+		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal. " + Explain(err)}, nil, failNotStored
 	}
 	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed_again", Channel: r.Thread.Channel.Key(), ProposalID: p.ID},
 		map[string]any{"expired": id, "version": p.Version})
@@ -94,7 +94,7 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, env p
 	if q == nil {
 		policyJSON = nil
 	}
-	err = e.deps.Boards.SaveProposal(ctx, board.ProposalRecord{
+	err = e.deps.History.SaveProposal(ctx, board.ProposalRecord{
 		ID: p.ID, Chain: p.ChainID(), Channel: r.Thread.Channel.Key(), Version: p.Version, Supersedes: p.Supersedes,
 		RequestedBy: p.RequestedBy, State: string(ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt, Policy: policyJSON,
 	})
@@ -147,7 +147,7 @@ func (e *Engine) adoptSaved(ctx context.Context, p Proposal, prev *Proposal) (sa
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, true, err
 	}
-	rec, err := e.deps.Boards.Proposal(ctx, p.ID)
+	rec, err := e.deps.History.Proposal(ctx, p.ID)
 	if err != nil {
 		return nil, true, unavailable("read saved proposal", err)
 	}
@@ -164,7 +164,7 @@ func (e *Engine) adoptSaved(ctx context.Context, p Proposal, prev *Proposal) (sa
 		return nil, true, fmt.Errorf("saved proposal %s: %w", p.ID, err)
 	}
 	mine, _ := json.Marshal(p.Plan)
-	if first, _ := json.Marshal(env); string(mine) != string(first) {
+	if stored, _ := json.Marshal(env); string(mine) != string(stored) {
 		// The warnings were the dropped plan's; the saved one's are found
 		// again as the model's plans are: checked against the board now.
 		opts, _ := e.checkOptions(ctx, p.Thread.Channel.Key())

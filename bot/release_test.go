@@ -46,14 +46,15 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 	}
 	prefix := bottest.Prefix()
 	ps := pending.NewStore(rdb, prefix)
+	deps := bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, pending.NewQueue(rdb, prefix))
+	deps.Decisions = boards
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ProposalTTL: time.Hour, ReclaimIdle: time.Minute, SweepInterval: time.Hour},
-		bot.Deps{Planner: stubPlanner{planner.Outcome{Result: res}}, Boards: boards, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)},
-		storetest.Logger(t))
+		deps, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	poster := &bottest.Poster{}
-	eng.SetPoster(bot.SourceConsole, poster)
+	eng.Register(bot.SourceConsole, bot.Registration{Poster: poster})
 	ctx, env, st := runAndPropose(t, eng, store)
 
 	if _, err := eng.Approve(ctx, st.ProposalID, "alice"); !errors.Is(err, bot.ErrUnavailable) || !errors.Is(err, errConnectionLost) {

@@ -11,11 +11,10 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// ReminderSchedule is what the proposal store also offers when pending
-// proposals remind their deciders: a schedule of reminders by due time
-// (written with the proposal, cleared by its decision) and a mark that
-// lets one reminder of a proposal go out across all replicas.
-// *pending.Store is one; an engine whose Proposals is not one reminds
+// ReminderSchedule is what pending proposals remind their deciders by: a
+// schedule of reminders by due time (written with the proposal, cleared by
+// its decision) and a mark that lets one reminder of a proposal go out
+// across all replicas. *pending.Store is one; Deps.Reminders nil reminds
 // nobody.
 type ReminderSchedule interface {
 	// DueReminders returns up to limit proposals whose reminder is due
@@ -41,9 +40,9 @@ type Reminder struct {
 	Left time.Duration
 }
 
-// RemindPoster is what a poster may also offer: its own way of reminding
-// deciders (Slack sends each one a direct message). A poster without it
-// gets the reminder as a reply in the proposal's thread.
+// RemindPoster is a surface's own way of reminding deciders (Slack sends
+// each one a direct message). A surface without one (Registration.Reminders
+// nil) gets the reminder as a reply in the proposal's thread.
 type RemindPoster interface {
 	Remind(ctx context.Context, r Reminder) error
 }
@@ -112,8 +111,8 @@ func clipRunes(s string, n int) string {
 // remindDue sends the reminders that are due, on the sweeper's beat. Every
 // replica scans; the once-mark decides which one reminds.
 func (e *Engine) remindDue(ctx context.Context) {
-	rs, ok := e.deps.Proposals.(ReminderSchedule)
-	if !ok {
+	rs := e.deps.Reminders
+	if rs == nil {
 		return
 	}
 	ids, err := rs.DueReminders(ctx, e.deps.Now(), 100)
@@ -150,7 +149,7 @@ func (e *Engine) remind(ctx context.Context, rs ReminderSchedule, id ProposalID)
 		_ = rs.RemoveReminder(ctx, id)
 		return
 	}
-	first, err := rs.MarkReminded(ctx, id, left)
+	marked, err := rs.MarkReminded(ctx, id, left)
 	if err != nil {
 		e.logger.Warn("mark proposal reminded", "proposal", id, "err", err)
 		return
@@ -158,10 +157,10 @@ func (e *Engine) remind(ctx context.Context, rs ReminderSchedule, id ProposalID)
 	if err := rs.RemoveReminder(ctx, id); err != nil {
 		e.logger.Warn("take reminder off the schedule", "proposal", id, "err", err)
 	}
-	if !first {
+	if !marked {
 		return // another replica reminds
 	}
-	e.say(p.Thread, "remind", func(ctx context.Context, poster Poster) error {
+	e.queuePost(p.Thread, "remind", func(ctx context.Context, poster Poster) error {
 		return e.sendReminder(ctx, poster, id)
 	}, "proposal", id)
 }
@@ -182,7 +181,7 @@ func (e *Engine) sendReminder(ctx context.Context, poster Poster, id ProposalID)
 		e.logger.Debug("reminder not sent: decided meanwhile", "proposal", id, "state", p.State)
 		return nil
 	}
-	rec, err := e.deps.Boards.Proposal(ctx, id)
+	rec, err := e.deps.History.Proposal(ctx, id)
 	switch {
 	case errors.Is(err, board.ErrNotFound):
 	case err != nil:
@@ -193,7 +192,7 @@ func (e *Engine) sendReminder(ctx context.Context, poster Poster, id ProposalID)
 	}
 	r := Reminder{Proposal: p, Deciders: e.remindees(p), Left: p.ExpiresAt.Sub(e.deps.Now())}
 	e.logger.Info("reminding deciders", "proposal", id, "deciders", len(r.Deciders))
-	if rp, ok := poster.(RemindPoster); ok {
+	if rp := e.registration(p.Thread.Channel.Source).Reminders; rp != nil {
 		return rp.Remind(ctx, r)
 	}
 	return poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: r.Text()})

@@ -230,7 +230,7 @@ func TestReminderNeverFollowsARacingDecision(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
 	poster := &ordered{}
-	env := bottest.StartPosting(t, storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), poster,
+	env := bottest.StartPosting(t, storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), bot.Registration{Poster: poster, Reminders: poster},
 		func(c *bot.Config) { c.SweepInterval = time.Millisecond })
 	answerNewspaper(t, env)
 	ctx := context.Background()
@@ -277,7 +277,7 @@ func TestDecisionAfterTheMarkStopsTheReminder(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
 	poster := &ordered{gate: make(chan struct{}), held: make(chan struct{})}
-	env := bottest.StartPosting(t, storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), poster)
+	env := bottest.StartPosting(t, storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), bot.Registration{Poster: poster, Reminders: poster})
 	answerNewspaper(t, env)
 	ctx := context.Background()
 	first := propose(t, env, "alice")
@@ -313,7 +313,7 @@ func TestCancelWithReason(t *testing.T) {
 	env := bottest.New(t)
 	answerNewspaper(t, env)
 	s := &sink{}
-	env.Engine.SetEvents(s)
+	env.Engine.SetEvents(bot.Events{Sink: s})
 	ctx := context.Background()
 	p := propose(t, env, "alice")
 	if _, err := env.Engine.CancelWithReason(ctx, p.ID, "alice", strings.Repeat("x", bot.MaxCancelReason+1)); !errors.Is(err, bot.ErrReasonTooLong) {

@@ -22,7 +22,7 @@ func (e *Engine) ReviewRunCard(ctx context.Context, runID board.RunID, card boar
 	}
 	r, err := rv.Run(ctx, runID)
 	if errors.Is(err, board.ErrNotFound) {
-		return board.CardUpdate{}, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+		return board.CardUpdate{}, fmt.Errorf("run %s: %w", runID, ErrNoRun)
 	}
 	if err != nil {
 		return board.CardUpdate{}, unavailable("read the run", err)
@@ -111,21 +111,3 @@ type reviewRefusal struct {
 
 func (e *reviewRefusal) Error() string { return e.text }
 func (e *reviewRefusal) Unwrap() error { return e.err }
-
-// ReviewErrorText is a review command's error as a sentence for chat.
-func ReviewErrorText(err error) string {
-	var refusal *reviewRefusal
-	switch {
-	case errors.As(err, &refusal):
-		return "You can't review this: " + strings.TrimPrefix(refusal.text, "review in run ") + "."
-	case errors.Is(err, ErrForbidden):
-		return "You can't review this card: the channel's policy names who may."
-	case errors.Is(err, ErrStaleReview):
-		return "That review is of an earlier output: the card was sent back and worked again since. Review its latest output."
-	case errors.Is(err, board.ErrNotRunnable):
-		return "That card can't be reviewed now: " + strings.TrimPrefix(err.Error(), "not possible in this run now: ") + "."
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNoRuns):
-		return RunErrorText(err)
-	}
-	return CardErrorText(err)
-}

@@ -42,9 +42,9 @@ func (e *Engine) runBoard(ctx context.Context, ch Channel, ref string) (board.Bo
 	}
 	switch {
 	case errors.Is(err, board.ErrNotFound) && ref != "":
-		return board.Board{}, fmt.Errorf("no board has the key %s: %w", strings.ToUpper(ref), ErrNotFound)
+		return board.Board{}, fmt.Errorf("no board has the key %s: %w", strings.ToUpper(ref), ErrNoBoardKey)
 	case errors.Is(err, board.ErrNotFound):
-		return board.Board{}, fmt.Errorf("channel %s has no board: %w", ch.Key(), ErrNotFound)
+		return board.Board{}, fmt.Errorf("channel %s has no board: %w", ch.Key(), ErrNoBoard)
 	case err != nil:
 		return board.Board{}, unavailable("find the board", err)
 	}
@@ -97,22 +97,6 @@ func RunsText(publicURL string, b board.Board, runs []board.Run) string {
 		fmt.Fprintf(&sb, "\n• Run %d: %s, started %s by %s — %s", r.Number, r.State, r.StartedAt.UTC().Format("2 Jan 15:04 UTC"), r.StartedBy, RunURL(publicURL, r))
 	}
 	return sb.String()
-}
-
-// RunErrorText is a run command's error as a sentence for chat.
-func RunErrorText(err error) string {
-	switch {
-	case errors.Is(err, board.ErrRunGoing):
-		return "That board has a run going; it can run again once that one ends (or is stopped)."
-	case errors.Is(err, ErrNoRuns):
-		return "This BobNet does not run boards."
-	case errors.Is(err, ErrNotFound):
-		if strings.Contains(err.Error(), "no board has the key") {
-			return "No board has that key; say it as it appears before card numbers, e.g. `run NEWS`."
-		}
-		return "This channel has no board yet. Mention me with what you want planned, and approve the preview."
-	}
-	return "I can't reach the board database right now; try again in a minute."
 }
 
 // RunURL is the link to a run's page, the morning edition.

@@ -134,7 +134,7 @@ func TestCancelBesideASlowApprove(t *testing.T) {
 				t.Parallel()
 				env := bottest.New(t, func(c *bot.Config) { c.ClaimTTL = shortClaim })
 				s := &sink{}
-				env.Engine.SetEvents(s)
+				env.Engine.SetEvents(bot.Events{Sink: s})
 				ctx := context.Background()
 				p := path.propose(t, env)
 				boardsBefore, cardsBefore := count(t, env, "boards"), count(t, env, "cards")
@@ -242,7 +242,7 @@ func TestExpiryBesideASlowApprove(t *testing.T) {
 			const ttl = 2 * time.Second
 			env := bottest.New(t, func(c *bot.Config) { c.ClaimTTL, c.ProposalTTL = shortClaim, ttl })
 			s := &sink{}
-			env.Engine.SetEvents(s)
+			env.Engine.SetEvents(bot.Events{Sink: s})
 			ctx := context.Background()
 			answerNewspaper(t, env)
 			p := propose(t, env, "alice")
@@ -427,7 +427,7 @@ func TestLostCloseGivesRedisTheWinner(t *testing.T) {
 	t.Parallel()
 	env := bottest.New(t, func(c *bot.Config) { c.ClaimTTL = shortClaim })
 	s := &sink{}
-	env.Engine.SetEvents(s)
+	env.Engine.SetEvents(bot.Events{Sink: s})
 	ctx := context.Background()
 	answerNewspaper(t, env)
 	p := propose(t, env, "alice")

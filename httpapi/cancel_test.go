@@ -29,7 +29,7 @@ func TestAPICancelWithReason(t *testing.T) {
 	plan := plannertest.NewspaperPlan(t)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	con := console.New(env.Engine, nil, storetest.Logger(t))
-	env.Engine.SetPoster(bot.SourceConsole, con)
+	env.Engine.Register(bot.SourceConsole, bot.Registration{Poster: con})
 	r := chi.NewRouter()
 	httpapi.NewChat(httpapi.ChatDeps{Engine: env.Engine, Channels: con, Successors: env.Store, Boards: env.Store, Streams: sse.New(sse.Limits{})}, storetest.Logger(t)).Routes(r)
 	srv := httptest.NewServer(r)

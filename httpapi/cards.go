@@ -89,7 +89,7 @@ func (x *Cards) patch(w http.ResponseWriter, r *http.Request) {
 		for _, b := range blocked.Blockers {
 			refs = append(refs, map[string]any{"id": b.ID, "handle": b.Handle, "title": b.Title, "status": b.Status})
 		}
-		WriteJSON(w, http.StatusConflict, map[string]any{"error": bot.CardErrorText(err), "blocked_by": refs})
+		WriteJSON(w, http.StatusConflict, map[string]any{"error": bot.Explain(err), "blocked_by": refs})
 	case errors.As(err, &conflict):
 		WriteJSON(w, http.StatusConflict, map[string]any{"error": conflict.Error(), "card": conflict.Current})
 	case errors.Is(err, board.ErrInvalidChange), errors.Is(err, bot.ErrUnknownProfile):

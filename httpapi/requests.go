@@ -12,18 +12,6 @@ import (
 	"github.com/bobnet/bobnet/bot"
 )
 
-// userMessage is an engine error as a sentence for people: what happened
-// and what to do, never the internals behind it.
-func userMessage(err error) string {
-	switch {
-	case errors.Is(err, bot.ErrUnavailable):
-		return "BobNet's database is unavailable right now; try again shortly."
-	case errors.Is(err, bot.ErrRateLimited):
-		return "too many requests; try again in a minute."
-	}
-	return "it could not be accepted; try again."
-}
-
 func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "channel")
 	if !channelName.MatchString(name) {
@@ -56,7 +44,7 @@ func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
 	got, err := c.eng.Submit(r.Context(), bot.Request{ID: id, Thread: thread, User: body.User, Text: body.Text})
 	if err != nil {
 		if !errors.Is(err, bot.ErrRateLimited) { // the engine tells a throttled person itself
-			c.channels.Publish(name, "reply", bot.Reply{Kind: bot.ReplyError, Text: "That message was not taken: " + userMessage(err)})
+			c.channels.Publish(name, "reply", bot.Reply{Kind: bot.ReplyError, Text: "That message was not taken. " + bot.Explain(err)})
 		}
 		c.engineError(w, err)
 		return

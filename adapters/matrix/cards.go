@@ -49,7 +49,7 @@ func (a *Adapter) cardCommand(ctx context.Context, thread bot.Thread, sub, user 
 		return
 	}
 	if err != nil {
-		info(bot.CardErrorText(err))
+		info(bot.Explain(err))
 		return
 	}
 	if len(up.Changes) == 0 {

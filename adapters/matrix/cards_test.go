@@ -136,7 +136,7 @@ func TestMatrixPowerLevelDecides(t *testing.T) {
 		t.Fatalf("the preview does not say which policy decides: %q", b)
 	}
 	w.react(w.carol, pv.ID, "✅")
-	w.waitFor("refusal", w.fromBot(req, string(w.carol.ID)+": you can't do that here: the "+key+" policy lets only matrix_power:50 decide"))
+	w.waitFor("refusal", w.fromBot(req, string(w.carol.ID)+": You can't do that here: the "+key+" policy lets only matrix_power:50 decide"))
 	w.noBoard("after a level-0 approval")
 
 	// Made a moderator, she decides.
@@ -144,7 +144,7 @@ func TestMatrixPowerLevelDecides(t *testing.T) {
 	w.react(w.carol, pv.ID, "👍")
 	w.waitFor("approved", w.edit(pv.ID, "Approved by "+string(w.carol.ID)))
 	w.checkBoard(10, 13)
-	if n := w.count(w.fromBot(req, "you can't do that here")); n != 1 {
+	if n := w.count(w.fromBot(req, "You can't do that here")); n != 1 {
 		t.Fatalf("%d refusal notices, want one", n)
 	}
 }
@@ -173,7 +173,7 @@ func TestMatrixQuorumTwoOfThree(t *testing.T) {
 
 	// The requester's own approval is refused, naming the rule.
 	w.react(w.alice, pv.ID, "✅")
-	w.waitFor("self-approval refusal", w.fromBot(req, string(w.alice.ID)+": you can't do that here: self_approval is off"))
+	w.waitFor("self-approval refusal", w.fromBot(req, string(w.alice.ID)+": You can't do that here: self_approval is off"))
 
 	// One approval: the preview says 1 of 2; no board.
 	w.react(bob, pv.ID, "✅")
@@ -186,7 +186,7 @@ func TestMatrixQuorumTwoOfThree(t *testing.T) {
 	w.waitFor("preview edited to 0 of 2", w.edit(pv.ID, "0 of 2 approvals"))
 	w.waitFor("withdrawal told", w.fromBot(req, string(bob.ID)+": your approval is withdrawn: 0 of 2 approvals now"))
 	w.say(w.carol, "!withdraw", req, false)
-	w.waitFor("nothing to withdraw", w.fromBot(req, string(w.carol.ID)+": you have no approval of this proposal to withdraw"))
+	w.waitFor("nothing to withdraw", w.fromBot(req, string(w.carol.ID)+": You have no approval of this proposal to withdraw"))
 	w.say(bob, "!approve", req, false)
 	w.waitFor("bob told again", func(e *event.Event) bool {
 		return e.ID != told.ID && w.fromBot(req, string(bob.ID)+": your approval is recorded: 1 of 2 approvals")(e)

@@ -119,27 +119,11 @@ func (a *Adapter) previewThread(ctx context.Context, room id.RoomID, p bot.Propo
 	return bot.Thread{Channel: channel(room), ID: string(t)}, nil
 }
 
-// decisionText is what a refused decision tells the person.
+// decisionText is what a refused decision tells the person: bot.Explain's
+// sentence, with the command that proposes an expired plan again.
 func decisionText(err error) string {
-	var de *bot.DecidedError
-	var pe *bot.PolicyError
-	switch {
-	case errors.As(err, &pe):
-		return "you can't do that here: " + pe.Rule + "."
-	case errors.As(err, &de) && de.By != "":
-		return fmt.Sprintf("this proposal was already %s by %s.", de.State, de.By)
-	case errors.As(err, &de):
-		return fmt.Sprintf("this proposal was already %s.", de.State)
-	case errors.Is(err, bot.ErrNothingToWithdraw):
-		return "you have no approval of this proposal to withdraw."
-	case errors.Is(err, bot.ErrForbidden):
-		return "only the person who asked for this plan, a room moderator or an admin can decide it."
-	case errors.Is(err, bot.ErrExpired):
-		return "this proposal expired. Reply !again in this thread to propose it again."
-	case errors.Is(err, bot.ErrNotFound):
-		return "I can't find that proposal any more."
-	case errors.Is(err, bot.ErrUnavailable):
-		return "BobNet's database is unavailable right now; nothing was changed. Try again in a minute."
+	if errors.Is(err, bot.ErrExpired) {
+		return bot.Explain(err) + " Reply !again in this thread to do so."
 	}
-	return "that did not work: " + err.Error()
+	return bot.Explain(err)
 }

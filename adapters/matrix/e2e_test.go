@@ -68,7 +68,7 @@ func TestMatrixNewspaperFlow(t *testing.T) {
 
 	// Carol may not decide: one short notice, no board.
 	w.react(w.carol, pv.ID, "✅")
-	w.waitFor("refusal notice", w.fromBot(req, string(w.carol.ID)+": only the person who asked"))
+	w.waitFor("refusal notice", w.fromBot(req, string(w.carol.ID)+": Only the person who asked"))
 	if _, err := w.env.Engine.ChannelStatus(context.Background(), bot.Channel{Source: bot.SourceMatrix, ID: string(w.room)}); !errors.Is(err, bot.ErrNotFound) {
 		t.Fatalf("a board exists after a refused approval: %v", err)
 	}
@@ -82,7 +82,7 @@ func TestMatrixNewspaperFlow(t *testing.T) {
 		t.Fatalf("no board link: %q", lm.FormattedBody)
 	}
 	st := w.checkBoard(10, 13)
-	if n := w.count(w.fromBot(req, "only the person who asked")); n != 1 {
+	if n := w.count(w.fromBot(req, "Only the person who asked")); n != 1 {
 		t.Fatalf("%d refusal notices, want one", n)
 	}
 
@@ -129,7 +129,7 @@ func TestMatrixReviseCancelAndThreadReplies(t *testing.T) {
 
 	// Carol's !cancel is refused; alice's cancels v2.
 	w.say(w.carol, "!cancel", req, false)
-	w.waitFor("refusal", w.fromBot(req, string(w.carol.ID)+": only the person who asked"))
+	w.waitFor("refusal", w.fromBot(req, string(w.carol.ID)+": Only the person who asked"))
 	w.say(w.alice, "!cancel", req, false)
 	w.waitFor("v2 cancelled", w.edit(v2.ID, "Cancelled by "+string(w.alice.ID)))
 
@@ -162,7 +162,7 @@ func TestMatrixExpiredProposeAgain(t *testing.T) {
 		}
 	}
 	w.react(w.alice, v1.ID, "✅")
-	w.waitFor("expired notice", w.fromBot(req, "expired. Reply !again"))
+	w.waitFor("expired notice", w.fromBot(req, "Reply !again in this thread"))
 	w.say(w.alice, "!again", req, false)
 	w.waitFor("proposed again", func(e *event.Event) bool { return w.preview(req, 1)(e) && e.ID != v1.ID })
 }

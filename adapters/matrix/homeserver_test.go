@@ -155,7 +155,7 @@ func (w *world) start(wrap ...leaseFunc) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.env.Engine.SetPoster(bot.SourceMatrix, ad)
+	w.env.Engine.Register(bot.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

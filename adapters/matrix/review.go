@@ -129,5 +129,5 @@ func (a *Adapter) reviewByReaction(ctx context.Context, t bot.Thread, ref bot.Re
 	if !a.firstSeen(ctx, "refused", id.EventID(key)) {
 		return
 	}
-	a.post(ctx, t, bot.Reply{Kind: bot.ReplyInfo, Text: user + ": " + bot.ReviewErrorText(err)})
+	a.post(ctx, t, bot.Reply{Kind: bot.ReplyInfo, Text: user + ": " + bot.Explain(err)})
 }

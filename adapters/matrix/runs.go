@@ -25,7 +25,7 @@ func (a *Adapter) runCommand(ctx context.Context, thread bot.Thread, sub, user s
 		}
 		text, err := a.eng.Schedule(ctx, thread.Channel, user, c)
 		if err != nil {
-			info(bot.RunErrorText(err))
+			info(bot.Explain(err))
 			return
 		}
 		info(strings.ReplaceAll(text, "`", ""))
@@ -42,14 +42,14 @@ func (a *Adapter) runCommand(ctx context.Context, thread bot.Thread, sub, user s
 			reason = strings.Join(args[1:], " ")
 		}
 		if _, err := a.eng.ReviewByHandle(ctx, thread.Channel, user, args[0], accept, reason); err != nil {
-			info(bot.ReviewErrorText(err))
+			info(bot.Explain(err))
 		}
 		return
 	}
 	if sub == "runs" {
 		b, runs, err := a.eng.RecentRuns(ctx, thread.Channel, ref)
 		if err != nil {
-			info(bot.RunErrorText(err))
+			info(bot.Explain(err))
 			return
 		}
 		info(bot.RunsText(a.cfg.PublicURL, b, runs))
@@ -57,7 +57,7 @@ func (a *Adapter) runCommand(ctx context.Context, thread bot.Thread, sub, user s
 	}
 	r, err := a.eng.StartRun(ctx, thread.Channel, user, ref)
 	if err != nil {
-		info(bot.RunErrorText(err))
+		info(bot.Explain(err))
 		return
 	}
 	info(fmt.Sprintf("Run %d started; its news goes to the board's thread: %s", r.Number, bot.RunURL(a.cfg.PublicURL, r)))

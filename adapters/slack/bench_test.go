@@ -103,7 +103,7 @@ func bobnetIngest(b *testing.B) http.Handler {
 	ps := pending.NewStore(rdb, prefix)
 	eng, err := bot.New(bot.Config{
 		Profiles: planner.DefaultProfiles(), UserRate: bot.RateLimit{N: 20, Per: time.Minute}, ChannelRate: bot.RateLimit{N: 60, Per: time.Minute},
-	}, bot.Deps{Planner: nopPlanner{}, Boards: storetest.NewStore(b), Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, bottest.Deps(nopPlanner{}, storetest.NewStore(b), ps, pending.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func bobnetIngest(b *testing.B) http.Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	eng.SetPoster(bot.SourceSlack, a)
+	eng.Register(bot.SourceSlack, bot.Registration{Poster: a, Notifier: a, Reminders: a, Groups: a})
 	r := chi.NewRouter()
 	a.Routes(r)
 	return r

@@ -42,7 +42,7 @@ func workspaceIngest(b *testing.B, n int) (http.Handler, []string) {
 	store := storetest.NewStore(b)
 	eng, err := bot.New(bot.Config{
 		Profiles: planner.DefaultProfiles(), UserRate: bot.RateLimit{N: 20, Per: time.Minute}, ChannelRate: bot.RateLimit{N: 60, Per: time.Minute},
-	}, bot.Deps{Planner: nopPlanner{}, Boards: store, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, bottest.Deps(nopPlanner{}, store, ps, pending.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func workspaceIngest(b *testing.B, n int) (http.Handler, []string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	eng.SetPoster(bot.SourceSlack, a)
+	eng.Register(bot.SourceSlack, bot.Registration{Poster: a, Notifier: a, Reminders: a, Groups: a})
 	r := chi.NewRouter()
 	a.Routes(r)
 	return r, teams

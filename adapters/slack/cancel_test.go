@@ -115,7 +115,7 @@ func clockWorld(t *testing.T, clk *clock) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Engine.SetPoster(bot.SourceSlack, ad)
+	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w := &world{env: env, slack: fs, handler: r}

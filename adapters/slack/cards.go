@@ -42,7 +42,7 @@ func (a *Adapter) cardCommand(ctx context.Context, sub, channel, user string, ar
 		up, err = a.eng.AssignCard(ctx, ch, user, strings.Join(args[:len(args)-1], " "), args[len(args)-1])
 	}
 	if err != nil {
-		return private(escape(bot.CardErrorText(err)))
+		return private(escape(bot.Explain(err)))
 	}
 	if len(up.Changes) == 0 {
 		return private(escape(bot.CardUpdateText(up, "")))

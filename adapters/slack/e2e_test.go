@@ -200,7 +200,7 @@ func newWorld(t *testing.T, opts ...bottest.Option) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Engine.SetPoster(bot.SourceSlack, ad)
+	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w := &world{env: env, slack: fs, handler: r}

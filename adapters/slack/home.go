@@ -262,14 +262,14 @@ func (a *Adapter) homeMove(ctx context.Context, viewer, user string, card board.
 	}
 	api, _, err := a.web(ctx, viewer)
 	if err != nil {
-		return escape(bot.CardErrorText(err))
+		return escape(bot.Explain(err))
 	}
 	up, err := a.eng.MoveAssignedCard(ctx, user, a.userNames(ctx, api, user), id, status, "slack")
 	if errors.Is(err, bot.ErrForbidden) {
 		return "That card is not assigned to you, so it was not moved."
 	}
 	if err != nil {
-		return escape(bot.CardErrorText(err))
+		return escape(bot.Explain(err))
 	}
 	a.cardChanged(ctx, up)
 	return escape(bot.CardUpdateText(up, ""))

@@ -142,7 +142,7 @@ func newHomeWorld(t *testing.T) *homeWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Engine.SetPoster(bot.SourceSlack, ad)
+	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w := &homeWorld{env: env, slack: fs, app: httptest.NewServer(r)}

@@ -13,33 +13,17 @@ import (
 	"github.com/bobnet/bobnet/bot"
 )
 
-// decisionText is what a refused click tells the clicker.
+// decisionText is what a refused click tells the clicker: bot.Explain's
+// sentence in mrkdwn, naming a decider with a mention.
 func decisionText(err error) string {
-	if text, ok := policyRefusal(err); ok {
-		return text
-	}
 	var de *bot.DecidedError
 	switch {
-	case errors.As(err, &de) && de.Other != "":
-		return fmt.Sprintf("Another version of this plan (%s) was approved, so this one can't be.", escape(string(de.Other)))
-	case errors.As(err, &de) && de.By != "":
-		return fmt.Sprintf("This proposal was already %s by <@%s>.", de.State, escape(de.By))
-	case errors.As(err, &de):
-		return fmt.Sprintf("This proposal was already %s.", de.State)
-	case errors.Is(err, bot.ErrForbidden):
-		return "Only the person who asked for this plan, or an admin, can decide it."
-	case errors.Is(err, bot.ErrExpired):
-		return "This proposal expired. Use “Propose again” to get a fresh one."
-	case errors.Is(err, bot.ErrNotFound):
-		return "I can't find that proposal any more."
-	case errors.Is(err, bot.ErrUnavailable):
-		return "BobNet's database is unavailable right now; nothing was changed. Try again in a minute."
 	case errors.Is(err, errWrongPlace):
 		return "That button does not belong to a proposal of this channel; nothing was changed."
-	case errors.Is(err, bot.ErrRateLimited):
-		return "Slow down: too many requests right now. Try again in a minute."
+	case errors.As(err, &de) && de.By != "" && de.Other == "":
+		return fmt.Sprintf("This proposal was already %s by <@%s>.", de.State, escape(de.By))
 	}
-	return "That did not work, and nothing was changed. Try again, or ask me for a new plan."
+	return escape(bot.Explain(err))
 }
 
 func (a *Adapter) interactivity(w http.ResponseWriter, r *http.Request, body []byte) {

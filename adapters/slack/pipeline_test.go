@@ -170,7 +170,7 @@ func TestStalledSlackDelaysOnlyItsChannel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.env.Engine.SetPoster(bot.SourceSlack, ad)
+	w.env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w.serve(r)

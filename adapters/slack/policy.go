@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -108,19 +107,6 @@ func (a *Adapter) withdraw(ctx context.Context, id bot.ProposalID, user, channel
 // approvals are needed.
 func approvalText(a bot.Approval) string {
 	return fmt.Sprintf("Your approval is recorded: %d of %d approvals. The board is created when the last one arrives.", len(a.Approvals), a.Needed)
-}
-
-// policyRefusal says which rule of the policy refused a decision, or
-// that there was no approval to withdraw.
-func policyRefusal(err error) (string, bool) {
-	var pe *bot.PolicyError
-	switch {
-	case errors.As(err, &pe):
-		return "You can't do that here: " + escape(pe.Rule) + ".", true
-	case errors.Is(err, bot.ErrNothingToWithdraw):
-		return "You have no approval of this proposal to withdraw.", true
-	}
-	return "", false
 }
 
 // updatedBlocks redraws a preview: a proposal still pending (an approval

@@ -77,7 +77,7 @@ func reviewText(err error) string {
 	case errors.Is(err, errBadReviewValue), errors.Is(err, bot.ErrNotFound):
 		return "That button names no card under review; nothing was changed."
 	}
-	return escape(bot.ReviewErrorText(err))
+	return escape(bot.Explain(err))
 }
 
 // reviewedWhereAnnounced checks that a click came from the channel the

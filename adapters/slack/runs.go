@@ -29,7 +29,7 @@ func (a *Adapter) runCommand(ctx context.Context, sub, channel, user, trigger st
 		}
 		text, err := a.eng.Schedule(ctx, ch, user, c)
 		if err != nil {
-			return private(escape(bot.RunErrorText(err)))
+			return private(escape(bot.Explain(err)))
 		}
 		return private(escape(text))
 	case "accept", "sendback":
@@ -37,7 +37,7 @@ func (a *Adapter) runCommand(ctx context.Context, sub, channel, user, trigger st
 	case "runs":
 		b, runs, err := a.eng.RecentRuns(ctx, ch, ref)
 		if err != nil {
-			return private(escape(bot.RunErrorText(err)))
+			return private(escape(bot.Explain(err)))
 		}
 		return private(escape(bot.RunsText(a.cfg.PublicURL, b, runs)))
 	}
@@ -52,7 +52,7 @@ func (a *Adapter) runCommand(ctx context.Context, sub, channel, user, trigger st
 	}
 	r, err := a.eng.StartRun(ctx, ch, user, ref)
 	if err != nil {
-		return private(escape(bot.RunErrorText(err)))
+		return private(escape(bot.Explain(err)))
 	}
 	return private(fmt.Sprintf("Run %d started; its news goes to the board's thread. <%s|The run page>", r.Number, bot.RunURL(a.cfg.PublicURL, r)))
 }
@@ -71,7 +71,7 @@ func (a *Adapter) reviewCommand(ctx context.Context, accept bool, ch bot.Channel
 	}
 	up, err := a.eng.ReviewByHandle(ctx, ch, user, args[0], accept, reason)
 	if err != nil {
-		return private(escape(bot.ReviewErrorText(err)))
+		return private(escape(bot.Explain(err)))
 	}
 	return private(escape(fmt.Sprintf("%s is now %s.", up.Card.Handle, up.Card.Status)))
 }

@@ -54,7 +54,7 @@ func TestSocketModeAcksAfterQueueing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.env.Engine.SetPoster(bot.SourceSlack, ad)
+	w.env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	conn := &recordAcks{t: t, w: w}
 	payload := json.RawMessage(mentionEvent("EvSocket", "1690000004.000001", "plan our daily research newspaper"))
 	evt := socketmode.Event{Type: socketmode.EventTypeEventsAPI, Request: &socketmode.Request{Type: "events_api", EnvelopeID: "env-1", Payload: payload}}

@@ -252,7 +252,7 @@ func newTeamsWorld(t *testing.T) *teamsWorld {
 	}))
 	t.Cleanup(w.app.Close)
 	w.ad = w.adapter(t, box)
-	env.Engine.SetPoster(bot.SourceSlack, w.ad)
+	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: w.ad, Notifier: w.ad, Reminders: w.ad, Groups: w.ad})
 	r := chi.NewRouter()
 	w.ad.Routes(r)
 	w.ad.InstallRoutes(r)

@@ -87,7 +87,7 @@ func BenchmarkWebhookIngest(b *testing.B) {
 	store := storetest.NewStore(b)
 	ps := pending.NewStore(rdb, prefix)
 	eng, err := bot.New(bot.Config{Profiles: planner.DefaultProfiles()},
-		bot.Deps{Planner: nopPlanner{}, Boards: store, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)}, storetest.Logger(b))
+		bottest.Deps(nopPlanner{}, store, ps, pending.NewQueue(rdb, prefix)), storetest.Logger(b))
 	if err != nil {
 		b.Fatal(err)
 	}

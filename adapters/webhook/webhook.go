@@ -238,7 +238,7 @@ func plainID(id string) bool {
 func (a *Adapter) submit(ctx context.Context, hook *Hook, delivery string, req bot.Request) (bot.RequestID, bool, error) {
 	if delivery != "" {
 		req.DedupeKey = "hook:" + hook.Name + ":" + delivery
-		req.Webhook = &bot.WebhookDelivery{Hook: hook.Name, ID: delivery}
+		req.Webhook = &bot.HookOrigin{Hook: hook.Name, ID: delivery}
 	}
 	id, err := a.eng.Submit(ctx, req)
 	if err != nil {

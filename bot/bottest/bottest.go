@@ -89,13 +89,13 @@ func NewWrapped(t testing.TB, wrap func(*bot.Deps), opts ...Option) *Env {
 // StartWrapped is Start with the dependencies passed through wrap.
 func StartWrapped(t testing.TB, store *store.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), opts ...Option) *Env {
 	t.Helper()
-	return StartPosting(t, store, rdb, prefix, model, wrap, nil, opts...)
+	return StartPosting(t, store, rdb, prefix, model, wrap, bot.Registration{}, opts...)
 }
 
-// StartPosting is StartWrapped with the console's poster set before the
-// engine runs (nil: the recording Poster), so a replica started to take
-// over a request cannot post with another poster first.
-func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), console bot.Poster, opts ...Option) *Env {
+// StartPosting is StartWrapped with the console's surface set before the
+// engine runs (its Poster nil: the recording Poster), so a replica started
+// to take over a request cannot post with another poster first.
+func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), console bot.Registration, opts ...Option) *Env {
 	t.Helper()
 	cfg := bot.Config{
 		ProposalTTL:   time.Hour,
@@ -110,10 +110,7 @@ func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix st
 		o(&cfg)
 	}
 	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
-	ps := pending.NewStore(rdb, prefix)
-	deps := bot.Deps{
-		Planner: client, Boards: store, Runs: store, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix),
-	}
+	deps := Deps(client, store, pending.NewStore(rdb, prefix), pending.NewQueue(rdb, prefix))
 	if wrap != nil {
 		wrap(&deps)
 	}
@@ -122,9 +119,9 @@ func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix st
 		t.Fatal(err)
 	}
 	poster := &Poster{}
-	eng.SetPoster(bot.SourceConsole, poster)
-	if console != nil {
-		eng.SetPoster(bot.SourceConsole, console)
+	eng.Register(bot.SourceConsole, bot.Registration{Poster: poster})
+	if console.Poster != nil {
+		eng.Register(bot.SourceConsole, console)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	env := &Env{Engine: eng, Store: store, Redis: rdb, Prefix: prefix, Model: model, Poster: poster, Cancel: cancel, done: make(chan struct{})}
@@ -134,6 +131,17 @@ func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix st
 	}()
 	t.Cleanup(env.Stop)
 	return env
+}
+
+// Deps are an engine's dependencies as production builds them: every
+// board capability from store, every proposal one from ps.
+func Deps(pl bot.Planner, store *store.Store, ps *pending.Store, q bot.Queue) bot.Deps {
+	return bot.Deps{
+		Planner: pl,
+		Boards:  store, History: store, Decisions: store, Audit: store, Deliveries: store,
+		Cards: store, Assigned: store, Policies: store, Usage: store, Runs: store,
+		Proposals: ps, Requests: ps, Queue: q, Pending: ps, Reminders: ps,
+	}
 }
 
 // Stop stops the engine's workers and waits for them.

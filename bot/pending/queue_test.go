@@ -35,7 +35,7 @@ func newQueue(t *testing.T) (*redis.Client, string, *pending.Queue) {
 }
 
 // readOne reads the next request for consumer and requires it to be want.
-func readOne(t *testing.T, q *pending.Queue, consumer string, want bot.RequestID) bot.Delivery {
+func readOne(t *testing.T, q *pending.Queue, consumer string, want bot.RequestID) bot.QueuedRequest {
 	t.Helper()
 	got, err := q.Read(context.Background(), consumer, 100*time.Millisecond)
 	if err != nil || len(got) != 1 || got[0].RequestID != want {

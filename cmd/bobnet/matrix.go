@@ -40,7 +40,7 @@ func newMatrix(ctx context.Context, cfg Config, engine *bot.Engine, store *store
 	if err != nil {
 		return nil, fmt.Errorf("matrix (MATRIX_HOMESERVER %s): %w", cfg.MatrixHomeserver, err)
 	}
-	engine.SetPoster(bot.SourceMatrix, ad)
+	engine.Register(bot.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad})
 	return ad, nil
 }
 

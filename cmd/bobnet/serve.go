@@ -125,12 +125,18 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		ChannelRate:        cfg.ChannelRate,
 		Profiles:           profiles,
 		RunDeadline:        cfg.RunDeadline,
-	}, bot.Deps{Planner: series.Planner(model), Boards: store, Runs: store, Proposals: redisStore, Requests: redisStore, Queue: queue, Observer: series}, logger)
+	}, bot.Deps{
+		Planner: series.Planner(model),
+		Boards:  store, History: store, Decisions: store, Audit: store, Deliveries: store,
+		Cards: store, Assigned: store, Policies: store, Usage: store, Runs: store,
+		Proposals: redisStore, Requests: redisStore, Queue: queue, Pending: redisStore, Reminders: redisStore,
+		Observer: series,
+	}, logger)
 	if err != nil {
 		return nil, err
 	}
 	con := console.New(engine, store, logger)
-	engine.SetPoster(bot.SourceConsole, con)
+	engine.Register(bot.SourceConsole, bot.Registration{Poster: con})
 	var slackAdapter *slack.Adapter
 	if cfg.SlackBotToken != "" || cfg.slackOAuth() {
 		scfg := slack.Config{
@@ -146,7 +152,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		if err != nil {
 			return nil, err
 		}
-		engine.SetPoster(bot.SourceSlack, slackAdapter)
+		engine.Register(bot.SourceSlack, bot.Registration{Poster: slackAdapter, Notifier: slackAdapter, Reminders: slackAdapter, Groups: slackAdapter})
 	}
 	matrixAdapter, err := newMatrix(ctx, cfg, engine, store, rdb, redisStore, logger)
 	if err != nil {

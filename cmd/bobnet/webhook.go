@@ -44,7 +44,7 @@ func newIntegrations(cfg Config, store *store.Store, engine *bot.Engine, logger 
 		return nil, err
 	}
 	ob := outbox.New(ocfg, store.Pool(), store, logger)
-	engine.SetEvents(ob)
+	engine.SetEvents(bot.Events{Sink: ob, Encoder: ob})
 	return &integrations{
 		hooks:    webhook.New(hooks, engine, logger),
 		outbox:   ob,

@@ -41,8 +41,9 @@ func (c *crashAfterCommit) Execute(ctx context.Context, ex board.Execution) (boa
 	return res, err
 }
 
-// engineWith starts an engine on boards whose events go to o.
-func engineWith(t *testing.T, boards bot.Boards, o *outbox.Outbox) *bot.Engine {
+// engineWith starts an engine on store, deciding through decisions, whose
+// events go to o.
+func engineWith(t *testing.T, store *store.Store, decisions bot.Decisions, o *outbox.Outbox) *bot.Engine {
 	t.Helper()
 	rdb := bottest.Redis(t)
 	prefix := bottest.Prefix()
@@ -50,16 +51,17 @@ func engineWith(t *testing.T, boards bot.Boards, o *outbox.Outbox) *bot.Engine {
 	plan := plannertest.NewspaperPlan(t)
 	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
-	ps := pending.NewStore(rdb, prefix)
+	deps := bottest.Deps(client, store, pending.NewStore(rdb, prefix), pending.NewQueue(rdb, prefix))
+	deps.Decisions = decisions
 	eng, err := bot.New(bot.Config{
 		ProposalTTL: time.Hour, PublicURL: "http://bobnet.test", Workers: 1, Profiles: planner.DefaultProfiles(),
 		ReclaimIdle: time.Second, SweepInterval: 50 * time.Millisecond, ConsumerName: "test-" + prefix,
-	}, bot.Deps{Planner: client, Boards: boards, Proposals: ps, Requests: ps, Queue: pending.NewQueue(rdb, prefix)}, storetest.Logger(t))
+	}, deps, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng.SetPoster(bot.SourceConsole, &bottest.Poster{})
-	eng.SetEvents(o)
+	eng.Register(bot.SourceConsole, bot.Registration{Poster: &bottest.Poster{}})
+	eng.SetEvents(bot.Events{Sink: o, Encoder: o})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()
@@ -109,7 +111,7 @@ func TestApprovalEventsSurviveACrashAfterCommit(t *testing.T) {
 	o := outbox.New(config(rc.srv.URL), store.Pool(), store, storetest.Logger(t))
 	run(t, o)
 	boards := &crashAfterCommit{Store: store}
-	eng := engineWith(t, boards, o)
+	eng := engineWith(t, store, boards, o)
 	p := proposeIn(t, eng)
 	rc.waitFor(t, "proposal.created", func(got []received, _ []string) bool { return len(got) >= 1 })
 

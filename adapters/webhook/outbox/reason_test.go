@@ -16,7 +16,7 @@ func TestCancelledEventCarriesTheReason(t *testing.T) {
 	rc := newReceiver(t)
 	o := outbox.New(config(rc.srv.URL), store.Pool(), store, storetest.Logger(t))
 	run(t, o)
-	eng := engineWith(t, store, o)
+	eng := engineWith(t, store, store, o)
 	p := proposeIn(t, eng)
 	if _, err := eng.CancelWithReason(context.Background(), p.ID, "alice", "the budget moved"); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,125 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bobnet/bobnet/board"
+)
+
+// NewRequestID returns a fresh request id, for adapters that show a
+// request before submitting it.
+func NewRequestID() RequestID { return board.NewRequestID() }
+
+// Submit queues a request and returns at once, after one Redis round
+// trip and nothing else: no Postgres, no platform call. A request whose
+// DedupeKey was seen returns the first request's id. Too many requests from
+// a user or channel give ErrRateLimited; the person is told "slow down"
+// off the caller's path, once per window, and only a few people per
+// channel window.
+func (e *Engine) Submit(ctx context.Context, r Request) (id RequestID, err error) {
+	defer func() { e.observeSubmit(r, id, err) }()
+	r.Text = strings.TrimSpace(r.Text)
+	if r.Text == "" && r.Revises == "" && r.Again == "" {
+		return "", errors.New("empty request")
+	}
+	if r.ID == "" {
+		r.ID = NewRequestID()
+	}
+	if r.ReceivedAt.IsZero() {
+		r.ReceivedAt = e.deps.Now()
+	}
+	if r.Via == "" {
+		r.Via = Via(ctx)
+	}
+	a := Admission{
+		Record: RequestRecord{Request: r, Status: RequestStatus{ID: r.ID, State: RequestQueued}},
+		// As long as the request's record: a webhook redelivered within a
+		// week answers the first request's id on the ack path.
+		DedupeTTL: 7 * 24 * time.Hour,
+		UserKey:   "user:" + string(r.Thread.Channel.Source) + ":" + r.User, UserLimit: e.cfg.UserRate,
+		ChannelKey: "channel:" + r.Thread.Channel.Key(), ChannelLimit: e.cfg.ChannelRate,
+		ChannelNotices: e.cfg.ChannelNotices, Now: e.deps.Now(),
+	}
+	if r.DedupeKey != "" {
+		a.DedupeKey = r.Thread.Channel.Key() + ":" + r.DedupeKey
+	}
+	res, err := e.deps.Requests.Admit(ctx, a)
+	if err != nil {
+		return "", unavailable("submit", err)
+	}
+	switch res.Outcome {
+	case AdmitDuplicate:
+		return res.RequestID, nil
+	case AdmitThrottled:
+		limit, who := e.cfg.UserRate, "you"
+		if res.Limit == "channel" {
+			limit, who = e.cfg.ChannelRate, "this channel"
+		}
+		text := fmt.Sprintf("Slow down: %s sent more than %d requests in %s. Try again in a moment.", who, limit.N, limit.Per)
+		if res.Notify {
+			e.notify(r.Thread, r.User, r.ID, Reply{Kind: ReplySlowDown, Text: text})
+		}
+		return "", fmt.Errorf("%w: %s", ErrRateLimited, text)
+	}
+	return r.ID, nil
+}
+
+// Admission is a request offered to the request store, with the keys that
+// decide whether it is taken in.
+type Admission struct {
+	Record RequestRecord
+	// DedupeKey, when set, makes admission idempotent for DedupeTTL.
+	DedupeKey string
+	DedupeTTL time.Duration
+	// UserKey and ChannelKey name the rate-limit counters.
+	UserKey      string
+	UserLimit    RateLimit
+	ChannelKey   string
+	ChannelLimit RateLimit
+	// ChannelNotices caps how many throttled people of one channel are
+	// told so per channel window.
+	ChannelNotices int
+	Now            time.Time
+}
+
+// AdmitOutcome says what admission did with a request.
+type AdmitOutcome string
+
+// Admission outcomes.
+const (
+	AdmitNew       AdmitOutcome = "new"       // stored and queued
+	AdmitDuplicate AdmitOutcome = "duplicate" // its dedupe key was seen: RequestID is the first request
+	AdmitThrottled AdmitOutcome = "throttled" // over a rate limit: nothing stored
+)
+
+// AdmitResult is the outcome of one admission.
+type AdmitResult struct {
+	Outcome   AdmitOutcome
+	RequestID RequestID
+	// Limit is "user" or "channel" when throttled.
+	Limit string
+	// Notify is set when the throttled person should be told (once per
+	// window, and only a few people per channel window).
+	Notify bool
+}
+
+// QueuedRequest is one request handed to a worker by the queue.
+type QueuedRequest struct {
+	// MessageID is the queue's id for acknowledging it.
+	MessageID string
+	RequestID RequestID
+	// Count is how many times the queue has handed the entry to a worker,
+	// this time included (0 when the queue does not say): past
+	// MaxDeliveries the request is given up on.
+	Count int
+}
+
+// RateLimit allows N requests per window Per; N == 0 means unlimited.
+type RateLimit struct {
+	N   int
+	Per time.Duration
+}

@@ -1,0 +1,160 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
+	"github.com/bobnet/bobnet/planner"
+)
+
+// answer plans a request's answer. A request whose proposal was already
+// stored (planned before a crash) is not planned again.
+func (e *Engine) answer(ctx context.Context, r Request) Answer {
+	pid := board.ProposalIDFor(r.ID)
+	if p, err := e.deps.Proposals.Proposal(ctx, pid); err == nil {
+		return Answer{ProposalID: p.ID, Reply: &Reply{Kind: ReplyProposal, Text: p.Plan.Answer}}
+	}
+	reply, proposal, failure := e.plan(ctx, r)
+	if proposal != nil {
+		return Answer{ProposalID: proposal.ID, Reply: &Reply{Kind: ReplyProposal, Text: proposal.Plan.Answer}}
+	}
+	return Answer{Reply: reply, Failure: failure}
+}
+
+// Failures that come from a database being away for a moment: the request
+// is tried again later rather than answered with the failure, until its
+// last delivery.
+const (
+	failBoardsUnavailable = "the board database is unavailable"
+	failNotStored         = "could not store the proposal"
+)
+
+// transient reports whether ans failed only because a database was away.
+func transient(ans Answer) bool {
+	return ans.Failure == failBoardsUnavailable || ans.Failure == failNotStored
+}
+
+func threadKey(t Thread) string { return t.Channel.Key() + ":" + t.ID }
+
+func (e *Engine) remember(ctx context.Context, r Request, role, text string) {
+	if err := e.deps.Requests.AppendTurn(ctx, threadKey(r.Thread), plan.Turn{Role: role, User: r.User, Text: text}); err != nil {
+		e.logger.Warn("remember thread turn", "request", r.ID, "err", err)
+	}
+}
+
+// plan turns a request into a reply or a proposal; failure is set when the
+// request failed (its reply says why, kindly).
+func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *Proposal, failure string) {
+	ch := r.Thread.Channel.Key()
+	var prev *Proposal
+	if id := r.Revises; id != "" {
+		p, err := e.pendingForDecision(ctx, id, r.User, "revise")
+		if err != nil {
+			return &Reply{Kind: ReplyError, Text: "I can't revise that proposal. " + Explain(err)}, nil, "cannot revise: " + Explain(err)
+		}
+		prev = &p
+	}
+	if id := r.Again; id != "" {
+		return e.proposeAgain(ctx, r, id)
+	}
+
+	in := planner.PromptInput{Profiles: e.cfg.Profiles, Message: r.Text}
+	hasBoard := false
+	var target board.ID
+	if b, err := e.deps.Boards.ChannelBoard(ctx, ch); err == nil {
+		if sum, err := e.deps.Boards.BoardSummary(ctx, b.ID); err == nil {
+			in.Board, hasBoard, target = &sum, true, b.ID
+		}
+	} else if !errors.Is(err, board.ErrNotFound) {
+		e.logger.Warn("read the channel's board", "request", r.ID, "err", err)
+		return &Reply{Kind: ReplyError, Text: "I can't reach the board database right now, so I can't plan. Please try again in a minute."}, nil, failBoardsUnavailable
+	}
+	if turns, err := e.deps.Requests.Turns(ctx, threadKey(r.Thread)); err == nil {
+		in.History = turns
+	}
+	in.History = append(in.History, r.Quoted...)
+	if prev != nil {
+		in.PreviousPlan, in.Feedback, in.Message = &prev.Plan, r.Feedback, prev.Request
+	}
+	e.remember(ctx, r, "user", r.Text)
+
+	if reply := e.overBudget(ctx, r); reply != nil {
+		return reply, nil, ErrOverBudget.Error()
+	}
+	opts := plan.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard}
+	if in.Board != nil {
+		opts.Board = in.Board.State
+	}
+	out, err := e.deps.Planner.Plan(ctx, in, opts)
+	e.chargeTokens(ctx, r, out)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ""
+		}
+		return e.planFailure(ctx, r, err)
+	}
+	env := out.Result.Plan
+	switch env.Kind {
+	case plan.KindAnswer, plan.KindRefuse:
+		return &Reply{Kind: ReplyKind(env.Kind), Text: env.Answer}, nil, ""
+	case plan.KindClarify:
+		return &Reply{Kind: ReplyClarify, Text: env.Answer, Questions: env.ClarifyingQuestions}, nil, ""
+	}
+	reply, p, err := e.propose(ctx, r, r.User, *env, out.Result.Warnings, prev, target)
+	if err != nil {
+		e.logger.Warn("store proposal", "request", r.ID, "err", err)
+		return &Reply{Kind: ReplyError, Text: "I drafted a plan but couldn't store it. " + Explain(err)}, nil, failNotStored
+	}
+	return reply, p, ""
+}
+
+// maxAuditRaw is how much of each raw model output an audit row keeps:
+// enough to see what went wrong, not megabytes of a model that ran on.
+const maxAuditRaw = 64 << 10
+
+// auditRaw is raw, each output cut to maxAuditRaw bytes (on a character
+// boundary) with a marker saying how long it was.
+func auditRaw(raw []string) []string {
+	out := make([]string, len(raw))
+	for i, s := range raw {
+		if len(s) <= maxAuditRaw {
+			out[i] = s
+			continue
+		}
+		cut := maxAuditRaw
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		out[i] = s[:cut] + fmt.Sprintf("\n[truncated: %d of %d bytes kept]", cut, len(s))
+	}
+	return out
+}
+
+// planFailure turns a planner error into a friendly reply, keeping the raw
+// output of an invalid plan in the audit log for debugging.
+func (e *Engine) planFailure(ctx context.Context, r Request, err error) (*Reply, *Proposal, string) {
+	var inv *planner.InvalidOutputError
+	switch {
+	case errors.As(err, &inv):
+		firstIssue := "the output was not a plan"
+		if len(inv.Errors) > 0 {
+			firstIssue = strings.TrimPrefix(inv.Errors[0].Path+": ", ": ") + inv.Errors[0].Message
+		}
+		e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "plan_failed", Channel: r.Thread.Channel.Key()},
+			map[string]any{"request_id": r.ID, "raw": auditRaw(inv.Raw), "errors": inv.Errors})
+		return &Reply{Kind: ReplyError, Text: "I couldn't turn that into a valid plan (" + firstIssue + "). Nothing was changed; try rephrasing the request."}, nil, err.Error()
+	case errors.Is(err, planner.ErrTimeout):
+		e.logger.Warn("model timed out", "request", r.ID, "err", err)
+		return &Reply{Kind: ReplyError, Text: "The model took too long to answer, so nothing was planned. Please try again; a smaller request may help."}, nil, "the model took too long"
+	default:
+		// The detail (its address, the dial error) is for the operator's
+		// log; the thread gets what to do.
+		e.logger.Error("model server unreachable", "request", r.ID, "err", err)
+		return &Reply{Kind: ReplyError, Text: "I can't reach the model server, so I can't plan right now. Whoever runs BobNet should check that the model server is running and that OPENAI_BASE_URL points at it."}, nil, "the model server is unreachable"
+	}
+}
