@@ -3,7 +3,6 @@ package apitoken
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpjson"
 )
 
 // Lookuper finds a token by its secret; *Store is one.
@@ -107,7 +107,7 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 			return
 		case err != nil:
 			g.logger.Warn("token lookup failed", "err", err)
-			writeError(w, http.StatusServiceUnavailable, map[string]any{"error": "cannot check the API token right now; try again shortly"})
+			httpjson.Write(w, http.StatusServiceUnavailable, map[string]any{"error": "cannot check the API token right now; try again shortly"})
 			return
 		}
 		route := r.URL.Path
@@ -116,7 +116,7 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 		}
 		need := RequiredScope(r.Method, route)
 		if !t.Has(need) {
-			writeError(w, http.StatusForbidden, map[string]any{
+			httpjson.Write(w, http.StatusForbidden, map[string]any{
 				"error": fmt.Sprintf("token %q has scopes %s; %s %s needs %q (create a token with it: bobnet token create NAME --scopes %s)", t.Name, joinScopes(t.Scopes), r.Method, r.URL.Path, need, need),
 				"token": t.Name, "needs": need,
 			})
@@ -199,11 +199,5 @@ func joinScopes(s []Scope) string {
 
 func (g *Guard) unauthorized(w http.ResponseWriter, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="bobnet"`)
-	writeError(w, http.StatusUnauthorized, map[string]any{"error": msg})
-}
-
-func writeError(w http.ResponseWriter, status int, v map[string]any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	httpjson.Write(w, http.StatusUnauthorized, map[string]any{"error": msg})
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/bobnet/bobnet/httpjson"
 	"github.com/go-chi/chi/v5"
 )
 
@@ -45,9 +46,9 @@ func (a API) Routes(r chi.Router) {
 		}
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path+" (see /api/v1/openapi.json)")
+		httpjson.Error(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path+" (see /api/v1/openapi.json)")
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, http.StatusMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+" (see /api/v1/openapi.json)")
+		httpjson.Error(w, http.StatusMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+" (see /api/v1/openapi.json)")
 	})
 }

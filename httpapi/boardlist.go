@@ -8,6 +8,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpjson"
 )
 
 // boardView is a board as GET /api/v1/boards lists it.
@@ -35,7 +36,7 @@ func (c *Chat) listBoards(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxBoardPage {
-			WriteError(w, http.StatusBadRequest, "limit must be a whole number from 1 to 100")
+			httpjson.Error(w, http.StatusBadRequest, "limit must be a whole number from 1 to 100")
 			return
 		}
 		limit = n
@@ -44,7 +45,7 @@ func (c *Chat) listBoards(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("after"); v != "" {
 		id, err := board.ParseID(v)
 		if err != nil {
-			WriteError(w, http.StatusBadRequest, "after must be a board id from the previous page's next")
+			httpjson.Error(w, http.StatusBadRequest, "after must be a board id from the previous page's next")
 			return
 		}
 		after = id
@@ -58,5 +59,5 @@ func (c *Chat) listBoards(w http.ResponseWriter, r *http.Request) {
 	for i, b := range list {
 		out[i] = boardView{ID: b.ID, Name: b.Name, Key: b.Key, Channel: b.Channel, CreatedAt: b.CreatedAt, Cards: b.Cards, Counts: b.Counts, URL: "/boards/" + string(b.ID)}
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"boards": out, "next": next})
+	httpjson.Write(w, http.StatusOK, map[string]any{"boards": out, "next": next})
 }

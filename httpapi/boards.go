@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/httpjson"
 )
 
 // BoardReader reads a board with its cards; *store.Store is one.
@@ -46,17 +47,17 @@ func (x *Boards) load(w http.ResponseWriter, r *http.Request) (board.Board, []bo
 	text := chi.URLParam(r, "id")
 	id, err := board.ParseID(text) // anything not shaped like a board id is not looked up
 	if err != nil {
-		WriteError(w, http.StatusNotFound, "no board "+text)
+		httpjson.Error(w, http.StatusNotFound, "no board "+text)
 		return board.Board{}, nil, false
 	}
 	b, cards, err := x.store.Board(r.Context(), id)
 	if errors.Is(err, board.ErrNotFound) {
-		WriteError(w, http.StatusNotFound, "no board "+text)
+		httpjson.Error(w, http.StatusNotFound, "no board "+text)
 		return board.Board{}, nil, false
 	}
 	if err != nil {
 		x.logger.Error("read board", "board", id, "err", err)
-		WriteError(w, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
+		httpjson.Error(w, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
 		return board.Board{}, nil, false
 	}
 	return b, cards, true
@@ -67,7 +68,7 @@ func (x *Boards) board(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"board": b, "cards": cards})
+	httpjson.Write(w, http.StatusOK, map[string]any{"board": b, "cards": cards})
 }
 
 func (x *Boards) status(w http.ResponseWriter, r *http.Request) {
@@ -75,5 +76,5 @@ func (x *Boards) status(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	WriteJSON(w, http.StatusOK, board.Summarize(b, cards))
+	httpjson.Write(w, http.StatusOK, board.Summarize(b, cards))
 }

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/bobnet/bobnet/apitoken"
+	"github.com/bobnet/bobnet/httpjson"
 	"github.com/bobnet/bobnet/plan"
 )
 
@@ -42,21 +43,21 @@ func DecodeUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) bool
 	// JSON only, and said so: a form or a text/plain body (what a web page
 	// can send across sites without asking) is refused.
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		WriteError(w, http.StatusUnsupportedMediaType, "send JSON with Content-Type: application/json")
+		httpjson.Error(w, http.StatusUnsupportedMediaType, "send JSON with Content-Type: application/json")
 		return false
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d KiB", limit>>10))
+		httpjson.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d KiB", limit>>10))
 		return false
 	case err != nil:
-		WriteError(w, http.StatusBadRequest, "could not read the request body")
+		httpjson.Error(w, http.StatusBadRequest, "could not read the request body")
 		return false
 	}
 	if err := decodeStrict(data, v); err != nil {
-		WriteError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		httpjson.Error(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
 		return false
 	}
 	return true
@@ -149,7 +150,7 @@ func foldKey(key string) string {
 // reports false.
 func ValidUser(w http.ResponseWriter, r *http.Request, user string) bool {
 	if !UserName.MatchString(user) {
-		WriteError(w, http.StatusBadRequest, `"user" is required: 1 to 64 letters, digits or . _ @ -`)
+		httpjson.Error(w, http.StatusBadRequest, `"user" is required: 1 to 64 letters, digits or . _ @ -`)
 		return false
 	}
 	if err := apitoken.ActsFor(r.Context(), user); err != nil {
@@ -157,7 +158,7 @@ func ValidUser(w http.ResponseWriter, r *http.Request, user string) bool {
 		if ue := (*apitoken.UserError)(nil); errors.As(err, &ue) {
 			out["token"] = ue.Token
 		}
-		WriteJSON(w, http.StatusForbidden, out)
+		httpjson.Write(w, http.StatusForbidden, out)
 		return false
 	}
 	return true
@@ -168,7 +169,7 @@ func ValidUser(w http.ResponseWriter, r *http.Request, user string) bool {
 // later, in Postgres, as an outage. It answers when it reports false.
 func PlainText(w http.ResponseWriter, field, s string) bool {
 	if _, err := plan.CheckText(s, false); err != nil {
-		WriteError(w, http.StatusBadRequest, fmt.Sprintf("%q %v; send plain text", field, err))
+		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("%q %v; send plain text", field, err))
 		return false
 	}
 	return true

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpjson"
 )
 
 // CardEditor is what the card API needs from the bot engine; *bot.Engine
@@ -58,7 +59,7 @@ func (x *Cards) patch(w http.ResponseWriter, r *http.Request) {
 	handle := ""
 	if err != nil {
 		if _, _, ok := board.ParseHandle(ref); !ok {
-			WriteError(w, http.StatusNotFound, "no card "+ref+": give a card id (c_…) or a handle such as NEWS-3")
+			httpjson.Error(w, http.StatusNotFound, "no card "+ref+": give a card id (c_…) or a handle such as NEWS-3")
 			return
 		}
 		handle = ref
@@ -68,7 +69,7 @@ func (x *Cards) patch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.Status == nil && p.Assignee == nil && p.Title == nil && p.Body == nil && p.Criterion == nil {
-		WriteError(w, http.StatusBadRequest, `nothing to change: send "status", "assignee", "title", "body" or "criterion"`)
+		httpjson.Error(w, http.StatusBadRequest, `nothing to change: send "status", "assignee", "title", "body" or "criterion"`)
 		return
 	}
 	via := "api"
@@ -83,17 +84,17 @@ func (x *Cards) patch(w http.ResponseWriter, r *http.Request) {
 	var conflict *board.ConflictError
 	switch {
 	case err == nil:
-		WriteJSON(w, http.StatusOK, up.Card)
+		httpjson.Write(w, http.StatusOK, up.Card)
 	case errors.As(err, &blocked):
 		refs := make([]map[string]any, 0, len(blocked.Blockers))
 		for _, b := range blocked.Blockers {
 			refs = append(refs, map[string]any{"id": b.ID, "handle": b.Handle, "title": b.Title, "status": b.Status})
 		}
-		WriteJSON(w, http.StatusConflict, map[string]any{"error": bot.Explain(err), "blocked_by": refs})
+		httpjson.Write(w, http.StatusConflict, map[string]any{"error": bot.Explain(err), "blocked_by": refs})
 	case errors.As(err, &conflict):
-		WriteJSON(w, http.StatusConflict, map[string]any{"error": conflict.Error(), "card": conflict.Current})
+		httpjson.Write(w, http.StatusConflict, map[string]any{"error": conflict.Error(), "card": conflict.Current})
 	case errors.Is(err, board.ErrInvalidChange), errors.Is(err, bot.ErrUnknownProfile):
-		WriteError(w, http.StatusBadRequest, err.Error())
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
 	default:
 		engineError(w, x.logger, err)
 	}

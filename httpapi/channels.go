@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpjson"
 	"github.com/bobnet/bobnet/sse"
 )
 
@@ -16,7 +17,7 @@ import (
 func (c *Chat) events(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "channel")
 	if !channelName.MatchString(name) {
-		WriteError(w, http.StatusBadRequest, "bad channel name")
+		httpjson.Error(w, http.StatusBadRequest, "bad channel name")
 		return
 	}
 	st, ok := c.streams.Open(w, r)
@@ -52,5 +53,5 @@ func (c *Chat) listChannels(w http.ResponseWriter, r *http.Request) {
 	for _, ch := range chs {
 		out = append(out, channelView{Channel: ch.Channel, Events: ch.Events, LatestAt: ch.Latest, LastType: ch.LastType})
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"channels": out})
+	httpjson.Write(w, http.StatusOK, map[string]any{"channels": out})
 }

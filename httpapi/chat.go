@@ -12,6 +12,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpjson"
 	"github.com/bobnet/bobnet/sse"
 )
 
@@ -111,20 +112,20 @@ func engineError(w http.ResponseWriter, logger *slog.Logger, err error) {
 	var de *bot.DecidedError
 	switch {
 	case errors.As(err, &de):
-		WriteJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "state": de.State, "board_id": de.BoardID, "decided_by": de.By})
+		httpjson.Write(w, http.StatusConflict, map[string]any{"error": err.Error(), "state": de.State, "board_id": de.BoardID, "decided_by": de.By})
 	case errors.Is(err, bot.ErrExpired):
-		WriteJSON(w, http.StatusConflict, map[string]any{"error": "this proposal expired; propose it again", "state": bot.ProposalExpired})
+		httpjson.Write(w, http.StatusConflict, map[string]any{"error": "this proposal expired; propose it again", "state": bot.ProposalExpired})
 	case errors.Is(err, bot.ErrNotFound):
-		WriteError(w, http.StatusNotFound, err.Error())
+		httpjson.Error(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, bot.ErrForbidden):
-		WriteError(w, http.StatusForbidden, err.Error())
+		httpjson.Error(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, bot.ErrRateLimited):
 		w.Header().Set("Retry-After", "60")
-		WriteError(w, http.StatusTooManyRequests, err.Error())
+		httpjson.Error(w, http.StatusTooManyRequests, err.Error())
 	case errors.Is(err, bot.ErrUnavailable):
 		logger.Warn("engine unavailable", "err", err)
-		WriteError(w, http.StatusServiceUnavailable, "BobNet's database is unavailable right now; try again shortly")
+		httpjson.Error(w, http.StatusServiceUnavailable, "BobNet's database is unavailable right now; try again shortly")
 	default:
-		WriteError(w, http.StatusBadRequest, err.Error())
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
 	}
 }

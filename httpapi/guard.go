@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/bobnet/bobnet/httpjson"
 )
 
 // GuardConfig says where BobNet is reached, for Guard.
@@ -47,11 +49,11 @@ func Guard(cfg GuardConfig) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if o := r.Header.Get("Origin"); o != "" && !origins[strings.ToLower(o)] {
-				WriteError(w, http.StatusForbidden, "cross-site request refused: Origin "+o+" is not BobNet's own (set BOBNET_PUBLIC_URL to the address people use)")
+				httpjson.Error(w, http.StatusForbidden, "cross-site request refused: Origin "+o+" is not BobNet's own (set BOBNET_PUBLIC_URL to the address people use)")
 				return
 			}
 			if cfg.Tokenless && !hosts[strings.ToLower(r.Host)] {
-				WriteError(w, http.StatusForbidden, "request refused: Host "+r.Host+" is not BobNet's own address (set BOBNET_PUBLIC_URL to the address people use)")
+				httpjson.Error(w, http.StatusForbidden, "request refused: Host "+r.Host+" is not BobNet's own address (set BOBNET_PUBLIC_URL to the address people use)")
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bobnet/bobnet/httpjson"
 	"github.com/bobnet/bobnet/sse"
 )
 
@@ -48,6 +49,6 @@ func (c *Chat) allow(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	w.Header().Set("Retry-After", "60")
-	WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("slow down: at most %d messages a minute from one client (token or address)", c.limits.n))
+	httpjson.Error(w, http.StatusTooManyRequests, fmt.Sprintf("slow down: at most %d messages a minute from one client (token or address)", c.limits.n))
 	return false
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/httpjson"
 	"github.com/bobnet/bobnet/plan"
 )
 
@@ -70,13 +71,13 @@ func (x *Outputs) post(w http.ResponseWriter, r *http.Request) {
 		unauthorized(w, "unknown card token, or one a later dispatch of its card replaced")
 		return
 	case err != nil:
-		WriteError(w, http.StatusServiceUnavailable, "cannot check the card token right now; try again shortly")
+		httpjson.Error(w, http.StatusServiceUnavailable, "cannot check the card token right now; try again shortly")
 		return
 	}
 	ref := chi.URLParam(r, "card")
 	sameCard := subtle.ConstantTimeCompare([]byte(ref), []byte(scope.Card)) == 1 || strings.EqualFold(ref, scope.Handle)
 	if chi.URLParam(r, "id") != string(scope.Run) || !sameCard {
-		WriteError(w, http.StatusForbidden, fmt.Sprintf("this token is for card %s of run %s only", scope.Handle, scope.Run))
+		httpjson.Error(w, http.StatusForbidden, fmt.Sprintf("this token is for card %s of run %s only", scope.Handle, scope.Run))
 		return
 	}
 	var body outputBody
@@ -85,17 +86,17 @@ func (x *Outputs) post(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case len(body.Output) > board.MaxOutput:
-		WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(`"output" is larger than %d KiB`, board.MaxOutput>>10))
+		httpjson.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(`"output" is larger than %d KiB`, board.MaxOutput>>10))
 		return
 	case strings.TrimSpace(body.Output) == "":
-		WriteError(w, http.StatusBadRequest, `"output" is required: the card's output in Markdown (with "status": "failed", why the attempt failed)`)
+		httpjson.Error(w, http.StatusBadRequest, `"output" is required: the card's output in Markdown (with "status": "failed", why the attempt failed)`)
 		return
 	case body.Status != "" && body.Status != "review" && body.Status != "done" && body.Status != "failed":
-		WriteError(w, http.StatusBadRequest, `"status" is review, done or failed, or left out`)
+		httpjson.Error(w, http.StatusBadRequest, `"status" is review, done or failed, or left out`)
 		return
 	}
 	if _, err := plan.CheckText(body.Output, false); err != nil {
-		WriteError(w, http.StatusBadRequest, fmt.Sprintf(`"output" %v; send Markdown as plain text`, err))
+		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf(`"output" %v; send Markdown as plain text`, err))
 		return
 	}
 	job, up, err := x.store.PostRunOutput(r.Context(), board.RunOutput{
@@ -106,23 +107,23 @@ func (x *Outputs) post(w http.ResponseWriter, r *http.Request) {
 		unauthorized(w, "this card token was replaced by a later dispatch of its card")
 		return
 	case errors.Is(err, board.ErrNotRunnable):
-		WriteError(w, http.StatusConflict, strings.TrimPrefix(err.Error(), fmt.Sprintf("output of %s in run %s: ", scope.Card, scope.Run)))
+		httpjson.Error(w, http.StatusConflict, strings.TrimPrefix(err.Error(), fmt.Sprintf("output of %s in run %s: ", scope.Card, scope.Run)))
 		return
 	case errors.Is(err, board.ErrNotFound):
-		WriteError(w, http.StatusNotFound, "no such card in this run")
+		httpjson.Error(w, http.StatusNotFound, "no such card in this run")
 		return
 	case err != nil:
-		WriteError(w, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
+		httpjson.Error(w, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
 		return
 	}
 	if body.Status != "failed" {
 		x.tell.CardOutput(r.Context(), job, up)
 	}
-	WriteJSON(w, http.StatusOK, job.RunCard)
+	httpjson.Write(w, http.StatusOK, job.RunCard)
 }
 
 // unauthorized answers 401 with the challenge a bearer route gives.
 func unauthorized(w http.ResponseWriter, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="bobnet"`)
-	WriteError(w, http.StatusUnauthorized, msg)
+	httpjson.Error(w, http.StatusUnauthorized, msg)
 }

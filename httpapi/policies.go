@@ -14,6 +14,7 @@ import (
 	"github.com/bobnet/bobnet/apitoken"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpjson"
 )
 
 // PolicyStore is what the policy routes need of the board store;
@@ -63,7 +64,7 @@ func (a *Policies) list(w http.ResponseWriter, r *http.Request) {
 	all, err := a.store.Policies(r.Context())
 	if err != nil {
 		a.logger.Error("list policies", "err", err)
-		WriteError(w, http.StatusServiceUnavailable, "the policy store is unavailable; try again shortly")
+		httpjson.Error(w, http.StatusServiceUnavailable, "the policy store is unavailable; try again shortly")
 		return
 	}
 	def, ok := all[board.DefaultPolicyKey]
@@ -72,7 +73,7 @@ func (a *Policies) list(w http.ResponseWriter, r *http.Request) {
 		def, defKey = a.engine.BuiltinPolicy(""), bot.BuiltinPolicyKey
 	}
 	delete(all, board.DefaultPolicyKey)
-	WriteJSON(w, http.StatusOK, map[string]any{"default": policyView{Channel: board.DefaultPolicyKey, Key: defKey, Policy: def}, "channels": all})
+	httpjson.Write(w, http.StatusOK, map[string]any{"default": policyView{Channel: board.DefaultPolicyKey, Key: defKey, Policy: def}, "channels": all})
 }
 
 // channelOf turns a policy key into a channel; "default" and "<source>:*"
@@ -85,7 +86,7 @@ func channelOf(key string) bot.Channel {
 func (a *Policies) get(w http.ResponseWriter, r *http.Request) {
 	key := chi.URLParam(r, "channel")
 	if !board.ValidPolicyKey(key) {
-		WriteError(w, http.StatusBadRequest, fmt.Sprintf("%q is not default, <source>:* or a channel like slack:C0123", key))
+		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("%q is not default, <source>:* or a channel like slack:C0123", key))
 		return
 	}
 	var in board.PolicyInForce
@@ -101,10 +102,10 @@ func (a *Policies) get(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		a.logger.Error("read policy", "channel", key, "err", err)
-		WriteError(w, http.StatusServiceUnavailable, "the policy store is unavailable; try again shortly")
+		httpjson.Error(w, http.StatusServiceUnavailable, "the policy store is unavailable; try again shortly")
 		return
 	}
-	WriteJSON(w, http.StatusOK, policyView{Channel: key, Key: in.Key, Policy: in.Policy})
+	httpjson.Write(w, http.StatusOK, policyView{Channel: key, Key: in.Key, Policy: in.Policy})
 }
 
 func (a *Policies) put(w http.ResponseWriter, r *http.Request) {
@@ -113,7 +114,7 @@ func (a *Policies) put(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
-		WriteError(w, http.StatusBadRequest, "invalid policy JSON: "+err.Error())
+		httpjson.Error(w, http.StatusBadRequest, "invalid policy JSON: "+err.Error())
 		return
 	}
 	actor := "api"
@@ -123,13 +124,13 @@ func (a *Policies) put(w http.ResponseWriter, r *http.Request) {
 	err := a.store.PutPolicy(r.Context(), key, p, actor)
 	switch {
 	case errors.Is(err, board.ErrInvalidPolicy):
-		WriteError(w, http.StatusBadRequest, err.Error())
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
 		return
 	case err != nil:
 		a.logger.Error("put policy", "channel", key, "err", err)
-		WriteError(w, http.StatusServiceUnavailable, "the policy store is unavailable; try again shortly")
+		httpjson.Error(w, http.StatusServiceUnavailable, "the policy store is unavailable; try again shortly")
 		return
 	}
 	a.logger.Info("policy changed", "channel", key, "by", actor)
-	WriteJSON(w, http.StatusOK, policyView{Channel: key, Key: key, Policy: p})
+	httpjson.Write(w, http.StatusOK, policyView{Channel: key, Key: key, Policy: p})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpjson"
 )
 
 // decisionError answers a refused decision so the caller knows what to do
@@ -23,9 +24,9 @@ func (c *Chat) decisionError(w http.ResponseWriter, r *http.Request, id bot.Prop
 	var pe *bot.PolicyError
 	switch {
 	case errors.As(err, &pe):
-		WriteJSON(w, http.StatusForbidden, map[string]any{"error": fmt.Sprintf("%s may not decide proposal %s: %s", user, id, pe.Rule), "rule": pe.Rule})
+		httpjson.Write(w, http.StatusForbidden, map[string]any{"error": fmt.Sprintf("%s may not decide proposal %s: %s", user, id, pe.Rule), "rule": pe.Rule})
 	case errors.Is(err, bot.ErrNothingToWithdraw):
-		WriteJSON(w, http.StatusConflict, map[string]any{"error": err.Error()})
+		httpjson.Write(w, http.StatusConflict, map[string]any{"error": err.Error()})
 	case errors.Is(err, bot.ErrForbidden):
 		out := map[string]any{"setting": "BOBNET_ADMINS"}
 		who := "its requester"
@@ -34,21 +35,21 @@ func (c *Chat) decisionError(w http.ResponseWriter, r *http.Request, id bot.Prop
 			out["requested_by"] = p.RequestedBy
 		}
 		out["error"] = fmt.Sprintf("%s is not allowed to decide proposal %s: only %s, the admins in BOBNET_ADMINS or the channel's deciders (BOBNET_HOOKS_FILE) may; BOBNET_ANY_MEMBER_DECIDES=true lets anyone decide", user, id, who)
-		WriteJSON(w, http.StatusForbidden, out)
+		httpjson.Write(w, http.StatusForbidden, out)
 	case errors.As(err, &de) && de.State == bot.ProposalApproved:
 		out := map[string]any{"error": err.Error(), "state": de.State, "board_id": de.BoardID, "decided_by": de.By}
 		if p, perr := c.eng.Proposal(ctx, id); perr == nil && p.BoardURL != "" {
 			out["board_url"] = p.BoardURL
 			out["error"] = fmt.Sprintf("proposal %s was already approved by %s: its board is %s", id, de.By, p.BoardURL)
 		}
-		WriteJSON(w, http.StatusConflict, out)
+		httpjson.Write(w, http.StatusConflict, out)
 	case errors.As(err, &de) && de.State == bot.ProposalSuperseded:
 		out := map[string]any{"error": fmt.Sprintf("proposal %s was superseded by a revision", id), "state": de.State}
 		if next, serr := c.successors.Successor(ctx, id); serr == nil && next != "" {
 			out["superseded_by"] = next
 			out["error"] = fmt.Sprintf("proposal %s was superseded by %s; decide that one instead", id, next)
 		}
-		WriteJSON(w, http.StatusConflict, out)
+		httpjson.Write(w, http.StatusConflict, out)
 	default:
 		c.engineError(w, err)
 	}
@@ -58,7 +59,7 @@ func (c *Chat) decisionError(w http.ResponseWriter, r *http.Request, id bot.Prop
 // characters and reports false; an empty one is fine.
 func validReason(w http.ResponseWriter, reason string) bool {
 	if _, err := bot.CancelReason(reason); err != nil {
-		WriteError(w, http.StatusBadRequest, fmt.Sprintf(`"reason" is optional and at most %d characters`, bot.MaxCancelReason))
+		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf(`"reason" is optional and at most %d characters`, bot.MaxCancelReason))
 		return false
 	}
 	return true
@@ -106,7 +107,7 @@ func (c *Chat) getProposal(w http.ResponseWriter, r *http.Request) {
 		c.engineError(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, ViewProposal(p))
+	httpjson.Write(w, http.StatusOK, ViewProposal(p))
 }
 
 type decision struct {
@@ -142,10 +143,10 @@ func (c *Chat) approve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.State == bot.ProposalPending {
-		WriteJSON(w, http.StatusOK, map[string]any{"state": a.State, "approvals": a.Approvals, "needed": a.Needed})
+		httpjson.Write(w, http.StatusOK, map[string]any{"state": a.State, "approvals": a.Approvals, "needed": a.Needed})
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"board_id": a.BoardID, "board_url": a.BoardURL})
+	httpjson.Write(w, http.StatusOK, map[string]any{"board_id": a.BoardID, "board_url": a.BoardURL})
 }
 
 func (c *Chat) cancel(w http.ResponseWriter, r *http.Request) {
@@ -161,7 +162,7 @@ func (c *Chat) cancel(w http.ResponseWriter, r *http.Request) {
 		c.decisionError(w, r, id, d.User, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, ViewProposal(p))
+	httpjson.Write(w, http.StatusOK, ViewProposal(p))
 }
 
 func (c *Chat) revise(w http.ResponseWriter, r *http.Request) {
@@ -170,7 +171,7 @@ func (c *Chat) revise(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.TrimSpace(d.Feedback) == "" || len(d.Feedback) > 8000 {
-		WriteError(w, http.StatusBadRequest, `"feedback" is required: say what to change (at most 8000 characters)`)
+		httpjson.Error(w, http.StatusBadRequest, `"feedback" is required: say what to change (at most 8000 characters)`)
 		return
 	}
 	if !PlainText(w, "feedback", d.Feedback) {
@@ -188,7 +189,7 @@ func (c *Chat) revise(w http.ResponseWriter, r *http.Request) {
 	if p, err := c.eng.Proposal(r.Context(), id); err == nil && p.Thread.Channel.Source == bot.SourceConsole {
 		c.channels.Publish(p.Thread.Channel.ID, "message", map[string]any{"user": d.User, "text": d.Feedback, "request_id": rid, "revises": id})
 	}
-	WriteJSON(w, http.StatusAccepted, map[string]any{"request_id": rid})
+	httpjson.Write(w, http.StatusAccepted, map[string]any{"request_id": rid})
 }
 
 func (c *Chat) proposeAgain(w http.ResponseWriter, r *http.Request) {
@@ -201,7 +202,7 @@ func (c *Chat) proposeAgain(w http.ResponseWriter, r *http.Request) {
 		c.engineError(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusAccepted, map[string]any{"request_id": rid})
+	httpjson.Write(w, http.StatusAccepted, map[string]any{"request_id": rid})
 }
 
 // withdraw takes back the user's approval of a proposal that has not
@@ -216,5 +217,5 @@ func (c *Chat) withdraw(w http.ResponseWriter, r *http.Request) {
 		c.decisionError(w, r, id, d.User, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, ViewProposal(p))
+	httpjson.Write(w, http.StatusOK, ViewProposal(p))
 }

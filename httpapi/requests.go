@@ -10,12 +10,13 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpjson"
 )
 
 func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "channel")
 	if !channelName.MatchString(name) {
-		WriteError(w, http.StatusBadRequest, "channel names are 1 to 64 lower-case letters, digits, - or _, starting with a letter or digit")
+		httpjson.Error(w, http.StatusBadRequest, "channel names are 1 to 64 lower-case letters, digits, - or _, starting with a letter or digit")
 		return
 	}
 	var body struct {
@@ -27,7 +28,7 @@ func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	body.Text = strings.TrimSpace(body.Text)
 	if body.Text == "" || len(body.Text) > 8000 {
-		WriteError(w, http.StatusBadRequest, `"text" is required, at most 8000 characters`)
+		httpjson.Error(w, http.StatusBadRequest, `"text" is required, at most 8000 characters`)
 		return
 	}
 	if !PlainText(w, "text", body.Text) {
@@ -49,7 +50,7 @@ func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
 		c.engineError(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusAccepted, map[string]any{"request_id": got})
+	httpjson.Write(w, http.StatusAccepted, map[string]any{"request_id": got})
 }
 
 func (c *Chat) getRequest(w http.ResponseWriter, r *http.Request) {
@@ -62,5 +63,5 @@ func (c *Chat) getRequest(w http.ResponseWriter, r *http.Request) {
 		c.engineError(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, st)
+	httpjson.Write(w, http.StatusOK, st)
 }

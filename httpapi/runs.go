@@ -13,6 +13,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/httpjson"
 )
 
 // RunStore is what the runs API needs of storage; *store.Store is one.
@@ -73,7 +74,7 @@ type who struct {
 func (x *Runs) start(w http.ResponseWriter, r *http.Request) {
 	id, err := board.ParseID(chi.URLParam(r, "id"))
 	if err != nil {
-		WriteError(w, http.StatusNotFound, "no board "+chi.URLParam(r, "id"))
+		httpjson.Error(w, http.StatusNotFound, "no board "+chi.URLParam(r, "id"))
 		return
 	}
 	var body who
@@ -86,13 +87,13 @@ func (x *Runs) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.eng.Started(r.Context(), run)
-	WriteJSON(w, http.StatusCreated, x.view(run))
+	httpjson.Write(w, http.StatusCreated, x.view(run))
 }
 
 func (x *Runs) list(w http.ResponseWriter, r *http.Request) {
 	id, err := board.ParseID(chi.URLParam(r, "id"))
 	if err != nil {
-		WriteError(w, http.StatusNotFound, "no board "+chi.URLParam(r, "id"))
+		httpjson.Error(w, http.StatusNotFound, "no board "+chi.URLParam(r, "id"))
 		return
 	}
 	runs, err := x.store.Runs(r.Context(), id, 50)
@@ -104,13 +105,13 @@ func (x *Runs) list(w http.ResponseWriter, r *http.Request) {
 	for i, run := range runs {
 		out[i] = x.view(run)
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"runs": out})
+	httpjson.Write(w, http.StatusOK, map[string]any{"runs": out})
 }
 
 func (x *Runs) read(w http.ResponseWriter, r *http.Request) {
 	id, err := board.ParseRunID(chi.URLParam(r, "id"))
 	if err != nil {
-		WriteError(w, http.StatusNotFound, "no run "+chi.URLParam(r, "id"))
+		httpjson.Error(w, http.StatusNotFound, "no run "+chi.URLParam(r, "id"))
 		return
 	}
 	run, err := x.store.Run(r.Context(), id)
@@ -118,7 +119,7 @@ func (x *Runs) read(w http.ResponseWriter, r *http.Request) {
 		x.fail(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, x.view(run))
+	httpjson.Write(w, http.StatusOK, x.view(run))
 }
 
 // reviewBody is the body of POST /api/v1/runs/{id}/cards/{card}/review.
@@ -131,7 +132,7 @@ type reviewBody struct {
 func (x *Runs) review(w http.ResponseWriter, r *http.Request) {
 	id, err := board.ParseRunID(chi.URLParam(r, "id"))
 	if err != nil {
-		WriteError(w, http.StatusNotFound, "no run "+chi.URLParam(r, "id"))
+		httpjson.Error(w, http.StatusNotFound, "no run "+chi.URLParam(r, "id"))
 		return
 	}
 	var body reviewBody
@@ -141,13 +142,13 @@ func (x *Runs) review(w http.ResponseWriter, r *http.Request) {
 	accept := body.Decision == "accept"
 	switch {
 	case body.Decision != "accept" && body.Decision != "send_back":
-		WriteError(w, http.StatusBadRequest, `"decision" is accept or send_back`)
+		httpjson.Error(w, http.StatusBadRequest, `"decision" is accept or send_back`)
 		return
 	case !accept && strings.TrimSpace(body.Reason) == "":
-		WriteError(w, http.StatusBadRequest, `send_back needs a "reason": it goes to whoever works the card next`)
+		httpjson.Error(w, http.StatusBadRequest, `send_back needs a "reason": it goes to whoever works the card next`)
 		return
 	case utf8.RuneCountInString(body.Reason) > 2000:
-		WriteError(w, http.StatusBadRequest, `"reason" is at most 2000 characters`)
+		httpjson.Error(w, http.StatusBadRequest, `"reason" is at most 2000 characters`)
 		return
 	case !PlainText(w, "reason", body.Reason):
 		return
@@ -161,7 +162,7 @@ func (x *Runs) review(w http.ResponseWriter, r *http.Request) {
 		x.fail(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, up.Card)
+	httpjson.Write(w, http.StatusOK, up.Card)
 }
 
 // card reads the {card} of a route: a card id or a handle (NEWS-3).
@@ -181,7 +182,7 @@ func (x *Runs) card(w http.ResponseWriter, r *http.Request) (board.CardID, bool)
 func (x *Runs) stop(w http.ResponseWriter, r *http.Request) {
 	id, err := board.ParseRunID(chi.URLParam(r, "id"))
 	if err != nil {
-		WriteError(w, http.StatusNotFound, "no run "+chi.URLParam(r, "id"))
+		httpjson.Error(w, http.StatusNotFound, "no run "+chi.URLParam(r, "id"))
 		return
 	}
 	var body who
@@ -193,21 +194,21 @@ func (x *Runs) stop(w http.ResponseWriter, r *http.Request) {
 		x.fail(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, x.view(run))
+	httpjson.Write(w, http.StatusOK, x.view(run))
 }
 
 // fail answers a store error with its status and a sentence for people.
 func (x *Runs) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, bot.ErrForbidden):
-		WriteError(w, http.StatusForbidden, err.Error())
+		httpjson.Error(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, board.ErrNotFound), errors.Is(err, bot.ErrNotFound):
-		WriteError(w, http.StatusNotFound, "no such board, run or card")
+		httpjson.Error(w, http.StatusNotFound, "no such board, run or card")
 	case errors.Is(err, board.ErrRunGoing):
-		WriteError(w, http.StatusConflict, "this board has a run going; stop it or wait for it to end")
+		httpjson.Error(w, http.StatusConflict, "this board has a run going; stop it or wait for it to end")
 	case errors.Is(err, board.ErrNotRunnable):
-		WriteError(w, http.StatusConflict, err.Error())
+		httpjson.Error(w, http.StatusConflict, err.Error())
 	default:
-		WriteError(w, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
+		httpjson.Error(w, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/httpjson"
 )
 
 // ScheduleStore is what the schedule API needs of storage; *store.Store
@@ -59,7 +60,7 @@ func (x *Schedules) read(w http.ResponseWriter, r *http.Request) {
 		scheduleFail(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, x.view(sc))
+	httpjson.Write(w, http.StatusOK, x.view(sc))
 }
 
 // scheduleBody is the body of PUT /api/v1/boards/{id}/schedule.
@@ -79,7 +80,7 @@ func (x *Schedules) set(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, _, err := board.ParseSchedule(body.Cron, body.Timezone); err != nil {
-		WriteError(w, http.StatusBadRequest, err.Error())
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	sc := board.Schedule{Board: id, Cron: body.Cron, Timezone: body.Timezone, SetBy: body.User, LastSlot: x.now()}
@@ -87,7 +88,7 @@ func (x *Schedules) set(w http.ResponseWriter, r *http.Request) {
 		scheduleFail(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, x.view(sc))
+	httpjson.Write(w, http.StatusOK, x.view(sc))
 }
 
 func (x *Schedules) remove(w http.ResponseWriter, r *http.Request) {
@@ -103,13 +104,13 @@ func (x *Schedules) remove(w http.ResponseWriter, r *http.Request) {
 		scheduleFail(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"board_id": id, "schedule": nil})
+	httpjson.Write(w, http.StatusOK, map[string]any{"board_id": id, "schedule": nil})
 }
 
 func boardParam(w http.ResponseWriter, r *http.Request) (board.ID, bool) {
 	id, err := board.ParseID(chi.URLParam(r, "id"))
 	if err != nil {
-		WriteError(w, http.StatusNotFound, "no board "+chi.URLParam(r, "id"))
+		httpjson.Error(w, http.StatusNotFound, "no board "+chi.URLParam(r, "id"))
 		return "", false
 	}
 	return id, true
@@ -117,8 +118,8 @@ func boardParam(w http.ResponseWriter, r *http.Request) (board.ID, bool) {
 
 func scheduleFail(w http.ResponseWriter, err error) {
 	if errors.Is(err, board.ErrNotFound) {
-		WriteError(w, http.StatusNotFound, "no such board, or it has no schedule")
+		httpjson.Error(w, http.StatusNotFound, "no such board, or it has no schedule")
 		return
 	}
-	WriteError(w, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
+	httpjson.Error(w, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
 }

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bobnet/bobnet/httpjson"
 )
 
 // Limits bound the streams of one Streams and how they are kept alive.
@@ -152,7 +154,7 @@ func (s *Streams) Open(w http.ResponseWriter, r *http.Request) (*Stream, bool) {
 			retry = 30
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(retry))
-		writeError(w, full.status, full.msg)
+		httpjson.Error(w, full.status, full.msg)
 		return nil, false
 	}
 	st := &Stream{s: s, w: w, rc: http.NewResponseController(w), caller: caller}
@@ -162,7 +164,7 @@ func (s *Streams) Open(w http.ResponseWriter, r *http.Request) (*Stream, bool) {
 	// for the client to go away.)
 	if err := st.rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		st.Close()
-		writeError(w, http.StatusInternalServerError, "cannot stream on this connection")
+		httpjson.Error(w, http.StatusInternalServerError, "cannot stream on this connection")
 		return nil, false
 	}
 	h := w.Header()
@@ -274,10 +276,4 @@ func Replay(ctx context.Context, st *Stream, past []Event, live <-chan Event) er
 		}
 	}
 	return Pump(ctx, st, live, send)
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }

@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/httpjson"
 	"github.com/bobnet/bobnet/sse"
 )
 
@@ -19,7 +19,7 @@ func (w *Pages) Events(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if w.feed == nil {
-		httpapi.WriteError(rw, http.StatusServiceUnavailable, "live board changes are not available on this server")
+		httpjson.Error(rw, http.StatusServiceUnavailable, "live board changes are not available on this server")
 		return
 	}
 	st, ok := w.streams.Open(rw, r)

@@ -13,7 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/httpjson"
 	"github.com/bobnet/bobnet/sse"
 )
 
@@ -80,9 +80,9 @@ type answers struct {
 
 var (
 	jsonAnswers = answers{
-		missing: func(rw http.ResponseWriter, id string) { httpapi.WriteError(rw, http.StatusNotFound, "no board "+id) },
+		missing: func(rw http.ResponseWriter, id string) { httpjson.Error(rw, http.StatusNotFound, "no board "+id) },
 		unavailable: func(rw http.ResponseWriter) {
-			httpapi.WriteError(rw, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
+			httpjson.Error(rw, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
 		},
 	}
 	pageAnswers = answers{

@@ -13,7 +13,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/httpjson"
 )
 
 // commandReply is a slash command's answer.
@@ -31,10 +31,10 @@ func (a *Adapter) commands(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	channel, ok := a.commandChannel(r.Context(), form.Get("team_id"), form.Get("enterprise_id"), form.Get("is_enterprise_install"), form.Get("channel_id"))
 	if !ok {
-		httpapi.WriteJSON(w, http.StatusOK, notInstalled)
+		httpjson.Write(w, http.StatusOK, notInstalled)
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, a.command(r.Context(), channel, form.Get("user_id"), form.Get("text"), form.Get("trigger_id")))
+	httpjson.Write(w, http.StatusOK, a.command(r.Context(), channel, form.Get("user_id"), form.Get("text"), form.Get("trigger_id")))
 }
 
 // noSuchBoard answers a status request naming a board id nobody made.

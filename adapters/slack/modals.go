@@ -10,7 +10,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/httpjson"
 )
 
 // reviseMeta is what the modal carries back.
@@ -49,7 +49,7 @@ func boardName(p bot.Proposal) string {
 
 func (a *Adapter) viewSubmission(w http.ResponseWriter, ctx context.Context, cb slackapi.InteractionCallback) {
 	if resp := a.submitView(ctx, cb); resp != nil {
-		httpapi.WriteJSON(w, http.StatusOK, resp)
+		httpjson.Write(w, http.StatusOK, resp)
 		return
 	}
 	w.WriteHeader(http.StatusOK) // closes the modal; the new preview follows in the thread

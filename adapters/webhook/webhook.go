@@ -17,7 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/httpapi"
+	"github.com/bobnet/bobnet/httpjson"
 	"github.com/bobnet/bobnet/signing"
 )
 
@@ -77,17 +77,17 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	hook, ok := a.hooks[name]
 	if !ok {
-		httpapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("no hook named %q: add name=secret to BOBNET_HOOK_SECRETS", name))
+		httpjson.Error(w, http.StatusNotFound, fmt.Sprintf("no hook named %q: add name=secret to BOBNET_HOOK_SECRETS", name))
 		return
 	}
 	now := time.Now()
 	scheme, err := signing.CheckHeaders(r.Header, now)
 	if err != nil {
-		httpapi.WriteError(w, http.StatusUnauthorized, err.Error())
+		httpjson.Error(w, http.StatusUnauthorized, err.Error())
 		return
 	}
 	if err := signing.CheckLength(r, MaxBody); err != nil {
-		httpapi.WriteError(w, http.StatusRequestEntityTooLarge, err.Error())
+		httpjson.Error(w, http.StatusRequestEntityTooLarge, err.Error())
 		return
 	}
 	// Until its signature is checked a body is anyone's: only so many are
@@ -97,21 +97,21 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case a.reading <- struct{}{}:
 	default:
 		w.Header().Set("Retry-After", "1")
-		httpapi.WriteError(w, http.StatusServiceUnavailable, "too many deliveries being read; deliver it again shortly")
+		httpjson.Error(w, http.StatusServiceUnavailable, "too many deliveries being read; deliver it again shortly")
 		return
 	}
 	body, err := signing.ReadBody(w, r, MaxBody)
 	<-a.reading
 	if errors.Is(err, signing.ErrTooLarge) {
-		httpapi.WriteError(w, http.StatusRequestEntityTooLarge, err.Error())
+		httpjson.Error(w, http.StatusRequestEntityTooLarge, err.Error())
 		return
 	}
 	if err != nil {
-		httpapi.WriteError(w, http.StatusBadRequest, "could not read the body: "+err.Error())
+		httpjson.Error(w, http.StatusBadRequest, "could not read the body: "+err.Error())
 		return
 	}
 	if err := signing.Verify(scheme, r.Header, hook.Secret, body, now); err != nil {
-		httpapi.WriteError(w, http.StatusUnauthorized, err.Error())
+		httpjson.Error(w, http.StatusUnauthorized, err.Error())
 		return
 	}
 	ev := Event{Hook: hook.Name, Event: eventType(r.Header)}
@@ -122,23 +122,23 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			msg += ": " + err.Error()
 		}
-		httpapi.WriteError(w, http.StatusBadRequest, msg)
+		httpjson.Error(w, http.StatusBadRequest, msg)
 		return
 	}
 	if dec.More() {
-		httpapi.WriteError(w, http.StatusBadRequest, "the body must be one JSON object, not several")
+		httpjson.Error(w, http.StatusBadRequest, "the body must be one JSON object, not several")
 		return
 	}
 	if ev.Event == "" {
 		ev.Event = fieldString(ev.Payload, "type")
 	}
 	if ev.Event == "ping" || !hook.Filter.Match(ev) {
-		httpapi.WriteJSON(w, http.StatusAccepted, map[string]string{"status": "ignored"})
+		httpjson.Write(w, http.StatusAccepted, map[string]string{"status": "ignored"})
 		return
 	}
 	text, err := a.requestText(hook, ev)
 	if err != nil {
-		httpapi.WriteError(w, http.StatusBadRequest, err.Error())
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	// The audit log then says which delivery a request came from, by the
@@ -159,11 +159,11 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, bot.ErrRateLimited):
 		w.Header().Set("Retry-After", "60")
-		httpapi.WriteError(w, http.StatusTooManyRequests, err.Error())
+		httpjson.Error(w, http.StatusTooManyRequests, err.Error())
 		return
 	case err != nil:
 		a.logger.Warn("webhook not queued", "request", rid, "hook", hook.Name, "err", err)
-		httpapi.WriteError(w, http.StatusServiceUnavailable, "BobNet could not queue the request; deliver it again shortly")
+		httpjson.Error(w, http.StatusServiceUnavailable, "BobNet could not queue the request; deliver it again shortly")
 		return
 	}
 	writeAccepted(w, id, dup)
@@ -192,7 +192,7 @@ func (a *Adapter) requestText(hook *Hook, ev Event) (string, error) {
 // escaping in JSON; any other id goes through encoding/json.
 func writeAccepted(w http.ResponseWriter, id bot.RequestID, dup bool) {
 	if !plainID(string(id)) {
-		httpapi.WriteJSON(w, http.StatusAccepted, accepted{RequestID: id, Duplicate: dup})
+		httpjson.Write(w, http.StatusAccepted, accepted{RequestID: id, Duplicate: dup})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

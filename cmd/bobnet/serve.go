@@ -19,6 +19,7 @@ import (
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/httpjson"
 	"github.com/bobnet/bobnet/metrics"
 	"github.com/bobnet/bobnet/planner"
 	boardrun "github.com/bobnet/bobnet/run" // main has a func run
@@ -170,7 +171,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer, logRequests(logger), console.SecurityHeaders)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": store, "redis": redisStore}, logger))
 	r.Handle("/metrics", series.Handler())
@@ -277,9 +278,9 @@ func readyHandler(deps map[string]pinger, logger *slog.Logger) http.HandlerFunc 
 			}
 		}
 		if len(failed) > 0 {
-			httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failing": failed})
+			httpjson.Write(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failing": failed})
 			return
 		}
-		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		httpjson.Write(w, http.StatusOK, map[string]string{"status": "ready"})
 	}
 }
