@@ -3,6 +3,8 @@ package board
 import (
 	"errors"
 	"time"
+
+	"github.com/bobnet/bobnet/plan"
 )
 
 // The states of a run.
@@ -61,10 +63,9 @@ type RunStart struct {
 	Board   ID
 	User    string
 	Trigger string // manual, schedule or catch_up
-	// Runner gives, for a card's assignee, who works the card ("model",
-	// "hook:<name>" or "" for people) and whether its output goes to
-	// Review before Done.
-	Runner   func(assignee string) (runner string, review bool)
+	// Runners says who works each assignee's cards and whether their
+	// output goes to Review before Done.
+	Runners  plan.Runners
 	Deadline time.Duration
 }
 

@@ -63,7 +63,7 @@ func TestTheDailyNewspaper(t *testing.T) {
 	next, _ := sc.Next(time.Now())
 	worker := run.NewWorker(env.Store, planner.NewClient(planner.ClientConfig{BaseURL: env.Model.URL(), Model: "test-model", Timeout: 10 * time.Second}, storetest.Logger(t)),
 		env.Engine, env.Engine, nopObserver{}, planner.DefaultProfiles(), run.Config{Workers: 3, Lease: time.Minute, Poll: 10 * time.Millisecond}, storetest.Logger(t))
-	sched := run.NewScheduler(env.Store, env.Engine, worker.Runner, time.Hour, storetest.Logger(t))
+	sched := run.NewScheduler(env.Store, env.Engine, worker.Runners(), time.Hour, storetest.Logger(t))
 	if err := sched.Tick(ctx, next.Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}

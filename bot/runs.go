@@ -61,7 +61,7 @@ func (e *Engine) StartRun(ctx context.Context, ch Channel, user, ref string) (bo
 	}
 	r, err := e.deps.Runs.StartRun(ctx, board.RunStart{
 		Board: b.ID, User: user, Trigger: "manual", Deadline: e.cfg.RunDeadline,
-		Runner: func(assignee string) (string, bool) { return planner.RunnerFor(e.cfg.Profiles, assignee) },
+		Runners: planner.RunnersOf(e.cfg.Profiles),
 	})
 	switch {
 	case errors.Is(err, board.ErrRunGoing), errors.Is(err, board.ErrNotFound):

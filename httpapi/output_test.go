@@ -82,7 +82,7 @@ func TestPostingADispatchedCardsOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := s.StartRun(ctx, board.RunStart{Board: out.BoardID, User: "alice", Trigger: "manual", Deadline: time.Hour,
-		Runner: func(a string) (string, bool) { return "hook:tool", a != "Planner" }})
+		Runners: plan.Runners{ByName: map[string]plan.Runner{"planner": {Name: "hook:tool", NoReview: true}}, Others: plan.Runner{Name: "hook:tool"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

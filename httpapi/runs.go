@@ -14,6 +14,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpjson"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // RunStore is what the runs API needs of storage; *store.Store is one.
@@ -36,15 +37,15 @@ type RunEngine interface {
 type Runs struct {
 	store RunStore
 	eng   RunEngine
-	// runner says who works an assignee's cards (run.Worker.Runner).
-	runner   func(assignee string) (string, bool)
+	// runners says who works an assignee's cards (run.Worker.Runners).
+	runners  plan.Runners
 	deadline time.Duration
 	base     string // the public URL, for run page links
 }
 
 // NewRuns makes the runs API; deadline is how long a run may take.
-func NewRuns(store RunStore, eng RunEngine, runner func(string) (string, bool), deadline time.Duration, publicURL string) *Runs {
-	return &Runs{store: store, eng: eng, runner: runner, deadline: deadline, base: strings.TrimRight(publicURL, "/")}
+func NewRuns(store RunStore, eng RunEngine, runners plan.Runners, deadline time.Duration, publicURL string) *Runs {
+	return &Runs{store: store, eng: eng, runners: runners, deadline: deadline, base: strings.TrimRight(publicURL, "/")}
 }
 
 // Routes mounts the runs API; the caller puts the token guard in front.
@@ -81,7 +82,7 @@ func (x *Runs) start(w http.ResponseWriter, r *http.Request) {
 	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) {
 		return
 	}
-	run, err := x.store.StartRun(r.Context(), board.RunStart{Board: id, User: body.User, Trigger: "manual", Runner: x.runner, Deadline: x.deadline})
+	run, err := x.store.StartRun(r.Context(), board.RunStart{Board: id, User: body.User, Trigger: "manual", Runners: x.runners, Deadline: x.deadline})
 	if err != nil {
 		x.fail(w, err)
 		return

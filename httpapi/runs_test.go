@@ -62,7 +62,7 @@ func TestRunsAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := chi.NewRouter()
-	httpapi.NewRuns(s, engine{s}, func(string) (string, bool) { return "model", true }, time.Hour, "http://bobnet.example").Routes(r)
+	httpapi.NewRuns(s, engine{s}, plan.Runners{Others: plan.Runner{Name: "model"}}, time.Hour, "http://bobnet.example").Routes(r)
 	ts := httptest.NewServer(r)
 	t.Cleanup(ts.Close)
 	b := "/api/v1/boards/" + string(out.BoardID)

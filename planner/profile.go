@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bobnet/bobnet/plan"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -129,16 +130,18 @@ func ProfileNames(ps []Profile) []string {
 	return names
 }
 
-// RunnerFor says who works the cards of assignee in a run, and whether
-// their output waits in Review: from the assignee's profile (matched
-// case-insensitively); people work the cards of anyone else, reviewed.
-func RunnerFor(ps []Profile, assignee string) (runner string, review bool) {
+// RunnersOf says who works the cards of each profile's assignee in a run,
+// and whether their output waits in Review; the first profile of a name
+// counts. People work the cards of anyone else, reviewed.
+func RunnersOf(ps []Profile) plan.Runners {
+	rs := plan.Runners{ByName: map[string]plan.Runner{}}
 	for _, p := range ps {
-		if strings.EqualFold(p.Name, strings.TrimSpace(assignee)) {
-			return p.Runner, p.Review != "none"
+		key := plan.RunnerKey(p.Name)
+		if _, ok := rs.ByName[key]; !ok {
+			rs.ByName[key] = plan.Runner{Name: p.Runner, NoReview: p.Review == "none"}
 		}
 	}
-	return "", true
+	return rs
 }
 
 // Profile is an assignee profile loaded from an AGENT.md file (seed 003).

@@ -88,3 +88,17 @@ func TestLoadProfilesErrors(t *testing.T) {
 		t.Error("missing folder loaded")
 	}
 }
+
+func TestRunnersOfTheFirstProfileOfAName(t *testing.T) {
+	rs := RunnersOf([]Profile{
+		{Name: "Researcher", Runner: "model", Review: "none"},
+		{Name: "researcher", Runner: "hook:other"},
+		{Name: "Coder"},
+	})
+	if r := rs.For("RESEARCHER"); r.Name != "model" || !r.NoReview {
+		t.Errorf("Researcher: %+v", r)
+	}
+	if r := rs.For("Coder"); r.Name != "" || r.NoReview {
+		t.Errorf("Coder: %+v", r)
+	}
+}

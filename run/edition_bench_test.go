@@ -35,7 +35,7 @@ func BenchmarkRunPage64(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.StartRun(ctx, board.RunStart{Board: res.BoardID, User: "bench", Trigger: "manual", Deadline: time.Hour, Runner: func(string) (string, bool) { return "model", false }}); err != nil {
+	if _, err := s.StartRun(ctx, board.RunStart{Board: res.BoardID, User: "bench", Trigger: "manual", Deadline: time.Hour, Runners: plan.Runners{Others: plan.Runner{Name: "model", NoReview: true}}}); err != nil {
 		b.Fatal(err)
 	}
 	output := "## A finding\n\n" + strings.Repeat("A sentence with [a source](https://example.org/a) and *emphasis*. ", 12) + "\n\n- one\n- two\n- three\n"

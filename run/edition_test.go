@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/run"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -24,7 +25,7 @@ func TestEditionRendersOutputsSafely(t *testing.T) {
 	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s)
-	_, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: func(string) (string, bool) { return "model", true }, Deadline: time.Hour})
+	_, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: plan.Runners{Others: plan.Runner{Name: "model"}}, Deadline: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,7 @@ func TestHookCardsAreDispatchedOncePerRound(t *testing.T) {
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s)
 	a, b, tell := hookWorkers(t, s, []outbox.Endpoint{{URL: "https://tool.example/bobnet", Secret: "whsec_Y2FsbGJhY2stc2VjcmV0LWZvci10ZXN0cw=="}})
-	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: a.Runner, Deadline: time.Hour})
+	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: a.Runners(), Deadline: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestAHookWithoutCallbacksStopsTheRun(t *testing.T) {
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s)
 	a, b, _ := hookWorkers(t, s, nil)
-	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: a.Runner, Deadline: time.Hour})
+	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: a.Runners(), Deadline: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

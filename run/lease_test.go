@@ -55,7 +55,7 @@ func TestRunnersKeepTheirCardsAndLoseThemWhenTheyStop(t *testing.T) {
 	a := run.NewWorker(s, client, tellA, &budget{}, tellA, profiles, cfg, storetest.Logger(t))
 	b := run.NewWorker(s, client, tellB, &budget{}, tellB, profiles, cfg, storetest.Logger(t))
 
-	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: a.Runner, Deadline: time.Hour})
+	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: a.Runners(), Deadline: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 )
 
 // due says which slots of a schedule have come since last, up to now: the
@@ -45,15 +46,15 @@ type ScheduleTeller interface {
 type Scheduler struct {
 	store    ScheduleStore
 	tell     ScheduleTeller
-	runner   func(assignee string) (string, bool)
+	runners  plan.Runners
 	deadline time.Duration
 	logger   *slog.Logger
 }
 
-// NewScheduler makes a scheduler; runner says who works each assignee's
+// NewScheduler makes a scheduler; runners says who works each assignee's
 // cards (Worker.Runner) and deadline how long a run may take.
-func NewScheduler(store ScheduleStore, tell ScheduleTeller, runner func(string) (string, bool), deadline time.Duration, logger *slog.Logger) *Scheduler {
-	return &Scheduler{store: store, tell: tell, runner: runner, deadline: deadline, logger: logger}
+func NewScheduler(store ScheduleStore, tell ScheduleTeller, runners plan.Runners, deadline time.Duration, logger *slog.Logger) *Scheduler {
+	return &Scheduler{store: store, tell: tell, runners: runners, deadline: deadline, logger: logger}
 }
 
 // Run ticks every interval until ctx ends, with the clock now.
@@ -97,7 +98,7 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) error {
 		if n > 1 || now.Sub(slot) > lateAfter {
 			trigger = "catch_up"
 		}
-		r, err := s.store.StartRun(ctx, board.RunStart{Board: sc.Board, User: sc.SetBy, Trigger: trigger, Runner: s.runner, Deadline: s.deadline})
+		r, err := s.store.StartRun(ctx, board.RunStart{Board: sc.Board, User: sc.SetBy, Trigger: trigger, Runners: s.runners, Deadline: s.deadline})
 		switch {
 		case errors.Is(err, board.ErrRunGoing):
 			s.tell.Skipped(ctx, sc.Board, slot.In(loc), "the previous run is still going")

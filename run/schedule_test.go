@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/run"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -66,7 +67,7 @@ func TestScheduleFiresOnceAndCatchesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	tell := &scheduleTeller{}
-	runner := func(string) (string, bool) { return "", true }
+	var runner plan.Runners // people work every card
 	replicas := []*run.Scheduler{
 		run.NewScheduler(s, tell, runner, time.Hour, storetest.Logger(t)),
 		run.NewScheduler(s, tell, runner, time.Hour, storetest.Logger(t)),

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -78,6 +79,7 @@ type Worker struct {
 	budget   Budget
 	obs      Observer
 	profiles map[string]planner.Profile // lower-case name -> profile
+	runners  plan.Runners
 	cfg      Config
 	logger   *slog.Logger
 	hooks    *hooks // nil: cards of hook runners are not dispatched
@@ -93,18 +95,12 @@ func NewWorker(store Store, model Model, tell Teller, budget Budget, obs Observe
 	if cfg.Workers < 1 {
 		cfg.Workers = 1
 	}
-	return &Worker{store: store, model: model, tell: tell, budget: budget, obs: obs, profiles: byName, cfg: cfg, logger: logger}
+	return &Worker{store: store, model: model, tell: tell, budget: budget, obs: obs, profiles: byName, runners: planner.RunnersOf(profiles), cfg: cfg, logger: logger}
 }
 
-// Runner says who works cards of assignee and whether they are reviewed,
-// from the assignee's profile: RunStart's Runner.
-func (w *Worker) Runner(assignee string) (string, bool) {
-	p, ok := w.profiles[strings.ToLower(strings.TrimSpace(assignee))]
-	if !ok {
-		return "", true
-	}
-	return planner.RunnerFor([]planner.Profile{p}, assignee)
-}
+// Runners says who works each assignee's cards and whether they are
+// reviewed, from the profiles: RunStart's Runners.
+func (w *Worker) Runners() plan.Runners { return w.runners }
 
 // Run works until ctx ends.
 func (w *Worker) Run(ctx context.Context) error {

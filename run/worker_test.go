@@ -132,7 +132,7 @@ func TestTheModelWorksTheNewspaper(t *testing.T) {
 	tell := &teller{}
 	w := run.NewWorker(s, client, tell, &budget{}, tell, planner.DefaultProfiles(), run.Config{Workers: 2, Lease: time.Minute, Poll: 10 * time.Millisecond}, storetest.Logger(t))
 
-	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: w.Runner, Deadline: time.Hour})
+	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: w.Runners(), Deadline: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestARunWaitsForTheModelBudget(t *testing.T) {
 	tell, b := &teller{}, &budget{}
 	b.over.Store(true)
 	w := run.NewWorker(s, client, tell, b, tell, planner.DefaultProfiles(), run.Config{Workers: 1, Lease: time.Minute, Poll: 10 * time.Millisecond}, storetest.Logger(t))
-	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: w.Runner, Deadline: time.Hour})
+	r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: w.Runners(), Deadline: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

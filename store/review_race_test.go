@@ -19,7 +19,7 @@ func TestReviewsAtOnceDecideOnce(t *testing.T) {
 	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s, "console:review-race")
-	run, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: allModel, Deadline: time.Hour})
+	run, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: allModel, Deadline: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -20,8 +21,7 @@ const (
 )
 
 const (
-	lockBoard       = `SELECT id FROM boards WHERE id = $1 FOR UPDATE`
-	selectAssignees = `SELECT DISTINCT assignee FROM cards WHERE board_id = $1`
+	lockBoard = `SELECT id FROM boards WHERE id = $1 FOR UPDATE`
 	// The board's lock (taken first) orders the numbers; the unique index
 	// on running runs refuses a second one (23505).
 	insertRun = `INSERT INTO runs (id, board_id, number, state, started_by, trigger, deadline)
@@ -46,8 +46,8 @@ SELECT $1, $2, coalesce(max(number), 0) + 1, 'running', $3, $4, now() + $5::inte
 )
 SELECT count(pg_notify('` + changesChannel + `', json_build_object('b', $1::text, 'c', card, 'a', id)::text)) FROM aud`
 	insertRunCards = `INSERT INTO run_cards (run_id, card_id, runner, review)
-SELECT $1, c.id, coalesce(r.runner, ''), coalesce(r.review, true)
-FROM cards c LEFT JOIN unnest($3::text[], $4::text[], $5::bool[]) AS r(assignee, runner, review) ON r.assignee = c.assignee
+SELECT $1, c.id, coalesce(r.runner, $6), NOT coalesce(r.no_review, $7)
+FROM cards c LEFT JOIN unnest($3::text[], $4::text[], $5::bool[]) AS r(name, runner, no_review) ON r.name = lower(btrim(c.assignee))
 WHERE c.board_id = $2`
 	insertRunAu = `INSERT INTO audit_events (actor, action, channel, board_id, detail) SELECT $1, $2, channel, id, $3 FROM boards WHERE id = $4`
 
@@ -72,20 +72,12 @@ ORDER BY c.position, c.number`
 // The run comes back read in the same batch.
 func (s *Store) StartRun(ctx context.Context, st board.RunStart) (board.Run, error) {
 	id := board.NewRunID()
-	// Who works each assignee's cards is the caller's to say; the
-	// assignees are read first (a card assigned meanwhile to someone new
-	// is worked by people this once).
-	rows, _ := s.pool.Query(ctx, selectAssignees, st.Board)
-	assignees, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return board.Run{}, fmt.Errorf("start a run of %s: %w", st.Board, err)
-	}
-	runners, reviews := make([]string, len(assignees)), make([]bool, len(assignees))
-	for i, a := range assignees {
-		runners[i], reviews[i] = "", true
-		if st.Runner != nil {
-			runners[i], reviews[i] = st.Runner(a)
-		}
+	// Who works each assignee's cards goes with the batch, so the start
+	// is one round trip.
+	var names, runners []string
+	var noReview []bool
+	for name, r := range st.Runners.ByName {
+		names, runners, noReview = append(names, plan.RunnerKey(name)), append(runners, r.Name), append(noReview, r.NoReview)
 	}
 	detail, _ := json.Marshal(map[string]any{"run_id": id, "trigger": st.Trigger})
 	b := &pgx.Batch{}
@@ -99,7 +91,7 @@ func (s *Store) StartRun(ctx context.Context, st board.RunStart) (board.Run, err
 	})
 	b.Queue(insertRun, id, st.Board, st.User, st.Trigger, st.Deadline.String())
 	b.Queue(resetCardsForRun, st.Board, st.User)
-	b.Queue(insertRunCards, id, st.Board, assignees, runners, reviews)
+	b.Queue(insertRunCards, id, st.Board, names, runners, noReview, st.Runners.Others.Name, st.Runners.Others.NoReview)
 	b.Queue(insertRunAu, st.User, "run_started", detail, st.Board)
 	b.Queue("COMMIT")
 	// The run read back in the same batch: a failure above skips these.
@@ -115,7 +107,7 @@ func (s *Store) StartRun(ctx context.Context, st board.RunStart) (board.Run, err
 		run.Cards, err = pgx.CollectRows(rows, scanRunCard)
 		return err
 	})
-	err = s.pool.SendBatch(ctx, b).Close()
+	err := s.pool.SendBatch(ctx, b).Close()
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "23505":

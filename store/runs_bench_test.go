@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -28,7 +29,7 @@ func benchRunBoard(b *testing.B, s *store.Store) board.ID {
 	}
 	for range 20 {
 		r, err := s.StartRun(ctx, board.RunStart{Board: res.BoardID, User: "bench", Trigger: "manual", Deadline: time.Hour,
-			Runner: func(string) (string, bool) { return "model", true }})
+			Runners: plan.Runners{Others: plan.Runner{Name: "model"}}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -52,7 +53,7 @@ func BenchmarkStartRun64(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r, err := s.StartRun(ctx, board.RunStart{Board: id, User: "bench", Trigger: "manual", Deadline: time.Hour,
-			Runner: func(string) (string, bool) { return "model", true }})
+			Runners: plan.Runners{Others: plan.Runner{Name: "model"}}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 )
 
 // allModel has the model work every card, with review.
-func allModel(string) (string, bool) { return "model", true }
+var allModel = plan.Runners{Others: plan.Runner{Name: "model"}}
 
 // TestRunWorksTheBoardInDependencyOrder: a run resets the cards, hands
 // them to the runner in dependency order with the outputs of what they
@@ -29,7 +29,7 @@ func TestRunWorksTheBoardInDependencyOrder(t *testing.T) {
 	if _, err := s.ChangeCard(ctx, board.CardChange{Card: cards["topic_policy"].ID, Actor: "alice", Status: &done}); err != nil {
 		t.Fatal(err)
 	}
-	run, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: allModel, Deadline: time.Hour})
+	run, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: allModel, Deadline: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestRunWorksTheBoardInDependencyOrder(t *testing.T) {
 	if again, _ := s.SweepRuns(ctx); len(again) != 0 {
 		t.Fatalf("ended twice: %+v", again)
 	}
-	next, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "schedule", Runner: allModel, Deadline: time.Hour})
+	next, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "schedule", Runners: allModel, Deadline: time.Hour})
 	if err != nil || next.Number != 2 {
 		t.Fatalf("run 2: %+v %v", next, err)
 	}
@@ -121,7 +121,7 @@ func TestRunSendBackAndFailures(t *testing.T) {
 	s := storetest.NewStore(t)
 	ctx := context.Background()
 	id, _ := newspaperBoard(t, s, "console:sendback")
-	run, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runner: allModel, Deadline: time.Hour})
+	run, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: allModel, Deadline: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,7 +201,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		Chat:      httpapi.NewChat(httpapi.ChatDeps{Engine: engine, Channels: con, Successors: store, Boards: store, Streams: streams}, logger),
 		Cards:     httpapi.NewCards(engine, logger),
 		Policies:  httpapi.NewPolicies(store, engine, logger),
-		Runs:      httpapi.NewRuns(store, engine, runs.Runner, cfg.RunDeadline, cfg.PublicURL),
+		Runs:      httpapi.NewRuns(store, engine, runs.Runners(), cfg.RunDeadline, cfg.PublicURL),
 		Schedules: httpapi.NewSchedules(store, time.Now),
 		Boards:    httpapi.NewBoards(store, pages.Events, logger),
 		Outputs:   httpapi.NewOutputs(store, engine),
@@ -212,7 +212,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	}
 	ext.hooks.Routes(r) // signed by their senders, not by the API token
 	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs,
-		schedules: boardrun.NewScheduler(store, engine, runs.Runner, cfg.RunDeadline, logger), close: closeAll}, nil
+		schedules: boardrun.NewScheduler(store, engine, runs.Runners(), cfg.RunDeadline, logger), close: closeAll}, nil
 }
 
 // runServe starts everything configured and serves until ctx is done,
