@@ -1,0 +1,83 @@
+//go:build goolm
+
+package matrix_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+// TestMatrixEncryptedReviewReaction: in an encrypted room the review
+// announcement is encrypted, alice's encrypted ✅ on it is decrypted and
+// accepts the card, and the announcement's edit is encrypted too.
+func TestMatrixEncryptedReviewReaction(t *testing.T) {
+	w := newWorld(t)
+	w.encrypt = true
+	w.start()
+	h := withCrypto(t, w.alice)
+	w.decode = func(e *event.Event) *event.Event {
+		if e.Type != event.EventEncrypted || e.Content.ParseRaw(e.Type) != nil {
+			return e
+		}
+		if dec, err := h.Decrypt(context.Background(), e); err == nil {
+			return dec
+		}
+		return e
+	}
+	w.openRoom(event.Event{Type: event.StateEncryption, StateKey: new(string), Content: event.Content{Parsed: &event.EncryptionEventContent{Algorithm: id.AlgorithmMegolmV1}}})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		enc, _ := w.alice.cli.StateStore.IsEncrypted(context.Background(), w.room)
+		if enc && w.alice.cli.StateStore.IsInRoom(context.Background(), w.room, w.bot.ID) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("alice's client never saw the room as encrypted with the bot in it")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ctx := context.Background()
+	req := w.say(w.alice, "BobNet plan our daily research newspaper", "", true)
+	pv := w.waitFor("preview", w.preview(req, 1))
+	w.react(w.alice, pv.ID, "✅")
+	w.waitFor("board link", w.fromBot(req, "created with 10 cards"))
+	if _, err := w.env.Engine.StartRun(ctx, bot.Channel{Source: bot.SourceMatrix, ID: string(w.room)}, string(w.alice.ID), ""); err != nil {
+		t.Fatal(err)
+	}
+	job, ok, err := w.env.Store.ClaimRunCard(ctx, "model", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	up, err := w.env.Store.CompleteRunCard(ctx, job, "Planner", "today's topics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.env.Engine.Reviewing(ctx, job, up)
+	ann := w.waitFor("review announcement", w.fromBot(req, "is ready for review in run 1"))
+	if !ann.Mautrix.WasEncrypted {
+		t.Fatal("the announcement in an encrypted room was sent in the clear")
+	}
+	// Alice's client encrypts her reaction, as Element does (mautrix's
+	// SendReaction would send it in the clear).
+	enc, err := h.Machine().EncryptMegolmEvent(ctx, w.room, event.EventReaction,
+		&event.ReactionEventContent{RelatesTo: event.RelatesTo{Type: event.RelAnnotation, EventID: ann.ID, Key: "✅"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.alice.cli.SendMessageEvent(ctx, w.room, event.EventEncrypted, enc); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor("alice's encrypted reaction", func(e *event.Event) bool {
+		r, ok := e.Content.Parsed.(*event.ReactionEventContent)
+		return ok && e.Sender == w.alice.ID && e.Mautrix.WasEncrypted && r.RelatesTo.EventID == ann.ID
+	})
+	w.waitFor("encrypted edit to accepted", func(e *event.Event) bool {
+		return e.Mautrix.WasEncrypted && w.edit(ann.ID, job.Card.Handle+" was accepted by "+string(w.alice.ID))(e)
+	})
+}
