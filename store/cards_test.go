@@ -21,24 +21,7 @@ func ptr(s string) *string { return &s }
 // cards by temp id.
 func newspaperBoard(t *testing.T, s *store.Store, channel string) (board.ID, map[string]board.Card) {
 	t.Helper()
-	ctx := context.Background()
-	res, err := s.Execute(ctx, board.Execution{ProposalID: board.ProposalID("p_" + channel), Channel: channel, Thread: "T1", ApprovedBy: "alice", Plan: newspaper(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, cards, err := s.Board(ctx, res.BoardID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byTemp := map[string]board.Card{}
-	for temp, id := range res.CardIDs {
-		for _, c := range cards {
-			if c.ID == id {
-				byTemp[temp] = c
-			}
-		}
-	}
-	return res.BoardID, byTemp
+	return storetest.Execute(t, s, board.Execution{ProposalID: board.ProposalID("p_" + channel), Channel: channel, Thread: "T1", ApprovedBy: "alice", Plan: newspaper(t)})
 }
 
 func TestHandlesAndFindCard(t *testing.T) {

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
@@ -9,6 +8,7 @@ import (
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 var profiles = []string{"Coder", "Planner", "Researcher", "Reviewer"}
@@ -29,22 +29,5 @@ func newspaper(t testing.TB) plan.Envelope {
 // cards by temp id.
 func newspaperBoard(t *testing.T, s *store.Store, channel string) (board.ID, map[string]board.Card) {
 	t.Helper()
-	ctx := context.Background()
-	res, err := s.Execute(ctx, board.Execution{ProposalID: board.ProposalID("p_" + channel), Channel: channel, Thread: "T1", ApprovedBy: "alice", Plan: newspaper(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, cards, err := s.Board(ctx, res.BoardID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byTemp := map[string]board.Card{}
-	for temp, id := range res.CardIDs {
-		for _, c := range cards {
-			if c.ID == id {
-				byTemp[temp] = c
-			}
-		}
-	}
-	return res.BoardID, byTemp
+	return storetest.Execute(t, s, board.Execution{ProposalID: board.ProposalID("p_" + channel), Channel: channel, Thread: "T1", ApprovedBy: "alice", Plan: newspaper(t)})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/migrations"
 	"github.com/bobnet/bobnet/store"
 )
@@ -94,4 +95,28 @@ func NewStore(t testing.TB) *store.Store {
 // readable; failures are reported through t.
 func Logger(testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// Execute approves ex on s and returns its board with its cards by the
+// plan's temp ids.
+func Execute(t testing.TB, s *store.Store, ex board.Execution) (board.ID, map[string]board.Card) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := s.Execute(ctx, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cards, err := s.Board(ctx, res.BoardID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[board.CardID]board.Card{}
+	for _, c := range cards {
+		byID[c.ID] = c
+	}
+	byTemp := map[string]board.Card{}
+	for temp, id := range res.CardIDs {
+		byTemp[temp] = byID[id]
+	}
+	return res.BoardID, byTemp
 }
