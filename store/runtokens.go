@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/bobnet/bobnet/board"
 
@@ -41,28 +42,13 @@ WHERE rc.run_id = $1 AND rc.card_id = $2 FOR UPDATE OF rc`
 func (s *Store) DispatchRunCard(ctx context.Context, runner string, dispatch func(job board.RunJob) (token string, evs []board.OutboundEvent, err error)) (job board.RunJob, ok bool, err error) {
 	var undeliverable error
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var runID board.RunID
-		var cardID board.CardID
-		job.Holder = board.NewHolderID()
 		// The lease is the run's deadline, set below with the token; the
 		// claim's own lease only has to outlive the transaction.
-		err := tx.QueryRow(ctx, claimRunCard, runner, maxAttempts, "1 hour", job.Holder).Scan(&runID, &cardID, &job.Attempt, &job.Feedback)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
+		var err error
+		if job, ok, err = claimJob(ctx, tx, runner, time.Hour); err != nil || !ok {
 			return err
 		}
-		ok = true
-		started := "In Progress"
-		up, err := changeCard(ctx, tx, board.CardChange{Card: cardID, Actor: runner, Via: "run", Status: &started})
-		if err != nil {
-			return err
-		}
-		job.Card, job.Board = up.Card, up.Board
-		if job, _, err = fillJob(ctx, tx, job, runID); err != nil {
-			return err
-		}
+		runID, cardID := job.Run.ID, job.Card.ID
 		token, evs, err := dispatch(job)
 		if err == nil && len(evs) == 0 {
 			err = fmt.Errorf("%s has no callbacks to send the card to", runner)
@@ -199,13 +185,5 @@ func fillJob(ctx context.Context, q querier, job board.RunJob, runID board.RunID
 		return board.RunJob{}, false, fmt.Errorf("cards of run %s: %w", runID, err)
 	}
 	job.Run = run
-	job.Inputs = nil
-	for _, c := range cards {
-		if c.Card == job.Card.ID {
-			job.RunCard = c
-		} else {
-			job.Inputs = append(job.Inputs, c)
-		}
-	}
-	return job, true, nil
+	return withJobCards(job, cards), true, nil
 }

@@ -104,6 +104,21 @@ WHERE r.state = 'running' AND rc.runner <> '' AND rc.attempts >= $1 AND rc.lease
 // then what the runner needs read back by the new holder, all in the
 // batch's one implicit transaction.
 func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Duration) (board.RunJob, bool, error) {
+	job, ok, err := claimJob(ctx, s.pool, runner, lease)
+	if err != nil {
+		return board.RunJob{}, false, fmt.Errorf("claim a run card: %w", err)
+	}
+	return job, ok, nil
+}
+
+// batcher sends a batch: the pool (one implicit transaction) or a
+// transaction of the caller's.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// claimJob is ClaimRunCard on q.
+func claimJob(ctx context.Context, q batcher, runner string, lease time.Duration) (board.RunJob, bool, error) {
 	job := board.RunJob{Holder: board.NewHolderID()}
 	var run board.Run
 	var cards []board.RunCard
@@ -149,16 +164,23 @@ func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Dura
 		cards, err = pgx.CollectRows(rows, scanRunCard)
 		return err
 	})
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return board.RunJob{}, false, fmt.Errorf("claim a run card: %w", err)
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
+		return board.RunJob{}, false, err
 	}
 	if !found {
 		return board.RunJob{}, false, nil
 	}
 	if job.Card.ID == "" || run.ID == "" {
-		return board.RunJob{}, false, fmt.Errorf("claim a run card: the card taken by %s was not read back", job.Holder)
+		return board.RunJob{}, false, fmt.Errorf("the card taken by %s was not read back", job.Holder)
 	}
 	job.Run = run
+	return withJobCards(job, cards), true, nil
+}
+
+// withJobCards is job with its card as the run has it and, as its inputs,
+// the cards it depends on, out of cards (the one and the others).
+func withJobCards(job board.RunJob, cards []board.RunCard) board.RunJob {
+	job.Inputs = nil
 	for _, c := range cards {
 		if c.Card == job.Card.ID {
 			job.RunCard = c
@@ -166,7 +188,7 @@ func (s *Store) ClaimRunCard(ctx context.Context, runner string, lease time.Dura
 			job.Inputs = append(job.Inputs, c)
 		}
 	}
-	return job, true, nil
+	return job
 }
 
 // CompleteRunCard keeps a runner's output for the card it holds and moves
