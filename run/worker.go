@@ -78,7 +78,7 @@ type Worker struct {
 	tell     Teller
 	budget   Budget
 	obs      Observer
-	profiles map[string]planner.Profile // lower-case name -> profile
+	profiles map[string]planner.Profile // plan.RunnerKey of the name -> profile
 	runners  plan.Runners
 	cfg      Config
 	logger   *slog.Logger
@@ -90,7 +90,7 @@ type Worker struct {
 func NewWorker(store Store, model Model, tell Teller, budget Budget, obs Observer, profiles []planner.Profile, cfg Config, logger *slog.Logger) *Worker {
 	byName := map[string]planner.Profile{}
 	for _, p := range profiles {
-		byName[strings.ToLower(p.Name)] = p
+		byName[plan.RunnerKey(p.Name)] = p
 	}
 	if cfg.Workers < 1 {
 		cfg.Workers = 1
@@ -151,7 +151,7 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	p, known := w.profiles[strings.ToLower(job.Card.Assignee)]
+	p, known := w.profiles[plan.RunnerKey(job.Card.Assignee)]
 	if !known || p.Runner != "model" {
 		// The profile changed since the run started; people work it.
 		return true, w.store.FailRunCard(ctx, job, fmt.Sprintf("%q is no longer a profile the model works", job.Card.Assignee))
