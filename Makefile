@@ -7,9 +7,10 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 all: build
 
-# -tags goolm: Matrix end-to-end encryption with the pure-Go Olm, no cgo.
+# -tags goolm: Matrix end-to-end encryption with the pure-Go Olm; no cgo, so a
+# static binary (mautrix links a sqlite driver BobNet never opens).
 build:
-	$(GO) build -buildvcs=auto -tags goolm -o bin/bobnet ./cmd/bobnet
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -tags goolm -o bin/bobnet ./cmd/bobnet
 
 run:
 	scripts/run.sh

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"unicode"
 
@@ -16,9 +15,20 @@ import (
 	"github.com/bobnet/bobnet/plan"
 )
 
-// UserName is who acts, as every route takes it: 1 to 64 letters,
-// digits or . _ @ -.
-var UserName = regexp.MustCompile(`^[\p{L}\p{N}._@-]{1,64}$`)
+// ValidName reports whether s names who acts, as every route takes it:
+// 1 to 64 letters, digits or . _ @ -. A loop, not a regular expression:
+// the expression's counted repetition of two Unicode classes compiled
+// to 1.4 MB held for the life of the process.
+func ValidName(s string) bool {
+	n := 0
+	for _, r := range s {
+		n++
+		if n > 64 || !(unicode.IsLetter(r) || unicode.IsNumber(r) || strings.ContainsRune("._@-", r)) {
+			return false
+		}
+	}
+	return n > 0
+}
 
 // Errors of strict JSON decoding; check with errors.Is.
 var (
@@ -149,7 +159,7 @@ func foldKey(key string) string {
 // came with a token bound to a user, that user. It answers when it
 // reports false.
 func ValidUser(w http.ResponseWriter, r *http.Request, user string) bool {
-	if !UserName.MatchString(user) {
+	if !ValidName(user) {
 		httpjson.Error(w, http.StatusBadRequest, `"user" is required: 1 to 64 letters, digits or . _ @ -`)
 		return false
 	}

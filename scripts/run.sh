@@ -51,7 +51,7 @@ printf 'DATABASE_URL=%s\nREDIS_URL=%s\n' "$DATABASE_URL" "$REDIS_URL" >"$dir/env
 echo "run: building BobNet into bin/bobnet (the first time takes a few minutes)" >&2
 # The same binary and path as `make build`; -buildvcs stamps the commit
 # into `bobnet version` (in a git checkout) even where GOFLAGS turns it off.
-go build -buildvcs=auto -tags goolm -o bin/bobnet ./cmd/bobnet 9>&-
+CGO_ENABLED=0 go build -buildvcs=auto -tags goolm -o bin/bobnet ./cmd/bobnet 9>&-
 bin/bobnet migrate
 if [ -n "${BOBNET_DEMO:-}" ]; then
 	# make demo: the canned model on a free loopback port, stopped with

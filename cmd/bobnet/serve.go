@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bobnet/bobnet/adapters/console"
@@ -169,7 +168,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	}
 
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer, logRequests(logger), console.SecurityHeaders)
+	r.Use(logRequests(logger), console.SecurityHeaders)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -95,6 +96,11 @@ func (a *app) serve(ctx context.Context, ln net.Listener, cfg Config, logger *sl
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	logger.Info("BobNet is serving", "addr", ln.Addr().String(), "public_url", cfg.PublicURL)
+	// Starting (package set-up, migrations, first connections) leaves
+	// megabytes of garbage; hand those pages back now rather than when the
+	// runtime's background scavenger gets to them, so an idle server is
+	// small from its first minute.
+	debug.FreeOSMemory()
 	var err error
 	select {
 	case err = <-served: // the listener failed: shut the rest down as well
