@@ -31,10 +31,11 @@ const (
     c.suggested_skills, c.notes, c.number, c.version, c.criteria_done, b.key || '-' || c.number
 FROM cards c JOIN boards b ON b.id = c.board_id WHERE c.id = $1 FOR UPDATE OF c`
 
-	selectCardColumns = `SELECT c.id, c.board_id, c.title, c.body, c.assignee, c.status, c.workspace_mode, c.acceptance_criteria,
-    c.suggested_skills, c.notes, c.number, c.version, c.criteria_done, b.key || '-' || c.number
-FROM cards c JOIN boards b ON b.id = c.board_id`
-	selectCard = selectCardColumns + ` WHERE c.id = $1`
+	// cardFields are what scanCard reads, of c (cards) and b (boards).
+	cardFields = `c.id, c.board_id, c.title, c.body, c.assignee, c.status, c.workspace_mode, c.acceptance_criteria,
+    c.suggested_skills, c.notes, c.number, c.version, c.criteria_done, b.key || '-' || c.number`
+	selectCardColumns = `SELECT ` + cardFields + ` FROM cards c JOIN boards b ON b.id = c.board_id`
+	selectCard        = selectCardColumns + ` WHERE c.id = $1`
 
 	selectCardByHandle = `SELECT c.id FROM cards c JOIN boards b ON b.id = c.board_id WHERE upper(b.key) = $1 AND c.number = $2`
 

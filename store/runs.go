@@ -25,7 +25,8 @@ const (
 	// The board's lock (taken first) orders the numbers; the unique index
 	// on running runs refuses a second one (23505).
 	insertRun = `INSERT INTO runs (id, board_id, number, state, started_by, trigger, deadline)
-SELECT $1, $2, coalesce(max(number), 0) + 1, 'running', $3, $4, now() + $5::interval FROM runs WHERE board_id = $2`
+SELECT $1, $2, coalesce(max(number), 0) + 1, 'running', $3, $4, now() + $5::interval FROM runs WHERE board_id = $2
+RETURNING ` + runColumns
 	// Every card back to its starting status, with the audit event and the
 	// notification a card change gets (changeCard's, for many cards at
 	// once), so the page shows the reset live.
@@ -45,13 +46,26 @@ SELECT $1, $2, coalesce(max(number), 0) + 1, 'running', $3, $4, now() + $5::inte
     RETURNING id, detail->>'card' AS card
 )
 SELECT count(pg_notify('` + changesChannel + `', json_build_object('b', $1::text, 'c', card, 'a', id)::text)) FROM aud`
-	insertRunCards = `INSERT INTO run_cards (run_id, card_id, runner, review)
-SELECT $1, c.id, coalesce(r.runner, $6), NOT coalesce(r.no_review, $7)
-FROM cards c LEFT JOIN unnest($3::text[], $4::text[], $5::bool[]) AS r(name, runner, no_review) ON r.name = lower(btrim(c.assignee))
-WHERE c.board_id = $2`
+	// Who works each card, the run's cards read back from what was
+	// inserted (the dependencies grouped once for the board, not looked up
+	// card by card).
+	insertRunCards = `WITH rc AS (
+    INSERT INTO run_cards (run_id, card_id, runner, review)
+    SELECT $1, c.id, coalesce(r.runner, $6), NOT coalesce(r.no_review, $7)
+    FROM cards c LEFT JOIN unnest($3::text[], $4::text[], $5::bool[]) AS r(name, runner, no_review) ON r.name = lower(btrim(c.assignee))
+    WHERE c.board_id = $2
+    RETURNING card_id, runner, review, output, attempts, rounds, feedback, error
+), deps AS (
+    SELECT card_id, array_agg(depends_on ORDER BY depends_on) AS ids FROM card_links WHERE board_id = $2 GROUP BY card_id
+)
+SELECT rc.card_id, b.key || '-' || c.number, c.title, c.status, c.assignee, rc.runner, rc.review, rc.output,
+    rc.attempts, rc.rounds, rc.feedback, rc.error, coalesce(d.ids, '{}')
+FROM rc JOIN cards c ON c.id = rc.card_id JOIN boards b ON b.id = c.board_id LEFT JOIN deps d ON d.card_id = rc.card_id
+ORDER BY c.position, c.number`
 	insertRunAu = `INSERT INTO audit_events (actor, action, channel, board_id, detail) SELECT $1, $2, channel, id, $3 FROM boards WHERE id = $4`
 
-	selectRun = `SELECT id, board_id, number, state, started_by, trigger, started_at, deadline, ended_at, reason FROM runs`
+	runColumns = `id, board_id, number, state, started_by, trigger, started_at, deadline, ended_at, reason`
+	selectRun  = `SELECT ` + runColumns + ` FROM runs`
 
 	runCardColumns = `SELECT rc.card_id, b.key || '-' || c.number, c.title, c.status, c.assignee, rc.runner, rc.review, rc.output,
     rc.attempts, rc.rounds, rc.feedback, rc.error,
@@ -69,7 +83,7 @@ ORDER BY c.position, c.number`
 // (Ready without dependencies, else Backlog; each change audited and sent
 // to the page as any card change is) and records who works each card.
 // ErrRunGoing when a run has not ended; ErrNotFound without such a board.
-// The run comes back read in the same batch.
+// The run and its cards come back from the inserts themselves.
 func (s *Store) StartRun(ctx context.Context, st board.RunStart) (board.Run, error) {
 	id := board.NewRunID()
 	// Who works each assignee's cards goes with the batch, so the start
@@ -89,24 +103,22 @@ func (s *Store) StartRun(ctx context.Context, st board.RunStart) (board.Run, err
 		}
 		return err
 	})
-	b.Queue(insertRun, id, st.Board, st.User, st.Trigger, st.Deadline.String())
-	b.Queue(resetCardsForRun, st.Board, st.User)
-	b.Queue(insertRunCards, id, st.Board, names, runners, noReview, st.Runners.Others.Name, st.Runners.Others.NoReview)
-	b.Queue(insertRunAu, st.User, "run_started", detail, st.Board)
-	b.Queue("COMMIT")
-	// The run read back in the same batch: a failure above skips these.
 	var run board.Run
-	b.Queue(selectRun+` WHERE id = $1`, id).Query(func(rows pgx.Rows) error {
+	b.Queue(insertRun, id, st.Board, st.User, st.Trigger, st.Deadline.String()).Query(func(rows pgx.Rows) error {
 		rs, err := pgx.CollectRows(rows, scanRun)
 		if len(rs) == 1 {
 			run = rs[0]
 		}
 		return err
 	})
-	b.Queue(selectRunCards, id).Query(func(rows pgx.Rows) (err error) {
-		run.Cards, err = pgx.CollectRows(rows, scanRunCard)
+	b.Queue(resetCardsForRun, st.Board, st.User)
+	var cards []board.RunCard
+	b.Queue(insertRunCards, id, st.Board, names, runners, noReview, st.Runners.Others.Name, st.Runners.Others.NoReview).Query(func(rows pgx.Rows) (err error) {
+		cards, err = pgx.CollectRows(rows, scanRunCard)
 		return err
 	})
+	b.Queue(insertRunAu, st.User, "run_started", detail, st.Board)
+	b.Queue("COMMIT")
 	err := s.pool.SendBatch(ctx, b).Close()
 	var pgErr *pgconn.PgError
 	switch {
@@ -119,6 +131,7 @@ func (s *Store) StartRun(ctx context.Context, st board.RunStart) (board.Run, err
 	case run.ID == "":
 		return board.Run{}, fmt.Errorf("start a run of %s: run %s not read back", st.Board, id)
 	}
+	run.Cards = cards
 	return run, nil
 }
 

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +36,12 @@ func TestRunWorksTheBoardInDependencyOrder(t *testing.T) {
 	}
 	if run.Number != 1 || run.State != board.RunRunning || len(run.Cards) != 10 {
 		t.Fatalf("run = %+v", run)
+	}
+	// The start's read-back (from its inserts) is the run as read later.
+	if again, err := s.Run(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	} else if !reflect.DeepEqual(again, run) {
+		t.Fatalf("the started run\n%+v\nreads back as\n%+v", run, again)
 	}
 	for _, c := range run.Cards {
 		want := "Backlog"

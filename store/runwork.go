@@ -52,14 +52,18 @@ SELECT job.attempts, job.feedback,
     (SELECT count(pg_notify('` + changesChannel + `', json_build_object('b', board_id, 'c', card, 'a', id)::text)) FROM aud)
 FROM job`
 
-	// The card a holder took, found through the running runs (few, and
-	// indexed) rather than by scanning every run's cards for the holder.
-	heldBy       = `(SELECT rc.run_id, rc.card_id FROM runs r JOIN run_cards rc ON rc.run_id = r.id WHERE r.state = 'running' AND rc.holder = $1)`
-	heldCard     = selectCardColumns + ` WHERE c.id = (SELECT card_id FROM ` + heldBy + ` h)`
-	heldCardDeps = `SELECT depends_on FROM card_links WHERE card_id = (SELECT card_id FROM ` + heldBy + ` h) ORDER BY depends_on`
-	heldBoard    = `SELECT b.id, b.name, b.goal, b.key, b.channel, b.thread, b.created_at FROM boards b JOIN cards c ON c.board_id = b.id
-WHERE c.id = (SELECT card_id FROM ` + heldBy + ` h)`
-	heldRun      = selectRun + ` WHERE id = (SELECT run_id FROM ` + heldBy + ` h)`
+	// The card a holder took (run_cards_holder: at most one), in a
+	// running run. holder <> '' names the partial index's condition, so
+	// a plan made once for any $1 uses it too.
+	heldBy = `(SELECT rc.run_id, rc.card_id FROM run_cards rc JOIN runs r ON r.id = rc.run_id
+WHERE rc.holder = $1 AND rc.holder <> '' AND r.state = 'running')`
+	// The card taken, the cards it depends on, its board and its run, in
+	// one row.
+	heldJob = `SELECT ` + cardFields + `,
+    coalesce((SELECT array_agg(l.depends_on ORDER BY l.depends_on) FROM card_links l WHERE l.card_id = c.id), '{}'),
+    b.name, b.goal, b.key, b.channel, b.thread, b.created_at,
+    r.id, r.number, r.state, r.started_by, r.trigger, r.started_at, r.deadline, r.ended_at, r.reason
+FROM ` + heldBy + ` h JOIN cards c ON c.id = h.card_id JOIN boards b ON b.id = c.board_id JOIN runs r ON r.id = h.run_id`
 	heldJobCards = `WITH h AS MATERIALIZED ` + heldBy + `
 ` + runCardColumns + ` WHERE rc.run_id = (SELECT run_id FROM h)
   AND rc.card_id IN (SELECT card_id FROM h UNION ALL SELECT depends_on FROM card_links WHERE card_id = (SELECT card_id FROM h))
@@ -133,32 +137,19 @@ func claimJob(ctx context.Context, q batcher, runner string, lease time.Duration
 		}
 		return rows.Err()
 	})
-	b.Queue(heldCard, job.Holder).Query(func(rows pgx.Rows) error {
-		cs, err := pgx.CollectRows(rows, scanCard)
-		if len(cs) == 1 {
-			job.Card = cs[0]
-		}
-		return err
-	})
-	b.Queue(heldCardDeps, job.Holder).Query(func(rows pgx.Rows) error {
-		deps, err := pgx.CollectRows(rows, pgx.RowTo[board.CardID])
-		job.Card.DependsOn = append(job.Card.DependsOn, deps...)
-		return err
-	})
-	b.Queue(heldBoard, job.Holder).Query(func(rows pgx.Rows) error {
+	b.Queue(heldJob, job.Holder).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			if err := rows.Scan(&job.Board.ID, &job.Board.Name, &job.Board.Goal, &job.Board.Key, &job.Board.Channel, &job.Board.Thread, &job.Board.CreatedAt); err != nil {
+			card, err := scanCardAnd(rows, &job.Card.DependsOn, &job.Board.Name, &job.Board.Goal, &job.Board.Key, &job.Board.Channel, &job.Board.Thread, &job.Board.CreatedAt,
+				&run.ID, &run.Number, &run.State, &run.StartedBy, &run.Trigger, &run.StartedAt, &run.Deadline, &run.EndedAt, &run.Reason)
+			if err != nil {
 				return err
 			}
+			deps := job.Card.DependsOn
+			job.Card, job.Card.DependsOn = card, deps
+			job.Board.ID, run.Board = card.BoardID, card.BoardID
+			run.Cards = []board.RunCard{}
 		}
 		return rows.Err()
-	})
-	b.Queue(heldRun, job.Holder).Query(func(rows pgx.Rows) error {
-		rs, err := pgx.CollectRows(rows, scanRun)
-		if len(rs) == 1 {
-			run = rs[0]
-		}
-		return err
 	})
 	b.Queue(heldJobCards, job.Holder).Query(func(rows pgx.Rows) (err error) {
 		cards, err = pgx.CollectRows(rows, scanRunCard)
