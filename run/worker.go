@@ -71,6 +71,10 @@ type Config struct {
 	Poll time.Duration
 }
 
+// DefaultLease is a Config's Lease when it names none: BOBNET_RECLAIM_IDLE's
+// default.
+const DefaultLease = time.Minute
+
 // Worker works the model's cards of every running run.
 type Worker struct {
 	store    Store
@@ -94,6 +98,14 @@ func NewWorker(store Store, model Model, tell Teller, budget Budget, obs Observe
 	}
 	if cfg.Workers < 1 {
 		cfg.Workers = 1
+	}
+	// A zero lease would let any replica take a card the moment it was
+	// taken (and stop the renewal ticker with a panic); serve's default.
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 2 * time.Second
 	}
 	return &Worker{store: store, model: model, tell: tell, budget: budget, obs: obs, profiles: byName, runners: planner.RunnersOf(profiles), cfg: cfg, logger: logger}
 }

@@ -67,7 +67,7 @@ func (a *Adapter) homeOpened(installation, user, tab string) {
 	if user == "" || (tab != "" && tab != "home") {
 		return
 	}
-	user = a.viewerOf(installation, user)
+	user = a.scopedID(installation, user)
 	a.afterAck("app home", func(ctx context.Context) {
 		if err := a.memory.AddHomeViewer(ctx, homeSurface, user, a.now()); err != nil {
 			a.logger.Warn("remember app home viewer", "user", user, "err", err)
@@ -95,9 +95,6 @@ func (a *Adapter) publishHome(ctx context.Context, viewer, notice string) {
 		a.logger.Warn("publish app home", "viewer", viewer, "err", err)
 	}
 }
-
-// viewerOf is the viewer (see publishHome) user of installation is.
-func (a *Adapter) viewerOf(installation, user string) string { return a.channelKey(installation, user) }
 
 // viewerUser is a viewer's user id in its workspace, and the workspace's
 // installation ("" in single-workspace mode).
@@ -167,7 +164,7 @@ func (a *Adapter) userChannels(ctx context.Context, api *slackapi.Client, viewer
 			return out, err
 		}
 		for _, c := range page {
-			out = append(out, bot.Channel{Source: bot.SourceSlack, ID: a.channelKey(installation, c.ID)})
+			out = append(out, bot.Channel{Source: bot.SourceSlack, ID: a.scopedID(installation, c.ID)})
 		}
 		if next == "" {
 			break
@@ -201,7 +198,7 @@ func (a *Adapter) userNames(ctx context.Context, api *slackapi.Client, user stri
 // assigned to the clicker. The clicker's home is published again after.
 func (a *Adapter) homeActions(ctx context.Context, cb slackapi.InteractionCallback) {
 	user := cb.User.ID
-	viewer := a.viewerOf(installationOf(cb.Team.ID, cb.Enterprise.ID, cb.IsEnterpriseInstall), user)
+	viewer := a.scopedID(installationOf(cb.Team.ID, cb.Enterprise.ID, cb.IsEnterpriseInstall), user)
 	for _, act := range cb.ActionCallback.BlockActions {
 		switch {
 		case act.ActionID == actionApprove || act.ActionID == actionCancel:

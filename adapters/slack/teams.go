@@ -228,11 +228,12 @@ func installationOf(team, enterprise string, enterpriseInstall bool) string {
 	return team
 }
 
-// channelKey is a channel's id as BobNet names it. In multi-workspace mode
-// it is prefixed by its installation ("T123/C0123"), so two workspaces'
-// C0123 are two channels with their own boards, limits and proposals; a
-// single workspace keeps the bare id ("C0123", key "slack:C0123").
-func (a *Adapter) channelKey(installation, channel string) string {
+// scopedID is a channel's or a user's id as BobNet names it. In
+// multi-workspace mode it is prefixed by its installation ("T123/C0123"),
+// so two workspaces' C0123 are two channels with their own boards, limits
+// and proposals (and two U456 two App Home viewers); a single workspace
+// keeps the bare id ("C0123", key "slack:C0123").
+func (a *Adapter) scopedID(installation, channel string) string {
 	if a.teams == nil {
 		return channel
 	}
@@ -313,7 +314,7 @@ func (a *Adapter) scopeEvent(ctx context.Context, env *eventEnvelope) (ok bool, 
 		}
 		return false, nil
 	}
-	env.Event.Channel = a.channelKey(id, env.Event.Channel)
+	env.Event.Channel = a.scopedID(id, env.Event.Channel)
 	env.installation = id
 	return true, nil
 }
@@ -331,7 +332,7 @@ func (a *Adapter) uninstall(ctx context.Context, id, why string) error {
 
 // callbackChannel is the channel of a click or modal as BobNet names it.
 func (a *Adapter) callbackChannel(cb slackapi.InteractionCallback) string {
-	return a.channelKey(installationOf(cb.Team.ID, cb.Enterprise.ID, cb.IsEnterpriseInstall), cb.Channel.ID)
+	return a.scopedID(installationOf(cb.Team.ID, cb.Enterprise.ID, cb.IsEnterpriseInstall), cb.Channel.ID)
 }
 
 // commandChannel is a slash command's channel as BobNet names it, and
@@ -345,7 +346,7 @@ func (a *Adapter) commandChannel(ctx context.Context, team, enterprise, enterpri
 	if err != nil || e.missing {
 		return "", false
 	}
-	return a.channelKey(id, channel), true
+	return a.scopedID(id, channel), true
 }
 
 // notInstalled answers a slash command from a workspace BobNet has no

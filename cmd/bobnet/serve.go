@@ -35,12 +35,12 @@ func runMigrate(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err := cfg.requireServices(false); err != nil {
 		return err
 	}
-	store, err := store.Open(ctx, cfg.DatabaseURL, logger)
+	db, err := store.Open(ctx, cfg.DatabaseURL, logger)
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	defer store.Close()
-	n, err := migrations.Apply(ctx, store.Pool(), logger)
+	defer db.Close()
+	n, err := migrations.Apply(ctx, db.Pool(), logger)
 	if err != nil {
 		return err
 	}
@@ -83,12 +83,12 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 			closeAll()
 		}
 	}()
-	store, err := store.Open(ctx, cfg.DatabaseURL, logger)
+	db, err := store.Open(ctx, cfg.DatabaseURL, logger)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	closers = append(closers, store.Close)
-	if _, err := migrations.Apply(ctx, store.Pool(), logger); err != nil {
+	closers = append(closers, db.Close)
+	if _, err := migrations.Apply(ctx, db.Pool(), logger); err != nil {
 		return nil, err
 	}
 	ropts, err := redis.ParseURL(cfg.RedisURL)
@@ -127,15 +127,15 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		RunDeadline:        cfg.RunDeadline,
 	}, bot.Deps{
 		Planner: series.Planner(model),
-		Boards:  store, History: store, Decisions: store, Audit: store, Deliveries: store,
-		Cards: store, Assigned: store, Policies: store, Usage: store, Runs: store,
+		Boards:  db, History: db, Decisions: db, Audit: db, Deliveries: db,
+		Cards: db, Assigned: db, Policies: db, Usage: db, Runs: db,
 		Proposals: redisStore, Requests: redisStore, Queue: queue, Pending: redisStore, Reminders: redisStore,
 		Observer: series,
 	}, logger)
 	if err != nil {
 		return nil, err
 	}
-	con := console.New(engine, store, logger)
+	con := console.New(engine, db, logger)
 	engine.Register(bot.SourceConsole, bot.Registration{Poster: con})
 	var slackAdapter *slack.Adapter
 	if cfg.SlackBotToken != "" || cfg.slackOAuth() {
@@ -144,7 +144,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 			APIURL: cfg.SlackAPIURL, PublicURL: cfg.PublicURL,
 		}
 		if cfg.slackOAuth() {
-			if scfg.OAuth, err = slackOAuthConfig(ctx, cfg, store, logger); err != nil {
+			if scfg.OAuth, err = slackOAuthConfig(ctx, cfg, db, logger); err != nil {
 				return nil, err
 			}
 		}
@@ -154,15 +154,15 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		}
 		engine.Register(bot.SourceSlack, bot.Registration{Poster: slackAdapter, Notifier: slackAdapter, Reminders: slackAdapter, Groups: slackAdapter})
 	}
-	matrixAdapter, err := newMatrix(ctx, cfg, engine, store, rdb, redisStore, logger)
+	matrixAdapter, err := newMatrix(ctx, cfg, engine, db, rdb, redisStore, logger)
 	if err != nil {
 		return nil, err
 	}
 
-	if err := loadPolicyFile(ctx, cfg, store); err != nil {
+	if err := loadPolicyFile(ctx, cfg, db); err != nil {
 		return nil, err
 	}
-	ext, err := newIntegrations(cfg, store, engine, logger)
+	ext, err := newIntegrations(cfg, db, engine, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -172,38 +172,38 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": store, "redis": redisStore}, logger))
+	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": db, "redis": redisStore}, logger))
 	r.Handle("/metrics", series.Handler())
 
 	// A replica that stops working a run card loses it when its lease ends,
 	// as a request it stopped planning (BOBNET_RECLAIM_IDLE).
-	runs := boardrun.NewWorker(store, model, engine, engine, series, profiles, boardrun.Config{Workers: cfg.RunWorkers, Lease: cfg.ReclaimIdle, Poll: 2 * time.Second}, logger)
-	runs.UseHooks(store, ext.outbox, cfg.PublicURL, ext.cardKeys)
+	runs := boardrun.NewWorker(db, model, engine, engine, series, profiles, boardrun.Config{Workers: cfg.RunWorkers, Lease: cfg.ReclaimIdle, Poll: 2 * time.Second}, logger)
+	runs.UseHooks(db, ext.outbox, cfg.PublicURL, ext.cardKeys)
 	for _, name := range runs.HookNames() {
 		if _, ok := ext.cardKeys[name]; !ok {
 			logger.Warn("a profile's runner names a hook BOBNET_HOOK_SECRETS does not have; its cards' attempts will fail and their runs stop", "runner", "hook:"+name)
 		}
 	}
-	pages := web.New(store, logger)
+	pages := web.New(db, logger)
 	// One cap on event streams per caller and in all, whichever kind.
 	streams := sse.New(sse.Limits{PerCaller: cfg.StreamsPerCaller, Total: cfg.Streams})
 	pages.UseStreams(streams)
-	closers = append(closers, startLiveBoards(ctx, store, pages, logger))
+	closers = append(closers, startLiveBoards(ctx, db, pages, logger))
 	pages.PageRoutes(r)
-	boardrun.NewPages(store, logger).Routes(r)
+	boardrun.NewPages(db, logger).Routes(r)
 	con.PageRoutes(r)
 	httpapi.API{
 		Guards: []func(http.Handler) http.Handler{
 			httpapi.Guard(httpapi.GuardConfig{PublicURL: cfg.PublicURL, Listen: cfg.Listen, Tokenless: cfg.APIToken == ""}),
 			ext.guard.Middleware,
 		},
-		Chat:      httpapi.NewChat(httpapi.ChatDeps{Engine: engine, Channels: con, Successors: store, Boards: store, Streams: streams}, logger),
+		Chat:      httpapi.NewChat(httpapi.ChatDeps{Engine: engine, Channels: con, Successors: db, Boards: db, Streams: streams}, logger),
 		Cards:     httpapi.NewCards(engine, logger),
-		Policies:  httpapi.NewPolicies(store, engine, logger),
-		Runs:      httpapi.NewRuns(store, engine, runs.Runners(), cfg.RunDeadline, cfg.PublicURL),
-		Schedules: httpapi.NewSchedules(store, time.Now),
-		Boards:    httpapi.NewBoards(store, pages.Events, logger),
-		Outputs:   httpapi.NewOutputs(store, engine),
+		Policies:  httpapi.NewPolicies(db, engine, logger),
+		Runs:      httpapi.NewRuns(db, engine, runs.Runners(), cfg.RunDeadline, cfg.PublicURL),
+		Schedules: httpapi.NewSchedules(db, time.Now),
+		Boards:    httpapi.NewBoards(db, pages.Events, logger),
+		Outputs:   httpapi.NewOutputs(db, engine),
 	}.Routes(r)
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
 		slackAdapter.Routes(r)        // signed by Slack, not by the API token
@@ -211,7 +211,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	}
 	ext.hooks.Routes(r) // signed by their senders, not by the API token
 	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs,
-		schedules: boardrun.NewScheduler(store, engine, runs.Runners(), cfg.RunDeadline, logger), close: closeAll}, nil
+		schedules: boardrun.NewScheduler(db, engine, runs.Runners(), cfg.RunDeadline, logger), close: closeAll}, nil
 }
 
 // runServe starts everything configured and serves until ctx is done,
