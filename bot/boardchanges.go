@@ -11,28 +11,6 @@ import (
 	"github.com/bobnet/bobnet/plan"
 )
 
-// BoardChange is one change a proposal would make to the channel's current
-// board, against the board as it was when the proposal was made: a field
-// of an existing card, or a new dependency.
-type BoardChange struct {
-	Card  string `json:"card"`  // handle, or temp id for a card the plan adds
-	Title string `json:"title"` // the card's title now
-	Field string `json:"field"` // status, assignee, title, body or depends_on
-	From  string `json:"from"`
-	To    string `json:"to"`
-}
-
-// String is the change as one line of a preview.
-func (c BoardChange) String() string {
-	switch c.Field {
-	case "depends_on":
-		return fmt.Sprintf("%s “%s” will wait on %s", c.Card, c.Title, c.To)
-	case "body":
-		return fmt.Sprintf("%s “%s”: description rewritten (%d → %d characters)", c.Card, c.Title, len([]rune(c.From)), len([]rune(c.To)))
-	}
-	return fmt.Sprintf("%s “%s”: %s %s → %s", c.Card, c.Title, c.Field, c.From, c.To)
-}
-
 // boardChanges lists what a plan's update_card and add_links actions would
 // change on the target board, for the preview. A board it cannot read
 // gives no list; the plan was validated against it already.

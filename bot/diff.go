@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"fmt"
 	"sort"
 
 	"github.com/bobnet/bobnet/plan"
@@ -91,44 +90,6 @@ func Diff(old, cur plan.Envelope) *Changes {
 		c.BoardChanged = &Change{From: ob, To: nb}
 	}
 	return c
-}
-
-// Empty reports whether nothing changed.
-func (c *Changes) Empty() bool {
-	return c == nil || (len(c.Added)+len(c.Removed)+len(c.Retitled)+len(c.Reassigned)+len(c.LinksAdded)+len(c.LinksRemoved)+
-		len(c.UpdatesAdded)+len(c.UpdatesRemoved) == 0 && c.BoardChanged == nil)
-}
-
-// Summary is the changes in one line, such as "2 cards added, 1 removed".
-func (c *Changes) Summary() string {
-	if c.Empty() {
-		return "no changes"
-	}
-	parts := []string{}
-	add := func(n int, one, many string) {
-		switch {
-		case n == 1:
-			parts = append(parts, "1 "+one)
-		case n > 1:
-			parts = append(parts, fmt.Sprintf("%d %s", n, many))
-		}
-	}
-	add(len(c.Added), "card added", "cards added")
-	add(len(c.Removed), "removed", "removed")
-	add(len(c.Retitled), "retitled", "retitled")
-	add(len(c.Reassigned), "reassigned", "reassigned")
-	add(len(c.LinksAdded), "link added", "links added")
-	add(len(c.LinksRemoved), "link removed", "links removed")
-	add(len(c.UpdatesAdded), "card change added", "card changes added")
-	add(len(c.UpdatesRemoved), "card change dropped", "card changes dropped")
-	if c.BoardChanged != nil {
-		parts = append(parts, "board renamed")
-	}
-	out := parts[0]
-	for _, p := range parts[1:] {
-		out += ", " + p
-	}
-	return out
 }
 
 func orUnassigned(s string) string {

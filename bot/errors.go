@@ -6,22 +6,20 @@ import (
 	"strings"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot/record"
 )
 
-// Errors the engine returns; check with errors.Is.
+// Errors the engine returns; check with errors.Is. ErrNotFound,
+// ErrUnavailable and ErrNotHolder are the stores' (package record).
 var (
-	ErrNotFound    = errors.New("not found")
+	ErrNotFound    = record.ErrNotFound
 	ErrExpired     = errors.New("this proposal expired")
 	ErrForbidden   = errors.New("not allowed")
 	ErrRateLimited = errors.New("slow down")
 	// ErrAlreadyDecided is matched by *DecidedError.
 	ErrAlreadyDecided = errors.New("proposal already decided")
-	// ErrUnavailable means Redis or Postgres is down; the user should try
-	// again shortly.
-	ErrUnavailable = errors.New("temporarily unavailable")
-	// ErrNotHolder means a claim was given back or renewed by someone who
-	// does not hold it (any more): it is left as it is.
-	ErrNotHolder = errors.New("claim is not held by its caller")
+	ErrUnavailable    = record.ErrUnavailable
+	ErrNotHolder      = record.ErrNotHolder
 )
 
 // beingDecidedState is the State of a *DecidedError while another decision

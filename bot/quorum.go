@@ -14,22 +14,6 @@ import (
 // withdraw.
 var ErrNothingToWithdraw = errors.New("no approval to withdraw")
 
-// Quorum is the approval policy a proposal was made under, how many
-// approvals it needs and who has approved so far. A later change of the
-// channel's policy does not change it.
-type Quorum struct {
-	// Key is where the policy came from: the channel, "<source>:*",
-	// "default" or "built-in".
-	Key       string       `json:"key"`
-	Policy    board.Policy `json:"policy"`
-	Needed    int          `json:"needed"`
-	Approvals []string     `json:"approvals"`
-}
-
-// Multi reports whether the proposal needs more than one approval; nil
-// needs one.
-func (q *Quorum) Multi() bool { return q != nil && q.Needed > 1 }
-
 // beingDecided reports whether err says someone else holds the proposal's
 // decision right now.
 func beingDecided(err error) bool {

@@ -47,21 +47,6 @@ type RemindPoster interface {
 	Remind(ctx context.Context, r Reminder) error
 }
 
-// remindNum/remindDen is the share of a proposal's life after which it
-// reminds its deciders: three quarters.
-const remindNum, remindDen = 3, 4
-
-// RemindAt is when a pending proposal reminds its deciders: three
-// quarters of the way from its creation to its expiry. Zero when the
-// proposal has no life to speak of.
-func (p Proposal) RemindAt() time.Time {
-	life := p.ExpiresAt.Sub(p.CreatedAt)
-	if p.CreatedAt.IsZero() || life <= 0 {
-		return time.Time{}
-	}
-	return p.CreatedAt.Add(life / remindDen * remindNum)
-}
-
 // Title names the proposal for a reminder: the board it creates, or the
 // request it answers.
 func (r Reminder) Title() string {

@@ -8,26 +8,6 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// ReviewRef names a runner's card in Review in one run. It rides on the
-// Reply that announces the card (Decision empty), so a poster can draw
-// Accept / Send back controls beside the text, and on the Reply that says
-// how its review ended (Decision set), so a poster can take its controls
-// away. A poster that draws no controls shows Reply.Text alone, which says
-// the commands.
-type ReviewRef struct {
-	Run    board.RunID  `json:"run_id"`
-	Card   board.CardID `json:"card_id"`
-	Handle string       `json:"handle"`
-	// Round is how often the card had been sent back when it was
-	// announced: controls of an earlier round decide nothing.
-	Round int `json:"round"`
-	// Decision is ReviewAccepted or ReviewSentBack once decided; By is
-	// who decided and Reason why it was sent back.
-	Decision string `json:"decision,omitempty"`
-	By       string `json:"by,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-}
-
 // Review decisions, as ReviewRef.Decision says them.
 const (
 	ReviewAccepted = "accepted"

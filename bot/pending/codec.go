@@ -5,7 +5,7 @@ import (
 
 	gojson "github.com/goccy/go-json"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/record"
 )
 
 // decodeProposal reads a proposal this store wrote with encoding/json.
@@ -17,10 +17,10 @@ import (
 // figures. Only decoding changes, and only for data the store encoded
 // itself; TestDecodeProposalMatchesEncodingJSON holds the two decoders to
 // the same result.
-func decodeProposal(id bot.ProposalID, raw string) (bot.Proposal, error) {
-	var p bot.Proposal
+func decodeProposal(id record.ProposalID, raw string) (record.Proposal, error) {
+	var p record.Proposal
 	if err := gojson.Unmarshal([]byte(raw), &p); err != nil {
-		return bot.Proposal{}, fmt.Errorf("proposal %s: %w", id, err)
+		return record.Proposal{}, fmt.Errorf("proposal %s: %w", id, err)
 	}
 	return p, nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/record"
 )
 
 // SeenOnce reports whether this is the first time key is seen within ttl;
@@ -31,7 +31,7 @@ func (s *Store) Marked(ctx context.Context, key string) (bool, error) {
 // Allow counts one event against limit for key in a fixed window and
 // reports whether it is within the limit. Requests are limited by Admit;
 // this is for everything else that must not flood (board events).
-func (s *Store) Allow(ctx context.Context, key string, limit bot.RateLimit) (bool, error) {
+func (s *Store) Allow(ctx context.Context, key string, limit record.RateLimit) (bool, error) {
 	if limit.N <= 0 || limit.Per <= 0 {
 		return true, nil
 	}

@@ -31,13 +31,18 @@ type importRule struct {
 // convention erodes one import at a time. Each adapter under adapters/
 // gets a rule of its own (see adapterRules). Storage speaks SQL and
 // nothing else: store serves no HTTP and board, the types every layer
-// shares, has neither SQL nor HTTP; the board page lives in web.
+// shares, has neither SQL nor HTTP; the board page lives in web. The same
+// goes for the Redis store, bot/pending.
 var importRules = []importRule{
 	{"planner", []string{"bot", "board", "store", "web", "migrations", "adapters", "cmd", "metrics"}, nil},
 	{"board", []string{"planner", "store", "web", "httpapi", "bot", "adapters", "cmd", "metrics"}, []string{"github.com/jackc/pgx", "net/http"}},
 	{"store", []string{"planner", "bot", "adapters", "cmd", "httpapi", "web", "metrics"}, []string{"net/http"}},
 	{"migrations", []string{"bot", "board", "store", "planner", "adapters", "cmd", "metrics"}, nil},
 	{"bot", []string{"adapters", "cmd", "metrics"}, nil},
+	// The Redis store implements the engine's interfaces with the engine's
+	// records (bot/record) and nothing of the engine: no model client.
+	{"bot/pending", []string{"planner", "store", "web", "httpapi", "adapters", "cmd", "metrics"}, []string{"net/http"}},
+	{"bot/record", []string{"planner", "bot/pending", "store", "web", "httpapi", "adapters", "cmd", "metrics"}, []string{"net/http", "github.com/jackc/pgx", "github.com/redis"}},
 	{"metrics", []string{"adapters", "cmd"}, nil},
 	{"apitoken", []string{"adapters", "cmd", "metrics"}, nil},
 }

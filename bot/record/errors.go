@@ -1,0 +1,15 @@
+package record
+
+import "errors"
+
+// Errors a store reports; check with errors.Is. Package bot's errors of
+// the same names are these.
+var (
+	ErrNotFound = errors.New("not found")
+	// ErrUnavailable means Redis or Postgres is down; the user should try
+	// again shortly.
+	ErrUnavailable = errors.New("temporarily unavailable")
+	// ErrNotHolder means a claim was given back or renewed by someone who
+	// does not hold it (any more): it is left as it is.
+	ErrNotHolder = errors.New("claim is not held by its caller")
+)
