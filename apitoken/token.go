@@ -19,8 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/bobnet/bobnet/board"
 )
 
 // Scope is one kind of thing a token may do.
@@ -89,19 +88,31 @@ func Hash(secret string) []byte {
 	return h[:]
 }
 
-// Store keeps tokens in Postgres.
-type Store struct {
-	pool *pgxpool.Pool
+// Rows are where tokens are kept, by the hash of their secret;
+// *store.Store is one (store/apitokens.go holds the SQL).
+type Rows interface {
+	// InsertAPIToken keeps a new token; created is false when a live
+	// token has the name.
+	InsertAPIToken(ctx context.Context, t board.APIToken, hash []byte) (created bool, err error)
+	// APITokens lists every token, revoked ones included, by name.
+	APITokens(ctx context.Context) ([]board.APIToken, error)
+	// APITokenByHash finds a token by its hash; board.ErrNotFound when
+	// none has it.
+	APITokenByHash(ctx context.Context, hash []byte) (board.APIToken, error)
+	// RevokeAPIToken ends a live token; board.ErrNotFound when none has
+	// the name.
+	RevokeAPIToken(ctx context.Context, name string) error
 }
 
-// NewStore returns a token store on pool (migrated).
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// Store makes, lists, revokes and looks up tokens in rows: it draws and
+// hashes the secrets and speaks in Tokens and this package's errors, so
+// the guard and `bobnet token` need not know the rows.
+type Store struct {
+	rows Rows
+}
 
-// insertToken takes a new name, or the name of a revoked token.
-const insertToken = `INSERT INTO api_tokens (name, hash, scopes, bound_user) VALUES ($1, $2, $3, $4)
-ON CONFLICT (name) DO UPDATE SET hash = EXCLUDED.hash, scopes = EXCLUDED.scopes, bound_user = EXCLUDED.bound_user,
-    created_at = now(), revoked_at = NULL
-WHERE api_tokens.revoked_at IS NOT NULL`
+// NewStore returns a token store on rows (a migrated database's).
+func NewStore(rows Rows) *Store { return &Store{rows: rows} }
 
 // Create makes a token and returns its secret, which exists nowhere else:
 // show it once. ErrExists when a live token has the name.
@@ -116,75 +127,58 @@ func (s *Store) Create(ctx context.Context, name string, scopes []Scope, user st
 	for i, sc := range scopes {
 		names[i] = string(sc)
 	}
-	tag, err := s.pool.Exec(ctx, insertToken, name, Hash(secret), names, user)
+	created, err := s.rows.InsertAPIToken(ctx, board.APIToken{Name: name, Scopes: names, User: user}, Hash(secret))
 	if err != nil {
-		return "", fmt.Errorf("create token %s: %w", name, err)
+		return "", err
 	}
-	if tag.RowsAffected() == 0 {
+	if !created {
 		return "", fmt.Errorf("create token %s: %w", name, ErrExists)
 	}
 	return secret, nil
 }
 
-const selectTokens = `SELECT name, scopes, bound_user, created_at, revoked_at FROM api_tokens`
-
-func scanToken(row pgx.CollectableRow) (Token, error) {
-	var t Token
-	var scopes []string
-	var revoked *time.Time
-	if err := row.Scan(&t.Name, &scopes, &t.User, &t.CreatedAt, &revoked); err != nil {
-		return t, err
-	}
-	for _, s := range scopes {
+// tokenOf is a row's Token.
+func tokenOf(r board.APIToken) Token {
+	t := Token{Name: r.Name, User: r.User, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}
+	for _, s := range r.Scopes {
 		t.Scopes = append(t.Scopes, Scope(s))
 	}
-	if revoked != nil {
-		t.RevokedAt = *revoked
-	}
-	return t, nil
+	return t
 }
 
 // List returns every token, revoked ones included, by name.
 func (s *Store) List(ctx context.Context) ([]Token, error) {
-	rows, err := s.pool.Query(ctx, selectTokens+` ORDER BY name`)
+	rows, err := s.rows.APITokens(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list tokens: %w", err)
+		return nil, err
 	}
-	ts, err := pgx.CollectRows(rows, scanToken)
-	if err != nil {
-		return nil, fmt.Errorf("list tokens: %w", err)
+	ts := make([]Token, len(rows))
+	for i, r := range rows {
+		ts[i] = tokenOf(r)
 	}
 	return ts, nil
 }
 
-const revokeToken = `UPDATE api_tokens SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL`
-
 // Revoke ends a token at once. ErrNotFound when no live token has the name.
 func (s *Store) Revoke(ctx context.Context, name string) error {
-	tag, err := s.pool.Exec(ctx, revokeToken, name)
-	if err != nil {
-		return fmt.Errorf("revoke token %s: %w", name, err)
-	}
-	if tag.RowsAffected() == 0 {
+	err := s.rows.RevokeAPIToken(ctx, name)
+	if errors.Is(err, board.ErrNotFound) {
 		return fmt.Errorf("revoke token %s: %w", name, ErrNotFound)
 	}
-	return nil
+	return err
 }
 
 // Lookup returns the token whose secret this is. ErrNotFound for an
 // unknown secret, ErrRevoked for a revoked one.
 func (s *Store) Lookup(ctx context.Context, secret string) (Token, error) {
-	rows, err := s.pool.Query(ctx, selectTokens+` WHERE hash = $1`, Hash(secret))
-	if err != nil {
-		return Token{}, fmt.Errorf("look up token: %w", err)
-	}
-	t, err := pgx.CollectExactlyOneRow(rows, scanToken)
-	if errors.Is(err, pgx.ErrNoRows) {
+	r, err := s.rows.APITokenByHash(ctx, Hash(secret))
+	if errors.Is(err, board.ErrNotFound) {
 		return Token{}, ErrNotFound
 	}
 	if err != nil {
-		return Token{}, fmt.Errorf("look up token: %w", err)
+		return Token{}, err
 	}
+	t := tokenOf(r)
 	if !t.RevokedAt.IsZero() {
 		return t, ErrRevoked
 	}

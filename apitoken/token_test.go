@@ -21,8 +21,8 @@ import (
 
 func TestStore(t *testing.T) {
 	t.Parallel()
-	pool := storetest.NewPool(t)
-	s := apitoken.NewStore(pool)
+	db := storetest.NewStore(t)
+	s := apitoken.NewStore(db)
 	ctx := context.Background()
 	secret, err := s.Create(ctx, "ci", []apitoken.Scope{apitoken.ScopeRead, apitoken.ScopePropose}, "")
 	if err != nil {
@@ -36,7 +36,7 @@ func TestStore(t *testing.T) {
 	}
 	// Only the hash is stored.
 	var n int
-	_ = pool.QueryRow(ctx, `SELECT count(*) FROM api_tokens WHERE position($1::bytea in hash) > 0 OR hash = $1::bytea`, []byte(secret)).Scan(&n)
+	_ = db.Pool().QueryRow(ctx, `SELECT count(*) FROM api_tokens WHERE position($1::bytea in hash) > 0 OR hash = $1::bytea`, []byte(secret)).Scan(&n)
 	if n != 0 {
 		t.Fatal("the secret is stored in clear")
 	}
@@ -103,8 +103,8 @@ func TestRequiredScope(t *testing.T) {
 
 func TestGuard(t *testing.T) {
 	t.Parallel()
-	pool := storetest.NewPool(t)
-	s := apitoken.NewStore(pool)
+	db := storetest.NewStore(t)
+	s := apitoken.NewStore(db)
 	ctx := context.Background()
 	read, _ := s.Create(ctx, "reader", []apitoken.Scope{apitoken.ScopeRead}, "")
 	approver, _ := s.Create(ctx, "alice-bot", []apitoken.Scope{apitoken.ScopeApprove, apitoken.ScopeRead}, "alice")
@@ -173,8 +173,8 @@ func TestGuard(t *testing.T) {
 
 func TestActsFor(t *testing.T) {
 	t.Parallel()
-	pool := storetest.NewPool(t)
-	s := apitoken.NewStore(pool)
+	db := storetest.NewStore(t)
+	s := apitoken.NewStore(db)
 	ctx := context.Background()
 	bound, _ := s.Create(ctx, "alice-bot", []apitoken.Scope{apitoken.ScopeApprove}, "alice")
 	free, _ := s.Create(ctx, "any-bot", []apitoken.Scope{apitoken.ScopeApprove}, "")

@@ -74,7 +74,7 @@ var toolKeys = map[string][]byte{"tool": []byte("the key of the tool hook's card
 // hookWorkers are two replicas' workers dispatching to one outbox.
 func hookWorkers(t *testing.T, s *store.Store, endpoints []outbox.Endpoint) (*run.Worker, *run.Worker, *teller) {
 	t.Helper()
-	ob := outbox.New(outbox.Config{Hooks: map[string][]outbox.Endpoint{"tool": endpoints}, CardTokenKeys: toolKeys, AllowHosts: []string{"tool.example"}}, s.Pool(), s, storetest.Logger(t))
+	ob := outbox.New(outbox.Config{Hooks: map[string][]outbox.Endpoint{"tool": endpoints}, CardTokenKeys: toolKeys, AllowHosts: []string{"tool.example"}}, s, storetest.Logger(t))
 	tell := &teller{}
 	var ws [2]*run.Worker
 	for i := range ws {

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/bobnet/bobnet/apitoken"
+	"github.com/bobnet/bobnet/store"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // The whole app, with an API token, as a browser and a client see it:
@@ -100,12 +100,12 @@ func TestAppHardening(t *testing.T) {
 func TestBoundTokenCannotApproveAsAnother(t *testing.T) {
 	t.Parallel()
 	a := startApp(t, map[string]string{"BOBNET_API_TOKEN": "tok-boot", "BOBNET_ANY_MEMBER_DECIDES": "true"})
-	pool, err := pgxpool.New(context.Background(), a.DB)
+	db, err := store.Open(context.Background(), a.DB, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(pool.Close)
-	alice, err := apitoken.NewStore(pool).Create(context.Background(), "alice-bot", apitoken.Scopes, "alice")
+	t.Cleanup(db.Close)
+	alice, err := apitoken.NewStore(db).Create(context.Background(), "alice-bot", apitoken.Scopes, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,17 +78,17 @@ func runToken(args []string, getenv func(string) string, stdout, stderr io.Write
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, err := store.Open(ctx, *dbURL, logger)
+	db, err := store.Open(ctx, *dbURL, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "bobnet token: DATABASE_URL: %v\n", err)
 		return 1
 	}
-	defer store.Close()
-	if _, err := migrations.Apply(ctx, store.Pool(), logger); err != nil {
+	defer db.Close()
+	if _, err := migrations.Apply(ctx, db.Pool(), logger); err != nil {
 		fmt.Fprintf(stderr, "bobnet token: %v\n", err)
 		return 1
 	}
-	tokens := apitoken.NewStore(store.Pool())
+	tokens := apitoken.NewStore(db)
 	switch verb {
 	case "create":
 		secret, err := tokens.Create(ctx, names[0], parsed, *user)

@@ -43,12 +43,12 @@ func newIntegrations(cfg Config, store *store.Store, engine *bot.Engine, logger 
 	if err != nil {
 		return nil, err
 	}
-	ob := outbox.New(ocfg, store.Pool(), store, logger)
+	ob := outbox.New(ocfg, store, logger)
 	engine.SetEvents(bot.Events{Sink: ob, Encoder: ob})
 	return &integrations{
 		hooks:    webhook.New(hooks, engine, logger),
 		outbox:   ob,
-		guard:    apitoken.NewGuard(apitoken.NewStore(store.Pool()), cfg.APIToken, logger),
+		guard:    apitoken.NewGuard(apitoken.NewStore(store), cfg.APIToken, logger),
 		cardKeys: ocfg.CardTokenKeys,
 	}, nil
 }

@@ -31,7 +31,7 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 	rc := newReceiver(t)
 	ctx := context.Background()
 	cfg := config(gone.URL+"/gone", rc.srv.URL+"/ok")
-	o := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	o := outbox.New(cfg, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	for _, id := range []string{"p_1", "p_2", "p_3"} {
 		if err := o.Emit(ctx, event(bot.EventProposalCreated, id)); err != nil {
 			t.Fatal(err)
@@ -39,7 +39,7 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 	}
 	drain(t, o)
 	// A restarted sender, and an event emitted after the 410.
-	o = outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	o = outbox.New(cfg, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	if err := o.Emit(ctx, event(bot.EventProposalCreated, "p_4")); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(srv.Close)
-	o := outbox.New(config(srv.URL), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	o := outbox.New(config(srv.URL), store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	if err := o.Emit(context.Background(), event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestSlowReceiverWithinTheSpecTimeout(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cfg := config(srv.URL)
 	cfg.RetryBase = time.Hour // a timed-out first attempt would not be retried within the test
-	o := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	o := outbox.New(cfg, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	if err := o.Emit(context.Background(), event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
 	}

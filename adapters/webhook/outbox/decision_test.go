@@ -108,7 +108,7 @@ func TestApprovalEventsSurviveACrashAfterCommit(t *testing.T) {
 	t.Parallel()
 	store := storetest.NewStore(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL), store.Pool(), store, storetest.Logger(t))
+	o := outbox.New(config(rc.srv.URL), store, storetest.Logger(t))
 	run(t, o)
 	boards := &crashAfterCommit{Store: store}
 	eng := engineWith(t, store, boards, o)
@@ -165,7 +165,7 @@ func TestShutdownDoesNotCountAnAbortedPost(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cfg := config(srv.URL)
 	cfg.Lease = time.Hour
-	o := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	o := outbox.New(cfg, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	stop := run(t, o)
 	if err := o.Emit(context.Background(), event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestADeadSendersClaimExpires(t *testing.T) {
 	if dead, err = pgxpool.New(ctx, pool.Config().ConnString()); err != nil {
 		t.Fatal(err)
 	}
-	first := outbox.New(cfg, dead, store.New(dead, storetest.Logger(t)), storetest.Logger(t))
+	first := outbox.New(cfg, store.New(dead, storetest.Logger(t)), storetest.Logger(t))
 	if err := first.Emit(ctx, event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestADeadSendersClaimExpires(t *testing.T) {
 	if n, _ := first.SendDue(ctx); n != 1 {
 		t.Fatalf("the first sender claimed %d rows", n)
 	}
-	second := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	second := outbox.New(cfg, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	if n, err := second.SendDue(ctx); n != 0 || err != nil {
 		t.Fatalf("the second sender took a claimed row at once: %d, %v", n, err)
 	}

@@ -21,7 +21,7 @@ func TestEveryEventTypeVerifiesWithTheOfficialLibrary(t *testing.T) {
 	t.Parallel()
 	node := outboxtest.StartNode(t, secret)
 	pool := storetest.NewPool(t)
-	o := outbox.New(config(node.URL+"/hook"), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	o := outbox.New(config(node.URL+"/hook"), store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	ctx := context.Background()
 	types := []bot.EventType{bot.EventProposalCreated, bot.EventProposalApproved, bot.EventBoardCreated,
 		bot.EventProposalCancelled, bot.EventProposalExpired}

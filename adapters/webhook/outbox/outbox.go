@@ -23,8 +23,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
@@ -68,26 +66,49 @@ type Config struct {
 	Keep         time.Duration // how long delivered and failed rows are kept, default 7 days
 }
 
-// EventWriter writes outbound events to the outbox table outside any
-// decision; *store.Store is one.
-type EventWriter interface {
+// Queue is the outbox table: events written outside any decision, rows
+// claimed under a lease, and how each attempt went. *store.Store is one
+// (store/outbox.go holds the SQL); this package decides what is sent,
+// when, and what an answer means.
+type Queue interface {
+	// InsertEvents writes events' rows, one per endpoint.
 	InsertEvents(ctx context.Context, evs []board.OutboundEvent) error
+	// ClaimEvents leases up to limit due rows for lease, the oldest
+	// pending row of each endpoint.
+	ClaimEvents(ctx context.Context, limit int, lease time.Duration) ([]board.ClaimedEvent, error)
+	// MarkEventDelivered records a successful attempt.
+	MarkEventDelivered(ctx context.Context, id int64) error
+	// RetryEvent records a failed attempt; the row is due again after
+	// wait.
+	RetryEvent(ctx context.Context, id int64, lastErr string, wait time.Duration) error
+	// FailEvent records a last failed attempt and gives the row up.
+	FailEvent(ctx context.Context, id int64, lastErr string) error
+	// SkipEvent gives a row of a disabled endpoint up unsent.
+	SkipEvent(ctx context.Context, id int64, reason string) error
+	// ReleaseEvent makes a claimed row due again, counting no attempt.
+	ReleaseEvent(ctx context.Context, id int64) error
+	// DisableEndpoint records an endpoint's 410 Gone and gives up its
+	// pending rows but sent.
+	DisableEndpoint(ctx context.Context, endpoint, reason string, sent int64) error
+	// PruneEvents deletes rows done with for longer than keep.
+	PruneEvents(ctx context.Context, keep time.Duration) (int64, error)
+	// OutboxCounts counts the rows by state.
+	OutboxCounts(ctx context.Context) (board.OutboxCounts, error)
 }
 
 // Outbox stores and sends events; it is the engine's bot.EventSink.
 type Outbox struct {
 	cfg     Config
-	pool    *pgxpool.Pool
-	events  EventWriter
+	queue   Queue
 	logger  *slog.Logger
 	client  *http.Client
 	secrets map[string]string
 	wake    chan struct{}
 }
 
-// New returns an outbox on pool that writes the events it is given with
-// events. Nothing is sent until Run.
-func New(cfg Config, pool *pgxpool.Pool, events EventWriter, logger *slog.Logger) *Outbox {
+// New returns an outbox that keeps its rows in queue. Nothing is sent
+// until Run.
+func New(cfg Config, queue Queue, logger *slog.Logger) *Outbox {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 2 * time.Second
 	}
@@ -112,7 +133,7 @@ func New(cfg Config, pool *pgxpool.Pool, events EventWriter, logger *slog.Logger
 	if cfg.Keep <= 0 {
 		cfg.Keep = 7 * 24 * time.Hour
 	}
-	o := &Outbox{cfg: cfg, pool: pool, events: events, logger: logger, secrets: map[string]string{}, wake: make(chan struct{}, 1)}
+	o := &Outbox{cfg: cfg, queue: queue, logger: logger, secrets: map[string]string{}, wake: make(chan struct{}, 1)}
 	for _, routes := range []map[string][]Endpoint{cfg.Routes, cfg.Hooks} {
 		for _, eps := range routes {
 			for _, ep := range eps {
@@ -227,7 +248,7 @@ func (o *Outbox) Emit(ctx context.Context, ev bot.Event) error {
 	if err != nil || len(rows) == 0 {
 		return err
 	}
-	if err := o.events.InsertEvents(ctx, rows); err != nil {
+	if err := o.queue.InsertEvents(ctx, rows); err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
 	o.Wake()
@@ -322,18 +343,10 @@ func MsgID(ev bot.Event) string {
 	return "msg_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:15]))
 }
 
-const pruneRows = `DELETE FROM event_outbox
-WHERE (delivered_at IS NOT NULL AND delivered_at < now() - $1 * interval '1 millisecond')
-   OR (failed_at IS NOT NULL AND failed_at < now() - $1 * interval '1 millisecond')`
-
 // Prune deletes delivered and given-up rows older than Keep and returns
 // how many; a receiver's duplicate check needs only recent ids.
 func (o *Outbox) Prune(ctx context.Context) (int64, error) {
-	tag, err := o.pool.Exec(ctx, pruneRows, o.cfg.Keep.Milliseconds())
-	if err != nil {
-		return 0, fmt.Errorf("prune outbox: %w", err)
-	}
-	return tag.RowsAffected(), nil
+	return o.queue.PruneEvents(ctx, o.cfg.Keep)
 }
 
 // Status counts the outbox's rows by state, for tests and operators.
@@ -341,14 +354,8 @@ type Status struct {
 	Pending, Delivered, Failed int
 }
 
-const selectStatus = `SELECT count(*) FILTER (WHERE delivered_at IS NULL AND failed_at IS NULL),
-count(*) FILTER (WHERE delivered_at IS NOT NULL), count(*) FILTER (WHERE failed_at IS NOT NULL) FROM event_outbox`
-
 // Status returns how many rows are pending, delivered and given up.
 func (o *Outbox) Status(ctx context.Context) (Status, error) {
-	var s Status
-	if err := o.pool.QueryRow(ctx, selectStatus).Scan(&s.Pending, &s.Delivered, &s.Failed); err != nil {
-		return s, fmt.Errorf("outbox status: %w", err)
-	}
-	return s, nil
+	c, err := o.queue.OutboxCounts(ctx)
+	return Status(c), err
 }

@@ -129,7 +129,7 @@ func TestDeliversSignedEventsInOrder(t *testing.T) {
 	t.Parallel()
 	pool := storetest.NewPool(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL+"/hook"), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	o := outbox.New(config(rc.srv.URL+"/hook"), store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	ctx := context.Background()
 	run(t, o)
 	created := event(bot.EventProposalCreated, "p_1")
@@ -173,7 +173,7 @@ func TestPruneForgetsOldDeliveredRows(t *testing.T) {
 	pool := storetest.NewPool(t)
 	rc := newReceiver(t)
 	ctx := context.Background()
-	o := outbox.New(config(rc.srv.URL), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	o := outbox.New(config(rc.srv.URL), store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	_ = o.Emit(ctx, event(bot.EventProposalCreated, "p_1"))
 	_ = o.Emit(ctx, event(bot.EventProposalCancelled, "p_1"))
 	if _, err := o.SendDue(ctx); err != nil {
@@ -197,7 +197,7 @@ func TestRetriesKeepTheIDAndSurviveARestart(t *testing.T) {
 	pool := storetest.NewPool(t)
 	rc := newReceiver(t)
 	rc.down.Store(true)
-	first := outbox.New(config(rc.srv.URL), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	first := outbox.New(config(rc.srv.URL), store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	stop := run(t, first)
 	if err := first.Emit(context.Background(), event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestRetriesKeepTheIDAndSurviveARestart(t *testing.T) {
 		}
 	}
 	rc.down.Store(false)
-	second := outbox.New(config(rc.srv.URL), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	second := outbox.New(config(rc.srv.URL), store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	run(t, second)
 	rc.waitFor(t, "both events after the restart", func(got []received, _ []string) bool { return len(got) >= 2 })
 	got, _ := rc.snapshot()
@@ -231,7 +231,7 @@ func TestRefusesPrivateAddressesAndUnlistedHosts(t *testing.T) {
 
 	cfg := config(rc.srv.URL)
 	cfg.AllowPrivate = nil // 127.0.0.1 is on the host list but loopback is not allowed
-	o := outbox.New(cfg, pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	o := outbox.New(cfg, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	if err := o.Emit(ctx, event(bot.EventProposalCreated, "p_1")); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestRefusesPrivateAddressesAndUnlistedHosts(t *testing.T) {
 	cfg = config(rc.srv.URL)
 	cfg.AllowHosts = []string{"hooks.example.com"}
 	pool2 := storetest.NewPool(t)
-	o = outbox.New(cfg, pool2, store.New(pool2, storetest.Logger(t)), storetest.Logger(t))
+	o = outbox.New(cfg, store.New(pool2, storetest.Logger(t)), storetest.Logger(t))
 	_ = o.Emit(ctx, event(bot.EventProposalCreated, "p_1"))
 	_, _ = o.SendDue(ctx)
 	if st, _ := o.Status(ctx); st.Failed != 1 {
@@ -277,7 +277,7 @@ func TestCardChangesGoOutAsEvents(t *testing.T) {
 	t.Parallel()
 	pool := storetest.NewPool(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL+"/hook"), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	o := outbox.New(config(rc.srv.URL+"/hook"), store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	run(t, o)
 	up := board.CardUpdate{
 		Card:    board.Card{ID: "c_1", Handle: "NEWS-3", Title: "Researcher B", Status: "Done"},
@@ -306,7 +306,7 @@ func TestAnEventEmittedTwiceIsSentOnce(t *testing.T) {
 	t.Parallel()
 	pool := storetest.NewPool(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL+"/hook"), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	o := outbox.New(config(rc.srv.URL+"/hook"), store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	ctx := context.Background()
 	created := event(bot.EventProposalCreated, "p_twice")
 	again := event(bot.EventProposalCreated, "p_twice")
@@ -334,7 +334,7 @@ func TestRunEventsGoOut(t *testing.T) {
 	t.Parallel()
 	pool := storetest.NewPool(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL+"/hook"), pool, store.New(pool, storetest.Logger(t)), storetest.Logger(t))
+	o := outbox.New(config(rc.srv.URL+"/hook"), store.New(pool, storetest.Logger(t)), storetest.Logger(t))
 	run(t, o)
 	b := board.Board{ID: "b_runs", Name: "Daily newspaper", Key: "NEWS", Channel: "console:news"}
 	r := board.Run{ID: "run_1", Board: b.ID, Number: 3, State: "done", Trigger: "schedule", StartedBy: "alice", Cards: make([]board.RunCard, 10)}

@@ -14,7 +14,7 @@ func TestCancelledEventCarriesTheReason(t *testing.T) {
 	t.Parallel()
 	store := storetest.NewStore(t)
 	rc := newReceiver(t)
-	o := outbox.New(config(rc.srv.URL), store.Pool(), store, storetest.Logger(t))
+	o := outbox.New(config(rc.srv.URL), store, storetest.Logger(t))
 	run(t, o)
 	eng := engineWith(t, store, store, o)
 	p := proposeIn(t, eng)

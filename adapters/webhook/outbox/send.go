@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
@@ -53,49 +51,8 @@ func (o *Outbox) Run(ctx context.Context) {
 	}
 }
 
-// claimDue leases the oldest undelivered row of each endpoint that is due,
-// so one endpoint hears its events in order and two senders never send
-// the same row at once.
-const claimDue = `UPDATE event_outbox SET next_attempt_at = now() + $2 * interval '1 millisecond'
-WHERE id IN (
-    SELECT o.id FROM event_outbox o
-    WHERE o.delivered_at IS NULL AND o.failed_at IS NULL AND o.next_attempt_at <= now()
-      AND NOT EXISTS (SELECT 1 FROM event_outbox e WHERE e.endpoint = o.endpoint AND e.id < o.id
-                      AND e.delivered_at IS NULL AND e.failed_at IS NULL)
-    ORDER BY o.id LIMIT $1
-    FOR UPDATE SKIP LOCKED)
-RETURNING id, msg_id, event_type, endpoint, body, attempts,
-    EXISTS (SELECT 1 FROM callback_endpoints_disabled d WHERE d.endpoint = event_outbox.endpoint)`
-
-const (
-	markDelivered = `UPDATE event_outbox SET delivered_at = now(), attempts = attempts + 1, last_error = '' WHERE id = $1`
-	markRetry     = `UPDATE event_outbox SET attempts = attempts + 1, last_error = $2,
-next_attempt_at = now() + $3 * interval '1 millisecond' WHERE id = $1`
-	markFailed = `UPDATE event_outbox SET attempts = attempts + 1, last_error = $2, failed_at = now() WHERE id = $1`
-	// releaseClaim gives back a row whose POST a shutdown aborted: due
-	// now, for another sender or the next start, with no attempt counted.
-	releaseClaim = `UPDATE event_outbox SET next_attempt_at = now() WHERE id = $1 AND delivered_at IS NULL AND failed_at IS NULL`
-	// markSkipped gives up a row of a disabled endpoint without sending it.
-	markSkipped = `UPDATE event_outbox SET last_error = $2, failed_at = now() WHERE id = $1`
-
-	// disableEndpoint records an endpoint's 410 Gone and gives up its
-	// other pending rows: the receiver said it will never take them.
-	disableEndpoint = `WITH d AS (
-    INSERT INTO callback_endpoints_disabled (endpoint, reason) VALUES ($1, $2)
-    ON CONFLICT (endpoint) DO UPDATE SET disabled_at = now(), reason = excluded.reason)
-UPDATE event_outbox SET last_error = 'not sent: the endpoint answered 410 Gone and is disabled', failed_at = now()
-WHERE endpoint = $1 AND id <> $3 AND delivered_at IS NULL AND failed_at IS NULL`
-)
-
-type row struct {
-	id       int64
-	msgID    string
-	typ      string
-	endpoint string
-	body     []byte
-	attempts int
-	disabled bool
-}
+// claimLimit is how many rows one claim leases at most.
+const claimLimit = 32
 
 // claimTimeout bounds the claim: a stalled Postgres delays the next poll,
 // not the shutdown.
@@ -114,17 +71,9 @@ func (o *Outbox) SendDue(ctx context.Context) (int, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
-	rows, err := o.pool.Query(cctx, claimDue, 32, o.cfg.Lease.Milliseconds())
+	due, err := o.queue.ClaimEvents(cctx, claimLimit, o.cfg.Lease)
 	if err != nil {
-		return 0, fmt.Errorf("claim due events: %w", err)
-	}
-	due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-		var x row
-		err := r.Scan(&x.id, &x.msgID, &x.typ, &x.endpoint, &x.body, &x.attempts, &x.disabled)
-		return x, err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("claim due events: %w", err)
+		return 0, err
 	}
 	done := make(chan struct{}, len(due))
 	for _, r := range due {
@@ -141,12 +90,12 @@ func (o *Outbox) SendDue(ctx context.Context) (int, error) {
 
 // deliver sends one row and records how it went. A POST that a shutdown
 // aborted is no attempt: the row is given back as it was.
-func (o *Outbox) deliver(ctx context.Context, r row) {
-	if r.disabled {
+func (o *Outbox) deliver(ctx context.Context, r board.ClaimedEvent) {
+	if r.Disabled {
 		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 		defer cancel()
-		if _, err := o.pool.Exec(bg, markSkipped, r.id, "not sent: the endpoint answered 410 Gone and is disabled"); err != nil {
-			o.logger.Warn("outbox: give up an event of a disabled endpoint", "msg_id", r.msgID, "err", err)
+		if err := o.queue.SkipEvent(bg, r.ID, "not sent: the endpoint answered 410 Gone and is disabled"); err != nil {
+			o.logger.Warn("outbox: give up an event of a disabled endpoint", "msg_id", r.MsgID, "err", err)
 		}
 		return
 	}
@@ -158,36 +107,36 @@ func (o *Outbox) deliver(ctx context.Context, r row) {
 	var later *retryAfterError
 	switch {
 	case err != nil && ctx.Err() != nil:
-		o.logger.Info("outbox: stopping; the event is left for the next sender", "msg_id", r.msgID, "endpoint", r.endpoint)
-		if _, err := o.pool.Exec(bg, releaseClaim, r.id); err != nil {
-			o.logger.Warn("outbox: give back an event", "msg_id", r.msgID, "err", err)
+		o.logger.Info("outbox: stopping; the event is left for the next sender", "msg_id", r.MsgID, "endpoint", r.Endpoint)
+		if err := o.queue.ReleaseEvent(bg, r.ID); err != nil {
+			o.logger.Warn("outbox: give back an event", "msg_id", r.MsgID, "err", err)
 		}
 	case errors.As(err, &gone):
-		o.logger.Warn("outbox: endpoint answered 410 Gone; disabling it", "endpoint", r.endpoint, "msg_id", r.msgID)
-		if _, err := o.pool.Exec(bg, markFailed, r.id, err.Error()); err != nil {
-			o.logger.Warn("outbox: mark failed", "msg_id", r.msgID, "err", err)
+		o.logger.Warn("outbox: endpoint answered 410 Gone; disabling it", "endpoint", r.Endpoint, "msg_id", r.MsgID)
+		if err := o.queue.FailEvent(bg, r.ID, err.Error()); err != nil {
+			o.logger.Warn("outbox: mark failed", "msg_id", r.MsgID, "err", err)
 		}
-		if _, err := o.pool.Exec(bg, disableEndpoint, r.endpoint, err.Error(), r.id); err != nil {
-			o.logger.Warn("outbox: disable endpoint", "endpoint", r.endpoint, "err", err)
+		if err := o.queue.DisableEndpoint(bg, r.Endpoint, err.Error(), r.ID); err != nil {
+			o.logger.Warn("outbox: disable endpoint", "endpoint", r.Endpoint, "err", err)
 		}
 	case err == nil:
-		if _, err := o.pool.Exec(bg, markDelivered, r.id); err != nil {
-			o.logger.Warn("outbox: mark delivered", "msg_id", r.msgID, "err", err)
+		if err := o.queue.MarkEventDelivered(bg, r.ID); err != nil {
+			o.logger.Warn("outbox: mark delivered", "msg_id", r.MsgID, "err", err)
 		}
-	case r.attempts+1 >= o.cfg.MaxAttempts || errors.Is(err, errPermanent):
-		o.logger.Warn("outbox: giving up on an event", "msg_id", r.msgID, "endpoint", r.endpoint, "attempts", r.attempts+1, "err", err)
-		if _, err := o.pool.Exec(bg, markFailed, r.id, err.Error()); err != nil {
-			o.logger.Warn("outbox: mark failed", "msg_id", r.msgID, "err", err)
+	case r.Attempts+1 >= o.cfg.MaxAttempts || errors.Is(err, errPermanent):
+		o.logger.Warn("outbox: giving up on an event", "msg_id", r.MsgID, "endpoint", r.Endpoint, "attempts", r.Attempts+1, "err", err)
+		if err := o.queue.FailEvent(bg, r.ID, err.Error()); err != nil {
+			o.logger.Warn("outbox: mark failed", "msg_id", r.MsgID, "err", err)
 		}
 	default:
-		wait := o.backoff(r.attempts + 1)
+		wait := o.backoff(r.Attempts + 1)
 		if errors.As(err, &later) {
 			// The receiver said when to come back: not before then.
 			wait = max(wait, later.wait)
 		}
-		o.logger.Info("outbox: delivery failed; will retry", "msg_id", r.msgID, "endpoint", r.endpoint, "in", wait, "err", err)
-		if _, err := o.pool.Exec(bg, markRetry, r.id, truncate(err.Error(), 500), wait.Milliseconds()); err != nil {
-			o.logger.Warn("outbox: schedule retry", "msg_id", r.msgID, "err", err)
+		o.logger.Info("outbox: delivery failed; will retry", "msg_id", r.MsgID, "endpoint", r.Endpoint, "in", wait, "err", err)
+		if err := o.queue.RetryEvent(bg, r.ID, truncate(err.Error(), 500), wait); err != nil {
+			o.logger.Warn("outbox: schedule retry", "msg_id", r.MsgID, "err", err)
 		}
 	}
 }
@@ -208,31 +157,31 @@ func (o *Outbox) backoff(n int) time.Duration {
 }
 
 // post signs and sends one event.
-func (o *Outbox) post(ctx context.Context, r row) error {
-	secret, ok := o.secrets[r.endpoint]
+func (o *Outbox) post(ctx context.Context, r board.ClaimedEvent) error {
+	secret, ok := o.secrets[r.Endpoint]
 	if !ok {
-		return fmt.Errorf("%w: %s is no longer a configured callback", errPermanent, r.endpoint)
+		return fmt.Errorf("%w: %s is no longer a configured callback", errPermanent, r.Endpoint)
 	}
-	u, err := url.Parse(r.endpoint)
+	u, err := url.Parse(r.Endpoint)
 	if err != nil || !slices.Contains(o.cfg.AllowHosts, strings.ToLower(u.Hostname())) {
-		return fmt.Errorf("%w: %s is not on outbound.allow_hosts", errPermanent, r.endpoint)
+		return fmt.Errorf("%w: %s is not on outbound.allow_hosts", errPermanent, r.Endpoint)
 	}
 	// Only a whsec_ secret is read the same way by every receiver's
 	// library; configuration refuses others, and so does the sender.
 	if err := webhook.CheckCallbackSecret(secret); err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
-	body := r.body
-	if r.typ == string(bot.EventCardDispatched) {
+	body := r.Body
+	if r.Type == string(bot.EventCardDispatched) {
 		if body, err = board.ExpandRunTokens(body, o.cfg.CardTokenKeys); err != nil {
 			return fmt.Errorf("%w: %w", errPermanent, err)
 		}
 	}
-	h, err := signing.StandardHeaders(secret, r.msgID, time.Now(), body)
+	h, err := signing.StandardHeaders(secret, r.MsgID, time.Now(), body)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.endpoint, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Endpoint, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
@@ -249,9 +198,9 @@ func (o *Outbox) post(ctx context.Context, r row) error {
 	case resp.StatusCode >= 200 && resp.StatusCode <= 299:
 		return nil
 	case resp.StatusCode == http.StatusGone:
-		return &goneError{endpoint: r.endpoint}
+		return &goneError{endpoint: r.Endpoint}
 	}
-	err = fmt.Errorf("%s answered %s", r.endpoint, resp.Status)
+	err = fmt.Errorf("%s answered %s", r.Endpoint, resp.Status)
 	if wait, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 		return &retryAfterError{err: err, wait: wait}
 	}
