@@ -1,9 +1,9 @@
 // Package store keeps BobNet's boards in Postgres, one file per table
 // family: boards and cards (the one-transaction execution of an approved
 // plan among them), proposals, audit events, policies and approvals, model
-// usage, webhook deliveries and the event outbox, runs and schedules,
-// Slack installations, console history, and the NOTIFY feed of card
-// changes. The types it stores are package board's.
+// usage, webhook deliveries and the event outbox, API tokens, runs and
+// schedules, Slack installations, console history, and the NOTIFY feed of
+// card changes. The types it stores are package board's.
 package store
 
 import (
