@@ -2,9 +2,10 @@
 // scopes (read, propose, approve, write, admin) and may be bound to one
 // user. Tokens are stored as SHA-256 hashes in Postgres (package store
 // runs the SQL, reached through Rows), so a database dump does not hand
-// out API access; BOBNET_API_TOKEN stays the bootstrap admin token. It is its own package rather than part of the console
-// because the console's and the board's API routes both sit behind it, and
-// `bobnet token` manages the same table without serving anything.
+// out API access; BOBNET_API_TOKEN stays the bootstrap admin token. It is
+// its own package rather than part of the console because the console's
+// and the board's API routes both sit behind it, and `bobnet token`
+// manages the same table without serving anything.
 package apitoken
 
 import (
