@@ -2,8 +2,8 @@
 // family: boards and cards (the one-transaction execution of an approved
 // plan among them), proposals, audit events, policies and approvals, model
 // usage, webhook deliveries and the event outbox, runs and schedules,
-// Slack installations, console history, and the NOTIFY feed of card
-// changes. The types it stores are package board's.
+// Slack installations, the Matrix adapter's state, console history, and
+// the NOTIFY feed of card changes. The types it stores are package board's.
 package store
 
 import (
