@@ -2,8 +2,9 @@
 // family: boards and cards (the one-transaction execution of an approved
 // plan among them), proposals, audit events, policies and approvals, model
 // usage, webhook deliveries and the event outbox, API tokens, runs and
-// schedules, Slack installations, console history, and the NOTIFY feed of
-// card changes. The types it stores are package board's.
+// schedules, Slack installations, the Matrix adapter's state, console
+// history, and the NOTIFY feed of card changes. The types it stores are
+// package board's.
 package store
 
 import (

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"maunium.net/go/mautrix/event"
-	"maunium.net/go/mautrix/id"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
@@ -87,8 +86,8 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "Use " + verb + " as a reply in the thread of a preview."})
 		return
 	}
-	p, err := a.store.ThreadProposal(ctx, room, id.EventID(thread.ID))
-	if errors.Is(err, ErrNotFound) {
+	p, err := a.store.MatrixThreadProposal(ctx, string(room), thread.ID)
+	if errors.Is(err, board.ErrNotFound) {
 		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "There is no proposal in this thread."})
 		return
 	}

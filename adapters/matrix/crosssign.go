@@ -11,6 +11,8 @@ import (
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/crypto"
 	"maunium.net/go/mautrix/id"
+
+	"github.com/bobnet/bobnet/board"
 )
 
 // crossSign makes the bot's device verified by its owner, as Element
@@ -32,8 +34,8 @@ func (a *Adapter) crossSign(ctx context.Context, mach *crypto.OlmMachine, pickle
 	if err != nil {
 		return err
 	}
-	saved, err := a.store.CrossSigning(ctx, user)
-	if errors.Is(err, ErrNotFound) {
+	saved, err := a.store.MatrixCrossSigning(ctx, string(user))
+	if errors.Is(err, board.ErrNotFound) {
 		if published.master != "" {
 			return fmt.Errorf("%w: the account already has cross-signing keys (master %s) that BobNet did not make", ErrForeignCrossSigning, published.master)
 		}
@@ -41,7 +43,7 @@ func (a *Adapter) crossSign(ctx context.Context, mach *crypto.OlmMachine, pickle
 			return err
 		}
 		// Another replica may have saved its own first: use what was kept.
-		saved, err = a.store.CrossSigning(ctx, user)
+		saved, err = a.store.MatrixCrossSigning(ctx, string(user))
 	}
 	if err != nil {
 		return err
@@ -107,7 +109,7 @@ func (a *Adapter) newCrossSigning(ctx context.Context, mach *crypto.OlmMachine, 
 	if err != nil {
 		return err
 	}
-	return a.store.AddCrossSigning(ctx, a.cfg.UserID, CrossSigning{MasterKey: keys.MasterKey.PublicKey(), Sealed: sealed})
+	return a.store.AddMatrixCrossSigning(ctx, string(a.cfg.UserID), board.MatrixCrossSigning{MasterKey: string(keys.MasterKey.PublicKey()), Sealed: sealed})
 }
 
 // ownKeys is what the homeserver publishes of the bot's cross-signing.

@@ -11,13 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bobnet/bobnet/board"
 	"maunium.net/go/mautrix/crypto"
 	"maunium.net/go/mautrix/crypto/cryptohelper"
 	"maunium.net/go/mautrix/crypto/signatures"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
-
-	"github.com/bobnet/bobnet/adapters/matrix"
 )
 
 // identity is the bot's cross-signing identity as anyone on the server
@@ -228,7 +227,7 @@ func TestMatrixBotLeavesForeignCrossSigningAlone(t *testing.T) {
 		if got := onlyKey(t, resp.MasterKeys[w.bot.ID], "master"); got != keys.MasterKey.PublicKey() {
 			t.Fatalf("BobNet replaced the account's master key %s with %s", keys.MasterKey.PublicKey(), got)
 		}
-		if _, err := matrix.NewStore(w.env.Store.Pool()).CrossSigning(ctx30(t), w.bot.ID); !errors.Is(err, matrix.ErrNotFound) {
+		if _, err := w.env.Store.MatrixCrossSigning(ctx30(t), string(w.bot.ID)); !errors.Is(err, board.ErrNotFound) {
 			t.Fatalf("BobNet saved cross-signing keys it cannot publish: %v", err)
 		}
 		r.stop()

@@ -8,6 +8,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -91,9 +92,9 @@ func (a *Adapter) onReaction(ctx context.Context, evt *event.Event) {
 	default:
 		return
 	}
-	p, err := a.store.PreviewProposal(ctx, evt.RoomID, rel.EventID)
+	p, err := a.store.MatrixPreviewProposal(ctx, string(evt.RoomID), string(rel.EventID))
 	if err != nil {
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, board.ErrNotFound) {
 			a.logger.Warn("matrix: find preview", "room", evt.RoomID, "event", rel.EventID, "err", err)
 		}
 		return
@@ -112,11 +113,11 @@ func (a *Adapter) onReaction(ctx context.Context, evt *event.Event) {
 
 // previewThread is the thread a proposal's preview is in.
 func (a *Adapter) previewThread(ctx context.Context, room id.RoomID, p bot.ProposalID) (bot.Thread, error) {
-	t, err := a.store.PreviewThread(ctx, room, p)
+	t, err := a.store.MatrixPreviewThread(ctx, string(room), p)
 	if err != nil {
 		return bot.Thread{}, err
 	}
-	return bot.Thread{Channel: channel(room), ID: string(t)}, nil
+	return bot.Thread{Channel: channel(room), ID: t}, nil
 }
 
 // decisionText is what a refused decision tells the person: bot.Explain's

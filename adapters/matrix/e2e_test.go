@@ -174,7 +174,7 @@ func TestMatrixRefusesInvitesFromOtherServers(t *testing.T) {
 	// Only a made-up server may invite: alice, on the bot's own server, may not.
 	ad, err := matrix.New(ctx30(t), matrix.Config{
 		Homeserver: hs, UserID: b.ID, AccessToken: b.cli.AccessToken, AllowedServers: []string{"elsewhere.example"}, LeaseTTL: time.Second,
-	}, env.Engine, matrix.NewStore(env.Store.Pool()), nopMemory{}, matrix.NewRedisLease(env.Redis, env.Prefix+":lease", time.Second), storetest.Logger(t))
+	}, env.Engine, env.Store, nopMemory{}, matrix.NewRedisLease(env.Redis, env.Prefix+":lease", time.Second), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

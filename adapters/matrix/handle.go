@@ -137,7 +137,7 @@ func (a *Adapter) onMessage(ctx context.Context, evt *event.Event) {
 		if !inThread {
 			return
 		}
-		ours, err := a.store.IsThread(ctx, room, root)
+		ours, err := a.store.IsMatrixThread(ctx, string(room), string(root))
 		if err != nil {
 			a.logger.Warn("matrix: look up thread", "err", err)
 			return

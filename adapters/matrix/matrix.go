@@ -18,6 +18,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -29,6 +30,24 @@ type Engine = bot.Surface
 // redelivered reaction or command acts once; *pending.Store is one.
 type Memory interface {
 	SeenOnce(ctx context.Context, key string, ttl time.Duration) (bool, error)
+}
+
+// Store is where the adapter keeps its state in Postgres; *store.Store is
+// one, wired in cmd/bobnet. Each part is declared beside the code that
+// uses it. A row that is not there is board.ErrNotFound.
+type Store interface {
+	Sessions
+	SyncPositions
+	Previews
+	Reviews
+	CrossSigningKeys
+}
+
+// Sessions keeps the bot's login (device and token), so a restart reuses
+// the device and replicas share a renewed token.
+type Sessions interface {
+	MatrixSession(ctx context.Context, user string) (board.MatrixSession, error)
+	SaveMatrixSession(ctx context.Context, user string, sess board.MatrixSession) error
 }
 
 // Config is the bot account's settings.
@@ -61,7 +80,7 @@ type Adapter struct {
 	cfg     Config
 	cli     *mautrix.Client
 	eng     Engine
-	store   *Store
+	store   Store
 	memory  Memory
 	lease   Lease
 	logger  *slog.Logger
@@ -93,7 +112,7 @@ var ErrConfig = errors.New("matrix: invalid configuration")
 
 // New logs in (or reuses the saved device) and returns an adapter. Nothing
 // syncs until Run; lease may be nil for an adapter that only posts.
-func New(ctx context.Context, cfg Config, eng Engine, store *Store, memory Memory, lease Lease, logger *slog.Logger) (*Adapter, error) {
+func New(ctx context.Context, cfg Config, eng Engine, store Store, memory Memory, lease Lease, logger *slog.Logger) (*Adapter, error) {
 	if cfg.Homeserver == "" || cfg.UserID == "" {
 		return nil, fmt.Errorf("%w: MATRIX_HOMESERVER and MATRIX_USER_ID are required", ErrConfig)
 	}
@@ -116,7 +135,7 @@ func New(ctx context.Context, cfg Config, eng Engine, store *Store, memory Memor
 	// Rate limits are honoured by call(), which reads retry_after_ms too.
 	cli.IgnoreRateLimit = true
 	cli.DefaultHTTPRetries = 0
-	cli.Store = store
+	cli.Store = syncStore{store}
 	work, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a := &Adapter{cfg: cfg, cli: cli, eng: eng, store: store, memory: memory, lease: lease, logger: logger,
 		syncing: make(chan struct{}, 1), work: work, stop: stop, started: time.Now()}
@@ -180,12 +199,12 @@ func (a *Adapter) login(ctx context.Context) error {
 		if err := whoami(); err != nil {
 			return fmt.Errorf("matrix: MATRIX_ACCESS_TOKEN: %w", err)
 		}
-		return a.store.SaveSession(ctx, a.cfg.UserID, Session{DeviceID: cli.DeviceID})
+		return a.store.SaveMatrixSession(ctx, string(a.cfg.UserID), board.MatrixSession{DeviceID: string(cli.DeviceID)})
 	}
-	saved, err := a.store.Session(ctx, a.cfg.UserID)
+	saved, err := a.store.MatrixSession(ctx, string(a.cfg.UserID))
 	switch {
 	case err == nil:
-		cli.AccessToken, cli.DeviceID = saved.AccessToken, saved.DeviceID
+		cli.AccessToken, cli.DeviceID = saved.AccessToken, id.DeviceID(saved.DeviceID)
 		err := whoami()
 		if err == nil {
 			return nil
@@ -194,7 +213,7 @@ func (a *Adapter) login(ctx context.Context) error {
 			return fmt.Errorf("matrix: saved session: %w", err)
 		}
 		a.logger.Info("matrix: saved token no longer valid; logging in again on the same device", "device", saved.DeviceID)
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, board.ErrNotFound):
 	default:
 		return err
 	}
@@ -205,7 +224,7 @@ func (a *Adapter) login(ctx context.Context) error {
 			Type:                     mautrix.AuthTypePassword,
 			Identifier:               mautrix.UserIdentifier{Type: mautrix.IdentifierTypeUser, User: string(a.cfg.UserID)},
 			Password:                 a.cfg.Password,
-			DeviceID:                 saved.DeviceID,
+			DeviceID:                 id.DeviceID(saved.DeviceID),
 			InitialDeviceDisplayName: "BobNet",
 		})
 		return err
@@ -214,7 +233,7 @@ func (a *Adapter) login(ctx context.Context) error {
 		return fmt.Errorf("matrix: MATRIX_PASSWORD: login: %w", err)
 	}
 	cli.AccessToken, cli.DeviceID = resp.AccessToken, resp.DeviceID
-	return a.store.SaveSession(ctx, a.cfg.UserID, Session{DeviceID: resp.DeviceID, AccessToken: resp.AccessToken})
+	return a.store.SaveMatrixSession(ctx, string(a.cfg.UserID), board.MatrixSession{DeviceID: string(resp.DeviceID), AccessToken: resp.AccessToken})
 }
 
 func (a *Adapter) currentToken() string {
@@ -232,7 +251,7 @@ func (a *Adapter) renewToken(ctx context.Context, stale string) error {
 	if a.token != stale {
 		return nil
 	}
-	if saved, err := a.store.Session(ctx, a.cfg.UserID); err == nil && saved.AccessToken != stale && saved.DeviceID == a.cli.DeviceID {
+	if saved, err := a.store.MatrixSession(ctx, string(a.cfg.UserID)); err == nil && saved.AccessToken != stale && id.DeviceID(saved.DeviceID) == a.cli.DeviceID {
 		a.setToken(saved.AccessToken)
 		return nil
 	}
@@ -248,7 +267,7 @@ func (a *Adapter) renewToken(ctx context.Context, stale string) error {
 	}
 	a.setToken(resp.AccessToken)
 	a.logger.Info("matrix: the access token was revoked; logged in again on the same device", "device", a.cli.DeviceID)
-	return a.store.SaveSession(ctx, a.cfg.UserID, Session{DeviceID: a.cli.DeviceID, AccessToken: resp.AccessToken})
+	return a.store.SaveMatrixSession(ctx, string(a.cfg.UserID), board.MatrixSession{DeviceID: string(a.cli.DeviceID), AccessToken: resp.AccessToken})
 }
 
 // setToken swaps the client's token under mautrix's own token lock, which

@@ -8,12 +8,25 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
 // The poster side: the engine calls these from its workers, on any
 // replica. Each call is bounded by the call timeout and honours rate
 // limits.
+
+// Previews remembers the previews BobNet posted and the threads it speaks
+// in, so a reaction on a preview or a command in its thread finds the
+// proposal, and plain replies in those threads count as requests.
+type Previews interface {
+	SaveMatrixPreview(ctx context.Context, room, evt, thread string, proposal board.ProposalID) error
+	MatrixPreviewProposal(ctx context.Context, room, evt string) (board.ProposalID, error)
+	MatrixThreadProposal(ctx context.Context, room, thread string) (board.ProposalID, error)
+	MatrixPreviewThread(ctx context.Context, room string, proposal board.ProposalID) (string, error)
+	SaveMatrixThread(ctx context.Context, room, thread string) error
+	IsMatrixThread(ctx context.Context, room, thread string) (bool, error)
+}
 
 // seeded are the reactions put on every preview, so deciding is one tap.
 var seeded = []string{"✅", "✏️", "❌"}
@@ -49,7 +62,7 @@ func (a *Adapter) send(ctx context.Context, thread bot.Thread, msg message, opts
 		return "", err
 	}
 	if thread.ID != "" {
-		if err := a.store.SaveThread(ctx, room, id.EventID(thread.ID)); err != nil {
+		if err := a.store.SaveMatrixThread(ctx, string(room), thread.ID); err != nil {
 			a.logger.Warn("matrix: remember thread", "err", err)
 		}
 	}
@@ -77,7 +90,7 @@ func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageR
 	// engine would post a second preview. Recording it gets a context of
 	// its own, since the send may have used up the caller's.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.CallTimeout)
-	err = a.store.SavePreview(sctx, room, evt, id.EventID(p.Thread.ID), p.ID)
+	err = a.store.SaveMatrixPreview(sctx, string(room), string(evt), p.Thread.ID, p.ID)
 	cancel()
 	if err != nil {
 		// Reactions on this preview are not recognised; the commands in

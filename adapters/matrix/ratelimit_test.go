@@ -40,7 +40,7 @@ func fakeHomeserver(t *testing.T, send http.HandlerFunc) *httptest.Server {
 func fakeAdapter(t *testing.T, hs string, timeout time.Duration) *matrix.Adapter {
 	ad, err := matrix.New(context.Background(), matrix.Config{
 		Homeserver: hs, UserID: "@bobnet:example.org", AccessToken: "token", CallTimeout: timeout,
-	}, nil, matrix.NewStore(storetest.NewPool(t)), nopMemory{}, nil, storetest.Logger(t))
+	}, nil, storetest.NewStore(t), nopMemory{}, nil, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,14 @@ import (
 // asks for the reason, which is given with !bobnet sendback (a reaction
 // carries no text). Once decided, the announcement is edited to say so.
 
+// Reviews remembers which notice announced which run's card, so a
+// reaction on it reviews that card and a decision edits it.
+type Reviews interface {
+	SaveMatrixReview(ctx context.Context, room, evt string, r board.MatrixReview) error
+	MatrixReview(ctx context.Context, room, evt string) (board.MatrixReview, error)
+	LatestMatrixReview(ctx context.Context, room string, run board.RunID, card board.CardID) (string, error)
+}
+
 // reviewSeeds are the reactions put on every review announcement.
 var reviewSeeds = []string{"✅", "↩️"}
 
@@ -32,7 +40,9 @@ func (a *Adapter) reviewPosted(ctx context.Context, t bot.Thread, evt id.EventID
 	// The notice is out: recording it gets a context of its own, since
 	// the send may have used up the caller's.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.CallTimeout)
-	err := a.store.SaveReview(sctx, room, evt, id.EventID(t.ID), ref)
+	err := a.store.SaveMatrixReview(sctx, string(room), string(evt), board.MatrixReview{
+		Thread: t.ID, Run: ref.Run, Card: ref.Card, Handle: ref.Handle, Round: ref.Round,
+	})
 	cancel()
 	if err != nil {
 		// Reactions on it are not recognised; the commands still review.
@@ -53,9 +63,9 @@ func (a *Adapter) reviewPosted(ctx context.Context, t bot.Thread, evt id.EventID
 // reviewDecided edits the card's latest announcement to say who decided
 // and how, so its reactions no longer invite a decision.
 func (a *Adapter) reviewDecided(ctx context.Context, room id.RoomID, ref bot.ReviewRef) {
-	target, err := a.store.LatestReview(ctx, room, ref)
+	target, err := a.store.LatestMatrixReview(ctx, string(room), ref.Run, ref.Card)
 	if err != nil {
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, board.ErrNotFound) {
 			a.logger.Warn("matrix: find review announcement", "card", ref.Card, "err", err)
 		}
 		return
@@ -65,7 +75,7 @@ func (a *Adapter) reviewDecided(ctx context.Context, room id.RoomID, ref bot.Rev
 		text = fmt.Sprintf("%s was sent back by %s: “%s”. It is worked again with that reason.", ref.Handle, ref.By, ref.Reason)
 	}
 	c := content(bot.Thread{}, renderReply(bot.Reply{Kind: bot.ReplyInfo, Text: text}))
-	c.SetEdit(target)
+	c.SetEdit(id.EventID(target))
 	if err := a.call(ctx, "edit review announcement", func(ctx context.Context) error {
 		_, err := a.cli.SendMessageEvent(ctx, room, event.EventMessage, c)
 		return err
@@ -86,8 +96,8 @@ func (a *Adapter) reviewReaction(ctx context.Context, evt *event.Event, rel even
 	default:
 		return false
 	}
-	ref, thread, err := a.store.Review(ctx, evt.RoomID, rel.EventID)
-	if errors.Is(err, ErrNotFound) {
+	saved, err := a.store.MatrixReview(ctx, string(evt.RoomID), string(rel.EventID))
+	if errors.Is(err, board.ErrNotFound) {
 		return false
 	}
 	if err != nil {
@@ -97,7 +107,8 @@ func (a *Adapter) reviewReaction(ctx context.Context, evt *event.Event, rel even
 	if !a.firstSeen(ctx, "reaction", evt.ID) {
 		return true
 	}
-	t := bot.Thread{Channel: channel(evt.RoomID), ID: string(thread)}
+	ref := bot.ReviewRef{Run: saved.Run, Card: saved.Card, Handle: saved.Handle, Round: saved.Round}
+	t := bot.Thread{Channel: channel(evt.RoomID), ID: saved.Thread}
 	user := string(evt.Sender)
 	a.async(func(ctx context.Context) { a.reviewByReaction(ctx, t, ref, user, accept) })
 	return true

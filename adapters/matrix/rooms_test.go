@@ -7,8 +7,6 @@ import (
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/id"
-
-	"github.com/bobnet/bobnet/adapters/matrix"
 )
 
 // waitLeft waits until the bot is no longer in room, as its account sees it.
@@ -43,9 +41,8 @@ func TestMatrixFirstStartIgnoresHistory(t *testing.T) {
 	w.start()
 	// What is sent before the first sync completes is history too; wait
 	// for that sync to be saved.
-	store := matrix.NewStore(w.env.Store.Pool())
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if nb, err := store.LoadNextBatch(ctx30(t), w.bot.ID); err == nil && nb != "" {
+		if nb, err := w.env.Store.MatrixNextBatch(ctx30(t), string(w.bot.ID)); err == nil && nb != "" {
 			break
 		}
 		if time.Now().After(deadline) {

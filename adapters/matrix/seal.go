@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
@@ -10,7 +11,16 @@ import (
 	"fmt"
 
 	"maunium.net/go/mautrix/id"
+
+	"github.com/bobnet/bobnet/board"
 )
+
+// CrossSigningKeys keeps the bot's cross-signing identity, its seeds
+// sealed here, so every start and every replica uses the same one.
+type CrossSigningKeys interface {
+	AddMatrixCrossSigning(ctx context.Context, user string, cs board.MatrixCrossSigning) error
+	MatrixCrossSigning(ctx context.Context, user string) (board.MatrixCrossSigning, error)
+}
 
 // ErrSealed is wrapped when sealed keys cannot be opened: a different
 // MATRIX_PICKLE_KEY, or a row that was tampered with.

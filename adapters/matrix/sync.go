@@ -21,6 +21,42 @@ type Lease interface {
 	Release(ctx context.Context) error
 }
 
+// SyncPositions keeps the sync filter's id and how far the sync has been
+// processed, so a restart or another replica goes on from there.
+type SyncPositions interface {
+	MatrixFilterID(ctx context.Context, user string) (string, error)
+	SaveMatrixFilterID(ctx context.Context, user, filterID string) error
+	MatrixNextBatch(ctx context.Context, user string) (string, error)
+	SaveMatrixNextBatch(ctx context.Context, user, token string) error
+}
+
+// syncStore is SyncPositions as mautrix's client keeps them
+// (mautrix.SyncStore), so the client, and a crypto helper looking at it,
+// use the positions in Postgres rather than memory.
+type syncStore struct{ s SyncPositions }
+
+// SaveFilterID implements mautrix.SyncStore.
+func (w syncStore) SaveFilterID(ctx context.Context, user id.UserID, filterID string) error {
+	return w.s.SaveMatrixFilterID(ctx, string(user), filterID)
+}
+
+// LoadFilterID implements mautrix.SyncStore.
+func (w syncStore) LoadFilterID(ctx context.Context, user id.UserID) (string, error) {
+	return w.s.MatrixFilterID(ctx, string(user))
+}
+
+// SaveNextBatch implements mautrix.SyncStore.
+func (w syncStore) SaveNextBatch(ctx context.Context, user id.UserID, token string) error {
+	return w.s.SaveMatrixNextBatch(ctx, string(user), token)
+}
+
+// LoadNextBatch implements mautrix.SyncStore.
+func (w syncStore) LoadNextBatch(ctx context.Context, user id.UserID) (string, error) {
+	return w.s.MatrixNextBatch(ctx, string(user))
+}
+
+var _ mautrix.SyncStore = syncStore{}
+
 // longPoll is how long one /sync waits on the server for news.
 const longPoll = 30 * time.Second
 
@@ -104,11 +140,11 @@ var syncFilter = &mautrix.Filter{
 // replays the last batch (dedupe keys make that harmless) instead of
 // losing it.
 func (a *Adapter) syncLoop(ctx context.Context) error {
-	since, err := a.store.LoadNextBatch(ctx, a.cfg.UserID)
+	since, err := a.store.MatrixNextBatch(ctx, string(a.cfg.UserID))
 	if err != nil {
 		return err
 	}
-	filterID, err := a.store.LoadFilterID(ctx, a.cfg.UserID)
+	filterID, err := a.store.MatrixFilterID(ctx, string(a.cfg.UserID))
 	if err != nil {
 		return err
 	}
@@ -123,7 +159,7 @@ func (a *Adapter) syncLoop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := a.store.SaveFilterID(ctx, a.cfg.UserID, filterID); err != nil {
+		if err := a.store.SaveMatrixFilterID(ctx, string(a.cfg.UserID), filterID); err != nil {
 			return err
 		}
 	}
@@ -166,7 +202,7 @@ func (a *Adapter) syncLoop(ctx context.Context) error {
 			// replays this batch rather than this replica claiming it.
 			return nil
 		}
-		if err := a.store.SaveNextBatch(ctx, a.cfg.UserID, res.NextBatch); err != nil {
+		if err := a.store.SaveMatrixNextBatch(ctx, string(a.cfg.UserID), res.NextBatch); err != nil {
 			return err
 		}
 		since = res.NextBatch

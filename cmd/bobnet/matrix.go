@@ -36,7 +36,7 @@ func newMatrix(ctx context.Context, cfg Config, engine *bot.Engine, store *store
 		logger.Info("matrix: end-to-end encryption is off; set MATRIX_PICKLE_KEY to take part in encrypted rooms")
 	}
 	lease := matrix.NewRedisLease(rdb, cfg.RedisPrefix+":matrix-sync-lease:"+cfg.MatrixUserID, matrix.DefaultLeaseTTL)
-	ad, err := matrix.New(ctx, mcfg, engine, matrix.NewStore(store.Pool()), memory, lease, logger)
+	ad, err := matrix.New(ctx, mcfg, engine, store, memory, lease, logger)
 	if err != nil {
 		return nil, fmt.Errorf("matrix (MATRIX_HOMESERVER %s): %w", cfg.MatrixHomeserver, err)
 	}
