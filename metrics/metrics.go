@@ -2,119 +2,107 @@
 // and outcome, queue depth, planner latency, proposals by outcome and the
 // time from an approval to its board being committed. A *Metrics is the
 // engine's bot.Observer and wraps its planner; the HTTP handler serves
-// these with the Go runtime's series.
+// these with the Go runtime's and the process's series.
+//
+// The series live in a github.com/VictoriaMetrics/metrics Set rather than
+// a client_golang registry: that library writes the same text format
+// without linking protobuf and some forty packages, each of which costs
+// an idle process resident memory.
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	vmetrics "github.com/VictoriaMetrics/metrics"
 
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 )
 
-// Metrics holds BobNet's series in a registry of its own.
+// Bucket bounds of the histograms, in seconds. Dashboards and alerts
+// compute quantiles from them, so they only change on purpose.
+var (
+	planningBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}
+	commitBuckets   = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+	runCardBuckets  = []float64{1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600}
+)
+
+// Metrics holds BobNet's series in a set of its own.
 type Metrics struct {
-	registry   *prometheus.Registry
-	requests   *prometheus.CounterVec
-	proposals  *prometheus.CounterVec
-	planning   *prometheus.HistogramVec
-	commit     prometheus.Histogram
-	tokens     *prometheus.CounterVec
-	runs       *prometheus.CounterVec
-	runCards   prometheus.Histogram
+	set        *vmetrics.Set
+	commit     *vmetrics.PrometheusHistogram
+	runCards   *vmetrics.PrometheusHistogram
+	queue      atomic.Pointer[queueWatch]
 	scrapeWait time.Duration
 }
 
-// New returns the series, registered with the Go runtime and process
-// collectors.
+// New returns the series. Its handler adds the Go runtime and process
+// series at each scrape.
 func New() *Metrics {
-	m := &Metrics{
-		registry: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bobnet_requests_total",
-			Help: "Requests by source and outcome: the reply kind once answered (answer, clarify, refuse, proposal, error), or why one was never queued (duplicate, rate_limited, invalid, unavailable).",
-		}, []string{"source", "outcome"}),
-		proposals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bobnet_proposals_total",
-			Help: "Proposals by outcome: created, approved, cancelled, expired, superseded.",
-		}, []string{"outcome"}),
-		planning: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "bobnet_planner_duration_seconds",
-			Help:    "Time one planning call took (model calls and the repair retry included), by outcome: the plan's kind, or invalid, timeout, unreachable.",
-			Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300},
-		}, []string{"outcome"}),
-		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "bobnet_approve_to_commit_seconds",
-			Help:    "Time from an approval arriving to its board being committed in Postgres.",
-			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
-		}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bobnet_model_tokens_total",
-			Help: "Model tokens spent, by channel (<source>:<id>): the server's usage, or an estimate of four characters a token when it sends none.",
-		}, []string{"channel"}),
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bobnet_runs_total",
-			Help: "Runs of boards by how they ended: done, stopped, timed_out.",
-		}, []string{"state"}),
-		runCards: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "bobnet_run_card_seconds",
-			Help:    "Time a runner took to work one card of a run (the model's call included).",
-			Buckets: []float64{1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600},
-		}),
+	// The library's switch for # HELP and # TYPE lines is global; BobNet
+	// is its only user in the process and always wants them.
+	vmetrics.ExposeMetadata(true)
+	set := vmetrics.NewSet()
+	return &Metrics{
+		set:        set,
+		commit:     set.NewPrometheusHistogramExt(commitFamily.name, commitBuckets),
+		runCards:   set.NewPrometheusHistogramExt(runCardFamily.name, runCardBuckets),
 		scrapeWait: 2 * time.Second,
 	}
-	m.registry.MustRegister(m.requests, m.proposals, m.planning, m.commit, m.tokens, m.runs, m.runCards,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
 }
 
 // RunEnded counts a run that ended, by its state.
-func (m *Metrics) RunEnded(state string) { m.runs.WithLabelValues(state).Inc() }
+func (m *Metrics) RunEnded(state string) {
+	m.set.GetOrCreateCounter(series(runsFamily.name, "state", state)).Inc()
+}
 
 // CardWorked records how long a runner took over one card.
-func (m *Metrics) CardWorked(d time.Duration) { m.runCards.Observe(d.Seconds()) }
-
-// Handler serves the series in Prometheus' text format.
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
-}
+func (m *Metrics) CardWorked(d time.Duration) { m.runCards.Update(d.Seconds()) }
 
 // RequestRefused counts a request that was not queued.
 func (m *Metrics) RequestRefused(src bot.Source, outcome string) {
-	m.requests.WithLabelValues(string(src), outcome).Inc()
+	m.countRequest(string(src), outcome)
 }
 
 // RequestAnswered counts a request by the kind of its answer, and a
 // proposal created when that answer was one.
 func (m *Metrics) RequestAnswered(src bot.Source, kind bot.ReplyKind) {
-	m.requests.WithLabelValues(string(src), string(kind)).Inc()
+	m.countRequest(string(src), string(kind))
 	if kind == bot.ReplyProposal {
-		m.proposals.WithLabelValues("created").Inc()
+		m.countProposal("created")
 	}
 }
 
-// ProposalClosed counts a proposal leaving pending.
-func (m *Metrics) ProposalClosed(state bot.ProposalState) {
-	m.proposals.WithLabelValues(string(state)).Inc()
+// countRequest counts one request; labels go in client_golang's sorted
+// order so the series read as they always did.
+func (m *Metrics) countRequest(source, outcome string) {
+	m.set.GetOrCreateCounter(series(requestsFamily.name, "outcome", outcome, "source", source)).Inc()
 }
+
+func (m *Metrics) countProposal(outcome string) {
+	m.set.GetOrCreateCounter(series(proposalsFamily.name, "outcome", outcome)).Inc()
+}
+
+// ProposalClosed counts a proposal leaving pending.
+func (m *Metrics) ProposalClosed(state bot.ProposalState) { m.countProposal(string(state)) }
 
 // Committed records how long an approval took to commit its board.
-func (m *Metrics) Committed(d time.Duration) {
-	m.commit.Observe(d.Seconds())
-}
+func (m *Metrics) Committed(d time.Duration) { m.commit.Update(d.Seconds()) }
 
-// ModelTokens counts the model tokens a channel spent.
+// ModelTokens counts the model tokens a channel spent. The channel name
+// comes from outside, so series escapes it.
 func (m *Metrics) ModelTokens(channel string, n int) {
-	m.tokens.WithLabelValues(channel).Add(float64(n))
+	c := m.set.GetOrCreateCounter(series(tokensFamily.name, "channel", channel))
+	if n > 0 {
+		c.Add(n)
+	}
 }
 
 // Planner returns next timed: every Plan call is recorded in
@@ -145,7 +133,8 @@ func (p timedPlanner) Plan(ctx context.Context, in planner.PromptInput, opts pla
 	case ctx.Err() != nil:
 		return out, err // shutting down: not the model's latency
 	}
-	p.m.planning.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+	p.m.set.GetOrCreatePrometheusHistogramExt(series(planningFamily.name, "outcome", outcome), planningBuckets).
+		Update(time.Since(start).Seconds())
 	return out, err
 }
 
@@ -155,32 +144,54 @@ type QueueDepth interface {
 	Depth(ctx context.Context) (waiting, inFlight int64, err error)
 }
 
-// WatchQueue adds bobnet_queue_depth, read from q at each scrape so every
-// replica reports the shared queue as it is. A failed read is logged and
-// leaves the series out of that scrape rather than reporting a zero.
-func (m *Metrics) WatchQueue(q QueueDepth, logger *slog.Logger) {
-	m.registry.MustRegister(queueCollector{q: q, wait: m.scrapeWait, logger: logger})
-}
-
-var queueDepthDesc = prometheus.NewDesc("bobnet_queue_depth",
-	"Requests in the shared queue: waiting for a worker, or in_flight with one.", []string{"state"}, nil)
-
-type queueCollector struct {
+type queueWatch struct {
 	q      QueueDepth
-	wait   time.Duration
 	logger *slog.Logger
 }
 
-func (c queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- queueDepthDesc }
+// WatchQueue adds bobnet_queue_depth, read from q at each scrape so every
+// replica reports the shared queue as it is. A failed read is logged and
+// leaves the series out of that scrape rather than reporting a zero. A
+// later call replaces the queue watched.
+func (m *Metrics) WatchQueue(q QueueDepth, logger *slog.Logger) {
+	m.queue.Store(&queueWatch{q: q, logger: logger})
+}
 
-func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.wait)
+// contentType is the Prometheus text format, version 0.0.4.
+const contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// Handler serves the series in Prometheus' text format: BobNet's own, the
+// queue depth read now, and the Go runtime's and the process's.
+func (m *Metrics) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var buf bytes.Buffer
+		m.write(r.Context(), &buf)
+		w.Header().Set("Content-Type", contentType)
+		_, _ = w.Write(buf.Bytes())
+	})
+}
+
+// write puts one scrape's exposition in buf.
+func (m *Metrics) write(ctx context.Context, buf *bytes.Buffer) {
+	var own bytes.Buffer
+	m.set.WritePrometheus(&own)
+	writeWithHelp(buf, own.Bytes())
+	if qw := m.queue.Load(); qw != nil {
+		m.writeQueueDepth(ctx, buf, qw)
+	}
+	vmetrics.WriteProcessMetrics(buf)
+	vmetrics.WriteFDMetrics(buf)
+}
+
+func (m *Metrics) writeQueueDepth(ctx context.Context, buf *bytes.Buffer, qw *queueWatch) {
+	ctx, cancel := context.WithTimeout(ctx, m.scrapeWait)
 	defer cancel()
-	waiting, inFlight, err := c.q.Depth(ctx)
+	waiting, inFlight, err := qw.q.Depth(ctx)
 	if err != nil {
-		c.logger.Warn("metrics: read queue depth", "err", err)
+		qw.logger.Warn("metrics: read queue depth", "err", err)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(waiting), "waiting")
-	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(inFlight), "in_flight")
+	writeHeader(buf, queueDepthFamily)
+	writeSample(buf, series(queueDepthFamily.name, "state", "waiting"), waiting)
+	writeSample(buf, series(queueDepthFamily.name, "state", "in_flight"), inFlight)
 }

@@ -45,6 +45,10 @@ var importRules = []importRule{
 	{"bot/record", []string{"planner", "bot/pending", "store", "web", "httpapi", "adapters", "cmd", "metrics"}, []string{"net/http", "github.com/jackc/pgx", "github.com/redis"}},
 	{"metrics", []string{"adapters", "cmd"}, nil},
 	{"apitoken", []string{"adapters", "cmd", "metrics"}, nil},
+	// The binary writes its metrics with github.com/VictoriaMetrics/metrics:
+	// client_golang and the protobuf it links cost idle resident memory.
+	// Tests may still parse /metrics with github.com/prometheus/common.
+	{"cmd", nil, []string{"github.com/prometheus", "google.golang.org/protobuf"}},
 }
 
 // adapterForbidden are what no adapter may depend on besides another

@@ -2,11 +2,18 @@ package main
 
 import (
 	"bufio"
+	"io"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // scrape reads /metrics into series name{labels} -> value.
@@ -107,5 +114,70 @@ func TestMetricsAfterAnEndToEndRun(t *testing.T) {
 	}
 	if _, ok := got["go_goroutines"]; !ok {
 		t.Error("the Go runtime series are gone")
+	}
+	a.checkExposition(t)
+}
+
+// checkExposition reads the whole of /metrics with Prometheus' own parser
+// and checks the bobnet_* families the run produced keep their types,
+// labels and bucket bounds.
+func (a *testApp) checkExposition(t *testing.T) {
+	t.Helper()
+	resp, err := http.Get(a.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v\n%s", err, body)
+	}
+	want := map[string]struct {
+		typ     dto.MetricType
+		labels  []string
+		buckets []float64
+	}{
+		"bobnet_requests_total":            {dto.MetricType_COUNTER, []string{"outcome", "source"}, nil},
+		"bobnet_proposals_total":           {dto.MetricType_COUNTER, []string{"outcome"}, nil},
+		"bobnet_queue_depth":               {dto.MetricType_GAUGE, []string{"state"}, nil},
+		"bobnet_planner_duration_seconds":  {dto.MetricType_HISTOGRAM, []string{"outcome"}, []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}},
+		"bobnet_approve_to_commit_seconds": {dto.MetricType_HISTOGRAM, nil, []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}},
+		"bobnet_run_card_seconds":          {dto.MetricType_HISTOGRAM, nil, []float64{1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600}},
+		"go_goroutines":                    {dto.MetricType_GAUGE, nil, nil},
+		"process_resident_memory_bytes":    {dto.MetricType_GAUGE, nil, nil},
+	}
+	for name, w := range want {
+		f, ok := fams[name]
+		if !ok {
+			t.Errorf("no family %s", name)
+			continue
+		}
+		if f.GetType() != w.typ {
+			t.Errorf("%s is a %v, want %v", name, f.GetType(), w.typ)
+		}
+		for _, s := range f.GetMetric() {
+			var names []string
+			for _, l := range s.GetLabel() {
+				names = append(names, l.GetName())
+			}
+			slices.Sort(names)
+			if !slices.Equal(names, w.labels) {
+				t.Errorf("%s has labels %v, want %v", name, names, w.labels)
+			}
+			var bounds []float64
+			for _, b := range s.GetHistogram().GetBucket() {
+				if !math.IsInf(b.GetUpperBound(), 1) {
+					bounds = append(bounds, b.GetUpperBound())
+				}
+			}
+			if !slices.Equal(bounds, w.buckets) {
+				t.Errorf("%s has bounds %v, want %v", name, bounds, w.buckets)
+			}
+		}
 	}
 }
