@@ -58,8 +58,7 @@ SELECT count(pg_notify('` + changesChannel + `', json_build_object('b', $1::text
 ), deps AS (
     SELECT card_id, array_agg(depends_on ORDER BY depends_on) AS ids FROM card_links WHERE board_id = $2 GROUP BY card_id
 )
-SELECT rc.card_id, b.key || '-' || c.number, c.title, c.status, c.assignee, rc.runner, rc.review, rc.output,
-    rc.attempts, rc.rounds, rc.feedback, rc.error, coalesce(d.ids, '{}')
+SELECT ` + runCardFields + `, coalesce(d.ids, '{}')
 FROM rc JOIN cards c ON c.id = rc.card_id JOIN boards b ON b.id = c.board_id LEFT JOIN deps d ON d.card_id = rc.card_id
 ORDER BY c.position, c.number`
 	insertRunAu = `INSERT INTO audit_events (actor, action, channel, board_id, detail) SELECT $1, $2, channel, id, $3 FROM boards WHERE id = $4`
@@ -67,9 +66,13 @@ ORDER BY c.position, c.number`
 	runColumns = `id, board_id, number, state, started_by, trigger, started_at, deadline, ended_at, reason`
 	selectRun  = `SELECT ` + runColumns + ` FROM runs`
 
-	runCardColumns = `SELECT rc.card_id, b.key || '-' || c.number, c.title, c.status, c.assignee, rc.runner, rc.review, rc.output,
-    rc.attempts, rc.rounds, rc.feedback, rc.error,
-    coalesce((SELECT array_agg(l.depends_on ORDER BY l.depends_on) FROM card_links l WHERE l.card_id = c.id), '{}')
+	// runCardFields and then the card's dependencies are what scanRunCard
+	// reads, of rc (run_cards), c (cards) and b (boards).
+	runCardFields = `rc.card_id, b.key || '-' || c.number, c.title, c.status, c.assignee, rc.runner, rc.review, rc.output,
+    rc.attempts, rc.rounds, rc.feedback, rc.error`
+	// cardDeps is card c's dependencies, sorted; empty without any.
+	cardDeps       = `coalesce((SELECT array_agg(l.depends_on ORDER BY l.depends_on) FROM card_links l WHERE l.card_id = c.id), '{}')`
+	runCardColumns = `SELECT ` + runCardFields + `, ` + cardDeps + `
 FROM run_cards rc JOIN cards c ON c.id = rc.card_id JOIN boards b ON b.id = c.board_id`
 	selectRunCards = runCardColumns + ` WHERE rc.run_id = $1 ORDER BY c.position, c.number`
 	// A card of a run and the cards it depends on, for its runner.

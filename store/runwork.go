@@ -59,8 +59,7 @@ FROM job`
 WHERE rc.holder = $1 AND rc.holder <> '' AND r.state = 'running')`
 	// The card taken, the cards it depends on, its board and its run, in
 	// one row.
-	heldJob = `SELECT ` + cardFields + `,
-    coalesce((SELECT array_agg(l.depends_on ORDER BY l.depends_on) FROM card_links l WHERE l.card_id = c.id), '{}'),
+	heldJob = `SELECT ` + cardFields + `, ` + cardDeps + `,
     b.name, b.goal, b.key, b.channel, b.thread, b.created_at,
     r.id, r.number, r.state, r.started_by, r.trigger, r.started_at, r.deadline, r.ended_at, r.reason
 FROM ` + heldBy + ` h JOIN cards c ON c.id = h.card_id JOIN boards b ON b.id = c.board_id JOIN runs r ON r.id = h.run_id`
@@ -139,13 +138,14 @@ func claimJob(ctx context.Context, q batcher, runner string, lease time.Duration
 	})
 	b.Queue(heldJob, job.Holder).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			card, err := scanCardAnd(rows, &job.Card.DependsOn, &job.Board.Name, &job.Board.Goal, &job.Board.Key, &job.Board.Channel, &job.Board.Thread, &job.Board.CreatedAt,
+			var deps []board.CardID
+			card, err := scanCardAnd(rows, &deps, &job.Board.Name, &job.Board.Goal, &job.Board.Key, &job.Board.Channel, &job.Board.Thread, &job.Board.CreatedAt,
 				&run.ID, &run.Number, &run.State, &run.StartedBy, &run.Trigger, &run.StartedAt, &run.Deadline, &run.EndedAt, &run.Reason)
 			if err != nil {
 				return err
 			}
-			deps := job.Card.DependsOn
-			job.Card, job.Card.DependsOn = card, deps
+			card.DependsOn = deps
+			job.Card = card
 			job.Board.ID, run.Board = card.BoardID, card.BoardID
 			run.Cards = []board.RunCard{}
 		}
