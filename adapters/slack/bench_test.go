@@ -33,10 +33,11 @@ import (
 // workspace's burst of mentions.
 const ingestClients = 64
 
-// ingest fires signed app_mention events at h from 64 concurrent clients
-// and reports requests per second and the p99 ack latency. channelEach
-// gives every event its own channel; otherwise they all go to one.
-func ingest(b *testing.B, h http.Handler, channelEach bool) {
+// ingest fires signed events at h from 64 concurrent clients and reports
+// requests per second and the p99 ack latency. event makes the n-th
+// event of this run (run tells runs of the benchmark apart, so their
+// event ids do not dedupe each other).
+func ingest(b *testing.B, h http.Handler, event func(run string, n int64) map[string]any) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ingestClients, MaxConnsPerHost: ingestClients}}
@@ -51,16 +52,7 @@ func ingest(b *testing.B, h http.Handler, channelEach bool) {
 	b.RunParallel(func(pb *testing.PB) {
 		var mine []time.Duration
 		for pb.Next() {
-			n := seq.Add(1)
-			channel := "C_BUSY"
-			if channelEach {
-				channel = fmt.Sprint("C_", run, "_", n)
-			}
-			body, _ := json.Marshal(map[string]any{
-				"type": "event_callback", "team_id": "T1", "event_id": fmt.Sprint("Ev", run, "_", n),
-				"event": map[string]any{"type": "app_mention", "user": fmt.Sprint("U", n), "text": "<@UBOBNET> plan our daily research newspaper",
-					"ts": fmt.Sprintf("1700000000.%06d", n), "channel": channel},
-			})
+			body, _ := json.Marshal(event(run, seq.Add(1)))
 			ts := strconv.FormatInt(time.Now().Unix(), 10)
 			req, _ := http.NewRequest("POST", srv.URL+"/slack/events", strings.NewReader(string(body)))
 			req.Header.Set("Content-Type", "application/json")
@@ -91,6 +83,23 @@ func ingest(b *testing.B, h http.Handler, channelEach bool) {
 		b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "req/s")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 	}
+}
+
+// mention is the n-th app_mention of a run, by user Un in channel.
+func mention(run string, n int64, team, channel string) map[string]any {
+	return map[string]any{
+		"type": "event_callback", "team_id": team, "event_id": fmt.Sprint("Ev", run, "_", n),
+		"event": map[string]any{"type": "app_mention", "user": fmt.Sprint("U", n), "text": "<@UBOBNET> plan our daily research newspaper",
+			"ts": fmt.Sprintf("1700000000.%06d", n), "channel": channel},
+	}
+}
+
+// oneChannel is every mention in one busy channel.
+func oneChannel(run string, n int64) map[string]any { return mention(run, n, "T1", "C_BUSY") }
+
+// channelEach is every mention in a channel of its own.
+func channelEach(run string, n int64) map[string]any {
+	return mention(run, n, "T1", fmt.Sprint("C_", run, "_", n))
 }
 
 // bobnetIngest is /slack/events as served: signature check, the event
@@ -139,17 +148,17 @@ func bareIngest(b *testing.B) http.Handler {
 // BenchmarkSlackIngestOneChannel: distinct events from distinct people in
 // one busy (or spammed) channel; past the channel's limit they are
 // throttled, which must cost no more than taking them in.
-func BenchmarkSlackIngestOneChannel(b *testing.B) { ingest(b, bobnetIngest(b), false) }
+func BenchmarkSlackIngestOneChannel(b *testing.B) { ingest(b, bobnetIngest(b), oneChannel) }
 
 // BenchmarkSlackIngestOneChannelBaseline is the bare handler beside it.
-func BenchmarkSlackIngestOneChannelBaseline(b *testing.B) { ingest(b, bareIngest(b), false) }
+func BenchmarkSlackIngestOneChannelBaseline(b *testing.B) { ingest(b, bareIngest(b), oneChannel) }
 
 // BenchmarkSlackIngestChannelEach: distinct events, each in its own
 // channel, so every one is taken in and queued.
-func BenchmarkSlackIngestChannelEach(b *testing.B) { ingest(b, bobnetIngest(b), true) }
+func BenchmarkSlackIngestChannelEach(b *testing.B) { ingest(b, bobnetIngest(b), channelEach) }
 
 // BenchmarkSlackIngestChannelEachBaseline is the bare handler beside it.
-func BenchmarkSlackIngestChannelEachBaseline(b *testing.B) { ingest(b, bareIngest(b), true) }
+func BenchmarkSlackIngestChannelEachBaseline(b *testing.B) { ingest(b, bareIngest(b), channelEach) }
 
 // nopPlanner is never called: the workers do not run in these benchmarks.
 type nopPlanner struct{}

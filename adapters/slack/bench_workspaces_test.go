@@ -4,18 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"runtime"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +19,6 @@ import (
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/secretbox"
-	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -72,60 +63,14 @@ func workspaceIngest(b *testing.B, n int) (http.Handler, []string) {
 	return r, teams
 }
 
-// ingestTeams is ingest (64 concurrent clients, each event in its own
-// channel) with the events spread over teams in turn.
-func ingestTeams(b *testing.B, h http.Handler, teams []string) {
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ingestClients, MaxConnsPerHost: ingestClients}}
-	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-	var seq atomic.Int64
-	var mu sync.Mutex
-	var lat []time.Duration
-	b.SetParallelism(max(1, ingestClients/runtime.GOMAXPROCS(0)))
-	cpu := bottest.StartCPU(b, bottest.Redis(b))
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		var mine []time.Duration
-		for pb.Next() {
-			n := seq.Add(1)
-			team := teams[int(n)%len(teams)]
-			body, _ := json.Marshal(map[string]any{
-				"type": "event_callback", "team_id": team, "event_id": fmt.Sprint("Ev", run, "_", n),
-				"authorizations": []map[string]any{{"team_id": team, "is_bot": true, "is_enterprise_install": false}},
-				"event": map[string]any{"type": "app_mention", "user": fmt.Sprint("U", n), "text": "<@UBOBNET> plan our daily research newspaper",
-					"ts": fmt.Sprintf("1700000000.%06d", n), "channel": fmt.Sprint("C_", run, "_", n)},
-			})
-			ts := strconv.FormatInt(time.Now().Unix(), 10)
-			req, _ := http.NewRequest("POST", srv.URL+"/slack/events", strings.NewReader(string(body)))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("X-Slack-Request-Timestamp", ts)
-			req.Header.Set("X-Slack-Signature", signing.SlackSignature("bench-secret", ts, body))
-			t0 := time.Now()
-			resp, err := client.Do(req)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			mine = append(mine, time.Since(t0))
-			if resp.StatusCode != http.StatusOK {
-				b.Errorf("status %d", resp.StatusCode)
-			}
-		}
-		mu.Lock()
-		lat = append(lat, mine...)
-		mu.Unlock()
-	})
-	elapsed := time.Since(start)
-	b.StopTimer()
-	cpu.Report(b)
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	if len(lat) > 0 {
-		b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "req/s")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+// spreadOver is channelEach with the events spread over teams in turn,
+// each authorized for its team's installation.
+func spreadOver(teams []string) func(run string, n int64) map[string]any {
+	return func(run string, n int64) map[string]any {
+		team := teams[int(n)%len(teams)]
+		ev := mention(run, n, team, fmt.Sprint("C_", run, "_", n))
+		ev["authorizations"] = []map[string]any{{"team_id": team, "is_bot": true, "is_enterprise_install": false}}
+		return ev
 	}
 }
 
@@ -134,11 +79,11 @@ func ingestTeams(b *testing.B, h http.Handler, teams []string) {
 // and single-workspace mode beside them, in one run. Looking up the
 // event's workspace must not make ingest slower with many of them.
 func BenchmarkSlackIngestWorkspaces(b *testing.B) {
-	b.Run("single-token", func(b *testing.B) { ingest(b, bobnetIngest(b), true) })
+	b.Run("single-token", func(b *testing.B) { ingest(b, bobnetIngest(b), channelEach) })
 	for _, n := range []int{1, 1000} {
 		b.Run(fmt.Sprintf("workspaces=%d", n), func(b *testing.B) {
 			h, teams := workspaceIngest(b, n)
-			ingestTeams(b, h, teams)
+			ingest(b, h, spreadOver(teams))
 		})
 	}
 }
