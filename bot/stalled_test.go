@@ -13,63 +13,12 @@ import (
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // shortClaim is the claim TTL of these tests: a stalled approval outlives
 // it many times over.
 const shortClaim = 300 * time.Millisecond
-
-// stallPostgres runs query in a transaction of its own, as a stuck session
-// in psql would, and holds what it locked until the returned function is
-// called (or the test ends).
-func stallPostgres(t *testing.T, env *bottest.Env, query string) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := env.Store.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, query); err != nil {
-		t.Fatal(err)
-	}
-	done := false
-	release = func() {
-		if done {
-			return
-		}
-		done = true
-		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
-			t.Error(err)
-		}
-		conn.Release()
-	}
-	t.Cleanup(release)
-	return release
-}
-
-// waitLockWaits waits until n sessions of the test's database wait for a
-// lock.
-func waitLockWaits(t *testing.T, env *bottest.Env, n int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting int
-		if err := env.Store.Pool().QueryRow(context.Background(),
-			`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions wait for a lock, want %d", waiting, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // slowPath is one way an approval executes, with a lock that stalls it
 // after it took its chain's lock.
@@ -138,7 +87,7 @@ func TestCancelBesideASlowApprove(t *testing.T) {
 				ctx := context.Background()
 				p := path.propose(t, env)
 				boardsBefore, cardsBefore := count(t, env, "boards"), count(t, env, "cards")
-				release := stallPostgres(t, env, path.stall)
+				release := storetest.Stall(t, env.Store, path.stall)
 				type result struct {
 					a   bot.Approval
 					err error
@@ -148,7 +97,7 @@ func TestCancelBesideASlowApprove(t *testing.T) {
 					a, err := env.Engine.Approve(ctx, p.ID, "alice")
 					approved <- result{a, err}
 				}()
-				waitLockWaits(t, env, 1)
+				storetest.WaitLockWaiters(t, env.Store, 1, nil)
 				time.Sleep(3 * shortClaim)
 				if lose {
 					if err := env.Redis.Del(ctx, env.Prefix+":claim:"+string(p.ID)).Err(); err != nil {
@@ -246,13 +195,13 @@ func TestExpiryBesideASlowApprove(t *testing.T) {
 			ctx := context.Background()
 			answerNewspaper(t, env)
 			p := propose(t, env, "alice")
-			release := stallPostgres(t, env, slowPaths[0].stall)
+			release := storetest.Stall(t, env.Store, slowPaths[0].stall)
 			approved := make(chan error, 1)
 			go func() {
 				_, err := env.Engine.Approve(ctx, p.ID, "alice")
 				approved <- err
 			}()
-			waitLockWaits(t, env, 1)
+			storetest.WaitLockWaiters(t, env.Store, 1, nil)
 			if lose {
 				if err := env.Redis.Del(ctx, env.Prefix+":claim:"+string(p.ID)).Err(); err != nil {
 					t.Fatal(err)
@@ -297,13 +246,13 @@ func TestRevisionBesideASlowApprove(t *testing.T) {
 			ctx := context.Background()
 			answerNewspaper(t, env)
 			v1 := propose(t, env, "alice")
-			release := stallPostgres(t, env, slowPaths[0].stall)
+			release := storetest.Stall(t, env.Store, slowPaths[0].stall)
 			approved := make(chan error, 1)
 			go func() {
 				_, err := env.Engine.Approve(ctx, v1.ID, "alice")
 				approved <- err
 			}()
-			waitLockWaits(t, env, 1)
+			storetest.WaitLockWaiters(t, env.Store, 1, nil)
 			time.Sleep(3 * shortClaim)
 			if lose {
 				if err := env.Redis.Del(ctx, env.Prefix+":claim:"+string(v1.ID)).Err(); err != nil {
@@ -378,7 +327,7 @@ func TestWithdrawBesideASlowApprove(t *testing.T) {
 			if _, err := env.Engine.Approve(ctx, p.ID, "bob"); err != nil {
 				t.Fatal(err)
 			}
-			release := stallPostgres(t, env, slowPaths[0].stall)
+			release := storetest.Stall(t, env.Store, slowPaths[0].stall)
 			type result struct {
 				a   bot.Approval
 				err error
@@ -388,7 +337,7 @@ func TestWithdrawBesideASlowApprove(t *testing.T) {
 				a, err := env.Engine.Approve(ctx, p.ID, "carol")
 				approved <- result{a, err}
 			}()
-			waitLockWaits(t, env, 1)
+			storetest.WaitLockWaiters(t, env.Store, 1, nil)
 			time.Sleep(3 * shortClaim)
 			if lose {
 				if err := env.Redis.Del(ctx, env.Prefix+":claim:"+string(p.ID)).Err(); err != nil {

@@ -5,90 +5,12 @@ import (
 	"errors"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
-
-// stall runs query in a transaction of its own, as a slow or stuck session
-// would, and holds what it locked until the returned function is called
-// (or the test ends).
-func stall(t *testing.T, s *store.Store, query string) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := s.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, query); err != nil {
-		t.Fatal(err)
-	}
-	done := false
-	release = func() {
-		if done {
-			return
-		}
-		done = true
-		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
-			t.Error(err)
-		}
-		conn.Release()
-	}
-	t.Cleanup(release)
-	return release
-}
-
-// waitWaiting waits until n sessions of the test's database wait for a
-// lock, and fails the test after 10 s.
-func waitWaiting(t *testing.T, s *store.Store, n int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting int
-		err := s.Pool().QueryRow(context.Background(),
-			`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if waiting >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions wait for a lock, want %d", waiting, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// waitWaitingOr waits like waitWaiting, but stops as soon as done is
-// closed: a call that should wait for a lock may, wrongly, not.
-func waitWaitingOr(t *testing.T, s *store.Store, n int, done <-chan struct{}) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-done:
-			return
-		default:
-		}
-		var waiting int
-		if err := s.Pool().QueryRow(context.Background(),
-			`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting >= n {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("fewer than %d sessions wait for a lock", n)
-}
 
 func cardBatch() plan.Envelope {
 	return plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{{
@@ -157,20 +79,20 @@ func TestCloseWaitsForAStalledApproval(t *testing.T) {
 			s := storetest.NewStore(t)
 			ctx := context.Background()
 			plan, before := setUpPath(t, s, path)
-			release := stall(t, s, path.stall)
+			release := storetest.Stall(t, s, path.stall)
 			approved := make(chan outcome, 1)
 			go func() {
 				_, err := s.Execute(ctx, board.Execution{ProposalID: "p_x", Channel: "c", ApprovedBy: "alice", Plan: plan})
 				approved <- outcome{err}
 			}()
-			waitWaiting(t, s, 1)
+			storetest.WaitLockWaiters(t, s, 1, nil)
 			cancelled := make(chan outcome, 1)
 			cancelDone := make(chan struct{})
 			go func() {
 				defer close(cancelDone)
 				cancelled <- outcome{s.SetProposalState(ctx, board.ProposalRecord{ID: "p_x", Channel: "c"}, "cancelled", "bob")}
 			}()
-			waitWaitingOr(t, s, 2, cancelDone)
+			storetest.WaitLockWaiters(t, s, 2, cancelDone)
 			release()
 			a, c := <-approved, <-cancelled
 			state := proposalState(t, s, "p_x")
@@ -207,18 +129,18 @@ func TestApprovalWaitsForAStalledClose(t *testing.T) {
 			s := storetest.NewStore(t)
 			ctx := context.Background()
 			plan, before := setUpPath(t, s, path)
-			release := stall(t, s, `SELECT 1 FROM proposals WHERE id = 'p_x' FOR UPDATE`)
+			release := storetest.Stall(t, s, `SELECT 1 FROM proposals WHERE id = 'p_x' FOR UPDATE`)
 			cancelled := make(chan outcome, 1)
 			go func() {
 				cancelled <- outcome{s.SetProposalState(ctx, board.ProposalRecord{ID: "p_x", Channel: "c"}, "cancelled", "bob")}
 			}()
-			waitWaiting(t, s, 1)
+			storetest.WaitLockWaiters(t, s, 1, nil)
 			approved := make(chan outcome, 1)
 			go func() {
 				_, err := s.Execute(ctx, board.Execution{ProposalID: "p_x", Channel: "c", ApprovedBy: "alice", Plan: plan})
 				approved <- outcome{err}
 			}()
-			waitWaiting(t, s, 2)
+			storetest.WaitLockWaiters(t, s, 2, nil)
 			release()
 			a, c := <-approved, <-cancelled
 			state := proposalState(t, s, "p_x")
@@ -242,13 +164,13 @@ func TestExecutionDoesNotOverwriteAClosedState(t *testing.T) {
 			s := storetest.NewStore(t)
 			ctx := context.Background()
 			plan, before := setUpPath(t, s, path)
-			release := stall(t, s, path.stall)
+			release := storetest.Stall(t, s, path.stall)
 			approved := make(chan outcome, 1)
 			go func() {
 				_, err := s.Execute(ctx, board.Execution{ProposalID: "p_x", Channel: "c", ApprovedBy: "alice", Plan: plan})
 				approved <- outcome{err}
 			}()
-			waitWaiting(t, s, 1)
+			storetest.WaitLockWaiters(t, s, 1, nil)
 			close := `UPDATE proposals SET state = 'cancelled', decided_by = 'old', decided_at = now() WHERE id = 'p_x' AND state = 'pending'`
 			if !path.record {
 				close = `INSERT INTO proposals (id, state, decided_by, decided_at, chain) VALUES ('p_x', 'cancelled', 'old', now(), 'p_x')`
@@ -306,13 +228,13 @@ func TestWithdrawWaitsForAStalledApproval(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	release := stall(t, s, stallBinding)
+	release := storetest.Stall(t, s, stallBinding)
 	approved := make(chan outcome, 1)
 	go func() {
 		_, err := s.Execute(ctx, board.Execution{ProposalID: "p_q", Channel: "c", ApprovedBy: "carol", Plan: newspaper(t)})
 		approved <- outcome{err}
 	}()
-	waitWaiting(t, s, 1)
+	storetest.WaitLockWaiters(t, s, 1, nil)
 	withdrawn := make(chan outcome, 1)
 	withdrawDone := make(chan struct{})
 	go func() {
@@ -320,7 +242,7 @@ func TestWithdrawWaitsForAStalledApproval(t *testing.T) {
 		_, err := s.WithdrawApproval(ctx, board.ApprovalChange{ProposalID: "p_q", User: "bob", Channel: "c"})
 		withdrawn <- outcome{err}
 	}()
-	waitWaitingOr(t, s, 2, withdrawDone)
+	storetest.WaitLockWaiters(t, s, 2, withdrawDone)
 	release()
 	a, w := <-approved, <-withdrawn
 	approvals, err := s.Approvals(ctx, "p_q")
