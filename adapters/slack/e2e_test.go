@@ -45,10 +45,10 @@ func (c call) blocks() string {
 
 // fakeSlack answers Slack's Web API as Slack does and records every call.
 type fakeSlack struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	calls []call
-	ts    int
+	srv *httptest.Server
+	mu  sync.Mutex
+	callLog[call]
+	ts int
 	// stall, when set, holds every call it matches until release is
 	// closed (or the caller gives up), as a hanging Slack API does.
 	stall   func(call) bool
@@ -91,7 +91,7 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 		f.ts++
 		ts := fmt.Sprintf("1700000000.%06d", f.ts)
 		c.TS = ts
-		f.calls = append(f.calls, c)
+		f.record(c)
 		var wait time.Duration
 		if f.late != nil {
 			wait = f.late(c)
@@ -138,38 +138,6 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 	t.Cleanup(f.srv.Close)
 	t.Cleanup(func() { close(f.release) }) // runs first: stalled calls end before the server closes
 	return f
-}
-
-func (f *fakeSlack) snapshot() []call {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]call(nil), f.calls...)
-}
-
-// waitFor polls the recorded calls until match finds one.
-func (f *fakeSlack) waitFor(t *testing.T, what string, match func(call) bool) call {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, c := range f.snapshot() {
-			if match(c) {
-				return c
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no %s; calls: %+v", what, f.snapshot())
-	return call{}
-}
-
-func (f *fakeSlack) count(match func(call) bool) int {
-	n := 0
-	for _, c := range f.snapshot() {
-		if match(c) {
-			n++
-		}
-	}
-	return n
 }
 
 type world struct {

@@ -34,8 +34,8 @@ import (
 type homeSlack struct {
 	srv *httptest.Server
 
-	mu      sync.Mutex
-	calls   []call
+	mu sync.Mutex
+	callLog[call]
 	ts      int
 	thread  []map[string]any    // conversations.replies of the thread root
 	members map[string][]string // user -> channels
@@ -59,7 +59,7 @@ func newHomeSlack(t *testing.T) *homeSlack {
 		f.mu.Lock()
 		f.ts++
 		c.TS = fmt.Sprintf("1700000000.%06d", f.ts)
-		f.calls = append(f.calls, c)
+		f.record(c)
 		thread := f.thread
 		channels := f.members[c.Form.Get("user")]
 		f.mu.Unlock()
@@ -91,38 +91,6 @@ func newHomeSlack(t *testing.T) *homeSlack {
 	}))
 	t.Cleanup(f.srv.Close)
 	return f
-}
-
-func (f *homeSlack) snapshot() []call {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]call(nil), f.calls...)
-}
-
-func (f *homeSlack) count(match func(call) bool) int {
-	n := 0
-	for _, c := range f.snapshot() {
-		if match(c) {
-			n++
-		}
-	}
-	return n
-}
-
-func (f *homeSlack) waitFor(t *testing.T, what string, match func(call) bool) call {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		calls := f.snapshot()
-		for i := len(calls) - 1; i >= 0; i-- {
-			if match(calls[i]) {
-				return calls[i]
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no %s; calls: %+v", what, f.snapshot())
-	return call{}
 }
 
 type homeWorld struct {
@@ -211,7 +179,7 @@ func TestPlanThisShortcut(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("shortcut acked after %s", d)
 	}
-	preview := w.slack.waitFor(t, "preview", isPreview)
+	preview := w.slack.waitForLatest(t, "preview", isPreview)
 	if preview.Form.Get("channel") != "C_NEWS" || preview.Form.Get("thread_ts") != root {
 		t.Fatalf("preview posted outside the thread: %v", preview.Form)
 	}
@@ -371,7 +339,7 @@ func TestAppHome(t *testing.T) {
 	w.mention(t, "C_NEWS", "1690000000.000001", "plan our daily research newspaper")
 	w.mention(t, "C_SECRET", "1690000000.000002", "plan our daily research newspaper")
 	previewIn := func(ch string) call {
-		return w.slack.waitFor(t, "preview in "+ch, func(c call) bool { return isPreview(c) && c.Form.Get("channel") == ch })
+		return w.slack.waitForLatest(t, "preview in "+ch, func(c call) bool { return isPreview(c) && c.Form.Get("channel") == ch })
 	}
 	news, secret := previewIn("C_NEWS"), previewIn("C_SECRET")
 	pidNews := proposalID.FindStringSubmatch(news.Form.Get("blocks"))[1]
@@ -403,7 +371,7 @@ func TestAppHome(t *testing.T) {
 	// and his home no longer lists the proposal.
 	before := len(w.publishes("U_BOB"))
 	w.interact(t, homeClick("U_BOB", "bobnet_approve", pidNews))
-	w.slack.waitFor(t, "preview redrawn", func(c call) bool {
+	w.slack.waitForLatest(t, "preview redrawn", func(c call) bool {
 		return c.Method == "chat.update" && c.Form.Get("ts") == news.TS && strings.Contains(c.blocks(), "Approved by <@U_BOB>")
 	})
 	w.waitHome(t, "U_BOB", before, "after the approval", func(v string) bool { return !shows(pidNews)(v) && strings.Contains(v, "Approved") })
@@ -427,7 +395,7 @@ func TestAppHome(t *testing.T) {
 		"actions":   []map[string]any{{"action_id": "bobnet_cancel", "block_id": "bobnet_decision:" + pidSecret, "type": "button", "value": pidSecret, "action_ts": "1"}},
 	})
 	// Cancel asks for an optional reason first; she gives none.
-	open := w.slack.waitFor(t, "the cancel modal", func(c call) bool { return c.Method == "views.open" && c.JSON["trigger_id"] == "T-cancel" })
+	open := w.slack.waitForLatest(t, "the cancel modal", func(c call) bool { return c.Method == "views.open" && c.JSON["trigger_id"] == "T-cancel" })
 	view := open.JSON["view"].(map[string]any)
 	w.interact(t, map[string]any{
 		"type": "view_submission", "user": map[string]any{"id": "U_ALICE"},

@@ -68,8 +68,8 @@ type teamSlack struct {
 	latest    map[string]string // team -> newest access token
 	refreshes map[string]string // live refresh token -> team
 	rotate    bool              // issue expiring tokens with refresh tokens
-	calls     []teamCall
-	ts        int
+	callLog[teamCall]
+	ts int
 }
 
 func newTeamSlack(t *testing.T) *teamSlack {
@@ -102,7 +102,7 @@ func (f *teamSlack) serve(w http.ResponseWriter, r *http.Request) {
 		c.Token = form.Get("token")
 	}
 	if method == "oauth.v2.access" {
-		f.calls = append(f.calls, c)
+		f.record(c)
 		if form.Get("client_id") != clientID || form.Get("client_secret") != clientSecret {
 			reply(map[string]any{"ok": false, "error": "invalid_client_id"})
 			return
@@ -142,7 +142,7 @@ func (f *teamSlack) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.ts++
 	c.TS = fmt.Sprintf("1700000000.%06d", f.ts)
-	f.calls = append(f.calls, c)
+	f.record(c)
 	switch method {
 	case "chat.postMessage", "chat.update":
 		reply(map[string]any{"ok": true, "channel": form.Get("channel"), "ts": c.TS})
@@ -167,35 +167,6 @@ func (f *teamSlack) token(team string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.latest[team]
-}
-
-func (f *teamSlack) snapshot() []teamCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]teamCall(nil), f.calls...)
-}
-
-func (f *teamSlack) count(match func(teamCall) bool) int {
-	n := 0
-	for _, c := range f.snapshot() {
-		if match(c) {
-			n++
-		}
-	}
-	return n
-}
-
-func (f *teamSlack) waitFor(t *testing.T, what string, match func(teamCall) bool) teamCall {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, c := range f.snapshot() {
-			if match(c) {
-				return c
-			}
-		}
-	}
-	t.Fatalf("no %s; calls: %+v", what, f.snapshot())
-	return teamCall{}
 }
 
 // logBuffer collects log lines for tests that count them.
