@@ -96,21 +96,8 @@ func (v *validator) changeAction(m map[string]any, path string, a Action) Action
 		if len(rawLinks) == 0 {
 			v.errorf(join(path, "links"), "add_links needs at least one link")
 		}
-		if len(rawLinks) > maxLinksPerAction {
-			v.errorf(join(path, "links"), "has %d links; at most %d are allowed", len(rawLinks), maxLinksPerAction)
-			rawLinks = rawLinks[:maxLinksPerAction]
-		}
-		for i, raw := range rawLinks {
-			lp := index(join(path, "links"), i)
-			lm, ok := raw.(map[string]any)
-			if !ok {
-				v.errorf(lp, "must be an object {\"card\": ..., \"depends_on\": ...}, not %s", typeName(raw))
-				continue
-			}
-			a.Links = append(a.Links, Link{
-				Card:      strings.TrimSpace(v.required(lm, lp, "card", maxTempID)),
-				DependsOn: strings.TrimSpace(v.required(lm, lp, "depends_on", maxTempID)),
-			})
+		for _, l := range v.links(rawLinks, path, `{"card": ..., "depends_on": ...}`) {
+			a.Links = append(a.Links, Link{Card: l.card, DependsOn: l.dep})
 		}
 	}
 	return a

@@ -98,21 +98,8 @@ func (v *validator) action(m map[string]any, path string, seen map[string]string
 	// An edge remembers where each end was written, for the error path.
 	type edge struct{ card, dep, path, cardPath, depPath string }
 	var edges []edge
-	rawLinks := v.list(m, path, "links")
-	if len(rawLinks) > maxLinksPerAction {
-		v.errorf(join(path, "links"), "has %d links; at most %d are allowed", len(rawLinks), maxLinksPerAction)
-		rawLinks = rawLinks[:maxLinksPerAction]
-	}
-	for i, raw := range rawLinks {
-		lp := index(join(path, "links"), i)
-		lm, ok := raw.(map[string]any)
-		if !ok {
-			v.errorf(lp, "must be an object {\"card\": temp_id, \"depends_on\": temp_id}, not %s", typeName(raw))
-			continue
-		}
-		card := strings.TrimSpace(v.required(lm, lp, "card", maxTempID))
-		dep := strings.TrimSpace(v.required(lm, lp, "depends_on", maxTempID))
-		edges = append(edges, edge{card, dep, lp, join(lp, "card"), join(lp, "depends_on")})
+	for _, l := range v.links(v.list(m, path, "links"), path, `{"card": temp_id, "depends_on": temp_id}`) {
+		edges = append(edges, edge{l.card, l.dep, l.path, join(l.path, "card"), join(l.path, "depends_on")})
 	}
 	for i := range a.Cards {
 		c := &a.Cards[i]

@@ -107,6 +107,36 @@ func (v *validator) list(m map[string]any, path, field string) []any {
 	return list
 }
 
+// linkEntry is one entry of an action's "links": its two ends and where
+// it was written.
+type linkEntry struct{ card, dep, path string }
+
+// links reads the entries of an action's "links", raw: at most
+// maxLinksPerAction (more is an error, and the rest go unread), each an
+// object naming card and depends_on. shape is how an entry should look,
+// for the error on one that is not an object.
+func (v *validator) links(raw []any, path, shape string) []linkEntry {
+	if len(raw) > maxLinksPerAction {
+		v.errorf(join(path, "links"), "has %d links; at most %d are allowed", len(raw), maxLinksPerAction)
+		raw = raw[:maxLinksPerAction]
+	}
+	var out []linkEntry
+	for i, r := range raw {
+		lp := index(join(path, "links"), i)
+		lm, ok := r.(map[string]any)
+		if !ok {
+			v.errorf(lp, "must be an object %s, not %s", shape, typeName(r))
+			continue
+		}
+		out = append(out, linkEntry{
+			card: strings.TrimSpace(v.required(lm, lp, "card", maxTempID)),
+			dep:  strings.TrimSpace(v.required(lm, lp, "depends_on", maxTempID)),
+			path: lp,
+		})
+	}
+	return out
+}
+
 // typeName says what a JSON value is, for messages about wrong types.
 func typeName(x any) string {
 	switch x.(type) {
