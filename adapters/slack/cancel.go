@@ -53,24 +53,12 @@ func (a *Adapter) openCancel(ctx context.Context, trigger string, id bot.Proposa
 }
 
 func cancelModal(p bot.Proposal, message, thread string) slackapi.ModalViewRequest {
-	meta, _ := json.Marshal(cancelMeta{Proposal: string(p.ID), Channel: p.Thread.Channel.ID, Thread: thread, Message: message})
-	input := slackapi.NewPlainTextInputBlockElement(plainText("e.g. the budget moved to next quarter", 150), reasonInput)
-	input.Multiline = true
-	input.MaxLength = bot.MaxCancelReason
+	input := textAnswer("e.g. the budget moved to next quarter", reasonInput, bot.MaxCancelReason)
 	reason := slackapi.NewInputBlock(reasonBlock, plainText("Reason (optional)", 50), nil, input)
 	reason.Optional = true
-	return slackapi.ModalViewRequest{
-		Type:            slackapi.VTModal,
-		Title:           plainText("Cancel the proposal", 24),
-		Submit:          plainText("Cancel proposal", 24),
-		Close:           plainText("Keep it", 24),
-		CallbackID:      cancelCallback,
-		PrivateMetadata: string(meta),
-		Blocks: slackapi.Blocks{BlockSet: []slackapi.Block{
-			slackapi.NewSectionBlock(mrkdwn(fmt.Sprintf("Cancel *%s* (v%d)? Nothing is created.", escape(boardName(p)), p.Version)), nil, nil),
-			reason,
-		}},
-	}
+	return questionModal("Cancel the proposal", "Cancel proposal", "Keep it", cancelCallback,
+		cancelMeta{Proposal: string(p.ID), Channel: p.Thread.Channel.ID, Thread: thread, Message: message},
+		fmt.Sprintf("Cancel *%s* (v%d)? Nothing is created.", escape(boardName(p)), p.Version), reason)
 }
 
 // submitCancel handles the cancel modal's submission: a reason too long

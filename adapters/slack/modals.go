@@ -23,21 +23,39 @@ type reviseMeta struct {
 }
 
 func reviseModal(p bot.Proposal) slackapi.ModalViewRequest {
-	meta, _ := json.Marshal(reviseMeta{Proposal: string(p.ID), Channel: p.Thread.Channel.ID, Thread: p.Thread.ID})
-	input := slackapi.NewPlainTextInputBlockElement(plainText("e.g. add a card for an RSS feed; give the design QA to a Coder", 150), feedbackInput)
-	input.Multiline = true
+	input := textAnswer("e.g. add a card for an RSS feed; give the design QA to a Coder", feedbackInput, 0)
+	return questionModal("Revise the plan", "Re-plan", "Cancel", reviseCallback,
+		reviseMeta{Proposal: string(p.ID), Channel: p.Thread.Channel.ID, Thread: p.Thread.ID},
+		fmt.Sprintf("What should change in *%s* (v%d)?", escape(boardName(p)), p.Version),
+		slackapi.NewInputBlock(feedbackBlock, plainText("Feedback", 50), nil, input))
+}
+
+// questionModal is a modal that asks one question (mrkdwn) with one
+// answer block, under title, with submit and dismiss (close) buttons; meta rides
+// along as the private metadata its submission carries back.
+func questionModal(title, submit, dismiss, callbackID string, meta any, question string, answer *slackapi.InputBlock) slackapi.ModalViewRequest {
+	raw, _ := json.Marshal(meta)
 	return slackapi.ModalViewRequest{
 		Type:            slackapi.VTModal,
-		Title:           plainText("Revise the plan", 24),
-		Submit:          plainText("Re-plan", 24),
-		Close:           plainText("Cancel", 24),
-		CallbackID:      reviseCallback,
-		PrivateMetadata: string(meta),
+		Title:           plainText(title, 24),
+		Submit:          plainText(submit, 24),
+		Close:           plainText(dismiss, 24),
+		CallbackID:      callbackID,
+		PrivateMetadata: string(raw),
 		Blocks: slackapi.Blocks{BlockSet: []slackapi.Block{
-			slackapi.NewSectionBlock(mrkdwn(fmt.Sprintf("What should change in *%s* (v%d)?", escape(boardName(p)), p.Version)), nil, nil),
-			slackapi.NewInputBlock(feedbackBlock, plainText("Feedback", 50), nil, input),
+			slackapi.NewSectionBlock(mrkdwn(question), nil, nil),
+			answer,
 		}},
 	}
+}
+
+// textAnswer is a multi-line text input with placeholder, of at most max
+// characters (0: Slack's own limit).
+func textAnswer(placeholder, actionID string, max int) *slackapi.PlainTextInputBlockElement {
+	input := slackapi.NewPlainTextInputBlockElement(plainText(placeholder, 150), actionID)
+	input.Multiline = true
+	input.MaxLength = max
+	return input
 }
 
 func boardName(p bot.Proposal) string {

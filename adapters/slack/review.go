@@ -150,22 +150,10 @@ type reviewMeta struct {
 }
 
 func sendBackModal(meta reviewMeta, c board.RunCard) slackapi.ModalViewRequest {
-	raw, _ := json.Marshal(meta)
-	input := slackapi.NewPlainTextInputBlockElement(plainText("e.g. cite a source for every claim", 150), sendBackInput)
-	input.Multiline = true
-	input.MaxLength = bot.MaxReviewReason
-	return slackapi.ModalViewRequest{
-		Type:            slackapi.VTModal,
-		Title:           plainText("Send back", 24),
-		Submit:          plainText("Send back", 24),
-		Close:           plainText("Cancel", 24),
-		CallbackID:      sendBackCallback,
-		PrivateMetadata: string(raw),
-		Blocks: slackapi.Blocks{BlockSet: []slackapi.Block{
-			slackapi.NewSectionBlock(mrkdwn(fmt.Sprintf("Why should *%s* “%s” be worked again? The reason goes to whoever works it next.", escape(c.Handle), escape(c.Title))), nil, nil),
-			slackapi.NewInputBlock(sendBackBlock, plainText("Reason", 50), nil, input),
-		}},
-	}
+	input := textAnswer("e.g. cite a source for every claim", sendBackInput, bot.MaxReviewReason)
+	return questionModal("Send back", "Send back", "Cancel", sendBackCallback, meta,
+		fmt.Sprintf("Why should *%s* “%s” be worked again? The reason goes to whoever works it next.", escape(c.Handle), escape(c.Title)),
+		slackapi.NewInputBlock(sendBackBlock, plainText("Reason", 50), nil, input))
 }
 
 // submitSendBack handles the Send back modal's submission: Slack's
