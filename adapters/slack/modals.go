@@ -31,8 +31,8 @@ func reviseModal(p bot.Proposal) slackapi.ModalViewRequest {
 }
 
 // questionModal is a modal that asks one question (mrkdwn) with one
-// answer block, under title, with submit and dismiss (close) buttons; meta rides
-// along as the private metadata its submission carries back.
+// answer block, under title, with submit and dismiss (close) buttons;
+// meta rides along as the private metadata its submission carries back.
 func questionModal(title, submit, dismiss, callbackID string, meta any, question string, answer *slackapi.InputBlock) slackapi.ModalViewRequest {
 	raw, _ := json.Marshal(meta)
 	return slackapi.ModalViewRequest{
