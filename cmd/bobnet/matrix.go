@@ -18,7 +18,7 @@ import (
 // MATRIX_USER_ID are set (config validation has checked that a token or
 // password comes with them); otherwise it returns nil and Matrix is off.
 // It logs in, so a wrong token fails the start with a message naming it.
-func newMatrix(ctx context.Context, cfg Config, engine *bot.Engine, store *store.Store, rdb redis.UniversalClient, memory *pending.Store, logger *slog.Logger) (*matrix.Adapter, error) {
+func newMatrix(ctx context.Context, cfg Config, engine *bot.Engine, db *store.Store, rdb redis.UniversalClient, memory *pending.Store, logger *slog.Logger) (*matrix.Adapter, error) {
 	if cfg.MatrixHomeserver == "" || cfg.MatrixUserID == "" {
 		return nil, nil
 	}
@@ -36,7 +36,7 @@ func newMatrix(ctx context.Context, cfg Config, engine *bot.Engine, store *store
 		logger.Info("matrix: end-to-end encryption is off; set MATRIX_PICKLE_KEY to take part in encrypted rooms")
 	}
 	lease := matrix.NewRedisLease(rdb, cfg.RedisPrefix+":matrix-sync-lease:"+cfg.MatrixUserID, matrix.DefaultLeaseTTL)
-	ad, err := matrix.New(ctx, mcfg, engine, store, memory, lease, logger)
+	ad, err := matrix.New(ctx, mcfg, engine, db, memory, lease, logger)
 	if err != nil {
 		return nil, fmt.Errorf("matrix (MATRIX_HOMESERVER %s): %w", cfg.MatrixHomeserver, err)
 	}

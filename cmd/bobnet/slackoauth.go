@@ -45,12 +45,12 @@ func (c *Config) validateSlackOAuth() []error {
 // tokens, the installation store behind it (whose rows sealed under an old
 // key are sealed again under the current one first), and the key signing
 // install states.
-func slackOAuthConfig(ctx context.Context, cfg Config, store *store.Store, logger *slog.Logger) (*slack.OAuthConfig, error) {
+func slackOAuthConfig(ctx context.Context, cfg Config, db *store.Store, logger *slog.Logger) (*slack.OAuthConfig, error) {
 	box, err := secretbox.New(cfg.EncryptionKey, cfg.EncryptionKeysOld...)
 	if err != nil {
 		return nil, fmt.Errorf("BOBNET_ENCRYPTION_KEY: %w", err)
 	}
-	installs := store.SlackInstallations(box)
+	installs := db.SlackInstallations(box)
 	n, err := installs.Reseal(ctx)
 	if errors.Is(err, secretbox.ErrUnknownKey) || errors.Is(err, secretbox.ErrOpen) {
 		return nil, fmt.Errorf("BOBNET_ENCRYPTION_KEY: a Slack installation was sealed with a key that is neither this one nor in BOBNET_ENCRYPTION_KEYS_OLD: %w", err)

@@ -30,7 +30,7 @@ type integrations struct {
 
 // newIntegrations reads BOBNET_HOOK_SECRETS and BOBNET_HOOKS_FILE, builds
 // the hooks, the outbox (the engine's event sink) and the token guard.
-func newIntegrations(cfg Config, store *store.Store, engine *bot.Engine, logger *slog.Logger) (*integrations, error) {
+func newIntegrations(cfg Config, db *store.Store, engine *bot.Engine, logger *slog.Logger) (*integrations, error) {
 	f, err := webhook.ReadFile(cfg.HooksFile)
 	if err != nil {
 		return nil, fmt.Errorf("BOBNET_HOOKS_FILE: %w", err)
@@ -43,12 +43,12 @@ func newIntegrations(cfg Config, store *store.Store, engine *bot.Engine, logger 
 	if err != nil {
 		return nil, err
 	}
-	ob := outbox.New(ocfg, store, logger)
+	ob := outbox.New(ocfg, db, logger)
 	engine.SetEvents(bot.Events{Sink: ob, Encoder: ob})
 	return &integrations{
 		hooks:    webhook.New(hooks, engine, logger),
 		outbox:   ob,
-		guard:    apitoken.NewGuard(apitoken.NewStore(store), cfg.APIToken, logger),
+		guard:    apitoken.NewGuard(apitoken.NewStore(db), cfg.APIToken, logger),
 		cardKeys: ocfg.CardTokenKeys,
 	}, nil
 }
