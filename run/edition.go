@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/microcosm-cc/bluemonday"
-	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/extension"
 
 	"github.com/bobnet/bobnet/board"
 )
@@ -29,8 +26,7 @@ type PageStore interface {
 // dependency order, rendered from Markdown and sanitized.
 type Pages struct {
 	store  PageStore
-	md     goldmark.Markdown
-	policy *bluemonday.Policy
+	md     outputs
 	logger *slog.Logger
 }
 
@@ -46,19 +42,10 @@ var editionPage = template.Must(template.New("edition").Funcs(template.FuncMap{
 const editionCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // NewPages makes the run pages. Outputs are Markdown from models and
-// other tools: goldmark renders it without raw HTML, and bluemonday's
-// user-content policy keeps what is left safe (links kept, marked
-// nofollow and opened in a new tab).
+// other tools, rendered safe (see outputs): links kept, marked nofollow
+// and opened in a new tab.
 func NewPages(store PageStore, logger *slog.Logger) *Pages {
-	policy := bluemonday.UGCPolicy()
-	policy.RequireNoFollowOnLinks(true)
-	policy.AddTargetBlankToFullyQualifiedLinks(true)
-	return &Pages{
-		store:  store,
-		md:     goldmark.New(goldmark.WithExtensions(extension.GFM)),
-		policy: policy,
-		logger: logger,
-	}
+	return &Pages{store: store, md: newOutputs(), logger: logger}
 }
 
 // Routes mounts GET /boards/{id}/runs/{n}, as public as the board page:
@@ -98,14 +85,7 @@ func (p *Pages) edition(w http.ResponseWriter, r *http.Request) {
 	for _, c := range InDependencyOrder(run.Cards) {
 		s := story{RunCard: c}
 		if c.Output != "" {
-			var buf bytes.Buffer
-			if err := p.md.Convert([]byte(c.Output), &buf); err != nil {
-				// goldmark does not fail on text; should it, show the
-				// text itself, escaped.
-				buf.Reset()
-				template.HTMLEscape(&buf, []byte(c.Output))
-			}
-			s.HTML = template.HTML(p.policy.SanitizeBytes(buf.Bytes())) // sanitized just now
+			s.HTML = p.md.HTML(c.Output)
 		}
 		stories = append(stories, s)
 	}
