@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"os"
@@ -214,9 +215,9 @@ outbound:
 	if err != nil {
 		t.Fatal(err)
 	}
-	html, _ := io.ReadAll(page.Body)
+	body, _ := io.ReadAll(page.Body)
 	_ = page.Body.Close()
-	if page.StatusCode != http.StatusOK || !strings.Contains(string(html), "The tool&#39;s work on NEWS-2.") {
+	if page.StatusCode != http.StatusOK || !strings.Contains(html.UnescapeString(string(body)), "The tool's work on NEWS-2.") {
 		t.Errorf("run page: %d, no output of NEWS-2", page.StatusCode)
 	}
 
