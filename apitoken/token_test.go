@@ -31,8 +31,10 @@ func TestStore(t *testing.T) {
 	if _, err := s.Create(ctx, "ci", []apitoken.Scope{apitoken.ScopeRead}, ""); !errors.Is(err, apitoken.ErrExists) {
 		t.Fatalf("second ci: %v", err)
 	}
-	if _, err := s.Create(ctx, "Bad Name", []apitoken.Scope{apitoken.ScopeRead}, ""); !errors.Is(err, apitoken.ErrBadName) {
-		t.Fatalf("bad name: %v", err)
+	for _, bad := range []string{"Bad Name", "", ".ci", strings.Repeat("a", 65)} {
+		if _, err := s.Create(ctx, bad, []apitoken.Scope{apitoken.ScopeRead}, ""); !errors.Is(err, apitoken.ErrBadName) {
+			t.Fatalf("bad name %q: %v", bad, err)
+		}
 	}
 	// Only the hash is stored.
 	var n int
@@ -64,6 +66,9 @@ func TestStore(t *testing.T) {
 	list, err := s.List(ctx)
 	if err != nil || len(list) != 1 || list[0].User != "alice" || !list[0].RevokedAt.IsZero() {
 		t.Fatalf("list = %+v, %v", list, err)
+	}
+	if _, err := s.Create(ctx, strings.Repeat("a", 64), []apitoken.Scope{apitoken.ScopeRead}, ""); err != nil {
+		t.Fatalf("a 64-letter name: %v", err)
 	}
 }
 

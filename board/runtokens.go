@@ -43,7 +43,7 @@ func RunTokenPlaceholder(hook string, run RunID, card CardID, holder string) str
 // placeholderField finds a placeholder as a JSON "token" value; JSON
 // escapes every quote inside a string, so text of the card cannot make
 // one.
-var placeholderField = regexp.MustCompile(`"token":"` + pendingToken + `([a-z0-9][a-z0-9_-]{0,63}):(run_[a-z0-9]+):(c_[a-z0-9]+):(h_[a-z0-9]+)"`)
+var placeholderField = regexp.MustCompile(`"token":"` + pendingToken + `([a-z0-9][a-z0-9_-]*):(run_[a-z0-9]+):(c_[a-z0-9]+):(h_[a-z0-9]+)"`)
 
 // ExpandRunTokens puts the tokens into a card.dispatched body, each made
 // with its hook's key from keys; the same body always expands to the same

@@ -323,12 +323,30 @@ func TestEventsReplayLiveAndResume(t *testing.T) {
 func TestEventsBadChannel(t *testing.T) {
 	t.Parallel()
 	_, srv := newServer(t, &fakeEngine{})
-	resp, err := http.Get(srv.URL + "/api/v1/channels/UPPER/events")
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"UPPER", "-x", strings.Repeat("a", 65)} {
+		resp, err := http.Get(srv.URL + "/api/v1/channels/" + name + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			t.Fatalf("%s: status %d", name, resp.StatusCode)
+		}
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 400 {
-		t.Fatalf("status %d", resp.StatusCode)
+}
+
+// TestChannelNameLength: a channel name has 64 characters at most.
+func TestChannelNameLength(t *testing.T) {
+	t.Parallel()
+	_, srv := newServer(t, &fakeEngine{})
+	for n, want := range map[int]int{64: http.StatusAccepted, 65: http.StatusBadRequest} {
+		resp, err := http.Post(srv.URL+"/api/v1/channels/"+strings.Repeat("a", n)+"/messages", "application/json", strings.NewReader(`{"user":"alice","text":"x"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%d letters: status %d, want %d", n, resp.StatusCode, want)
+		}
 	}
 }

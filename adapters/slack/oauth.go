@@ -174,7 +174,7 @@ func (a *Adapter) oauthCallback(w http.ResponseWriter, r *http.Request) {
 	if e := q.Get("error"); e != "" {
 		// Slack's codes are snake_case words (access_denied); anything
 		// else in the link is not Slack's and is not shown back.
-		if !slackErrorCode.MatchString(e) {
+		if len(e) > 64 || !slackErrorCode.MatchString(e) {
 			e = "an error"
 		}
 		refuse(http.StatusBadRequest, "BobNet was not installed", "Slack answered "+e+". Nothing was installed.")
@@ -230,7 +230,7 @@ func (a *Adapter) oauthCallback(w http.ResponseWriter, r *http.Request) {
 		Text: "BobNet is installed in " + name + ". Invite @BobNet to a channel and mention it with what you want planned."})
 }
 
-var slackErrorCode = regexp.MustCompile(`^[a-z_]{1,64}$`)
+var slackErrorCode = regexp.MustCompile(`^[a-z_]+$`)
 
 // errUnavailableInstall is a used-once check Redis did not answer.
 var errUnavailableInstall = errors.New("cannot check whether the link was used")

@@ -536,6 +536,12 @@ func TestSlackInstallRefusesReplays(t *testing.T) {
 	if status, page := get(t, c, redirect+"?error="+url.QueryEscape("Call +1 555 now")); status != http.StatusBadRequest || strings.Contains(page, "555") {
 		t.Fatalf("made-up error: %d %s", status, page)
 	}
+	for n, shown := range map[int]bool{64: true, 65: false} {
+		code := strings.Repeat("x", n)
+		if status, page := get(t, c, redirect+"?error="+code); status != http.StatusBadRequest || strings.Contains(page, code) != shown {
+			t.Fatalf("a %d-letter error code shown: %v: %d %s", n, !shown, status, page)
+		}
+	}
 
 	// Events of a workspace BobNet is not installed in.
 	before := len(w.slack.snapshot())

@@ -92,9 +92,13 @@ type Hook struct {
 	Callbacks []Callback
 }
 
-// hookName is what a hook may be called: it becomes part of a URL and a
-// channel name.
-var hookName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+// validHookName reports whether a hook may be called name: it becomes part
+// of a URL and a channel name.
+func validHookName(name string) bool { return len(name) <= 64 && hookName.MatchString(name) }
+
+// hookName leaves the length to validHookName: a counted repetition
+// compiles to a copy of the class per count.
+var hookName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 // ReadFile reads a hooks file; an empty path is an empty file.
 func ReadFile(path string) (File, error) {
@@ -132,7 +136,7 @@ func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if !hookName.MatchString(name) {
+		if !validHookName(name) {
 			errs = append(errs, fmt.Errorf("hook name %q: use 1 to 64 lower-case letters, digits, - or _", name))
 			continue
 		}
@@ -144,6 +148,10 @@ func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 		target := c.Target
 		if target == "" {
 			target = "console:hook-" + name
+			if !validHookName("hook-" + name) {
+				errs = append(errs, fmt.Errorf("hook %q: without a target in the hooks file its channel is console:hook-NAME, which leaves NAME 59 characters; shorten the name or give the hook a target", name))
+				continue
+			}
 		}
 		ch, err := ParseChannel(target)
 		if err != nil {
@@ -169,7 +177,7 @@ func ParseChannel(s string) (bot.Channel, error) {
 	}
 	switch bot.Source(src) {
 	case bot.SourceConsole:
-		if !hookName.MatchString(id) {
+		if !validHookName(id) {
 			return bot.Channel{}, fmt.Errorf("console channel %q: use 1 to 64 lower-case letters, digits, - or _", id)
 		}
 	case bot.SourceSlack, bot.SourceMatrix:
