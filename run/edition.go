@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -33,9 +34,12 @@ type Pages struct {
 //go:embed edition.html.tmpl
 var editionSource string
 
-var editionPage = template.Must(template.New("edition").Funcs(template.FuncMap{
-	"when": func(t time.Time) string { return t.UTC().Format("Mon 2 Jan 2006, 15:04 UTC") },
-}).Parse(editionSource))
+// editionPage is parsed when first drawn, as web's board page is.
+var editionPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("edition").Funcs(template.FuncMap{
+		"when": func(t time.Time) string { return t.UTC().Format("Mon 2 Jan 2006, 15:04 UTC") },
+	}).Parse(editionSource))
+})
 
 // editionCSP allows the page's own style and nothing else to run or load
 // but images over https.
@@ -90,7 +94,7 @@ func (p *Pages) edition(w http.ResponseWriter, r *http.Request) {
 		stories = append(stories, s)
 	}
 	var page bytes.Buffer
-	if err := editionPage.Execute(&page, map[string]any{"Board": b, "Run": run, "Stories": stories}); err != nil {
+	if err := editionPage().Execute(&page, map[string]any{"Board": b, "Run": run, "Stories": stories}); err != nil {
 		p.logger.Error("run page", "err", err)
 		http.Error(w, "The page could not be drawn.", http.StatusInternalServerError)
 		return

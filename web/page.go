@@ -151,7 +151,7 @@ func (w *Pages) page(rw http.ResponseWriter, r *http.Request) {
 	// ours and logged as one, while a reader who closed the page (a broken
 	// pipe) is nobody's error.
 	var buf bytes.Buffer
-	if err := boardPage.Execute(&buf, data); err != nil {
+	if err := boardPage().Execute(&buf, data); err != nil {
 		w.logger.Error("render board page", "board", b.ID, "err", err)
 		http.Error(rw, "could not render the board", http.StatusInternalServerError)
 		return

@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 
@@ -23,9 +24,13 @@ var boardPageSource string
 //go:embed board.js
 var boardScript []byte
 
-var boardPage = template.Must(template.New("board").Funcs(template.FuncMap{
-	"statusClass": statusClass,
-}).Parse(boardPageSource))
+// boardPage is parsed when first drawn: a server nobody has opened a
+// board on keeps neither its parse tree nor the parser's pages.
+var boardPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("board").Funcs(template.FuncMap{
+		"statusClass": statusClass,
+	}).Parse(boardPageSource))
+})
 
 // Reader is what the page needs of storage; *store.Store is one.
 type Reader interface {

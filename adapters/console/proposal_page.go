@@ -6,6 +6,7 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -17,7 +18,10 @@ import (
 //go:embed proposal.html.tmpl
 var proposalPageSource string
 
-var proposalPage = template.Must(template.New("proposal").Parse(proposalPageSource))
+// proposalPage is parsed when first drawn, as web's board page is.
+var proposalPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("proposal").Parse(proposalPageSource))
+})
 
 // pageCard is one card as the proposal page shows it.
 type pageCard struct {
@@ -78,7 +82,7 @@ func (c *Console) proposalHTML(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var buf bytes.Buffer
-	if err := proposalPage.Execute(&buf, pageData(p)); err != nil {
+	if err := proposalPage().Execute(&buf, pageData(p)); err != nil {
 		c.logger.Error("render proposal page", "proposal", id, "err", err)
 		http.Error(w, "could not render the proposal", http.StatusInternalServerError)
 		return

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -123,14 +124,19 @@ func (a *Adapter) now() time.Time {
 	return time.Now()
 }
 
-var installTmpl = template.Must(template.New("install").Parse(`<!doctype html>
+// installTmpl is parsed when first drawn: most servers never install.
+var installTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("install").Parse(installSource))
+})
+
+const installSource = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title></head>
 <body><main>
 <h1>{{.Title}}</h1>
 <p>{{.Text}}</p>
 {{if .Link}}<p><a href="{{.Link}}">{{.LinkText}}</a></p>{{end}}
 </main></body></html>
-`))
+`
 
 type page struct{ Title, Text, Link, LinkText string }
 
@@ -138,7 +144,7 @@ func writePage(w http.ResponseWriter, status int, p page) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_ = installTmpl.Execute(w, p)
+	_ = installTmpl().Execute(w, p)
 }
 
 // installPage shows the "Add to Slack" link: Slack's authorize page with
