@@ -115,10 +115,18 @@ func NewWorker(store Store, model Model, tell Teller, budget Budget, obs Observe
 func (w *Worker) Runners() plan.Runners { return w.runners }
 
 // Run works until ctx ends.
+//
+// Its pollers (each worker, the hooks' dispatch, the sweep) start spread
+// over one poll period: started together, an idle server's pollers
+// stayed in step and each held a Postgres connection of its own for
+// good; spread, they take turns on one.
 func (w *Worker) Run(ctx context.Context) error {
+	pollers := w.cfg.Workers + 2
+	start := func(i int) { sleep(ctx, w.cfg.Poll*time.Duration(i)/time.Duration(pollers)) }
 	var wg sync.WaitGroup
-	for range w.cfg.Workers {
+	for i := range w.cfg.Workers {
 		wg.Go(func() {
+			start(i)
 			for ctx.Err() == nil {
 				worked, err := w.WorkOne(ctx)
 				if err != nil && ctx.Err() == nil {
@@ -131,9 +139,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		})
 	}
 	if w.hooks != nil {
-		wg.Go(func() { w.dispatchLoop(ctx) })
+		wg.Go(func() {
+			start(w.cfg.Workers)
+			w.dispatchLoop(ctx)
+		})
 	}
 	wg.Go(func() {
+		start(w.cfg.Workers + 1)
 		for ctx.Err() == nil {
 			if _, err := w.Sweep(ctx); err != nil && ctx.Err() == nil {
 				w.logger.Warn("end runs", "err", err)

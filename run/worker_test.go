@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/board"
@@ -283,5 +284,36 @@ func TestARunWaitsForTheModelBudget(t *testing.T) {
 	}
 	if cur, _ := s.Run(ctx, r.ID); cur.Cards[0].Status != "Review" || cur.Cards[0].Attempts != 1 {
 		t.Fatalf("after: %+v", cur.Cards[0])
+	}
+}
+
+// TestIdlePollersShareAConnection: an idle worker's pollers (three
+// workers and the sweep) take turns on one Postgres connection instead of
+// each holding one of its own.
+func TestIdlePollersShareAConnection(t *testing.T) {
+	t.Parallel()
+	migrated := storetest.NewPool(t)
+	pool, err := pgxpool.New(context.Background(), migrated.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	tell := &teller{}
+	w := run.NewWorker(store.New(pool, storetest.Logger(t)), nil, tell, &budget{}, tell, planner.DefaultProfiles(),
+		run.Config{Workers: 3, Lease: time.Minute, Poll: 200 * time.Millisecond}, storetest.Logger(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	// Five poll periods: every poller looks at least four times.
+	time.Sleep(time.Second)
+	cancel()
+	<-done
+	// Two at most, for a query slowed by a busy machine; in step, the
+	// four pollers held four.
+	if n := pool.Stat().TotalConns(); n > 2 {
+		t.Errorf("idle, the worker holds %d connections", n)
+	}
+	if n := pool.Stat().AcquireCount(); n < 16 {
+		t.Errorf("the pollers looked %d times in five poll periods", n)
 	}
 }
