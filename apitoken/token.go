@@ -47,8 +47,8 @@ var (
 )
 
 // tokenName is checked with the length apart: a counted repetition
-// compiles to a copy of the class per count, tens of KB held for the
-// life of the process.
+// compiles to a copy of the class per count, held for the life of the
+// process.
 var tokenName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
 
 // Token is a token's record; the secret itself is never stored.
