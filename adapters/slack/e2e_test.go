@@ -57,6 +57,9 @@ type fakeSlack struct {
 	// late, when set, answers the calls it matches only after that
 	// long, having recorded them: Slack took the call, the answer is slow.
 	late func(call) time.Duration
+	// socketURL is what apps.connections.open answers to the app token
+	// xapp-test: a Socket Mode server's URL.
+	socketURL string
 }
 
 func newFakeSlack(t *testing.T) *fakeSlack {
@@ -69,6 +72,18 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 			_ = json.Unmarshal(body, &c.JSON)
 		} else {
 			c.Form, _ = url.ParseQuery(string(body))
+		}
+		if method == "apps.connections.open" {
+			f.mu.Lock()
+			f.record(c)
+			u := f.socketURL
+			f.mu.Unlock()
+			if r.Header.Get("Authorization") != "Bearer xapp-test" || u == "" {
+				_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "invalid_auth"})
+				return
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "url": u})
+			return
 		}
 		if r.Header.Get("Authorization") != "Bearer xoxb-test" && c.Form.Get("token") != "xoxb-test" {
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "not_authed"})
