@@ -120,13 +120,14 @@ func validDecider(d string) error {
 }
 
 // ValidPolicyKey reports whether key can name a policy: "default",
-// "<source>:*" or a channel key "<source>:<id>".
+// "<source>:*" or a channel key "<source>:<id>". An id may hold a slash:
+// in multi-workspace mode a Slack channel is "slack:T0123/C0123".
 func ValidPolicyKey(key string) bool {
 	if key == DefaultPolicyKey {
 		return true
 	}
 	src, id, ok := strings.Cut(key, ":")
-	return ok && src != "" && id != "" && len(key) <= 300 && !strings.ContainsAny(key, " \t\n/")
+	return ok && src != "" && id != "" && len(key) <= 300 && !strings.ContainsAny(key, " \t\n")
 }
 
 // PolicyInForce is a policy and the key it was found under.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -83,9 +84,21 @@ func channelOf(key string) bot.Channel {
 	return bot.Channel{Source: bot.Source(src), ID: id}
 }
 
+// policyKey is the key a policy's URL names, percent-decoded: a Slack
+// channel of multi-workspace mode, slack:T0123/C0123, comes as
+// slack:T0123%2FC0123, and a client may escape any character.
+func policyKey(r *http.Request) (string, bool) {
+	raw := chi.URLParam(r, "channel")
+	key, err := url.PathUnescape(raw)
+	if err != nil {
+		return raw, false
+	}
+	return key, board.ValidPolicyKey(key)
+}
+
 func (a *Policies) get(w http.ResponseWriter, r *http.Request) {
-	key := chi.URLParam(r, "channel")
-	if !board.ValidPolicyKey(key) {
+	key, ok := policyKey(r)
+	if !ok {
 		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("%q is not default, <source>:* or a channel like slack:C0123", key))
 		return
 	}
@@ -109,7 +122,11 @@ func (a *Policies) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Policies) put(w http.ResponseWriter, r *http.Request) {
-	key := chi.URLParam(r, "channel")
+	key, ok := policyKey(r)
+	if !ok {
+		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("%q is not default, <source>:* or a channel like slack:C0123", key))
+		return
+	}
 	var p board.Policy
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
 	dec.DisallowUnknownFields()

@@ -26,9 +26,9 @@ ON CONFLICT (channel) DO UPDATE SET policy = excluded.policy, updated_at = now()
 	selectPolicies = `SELECT channel, policy FROM policies ORDER BY channel`
 
 	// selectPolicyFor finds the most specific of the channel's own policy,
-	// its source's and the default.
-	selectPolicyFor = `SELECT channel, policy FROM policies WHERE channel IN ($1, $2, 'default')
-ORDER BY CASE channel WHEN $1 THEN 0 WHEN $2 THEN 1 ELSE 2 END LIMIT 1`
+	// its workspace's ($3), its source's ($2) and the default.
+	selectPolicyFor = `SELECT channel, policy FROM policies WHERE channel IN ($1, $2, $3, 'default')
+ORDER BY CASE channel WHEN $1 THEN 0 WHEN $3 THEN 1 WHEN $2 THEN 2 ELSE 3 END LIMIT 1`
 )
 
 // PutPolicy sets the policy named key (a channel, "<source>:*" or
@@ -115,13 +115,19 @@ func (s *Store) Policies(ctx context.Context) (map[string]board.Policy, error) {
 	return out, nil
 }
 
-// PolicyFor returns the policy of a channel: its own, else its source's
+// PolicyFor returns the policy of a channel: its own, else its
+// workspace's for a Slack channel of multi-workspace mode
+// ("slack:T0123/*" for "slack:T0123/C0456"), else its source's
 // ("slack:*"), else the default. ErrNotFound when none of them is stored.
 func (s *Store) PolicyFor(ctx context.Context, channel string) (board.PolicyInForce, error) {
-	src, _, _ := strings.Cut(channel, ":")
+	src, id, _ := strings.Cut(channel, ":")
+	workspace := "" // matches no key
+	if i := strings.LastIndexByte(id, '/'); i > 0 {
+		workspace = src + ":" + id[:i] + "/*"
+	}
 	var in board.PolicyInForce
 	var js []byte
-	err := s.pool.QueryRow(ctx, selectPolicyFor, channel, src+":*").Scan(&in.Key, &js)
+	err := s.pool.QueryRow(ctx, selectPolicyFor, channel, src+":*", workspace).Scan(&in.Key, &js)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return board.PolicyInForce{}, fmt.Errorf("policy for %s: %w", channel, board.ErrNotFound)
 	}

@@ -122,3 +122,23 @@ func TestModelUsage(t *testing.T) {
 		t.Fatalf("another channel: %d", n)
 	}
 }
+
+// TestPolicyForWorkspace: a Slack channel of multi-workspace mode
+// (slack:T1/C9) has its own policy, else its workspace's (slack:T1/*),
+// else slack:*, else the default.
+func TestPolicyForWorkspace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.NewStore(t)
+	p := board.Policy{Deciders: []string{"admins"}, Approvals: 1}
+	for _, key := range []string{"default", "slack:*", "slack:T1/*", "slack:T1/C9"} {
+		if err := s.PutPolicy(ctx, key, p, "root"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for ch, want := range map[string]string{"slack:T1/C9": "slack:T1/C9", "slack:T1/C8": "slack:T1/*", "slack:T2/C9": "slack:*", "slack:C8": "slack:*", "console:x": "default"} {
+		if in, err := s.PolicyFor(ctx, ch); err != nil || in.Key != want {
+			t.Errorf("PolicyFor(%s) = %+v, %v; want key %s", ch, in, err, want)
+		}
+	}
+}

@@ -358,3 +358,35 @@ func TestModelTokensMetric(t *testing.T) {
 		t.Fatalf("no tokens for console:release in /metrics: %v", got)
 	}
 }
+
+// TestPolicyKeysArePercentDecoded: a policy's URL names its key
+// percent-encoded where it must be: a Slack channel of multi-workspace
+// mode (slack:T0123/C0123) has a slash, and a Matrix room's key may come
+// escaped or not. Both spellings name the same policy.
+func TestPolicyKeysArePercentDecoded(t *testing.T) {
+	t.Parallel()
+	a := startPolicyApp(t)
+	var view struct {
+		Channel string       `json:"channel"`
+		Key     string       `json:"key"`
+		Policy  board.Policy `json:"policy"`
+	}
+	p := board.Policy{Deciders: []string{"admins"}, Approvals: 1}
+	for _, tc := range []struct{ put, get, key string }{
+		{"slack:T0123%2FC0456", "slack:T0123%2fC0456", "slack:T0123/C0456"},
+		{"matrix:!news:example.org", "matrix:%21news%3Aexample.org", "matrix:!news:example.org"},
+	} {
+		if code := a.call(t, "PUT", "/api/v1/policies/"+tc.put, p, &view); code != http.StatusOK || view.Key != tc.key {
+			t.Fatalf("PUT %s: %d %+v", tc.put, code, view)
+		}
+		if code := a.call(t, "GET", "/api/v1/policies/"+tc.get, nil, &view); code != http.StatusOK || view.Key != tc.key || view.Channel != tc.key {
+			t.Fatalf("GET %s: %d %+v", tc.get, code, view)
+		}
+	}
+	var list struct {
+		Channels map[string]any `json:"channels"`
+	}
+	if code := a.call(t, "GET", "/api/v1/policies", nil, &list); code != http.StatusOK || list.Channels["slack:T0123/C0456"] == nil || list.Channels["matrix:!news:example.org"] == nil {
+		t.Fatalf("policies: %d %v", code, list.Channels)
+	}
+}
