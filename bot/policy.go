@@ -31,12 +31,12 @@ type PowerLevels interface {
 	PowerLevel(ctx context.Context, room, user string) (int, error)
 }
 
-// SlackGroups tells whether a Slack user is in a user group, for
-// "slack_group:S…" deciders; the Slack adapter is one
-// (usergroups.users.list), registered as the Registration.Groups of
-// SourceSlack. Without it, "slack_group:" lets nobody decide.
+// SlackGroups tells whether a Slack user is in a user group of the
+// channel's workspace, for "slack_group:S…" deciders; the Slack adapter
+// is one (usergroups.users.list), registered as the Registration.Groups
+// of SourceSlack. Without it, "slack_group:" lets nobody decide.
 type SlackGroups interface {
-	InGroup(ctx context.Context, group, user string) (bool, error)
+	InGroup(ctx context.Context, channel, group, user string) (bool, error)
 }
 
 // BuiltinPolicyKey names the policy made from the engine's Config when no
@@ -187,7 +187,7 @@ func (e *Engine) inSlackGroup(ctx context.Context, ch Channel, group, user strin
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.PostTimeout)
 	defer cancel()
-	in, err := sg.InGroup(ctx, group, user)
+	in, err := sg.InGroup(ctx, ch.ID, group, user)
 	if err != nil {
 		e.logger.Warn("read slack user group", "group", group, "user", user, "err", err)
 		return false

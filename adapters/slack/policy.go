@@ -139,9 +139,23 @@ func (a *Adapter) budgetLine(ctx context.Context, channel string) string {
 
 // InGroup reports whether user is in the Slack user group, for
 // "slack_group:S…" deciders (usergroups.users.list; the app needs the
-// usergroups:read scope).
-func (a *Adapter) InGroup(ctx context.Context, group, user string) (bool, error) {
-	members, err := a.api.GetUserGroupMembersContext(ctx, group)
+// usergroups:read scope). In multi-workspace mode the group is read with
+// the token of the channel's installation ("T123/C0123"): a group id
+// names a group of the workspace the decision is made in.
+func (a *Adapter) InGroup(ctx context.Context, channel, group, user string) (bool, error) {
+	api := a.api
+	if a.teams != nil {
+		installation, _, ok := strings.Cut(channel, "/")
+		if !ok {
+			return false, fmt.Errorf("%w: %s", errNoWorkspace, channel)
+		}
+		c, err := a.teams.client(ctx, installation)
+		if err != nil {
+			return false, fmt.Errorf("members of user group %s: %w", group, err)
+		}
+		api = c
+	}
+	members, err := api.GetUserGroupMembersContext(ctx, group)
 	if err != nil {
 		return false, fmt.Errorf("members of user group %s: %w", group, err)
 	}

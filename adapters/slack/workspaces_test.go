@@ -64,10 +64,11 @@ type teamSlack struct {
 	// each works once, as Slack's do.
 	codes     map[string]string
 	used      map[string]bool
-	tokens    map[string]string // live access token -> team
-	latest    map[string]string // team -> newest access token
-	refreshes map[string]string // live refresh token -> team
-	rotate    bool              // issue expiring tokens with refresh tokens
+	tokens    map[string]string   // live access token -> team
+	latest    map[string]string   // team -> newest access token
+	refreshes map[string]string   // live refresh token -> team
+	rotate    bool                // issue expiring tokens with refresh tokens
+	groups    map[string][]string // "team/S…" -> the user group's members
 	callLog[teamCall]
 	ts int
 }
@@ -157,6 +158,13 @@ func (f *teamSlack) serve(w http.ResponseWriter, r *http.Request) {
 		reply(map[string]any{"ok": true, "channels": []any{map[string]any{"id": "C0123"}}, "response_metadata": map[string]any{"next_cursor": ""}})
 	case "users.info":
 		reply(map[string]any{"ok": true, "user": map[string]any{"id": form.Get("user"), "name": "alice"}})
+	case "usergroups.users.list":
+		members, ok := f.groups[f.tokens[c.Token]+"/"+form.Get("usergroup")]
+		if !ok {
+			reply(map[string]any{"ok": false, "error": "no_such_subteam"})
+			return
+		}
+		reply(map[string]any{"ok": true, "users": members})
 	default:
 		reply(map[string]any{"ok": false, "error": "unknown_method"})
 	}
@@ -697,5 +705,52 @@ func TestManifestMatchesOAuth(t *testing.T) {
 		if !slices.Contains(m.Settings.Events.Bot, ev) {
 			t.Errorf("manifest does not subscribe to %s", ev)
 		}
+	}
+}
+
+// TestSlackGroupDecidersPerWorkspace: in multi-workspace mode a
+// "slack_group:S…" decider is a group of the workspace the decision is
+// made in, read with that workspace's token. Team B has a group of the
+// same id whose member U_BOB is no member of team A's.
+func TestSlackGroupDecidersPerWorkspace(t *testing.T) {
+	t.Parallel()
+	w := newTeamsWorld(t)
+	tokA, tokB := w.install(t, "T_A"), w.install(t, "T_B")
+	w.slack.mu.Lock()
+	w.slack.groups = map[string][]string{"T_A/S_EDITORS": {"U_EDITOR"}, "T_B/S_EDITORS": {"U_BOB"}}
+	w.slack.mu.Unlock()
+	if err := w.env.Store.PutPolicy(context.Background(), "slack:T_A/C0123", board.Policy{Deciders: []string{"slack_group:S_EDITORS"}, Approvals: 1}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	const thread = "1690000000.000001"
+	w.post(t, "/slack/events", "application/json", teamMention("T_A", "EvG1", "C0123", thread, "plan our daily research newspaper"))
+	prev := w.slack.waitFor(t, "team A's preview", isTeamPreview(thread))
+	pid := proposalID.FindStringSubmatch(prev.Form.Get("blocks"))[1]
+
+	// Team A's U_BOB is in no editors group of team A: refused.
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", teamClick("T_A", "U_BOB", "bobnet_approve", pid, "C0123", prev.TS, thread))
+	w.slack.waitFor(t, "U_BOB refused", func(c teamCall) bool {
+		return c.Method == "chat.postEphemeral" && c.Form.Get("user") == "U_BOB" && strings.Contains(c.Form.Get("text"), "slack_group:S_EDITORS")
+	})
+	if p, _ := w.env.Engine.Proposal(context.Background(), bot.ProposalID(pid)); p.State != bot.ProposalPending {
+		t.Fatalf("team B's group decided in team A: %s", p.State)
+	}
+	// Team A's editor approves.
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", teamClick("T_A", "U_EDITOR", "bobnet_approve", pid, "C0123", prev.TS, thread))
+	w.slack.waitFor(t, "approved by team A's editor", func(c teamCall) bool {
+		return c.Method == "chat.update" && strings.Contains(c.Form.Get("blocks"), `Approved by \u003c@U_EDITOR\u003e`)
+	})
+	lookups := 0
+	for _, c := range w.slack.snapshot() {
+		if c.Method != "usergroups.users.list" {
+			continue
+		}
+		lookups++
+		if c.Token != tokA || c.Form.Get("usergroup") != "S_EDITORS" {
+			t.Errorf("group read with team %s's token for %q", map[string]string{tokA: "A", tokB: "B"}[c.Token], c.Form.Get("usergroup"))
+		}
+	}
+	if lookups == 0 {
+		t.Fatal("the group was never read")
 	}
 }
