@@ -15,6 +15,7 @@ import (
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/secretbox"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -179,5 +180,66 @@ func TestSocketModeOverTheWire(t *testing.T) {
 	})
 	if n := w.slack.count(func(c call) bool { return c.Method == "apps.connections.open" }); n != 2 {
 		t.Fatalf("apps.connections.open called %d times for two connections", n)
+	}
+}
+
+// TestSocketModeWithInstalls: Socket Mode in multi-workspace mode. One
+// app-level connection carries every workspace's events; each is answered
+// in its own workspace with its own token, a click decides in the
+// workspace it came from, and an event of a workspace BobNet is not
+// installed in is acked and left alone.
+func TestSocketModeWithInstalls(t *testing.T) {
+	t.Parallel()
+	w := newTeamsWorld(t)
+	tokA, tokB := w.install(t, "T_A"), w.install(t, "T_B")
+	sock := newFakeSocket(t)
+	w.slack.mu.Lock()
+	w.slack.socketURL = sock.url()
+	w.slack.mu.Unlock()
+	box, err := secretbox.New(newKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := w.adapter(t, box, func(c *slack.Config) { c.AppToken = "xapp-test" })
+	w.env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = ad.RunSocketMode(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	var conn *websocket.Conn
+	select {
+	case conn = <-sock.conns:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the app did not connect")
+	}
+
+	const threadA, threadB, threadX = "1690000000.000001", "1690000000.000002", "1690000000.000003"
+	send(t, conn, "env-a", "events_api", json.RawMessage(teamMention("T_A", "EvA", "C0123", threadA, "plan our daily research newspaper")), 0)
+	send(t, conn, "env-b", "events_api", json.RawMessage(teamMention("T_B", "EvB", "C0123", threadB, "plan our daily research newspaper")), 0)
+	send(t, conn, "env-x", "events_api", json.RawMessage(teamMention("T_NOBODY", "EvX", "C0123", threadX, "plan something")), 0)
+	for _, id := range []string{"env-a", "env-b", "env-x"} {
+		sock.waitAck(t, id)
+	}
+	prevA := w.slack.waitFor(t, "team A's preview", isTeamPreview(threadA))
+	prevB := w.slack.waitFor(t, "team B's preview", isTeamPreview(threadB))
+	if prevA.Token != tokA || prevB.Token != tokB {
+		t.Fatalf("previews posted with the wrong workspace's token")
+	}
+	pidA := proposalID.FindStringSubmatch(prevA.Form.Get("blocks"))[1]
+	click, _ := url.QueryUnescape(strings.TrimPrefix(teamClick("T_A", "U_ALICE", "bobnet_approve", pidA, "C0123", prevA.TS, threadA), "payload="))
+	send(t, conn, "env-click", "interactive", json.RawMessage(click), 0)
+	sock.waitAck(t, "env-click")
+	update := w.slack.waitFor(t, "team A's preview updated", func(c teamCall) bool { return c.Method == "chat.update" })
+	if update.Token != tokA || update.Form.Get("ts") != prevA.TS {
+		t.Fatalf("update = %v with the wrong token", update.Form)
+	}
+	w.env.WaitIdle(t)
+	for _, c := range w.slack.snapshot() {
+		if c.Form.Get("thread_ts") == threadX {
+			t.Fatalf("a workspace without BobNet was answered: %+v", c)
+		}
+	}
+	if p, _ := w.env.Engine.Proposal(context.Background(), bot.ProposalID(proposalID.FindStringSubmatch(prevB.Form.Get("blocks"))[1])); p.State != bot.ProposalPending {
+		t.Fatalf("team B's proposal is %s after team A's approval", p.State)
 	}
 }

@@ -69,6 +69,7 @@ type teamSlack struct {
 	refreshes map[string]string   // live refresh token -> team
 	rotate    bool                // issue expiring tokens with refresh tokens
 	groups    map[string][]string // "team/S…" -> the user group's members
+	socketURL string              // apps.connections.open's answer to xapp-test
 	callLog[teamCall]
 	ts int
 }
@@ -135,6 +136,11 @@ func (f *teamSlack) serve(w http.ResponseWriter, r *http.Request) {
 		f.tokens[resp["access_token"].(string)] = team
 		f.latest[team] = resp["access_token"].(string)
 		reply(resp)
+		return
+	}
+	if method == "apps.connections.open" && c.Token == "xapp-test" && f.socketURL != "" {
+		f.record(c)
+		reply(map[string]any{"ok": true, "url": f.socketURL})
 		return
 	}
 	if f.tokens[c.Token] == "" {
@@ -241,13 +247,17 @@ func newTeamsWorld(t *testing.T) *teamsWorld {
 	return w
 }
 
-// adapter is one replica's Slack adapter in multi-workspace mode.
-func (w *teamsWorld) adapter(t *testing.T, box *secretbox.Box) *slack.Adapter {
+// adapter is one replica's Slack adapter in multi-workspace mode, its
+// configuration changed by opts.
+func (w *teamsWorld) adapter(t *testing.T, box *secretbox.Box, opts ...func(*slack.Config)) *slack.Adapter {
 	t.Helper()
-	ad, err := slack.New(context.Background(), slack.Config{SigningSecret: secret, APIURL: w.slack.srv.URL + "/api/", PublicURL: w.app.URL,
+	cfg := slack.Config{SigningSecret: secret, APIURL: w.slack.srv.URL + "/api/", PublicURL: w.app.URL,
 		OAuth: &slack.OAuthConfig{ClientID: clientID, ClientSecret: clientSecret, Installations: w.installs, StateKey: box.Derive("slack-oauth-state"),
-			AuthorizeURL: "https://slack.example/oauth/v2/authorize"}},
-		w.env.Engine, pending.NewStore(w.env.Redis, w.env.Prefix), slog.New(slog.NewTextHandler(w.logs, nil)))
+			AuthorizeURL: "https://slack.example/oauth/v2/authorize"}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ad, err := slack.New(context.Background(), cfg, w.env.Engine, pending.NewStore(w.env.Redis, w.env.Prefix), slog.New(slog.NewTextHandler(w.logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,9 +190,9 @@ func (c *Config) validate() []error {
 		if c.SlackSigningSecret == "" && c.SlackAppToken == "" {
 			errs = append(errs, errors.New("SLACK_SIGNING_SECRET: required for Slack's HTTP mode (or set SLACK_APP_TOKEN for Socket Mode)"))
 		}
-		if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
-			errs = append(errs, errors.New("SLACK_APP_TOKEN: an app-level token starts with xapp-"))
-		}
+	}
+	if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
+		errs = append(errs, errors.New("SLACK_APP_TOKEN: an app-level token starts with xapp-"))
 	}
 	// A short hook secret is refused at start, not found out by whoever
 	// guesses it: signing.CheckSecret says why, never what it is.

@@ -60,6 +60,7 @@ func TestConfigSlackOAuth(t *testing.T) {
 		{"short key", with(map[string]string{"BOBNET_ENCRYPTION_KEY": base64.StdEncoding.EncodeToString([]byte("sixteen bytes!!!"))}), []string{"BOBNET_ENCRYPTION_KEY", "decodes to 16 bytes"}},
 		{"bad old key", with(map[string]string{"BOBNET_ENCRYPTION_KEYS_OLD": key + ",nope"}), []string{"BOBNET_ENCRYPTION_KEYS_OLD", "key 2"}},
 		{"bot token too", with(map[string]string{"SLACK_BOT_TOKEN": "xoxb-1"}), []string{"SLACK_BOT_TOKEN", "SLACK_CLIENT_ID"}},
+		{"bot token as the app token", with(map[string]string{"SLACK_APP_TOKEN": "xoxb-1"}), []string{"SLACK_APP_TOKEN", "xapp-"}},
 		{"old keys without a key", map[string]string{"BOBNET_ENCRYPTION_KEYS_OLD": key}, []string{"BOBNET_ENCRYPTION_KEY: required"}},
 	}
 	for _, tt := range tests {
