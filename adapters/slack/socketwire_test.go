@@ -67,6 +67,24 @@ func (f *fakeSocket) url() string {
 	return "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/link/?ticket=t1&app_id=A1"
 }
 
+// serve registers ad as the engine's Slack poster, runs its Socket Mode
+// until the test ends and returns the connection it made.
+func (f *fakeSocket) serve(t *testing.T, eng *bot.Engine, ad *slack.Adapter) *websocket.Conn {
+	t.Helper()
+	eng.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = ad.RunSocketMode(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case conn := <-f.conns:
+		return conn
+	case <-time.After(10 * time.Second):
+		t.Fatal("the app did not connect")
+		return nil
+	}
+}
+
 // send writes an envelope as Slack does, on conn.
 func send(t *testing.T, conn *websocket.Conn, envelopeID, typ string, payload json.RawMessage, retry int) {
 	t.Helper()
@@ -112,18 +130,7 @@ func TestSocketModeOverTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = ad.RunSocketMode(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	var conn *websocket.Conn
-	select {
-	case conn = <-sock.conns:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the app did not connect")
-	}
+	conn := sock.serve(t, w.env.Engine, ad)
 	if n := w.slack.count(func(c call) bool { return c.Method == "apps.connections.open" }); n != 1 {
 		t.Fatalf("apps.connections.open called %d times", n)
 	}
@@ -201,17 +208,7 @@ func TestSocketModeWithInstalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	ad := w.adapter(t, box, func(c *slack.Config) { c.AppToken = "xapp-test" })
-	w.env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = ad.RunSocketMode(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	var conn *websocket.Conn
-	select {
-	case conn = <-sock.conns:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the app did not connect")
-	}
+	conn := sock.serve(t, w.env.Engine, ad)
 
 	const threadA, threadB, threadX = "1690000000.000001", "1690000000.000002", "1690000000.000003"
 	send(t, conn, "env-a", "events_api", json.RawMessage(teamMention("T_A", "EvA", "C0123", threadA, "plan our daily research newspaper")), 0)
