@@ -50,15 +50,7 @@ func TestMatrixEncryptedReviewReaction(t *testing.T) {
 	if _, err := w.env.Engine.StartRun(ctx, bot.Channel{Source: bot.SourceMatrix, ID: string(w.room)}, string(w.alice.ID), ""); err != nil {
 		t.Fatal(err)
 	}
-	job, ok, err := w.env.Store.ClaimRunCard(ctx, "model", time.Minute)
-	if err != nil || !ok {
-		t.Fatalf("claim: %v %v", ok, err)
-	}
-	up, err := w.env.Store.CompleteRunCard(ctx, job, "Planner", "today's topics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.env.Engine.Reviewing(ctx, job, up)
+	job := w.env.WorkForReview(t, "today's topics")
 	ann := w.waitFor("review announcement", w.fromBot(req, "is ready for review in run 1"))
 	if !ann.Mautrix.WasEncrypted {
 		t.Fatal("the announcement in an encrypted room was sent in the clear")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"maunium.net/go/mautrix/event"
 
@@ -33,15 +32,7 @@ func TestMatrixReviewReactions(t *testing.T) {
 	}
 	started := w.waitFor("run news", w.fromBot(req, "Run 1 started"))
 	// A runner works the first card, as run.Worker does.
-	job, ok, err := w.env.Store.ClaimRunCard(ctx, "model", time.Minute)
-	if err != nil || !ok {
-		t.Fatalf("claim: %v %v", ok, err)
-	}
-	up, err := w.env.Store.CompleteRunCard(ctx, job, "Planner", "today's topics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.env.Engine.Reviewing(ctx, job, up)
+	job := w.env.WorkForReview(t, "today's topics")
 	ann := w.waitFor("review announcement", w.fromBot(req, "is ready for review in run 1"))
 	if body := ann.Content.AsMessage().Body; !strings.Contains(body, "react ✅ to accept or ↩️ to send back") {
 		t.Errorf("announcement: %q", body)

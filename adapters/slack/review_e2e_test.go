@@ -56,15 +56,7 @@ func TestSlackReviewButtonsInTwoWorkspaces(t *testing.T) {
 	if _, err := w.env.Engine.StartRun(ctx, bot.Channel{Source: bot.SourceSlack, ID: "T_A/C0123"}, "U_ALICE", ""); err != nil {
 		t.Fatal(err)
 	}
-	job, ok, err := w.env.Store.ClaimRunCard(ctx, "model", time.Minute)
-	if err != nil || !ok {
-		t.Fatalf("claim: %v %v", ok, err)
-	}
-	up, err := w.env.Store.CompleteRunCard(ctx, job, "Planner", "today's topics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.env.Engine.Reviewing(ctx, job, up)
+	job := w.env.WorkForReview(t, "today's topics")
 	ann := w.slack.waitFor(t, "announcement", func(c teamCall) bool {
 		return c.Method == "chat.postMessage" && strings.Contains(c.Form.Get("blocks"), "bobnet_review_accept")
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/planner"
@@ -142,6 +143,24 @@ func Deps(pl bot.Planner, store *store.Store, ps *pending.Store, q bot.Queue) bo
 		Cards: store, Assigned: store, Policies: store, Usage: store, Runs: store,
 		Proposals: ps, Requests: ps, Queue: q, Pending: ps, Reminders: ps,
 	}
+}
+
+// WorkForReview works the next model card of a running run as
+// run.Worker does, writing output as the Planner, and hands it to review,
+// so the run's threads are told it is ready. It returns the card's job.
+func (e *Env) WorkForReview(t testing.TB, output string) board.RunJob {
+	t.Helper()
+	ctx := context.Background()
+	job, ok, err := e.Store.ClaimRunCard(ctx, "model", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	up, err := e.Store.CompleteRunCard(ctx, job, "Planner", output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Engine.Reviewing(ctx, job, up)
+	return job
 }
 
 // Stop stops the engine's workers and waits for them.
