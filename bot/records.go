@@ -35,6 +35,10 @@ type (
 	Answer        = record.Answer
 )
 
+// ValidConsoleName reports whether name can name a console channel (see
+// record.ValidConsoleName).
+func ValidConsoleName(name string) bool { return record.ValidConsoleName(name) }
+
 // The records' constants.
 const (
 	AdmitNew           = record.AdmitNew

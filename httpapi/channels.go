@@ -16,7 +16,7 @@ import (
 // events streams a console channel's events, resuming after Last-Event-ID.
 func (c *Chat) events(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "channel")
-	if !validChannel(name) {
+	if !bot.ValidConsoleName(name) {
 		httpjson.Error(w, http.StatusBadRequest, "bad channel name")
 		return
 	}

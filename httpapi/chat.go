@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -99,13 +98,6 @@ func (c *Chat) Routes(r chi.Router) {
 	r.Get("/api/v1/channels", c.listChannels)
 	r.Get("/api/v1/boards", c.listBoards)
 }
-
-// validChannel reports whether a console channel may be called name.
-func validChannel(name string) bool { return len(name) <= 64 && channelName.MatchString(name) }
-
-// channelName leaves the length to validChannel: a counted repetition
-// compiles to a copy of the class per count.
-var channelName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 // engineError answers an engine error with its status.
 func (c *Chat) engineError(w http.ResponseWriter, err error) { engineError(w, c.logger, err) }

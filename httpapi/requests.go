@@ -15,7 +15,7 @@ import (
 
 func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "channel")
-	if !validChannel(name) {
+	if !bot.ValidConsoleName(name) {
 		httpjson.Error(w, http.StatusBadRequest, "channel names are 1 to 64 lower-case letters, digits, - or _, starting with a letter or digit")
 		return
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -92,14 +91,6 @@ type Hook struct {
 	Callbacks []Callback
 }
 
-// validHookName reports whether a hook may be called name: it becomes part
-// of a URL and a channel name.
-func validHookName(name string) bool { return len(name) <= 64 && hookName.MatchString(name) }
-
-// hookName leaves the length to validHookName: a counted repetition
-// compiles to a copy of the class per count.
-var hookName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
-
 // ReadFile reads a hooks file; an empty path is an empty file.
 func ReadFile(path string) (File, error) {
 	var f File
@@ -136,7 +127,9 @@ func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if !validHookName(name) {
+		// A hook's name is part of its URL and of its channel's name,
+		// console:hook-NAME: it follows the console channel rule.
+		if !bot.ValidConsoleName(name) {
 			errs = append(errs, fmt.Errorf("hook name %q: use 1 to 64 lower-case letters, digits, - or _", name))
 			continue
 		}
@@ -148,7 +141,7 @@ func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 		target := c.Target
 		if target == "" {
 			target = "console:hook-" + name
-			if !validHookName("hook-" + name) {
+			if !bot.ValidConsoleName("hook-" + name) {
 				errs = append(errs, fmt.Errorf("hook %q: without a target in the hooks file its channel is console:hook-NAME, which leaves NAME 59 characters; shorten the name or give the hook a target", name))
 				continue
 			}
@@ -177,7 +170,7 @@ func ParseChannel(s string) (bot.Channel, error) {
 	}
 	switch bot.Source(src) {
 	case bot.SourceConsole:
-		if !validHookName(id) {
+		if !bot.ValidConsoleName(id) {
 			return bot.Channel{}, fmt.Errorf("console channel %q: use 1 to 64 lower-case letters, digits, - or _", id)
 		}
 	case bot.SourceSlack, bot.SourceMatrix:

@@ -42,6 +42,25 @@ type Channel struct {
 // and audit: "slack:C123", "console:general".
 func (c Channel) Key() string { return string(c.Source) + ":" + c.ID }
 
+// ValidConsoleName reports whether name can name a console channel: 1 to
+// 64 lower-case letters, digits, - or _, starting with a letter or digit.
+// It is part of the console's URLs, and of a hook's channel,
+// console:hook-NAME.
+func ValidConsoleName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case (c == '-' || c == '_') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Thread is where replies to a request go.
 type Thread struct {
 	Channel Channel `json:"channel"`
