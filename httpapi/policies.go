@@ -86,20 +86,24 @@ func channelOf(key string) bot.Channel {
 
 // policyKey is the key a policy's URL names, percent-decoded: a Slack
 // channel of multi-workspace mode, slack:T0123/C0123, comes as
-// slack:T0123%2FC0123, and a client may escape any character.
-func policyKey(r *http.Request) (string, bool) {
+// slack:T0123%2FC0123, and a client may escape any character. A URL that
+// names no valid key is answered 400 here, and ok is false.
+func policyKey(w http.ResponseWriter, r *http.Request) (key string, ok bool) {
 	raw := chi.URLParam(r, "channel")
 	key, err := url.PathUnescape(raw)
 	if err != nil {
-		return raw, false
+		key = raw
 	}
-	return key, board.ValidPolicyKey(key)
+	if err != nil || !board.ValidPolicyKey(key) {
+		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("%q is not default, <source>:* or a channel like slack:C0123", key))
+		return "", false
+	}
+	return key, true
 }
 
 func (a *Policies) get(w http.ResponseWriter, r *http.Request) {
-	key, ok := policyKey(r)
+	key, ok := policyKey(w, r)
 	if !ok {
-		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("%q is not default, <source>:* or a channel like slack:C0123", key))
 		return
 	}
 	var in board.PolicyInForce
@@ -122,9 +126,8 @@ func (a *Policies) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Policies) put(w http.ResponseWriter, r *http.Request) {
-	key, ok := policyKey(r)
+	key, ok := policyKey(w, r)
 	if !ok {
-		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("%q is not default, <source>:* or a channel like slack:C0123", key))
 		return
 	}
 	var p board.Policy
