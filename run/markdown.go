@@ -67,19 +67,19 @@ func (linkMarks) Transform(doc *ast.Document, reader text.Reader, _ parser.Conte
 			// Destinations are resolved as goldmark's renderer resolves
 			// them, entities and all.
 			scheme, abs := urlScheme(util.URLEscape(l.Destination, true))
-			if scheme != "" && !linkScheme(scheme) {
+			if scheme != "" && !allowedScheme(scheme, false) {
 				l.Destination = nil // rendered as href=""
 			}
 			markLink(l, abs)
 		case *ast.AutoLink:
 			scheme, abs := urlScheme(util.URLEscape(l.URL(source), false))
-			if scheme != "" && !linkScheme(scheme) {
+			if scheme != "" && !allowedScheme(scheme, false) {
 				drop = append(drop, l)
 			}
 			markLink(l, abs)
 		case *ast.Image:
 			scheme, _ := urlScheme(util.URLEscape(l.Destination, true))
-			if scheme != "" && !imageScheme(scheme) {
+			if scheme != "" && !allowedScheme(scheme, true) {
 				l.Destination = nil
 			}
 		}
@@ -100,14 +100,19 @@ func markLink(n ast.Node, absolute bool) {
 	}
 }
 
-func linkScheme(scheme string) bool {
-	return strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "mailto")
-}
-
-// imageScheme allows data: too; goldmark keeps it only for PNG, GIF, JPEG
-// and WebP.
-func imageScheme(scheme string) bool {
-	return strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "data")
+// allowedScheme: links lead to web pages and mail addresses, images come
+// from the web or inline data (goldmark keeps data: only for PNG, GIF,
+// JPEG and WebP).
+func allowedScheme(scheme string, image bool) bool {
+	switch strings.ToLower(scheme) {
+	case "http", "https":
+		return true
+	case "mailto":
+		return !image
+	case "data":
+		return image
+	}
+	return false
 }
 
 // urlScheme reads a URL's scheme as the URL standard does (a letter, then
