@@ -53,40 +53,41 @@ func withCrypto(t *testing.T, u *user, configure ...func(*crypto.OlmMachine)) *c
 	return h
 }
 
-func TestMatrixEncryptedRoom(t *testing.T) {
-	w := newWorld(t)
-	w.encrypt = true
-	first := w.start()
+// openEncryptedRoom gives alice a crypto helper, has the world's reads
+// decrypt what she receives, and opens the room encrypted. It returns once
+// her client knows the room is encrypted and the bot is in it: before,
+// she would send in the clear.
+func (w *world) openEncryptedRoom(t *testing.T) *cryptohelper.CryptoHelper {
+	t.Helper()
 	h := withCrypto(t, w.alice)
 	w.decode = func(e *event.Event) *event.Event {
-		if e.Type != event.EventEncrypted {
+		if e.Type != event.EventEncrypted || e.Content.ParseRaw(e.Type) != nil {
 			return e
 		}
-		if err := e.Content.ParseRaw(e.Type); err != nil {
-			return e
+		if dec, err := h.Decrypt(context.Background(), e); err == nil {
+			return dec
 		}
-		dec, err := h.Decrypt(context.Background(), e)
-		if err != nil {
-			return e
-		}
-		return dec
+		return e
 	}
 	w.openRoom(event.Event{Type: event.StateEncryption, StateKey: new(string), Content: event.Content{Parsed: &event.EncryptionEventContent{Algorithm: id.AlgorithmMegolmV1}}})
-
-	// Alice's client must know the room is encrypted and the bot is in it
-	// before it sends, or it would send in the clear.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		enc, _ := w.alice.cli.StateStore.IsEncrypted(context.Background(), w.room)
-		in := w.alice.cli.StateStore.IsInRoom(context.Background(), w.room, w.bot.ID)
-		if enc && in {
-			break
+		if enc && w.alice.cli.StateStore.IsInRoom(context.Background(), w.room, w.bot.ID) {
+			return h
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("alice's client never saw the room as encrypted with the bot in it")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+func TestMatrixEncryptedRoom(t *testing.T) {
+	w := newWorld(t)
+	w.encrypt = true
+	first := w.start()
+	w.openEncryptedRoom(t)
 
 	req := w.say(w.alice, "BobNet plan our daily research newspaper", "", true)
 	pv := w.waitFor("decrypted threaded preview", w.preview(req, 1))
@@ -145,7 +146,7 @@ func TestMatrixEncryptedRoom(t *testing.T) {
 	if n := w.count(cannot); n != 1 {
 		t.Fatalf("%d cannot-decrypt notices, want 1", n)
 	}
-	deadline = time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		e, err := dave.cli.GetEvent(ctx30(t), w.room, pv2.ID)
 		if err == nil && e.Content.ParseRaw(e.Type) == nil {

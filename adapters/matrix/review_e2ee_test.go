@@ -5,10 +5,8 @@ package matrix_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"maunium.net/go/mautrix/event"
-	"maunium.net/go/mautrix/id"
 
 	"github.com/bobnet/bobnet/bot"
 )
@@ -20,28 +18,7 @@ func TestMatrixEncryptedReviewReaction(t *testing.T) {
 	w := newWorld(t)
 	w.encrypt = true
 	w.start()
-	h := withCrypto(t, w.alice)
-	w.decode = func(e *event.Event) *event.Event {
-		if e.Type != event.EventEncrypted || e.Content.ParseRaw(e.Type) != nil {
-			return e
-		}
-		if dec, err := h.Decrypt(context.Background(), e); err == nil {
-			return dec
-		}
-		return e
-	}
-	w.openRoom(event.Event{Type: event.StateEncryption, StateKey: new(string), Content: event.Content{Parsed: &event.EncryptionEventContent{Algorithm: id.AlgorithmMegolmV1}}})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		enc, _ := w.alice.cli.StateStore.IsEncrypted(context.Background(), w.room)
-		if enc && w.alice.cli.StateStore.IsInRoom(context.Background(), w.room, w.bot.ID) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("alice's client never saw the room as encrypted with the bot in it")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	h := w.openEncryptedRoom(t)
 	ctx := context.Background()
 	req := w.say(w.alice, "BobNet plan our daily research newspaper", "", true)
 	pv := w.waitFor("preview", w.preview(req, 1))
