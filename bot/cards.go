@@ -16,7 +16,7 @@ import (
 type CardStore interface {
 	Board(ctx context.Context, id board.ID) (board.Board, []board.Card, error)
 	Card(ctx context.Context, id board.CardID) (board.Card, error)
-	CardByHandle(ctx context.Context, handle string) (board.Card, error)
+	CardByHandle(ctx context.Context, tenant board.Tenant, handle string) (board.Card, error)
 	ChangeCard(ctx context.Context, ch board.CardChange) (board.CardUpdate, error)
 }
 
@@ -32,9 +32,11 @@ var ErrUnknownProfile = errors.New("unknown profile")
 // so every change is checked, audited and announced the same way.
 type CardEdit struct {
 	// ID names the card exactly (the REST API and the board page). When it
-	// is empty, Ref is resolved on the channel's current board: a handle
-	// such as NEWS-3, or a unique prefix of a title.
-	// Handle (NEWS-3) names a card on any board, board keys being unique.
+	// is empty, Ref is resolved within the channel's tenant: a handle such
+	// as NEWS-3 of any of its boards, or on the channel's current board a
+	// number or a unique prefix of a title.
+	// Handle (NEWS-3) names a card of the channel's tenant, or, with no
+	// channel (the REST API), of any tenant.
 	ID      board.CardID
 	Handle  string
 	Ref     string
@@ -74,18 +76,8 @@ func (e *Engine) EditCard(ctx context.Context, ed CardEdit) (board.CardUpdate, e
 		return board.CardUpdate{}, err
 	}
 	id := ed.ID
-	if id == "" && ed.Handle != "" {
-		c, err := cs.CardByHandle(ctx, ed.Handle)
-		if errors.Is(err, board.ErrNotFound) {
-			return board.CardUpdate{}, fmt.Errorf("%w: %w", ErrNoCard, err)
-		}
-		if err != nil {
-			return board.CardUpdate{}, unavailable("find card", err)
-		}
-		id = c.ID
-	}
 	if id == "" {
-		c, err := e.resolveCard(ctx, cs, ed.Channel, ed.Ref)
+		c, err := e.editedCard(ctx, cs, ed)
 		if err != nil {
 			return board.CardUpdate{}, err
 		}
@@ -149,26 +141,6 @@ func (e *Engine) AssignCard(ctx context.Context, ch Channel, user, ref, profile 
 // the channel has no board.
 func (e *Engine) NextCards(ctx context.Context, ch Channel) (board.Status, error) {
 	return e.ChannelStatus(ctx, ch)
-}
-
-// resolveCard finds what a person calls a card on the channel's board.
-func (e *Engine) resolveCard(ctx context.Context, cs CardStore, ch Channel, ref string) (board.Card, error) {
-	b, err := e.deps.Boards.ChannelBoard(ctx, ch.Key())
-	if errors.Is(err, board.ErrNotFound) {
-		return board.Card{}, fmt.Errorf("channel %s has no board: %w", ch.Key(), ErrNoBoard)
-	}
-	if err != nil {
-		return board.Card{}, unavailable("find card", err)
-	}
-	b, cards, err := cs.Board(ctx, b.ID)
-	if err != nil {
-		return board.Card{}, unavailable("find card", err)
-	}
-	c, err := board.MatchCard(b, cards, ref)
-	if errors.Is(err, board.ErrNotFound) {
-		return board.Card{}, fmt.Errorf("%w: %w", ErrNoCard, err)
-	}
-	return c, err
 }
 
 // profileName returns a profile's canonical name, or "" for the words

@@ -90,8 +90,16 @@ func TestMoveAssignAndNext(t *testing.T) {
 	if _, err := env.Engine.MoveCard(ctx, ch, "bob", "NEWS-77", "Done"); !errors.Is(err, bot.ErrNotFound) {
 		t.Errorf("unknown card: %v", err)
 	}
-	if _, err := env.Engine.MoveCard(ctx, bot.Channel{Source: bot.SourceConsole, ID: "empty"}, "bob", "NEWS-1", "Done"); !errors.Is(err, bot.ErrNotFound) {
+	if _, err := env.Engine.MoveCard(ctx, bot.Channel{Source: bot.SourceConsole, ID: "empty"}, "bob", "Define daily", "Done"); !errors.Is(err, bot.ErrNotFound) {
 		t.Errorf("channel without board: %v", err)
+	}
+	// A handle is a card of the caller's tenant wherever it is said; in
+	// another tenant it is a card nobody has.
+	other := bot.Channel{Source: bot.SourceSlack, ID: "TOTHER/C1"}
+	_, errOther := env.Engine.MoveCard(ctx, other, "bob", "NEWS-1", "Done")
+	_, errNone := env.Engine.MoveCard(ctx, other, "bob", "ZZZZ-1", "Done")
+	if !errors.Is(errOther, bot.ErrNotFound) || bot.Explain(errOther) != bot.Explain(errNone) {
+		t.Errorf("another tenant's handle: %v (%q), want as for no card: %q", errOther, bot.Explain(errOther), bot.Explain(errNone))
 	}
 
 	// Done is told in the board's thread, with what is ready next.

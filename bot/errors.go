@@ -107,6 +107,8 @@ func Explain(err error) string {
 			blocked.Card.Handle, blocked.Status, strings.Join(names, ", "))
 	case errors.As(err, &amb):
 		return amb.Error() + "."
+	case errors.Is(err, board.ErrAmbiguous):
+		return "That handle names cards on boards of several workspaces or rooms; name the card by its id."
 	case errors.As(err, &conflict):
 		return conflict.Error() + "."
 	case errors.Is(err, board.ErrInvalidChange), errors.Is(err, ErrUnknownProfile):

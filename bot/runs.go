@@ -18,7 +18,7 @@ type RunStore interface {
 	Run(ctx context.Context, id board.RunID) (board.Run, error)
 	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
 	Runs(ctx context.Context, id board.ID, limit int) ([]board.Run, error)
-	BoardByKey(ctx context.Context, key string) (board.Board, error)
+	BoardByKey(ctx context.Context, tenant board.Tenant, key string) (board.Board, error)
 	SetSchedule(ctx context.Context, sc board.Schedule) error
 	DeleteSchedule(ctx context.Context, id board.ID, user string) error
 	ScheduleOf(ctx context.Context, id board.ID) (board.Schedule, error)
@@ -26,30 +26,6 @@ type RunStore interface {
 
 // ErrNoRuns means this BobNet was started without runs.
 var ErrNoRuns = errors.New("this BobNet does not run boards")
-
-// runBoard finds the board a run command names: a board key (NEWS), or,
-// with none, the channel's current board.
-func (e *Engine) runBoard(ctx context.Context, ch Channel, ref string) (board.Board, error) {
-	if e.deps.Runs == nil {
-		return board.Board{}, ErrNoRuns
-	}
-	var b board.Board
-	var err error
-	if ref = strings.TrimSpace(ref); ref != "" {
-		b, err = e.deps.Runs.BoardByKey(ctx, ref)
-	} else {
-		b, err = e.deps.Boards.ChannelBoard(ctx, ch.Key())
-	}
-	switch {
-	case errors.Is(err, board.ErrNotFound) && ref != "":
-		return board.Board{}, fmt.Errorf("no board has the key %s: %w", strings.ToUpper(ref), ErrNoBoardKey)
-	case errors.Is(err, board.ErrNotFound):
-		return board.Board{}, fmt.Errorf("channel %s has no board: %w", ch.Key(), ErrNoBoard)
-	case err != nil:
-		return board.Board{}, unavailable("find the board", err)
-	}
-	return b, nil
-}
 
 // StartRun starts a run of a board from chat (`run NEWS`, or `run` for
 // the channel's board) and tells the board's thread. Errors: ErrNotFound,

@@ -21,7 +21,7 @@ type Surface interface {
 	Revise(ctx context.Context, id ProposalID, user, feedback string) (RequestID, error)
 	ProposeAgain(ctx context.Context, id ProposalID, user string) (RequestID, error)
 	ChannelStatus(ctx context.Context, ch Channel) (board.Status, error)
-	BoardStatus(ctx context.Context, id board.ID) (board.Status, error)
+	BoardStatusIn(ctx context.Context, ch Channel, id board.ID) (board.Status, error)
 	MoveCard(ctx context.Context, ch Channel, user, ref, status string) (board.CardUpdate, error)
 	AssignCard(ctx context.Context, ch Channel, user, ref, profile string) (board.CardUpdate, error)
 	NextCards(ctx context.Context, ch Channel) (board.Status, error)

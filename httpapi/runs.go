@@ -23,7 +23,7 @@ type RunStore interface {
 	Run(ctx context.Context, id board.RunID) (board.Run, error)
 	Runs(ctx context.Context, id board.ID, limit int) ([]board.Run, error)
 	StopRun(ctx context.Context, id board.RunID, user string) (board.Run, error)
-	CardByHandle(ctx context.Context, handle string) (board.Card, error)
+	CardByHandle(ctx context.Context, tenant board.Tenant, handle string) (board.Card, error)
 }
 
 // RunEngine tells a board's thread that a run started and decides
@@ -172,7 +172,7 @@ func (x *Runs) card(w http.ResponseWriter, r *http.Request) (board.CardID, bool)
 	if id, err := board.ParseCardID(ref); err == nil {
 		return id, true
 	}
-	c, err := x.store.CardByHandle(r.Context(), ref)
+	c, err := x.store.CardByHandle(r.Context(), "", ref)
 	if err != nil {
 		x.fail(w, err)
 		return "", false

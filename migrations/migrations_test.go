@@ -241,7 +241,7 @@ func TestBoardKeysMigrationNumbersSharedKeys(t *testing.T) {
 		t.Fatal("a second board with the key NEWS was written")
 	}
 	var next string
-	if err := pool.QueryRow(ctx, `SELECT bobnet_board_key('NEWS')`).Scan(&next); err != nil || next != "NEWS5" {
+	if err := pool.QueryRow(ctx, `SELECT bobnet_board_key('console', 'NEWS')`).Scan(&next); err != nil || next != "NEWS5" {
 		t.Fatalf("next key %q, %v", next, err)
 	}
 }

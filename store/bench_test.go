@@ -94,7 +94,7 @@ func BenchmarkExecute64Baseline(b *testing.B) {
 			linkArgs = append(linkArgs, boardID, ids[l.Card], ids[l.DependsOn])
 		}
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `INSERT INTO boards (id, name, goal, key) VALUES ($1, $2, $3, bobnet_board_key($4))`, boardID, a.Board.Name, a.Board.Goal, board.BoardKey(a.Board.Name)); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO boards (id, name, goal, key) VALUES ($1, $2, $3, bobnet_board_key('console', $4))`, boardID, a.Board.Name, a.Board.Goal, board.BoardKey(a.Board.Name)); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, cardSQL.String(), cardArgs...); err != nil {

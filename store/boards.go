@@ -94,13 +94,14 @@ func (s *Store) ChannelBoard(ctx context.Context, channel string) (board.Board, 
 	return b, nil
 }
 
-const selectBoardByKey = `SELECT id, name, goal, key, channel, thread, created_at FROM boards WHERE key = upper($1)`
+const selectBoardByKey = `SELECT id, name, goal, key, channel, thread, created_at FROM boards WHERE tenant = $1 AND key = upper($2)`
 
-// BoardByKey finds a board by its key (NEWS, any case), unique across
-// boards. ErrNotFound when no board has it.
-func (s *Store) BoardByKey(ctx context.Context, key string) (board.Board, error) {
+// BoardByKey finds a tenant's board by its key (NEWS, any case), unique
+// within the tenant. ErrNotFound when none of the tenant's boards has it,
+// whatever other tenants have.
+func (s *Store) BoardByKey(ctx context.Context, tenant board.Tenant, key string) (board.Board, error) {
 	var b board.Board
-	err := s.pool.QueryRow(ctx, selectBoardByKey, strings.TrimSpace(key)).Scan(&b.ID, &b.Name, &b.Goal, &b.Key, &b.Channel, &b.Thread, &b.CreatedAt)
+	err := s.pool.QueryRow(ctx, selectBoardByKey, tenant, strings.TrimSpace(key)).Scan(&b.ID, &b.Name, &b.Goal, &b.Key, &b.Channel, &b.Thread, &b.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return board.Board{}, fmt.Errorf("board %s: %w", key, board.ErrNotFound)
 	}

@@ -37,7 +37,8 @@ FROM cards c JOIN boards b ON b.id = c.board_id WHERE c.id = $1 FOR UPDATE OF c`
 	selectCardColumns = `SELECT ` + cardFields + ` FROM cards c JOIN boards b ON b.id = c.board_id`
 	selectCard        = selectCardColumns + ` WHERE c.id = $1`
 
-	selectCardByHandle = `SELECT c.id FROM cards c JOIN boards b ON b.id = c.board_id WHERE upper(b.key) = $1 AND c.number = $2`
+	selectCardByHandle = `SELECT c.id FROM cards c JOIN boards b ON b.id = c.board_id
+WHERE b.key = $1 AND c.number = $2 AND ($3 = '' OR b.tenant = $3) LIMIT 2`
 
 	selectCardDeps = `SELECT depends_on FROM card_links WHERE card_id = $1 ORDER BY depends_on`
 
@@ -98,23 +99,29 @@ func (s *Store) Card(ctx context.Context, id board.CardID) (board.Card, error) {
 	return readCard(ctx, s.pool, selectCard, id)
 }
 
-// CardByHandle finds a card by its handle (NEWS-3, any case), which board
-// keys being unique makes one card wherever it is used. ErrNotFound when
-// the handle is malformed or names no card.
-func (s *Store) CardByHandle(ctx context.Context, handle string) (board.Card, error) {
+// CardByHandle finds a tenant's card by its handle (NEWS-3, any case);
+// board keys being unique per tenant, it names one card there. The empty
+// tenant looks among every tenant's boards (the API, whose tokens are
+// checked against the card's board apart), where a handle that names
+// cards of several tenants is ErrAmbiguous (saying nothing of them). ErrNotFound when the
+// handle is malformed or names no card of the tenant.
+func (s *Store) CardByHandle(ctx context.Context, tenant board.Tenant, handle string) (board.Card, error) {
 	key, n, ok := board.ParseHandle(handle)
 	if !ok {
 		return board.Card{}, fmt.Errorf("card %q: not a handle such as NEWS-3: %w", handle, board.ErrNotFound)
 	}
-	var id board.CardID
-	err := s.pool.QueryRow(ctx, selectCardByHandle, key, n).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return board.Card{}, fmt.Errorf("card %s-%d: %w", key, n, board.ErrNotFound)
-	}
+	rows, _ := s.pool.Query(ctx, selectCardByHandle, key, n, string(tenant))
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[board.CardID])
 	if err != nil {
 		return board.Card{}, fmt.Errorf("card %s-%d: %w", key, n, err)
 	}
-	return s.Card(ctx, id)
+	switch len(ids) {
+	case 0:
+		return board.Card{}, fmt.Errorf("card %s-%d: %w", key, n, board.ErrNotFound)
+	case 1:
+		return s.Card(ctx, ids[0])
+	}
+	return board.Card{}, fmt.Errorf("card %s-%d: the handle names cards of several tenants' boards; name the card by its id: %w", key, n, board.ErrAmbiguous)
 }
 
 // FindCard resolves what a person calls a card on a board: its handle

@@ -36,7 +36,7 @@ FROM boards b WHERE b.id = $1 FOR UPDATE`
 ON CONFLICT (board_id) DO UPDATE SET cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, set_by = EXCLUDED.set_by, last_slot = EXCLUDED.last_slot`
 
 	insertBoards = `INSERT INTO boards (id, name, goal, key, channel, proposal_id, thread)
-SELECT r.id, r.name, r.goal, bobnet_board_key(r.key), $2, $3, $4 FROM jsonb_to_recordset($1::jsonb) AS r(id text, name text, goal text, key text)`
+SELECT r.id, r.name, r.goal, bobnet_board_key(bobnet_tenant($2), r.key), $2, $3, $4 FROM jsonb_to_recordset($1::jsonb) AS r(id text, name text, goal text, key text)`
 
 	// insertCards and insertLinks take one array per column: a 64-card
 	// plan is one statement, and Postgres reads arrays faster than JSON.

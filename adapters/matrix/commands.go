@@ -71,7 +71,7 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 				a.leave(ctx, room, "asked by "+user)
 			})
 		default:
-			a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: helpText})
+			a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: helpText()})
 		}
 		return
 	}
@@ -116,7 +116,7 @@ func (a *Adapter) status(ctx context.Context, thread bot.Thread, arg string) {
 			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "That is not a board id; board ids look like b_ followed by 26 letters and digits."})
 			return
 		}
-		st, err = a.eng.BoardStatus(ctx, id)
+		st, err = a.eng.BoardStatusIn(ctx, thread.Channel, id)
 	}
 	switch {
 	case errors.Is(err, bot.ErrNotFound) && arg == "":

@@ -147,7 +147,7 @@ func (a *Adapter) onMessage(ctx context.Context, evt *event.Event) {
 		}
 	}
 	if text == "" || strings.EqualFold(text, "help") {
-		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: helpText})
+		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: helpText()})
 		return
 	}
 	a.submit(ctx, evt, thread, text)

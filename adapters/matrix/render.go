@@ -338,12 +338,12 @@ func renderStatus(st board.Status, boardURL string) message {
 	return message{Plain: plain, HTML: h.String()}
 }
 
-// helpText is what !bobnet help answers.
-const helpText = "BobNet turns a request into a board of cards you approve.\n" +
-	"• Mention me with what you want planned, e.g. “@bobnet plan our daily research newspaper”, or write !bobnet plan <what>.\n" +
-	"• I answer in a thread with a preview. React ✅ to approve, ✏️ to revise, ❌ to cancel, or reply there with !approve, !revise <what to change>, !cancel. Nothing changes until someone approves.\n" +
-	"• !bobnet plan this, sent as a reply in a thread, plans from that thread's messages.\n" +
-	"• !bobnet status shows this room's board; !bobnet status <board id> another one.\n" +
-	"• !bobnet move <card> <status>, !bobnet assign <card> <profile> and !bobnet next work on this room's board; name a card by its handle (NEWS-3) or the start of its title.\n" +
-	"• !bobnet policy shows who decides here and how many approvals a plan needs; when a plan needs several, !withdraw in its thread takes your approval back.\n" +
-	"• !bobnet leave makes me leave the room."
+// helpText is what !bobnet help answers: the commands are the engine's
+// table of verbs.
+func helpText() string {
+	return "BobNet turns a request into a board of cards you approve.\n" +
+		"• Mention me with what you want planned, e.g. “@bobnet plan our daily research newspaper”, or write !bobnet plan <what>.\n" +
+		"• I answer in a thread with a preview. React ✅ to approve, ✏️ to revise, ❌ to cancel, or reply there with a thread command below. Nothing changes until someone approves.\n" +
+		"• !bobnet plan this, sent as a reply in a thread, plans from that thread's messages.\n" +
+		bot.VerbHelp("!bobnet ", false)
+}

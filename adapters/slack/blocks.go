@@ -288,14 +288,15 @@ func StatusBlocks(st board.Status, boardURL string) []slackapi.Block {
 	}
 }
 
-// helpText is what `/bobnet help` and an empty mention answer.
-const helpText = "*BobNet* turns a request into a board of cards you approve.\n" +
-	"• Mention me with what you want planned, e.g. `@BobNet plan our daily research newspaper`.\n" +
-	"• I reply in the thread with a preview: *Approve and create*, *Revise* or *Cancel*. Nothing changes until someone approves.\n" +
-	"• `/bobnet status` shows this channel's board; `/bobnet status <board id>` another one.\n" +
-	"• `/bobnet move NEWS-3 in progress` moves a card (by its handle or the start of its title); `/bobnet assign NEWS-3 Researcher` assigns it; `/bobnet next` lists what is ready to start.\n" +
-	"• `/bobnet policy` shows who decides here and how many approvals a plan needs.\n" +
-	"• `/bobnet help` shows this."
+// helpText is what `/bobnet help` and an empty mention answer: the
+// commands are the engine's table of verbs.
+func helpText() string {
+	return "*BobNet* turns a request into a board of cards you approve.\n" +
+		"• Mention me with what you want planned, e.g. `@BobNet plan our daily research newspaper`.\n" +
+		"• I reply in the thread with a preview: *Approve and create*, *Revise* or *Cancel*. Nothing changes until someone approves.\n" +
+		bot.VerbHelp("/bobnet ", true) + "\n" +
+		"• `/bobnet help` shows this."
+}
 
 // fallback is the notification text of a message with blocks. Slack
 // parses it as mrkdwn too (notifications, clients that cannot draw

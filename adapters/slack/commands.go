@@ -60,7 +60,7 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 			if perr != nil {
 				return commandReply{ResponseType: "ephemeral", Text: "That is not a board id; board ids look like b_ followed by 26 letters and digits."}
 			}
-			st, err = a.eng.BoardStatus(ctx, id)
+			st, err = a.eng.BoardStatusIn(ctx, bot.Channel{Source: bot.SourceSlack, ID: channel}, id)
 		} else {
 			st, err = a.eng.ChannelStatus(ctx, bot.Channel{Source: bot.SourceSlack, ID: channel})
 		}
@@ -121,6 +121,6 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 	case "run", "runs", "accept", "sendback", "schedule":
 		return a.runCommand(ctx, sub, channel, user, trigger, fields[1:])
 	default:
-		return commandReply{ResponseType: "ephemeral", Text: helpText}
+		return commandReply{ResponseType: "ephemeral", Text: helpText()}
 	}
 }

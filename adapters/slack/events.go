@@ -173,7 +173,7 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 		}
 		if first {
 			a.afterAck("help reply", func(ctx context.Context) {
-				if err := a.Reply(ctx, t, bot.Reply{Kind: bot.ReplyInfo, Text: helpText}); err != nil {
+				if err := a.Reply(ctx, t, bot.Reply{Kind: bot.ReplyInfo, Text: helpText()}); err != nil {
 					a.logger.Warn("post help", "err", err)
 				}
 			})

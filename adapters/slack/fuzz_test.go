@@ -46,7 +46,7 @@ func (inertEngine) Proposal(context.Context, bot.ProposalID) (bot.Proposal, erro
 func (inertEngine) ChannelStatus(context.Context, bot.Channel) (board.Status, error) {
 	return board.Status{}, bot.ErrNotFound
 }
-func (inertEngine) BoardStatus(context.Context, board.ID) (board.Status, error) {
+func (inertEngine) BoardStatusIn(context.Context, bot.Channel, board.ID) (board.Status, error) {
 	return board.Status{}, bot.ErrNotFound
 }
 

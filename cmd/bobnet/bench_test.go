@@ -244,7 +244,7 @@ func writeBaseline(ctx context.Context, pool *pgxpool.Pool, a plan.Action, propo
 	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
-		batch.Queue(`INSERT INTO boards (id, name, goal, key, channel, proposal_id, thread) VALUES ($1, $2, $3, bobnet_board_key($4), $5, $6, $7)`,
+		batch.Queue(`INSERT INTO boards (id, name, goal, key, channel, proposal_id, thread) VALUES ($1, $2, $3, bobnet_board_key(bobnet_tenant($5), $4), $5, $6, $7)`,
 			boardID, a.Board.Name, a.Board.Goal, board.BoardKey(a.Board.Name), benchChannel.Key(), proposal, "")
 		batch.Queue(`INSERT INTO cards (id, board_id, position, number, temp_id, title, body, assignee, status, workspace_mode,
     acceptance_criteria, suggested_skills, notes, proposal_id)

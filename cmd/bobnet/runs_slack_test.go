@@ -59,7 +59,7 @@ func TestRunsFromSlackCommands(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := store.CardByHandle(ctx, "NEWS-1")
+		c, err := store.CardByHandle(ctx, "", "NEWS-1")
 		if err != nil {
 			t.Fatal(err)
 		}

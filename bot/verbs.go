@@ -1,0 +1,99 @@
+package bot
+
+import "strings"
+
+// Names says what a chat verb may name that the engine looks up within
+// the caller's tenant.
+type Names uint8
+
+const (
+	// NamesKey: a board key (NEWS).
+	NamesKey Names = 1 << iota
+	// NamesHandle: a card handle (NEWS-3) or the start of a title.
+	NamesHandle
+	// NamesBoardID: a board id (b_…).
+	NamesBoardID
+	// NamesThread: the proposal of the thread the command is said in.
+	NamesThread
+)
+
+// Verb is one chat command: `/bobnet VERB …` in Slack, `!bobnet VERB …`
+// in Matrix, or, for a thread verb, `!VERB` as a reply in a preview's
+// thread. The table is what both adapters answer, what their help says,
+// and what the tenant-isolation suite walks.
+type Verb struct {
+	Name string
+	// Args is how its arguments are written in help, e.g. "[KEY]".
+	Args string
+	// Help says what it does, in one sentence without a final period.
+	Help  string
+	Names Names
+	// Thread verbs are decisions said in a preview's thread (Matrix's
+	// !approve); the others are room or slash commands.
+	Thread bool
+	// MatrixOnly verbs have no Slack form (Slack decides with buttons and
+	// modals; a Slack app cannot leave a channel by itself).
+	MatrixOnly bool
+}
+
+// Verbs are the chat commands, in the order help lists them.
+var Verbs = []Verb{
+	{Name: "plan", Args: "<what>", Help: "plans what you say, like a mention"},
+	{Name: "status", Args: "[board id]", Help: "shows this channel's board, or another board of this workspace or room by its id", Names: NamesBoardID},
+	{Name: "next", Help: "lists the cards of this channel's board that are ready to start"},
+	{Name: "move", Args: "<card> <status>", Help: "moves a card, named by its handle (NEWS-3) or the start of its title", Names: NamesHandle},
+	{Name: "assign", Args: "<card> <who>", Help: "assigns a card to a profile (Researcher), a person (@alice) or none", Names: NamesHandle},
+	{Name: "run", Args: "[KEY]", Help: "starts a run of this channel's board, or of the board with that key", Names: NamesKey},
+	{Name: "runs", Args: "[KEY]", Help: "lists the latest runs", Names: NamesKey},
+	{Name: "schedule", Args: "[KEY] daily 06:00 Europe/Berlin | cron <5 fields> <zone> | off", Help: "shows or sets when a board runs by itself", Names: NamesKey},
+	{Name: "accept", Args: "<card>", Help: "accepts a card waiting for review in the running run", Names: NamesHandle},
+	{Name: "sendback", Args: "<card> <why>", Help: "sends a card under review back with a reason", Names: NamesHandle},
+	{Name: "policy", Help: "shows who decides here and how many approvals a plan needs"},
+	{Name: "leave", Help: "makes me leave the room", MatrixOnly: true},
+	{Name: "approve", Help: "approves the thread's proposal", Names: NamesThread, Thread: true, MatrixOnly: true},
+	{Name: "revise", Args: "<what to change>", Help: "re-plans the thread's proposal with your feedback", Names: NamesThread, Thread: true, MatrixOnly: true},
+	{Name: "cancel", Help: "cancels the thread's proposal", Names: NamesThread, Thread: true, MatrixOnly: true},
+	{Name: "again", Help: "plans the thread's request again", Names: NamesThread, Thread: true, MatrixOnly: true},
+	{Name: "withdraw", Help: "takes your approval of the thread's proposal back", Names: NamesThread, Thread: true, MatrixOnly: true},
+}
+
+// LookupVerb finds a verb of the table by name (any case); thread says
+// whether it was said as a thread verb (!approve) or a command.
+func LookupVerb(name string, thread bool) (Verb, bool) {
+	for _, v := range Verbs {
+		if strings.EqualFold(v.Name, name) && v.Thread == thread {
+			return v, true
+		}
+	}
+	return Verb{}, false
+}
+
+// VerbHelp lists the commands a surface answers, one line each, as
+// "• <prefix>verb args — what it does." (prefix "/bobnet " in Slack,
+// "!bobnet " in Matrix; thread verbs are written "!verb" when slack is
+// false and left out when it is true).
+func VerbHelp(prefix string, slack bool) string {
+	var sb strings.Builder
+	for _, v := range Verbs {
+		if slack && v.MatrixOnly {
+			continue
+		}
+		call := prefix + v.Name
+		if v.Thread {
+			call = "!" + v.Name
+		}
+		if v.Args != "" {
+			call += " " + v.Args
+		}
+		tick := ""
+		if slack {
+			tick = "`"
+		}
+		sb.WriteString("• " + tick + call + tick + " — " + v.Help)
+		if v.Thread {
+			sb.WriteString(" (a reply in the preview's thread)")
+		}
+		sb.WriteString(".\n")
+	}
+	return strings.TrimSuffix(sb.String(), "\n")
+}
