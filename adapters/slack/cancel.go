@@ -35,10 +35,7 @@ type cancelMeta struct {
 // modal asking why, at once: the trigger id lives 3 s. A refusal is told
 // to the clicker alone.
 func (a *Adapter) openCancel(ctx context.Context, trigger string, id bot.ProposalID, user, channel, message, thread string) {
-	p, err := a.eng.Authorize(ctx, id, user)
-	if err == nil {
-		err = clickedWhereProposed(p, channel, message)
-	}
+	p, err := a.authorizeClick(ctx, id, user, channel, message)
 	if err != nil {
 		a.afterAck("refusal", func(ctx context.Context) { a.ephemeral(ctx, channel, thread, user, decisionText(err)) })
 		return
@@ -78,6 +75,11 @@ func (a *Adapter) submitCancel(cb slackapi.InteractionCallback) map[string]any {
 		return map[string]any{"response_action": "errors", "errors": map[string]string{reasonBlock: decisionText(err)}}
 	}
 	user := cb.User.ID
+	if slackTenant(meta.Channel) != a.clickTenant(cb) {
+		// Metadata naming another workspace's channel: as a proposal
+		// nobody has, told to nobody.
+		return map[string]any{"response_action": "errors", "errors": map[string]string{reasonBlock: decisionText(bot.ErrNoProposal)}}
+	}
 	a.afterAck("decision", func(ctx context.Context) {
 		p, err := a.eng.Proposal(ctx, id)
 		if err == nil {

@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -227,7 +228,7 @@ func (a *Adapter) homeActions(ctx context.Context, cb slackapi.InteractionCallba
 func (a *Adapter) homeDecide(ctx context.Context, action string, id bot.ProposalID, viewer, user string) string {
 	p, err := a.eng.Proposal(ctx, id)
 	if err == nil && !a.sameWorkspace(viewer, p.Thread.Channel) {
-		err = errWrongPlace
+		err = fmt.Errorf("proposal %s: %w", id, bot.ErrNoProposal) // as one nobody has
 	}
 	if err != nil {
 		return decisionText(err)

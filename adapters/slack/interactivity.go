@@ -83,10 +83,7 @@ func (a *Adapter) blockActions(ctx context.Context, cb slackapi.InteractionCallb
 		switch act.ActionID {
 		case actionRevise:
 			// The trigger id lives 3 s: check and open the modal now.
-			p, err := a.eng.Authorize(ctx, id, user)
-			if err == nil {
-				err = clickedWhereProposed(p, channel, message)
-			}
+			p, err := a.authorizeClick(ctx, id, user, channel, message)
 			if err != nil {
 				a.afterAck("refusal", func(ctx context.Context) { a.ephemeral(ctx, channel, thread, user, decisionText(err)) })
 				continue
@@ -117,7 +114,14 @@ var errWrongPlace = errors.New("click from another channel or message")
 // clickedWhereProposed checks that a click came from the channel (and
 // message) the proposal was posted to: a payload naming another channel
 // must not decide this channel's proposals.
+//
+// A proposal of another tenant (another workspace, a Matrix room, the
+// console) is refused as a proposal nobody has: nothing about it, not
+// even that it exists.
 func clickedWhereProposed(p bot.Proposal, channel, message string) error {
+	if bot.TenantOf(p.Thread.Channel) != slackTenant(channel) {
+		return fmt.Errorf("proposal %s: %w", p.ID, bot.ErrNoProposal)
+	}
 	if p.Thread.Channel.Source != bot.SourceSlack || p.Thread.Channel.ID != channel {
 		return errWrongPlace
 	}
@@ -125,6 +129,20 @@ func clickedWhereProposed(p bot.Proposal, channel, message string) error {
 		return errWrongPlace
 	}
 	return nil
+}
+
+// authorizeClick checks a click that opens a modal: where it came from
+// first (a proposal of another workspace is one nobody has, whoever
+// clicks), then whether the clicker may decide.
+func (a *Adapter) authorizeClick(ctx context.Context, id bot.ProposalID, user, channel, message string) (bot.Proposal, error) {
+	p, err := a.eng.Proposal(ctx, id)
+	if err == nil {
+		err = clickedWhereProposed(p, channel, message)
+	}
+	if err != nil {
+		return bot.Proposal{}, err
+	}
+	return a.eng.Authorize(ctx, id, user)
 }
 
 func (a *Adapter) decide(ctx context.Context, action string, id bot.ProposalID, user, channel, message, thread string) {

@@ -93,6 +93,16 @@ func (a *Adapter) submitView(ctx context.Context, cb slackapi.InteractionCallbac
 		return map[string]any{"response_action": "errors", "errors": map[string]string{feedbackBlock: "Say what should change."}}
 	}
 	id, err := bot.ParseProposalID(meta.Proposal)
+	var p bot.Proposal
+	if err == nil && slackTenant(meta.Channel) != a.clickTenant(cb) {
+		err = fmt.Errorf("proposal %s: %w", id, bot.ErrNoProposal)
+	}
+	if err == nil {
+		p, err = a.eng.Proposal(ctx, id)
+	}
+	if err == nil {
+		err = clickedWhereProposed(p, meta.Channel, "")
+	}
 	if err == nil {
 		_, err = a.eng.Revise(ctx, id, cb.User.ID, feedback)
 	}

@@ -83,7 +83,11 @@ func reviewText(err error) string {
 // reviewedWhereAnnounced checks that a click came from the channel the
 // card was announced in: a payload naming another channel must not decide
 // this channel's reviews.
+// A card of another tenant's run is refused as one nobody has.
 func reviewedWhereAnnounced(place bot.ReviewPlace, channel string) error {
+	if bot.TenantOf(place.Thread.Channel) != slackTenant(channel) {
+		return fmt.Errorf("run %s: %w", place.Run.ID, bot.ErrNoRun)
+	}
 	if place.Thread.Channel.Source != bot.SourceSlack || place.Thread.Channel.ID != channel {
 		return errWrongPlace
 	}
@@ -173,6 +177,9 @@ func (a *Adapter) submitSendBack(ctx context.Context, cb slackapi.InteractionCal
 	var meta reviewMeta
 	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta)
 	ref, err := parseReviewValue(meta.Run + " " + meta.Card + " " + strconv.Itoa(meta.Round))
+	if err == nil && slackTenant(meta.Channel) != a.clickTenant(cb) {
+		err = fmt.Errorf("run %s: %w", ref.Run, bot.ErrNoRun)
+	}
 	if err == nil {
 		err = a.review(ctx, ref, meta, cb.User.ID, false, reason)
 	}

@@ -421,7 +421,7 @@ func TestSlackTwoWorkspaces(t *testing.T) {
 		t.Fatalf("click: %d", s)
 	}
 	refusal := w.slack.waitFor(t, "refusal in team B", func(c teamCall) bool { return c.Method == "chat.postEphemeral" })
-	if refusal.Token != tokB || !strings.Contains(refusal.Form.Get("text"), "does not belong to a proposal of this channel") {
+	if refusal.Token != tokB || refusal.Form.Get("text") != "I can't find that proposal any more." {
 		t.Fatalf("refusal = %q with %q", refusal.Form.Get("text"), refusal.Token)
 	}
 	if p, _ := w.env.Engine.Proposal(context.Background(), bot.ProposalID(pidA)); p.State != bot.ProposalPending {
