@@ -95,6 +95,8 @@ func (x *Cards) patch(w http.ResponseWriter, r *http.Request) {
 		httpjson.Write(w, http.StatusConflict, map[string]any{"error": conflict.Error(), "card": conflict.Current})
 	case errors.Is(err, board.ErrInvalidChange), errors.Is(err, bot.ErrUnknownProfile):
 		httpjson.Error(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, board.ErrAmbiguous):
+		httpjson.Error(w, http.StatusConflict, bot.Explain(err))
 	default:
 		engineError(w, x.logger, err)
 	}

@@ -209,6 +209,8 @@ func (x *Runs) fail(w http.ResponseWriter, err error) {
 		httpjson.Error(w, http.StatusConflict, "this board has a run going; stop it or wait for it to end")
 	case errors.Is(err, board.ErrNotRunnable):
 		httpjson.Error(w, http.StatusConflict, err.Error())
+	case errors.Is(err, board.ErrAmbiguous):
+		httpjson.Error(w, http.StatusConflict, bot.Explain(err))
 	default:
 		httpjson.Error(w, http.StatusServiceUnavailable, "the board store is unavailable; try again shortly")
 	}
