@@ -42,12 +42,15 @@ func FromContext(ctx context.Context) (Token, bool) {
 	return t, ok
 }
 
-// RequiredScope is the scope a request needs: reads need read, chat needs
-// propose, decisions need approve, card changes need write, and anything
-// else (policies, tokens) admin. The guard passes the pattern of the route
+// RequiredScope is the scope a request needs: reads need read (those of
+// adminReads admin), chat needs propose, decisions need approve, card
+// changes need write, and anything else (policies, tokens) admin. The guard passes the pattern of the route
 // the request was matched to (/api/v1/proposals/{id}/approve), so an
 // encoded slash in an id cannot change the last segment it reads.
 func RequiredScope(method, path string) Scope {
+	if adminReads[path] {
+		return ScopeAdmin
+	}
 	if method == http.MethodGet || method == http.MethodHead {
 		return ScopeRead
 	}
@@ -74,6 +77,11 @@ func RequiredScope(method, path string) Scope {
 	}
 	return ScopeAdmin
 }
+
+// adminReads are the routes that need admin even to read: what they show
+// is about every channel (one channel's model use, any channel's; the
+// metrics of the whole server).
+var adminReads = map[string]bool{"/api/v1/usage": true, "/metrics": true}
 
 // Middleware authenticates the bearer token and checks its scope for the
 // route. It is mounted inside the router (chi's Use on a group), so the

@@ -79,7 +79,7 @@ func (e *Engine) chargeTokens(ctx context.Context, r Request, out planner.Outcom
 	if out.Tokens <= 0 {
 		return
 	}
-	e.observe().ModelTokens(ch.Key(), out.Tokens)
+	e.observe().ModelTokens(ch.Source, out.Tokens)
 	us := e.deps.Usage
 	if us == nil {
 		return

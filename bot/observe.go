@@ -20,8 +20,10 @@ type Observer interface {
 	// Committed says an approval's board was committed, d after the
 	// approval arrived.
 	Committed(d time.Duration)
-	// ModelTokens says planning in channel spent n model tokens.
-	ModelTokens(channel string, n int)
+	// ModelTokens says planning or a run in a channel of src spent n
+	// model tokens. The channel is not told: what an observer learns
+	// names no tenant (Engine.BudgetStatus has a channel's use).
+	ModelTokens(src Source, n int)
 }
 
 // noObserver is the Observer when none is given.
@@ -31,7 +33,7 @@ func (noObserver) RequestRefused(Source, string)     {}
 func (noObserver) RequestAnswered(Source, ReplyKind) {}
 func (noObserver) ProposalClosed(ProposalState)      {}
 func (noObserver) Committed(time.Duration)           {}
-func (noObserver) ModelTokens(string, int)           {}
+func (noObserver) ModelTokens(Source, int)           {}
 
 func (e *Engine) observe() Observer {
 	if e.deps.Observer == nil {

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -71,6 +72,7 @@ type object struct {
 	Kind     string
 	Metadata struct {
 		Name        string
+		Labels      map[string]string
 		Annotations map[string]string
 	}
 	Spec map[string]any
@@ -242,10 +244,13 @@ func TestChartDeploymentProbesSecretsAndMigrations(t *testing.T) {
 		t.Errorf("migration Job has no DATABASE_URL from the Secret: %+v", jenv)
 	}
 
-	for _, kind := range []string{"Service", "Ingress", "PodDisruptionBudget", "ServiceMonitor"} {
+	for _, kind := range []string{"Ingress", "PodDisruptionBudget", "ServiceMonitor"} {
 		if len(find(objs, kind)) != 1 {
 			t.Errorf("no %s", kind)
 		}
+	}
+	if svcs := find(objs, "Service"); len(svcs) != 2 {
+		t.Errorf("%d Services, want the public one and the admin one", len(svcs))
 	}
 	if sm := find(objs, "ServiceMonitor"); len(sm) == 1 && dig(sm[0].Spec, "endpoints", 0, "path") != "/metrics" {
 		t.Errorf("ServiceMonitor endpoints = %v", sm[0].Spec["endpoints"])
@@ -259,6 +264,99 @@ func TestChartDeploymentProbesSecretsAndMigrations(t *testing.T) {
 	if len(find(render(t, "migrations.enabled=false"), "Job")) != 0 {
 		t.Error("migration Job rendered when disabled")
 	}
+}
+
+// TestChartScrapesTheAdminPort: the pod listens for BOBNET_ADMIN_LISTEN on
+// a container port named admin, which only a ClusterIP Service of its own
+// exposes, and the ServiceMonitor selects that Service alone and scrapes
+// /metrics on that port (the http port's /metrics needs an admin token).
+func TestChartScrapesTheAdminPort(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		set  []string
+		port int
+	}{
+		{[]string{"serviceMonitor.enabled=true", "service.type=LoadBalancer", "ingress.enabled=true"}, 9090},
+		{[]string{"serviceMonitor.enabled=true", "admin.port=9191"}, 9191},
+	} {
+		objs := render(t, tc.set...)
+		c := container(t, find(objs, "Deployment")[0])
+		var listen []string
+		for _, e := range envOf(c) {
+			if e.Name == "BOBNET_ADMIN_LISTEN" {
+				listen = append(listen, e.Value)
+			}
+		}
+		if want := fmt.Sprintf("0.0.0.0:%d", tc.port); len(listen) != 1 || listen[0] != want {
+			t.Errorf("%v: BOBNET_ADMIN_LISTEN = %q, want once %q", tc.set, listen, want)
+		}
+		ports := map[string]any{}
+		list, _ := c["ports"].([]any)
+		for _, p := range list {
+			ports[fmt.Sprint(dig(p, "name"))] = dig(p, "containerPort")
+		}
+		if ports["admin"] != tc.port || ports["http"] != 8080 {
+			t.Errorf("%v: container ports = %v", tc.set, ports)
+		}
+
+		var admin, public *object
+		for _, svc := range find(objs, "Service") {
+			switch svc.Metadata.Name {
+			case "bobnet-admin":
+				admin = &svc
+			case "bobnet":
+				public = &svc
+			}
+		}
+		if admin == nil || public == nil {
+			t.Fatalf("%v: no admin or public Service", tc.set)
+		}
+		if admin.Spec["type"] != "ClusterIP" || dig(admin.Spec, "ports", 0, "name") != "admin" || dig(admin.Spec, "ports", 0, "targetPort") != "admin" ||
+			dig(admin.Spec, "ports", 0, "port") != tc.port || dig(admin.Spec, "ports", 1) != nil {
+			t.Errorf("%v: admin Service = %v", tc.set, admin.Spec)
+		}
+		if dig(public.Spec, "ports", 0, "name") != "http" || strings.Contains(fmt.Sprint(public.Spec["ports"]), "admin") {
+			t.Errorf("%v: the public Service exposes the admin port: %v", tc.set, public.Spec["ports"])
+		}
+
+		sm := find(objs, "ServiceMonitor")
+		if len(sm) != 1 {
+			t.Fatalf("%v: %d ServiceMonitors", tc.set, len(sm))
+		}
+		if dig(sm[0].Spec, "endpoints", 0, "port") != "admin" || dig(sm[0].Spec, "endpoints", 0, "path") != "/metrics" || dig(sm[0].Spec, "endpoints", 1) != nil {
+			t.Errorf("%v: ServiceMonitor endpoints = %v", tc.set, sm[0].Spec["endpoints"])
+		}
+		selects := func(svc *object) bool {
+			want, _ := dig(sm[0].Spec, "selector", "matchLabels").(map[string]any)
+			for k, v := range want {
+				if svc.Metadata.Labels[k] != v {
+					return false
+				}
+			}
+			return len(want) > 0
+		}
+		if !selects(admin) || selects(public) {
+			t.Errorf("%v: the ServiceMonitor selects the admin Service %v and the public one %v; want only the admin one", tc.set, selects(admin), selects(public))
+		}
+	}
+	// BOBNET_ADMIN_LISTEN is the chart's to set, from admin.port.
+	if out, err := helmErr(t, "template", "bobnet", "helm/bobnet", "--set", "env.BOBNET_ADMIN_LISTEN=0.0.0.0:1"); err == nil || !strings.Contains(out, "set admin.port") {
+		t.Errorf("env.BOBNET_ADMIN_LISTEN rendered: %v %s", err, out)
+	}
+}
+
+// helmErr runs helm expecting it may fail, and returns its stderr.
+func helmErr(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	bin := os.Getenv("HELM")
+	if bin == "" {
+		t.Skip("HELM is not set (make test builds helm and sets it)")
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	return stderr.String(), err
 }
 
 // TestEveryVariableSetIsOneBobNetKnows checks the chart, the compose file

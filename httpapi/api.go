@@ -23,6 +23,7 @@ type API struct {
 	Policies  *Policies
 	Runs      *Runs
 	Schedules *Schedules
+	Usage     *Usage
 	// Boards are the board JSON routes, which live beside the board page
 	// for now.
 	Boards Router
@@ -41,7 +42,7 @@ func (a API) Routes(r chi.Router) {
 		for _, g := range a.Guards {
 			r.Use(g)
 		}
-		for _, set := range []Router{a.Boards, a.Chat, a.Cards, a.Runs, a.Schedules, a.Policies} {
+		for _, set := range []Router{a.Boards, a.Chat, a.Cards, a.Runs, a.Schedules, a.Policies, a.Usage} {
 			set.Routes(r)
 		}
 	})

@@ -24,7 +24,7 @@ var (
 	commitFamily = family{"bobnet_approve_to_commit_seconds", "histogram",
 		"Time from an approval arriving to its board being committed in Postgres."}
 	tokensFamily = family{"bobnet_model_tokens_total", "counter",
-		"Model tokens spent, by channel (<source>:<id>): the server's usage, or an estimate of four characters a token when it sends none."}
+		"Model tokens spent, by the source of the channel that spent them (slack, matrix, console): the server's usage, or an estimate of four characters a token when it sends none. Per channel: GET /api/v1/usage."}
 	runsFamily = family{"bobnet_runs_total", "counter",
 		"Runs of boards by how they ended: done, stopped, timed_out."}
 	runCardFamily = family{"bobnet_run_card_seconds", "histogram",
@@ -50,8 +50,8 @@ var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
 
 // series names one series: the family's name and its label pairs (name,
-// value, name, value…), in the order given. Values may come from outside
-// (a channel's name), so they are made valid UTF-8 and escaped.
+// value, name, value…), in the order given. Values are from the bounded
+// sets of labels.go; they are made valid UTF-8 and escaped all the same.
 func series(name string, labels ...string) string {
 	if len(labels) == 0 {
 		return name

@@ -33,7 +33,7 @@ type wantFamily struct {
 var bobnetFamilies = map[string]wantFamily{
 	"bobnet_requests_total":            {typ: dto.MetricType_COUNTER, labels: []string{"outcome", "source"}},
 	"bobnet_proposals_total":           {typ: dto.MetricType_COUNTER, labels: []string{"outcome"}},
-	"bobnet_model_tokens_total":        {typ: dto.MetricType_COUNTER, labels: []string{"channel"}},
+	"bobnet_model_tokens_total":        {typ: dto.MetricType_COUNTER, labels: []string{"source"}},
 	"bobnet_runs_total":                {typ: dto.MetricType_COUNTER, labels: []string{"state"}},
 	"bobnet_queue_depth":               {typ: dto.MetricType_GAUGE, labels: []string{"state"}},
 	"bobnet_planner_duration_seconds":  {typ: dto.MetricType_HISTOGRAM, labels: []string{"outcome"}, buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}},
@@ -76,7 +76,7 @@ func TestExpositionParsesWithPrometheusParser(t *testing.T) {
 	m.RequestAnswered(bot.SourceConsole, bot.ReplyProposal)
 	m.ProposalClosed(bot.ProposalApproved)
 	m.Committed(30 * time.Millisecond)
-	m.ModelTokens("console:general", 120)
+	m.ModelTokens(bot.SourceConsole, 120)
 	m.RunEnded("done")
 	m.CardWorked(7 * time.Second)
 	answer := planner.Outcome{Result: plan.Result{Plan: &plan.Envelope{Kind: plan.KindAnswer}}}
@@ -150,39 +150,80 @@ func TestExpositionParsesWithPrometheusParser(t *testing.T) {
 	}
 }
 
-func TestChannelNamesAreEscaped(t *testing.T) {
+// boundedValues are every value each label of BobNet's families may take.
+var boundedValues = map[string][]string{
+	"source": {"slack", "matrix", "console", "other"},
+	"outcome": {"answer", "clarify", "refuse", "error", "slow_down", "proposal", "info",
+		"duplicate", "rate_limited", "invalid", "unavailable",
+		"created", "approved", "cancelled", "expired", "superseded",
+		"propose_actions", "timeout", "unreachable", "other"},
+	"state": {"done", "stopped", "timed_out", "waiting", "in_flight", "other"},
+}
+
+// TestLabelValuesAreBounded feeds every method values a caller might
+// wrongly pass on (channel keys, workspace and user ids, text that would
+// close the label and forge a series) and finds only the known words in
+// the exposition: whatever the callers do, /metrics names no tenant and
+// its series cannot grow without end.
+func TestLabelValuesAreBounded(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
-	channels := []string{
-		"console:plain",
+	m.WatchQueue(fakeDepth{waiting: 1}, slog.New(slog.DiscardHandler))
+	hostile := []string{
+		"slack:TAAAA/CAAA1",
+		"TAAAA/UAAA1",
+		"matrix:!room:example.org",
+		"console:general",
 		`slack:"quoted"`,
-		`matrix:back\slash`,
-		"matrix:new\nline",
-		`tricky:\"`,
-		`trailing:\`,
-		"tab:\there",
+		"new\nline",
 		"bad:\xff\xfeutf8",
 		"close:\"} 99\nbobnet_runs_total{state=\"forged\"} 1",
 	}
-	for i, c := range channels {
-		m.ModelTokens(c, i+1)
+	for i, h := range hostile {
+		m.ModelTokens(bot.Source(h), i+1)
+		m.RequestRefused(bot.Source(h), h)
+		m.RequestAnswered(bot.Source(h), bot.ReplyKind(h))
+		m.ProposalClosed(bot.ProposalState(h))
+		m.RunEnded(h)
+		kind := planner.Outcome{Result: plan.Result{Plan: &plan.Envelope{Kind: plan.Kind(h)}}}
+		_, _ = m.Planner(fakePlanner{out: kind}).Plan(context.Background(), planner.PromptInput{}, plan.Options{})
 	}
+	m.ModelTokens(bot.SourceSlack, 5)
+	m.RequestRefused(bot.SourceMatrix, "rate_limited")
+
 	fams := parse(t, m)
-	got := map[string]float64{}
-	for _, s := range fams["bobnet_model_tokens_total"].GetMetric() {
-		got[labels(s)["channel"]] = s.GetCounter().GetValue()
-	}
-	for i, c := range channels {
-		want := strings.ToValidUTF8(c, "\uFFFD")
-		if got[want] != float64(i+1) {
-			t.Errorf("channel %q: %v, want %d", want, got[want], i+1)
+	for name, f := range fams {
+		if !strings.HasPrefix(name, "bobnet_") {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			for n, v := range labels(s) {
+				if !slices.Contains(boundedValues[n], v) {
+					t.Errorf("%s has %s=%q, not one of %v", name, n, v, boundedValues[n])
+				}
+			}
 		}
 	}
-	if len(got) != len(channels) {
-		t.Errorf("%d token series, want %d: %v", len(got), len(channels), got)
+	tokens := map[string]float64{}
+	for _, s := range fams["bobnet_model_tokens_total"].GetMetric() {
+		tokens[labels(s)["source"]] = s.GetCounter().GetValue()
 	}
-	if _, ok := fams["bobnet_runs_total"]; ok {
-		t.Error("a channel name forged a series")
+	// 1+2+…+8 from the hostile sources, 5 from slack.
+	if len(tokens) != 2 || tokens["other"] != 36 || tokens["slack"] != 5 {
+		t.Errorf("tokens by source = %v, want other 36 and slack 5", tokens)
+	}
+	for _, s := range fams["bobnet_runs_total"].GetMetric() {
+		if l := labels(s); l["state"] != "other" || s.GetCounter().GetValue() != float64(len(hostile)) {
+			t.Errorf("runs: %v %v", l, s.GetCounter().GetValue())
+		}
+	}
+	requests := map[string]float64{}
+	for _, s := range fams["bobnet_requests_total"].GetMetric() {
+		l := labels(s)
+		requests[l["source"]+"/"+l["outcome"]] = s.GetCounter().GetValue()
+	}
+	if requests["matrix/rate_limited"] != 1 || requests["other/other"] != float64(2*len(hostile)) {
+		t.Errorf("requests = %v", requests)
 	}
 }
 

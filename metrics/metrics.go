@@ -60,7 +60,7 @@ func New() *Metrics {
 
 // RunEnded counts a run that ended, by its state.
 func (m *Metrics) RunEnded(state string) {
-	m.set.GetOrCreateCounter(series(runsFamily.name, "state", state)).Inc()
+	m.set.GetOrCreateCounter(series(runsFamily.name, "state", runStates.value(state))).Inc()
 }
 
 // CardWorked records how long a runner took over one card.
@@ -83,11 +83,11 @@ func (m *Metrics) RequestAnswered(src bot.Source, kind bot.ReplyKind) {
 // countRequest counts one request; labels go in client_golang's sorted
 // order so the series read as they always did.
 func (m *Metrics) countRequest(source, outcome string) {
-	m.set.GetOrCreateCounter(series(requestsFamily.name, "outcome", outcome, "source", source)).Inc()
+	m.set.GetOrCreateCounter(series(requestsFamily.name, "outcome", requestOutcomes.value(outcome), "source", sources.value(source))).Inc()
 }
 
 func (m *Metrics) countProposal(outcome string) {
-	m.set.GetOrCreateCounter(series(proposalsFamily.name, "outcome", outcome)).Inc()
+	m.set.GetOrCreateCounter(series(proposalsFamily.name, "outcome", proposalOutcomes.value(outcome))).Inc()
 }
 
 // ProposalClosed counts a proposal leaving pending.
@@ -96,10 +96,11 @@ func (m *Metrics) ProposalClosed(state bot.ProposalState) { m.countProposal(stri
 // Committed records how long an approval took to commit its board.
 func (m *Metrics) Committed(d time.Duration) { m.commit.Update(d.Seconds()) }
 
-// ModelTokens counts the model tokens a channel spent. The channel name
-// comes from outside, so series escapes it.
-func (m *Metrics) ModelTokens(channel string, n int) {
-	c := m.set.GetOrCreateCounter(series(tokensFamily.name, "channel", channel))
+// ModelTokens counts the model tokens a channel of source spent. The
+// channel itself is no label: per-channel use is read from the API
+// (GET /api/v1/usage), never from /metrics.
+func (m *Metrics) ModelTokens(src bot.Source, n int) {
+	c := m.set.GetOrCreateCounter(series(tokensFamily.name, "source", sources.value(string(src))))
 	if n > 0 {
 		c.Add(n)
 	}
@@ -133,7 +134,7 @@ func (p timedPlanner) Plan(ctx context.Context, in planner.PromptInput, opts pla
 	case ctx.Err() != nil:
 		return out, err // shutting down: not the model's latency
 	}
-	p.m.set.GetOrCreatePrometheusHistogramExt(series(planningFamily.name, "outcome", outcome), planningBuckets).
+	p.m.set.GetOrCreatePrometheusHistogramExt(series(planningFamily.name, "outcome", planningOutcomes.value(outcome)), planningBuckets).
 		Update(time.Since(start).Seconds())
 	return out, err
 }

@@ -287,7 +287,7 @@ func TestListenAddressInUseIsAClearError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	_, err = listen(ln.Addr().String())
+	_, err = listen("BOBNET_LISTEN", ln.Addr().String())
 	if err == nil || !strings.Contains(err.Error(), "BOBNET_LISTEN: "+ln.Addr().String()+" is already in use") {
 		t.Fatalf("err = %v", err)
 	}

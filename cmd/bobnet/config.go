@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -16,10 +17,13 @@ import (
 // the same meaning taking precedence. It is validated once at start; each
 // problem names the variable it is about.
 type Config struct {
-	DatabaseURL      string
-	RedisURL         string
-	RedisPrefix      string
-	Listen           string
+	DatabaseURL string
+	RedisURL    string
+	RedisPrefix string
+	Listen      string
+	// AdminListen is the internal listener's address (/metrics without a
+	// token), "" for none.
+	AdminListen      string
 	PublicURL        string
 	APIToken         string
 	ProposalTTL      time.Duration
@@ -110,6 +114,20 @@ var settings = []setting{
 	{"REDIS_URL", "redis-url", "", "Redis `URL`", str(func(c *Config) *string { return &c.RedisURL })},
 	{"BOBNET_REDIS_PREFIX", "redis-prefix", "bobnet", "prefix of BobNet's Redis keys", str(func(c *Config) *string { return &c.RedisPrefix })},
 	{"BOBNET_LISTEN", "listen", "127.0.0.1:8080", "`host:port` to serve HTTP on", str(func(c *Config) *string { return &c.Listen })},
+	{"BOBNET_ADMIN_LISTEN", "admin-listen", "", "`host:port` of a second, internal listener that serves /metrics, /healthz and /readyz without a token and nothing else, e.g. 127.0.0.1:9090 (unset: none; on BOBNET_LISTEN /metrics needs an admin token, as the API does)", func(c *Config, v string) error {
+		c.AdminListen = strings.TrimSpace(v)
+		if c.AdminListen == "" {
+			return nil
+		}
+		_, port, err := net.SplitHostPort(c.AdminListen)
+		if err != nil {
+			return fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:9090)", v)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%q: the port is not a number from 1 to 65535", v)
+		}
+		return nil
+	}},
 	{"BOBNET_PUBLIC_URL", "public-url", "", "`URL` people reach BobNet at, for board links (default http://BOBNET_LISTEN)", str(func(c *Config) *string { return &c.PublicURL })},
 	{"BOBNET_API_TOKEN", "api-token", "", "bearer token for the REST API; without one BobNet listens on loopback only", str(func(c *Config) *string { return &c.APIToken })},
 	{"BOBNET_PROPOSAL_TTL", "proposal-ttl", "24h", "how long a proposal waits for a decision (a `duration` from 1m to 720h)", func(c *Config, v string) error {

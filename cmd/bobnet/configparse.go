@@ -175,6 +175,9 @@ func (c *Config) validate() []error {
 	} else if c.APIToken == "" && !isLoopback(host) {
 		errs = append(errs, fmt.Errorf("BOBNET_LISTEN: %q is not a loopback address and BOBNET_API_TOKEN is not set; set a token to serve beyond this machine", c.Listen))
 	}
+	if c.AdminListen != "" && sameListener(c.Listen, c.AdminListen) {
+		errs = append(errs, fmt.Errorf("BOBNET_ADMIN_LISTEN: %q takes the port of BOBNET_LISTEN (%q); the admin listener needs an address of its own", c.AdminListen, c.Listen))
+	}
 	if c.PublicURL == "" {
 		c.PublicURL = "http://" + c.Listen
 	}
@@ -230,6 +233,22 @@ func (c *Config) requireServices(needRedis bool) error {
 		errs = append(errs, errors.New("REDIS_URL: required (e.g. redis://127.0.0.1:6379/0)"))
 	}
 	return newConfigError(errs)
+}
+
+// sameListener reports whether two host:port addresses would take the
+// same port: the same port on the same host, or on any host when either
+// listens on every address.
+func sameListener(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil || pa != pb {
+		return false
+	}
+	every := func(h string) bool {
+		ip := net.ParseIP(h)
+		return h == "" || ip != nil && ip.IsUnspecified()
+	}
+	return strings.EqualFold(ha, hb) || every(ha) || every(hb)
 }
 
 func isLoopback(host string) bool {

@@ -255,8 +255,11 @@ func TestContractMainFlows(t *testing.T) {
 	status, _ = api(reader, "GET", "/api/v1/channels", nil)
 	expect("read token reads", status, http.StatusOK)
 
-	// Public routes.
-	for _, p := range []string{"/healthz", "/readyz", "/api/v1/openapi.json", "/metrics", "/", "/c/general", "/static/app.js",
+	// The metrics need the admin token; the public routes none.
+	status, _ = contractCall(t, ct, bootstrap, "GET", b.url+"/metrics", "", nil, nil)
+	expect("metrics", status, http.StatusOK)
+	expect("metrics without a token", get("/metrics"), http.StatusUnauthorized)
+	for _, p := range []string{"/healthz", "/readyz", "/api/v1/openapi.json", "/", "/c/general", "/static/app.js",
 		"/boards/" + boardID, "/board-static/board.js", "/proposals/" + pid} {
 		expect(p, get(p), http.StatusOK)
 	}
@@ -288,7 +291,7 @@ func TestContractMainFlows(t *testing.T) {
 		"streamBoardEvents 200", "streamChannelEvents 200", "listChannels 200",
 		"patchCard 200", "patchCard 400", "patchCard 403", "patchCard 404", "patchCard 409", "patchCard 415",
 		"putPolicy 200", "putPolicy 400", "getPolicy 200", "getPolicy 400", "listPolicies 200", "listPolicies 401",
-		"healthz 200", "readyz 200", "getOpenAPI 200", "metrics 200", "consolePage 200", "consoleChannelPage 200",
+		"healthz 200", "readyz 200", "getOpenAPI 200", "metrics 200", "metrics 401", "consolePage 200", "consoleChannelPage 200",
 		"consoleStatic 200", "boardPage 200", "boardPage 404", "boardScript 200", "proposalPage 200",
 	} {
 		op, code, _ := strings.Cut(want, " ")

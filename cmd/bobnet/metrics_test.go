@@ -144,6 +144,7 @@ func (a *testApp) checkExposition(t *testing.T) {
 	}{
 		"bobnet_requests_total":            {dto.MetricType_COUNTER, []string{"outcome", "source"}, nil},
 		"bobnet_proposals_total":           {dto.MetricType_COUNTER, []string{"outcome"}, nil},
+		"bobnet_model_tokens_total":        {dto.MetricType_COUNTER, []string{"source"}, nil},
 		"bobnet_queue_depth":               {dto.MetricType_GAUGE, []string{"state"}, nil},
 		"bobnet_planner_duration_seconds":  {dto.MetricType_HISTOGRAM, []string{"outcome"}, []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}},
 		"bobnet_approve_to_commit_seconds": {dto.MetricType_HISTOGRAM, nil, []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}},

@@ -354,8 +354,8 @@ func TestModelTokensMetric(t *testing.T) {
 	a := startPolicyApp(t)
 	a.propose(t, "release", "alice")
 	got := a.scrape(t)
-	if got[`bobnet_model_tokens_total{channel="console:release"}`] <= 0 {
-		t.Fatalf("no tokens for console:release in /metrics: %v", got)
+	if got[`bobnet_model_tokens_total{source="console"}`] <= 0 {
+		t.Fatalf("no console tokens in /metrics: %v", got)
 	}
 }
 

@@ -55,7 +55,10 @@ type pinger interface {
 
 // app is BobNet wired together: its HTTP handler and the engine to run.
 type app struct {
-	handler   http.Handler
+	handler http.Handler
+	// admin is what the internal listener serves (BOBNET_ADMIN_LISTEN),
+	// nil without one.
+	admin     http.Handler
 	engine    *bot.Engine
 	model     *planner.Client
 	slack     *slack.Adapter  // nil when Slack is not configured
@@ -169,11 +172,20 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 
 	r := chi.NewRouter()
 	r.Use(logRequests(logger), console.SecurityHeaders)
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	r.Get("/readyz", readyHandler(map[string]pinger{"postgres": db, "redis": redisStore}, logger))
-	r.Handle("/metrics", series.Handler())
+	ready := readyHandler(map[string]pinger{"postgres": db, "redis": redisStore}, logger)
+	healthRoutes(r, ready)
+	// The API's guards: cross-site and rebinding first, then the token.
+	apiGuards := []func(http.Handler) http.Handler{
+		httpapi.Guard(httpapi.GuardConfig{PublicURL: cfg.PublicURL, Listen: cfg.Listen, Tokenless: cfg.APIToken == ""}),
+		ext.guard.Middleware,
+	}
+	// On the public listener the metrics need an admin token
+	// (apitoken.RequiredScope); the admin listener serves them without.
+	r.With(apiGuards...).Handle("/metrics", series.Handler())
+	var admin http.Handler
+	if cfg.AdminListen != "" {
+		admin = adminHandler(series.Handler(), ready, logger)
+	}
 
 	// A replica that stops working a run card loses it when its lease ends,
 	// as a request it stopped planning (BOBNET_RECLAIM_IDLE).
@@ -193,10 +205,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	boardrun.NewPages(db, logger).Routes(r)
 	con.PageRoutes(r)
 	httpapi.API{
-		Guards: []func(http.Handler) http.Handler{
-			httpapi.Guard(httpapi.GuardConfig{PublicURL: cfg.PublicURL, Listen: cfg.Listen, Tokenless: cfg.APIToken == ""}),
-			ext.guard.Middleware,
-		},
+		Guards:    apiGuards,
 		Chat:      httpapi.NewChat(httpapi.ChatDeps{Engine: engine, Channels: con, Successors: db, Boards: db, Streams: streams}, logger),
 		Cards:     httpapi.NewCards(engine, logger),
 		Policies:  httpapi.NewPolicies(db, engine, logger),
@@ -204,13 +213,14 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		Schedules: httpapi.NewSchedules(db, time.Now),
 		Boards:    httpapi.NewBoards(db, pages.Events, logger),
 		Outputs:   httpapi.NewOutputs(db, engine),
+		Usage:     httpapi.NewUsage(engine, logger),
 	}.Routes(r)
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
 		slackAdapter.Routes(r)        // signed by Slack, not by the API token
 		slackAdapter.InstallRoutes(r) // public pages; only with OAuth installs
 	}
 	ext.hooks.Routes(r) // signed by their senders, not by the API token
-	return &app{handler: r, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs,
+	return &app{handler: r, admin: admin, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs,
 		schedules: boardrun.NewScheduler(db, engine, runs.Runners(), cfg.RunDeadline, logger), close: closeAll}, nil
 }
 
@@ -222,11 +232,18 @@ func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return err
 	}
 	defer a.close()
-	ln, err := listen(cfg.Listen)
+	ln, err := listen("BOBNET_LISTEN", cfg.Listen)
 	if err != nil {
 		return err
 	}
-	return a.serve(ctx, ln, cfg, logger)
+	var adminLn net.Listener
+	if cfg.AdminListen != "" {
+		if adminLn, err = listen("BOBNET_ADMIN_LISTEN", cfg.AdminListen); err != nil {
+			_ = ln.Close()
+			return err
+		}
+	}
+	return a.serve(ctx, ln, adminLn, cfg, logger)
 }
 
 // serverLimits bound how long a connection may take over each part of an
@@ -249,14 +266,15 @@ func newHTTPServer(h http.Handler, l serverLimits) *http.Server {
 	}
 }
 
-// listen opens BobNet's listener, naming the setting when it cannot.
-func listen(addr string) (net.Listener, error) {
+// listen opens one of BobNet's listeners, naming its setting (env) when
+// it cannot.
+func listen(env, addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("BOBNET_LISTEN: %s is already in use by another program; stop it or choose a free address: %w", addr, err)
+		return nil, fmt.Errorf("%s: %s is already in use by another program; stop it or choose a free address: %w", env, addr, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("BOBNET_LISTEN: %w", err)
+		return nil, fmt.Errorf("%s: %w", env, err)
 	}
 	return ln, nil
 }

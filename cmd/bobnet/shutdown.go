@@ -26,10 +26,12 @@ const (
 // that nothing still working needs a part already stopped:
 //
 //  1. stop intake: Slack's Socket Mode and Matrix's sync stop taking
-//     events, and the HTTP listener closes (no new chat, webhook or API
-//     requests, no new event streams);
-//  2. drain HTTP: requests in flight finish, within drainHTTPFor; event
-//     streams end at once (their requests' base context is cancelled);
+//     events, and the HTTP listeners close (no new chat, webhook or API
+//     requests, no new event streams, no new scrapes on the admin
+//     listener);
+//  2. drain HTTP: requests in flight on both listeners finish, within
+//     drainHTTPFor; event streams end at once (their requests' base
+//     context is cancelled);
 //  3. finish the adapters' work: Slack decisions started after their ack
 //     and Matrix reactions being handled, within finishAdaptersFor;
 //  4. stop the runs' workers, then the engine: its workers stop reading requests (one mid-plan is
@@ -40,8 +42,9 @@ const (
 //     within flushOutboxFor (what is left stays in Postgres for the next
 //     start), and the outbox stops;
 //
-// and the caller closes the pools (a.close) last.
-func (a *app) serve(ctx context.Context, ln net.Listener, cfg Config, logger *slog.Logger) error {
+// and the caller closes the pools (a.close) last. adminLn is the internal
+// listener (BOBNET_ADMIN_LISTEN), nil without one; serve closes both.
+func (a *app) serve(ctx context.Context, ln, adminLn net.Listener, cfg Config, logger *slog.Logger) error {
 	// Every part runs under its own context, ended by the shutdown below
 	// in order, never by the signal itself.
 	run := context.WithoutCancel(ctx)
@@ -93,9 +96,15 @@ func (a *app) serve(ctx context.Context, ln net.Listener, cfg Config, logger *sl
 	srv := newHTTPServer(a.handler, defaultServerLimits)
 	srv.BaseContext = func(net.Listener) context.Context { return base }
 	srv.RegisterOnShutdown(endStreams)
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ln) }()
 	logger.Info("BobNet is serving", "addr", ln.Addr().String(), "public_url", cfg.PublicURL)
+	var adminSrv *http.Server
+	if adminLn != nil {
+		adminSrv = newHTTPServer(a.admin, defaultServerLimits)
+		go func() { served <- adminSrv.Serve(adminLn) }()
+		logger.Info("the admin listener serves /metrics, /healthz and /readyz", "addr", adminLn.Addr().String())
+	}
 	// Starting (package set-up, migrations, first connections) leaves
 	// megabytes of garbage; hand those pages back now rather than when the
 	// runtime's background scavenger gets to them, so an idle server is
@@ -103,7 +112,7 @@ func (a *app) serve(ctx context.Context, ln net.Listener, cfg Config, logger *sl
 	debug.FreeOSMemory()
 	var err error
 	select {
-	case err = <-served: // the listener failed: shut the rest down as well
+	case err = <-served: // a listener failed: shut the rest down as well
 	case <-ctx.Done():
 	}
 	logger.Info("BobNet is stopping")
@@ -111,12 +120,14 @@ func (a *app) serve(ctx context.Context, ln net.Listener, cfg Config, logger *sl
 	// 1. Stop intake.
 	stopIntake()
 	waitGroupFor(&intakes, stopIntakeAtLatest, logger, "chat intake still stopping")
-	// 2. Drain HTTP.
+	// 2. Drain HTTP, on both listeners at once.
 	drain, cancelDrain := context.WithTimeout(run, drainHTTPFor)
-	if serr := srv.Shutdown(drain); serr != nil {
-		logger.Warn("HTTP requests still running after the drain time; closing them", "err", serr, "drain", drainHTTPFor)
-		_ = srv.Close()
+	var drains sync.WaitGroup
+	if adminSrv != nil {
+		drains.Go(func() { shutdownServer(drain, adminSrv, logger, "admin") })
 	}
+	shutdownServer(drain, srv, logger, "public")
+	drains.Wait()
 	cancelDrain()
 	// 3. Finish the adapters' work.
 	if a.slack != nil {
@@ -152,6 +163,14 @@ func (a *app) serve(ctx context.Context, ln net.Listener, cfg Config, logger *sl
 		err = nil
 	}
 	return err
+}
+
+// shutdownServer drains srv within ctx, then closes what still runs.
+func shutdownServer(ctx context.Context, srv *http.Server, logger *slog.Logger, which string) {
+	if err := srv.Shutdown(ctx); err != nil {
+		logger.Warn("HTTP requests still running after the drain time; closing them", "listener", which, "err", err, "drain", drainHTTPFor)
+		_ = srv.Close()
+	}
 }
 
 // waitGroupFor waits for wg at most d, logging what if it is still busy.

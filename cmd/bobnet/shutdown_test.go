@@ -94,8 +94,10 @@ func (b *syncBuffer) String() string {
 // test's; stop cancels the serve context as SIGTERM does and returns once
 // serve has returned and the pools are closed.
 type servedApp struct {
-	URL  string
-	stop func() error
+	URL string
+	// AdminURL is the admin listener's, when env asked for one.
+	AdminURL string
+	stop     func() error
 }
 
 func serveApp(t *testing.T, env map[string]string, logger *slog.Logger) *servedApp {
@@ -120,6 +122,16 @@ func serveApp(t *testing.T, env map[string]string, logger *slog.Logger) *servedA
 	for k, v := range env {
 		vars[k] = v
 	}
+	// BOBNET_ADMIN_LISTEN in env (whatever its value) asks for an admin
+	// listener, on a free port of the test's.
+	var adminLn net.Listener
+	if _, ok := env["BOBNET_ADMIN_LISTEN"]; ok {
+		if adminLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = adminLn.Close() }) // serve closes it; this is for a failed start
+		vars["BOBNET_ADMIN_LISTEN"] = adminLn.Addr().String()
+	}
 	cfg, err := loadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +144,7 @@ func serveApp(t *testing.T, env map[string]string, logger *slog.Logger) *servedA
 	done := make(chan error, 1)
 	go func() {
 		defer a.close()
-		done <- a.serve(ctx, ln, cfg, logger)
+		done <- a.serve(ctx, ln, adminLn, cfg, logger)
 	}()
 	var once sync.Once
 	var serveErr error
@@ -148,7 +160,11 @@ func serveApp(t *testing.T, env map[string]string, logger *slog.Logger) *servedA
 		return serveErr
 	}
 	t.Cleanup(func() { _ = stop() })
-	return &servedApp{URL: base, stop: stop}
+	served := &servedApp{URL: base, stop: stop}
+	if adminLn != nil {
+		served.AdminURL = "http://" + adminLn.Addr().String()
+	}
+	return served
 }
 
 // signedHeader is the header of body signed as Slack signs it, and body.
