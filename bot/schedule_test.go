@@ -24,6 +24,8 @@ func TestParseScheduleCommand(t *testing.T) {
 		{"daily 6:30 UTC", bot.ScheduleCommand{Cron: "30 6 * * *", Timezone: "UTC"}},
 		{"NEWS weekdays 07:15 UTC", bot.ScheduleCommand{Ref: "NEWS", Cron: "15 7 * * 1-5", Timezone: "UTC"}},
 		{"NEWS cron 0 6 * * 1 Europe/Berlin", bot.ScheduleCommand{Ref: "NEWS", Cron: "0 6 * * 1", Timezone: "Europe/Berlin"}},
+		{"NEWS cron @weekly Europe/Berlin", bot.ScheduleCommand{Ref: "NEWS", Cron: "@weekly", Timezone: "Europe/Berlin"}},
+		{"cron @daily UTC", bot.ScheduleCommand{Cron: "@daily", Timezone: "UTC"}},
 		{"NEWS off", bot.ScheduleCommand{Ref: "NEWS", Off: true}},
 		{"NEWS", bot.ScheduleCommand{Ref: "NEWS", Show: true}},
 		{"", bot.ScheduleCommand{Show: true}},
@@ -33,9 +35,21 @@ func TestParseScheduleCommand(t *testing.T) {
 			t.Errorf("%q = %+v, %v; want %+v", tc.args, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"NEWS daily 25:00 UTC", "NEWS daily 06:00 Mars/Base", "NEWS daily 06:00", "NEWS hourly", "NEWS cron 0 6 * * Europe/Berlin"} {
-		if _, err := bot.ParseScheduleCommand(strings.Fields(bad)); !errors.Is(err, board.ErrBadSchedule) {
-			t.Errorf("%q: %v, want ErrBadSchedule", bad, err)
+	for _, bad := range []struct{ args, want string }{
+		{"NEWS daily 25:00 UTC", "not a time of day"},
+		{"NEWS daily 06:00 Mars/Base", "not an IANA time zone"},
+		{"NEWS daily 06:00", "Say when"},
+		{"NEWS hourly", "Say when"},
+		{"NEWS cron 0 6 * * Europe/Berlin", "not five cron fields"},
+		{"NEWS cron 0 6 30 2 * UTC", "has no slot within a year"},
+		{"NEWS cron @every 1s UTC", "@every is not a schedule"},
+		{"NEWS cron * * * * * UTC", "more often than hourly"},
+		{"NEWS cron */30 * * * * UTC", "more often than hourly"},
+		{"NEWS cron UTC", "Say when"},
+	} {
+		_, err := bot.ParseScheduleCommand(strings.Fields(bad.args))
+		if !errors.Is(err, board.ErrBadSchedule) || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "schedule NEWS daily 06:00") {
+			t.Errorf("%q: %v, want ErrBadSchedule saying %q and how to write it", bad.args, err, bad.want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,12 +36,12 @@ func (s *scheduleTeller) Skipped(_ context.Context, _ board.ID, slot time.Time, 
 func TestParseSchedule(t *testing.T) {
 	t.Parallel()
 	for _, ok := range [][2]string{{"0 6 * * *", "Europe/Berlin"}, {"30 7 * * 1-5", "UTC"}, {"@daily", "America/New_York"}} {
-		if _, _, err := board.ParseSchedule(ok[0], ok[1]); err != nil {
+		if _, err := board.ParseSchedule(ok[0], ok[1]); err != nil {
 			t.Errorf("%v: %v", ok, err)
 		}
 	}
-	for _, bad := range [][2]string{{"0 6 * *", "UTC"}, {"0 25 * * *", "UTC"}, {"0 6 * * *", "Mars/Olympus"}, {"0 6 * * *", ""}, {"CRON_TZ=UTC 0 6 * * *", "UTC"}, {"* * * * * *", "UTC"}} {
-		if _, _, err := board.ParseSchedule(bad[0], bad[1]); !errors.Is(err, board.ErrBadSchedule) {
+	for _, bad := range [][2]string{{"0 6 * *", "UTC"}, {"0 25 * * *", "UTC"}, {"0 6 * * *", "Mars/Olympus"}, {"0 6 * * *", ""}, {"CRON_TZ=UTC 0 6 * * *", "UTC"}, {"* * * * * *", "UTC"}, {"0 6 30 2 *", "UTC"}, {"@every 1s", "UTC"}} {
+		if _, err := board.ParseSchedule(bad[0], bad[1]); !errors.Is(err, board.ErrBadSchedule) {
 			t.Errorf("%v: %v, want ErrBadSchedule", bad, err)
 		}
 	}
@@ -49,6 +50,30 @@ func TestParseSchedule(t *testing.T) {
 	}
 	if _, err := board.DailyCron("6 am"); err == nil {
 		t.Error("6 am accepted")
+	}
+}
+
+// TestStoredScheduleTheRuleRefusesNeverFires: a schedule stored before
+// the rule (30 February) is reported at each tick and starts nothing; it
+// used to count 9,999 missed slots and start a catch-up run.
+func TestStoredScheduleTheRuleRefusesNeverFires(t *testing.T) {
+	t.Parallel()
+	s := storetest.NewStore(t)
+	ctx := context.Background()
+	id, _ := newspaperBoard(t, s)
+	set := time.Date(2026, 11, 24, 5, 0, 0, 0, time.UTC)
+	if err := s.SetSchedule(ctx, board.Schedule{Board: id, Cron: "0 6 30 2 *", Timezone: "UTC", SetBy: "alice", LastSlot: set}); err != nil {
+		t.Fatal(err)
+	}
+	tell := &scheduleTeller{}
+	sched := run.NewScheduler(s, tell, plan.Runners{}, time.Hour, storetest.Logger(t))
+	for _, now := range []time.Time{set.Add(time.Minute), set.AddDate(1, 0, 0)} {
+		if err := sched.Tick(ctx, now); err == nil || !strings.Contains(err.Error(), "has no slot within a year") {
+			t.Fatalf("tick at %v: %v, want the rule's refusal", now, err)
+		}
+	}
+	if runs, err := s.Runs(ctx, id, 10); err != nil || len(runs) != 0 || len(tell.started) != 0 {
+		t.Fatalf("runs %+v, %v; told %+v", runs, err, tell.started)
 	}
 }
 
