@@ -125,6 +125,15 @@ func TestCronNextDST(t *testing.T) {
 	if next := c.Next(utc("2026-10-25T01:10:00Z")); !next.Equal(utc("2026-10-26T01:30:00Z")) {
 		t.Errorf("from 02:10 CET: next %v", next)
 	}
+	// Where the clocks skip midnight (Santiago, 6 September 2026), @daily
+	// fires at 01:00, the first minute after the gap.
+	santiago, err := plan.ParseSchedule("@daily", "America/Santiago")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next := santiago.Next(utc("2026-09-05T12:00:00Z")); next.Format("2006-01-02 15:04 -0700") != "2026-09-06 01:00 -0300" {
+		t.Errorf("@daily in Santiago across the gap: %v", next)
+	}
 	// An unset Cron has no slot.
 	if next := (plan.Cron{}).Next(utc("2026-10-25T01:10:00Z")); !next.IsZero() {
 		t.Errorf("zero Cron: next %v", next)
