@@ -3,8 +3,6 @@ package board
 import (
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/bobnet/bobnet/plan"
 )
 
@@ -12,9 +10,9 @@ import (
 // can use (plan.ErrBadSchedule).
 var ErrBadSchedule = plan.ErrBadSchedule
 
-// ParseSchedule checks a five-field cron expression and an IANA time zone;
-// see plan.ParseSchedule.
-func ParseSchedule(expr, zone string) (cron.Schedule, *time.Location, error) {
+// ParseSchedule checks a schedule against the one rule for what a
+// schedule may be; see plan.ParseSchedule.
+func ParseSchedule(expr, zone string) (plan.Cron, error) {
 	return plan.ParseSchedule(expr, zone)
 }
 
@@ -23,15 +21,15 @@ func DailyCron(hhmm string) (string, error) { return plan.DailyCron(hhmm) }
 
 // Next is the schedule's next slot after after, in its time zone.
 func (sc Schedule) Next(after time.Time) (time.Time, error) {
-	sched, loc, err := ParseSchedule(sc.Cron, sc.Timezone)
+	c, err := ParseSchedule(sc.Cron, sc.Timezone)
 	if err != nil {
 		return time.Time{}, err
 	}
-	return sched.Next(after.In(loc)), nil
+	return c.Next(after), nil
 }
 
-// Schedule is when a board runs by itself: a five-field cron in an IANA
-// time zone. LastSlot is the latest slot fired, or when the schedule was
+// Schedule is when a board runs by itself: five cron fields or a
+// descriptor (@daily), in an IANA time zone. LastSlot is the latest slot fired, or when the schedule was
 // set: slots after it are due.
 type Schedule struct {
 	Board    ID        `json:"board_id"`

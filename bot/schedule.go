@@ -20,7 +20,7 @@ type ScheduleCommand struct {
 }
 
 // scheduleHelp says how to write the command, for chat.
-const scheduleHelp = "Say when, in a time zone: `schedule NEWS daily 06:00 Europe/Berlin`, `schedule NEWS weekdays 07:30 UTC`, `schedule NEWS cron 0 6 * * 1 Europe/Berlin`, or `schedule NEWS off`."
+const scheduleHelp = "Say when, in a time zone: `schedule NEWS daily 06:00 Europe/Berlin`, `schedule NEWS weekdays 07:30 UTC`, `schedule NEWS cron 0 6 * * 1 Europe/Berlin`, `schedule NEWS cron @weekly UTC`, or `schedule NEWS off`. A board runs at most hourly."
 
 // ParseScheduleCommand reads the words after `schedule`: [KEY] daily
 // HH:MM ZONE, [KEY] weekdays HH:MM ZONE, [KEY] cron M H DOM MON DOW ZONE,
@@ -49,14 +49,18 @@ func ParseScheduleCommand(args []string) (ScheduleCommand, error) {
 			cron = strings.TrimSuffix(cron, "*") + "1-5"
 		}
 		c.Cron, c.Timezone = cron, rest[1]
-	case kind == "cron" && len(rest) == 6:
-		c.Cron, c.Timezone = strings.Join(rest[:5], " "), rest[5]
+	case kind == "cron" && len(rest) >= 2:
+		// The expression is checked by the rule, which says what is wrong
+		// with it (too many fields, @every, 30 February).
+		c.Cron, c.Timezone = strings.Join(rest[:len(rest)-1], " "), rest[len(rest)-1]
 	default:
 		return c, fmt.Errorf("%w: %s", board.ErrBadSchedule, scheduleHelp)
 	}
-	if _, _, err := board.ParseSchedule(c.Cron, c.Timezone); err != nil {
-		return c, err
+	sc, err := board.ParseSchedule(c.Cron, c.Timezone)
+	if err != nil {
+		return c, fmt.Errorf("%w. %s", err, scheduleHelp)
 	}
+	c.Cron = sc.Expr
 	return c, nil
 }
 

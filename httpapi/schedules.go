@@ -79,11 +79,12 @@ func (x *Schedules) set(w http.ResponseWriter, r *http.Request) {
 	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) {
 		return
 	}
-	if _, _, err := board.ParseSchedule(body.Cron, body.Timezone); err != nil {
+	c, err := board.ParseSchedule(body.Cron, body.Timezone)
+	if err != nil {
 		httpjson.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	sc := board.Schedule{Board: id, Cron: body.Cron, Timezone: body.Timezone, SetBy: body.User, LastSlot: x.now()}
+	sc := board.Schedule{Board: id, Cron: c.Expr, Timezone: c.Zone.String(), SetBy: body.User, LastSlot: x.now()}
 	if err := x.store.SetSchedule(r.Context(), sc); err != nil {
 		scheduleFail(w, err)
 		return

@@ -42,6 +42,10 @@ func TestScheduleAPI(t *testing.T) {
 		{`{"user":"alice","cron":"0 6 * *","timezone":"UTC"}`, "five cron fields"},
 		{`{"user":"alice","cron":"0 6 * * *","timezone":"Mars/Olympus"}`, "not an IANA time zone"},
 		{`{"user":"alice","cron":"0 6 * * *"}`, "name a time zone"},
+		{`{"user":"alice","cron":"0 6 30 2 *","timezone":"UTC"}`, "has no slot within a year"},
+		{`{"user":"alice","cron":"@every 1s","timezone":"UTC"}`, "@every is not a schedule"},
+		{`{"user":"alice","cron":"* * * * *","timezone":"UTC"}`, "more often than hourly"},
+		{`{"user":"alice","cron":"*/30 * * * *","timezone":"UTC"}`, "more often than hourly"},
 	} {
 		if code, got := call(t, ts.URL, "PUT", path, bad.body); code != 400 || !strings.Contains(got["error"].(string), bad.want) {
 			t.Errorf("%s: %d %v", bad.body, code, got)
@@ -56,6 +60,19 @@ func TestScheduleAPI(t *testing.T) {
 	}
 	if code, got := call(t, ts.URL, "GET", path, ""); code != 200 || got["cron"] != "0 6 * * *" {
 		t.Fatalf("read: %d %v", code, got)
+	}
+	// A descriptor is a schedule, kept as written: @daily is midnight in
+	// its zone. Extra spaces are not kept.
+	code, got = call(t, ts.URL, "PUT", path, `{"user":"alice","cron":"@daily","timezone":"Europe/Berlin"}`)
+	if code != 200 || got["cron"] != "@daily" || got["next"] != "2026-11-25T00:00:00+01:00" {
+		t.Fatalf("set @daily: %d %v", code, got)
+	}
+	if code, got := call(t, ts.URL, "GET", path, ""); code != 200 || got["cron"] != "@daily" {
+		t.Fatalf("read @daily: %d %v", code, got)
+	}
+	code, got = call(t, ts.URL, "PUT", path, `{"user":"alice","cron":"  30   7 * * 1-5 ","timezone":"UTC"}`)
+	if code != 200 || got["cron"] != "30 7 * * 1-5" || got["next"] != "2026-11-25T07:30:00Z" {
+		t.Fatalf("set with spaces: %d %v", code, got)
 	}
 	if code, got := call(t, ts.URL, "DELETE", path, `{"user":"alice"}`); code != 200 {
 		t.Fatalf("delete: %d %v", code, got)

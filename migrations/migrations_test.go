@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bobnet/bobnet/migrations"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -243,5 +244,78 @@ func TestBoardKeysMigrationNumbersSharedKeys(t *testing.T) {
 	var next string
 	if err := pool.QueryRow(ctx, `SELECT bobnet_board_key('console', 'NEWS')`).Scan(&next); err != nil || next != "NEWS5" {
 		t.Fatalf("next key %q, %v", next, err)
+	}
+}
+
+// TestScheduleRuleMigration: 0022 lets the database hold every schedule
+// the rule accepts (descriptors too, which the old length check refused),
+// keeps stored ones with their spacing made single, and removes, audited,
+// stored ones that can never fire (@every).
+func TestScheduleRuleMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, storetest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	all, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
+	for _, m := range all {
+		if m.Version >= 22 {
+			break
+		}
+		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')`, m.Version, m.Name))
+	}
+	stmts = append(stmts,
+		`INSERT INTO boards (id, name, key, channel) VALUES ('b1', 'One', 'ONE', 'console:one'), ('b2', 'Two', 'TWO', 'console:two'), ('b3', 'Three', 'THREE', 'console:three')`,
+		`INSERT INTO schedules (board_id, cron, timezone, last_slot) VALUES ('b1', '0 6 * * *', 'UTC', now()), ('b2', ' 0  7 * * 1-5 ', 'UTC', now()), ('b3', '@every 1s', 'UTC', now())`)
+	for _, sql := range stmts {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := migrations.Apply(ctx, pool, storetest.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := pool.Query(ctx, `SELECT board_id || '=' || cron FROM schedules ORDER BY board_id`)
+	kept, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(kept, ",") != "b1=0 6 * * *,b2=0 7 * * 1-5" {
+		t.Fatalf("schedules after the upgrade = %q", kept)
+	}
+	var removed string
+	if err := pool.QueryRow(ctx, `SELECT board_id || ' ' || channel || ' ' || (detail->>'cron') FROM audit_events WHERE action = 'schedule_removed'`).Scan(&removed); err != nil || removed != "b3 console:three @every 1s" {
+		t.Fatalf("removal audited as %q, %v", removed, err)
+	}
+
+	// Whatever the rule accepts, the database holds.
+	set := func(cron string) error {
+		_, err := pool.Exec(ctx, `INSERT INTO schedules (board_id, cron, timezone, last_slot) VALUES ('b3', $1, 'UTC', now())
+			ON CONFLICT (board_id) DO UPDATE SET cron = EXCLUDED.cron`, cron)
+		return err
+	}
+	for _, expr := range []string{"@hourly", "@daily", "@weekly", "@monthly", "@yearly", "0 6 * * *", "0 6 * * 1-5", "15 */2 * * *",
+		"0 6 ? * MON-FRI", "0 6 1 JAN,jul *", "5 0-23/3 1-31/2 1-12 0-6", "0 6 30 2 *"} {
+		c, err := plan.ParseSchedule(expr, "UTC")
+		if err != nil && expr != "0 6 30 2 *" {
+			t.Fatalf("the rule refuses %q: %v", expr, err)
+		}
+		if err == nil {
+			expr = c.Expr
+		}
+		if err := set(expr); err != nil {
+			t.Errorf("the database refuses %q: %v", expr, err)
+		}
+	}
+	for _, expr := range []string{"@every 1s", "@midnight", "", "0 6 * *", "0 6 * * * *", "0  6 * * *", " 0 6 * * *", "0 6 * * *; DROP", strings.Repeat("1,", 50) + "1 * * * *"} {
+		if err := set(expr); err == nil {
+			t.Errorf("the database holds %q", expr)
+		}
 	}
 }

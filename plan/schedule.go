@@ -1,12 +1,9 @@
 package plan
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/robfig/cron/v3"
 )
 
 // ActionScheduleBoard runs a board on a schedule: {"type":"schedule_board",
@@ -14,41 +11,6 @@ import (
 // plan creates, or, in a plan that creates none, the channel's current
 // board. It goes through approval like every other action.
 const ActionScheduleBoard ActionType = "schedule_board"
-
-// cronFields parses the five standard cron fields (minute, hour, day of
-// month, month, day of week) and the @daily-style descriptors; robfig/cron
-// is the well-kept parser for them.
-var cronFields = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// ErrBadSchedule means a cron expression or time zone is not one BobNet
-// can use.
-var ErrBadSchedule = errors.New("not a schedule")
-
-// ParseSchedule checks a five-field cron expression and an IANA time zone
-// ("Europe/Berlin"; "UTC"). Time zones inside the expression (CRON_TZ=)
-// are refused: the zone is its own field.
-func ParseSchedule(expr, zone string) (cron.Schedule, *time.Location, error) {
-	expr = strings.TrimSpace(expr)
-	if strings.Contains(expr, "TZ=") {
-		return nil, nil, fmt.Errorf("%w: give the time zone on its own, not in the cron expression", ErrBadSchedule)
-	}
-	if len(strings.Fields(expr)) != 5 && !strings.HasPrefix(expr, "@") {
-		return nil, nil, fmt.Errorf("%w: %q is not five cron fields (minute hour day-of-month month day-of-week, e.g. \"0 6 * * *\")", ErrBadSchedule, expr)
-	}
-	sched, err := cronFields.Parse(expr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %q: %w", ErrBadSchedule, expr, err)
-	}
-	zone = strings.TrimSpace(zone)
-	if zone == "" || zone == "Local" {
-		return nil, nil, fmt.Errorf("%w: name a time zone, such as Europe/Berlin or UTC", ErrBadSchedule)
-	}
-	loc, err := time.LoadLocation(zone)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %q is not an IANA time zone (such as Europe/Berlin or UTC)", ErrBadSchedule, zone)
-	}
-	return sched, loc, nil
-}
 
 // DailyCron turns chat's "daily 06:00" into "0 6 * * *".
 func DailyCron(hhmm string) (string, error) {
@@ -68,11 +30,14 @@ func (v *validator) scheduleAction(m map[string]any, path string, a Action) Acti
 			v.errorf(join(path, field), "schedule_board takes no %s: it schedules the board the plan creates, or else the channel's current board", field)
 		}
 	}
-	a.Cron = strings.TrimSpace(v.required(m, path, "cron", 100))
+	a.Cron = strings.TrimSpace(v.required(m, path, "cron", MaxCronLength))
 	a.Timezone = strings.TrimSpace(v.required(m, path, "timezone", 64))
 	if a.Cron != "" && a.Timezone != "" {
-		if _, _, err := ParseSchedule(a.Cron, a.Timezone); err != nil {
+		c, err := ParseSchedule(a.Cron, a.Timezone)
+		if err != nil {
 			v.errorf(join(path, "cron"), "%s", strings.TrimPrefix(err.Error(), ErrBadSchedule.Error()+": "))
+		} else {
+			a.Cron = c.Expr
 		}
 	}
 	return a

@@ -26,6 +26,10 @@ func TestScheduleBoard(t *testing.T) {
 	if res := check(`{"type":"schedule_board","cron":"30 7 * * 1-5","timezone":"UTC"}`, true); !res.Valid {
 		t.Fatalf("the channel's board: %+v", res.Errors)
 	}
+	res = check(`{"type":"schedule_board","cron":" @weekly","timezone":"Europe/Berlin"}`, true)
+	if !res.Valid || res.Plan.Schedule().Cron != "@weekly" {
+		t.Fatalf("@weekly: %+v", res.Errors)
+	}
 	for _, bad := range []struct {
 		actions  string
 		hasBoard bool
@@ -37,6 +41,9 @@ func TestScheduleBoard(t *testing.T) {
 		{newBoardWithCard + `,{"type":"schedule_board","cron":"0 6 * * *"}`, false, "timezone"},
 		{newBoardWithCard + `,{"type":"schedule_board","cron":"0 6 * * *","timezone":"UTC"},{"type":"schedule_board","cron":"0 7 * * *","timezone":"UTC"}`, false, "once, not 2 times"},
 		{newBoardWithCard + `,{"type":"schedule_board","cron":"0 6 * * *","timezone":"UTC","cards":[]}`, false, "takes no cards"},
+		{`{"type":"schedule_board","cron":"0 6 30 2 *","timezone":"UTC"}`, true, "actions[0].cron: \"0 6 30 2 *\" has no slot within a year"},
+		{`{"type":"schedule_board","cron":"@every 1s","timezone":"UTC"}`, true, "@every is not a schedule"},
+		{`{"type":"schedule_board","cron":"* * * * *","timezone":"UTC"}`, true, "more often than hourly"},
 	} {
 		res := check(bad.actions, bad.hasBoard)
 		found := false

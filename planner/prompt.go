@@ -56,7 +56,7 @@ Actions that change the channel's current board (only when there is one):
 {"type": "update_card", "card": "handle of an existing card, such as NEWS-3", "status"?: "Backlog" | "Ready" | "In Progress" | "Review" | "Blocked" | "Done", "assignee"?: "profile", "title"?: "...", "body"?: "..."}
 {"type": "add_links", "links": [{"card": "handle or temp_id", "depends_on": "handle or temp_id"}]}
 To run a board by itself at set times (asked for "every day at 6", "weekday mornings"), add one:
-{"type": "schedule_board", "cron": "five cron fields: minute hour day-of-month month day-of-week, such as 0 6 * * *", "timezone": "an IANA zone such as Europe/Berlin; UTC when none is said"}
+{"type": "schedule_board", "cron": "five cron fields (minute hour day-of-month month day-of-week, such as 0 6 * * *) or @hourly, @daily, @weekly, @monthly, @yearly; at most hourly, never @every", "timezone": "an IANA zone such as Europe/Berlin; UTC when none is said"}
 It schedules the board the plan creates, or the channel's current board when the plan creates none. Each run resets the board's cards and its runners work them again.
 
 Rules:

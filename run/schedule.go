@@ -7,17 +7,16 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
 )
 
 // due says which slots of a schedule have come since last, up to now: the
-// latest of them and how many there were (at most maxMissed are counted).
-func due(sched cron.Schedule, loc *time.Location, last, now time.Time) (latest time.Time, n int) {
+// latest of them and how many there were (at most maxMissed are counted;
+// a schedule that runs at most hourly has fewer in a year).
+func due(c plan.Cron, last, now time.Time) (latest time.Time, n int) {
 	const maxMissed = 10000
-	for t := sched.Next(last.In(loc)); !t.After(now) && n < maxMissed; t = sched.Next(t) {
+	for t := c.Next(last); !t.IsZero() && !t.After(now) && n < maxMissed; t = c.Next(t) {
 		latest, n = t, n+1
 	}
 	return latest, n
@@ -31,8 +30,11 @@ const lateAfter = 5 * time.Minute
 // one.
 type ScheduleStore interface {
 	Schedules(ctx context.Context) ([]board.Schedule, error)
-	AdvanceSchedule(ctx context.Context, id board.ID, from, to time.Time) (bool, error)
-	StartRun(ctx context.Context, st board.RunStart) (board.Run, error)
+	// FireSchedule moves the schedule's last slot from from to to and
+	// starts st's run, in one transaction; won is false when another
+	// replica moved it first, ErrRunGoing when the slot was spent without
+	// a run because the previous one is still going.
+	FireSchedule(ctx context.Context, id board.ID, from, to time.Time, st board.RunStart) (r board.Run, won bool, err error)
 }
 
 // ScheduleTeller tells a board's thread what its schedule did.
@@ -42,7 +44,8 @@ type ScheduleTeller interface {
 }
 
 // Scheduler starts the runs schedules ask for. Every replica may run one:
-// a slot fires once, on the replica that moves the schedule past it.
+// a slot fires once, on the replica that moves the schedule past it, in
+// the transaction that starts its run.
 type Scheduler struct {
 	store    ScheduleStore
 	tell     ScheduleTeller
@@ -77,33 +80,28 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) error {
 	}
 	var errs []error
 	for _, sc := range scs {
-		sched, loc, err := board.ParseSchedule(sc.Cron, sc.Timezone)
+		c, err := board.ParseSchedule(sc.Cron, sc.Timezone)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("board %s: %w", sc.Board, err))
 			continue
 		}
-		slot, n := due(sched, loc, sc.LastSlot, now)
+		slot, n := due(c, sc.LastSlot, now)
 		if n == 0 {
 			continue
-		}
-		won, err := s.store.AdvanceSchedule(ctx, sc.Board, sc.LastSlot, slot)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !won {
-			continue // another replica fired it
 		}
 		trigger := "schedule"
 		if n > 1 || now.Sub(slot) > lateAfter {
 			trigger = "catch_up"
 		}
-		r, err := s.store.StartRun(ctx, board.RunStart{Board: sc.Board, User: sc.SetBy, Trigger: trigger, Runners: s.runners, Deadline: s.deadline})
+		st := board.RunStart{Board: sc.Board, User: sc.SetBy, Trigger: trigger, Runners: s.runners, Deadline: s.deadline}
+		r, won, err := s.store.FireSchedule(ctx, sc.Board, sc.LastSlot, slot, st)
 		switch {
 		case errors.Is(err, board.ErrRunGoing):
-			s.tell.Skipped(ctx, sc.Board, slot.In(loc), "the previous run is still going")
+			s.tell.Skipped(ctx, sc.Board, slot.In(c.Zone), "the previous run is still going")
 		case err != nil:
 			errs = append(errs, fmt.Errorf("start the scheduled run of %s: %w", sc.Board, err))
+		case !won:
+			// another replica fired it
 		default:
 			s.logger.Info("scheduled run started", "board", sc.Board, "run", r.Number, "slot", slot, "missed", n-1)
 			s.tell.Started(ctx, r)

@@ -61,7 +61,7 @@ if [ -n "${BOBNET_DEMO:-}" ]; then
 	demo_pid=$!
 	trap 'kill $demo_pid 2>/dev/null || true; stop_services' EXIT
 	export OPENAI_BASE_URL="http://127.0.0.1:$demo_port/v1" BOBNET_MODEL="bobnet-demo (canned)"
-	echo "run: demo mode: plans come from a canned model (testdata/plans), not a real one" >&2
+	echo "run: demo mode: plans and articles come from a canned model (testdata/plans, testdata/demo/articles), not a real one" >&2
 fi
 # Not exec: the trap must run after bobnet exits to stop the servers.
 bin/bobnet serve &

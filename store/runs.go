@@ -89,6 +89,22 @@ ORDER BY c.position, c.number`
 // The run and its cards come back from the inserts themselves.
 func (s *Store) StartRun(ctx context.Context, st board.RunStart) (board.Run, error) {
 	id := board.NewRunID()
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	started := queueStartRun(b, id, st)
+	b.Queue("COMMIT")
+	return started.result(st, id, s.pool.SendBatch(ctx, b).Close())
+}
+
+// startedRun is what a run's start reads back.
+type startedRun struct {
+	run   board.Run
+	cards []board.RunCard
+}
+
+// queueStartRun queues StartRun's statements, without BEGIN and COMMIT,
+// so a caller's transaction may hold them too.
+func queueStartRun(b *pgx.Batch, id board.RunID, st board.RunStart) *startedRun {
 	// Who works each assignee's cards goes with the batch, so the start
 	// is one round trip.
 	var names, runners []string
@@ -97,8 +113,7 @@ func (s *Store) StartRun(ctx context.Context, st board.RunStart) (board.Run, err
 		names, runners, noReview = append(names, plan.RunnerKey(name)), append(runners, r.Name), append(noReview, r.NoReview)
 	}
 	detail, _ := json.Marshal(map[string]any{"run_id": id, "trigger": st.Trigger})
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
+	out := &startedRun{}
 	b.Queue(lockBoard, st.Board).QueryRow(func(row pgx.Row) error {
 		err := row.Scan(new(board.ID))
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -106,23 +121,24 @@ func (s *Store) StartRun(ctx context.Context, st board.RunStart) (board.Run, err
 		}
 		return err
 	})
-	var run board.Run
 	b.Queue(insertRun, id, st.Board, st.User, st.Trigger, st.Deadline.String()).Query(func(rows pgx.Rows) error {
 		rs, err := pgx.CollectRows(rows, scanRun)
 		if len(rs) == 1 {
-			run = rs[0]
+			out.run = rs[0]
 		}
 		return err
 	})
 	b.Queue(resetCardsForRun, st.Board, st.User)
-	var cards []board.RunCard
 	b.Queue(insertRunCards, id, st.Board, names, runners, noReview, st.Runners.Others.Name, st.Runners.Others.NoReview).Query(func(rows pgx.Rows) (err error) {
-		cards, err = pgx.CollectRows(rows, scanRunCard)
+		out.cards, err = pgx.CollectRows(rows, scanRunCard)
 		return err
 	})
 	b.Queue(insertRunAu, st.User, "run_started", detail, st.Board)
-	b.Queue("COMMIT")
-	err := s.pool.SendBatch(ctx, b).Close()
+	return out
+}
+
+// result is the started run, or what err (the batch's) says went wrong.
+func (r *startedRun) result(st board.RunStart, id board.RunID, err error) (board.Run, error) {
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "23505":
@@ -131,10 +147,11 @@ func (s *Store) StartRun(ctx context.Context, st board.RunStart) (board.Run, err
 		return board.Run{}, fmt.Errorf("start a run of %s: board: %w", st.Board, board.ErrNotFound)
 	case err != nil:
 		return board.Run{}, fmt.Errorf("start a run of %s: %w", st.Board, err)
-	case run.ID == "":
+	case r.run.ID == "":
 		return board.Run{}, fmt.Errorf("start a run of %s: run %s not read back", st.Board, id)
 	}
-	run.Cards = cards
+	run := r.run
+	run.Cards = r.cards
 	return run, nil
 }
 

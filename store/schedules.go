@@ -85,15 +85,46 @@ func (s *Store) ScheduleOf(ctx context.Context, id board.ID) (board.Schedule, er
 	return sc, nil
 }
 
-// AdvanceSchedule moves a schedule's last slot from from to to, if no
-// one has moved it since: the one replica for which it reports true fires
-// the slot, so a slot fires once however many replicas see it due.
-func (s *Store) AdvanceSchedule(ctx context.Context, id board.ID, from, to time.Time) (bool, error) {
-	tag, err := s.pool.Exec(ctx, advanceSchedule, id, from, to)
+// FireSchedule fires a schedule's slot: in one transaction it moves the
+// schedule's last slot from from to to, if no one has moved it since, and
+// starts the run st asks for. won is false when another replica moved it
+// first (nothing is done); so a slot fires once however many replicas see
+// it due, and a failure or crash before the commit leaves the slot due.
+// When the board's previous run is still going the slot is spent without
+// a run: won is true and the error ErrRunGoing, and the skip is audited.
+func (s *Store) FireSchedule(ctx context.Context, id board.ID, from, to time.Time, st board.RunStart) (run board.Run, won bool, err error) {
+	var skipped error
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, advanceSchedule, id, from, to)
+		if err != nil {
+			return fmt.Errorf("advance the schedule of %s: %w", id, err)
+		}
+		if won = tag.RowsAffected() == 1; !won {
+			return nil
+		}
+		// The start in a savepoint, so a run still going spends the slot
+		// (the advance stands) and everything else undoes it.
+		err = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+			b := &pgx.Batch{}
+			runID := board.NewRunID()
+			started := queueStartRun(b, runID, st)
+			run, err = started.result(st, runID, sp.SendBatch(ctx, b).Close())
+			return err
+		})
+		if !errors.Is(err, board.ErrRunGoing) {
+			return err
+		}
+		skipped = err
+		detail, _ := json.Marshal(map[string]any{"slot": to, "why": "the previous run is still going"})
+		if _, err := tx.Exec(ctx, insertRunAu, st.User, "schedule_skipped", detail, id); err != nil {
+			return fmt.Errorf("audit the skipped slot: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return false, fmt.Errorf("advance the schedule of %s: %w", id, err)
+		return board.Run{}, false, fmt.Errorf("fire the schedule of %s: %w", id, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return run, won, skipped
 }
 
 func scheduleDetail(sc board.Schedule) []byte {

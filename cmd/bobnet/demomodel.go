@@ -21,6 +21,7 @@ func runDemoModel(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bobnet demo-model", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:11435", "loopback `address` to serve the OpenAI-compatible API on")
+	articles := fs.String("articles", "testdata/demo/articles", "`folder` of the canned Markdown articles a run's cards get")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -29,15 +30,15 @@ func runDemoModel(args []string, stdout, stderr io.Writer) int {
 	}
 	dir := "testdata/plans"
 	if fs.NArg() > 1 {
-		fmt.Fprintln(stderr, "usage: bobnet demo-model [--listen ADDR] [DIR]")
+		fmt.Fprintln(stderr, "usage: bobnet demo-model [--listen ADDR] [--articles DIR] [DIR]")
 		return 2
 	}
 	if fs.NArg() == 1 {
 		dir = fs.Arg(0)
 	}
-	m, err := demomodel.Load(dir)
+	m, err := demomodel.Load(dir, *articles)
 	if err != nil {
-		fmt.Fprintf(stderr, "bobnet demo-model: %v (run it at the top of the repository, or name the folder of canned plans)\n", err)
+		fmt.Fprintf(stderr, "bobnet demo-model: %v (run it at the top of the repository, or name the folders of canned plans and articles)\n", err)
 		return 2
 	}
 	host, _, err := net.SplitHostPort(*listen)
@@ -57,7 +58,7 @@ func runDemoModel(args []string, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		_ = srv.Close()
 	}()
-	fmt.Fprintf(stdout, "bobnet demo-model: canned plans from %s on http://%s/v1 (model %q)\n", dir, ln.Addr(), demomodel.Name)
+	fmt.Fprintf(stdout, "bobnet demo-model: canned plans from %s and articles from %s on http://%s/v1 (model %q)\n", dir, *articles, ln.Addr(), demomodel.Name)
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintf(stderr, "bobnet demo-model: %v\n", err)
 		return 1

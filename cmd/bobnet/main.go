@@ -40,7 +40,7 @@ const usage = `usage:
                                         ("secret" beside those to keep in a secret store)
   bobnet config doc                     print the configuration reference (Markdown)
   bobnet version                        print the version
-  bobnet demo-model [--listen ADDR] [DIR]
+  bobnet demo-model [--listen ADDR] [--articles DIR] [DIR]
                                         a canned stand-in for a model server, for
                                         trying BobNet without one (make demo)
   bobnet token create NAME --scopes read,propose [--user U]

@@ -1,8 +1,11 @@
 // Package demomodel is a canned stand-in for a language model, for trying
 // BobNet with no model server (`make demo`). It speaks the OpenAI
-// chat-completions API and answers every request with one of a few fixed
-// model outputs read from a folder (testdata/plans in the repository),
-// each labelled as canned so nobody mistakes it for planning.
+// chat-completions API: a planning request gets one of a few fixed model
+// outputs read from a folder (testdata/plans in the repository), a run's
+// request to work a card gets a short Markdown article from another
+// (testdata/demo/articles), and the models list answers BobNet's start-up
+// probe. Each output is labelled as canned so nobody mistakes it for a
+// model's work.
 package demomodel
 
 import (
@@ -33,14 +36,25 @@ const (
 	maxBodyBytes = 4 << 20
 )
 
+// DailySchedule is the schedule_board the demo model adds to its canned
+// plans that create a board: the demo newspaper runs every morning.
+var DailySchedule = map[string]any{"type": "schedule_board", "cron": "0 6 * * *", "timezone": "UTC"}
+
 // Model answers chat-completion requests with canned outputs.
 type Model struct {
-	outputs map[string]string
+	outputs  map[string]string
+	articles []article
 }
 
-// Load reads the canned outputs from dir and labels each one.
-func Load(dir string) (*Model, error) {
-	m := &Model{outputs: map[string]string{}}
+// Load reads the canned plan outputs from plansDir and the canned
+// articles (*.md) from articlesDir, and labels each one.
+func Load(plansDir, articlesDir string) (*Model, error) {
+	articles, err := loadArticles(articlesDir)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{outputs: map[string]string{}, articles: articles}
+	dir := plansDir
 	for _, name := range []string{planFile, answerFile, refuseFile, clarifyFile} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
@@ -56,7 +70,8 @@ func Load(dir string) (*Model, error) {
 }
 
 // label adds Label to an output: to a plan's assumptions, where the preview
-// lists them, and in front of any other kind's answer.
+// lists them, and in front of any other kind's answer. A plan that creates
+// a board and has no schedule_board gets DailySchedule.
 func label(raw []byte) (string, error) {
 	var env map[string]any
 	if err := json.Unmarshal(raw, &env); err != nil {
@@ -65,6 +80,16 @@ func label(raw []byte) (string, error) {
 	if env["kind"] == "propose_actions" {
 		as, _ := env["assumptions"].([]any)
 		env["assumptions"] = append([]any{Label}, as...)
+		actions, _ := env["actions"].([]any)
+		creates, scheduled := false, false
+		for _, a := range actions {
+			a, _ := a.(map[string]any)
+			creates = creates || a["type"] == "create_board" || a["type"] == "create_board_with_cards"
+			scheduled = scheduled || a["type"] == "schedule_board"
+		}
+		if creates && !scheduled {
+			env["actions"] = append(actions, DailySchedule)
+		}
 	} else {
 		a, _ := env["answer"].(string)
 		env["answer"] = "[" + Label + "] " + a
@@ -92,10 +117,16 @@ func (m *Model) Choose(text string) string {
 	return m.outputs[planFile]
 }
 
-// ServeHTTP answers POST …/chat/completions, streamed when asked.
+// ServeHTTP answers POST …/chat/completions, streamed when asked, and
+// GET …/models (BobNet's start-up probe).
 func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(openai.ModelsList{Models: []openai.Model{{ID: Name, Object: "model", OwnedBy: "bobnet"}}})
+		return
+	}
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		writeError(w, http.StatusNotFound, "the demo model only answers POST /v1/chat/completions")
+		writeError(w, http.StatusNotFound, "the demo model only answers POST /v1/chat/completions and GET /v1/models")
 		return
 	}
 	var req openai.ChatCompletionRequest
@@ -110,6 +141,9 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	content := m.Choose(last)
+	if title, ok := runnerPrompt(req.Messages); ok {
+		content = m.Article(title)
+	}
 	id, created := fmt.Sprintf("demo-%d", time.Now().UnixNano()), time.Now().Unix()
 	if req.Stream {
 		stream(w, id, created, content)

@@ -7,10 +7,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/demomodel"
+	"github.com/bobnet/bobnet/run"
 )
 
 // TestDemoModelPlansThroughTheRealClient: BobNet's own model client, asked
@@ -18,7 +21,7 @@ import (
 // and streamed.
 func TestDemoModelPlansThroughTheRealClient(t *testing.T) {
 	t.Parallel()
-	m, err := demomodel.Load("../../testdata/plans")
+	m, err := demomodel.Load("../../testdata/plans", "../../testdata/demo/articles")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +54,75 @@ func TestDemoModelPlansThroughTheRealClient(t *testing.T) {
 			if !labelled {
 				t.Errorf("stream %v, %q: output not labelled as canned: %+v", stream, tc.msg, env)
 			}
+			// The newspaper runs every morning.
+			if sc := env.Schedule(); tc.kind == plan.KindProposeActions && (sc == nil || sc.Cron != "0 6 * * *" || sc.Timezone != "UTC") {
+				t.Errorf("stream %v, %q: the plan schedules %+v, want daily at 06:00 UTC", stream, tc.msg, sc)
+			}
 		}
+	}
+}
+
+// TestDemoModelWritesArticlesAndAnswersTheProbe: a run's prompt to work a
+// card (run.Messages, as the run worker builds it) gets a canned Markdown
+// article chosen by the card's title, the same each time, never the plan;
+// BobNet's start-up probe (the models list) is answered.
+func TestDemoModelWritesArticlesAndAnswersTheProbe(t *testing.T) {
+	t.Parallel()
+	m, err := demomodel.Load("../../testdata/plans", "../../testdata/demo/articles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(m)
+	t.Cleanup(srv.Close)
+	c := planner.NewClient(planner.ClientConfig{BaseURL: srv.URL + "/v1", Model: demomodel.Name, MaxRetries: -1, Timeout: 10 * time.Second},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatalf("the start-up probe: %v", err)
+	}
+	var researcher planner.Profile
+	for _, p := range planner.DefaultProfiles() {
+		if p.Name == "Researcher" {
+			researcher = p
+		}
+	}
+	write := func(title string, feedback string) string {
+		t.Helper()
+		job := board.RunJob{Card: board.Card{Handle: "NEWS-3", Title: title, Body: "Check every claim."}, Feedback: feedback,
+			Inputs: []board.RunCard{{Handle: "NEWS-1", Title: "Define daily topic and source policy", Output: "## Policy"}}}
+		out, _, err := c.Write(context.Background(), run.Messages(researcher, job))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, tc := range []struct{ title, want string }{
+		{"Researcher B: skeptical source validation", "## Checking the claims"},
+		{"Synthesize the edition as editor", "# The Morning Edition"},
+		{"Define daily topic and source policy", "## Today's topic and source policy"},
+		{"Final review of the edition", "## Final review"},
+	} {
+		out := write(tc.title, "")
+		if !strings.HasPrefix(out, demomodel.ArticleLabel+"\n\n") || !strings.Contains(out, tc.want) || strings.Contains(out, "propose_actions") {
+			t.Errorf("%q: %q, want the labelled article %q", tc.title, out, tc.want)
+		}
+		if again := write(tc.title, "cite every source"); again != out {
+			t.Errorf("%q sent back: another article %q", tc.title, again)
+		}
+	}
+	// A title no article names still gets one, the same each time.
+	if a, b := write("Something else entirely", ""), write("Something else entirely", ""); a != b || !strings.HasPrefix(a, demomodel.ArticleLabel) {
+		t.Errorf("unnamed title: %q then %q", a, b)
+	}
+	// A planning request that mentions a card is still planned.
+	out, err := c.Plan(context.Background(), planner.PromptInput{Message: "Card NEWS-3. plan our daily research newspaper"}, plan.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
+	if err != nil || out.Result.Plan.Kind != plan.KindProposeActions {
+		t.Fatalf("plan: %+v, %v", out, err)
+	}
+}
+
+func TestDemoModelNeedsItsArticles(t *testing.T) {
+	t.Parallel()
+	if _, err := demomodel.Load("../../testdata/plans", t.TempDir()); err == nil || !strings.Contains(err.Error(), "no canned articles") {
+		t.Fatalf("no articles: %v", err)
 	}
 }
