@@ -99,6 +99,9 @@ func TestRequiredScope(t *testing.T) {
 		{"POST", "/api/v1/proposals/p_1/revise", apitoken.ScopePropose},
 		{"PATCH", "/api/v1/cards/c_1", apitoken.ScopeWrite},
 		{"PUT", "/api/v1/policies/console:x", apitoken.ScopeAdmin},
+		{"GET", "/api/v1/tokens", apitoken.ScopeAdmin},
+		{"POST", "/api/v1/tokens", apitoken.ScopeAdmin},
+		{"DELETE", "/api/v1/tokens/{name}", apitoken.ScopeAdmin},
 	} {
 		if got := apitoken.RequiredScope(tc.method, tc.path); got != tc.want {
 			t.Errorf("%s %s = %s, want %s", tc.method, tc.path, got, tc.want)
