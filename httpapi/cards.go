@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -19,16 +21,26 @@ type CardEditor interface {
 	EditCard(ctx context.Context, ed bot.CardEdit) (board.CardUpdate, error)
 }
 
+// CardFinder finds a card by its id or its handle, and its board, for a
+// token limited to channels; *store.Store is one.
+type CardFinder interface {
+	BoardReader
+	Card(ctx context.Context, id board.CardID) (board.Card, error)
+	CardByHandle(ctx context.Context, handle string) (board.Card, error)
+}
+
 // Cards serves PATCH /api/v1/cards/{id}, which changes a card through the
 // engine: the same checked, audited path as chat commands.
 type Cards struct {
 	eng    CardEditor
+	cards  CardFinder
 	logger *slog.Logger
 }
 
-// NewCards returns the card routes editing through eng.
-func NewCards(eng CardEditor, logger *slog.Logger) *Cards {
-	return &Cards{eng: eng, logger: logger}
+// NewCards returns the card routes editing through eng; cards finds the
+// board of a card for tokens limited to channels.
+func NewCards(eng CardEditor, cards CardFinder, logger *slog.Logger) *Cards {
+	return &Cards{eng: eng, cards: cards, logger: logger}
 }
 
 // Routes mounts the card routes; the caller puts the guards in front.
@@ -72,6 +84,16 @@ func (x *Cards) patch(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusBadRequest, `nothing to change: send "status", "assignee", "title", "body" or "criterion"`)
 		return
 	}
+	if limited(r) {
+		// The card is found first, so that one out of the token's reach
+		// is answered as an unknown one, and the change names the card
+		// found by its id.
+		var ok bool
+		if id, ok = x.reachable(w, r, id, handle); !ok {
+			return
+		}
+		handle = ""
+	}
 	via := "api"
 	if p.Via == "page" {
 		via = "page"
@@ -98,4 +120,30 @@ func (x *Cards) patch(w http.ResponseWriter, r *http.Request) {
 	default:
 		engineError(w, x.logger, err)
 	}
+}
+
+// reachable finds the card named by id or handle and answers false, as
+// for an unknown card, when there is none or the request's token may not
+// reach its board's channel.
+func (x *Cards) reachable(w http.ResponseWriter, r *http.Request, id board.CardID, handle string) (board.CardID, bool) {
+	var c board.Card
+	var err error
+	if handle != "" {
+		c, err = x.cards.CardByHandle(r.Context(), handle)
+	} else {
+		c, err = x.cards.Card(r.Context(), id)
+	}
+	var channel string
+	if err == nil {
+		channel, err = boardChannel(r.Context(), x.cards, c.BoardID)
+	}
+	switch {
+	case err == nil && reaches(r, channel):
+		return c.ID, true
+	case err == nil, errors.Is(err, board.ErrNotFound):
+		engineError(w, x.logger, fmt.Errorf("%w: card %s: %w", bot.ErrNoCard, cmp.Or(handle, string(id)), board.ErrNotFound))
+	default:
+		engineError(w, x.logger, fmt.Errorf("%w: find card: %w", bot.ErrUnavailable, err))
+	}
+	return "", false
 }
