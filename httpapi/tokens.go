@@ -89,7 +89,12 @@ func (x *Tokens) create(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusBadRequest, `"channels" is left out for a token that reaches every channel, or holds at least one pattern`)
 		return
 	}
-	secret, err := x.store.CreateLimited(r.Context(), body.Name, scopes, body.User, body.Channels)
+	channels, err := apitoken.CheckChannels(body.Channels)
+	if err != nil {
+		httpjson.Error(w, http.StatusBadRequest, `"channels": `+err.Error())
+		return
+	}
+	secret, err := x.store.CreateLimited(r.Context(), body.Name, scopes, body.User, channels)
 	switch {
 	case errors.Is(err, apitoken.ErrBadName), errors.Is(err, apitoken.ErrBadChannels):
 		httpjson.Error(w, http.StatusBadRequest, err.Error())
@@ -103,7 +108,6 @@ func (x *Tokens) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.logger.Info("token created", "token", body.Name, "by", actorOf(r))
-	channels, _ := apitoken.CheckChannels(body.Channels)
 	httpjson.Write(w, http.StatusCreated, map[string]any{
 		"name": body.Name, "scopes": scopes, "user": body.User, "channels": nonNil(channels), "secret": secret,
 	})
