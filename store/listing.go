@@ -13,7 +13,7 @@ import (
 const selectBoardListing = `SELECT b.id, b.name, b.key, b.channel, b.created_at,
     coalesce((SELECT jsonb_object_agg(status, n) FROM (SELECT status, count(*) AS n FROM cards WHERE board_id = b.id GROUP BY status) c), '{}')
 FROM boards b
-WHERE ($1 = '' OR (b.created_at, b.id) < (SELECT created_at, id FROM boards WHERE id = $1))
+WHERE ($1 = '' OR (b.created_at, b.id) < (SELECT created_at, id FROM boards WHERE id = $1 AND (NOT $3 OR channel LIKE ANY ($4::text[]))))
   AND (NOT $3 OR b.channel LIKE ANY ($4::text[]))
 ORDER BY b.created_at DESC, b.id DESC LIMIT $2`
 
@@ -21,7 +21,8 @@ ORDER BY b.created_at DESC, b.id DESC LIMIT $2`
 // board of the previous page ("" for the first). next is the board to
 // continue after, "" on the last page. within, when not nil, keeps only
 // the boards of the channels it matches: each an exact channel key or a
-// prefix ending in * (an API token's channel patterns).
+// prefix ending in * (an API token's channel patterns); a board after
+// names outside them is taken for an unknown one (an empty page).
 func (s *Store) Boards(ctx context.Context, after board.ID, limit int, within []string) (list []board.Listing, next board.ID, err error) {
 	likes := make([]string, len(within))
 	for i, p := range within {

@@ -12,8 +12,9 @@ import (
 
 // TestBoardsWithin: a board listing kept to channel patterns lists only
 // the boards of the channels they match, pages included; LIKE's
-// wildcards in a pattern are plain characters, and an empty list of
-// patterns lists nothing.
+// wildcards in a pattern are plain characters, an empty list of
+// patterns lists nothing, and a page after a board outside the patterns
+// is the empty page of an unknown board.
 func TestBoardsWithin(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
@@ -25,6 +26,21 @@ func TestBoardsWithin(t *testing.T) {
 			t.Fatal(err)
 		}
 		byChannel[res.BoardID] = ch
+	}
+	var slackBoard board.ID
+	for id, ch := range byChannel {
+		if ch == "slack:C9" {
+			slackBoard = id
+		}
+	}
+	for _, after := range []board.ID{slackBoard, "b_aaaaaaaaaaaaaaaaaaaaaaaaaa"} {
+		list, next, err := s.Boards(ctx, after, 50, []string{"console:*"})
+		if err != nil || len(list) != 0 || next != "" {
+			t.Errorf("console:* after %s: %+v %q %v", after, list, next, err)
+		}
+	}
+	if list, _, err := s.Boards(ctx, slackBoard, 50, nil); err != nil || len(list) != 6 {
+		t.Errorf("every channel after the newest board: %d boards, %v", len(list), err)
 	}
 	channels := func(within []string, limit int) []string {
 		t.Helper()
