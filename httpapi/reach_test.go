@@ -237,6 +237,14 @@ func TestTokenLimitedToChannels(t *testing.T) {
 		})
 	}
 
+	// A page after another channel's board is the page after an unknown
+	// one.
+	code, after := a.call(t, consoleOnly, "GET", "/api/v1/boards?after="+string(slack.board), "")
+	codeUnknown, afterUnknown := a.call(t, consoleOnly, "GET", "/api/v1/boards?after="+unknownLike(slack.board), "")
+	if code != 200 || code != codeUnknown || after != afterUnknown {
+		t.Errorf("boards after the Slack board: %d %s; after an unknown board: %d %s", code, after, codeUnknown, afterUnknown)
+	}
+
 	// Nothing of the Slack channel's changed.
 	if pr, err := a.env.Engine.Proposal(ctx, slack.pending); err != nil || pr.State != bot.ProposalPending {
 		t.Fatalf("the pending proposal: %v %v", pr.State, err)
