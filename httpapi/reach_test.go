@@ -183,8 +183,10 @@ func TestTokenLimitedToChannels(t *testing.T) {
 	a := newTenantAPI(t)
 	ctx := context.Background()
 	slackCh := bot.Channel{Source: bot.SourceSlack, ID: "T0ONE/C0123"}
-	slack := a.board(t, slackCh)
+	// The console's board is the older, so a page after the Slack one
+	// would hold it.
 	news := a.board(t, bot.Channel{Source: bot.SourceConsole, ID: "newsroom"})
+	slack := a.board(t, slackCh)
 	if err := a.env.Store.PutPolicy(ctx, "slack:T0ONE/C0123", requesterPolicy, "test"); err != nil {
 		t.Fatal(err)
 	}
