@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -188,9 +189,7 @@ func withJobCards(job board.RunJob, cards []board.RunCard) board.RunJob {
 // its lease ended, or the run ended): a runner changes only its own card.
 func (s *Store) CompleteRunCard(ctx context.Context, job board.RunJob, actor, output string) (board.CardUpdate, error) {
 	run, card := job.Run.ID, job.Card.ID
-	if len(output) > board.MaxOutput {
-		output = output[:board.MaxOutput]
-	}
+	output = plan.Cut(output, board.MaxOutput, "")
 	var up board.CardUpdate
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var review bool
