@@ -84,6 +84,11 @@ WHERE rc.run_id = $1 AND rc.card_id = $2 AND rc.holder = $3 AND rc.lease_until I
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' FOR UPDATE OF rc, c`
 	sendBack = `UPDATE run_cards SET rounds = rounds + 1, feedback = $3, attempts = 0, finished_at = NULL WHERE run_id = $1 AND card_id = $2`
 
+	// The running run of a card's board, when the card is one of its
+	// cards.
+	cardRunningRun = `SELECT r.id, r.number FROM runs r JOIN run_cards rc ON rc.run_id = r.id AND rc.card_id = $2
+WHERE r.board_id = $1 AND r.state = 'running'`
+
 	endRun = `UPDATE runs SET state = $2, reason = $3, ended_at = now() WHERE id = $1 AND state = 'running' RETURNING board_id, number`
 
 	// Runs that have ended by themselves: every card Done; past the
@@ -276,7 +281,7 @@ func (s *Store) ReviewRunCard(ctx context.Context, run board.RunID, card board.C
 			next = "Ready"
 		}
 		var err error
-		up, err = changeCard(ctx, tx, board.CardChange{Card: card, Actor: user, Via: "review", Status: &next})
+		up, err = changeCardAs(ctx, tx, board.CardChange{Card: card, Actor: user, Via: "review", Status: &next}, true)
 		if err != nil {
 			return err
 		}
@@ -288,6 +293,25 @@ func (s *Store) ReviewRunCard(ctx context.Context, run board.RunID, card board.C
 		return board.CardUpdate{}, fmt.Errorf("review %s in run %s: %w", card, run, err)
 	}
 	return up, nil
+}
+
+// reviewGate refuses to move cur, a card in Review, while a run of its
+// board that has it is running: such a card moves on only through its
+// review (ReviewRunCard), which the channel's policy guards, whoever asks
+// and from wherever (the API, the board page, chat, the App Home, an
+// approved plan). The caller holds the card's row, so the check and the
+// change it allows cannot be raced by another change of the card.
+func reviewGate(ctx context.Context, q querier, cur board.Card) error {
+	var run board.RunID
+	var n int
+	err := q.QueryRow(ctx, cardRunningRun, cur.BoardID, cur.ID).Scan(&run, &n)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("the run of card %s: %w", cur.ID, err)
+	}
+	return &board.ReviewGateError{Card: cur, Run: run, Number: n}
 }
 
 // StopRun ends a running run as stopped. ErrNotRunnable when it has
