@@ -15,19 +15,25 @@ import (
 
 const (
 	// A card a runner may take: in a running run, its runner's, not held
-	// (or held past its lease), with every card it depends on Done, not
-	// yet in Review or Done, and tried fewer than maxAttempts times.
+	// (or held past its lease; a card parked while its channel's model
+	// budget is spent is held by nobody until it may go again), with every
+	// card it depends on Done, not yet in Review or Done, and tried fewer
+	// than maxAttempts times. The runs take turns: the card comes from the
+	// run whose latest claim is oldest (a run not yet claimed from first),
+	// so a small run started after a big one is not queued behind it.
+	// started_at is when the card's latest attempt started.
 	claimRunCard = `UPDATE run_cards rc SET lease_until = now() + $3::interval, attempts = rc.attempts + 1, holder = $4,
-    started_at = coalesce(rc.started_at, now()), error = ''
+    started_at = now(), error = ''
 FROM (SELECT rc2.run_id, rc2.card_id FROM run_cards rc2
       JOIN runs r ON r.id = rc2.run_id AND r.state = 'running'
       JOIN cards c ON c.id = rc2.card_id
+      CROSS JOIN LATERAL (SELECT max(t.started_at) AS at FROM run_cards t WHERE t.run_id = r.id) turn
       WHERE rc2.runner = $1 AND c.status IN ('Backlog', 'Ready', 'In Progress')
         AND (rc2.lease_until IS NULL OR rc2.lease_until < now())
         AND rc2.attempts < $2
         AND NOT EXISTS (SELECT 1 FROM card_links l JOIN cards d ON d.id = l.depends_on
                         WHERE l.card_id = c.id AND d.status <> 'Done')
-      ORDER BY r.started_at, c.position, c.number
+      ORDER BY turn.at NULLS FIRST, r.started_at, c.position, c.number
       LIMIT 1 FOR UPDATE OF rc2 SKIP LOCKED) j
 WHERE rc.run_id = j.run_id AND rc.card_id = j.card_id
 RETURNING rc.run_id, rc.card_id, rc.attempts, rc.feedback`
@@ -72,9 +78,20 @@ ORDER BY c.position, c.number`
 	holdRunCard = `SELECT rc.review FROM run_cards rc JOIN runs r ON r.id = rc.run_id
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' AND rc.holder = $3 AND rc.lease_until IS NOT NULL
 FOR UPDATE OF rc`
-	saveRunOutput  = `UPDATE run_cards SET output = $3, lease_until = NULL, finished_at = now() WHERE run_id = $1 AND card_id = $2`
-	releaseRunCard = `UPDATE run_cards SET lease_until = NULL, attempts = greatest(attempts - 1, 0) WHERE run_id = $1 AND card_id = $2 AND holder = $3 AND lease_until IS NOT NULL`
-	renewRunCard   = `UPDATE run_cards rc SET lease_until = now() + $4::interval FROM runs r
+	saveRunOutput = `UPDATE run_cards SET output = $3, lease_until = NULL, finished_at = now() WHERE run_id = $1 AND card_id = $2`
+	// A card given back untried (its channel's model budget is spent):
+	// the attempt is not counted.
+	releaseRunCard = `UPDATE run_cards SET lease_until = NULL, attempts = greatest(attempts - 1, 0), holder = ''
+WHERE run_id = $1 AND card_id = $2 AND holder = $3 AND lease_until IS NOT NULL`
+	// Then it and every other card of the runner in its run that is not
+	// held are parked, held by nobody, for $3, so no runner takes them
+	// (and gives them back) again before the budget may allow them, and
+	// the runners work other runs' cards meanwhile. A card whose attempts
+	// are spent is left to the sweep.
+	parkRunCards = `UPDATE run_cards rc SET lease_until = now() + $3::interval, holder = ''
+FROM cards c WHERE c.id = rc.card_id AND rc.run_id = $1 AND rc.runner = $2 AND rc.attempts < $4
+  AND c.status IN ('Backlog', 'Ready', 'In Progress') AND (rc.lease_until IS NULL OR rc.lease_until < now())`
+	renewRunCard = `UPDATE run_cards rc SET lease_until = now() + $4::interval FROM runs r
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND rc.holder = $3 AND rc.lease_until IS NOT NULL AND r.id = rc.run_id AND r.state = 'running'`
 	failRunCard = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
 
@@ -230,10 +247,20 @@ func (s *Store) FailRunCard(ctx context.Context, job board.RunJob, why string) e
 }
 
 // ReleaseRunCard gives back a card its runner took but did not work (the
-// channel's model budget is spent): no attempt is counted, and a runner
-// takes it again later.
-func (s *Store) ReleaseRunCard(ctx context.Context, job board.RunJob) error {
-	if _, err := s.pool.Exec(ctx, releaseRunCard, job.Run.ID, job.Card.ID, job.Holder); err != nil {
+// channel's model budget is spent): no attempt is counted, and the card,
+// with every other card of the same runner in its run that no runner
+// holds, waits wait before a runner takes it again: the runners meanwhile
+// work other runs' cards instead of taking and giving back these.
+func (s *Store) ReleaseRunCard(ctx context.Context, job board.RunJob, wait time.Duration) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, releaseRunCard, job.Run.ID, job.Card.ID, job.Holder)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err // not held by this runner any more: nothing to give back
+		}
+		_, err = tx.Exec(ctx, parkRunCards, job.Run.ID, job.RunCard.Runner, wait.String(), maxAttempts)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("release %s in run %s: %w", job.Card.ID, job.Run.ID, err)
 	}
 	return nil
