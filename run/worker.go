@@ -218,7 +218,14 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 		return true, nil
 	}
 	if err != nil {
-		return true, err
+		// The output could not be kept: the attempt failed, with the
+		// reason kept for the thread should the run stop over it, rather
+		// than the card waiting for its lease to run out.
+		w.logger.Warn("run card output not kept", "card", job.Card.Handle, "run", job.Run.ID, "attempt", job.Attempt, "err", err)
+		if ferr := w.store.FailRunCard(context.WithoutCancel(ctx), job, "its output could not be kept: "+err.Error()); ferr != nil {
+			return true, errors.Join(err, ferr)
+		}
+		return true, nil
 	}
 	w.obs.CardWorked(time.Since(start))
 	w.logger.Info("model worked a card", "card", job.Card.Handle, "run", job.Run.ID, "status", up.Card.Status, "seconds", time.Since(start).Seconds())

@@ -101,23 +101,25 @@ WHERE rc.run_id = $1 AND rc.card_id = $2 AND rc.holder = $3 AND rc.lease_until I
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' FOR UPDATE OF rc, c`
 	sendBack = `UPDATE run_cards SET rounds = rounds + 1, feedback = $3, attempts = 0, finished_at = NULL WHERE run_id = $1 AND card_id = $2`
 
-	// The running run of a card's board, when the card is one of its
-	// cards.
-	cardRunningRun = `SELECT r.id, r.number FROM runs r JOIN run_cards rc ON rc.run_id = r.id AND rc.card_id = $2
-WHERE r.board_id = $1 AND r.state = 'running'`
-
 	endRun = `UPDATE runs SET state = $2, reason = $3, ended_at = now() WHERE id = $1 AND state = 'running' RETURNING board_id, number`
 
 	// Runs that have ended by themselves: every card Done; past the
-	// deadline; a card its runner failed maxAttempts times.
+	// deadline; a card its runner failed maxAttempts times, a lost lease
+	// (the runner's replica restarted or died while it worked the card)
+	// counting as a failed attempt: such a card can be taken no more, so
+	// the run stops instead of waiting for its deadline.
 	finishedRuns = `SELECT r.id, 'done', '' FROM runs r WHERE r.state = 'running'
   AND NOT EXISTS (SELECT 1 FROM run_cards rc JOIN cards c ON c.id = rc.card_id WHERE rc.run_id = r.id AND c.status <> 'Done')
 UNION ALL
 SELECT r.id, 'timed_out', 'the run passed its deadline' FROM runs r WHERE r.state = 'running' AND r.deadline < now()
 UNION ALL
-SELECT DISTINCT ON (r.id) r.id, 'stopped', b.key || '-' || c.number || ' failed after ' || rc.attempts || ' attempts: ' || rc.error
+(SELECT DISTINCT ON (r.id) r.id, 'stopped', b.key || '-' || c.number || ' failed after ' || rc.attempts || ' attempts: ' ||
+    CASE WHEN rc.lease_until IS NULL THEN rc.error
+         ELSE 'its runner stopped while working it (its lease of the card ran out: a restart or a crash)' END
 FROM runs r JOIN run_cards rc ON rc.run_id = r.id JOIN cards c ON c.id = rc.card_id JOIN boards b ON b.id = c.board_id
-WHERE r.state = 'running' AND rc.runner <> '' AND rc.attempts >= $1 AND rc.lease_until IS NULL AND rc.error <> ''`
+WHERE r.state = 'running' AND rc.runner <> '' AND rc.attempts >= $1
+  AND (rc.lease_until IS NULL AND rc.error <> '' OR rc.lease_until < now() AND c.status IN ('Backlog', 'Ready', 'In Progress'))
+ORDER BY r.id, c.position, c.number)`
 )
 
 // ClaimRunCard takes the next card the given runner ("model", "hook:x")
@@ -240,7 +242,7 @@ func (s *Store) CompleteRunCard(ctx context.Context, job board.RunJob, actor, ou
 // FailRunCard lets go of a card whose runner failed, keeping why; it is
 // tried again until its attempts run out, and then the run stops.
 func (s *Store) FailRunCard(ctx context.Context, job board.RunJob, why string) error {
-	if _, err := s.pool.Exec(ctx, failRunCard, job.Run.ID, job.Card.ID, why, job.Holder); err != nil {
+	if _, err := s.pool.Exec(ctx, failRunCard, job.Run.ID, job.Card.ID, truncateError(why), job.Holder); err != nil {
 		return fmt.Errorf("fail %s in run %s: %w", job.Card.ID, job.Run.ID, err)
 	}
 	return nil
@@ -320,25 +322,6 @@ func (s *Store) ReviewRunCard(ctx context.Context, run board.RunID, card board.C
 		return board.CardUpdate{}, fmt.Errorf("review %s in run %s: %w", card, run, err)
 	}
 	return up, nil
-}
-
-// reviewGate refuses to move cur, a card in Review, while a run of its
-// board that has it is running: such a card moves on only through its
-// review (ReviewRunCard), which the channel's policy guards, whoever asks
-// and from wherever (the API, the board page, chat, the App Home, an
-// approved plan). The caller holds the card's row, so the check and the
-// change it allows cannot be raced by another change of the card.
-func reviewGate(ctx context.Context, q querier, cur board.Card) error {
-	var run board.RunID
-	var n int
-	err := q.QueryRow(ctx, cardRunningRun, cur.BoardID, cur.ID).Scan(&run, &n)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil
-	case err != nil:
-		return fmt.Errorf("the run of card %s: %w", cur.ID, err)
-	}
-	return &board.ReviewGateError{Card: cur, Run: run, Number: n}
 }
 
 // StopRun ends a running run as stopped. ErrNotRunnable when it has
