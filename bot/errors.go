@@ -108,6 +108,10 @@ func Explain(err error) string {
 			blocked.Card.Handle, blocked.Status, strings.Join(names, ", "))
 	case errors.As(err, &gate):
 		h := gate.Card.Handle
+		if gate.Card.Status != "Review" {
+			return fmt.Sprintf("%s is its runner's in run %d, so only its review makes it Done: move it to Review, then a reviewer says `accept %s` or `sendback %s <why>` (API: POST %s).",
+				h, gate.Number, h, h, gate.ReviewPath())
+		}
 		return fmt.Sprintf("%s waits for its review in run %d, so only the review moves it on: a reviewer says `accept %s` or `sendback %s <why>` (or uses the review's buttons; API: POST %s).",
 			h, gate.Number, h, h, gate.ReviewPath())
 	case errors.As(err, &amb):

@@ -160,15 +160,15 @@ func cardText(field, s string, line bool) (string, error) {
 }
 
 // changeCard is ChangeCard inside the caller's transaction, so an approved
-// plan's card updates commit with the rest of the plan. A card in Review
-// of a running run does not move (reviewGate).
+// plan's card updates commit with the rest of the plan. No change skips
+// the review of a running run's card (reviewGate).
 func changeCard(ctx context.Context, tx querier, ch board.CardChange) (board.CardUpdate, error) {
 	return changeCardAs(ctx, tx, ch, false)
 }
 
 // changeCardAs is changeCard; review says the change is a run card's
-// review decision (ReviewRunCard), the one move out of Review that
-// reviewGate lets through.
+// review decision (ReviewRunCard), the one move out of Review (and, for
+// a reviewed runner's card, into Done) that reviewGate lets through.
 func changeCardAs(ctx context.Context, tx querier, ch board.CardChange, review bool) (board.CardUpdate, error) {
 	cur, err := readCard(ctx, tx, selectCardForUpdate, ch.Card)
 	if err != nil {
@@ -242,8 +242,8 @@ func changeCardAs(ctx context.Context, tx querier, ch board.CardChange, review b
 	if next.CriteriaDone == nil {
 		next.CriteriaDone = []int{}
 	}
-	if next.Status != cur.Status && cur.Status == "Review" && !review {
-		if err := reviewGate(ctx, tx, cur); err != nil {
+	if !review {
+		if err := reviewGate(ctx, tx, cur, next.Status); err != nil {
 			return board.CardUpdate{}, err
 		}
 	}
