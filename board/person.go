@@ -49,11 +49,12 @@ func IsPerson(s string) bool {
 }
 
 // LooksLikePerson reports whether s is written as a person id or a
-// platform's mention (slack:…, matrix:…, @…, <@…>), valid or not: a value
-// that must be a valid person id and may never be taken for a role.
+// platform's mention (slack:…, matrix:…, @…, Slack's <@…> and <!…>),
+// valid or not: a value that must be a valid person id and may never be
+// taken for a role.
 func LooksLikePerson(s string) bool {
 	s = strings.TrimSpace(s)
-	return strings.HasPrefix(s, "slack:") || strings.HasPrefix(s, "matrix:") || strings.HasPrefix(s, "@") || strings.HasPrefix(s, "<@")
+	return strings.HasPrefix(s, "slack:") || strings.HasPrefix(s, "matrix:") || strings.HasPrefix(s, "@") || strings.HasPrefix(s, "<")
 }
 
 // ParsePerson reads a person id; ok is false for anything else, roles
