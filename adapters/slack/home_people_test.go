@@ -111,7 +111,9 @@ func TestSlackAppHomeByPersonID(t *testing.T) {
 	if _, assignee, st, v := cardOf(1); st != statusA || v != versionA || assignee != "slack:T_A/U_EVE" {
 		t.Fatalf("team B's click changed team A's card: %s v%d %q (was %s v%d)", st, v, assignee, statusA, versionA)
 	}
-	if w.slack.count(func(c teamCall) bool { return c.Token == tokB && c.Method == "views.publish" && strings.Contains(c.Body, "NEWS-") }) != 0 {
+	if w.slack.count(func(c teamCall) bool {
+		return c.Token == tokB && c.Method == "views.publish" && strings.Contains(c.Body, "NEWS-")
+	}) != 0 {
 		t.Error("team B was shown one of team A's cards")
 	}
 
