@@ -106,9 +106,10 @@ func (e *Engine) CardsAssignedTo(ctx context.Context, person string, limit int) 
 
 // MoveAssignedCard moves a card, named by id, to status for the person
 // it is assigned to: the move buttons of a person's home. The card must
-// be assigned to exactly person (a person id) and lie on a board of the
-// person's own tenant (board.Person.AssignableIn); anything else is
-// refused (ErrForbidden) and changes nothing, whatever the button said.
+// lie on a board of the person's own tenant (board.Person.AssignableIn),
+// else it is answered as a card nobody has (ErrNoCard), and be assigned
+// to exactly person (a person id), else it is refused (ErrForbidden);
+// either changes nothing, whatever the button said.
 // Otherwise it is EditCard of the version checked, audited and announced
 // the same way.
 func (e *Engine) MoveAssignedCard(ctx context.Context, user, person string, id board.CardID, status, via string) (board.CardUpdate, error) {
@@ -127,14 +128,15 @@ func (e *Engine) MoveAssignedCard(ctx context.Context, user, person string, id b
 	if err != nil {
 		return board.CardUpdate{}, unavailable("read card", err)
 	}
-	if c.Assignee != p.String() {
-		return board.CardUpdate{}, fmt.Errorf("move card %s: %w: it is not assigned to you", c.Handle, ErrForbidden)
-	}
 	b, _, err := cs.Board(ctx, c.BoardID)
 	if err != nil {
 		return board.CardUpdate{}, unavailable("read board", err)
 	}
 	if !p.AssignableIn(board.TenantOf(b.Channel)) {
+		// Another tenant's card: as one nobody has.
+		return board.CardUpdate{}, fmt.Errorf("move card %s: %w", id, ErrNoCard)
+	}
+	if c.Assignee != p.String() {
 		return board.CardUpdate{}, fmt.Errorf("move card %s: %w: it is not assigned to you", c.Handle, ErrForbidden)
 	}
 	// The version read: a card reassigned since is not moved.

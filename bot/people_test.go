@@ -141,9 +141,23 @@ func TestAssignedCardsByID(t *testing.T) {
 		t.Errorf("cards of a role: %v", err)
 	}
 
-	for _, who := range []string{"slack:T_B/U1", "slack:U1", "Researcher", ""} {
-		if _, err := env.Engine.MoveAssignedCard(ctx, "U1", who, card, "In Progress", "slack"); !errors.Is(err, bot.ErrForbidden) {
-			t.Errorf("move by %q: %v, want forbidden", who, err)
+	// A person of another workspace is answered as for a card nobody
+	// has; one of the workspace it is not assigned to, or no person, is
+	// refused.
+	_, errNone := env.Engine.MoveAssignedCard(ctx, "U1", "slack:T_B/U1", board.NewCardID(), "In Progress", "slack")
+	for _, tc := range []struct {
+		who  string
+		want error
+	}{
+		{"slack:T_B/U1", bot.ErrNoCard}, {"slack:U1", bot.ErrNoCard},
+		{"slack:T_A/U2", bot.ErrForbidden}, {"Researcher", bot.ErrForbidden}, {"", bot.ErrForbidden},
+	} {
+		_, err := env.Engine.MoveAssignedCard(ctx, "U1", tc.who, card, "In Progress", "slack")
+		if !errors.Is(err, tc.want) {
+			t.Errorf("move by %q: %v, want %v", tc.who, err, tc.want)
+		}
+		if tc.want == bot.ErrNoCard && bot.Explain(err) != bot.Explain(errNone) {
+			t.Errorf("move by %q explained as %q, not as for a card nobody has: %q", tc.who, bot.Explain(err), bot.Explain(errNone))
 		}
 	}
 	if _, st := assigneeOf(t, env, id, 1); st != "Ready" {
@@ -161,7 +175,7 @@ func TestAssignedCardsByID(t *testing.T) {
 	if mine, err := env.Engine.CardsAssignedTo(ctx, "slack:T_A/U1", 10); err != nil || len(mine) != 0 {
 		t.Errorf("cards of slack:T_A/U1 on another workspace's board = %+v, %v", mine, err)
 	}
-	if _, err := env.Engine.MoveAssignedCard(ctx, "U1", "slack:T_A/U1", card, "Review", "slack"); !errors.Is(err, bot.ErrForbidden) {
+	if _, err := env.Engine.MoveAssignedCard(ctx, "U1", "slack:T_A/U1", card, "Review", "slack"); !errors.Is(err, bot.ErrNoCard) {
 		t.Errorf("move on another workspace's board: %v", err)
 	}
 }
