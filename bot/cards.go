@@ -292,18 +292,25 @@ func progressText(st board.Status) string {
 }
 
 // NextText lists what is ready to start on a board, one card a line, for
-// `/bobnet next` (Slack) and `!bobnet next` (Matrix).
+// `/bobnet next` (Slack) and `!bobnet next` (Matrix). A person assigned is
+// shown by their label (@U123, @alice:server).
 func NextText(st board.Status) string {
+	return NextTextAs(st, func(s string) string { return s }, orUnassigned)
+}
+
+// NextTextAs is NextText for a surface with markup: esc escapes text for
+// it, and who shows an assignee ("" for nobody), unescaped.
+func NextTextAs(st board.Status, esc, who func(string) string) string {
 	if len(st.Ready) == 0 {
 		if len(st.Waiting) > 0 {
-			return fmt.Sprintf("Nothing is ready to start on %s right now: the cards left wait on others that are not Done.", st.Board.Name)
+			return esc(fmt.Sprintf("Nothing is ready to start on %s right now: the cards left wait on others that are not Done.", st.Board.Name))
 		}
-		return fmt.Sprintf("Nothing is ready to start on %s: every card has started or is Done.", st.Board.Name)
+		return esc(fmt.Sprintf("Nothing is ready to start on %s: every card has started or is Done.", st.Board.Name))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Ready to start on %s:", st.Board.Name)
+	b.WriteString(esc(fmt.Sprintf("Ready to start on %s:", st.Board.Name)))
 	for _, c := range st.Ready {
-		fmt.Fprintf(&b, "\n%s “%s” (%s, %s)", c.Handle, c.Title, orUnassigned(c.Assignee), c.Status)
+		b.WriteString(esc(fmt.Sprintf("\n%s “%s” (", c.Handle, c.Title)) + who(c.Assignee) + esc(", "+c.Status+")"))
 	}
 	return b.String()
 }

@@ -28,7 +28,7 @@ func (a *Adapter) cardCommand(ctx context.Context, sub, channel, user string, ar
 		if err != nil {
 			return private(decisionText(err))
 		}
-		text := escape(bot.NextText(st)) + "\n<" + board.BoardURL(a.cfg.PublicURL, st.Board.ID) + "|Open the board>"
+		text := bot.NextTextAs(st, escape, assigneeMention(board.TenantOf(st.Board.Channel))) + "\n<" + board.BoardURL(a.cfg.PublicURL, st.Board.ID) + "|Open the board>"
 		return commandReply{ResponseType: "ephemeral", Text: text}
 	case "move":
 		card, status, ok := bot.SplitCardStatus(args)

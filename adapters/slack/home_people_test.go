@@ -83,6 +83,15 @@ func TestSlackAppHomeByPersonID(t *testing.T) {
 	if _, body := w.postRead(t, "/slack/commands", "application/x-www-form-urlencoded", slashCommand("T_A", "C0123", "U_ALICE", "assign NEWS-1 <@U_EVE>")); !strings.Contains(body, "in_channel") {
 		t.Fatalf("assign NEWS-1: %s", body)
 	}
+	// Slack shows a person of the workspace as a mention.
+	unescape := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&")
+	for _, cmd := range []string{"next", "status"} {
+		_, body := w.postRead(t, "/slack/commands", "application/x-www-form-urlencoded", slashCommand("T_A", "C0123", "U_ALICE", cmd))
+		if !strings.Contains(unescape.Replace(body), "Define daily topic and source policy (<@U_EVE>, Ready)") &&
+			!strings.Contains(unescape.Replace(body), "“Define daily topic and source policy” (<@U_EVE>, Ready)") {
+			t.Errorf("/bobnet %s does not mention NEWS-1's assignee: %s", cmd, body)
+		}
+	}
 	if _, assignee, _, _ := cardOf(2); assignee != "Researcher" {
 		t.Fatalf("NEWS-2 is assigned to %q, want the role Researcher", assignee)
 	}
