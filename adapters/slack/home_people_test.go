@@ -151,6 +151,20 @@ func TestSlackAppHomeByPersonID(t *testing.T) {
 	if home := openHome("T_A", "U_ANN"); !strings.Contains(home, "NEWS-3") || strings.Contains(home, "NEWS-1") {
 		t.Errorf("Ann's home: %s", home)
 	}
+
+	// An assignment refreshes the Homes of the person id it names, and no
+	// one else's: team A's U_EVE, not team B's.
+	publishedB := func() int {
+		return w.slack.count(func(c teamCall) bool { return c.Method == "views.publish" && c.Token == tokB })
+	}
+	before, beforeB := w.slack.count(func(c teamCall) bool { return c.Method == "views.publish" }), publishedB()
+	w.postRead(t, "/slack/commands", "application/x-www-form-urlencoded", slashCommand("T_A", "C0123", "U_ALICE", "assign NEWS-5 <@U_EVE|eve>"))
+	w.homeOf(t, "T_A", "U_EVE", before, "refreshed by the assignment", func(v string) bool { return strings.Contains(v, "NEWS-5") })
+	w.env.WaitIdle(t)
+	time.Sleep(200 * time.Millisecond) // a refresh of team B's Home would come now
+	if n := publishedB(); n != beforeB {
+		t.Errorf("team B's Homes were published %d times for team A's assignment", n-beforeB)
+	}
 }
 
 // homeNotice is the text of the first block of a published Home: the
