@@ -176,7 +176,7 @@ func (e *Engine) assignee(ctx context.Context, cs CardStore, id board.CardID, na
 		return p.String(), nil
 	}
 	if board.LooksLikePerson(name) {
-		return "", fmt.Errorf("%w: %q names no person BobNet knows; mention them (@alice) or give a person id (slack:T…/U…, matrix:@alice:server)", board.ErrInvalidChange, name)
+		return "", fmt.Errorf("%w: %q is no person BobNet can tell: mention them in Slack, give their full user id in Matrix (@alice:example.org), or their person id (slack:T…/U…, matrix:@alice:example.org)", board.ErrInvalidChange, name)
 	}
 	return e.profileName(name)
 }

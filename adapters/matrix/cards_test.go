@@ -109,7 +109,7 @@ func TestMatrixCardCommands(t *testing.T) {
 		t.Fatalf("NEWS-2 is assigned to %q (%v), want carol's person id", assignee, err)
 	}
 	name := w.say(w.carol, "!bobnet assign NEWS-2 @carol", "", false)
-	w.waitFor("a name refused", w.fromBot(name, "names no person BobNet knows"))
+	w.waitFor("a name refused", w.fromBot(name, "is no person BobNet can tell"))
 	now := w.say(w.carol, "!bobnet move researcher a in progress", "", false)
 	w.waitFor("move by title", w.fromBot(now, "NEWS-2 “Researcher A: factual and background research” moved from Backlog to In Progress"))
 
