@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/migrations"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -357,5 +358,82 @@ func TestTokenChannelsMigrationKeepsTokensUnlimited(t *testing.T) {
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO api_tokens (name, hash, scopes, channels) VALUES ('x', '\x02', '{read}', '{console:*,""}')`); err == nil {
 		t.Fatal("an empty channel pattern was stored")
+	}
+}
+
+// TestAssigneeIdsMigration: assignees written as chat mentions become
+// person ids of their board's workspace or room (what board.Person
+// reads), and every other assignee, a role, stays as it was.
+func TestAssigneeIdsMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, storetest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	all, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
+	found := false
+	for _, m := range all {
+		if strings.HasSuffix(m.Name, "_assignee_ids.sql") {
+			found = true
+			break
+		}
+		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')`, m.Version, m.Name))
+	}
+	if !found {
+		t.Fatal("no migration named …_assignee_ids.sql")
+	}
+	channels := map[string]string{"b1": "slack:T_A/C1", "b2": "slack:C2", "b3": "matrix:!room:example.org", "b4": "console:main", "b5": "slack:E_ORG/C3"}
+	want := []struct{ board, before, after string }{
+		{"b1", "<@U123>", "slack:T_A/U123"},
+		{"b1", "<@W9|alice>", "slack:T_A/W9"},
+		{"b1", "Researcher", "Researcher"},
+		{"b1", "@alice:example.org", "@alice:example.org"},
+		{"b1", "<@U1> and <@U2>", "<@U1> and <@U2>"},
+		{"b1", "<!subteam^S1|@team>", "<!subteam^S1|@team>"},
+		{"b1", "", ""},
+		{"b2", "<@U5|bob>", "slack:U5"},
+		{"b3", "@alice:example.org", "matrix:@alice:example.org"},
+		{"b3", "@bob:[::1]:8448", "matrix:@bob:[::1]:8448"},
+		{"b3", "<@U7>", "<@U7>"},
+		{"b3", "@bob", "@bob"},
+		{"b3", "@bad name:example.org", "@bad name:example.org"},
+		{"b3", "Coder", "Coder"},
+		{"b4", "<@U8>", "<@U8>"},
+		{"b4", "@carol:example.org", "@carol:example.org"},
+		{"b5", "<@W1|dan>", "slack:E_ORG/W1"},
+	}
+	for id, ch := range channels {
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO boards (id, name, key, channel) VALUES ('%s', 'Board', 'B%s', '%s')`, id, strings.ToUpper(id), ch))
+	}
+	for i, w := range want {
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO cards (id, board_id, position, number, title, body, status, assignee) VALUES ('c%d', '%s', %d, %d, 'T', 'B', 'Ready', '%s')`,
+			i, w.board, i, i+1, strings.ReplaceAll(w.before, "'", "''")))
+	}
+	for _, sql := range stmts {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if _, err := migrations.Apply(ctx, pool, storetest.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		var got string
+		if err := pool.QueryRow(ctx, `SELECT assignee FROM cards WHERE id = $1`, fmt.Sprintf("c%d", i)).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != w.after {
+			t.Errorf("%s on %s became %q, want %q", w.before, channels[w.board], got, w.after)
+		}
+		p, ok := board.ParsePerson(got)
+		if changed := got != w.before; changed != ok || ok && !p.AssignableIn(board.TenantOf(channels[w.board])) {
+			t.Errorf("%q on %s: a person id %v (%+v), assignable there %v", got, channels[w.board], ok, p, ok && p.AssignableIn(board.TenantOf(channels[w.board])))
+		}
 	}
 }

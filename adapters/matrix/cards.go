@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
+	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -12,7 +15,7 @@ import (
 )
 
 // cardCommand answers `!bobnet move <card> <status>`, `!bobnet assign
-// <card> <profile>` and `!bobnet next` in the command's thread, with the
+// <card> <who>` (args as assignArgs made them) and `!bobnet next` in the command's thread, with the
 // same words as Slack's /bobnet. A change names who made it (the room
 // sees who moved what); a refusal is a short notice saying why.
 func (a *Adapter) cardCommand(ctx context.Context, thread bot.Thread, sub, user string, args []string) {
@@ -41,7 +44,7 @@ func (a *Adapter) cardCommand(ctx context.Context, thread bot.Thread, sub, user 
 		up, err = a.eng.MoveCard(ctx, thread.Channel, user, card, status)
 	case "assign":
 		if len(args) < 2 {
-			info("Say which card and to whom: !bobnet assign NEWS-3 Researcher (or none).")
+			info("Say which card and to whom: !bobnet assign NEWS-3 @alice:example.org, a profile (!bobnet assign NEWS-3 Researcher) or none.")
 			return
 		}
 		up, err = a.eng.AssignCard(ctx, thread.Channel, user, strings.Join(args[:len(args)-1], " "), args[len(args)-1])
@@ -88,4 +91,28 @@ func (a *Adapter) budgetLine(ctx context.Context, ch bot.Channel) string {
 		return fmt.Sprintf("Model use today: %d tokens (no budget).", b.Used)
 	}
 	return fmt.Sprintf("Model use today: %d of %d tokens; resets %s.", b.Used, b.Limit, b.Resets.Format("15:04 UTC"))
+}
+
+// pillAtEnd is a user pill ending a message's HTML: a matrix.to link to a
+// user id (perhaps percent-encoded) and the text shown for it.
+var pillAtEnd = regexp.MustCompile(`<a href="https://matrix\.to/#/([^"?/]+)[^"]*">([^<]*)</a>\s*$`)
+
+// assignArgs reads `!bobnet assign`'s arguments as the card and, last,
+// whom to assign it to: a person as their person id (matrix:@alice:server)
+// when the message ends with a user id or a pill (whose body text is the
+// user's display name), else the last word as it is (a profile, none, or
+// something the engine refuses). formatted is the message's HTML, if any.
+func assignArgs(args []string, formatted string) []string {
+	if m := pillAtEnd.FindStringSubmatch(formatted); m != nil {
+		user, err := url.PathUnescape(m[1])
+		shown := strings.Fields(html.UnescapeString(m[2]))
+		if err == nil && board.MatrixUserID(user) && len(shown) > 0 && len(args) > len(shown) &&
+			strings.Join(args[len(args)-len(shown):], " ") == strings.Join(shown, " ") {
+			return append(args[:len(args)-len(shown):len(args)-len(shown)], board.MatrixPerson(user))
+		}
+	}
+	if n := len(args); n >= 2 && board.MatrixUserID(args[n-1]) {
+		return append(args[:n-1:n-1], board.MatrixPerson(args[n-1]))
+	}
+	return args
 }

@@ -50,6 +50,9 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 				return
 			}
 			args := fields[2:]
+			if sub == "assign" {
+				args = assignArgs(args, evt.Content.AsMessage().FormattedBody)
+			}
 			a.async(func(ctx context.Context) { a.cardCommand(ctx, thread, sub, user, args) })
 		case "run", "runs", "accept", "sendback", "schedule":
 			if !a.firstSeen(ctx, "command", evt.ID) {

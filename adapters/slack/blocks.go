@@ -272,11 +272,8 @@ func StatusBlocks(st board.Status, boardURL string) []slackapi.Block {
 				fmt.Fprintf(&b, "\n…and %d more", len(cards)-15)
 				break
 			}
-			who := c.Assignee
-			if who == "" {
-				who = "Unassigned"
-			}
-			b.WriteString("\n• *" + escape(c.Handle) + "* " + escape(c.Title) + " (" + escape(who) + ", " + c.Status + ")")
+			who := assigneeMention(board.TenantOf(st.Board.Channel))(c.Assignee)
+			b.WriteString("\n• *" + escape(c.Handle) + "* " + escape(c.Title) + " (" + who + ", " + c.Status + ")")
 		}
 		return b.String()
 	}

@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 
 	"github.com/bobnet/bobnet/board"
@@ -27,7 +28,7 @@ func (a *Adapter) cardCommand(ctx context.Context, sub, channel, user string, ar
 		if err != nil {
 			return private(decisionText(err))
 		}
-		text := escape(bot.NextText(st)) + "\n<" + board.BoardURL(a.cfg.PublicURL, st.Board.ID) + "|Open the board>"
+		text := bot.NextTextAs(st, escape, assigneeMention(board.TenantOf(st.Board.Channel))) + "\n<" + board.BoardURL(a.cfg.PublicURL, st.Board.ID) + "|Open the board>"
 		return commandReply{ResponseType: "ephemeral", Text: text}
 	case "move":
 		card, status, ok := bot.SplitCardStatus(args)
@@ -36,19 +37,60 @@ func (a *Adapter) cardCommand(ctx context.Context, sub, channel, user string, ar
 		}
 		up, err = a.eng.MoveCard(ctx, ch, user, card, status)
 	case "assign":
-		if len(args) < 2 {
-			return private("Say which card and to whom: `/bobnet assign NEWS-3 Researcher` (or `none`).")
+		card, who, ok := a.assignArgs(channel, args)
+		if !ok {
+			return private("Say which card and to whom: `/bobnet assign NEWS-3 @alice`, a profile (`/bobnet assign NEWS-3 Researcher`) or `none`.")
 		}
-		up, err = a.eng.AssignCard(ctx, ch, user, strings.Join(args[:len(args)-1], " "), args[len(args)-1])
+		if strings.HasPrefix(who, "@") {
+			return private("Slack sent me the name " + escape(who) + ", not the person, so I can't tell who it is; nothing changed. " +
+				"Ask whoever manages this Slack app to turn on *Escape channels, users, and links* for /bobnet (it is on in BobNet's manifest).")
+		}
+		up, err = a.eng.AssignCard(ctx, ch, user, card, who)
 	}
 	if err != nil {
 		return private(escape(bot.Explain(err)))
 	}
+	who := assigneeMention(board.TenantOf(ch.Key()))
 	if len(up.Changes) == 0 {
-		return private(escape(bot.CardUpdateText(up, "")))
+		return private(bot.CardUpdateTextAs(up, "", escape, who))
 	}
 	a.cardChanged(ctx, up)
-	text := strings.TrimSuffix(escape(bot.CardUpdateText(up, "")), ".") + " by <@" + escape(user) + ">. <" +
+	text := strings.TrimSuffix(bot.CardUpdateTextAs(up, "", escape, who), ".") + " by <@" + escape(user) + ">. <" +
 		board.BoardURL(a.cfg.PublicURL, up.Board.ID) + "#" + string(up.Card.ID) + "|Open the board>"
 	return commandReply{ResponseType: "in_channel", Text: text}
+}
+
+// slackMention is a user mention at the end of a slash command's text, as
+// Slack escapes it (<@U123> or <@U123|alice>).
+var slackMention = regexp.MustCompile(`^(.*?)\s*<@([UW][A-Z0-9_]+)(?:\|[^>]*)?>$`)
+
+// assignArgs splits `/bobnet assign`'s arguments into the card and whom
+// to assign it to: a person mentioned at the end (<@U123|alice>) as their
+// person id in the channel's installation, else the last word (a
+// profile, none, or a name Slack did not turn into a mention).
+func (a *Adapter) assignArgs(channel string, args []string) (card, who string, ok bool) {
+	text := strings.Join(args, " ")
+	if m := slackMention.FindStringSubmatch(text); m != nil {
+		installation, _ := a.viewerUser(channel)
+		return m[1], board.SlackPerson(installation, m[2]), m[1] != ""
+	}
+	if len(args) < 2 {
+		return "", "", false
+	}
+	return strings.Join(args[:len(args)-1], " "), args[len(args)-1], true
+}
+
+// assigneeMention shows an assignee in Slack text about a board of tenant
+// t: a person of t's installation as a mention (<@U123>), anyone else by
+// their label, escaped, a role as it is, escaped.
+func assigneeMention(t board.Tenant) func(string) string {
+	return func(assignee string) string {
+		if assignee == "" {
+			return "Unassigned"
+		}
+		if p, ok := board.ParsePerson(assignee); ok && p.Platform == "slack" && p.Tenant() == t {
+			return "<@" + escape(p.User) + ">"
+		}
+		return escape(board.AssigneeLabel(assignee))
+	}
 }

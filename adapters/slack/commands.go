@@ -82,7 +82,9 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		}
 		return commandReply{ResponseType: "in_channel", Text: fallback("Status of " + st.Board.Name), Blocks: blocks}
 	case "plan":
-		req := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), fields[0]))
+		// Slack escapes the command's mentions (should_escape): they are
+		// stripped as a mention's are, so both ask the same.
+		req := strings.TrimSpace(stripMentions(strings.TrimPrefix(strings.TrimSpace(text), fields[0])))
 		if req == "" {
 			return commandReply{ResponseType: "ephemeral", Text: "Say what to plan: `/bobnet plan our product launch`."}
 		}
