@@ -281,6 +281,20 @@ func TestTenantIsolationSlack(t *testing.T) {
 		}
 	}
 
+	// B's App Home, opened and clicked: a Move of A's card under review
+	// (by id, as a forged button would name it).
+	homeBefore := w.slack.count(func(c teamCall) bool { return c.Method == "views.publish" })
+	w.post(t, "/slack/events", "application/json", teamEvent("T_B", "EvHomeMallory",
+		map[string]any{"type": "app_home_opened", "user": "U_MALLORY", "tab": "home", "channel": "D_U_MALLORY"}))
+	if home := w.homeOf(t, "T_B", "U_MALLORY", homeBefore, "opened", nil); len(w.leaks(home)) > 0 || strings.Contains(home, w.boardA.Key+"-") {
+		t.Errorf("B's App Home shows A's boards or cards: %s", home)
+	}
+	homeBefore = w.slack.count(func(c teamCall) bool { return c.Method == "views.publish" })
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", homeMoveClick("T_B", "U_MALLORY", string(w.review.RunCard.Card), "Done"))
+	if home := w.homeOf(t, "T_B", "U_MALLORY", homeBefore, "after the forged move", nil); len(w.leaks(home)) > 0 {
+		t.Errorf("B's App Home after a Move of A's card shows A's: %s", home)
+	}
+
 	w.env.WaitIdle(t)
 	time.Sleep(200 * time.Millisecond) // posts made after the ack
 	if after := w.stateOfA(t); after != before {
