@@ -23,6 +23,16 @@ var ErrRunGoing = errors.New("a run of this board is still going")
 // Review, the run ended, sent back too often, a lease another holds).
 var ErrNotRunnable = errors.New("not possible in this run now")
 
+// ErrStaleReview means a review decision was made on an earlier round of
+// its card: the card was sent back and worked again since, so the
+// decision changes nothing.
+var ErrStaleReview = errors.New("this review is of an earlier output of the card")
+
+// AnyRound, as the round of a review decision, decides the card in
+// whatever round it is in now (a person naming the card in chat, or a
+// REST call without a round).
+const AnyRound = -1
+
 // MaxOutput is the most a card's output may hold (256 KiB).
 const MaxOutput = 256 << 10
 

@@ -16,7 +16,7 @@ import (
 type RunStore interface {
 	StartRun(ctx context.Context, st board.RunStart) (board.Run, error)
 	Run(ctx context.Context, id board.RunID) (board.Run, error)
-	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
+	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, round int, user string, accept bool, reason string) (board.CardUpdate, error)
 	Runs(ctx context.Context, id board.ID, limit int) ([]board.Run, error)
 	BoardByKey(ctx context.Context, tenant board.Tenant, key string) (board.Board, error)
 	SetSchedule(ctx context.Context, sc board.Schedule) error
