@@ -117,12 +117,16 @@ func (t *SlackInstallations) read(_ context.Context, row pgx.Row) (board.SlackIn
 }
 
 // Delete removes an installation (the app was uninstalled or its tokens
-// revoked); deleting one that is not there is no error.
-func (t *SlackInstallations) Delete(ctx context.Context, id string) error {
-	if _, err := t.s.pool.Exec(ctx, `DELETE FROM slack_installations WHERE installation_id = $1`, id); err != nil {
-		return fmt.Errorf("delete slack installation: %w", err)
+// revoked) made before asOf, the time of the uninstall; deleting one that
+// is not there is no error. An installation made at asOf or later (the
+// workspace installed again after the uninstall that Slack now delivers
+// again) is kept: deleted says whether a row went.
+func (t *SlackInstallations) Delete(ctx context.Context, id string, asOf time.Time) (deleted bool, err error) {
+	tag, err := t.s.pool.Exec(ctx, `DELETE FROM slack_installations WHERE installation_id = $1 AND installed_at < $2`, id, asOf)
+	if err != nil {
+		return false, fmt.Errorf("delete slack installation: %w", err)
 	}
-	return nil
+	return tag.RowsAffected() > 0, nil
 }
 
 // Refresh renews an installation's tokens at most once across replicas:
