@@ -61,7 +61,9 @@ func (e *Engine) post(ctx context.Context, consumer string, d QueuedRequest, rec
 			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
 		}
 		pctx, cancel := context.WithTimeout(base, e.cfg.PostTimeout)
-		book, bcancel := context.WithTimeout(base, bookkeepingTimeout)
+		// The recording around the post (its claim before, where it went
+		// after) outlives a post that answers just before its timeout.
+		book, bcancel := context.WithTimeout(base, e.cfg.PostTimeout+bookkeepingTimeout)
 		// A second attempt, or a request handed out before, may follow
 		// a post that went out unheard.
 		err = e.postOnce(pctx, book, poster, r, ans, attempt > 0 || d.Count > 1)
