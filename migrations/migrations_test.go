@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -435,5 +436,30 @@ func TestAssigneeIdsMigration(t *testing.T) {
 		if changed := got != w.before; changed != ok || ok && !p.AssignableIn(board.TenantOf(channels[w.board])) {
 			t.Errorf("%q on %s: a person id %v (%+v), assignable there %v", got, channels[w.board], ok, p, ok && p.AssignableIn(board.TenantOf(channels[w.board])))
 		}
+	}
+}
+
+// TestEncryptionKeysMigration: encryption_keys holds key ids (8 hex
+// digits, never a key), once each, stamped when first recorded.
+func TestEncryptionKeysMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := storetest.NewPool(t)
+	if _, err := pool.Exec(ctx, `INSERT INTO encryption_keys (key_id) VALUES ('0a1b2c3d')`); err != nil {
+		t.Fatal(err)
+	}
+	for name, sql := range map[string]string{
+		"a duplicate id":       `INSERT INTO encryption_keys (key_id) VALUES ('0a1b2c3d')`,
+		"a key, not an id":     `INSERT INTO encryption_keys (key_id) VALUES ('q83vEjRWeJASNFZ4kBI0VniQEjRWeJASNFZ4kBI0Vng=')`,
+		"an upper-case id":     `INSERT INTO encryption_keys (key_id) VALUES ('0A1B2C3D')`,
+		"no time it was first": `INSERT INTO encryption_keys (key_id, current_since) VALUES ('11111111', NULL)`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	var since time.Time
+	if err := pool.QueryRow(ctx, `SELECT current_since FROM encryption_keys WHERE key_id = '0a1b2c3d'`).Scan(&since); err != nil || time.Since(since) > time.Minute {
+		t.Fatalf("current_since = %v, %v", since, err)
 	}
 }

@@ -139,6 +139,7 @@
     actions.querySelectorAll("button").forEach((b) => { b.disabled = true; });
     const body = { user: u, decision };
     if (reason) body.reason = reason;
+    if (typeof r.round === "number") body.round = r.round; // an earlier round's buttons decide nothing
     const path = "/api/v1/runs/" + encodeURIComponent(r.run_id) + "/cards/" + encodeURIComponent(r.card_id) + "/review";
     const { status, data } = await api("POST", path, body);
     if (status >= 400) {
