@@ -103,3 +103,31 @@ func (g Grammar) Help(d Dialect) string {
 	}
 	return strings.TrimSuffix(sb.String(), "\n")
 }
+
+// Markdown is the table of the commands for docs/commands.md: each verb
+// as Slack and the console write it, as Matrix does, and what it does.
+func (g Grammar) Markdown() string {
+	cell := func(d Dialect, v Verb) string {
+		if v.MatrixOnly && !d.MatrixVerbs {
+			return "—"
+		}
+		call := d.Prefix + v.Name
+		if v.Thread {
+			call = "!" + v.Name
+		}
+		if v.Args != "" {
+			call += " " + v.Args
+		}
+		return "`" + strings.ReplaceAll(call, "|", `\|`) + "`"
+	}
+	var sb strings.Builder
+	sb.WriteString("| Slack and the console | Matrix | What it does |\n| --- | --- | --- |\n")
+	for _, v := range g {
+		help := v.Help
+		if v.Thread {
+			help += " (a reply in the preview's thread)"
+		}
+		sb.WriteString("| " + cell(SlackDialect, v) + " | " + cell(MatrixDialect, v) + " | " + help + " |\n")
+	}
+	return sb.String()
+}

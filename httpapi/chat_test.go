@@ -31,6 +31,18 @@ type fakeEngine struct {
 	mu      sync.Mutex
 	submits []bot.Request
 	err     error // returned by Submit when set
+	// surface answers the chat commands' lookups (nil: a command that
+	// looks anything up panics: it must not).
+	surface  bot.Surface
+	commands []bot.Command
+}
+
+func (f *fakeEngine) Command(ctx context.Context, c bot.Command) bot.CommandAnswer {
+	f.mu.Lock()
+	f.commands = append(f.commands, c)
+	s := f.surface
+	f.mu.Unlock()
+	return bot.Verbs.Answer(ctx, s, c)
 }
 
 func (f *fakeEngine) Submit(_ context.Context, r bot.Request) (bot.RequestID, error) {
