@@ -20,10 +20,11 @@ const (
 	NamesThread
 )
 
-// Verb is one chat command: `/bobnet VERB …` in Slack, `!bobnet VERB …`
-// in Matrix, or, for a thread verb, `!VERB` as a reply in a preview's
-// thread. The table is what both adapters answer, what their help says,
-// and what the tenant-isolation suite walks.
+// Verb is one chat command: `/bobnet VERB …` in Slack and the console,
+// `!bobnet VERB …` in Matrix, or, for a thread verb, `!VERB` as a reply in
+// a preview's thread. The table is what every surface answers (through
+// Grammar.Answer), what their help and docs/commands.md say, and what the
+// tenant-isolation suites walk.
 type Verb struct {
 	Name string
 	// Args is how its arguments are written in help, e.g. "[KEY]".
