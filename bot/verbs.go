@@ -20,6 +20,21 @@ const (
 	NamesThread
 )
 
+// Effect is what a verb does, for a surface whose callers are allowed
+// some things only (the API's token scopes).
+type Effect uint8
+
+const (
+	// EffectPlan asks for a plan, or a plan again.
+	EffectPlan Effect = iota
+	// EffectRead reads boards, runs or policies.
+	EffectRead
+	// EffectChange changes cards, runs, schedules or where the bot is.
+	EffectChange
+	// EffectDecide decides a proposal or a card's review.
+	EffectDecide
+)
+
 // Verb is one chat command: `/bobnet VERB …` in Slack and the console,
 // `!bobnet VERB …` in Matrix, or, for a thread verb, `!VERB` as a reply in
 // a preview's thread. The table is what every surface answers (through
@@ -38,6 +53,7 @@ type Verb struct {
 	// MatrixOnly verbs have no Slack or console form (Slack decides with
 	// buttons and modals; a Slack app cannot leave a channel by itself).
 	MatrixOnly bool
+	Effect     Effect
 	// Do answers the command (grammar.go); thread verbs have none: the
 	// surface that has them decides on its thread's proposal itself.
 	Do func(ctx context.Context, s Surface, c Command) CommandAnswer
@@ -49,23 +65,23 @@ type Grammar []Verb
 
 // Verbs are the chat commands, in the order help lists them.
 var Verbs = Grammar{
-	{Name: "plan", Args: "<what>", Help: "plans what you say, like a mention", Do: doPlan},
-	{Name: "status", Args: "[board id]", Help: "shows this channel's board, or another board of this workspace or room by its id", Names: NamesBoardID, Do: doStatus},
-	{Name: "next", Help: "lists the cards of this channel's board that are ready to start", Do: doNext},
-	{Name: "move", Args: "<card> <status>", Help: "moves a card, named by its handle (NEWS-3) or the start of its title", Names: NamesHandle, Do: doMove},
-	{Name: "assign", Args: "<card> <who>", Help: "assigns a card to a profile (Researcher), a person (@alice) or none", Names: NamesHandle, Do: doAssign},
-	{Name: "run", Args: "[KEY]", Help: "starts a run of this channel's board, or of the board with that key", Names: NamesKey, Do: doRun},
-	{Name: "runs", Args: "[KEY]", Help: "lists the latest runs", Names: NamesKey, Do: doRuns},
-	{Name: "schedule", Args: "[KEY] daily 06:00 Europe/Berlin | cron <5 fields> <zone> | off", Help: "shows or sets when a board runs by itself", Names: NamesKey, Do: doSchedule},
-	{Name: "accept", Args: "<card>", Help: "accepts a card waiting for review in the running run", Names: NamesHandle, Do: doReview},
-	{Name: "sendback", Args: "<card> <why>", Help: "sends a card under review back with a reason", Names: NamesHandle, Do: doReview},
-	{Name: "policy", Help: "shows who decides here and how many approvals a plan needs", Do: doPolicy},
-	{Name: "leave", Help: "makes me leave the room", MatrixOnly: true, Do: doLeave},
-	{Name: "approve", Help: "approves the thread's proposal", Names: NamesThread, Thread: true, MatrixOnly: true},
-	{Name: "revise", Args: "<what to change>", Help: "re-plans the thread's proposal with your feedback", Names: NamesThread, Thread: true, MatrixOnly: true},
-	{Name: "cancel", Help: "cancels the thread's proposal", Names: NamesThread, Thread: true, MatrixOnly: true},
-	{Name: "again", Help: "plans the thread's request again", Names: NamesThread, Thread: true, MatrixOnly: true},
-	{Name: "withdraw", Help: "takes your approval of the thread's proposal back", Names: NamesThread, Thread: true, MatrixOnly: true},
+	{Name: "plan", Args: "<what>", Help: "plans what you say, like a mention", Do: doPlan, Effect: EffectPlan},
+	{Name: "status", Args: "[board id]", Help: "shows this channel's board, or another board of this workspace or room by its id", Names: NamesBoardID, Do: doStatus, Effect: EffectRead},
+	{Name: "next", Help: "lists the cards of this channel's board that are ready to start", Do: doNext, Effect: EffectRead},
+	{Name: "move", Args: "<card> <status>", Help: "moves a card, named by its handle (NEWS-3) or the start of its title", Names: NamesHandle, Do: doMove, Effect: EffectChange},
+	{Name: "assign", Args: "<card> <who>", Help: "assigns a card to a profile (Researcher), a person (@alice) or none", Names: NamesHandle, Do: doAssign, Effect: EffectChange},
+	{Name: "run", Args: "[KEY]", Help: "starts a run of this channel's board, or of the board with that key", Names: NamesKey, Do: doRun, Effect: EffectChange},
+	{Name: "runs", Args: "[KEY]", Help: "lists the latest runs", Names: NamesKey, Do: doRuns, Effect: EffectRead},
+	{Name: "schedule", Args: "[KEY] daily 06:00 Europe/Berlin | cron <5 fields> <zone> | off", Help: "shows or sets when a board runs by itself", Names: NamesKey, Do: doSchedule, Effect: EffectChange},
+	{Name: "accept", Args: "<card>", Help: "accepts a card waiting for review in the running run", Names: NamesHandle, Do: doReview, Effect: EffectDecide},
+	{Name: "sendback", Args: "<card> <why>", Help: "sends a card under review back with a reason", Names: NamesHandle, Do: doReview, Effect: EffectDecide},
+	{Name: "policy", Help: "shows who decides here and how many approvals a plan needs", Do: doPolicy, Effect: EffectRead},
+	{Name: "leave", Help: "makes me leave the room", MatrixOnly: true, Do: doLeave, Effect: EffectChange},
+	{Name: "approve", Help: "approves the thread's proposal", Names: NamesThread, Thread: true, MatrixOnly: true, Effect: EffectDecide},
+	{Name: "revise", Args: "<what to change>", Help: "re-plans the thread's proposal with your feedback", Names: NamesThread, Thread: true, MatrixOnly: true, Effect: EffectPlan},
+	{Name: "cancel", Help: "cancels the thread's proposal", Names: NamesThread, Thread: true, MatrixOnly: true, Effect: EffectDecide},
+	{Name: "again", Help: "plans the thread's request again", Names: NamesThread, Thread: true, MatrixOnly: true, Effect: EffectPlan},
+	{Name: "withdraw", Help: "takes your approval of the thread's proposal back", Names: NamesThread, Thread: true, MatrixOnly: true, Effect: EffectDecide},
 }
 
 // Lookup finds a verb of the table by name (any case); thread says

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/bobnet/bobnet/apitoken"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpjson"
@@ -30,6 +31,10 @@ func consoleCommand(text string) (string, bool) {
 // with what to plan is; nothing else goes through the planner.
 func (c *Chat) postCommand(w http.ResponseWriter, r *http.Request, ch bot.Channel, user, text, words string) {
 	verb, args, rest := bot.ParseCommand(words)
+	if v, ok := bot.Verbs.Lookup(verb, false); ok && !tokenMay(r, effectScope(v.Effect)) {
+		httpjson.Error(w, http.StatusForbidden, fmt.Sprintf("%s %s needs a token with the %s scope; nothing was done", commandPrefix, v.Name, effectScope(v.Effect)))
+		return
+	}
 	cmd := bot.Command{Dialect: bot.ConsoleDialect, Channel: ch, User: user, Verb: verb, Args: args, Text: rest, Logger: c.logger}
 	ans := c.eng.Command(r.Context(), cmd)
 	if ans.Act == "plan" {
@@ -40,6 +45,27 @@ func (c *Chat) postCommand(w http.ResponseWriter, r *http.Request, ch bot.Channe
 	reply := commandReply(cmd, ans)
 	c.channels.Publish(ch.ID, "reply", reply)
 	httpjson.Write(w, http.StatusOK, map[string]any{"reply": reply})
+}
+
+// effectScope is the token scope a command needs: the scope of the API
+// route that does the same.
+func effectScope(e bot.Effect) apitoken.Scope {
+	switch e {
+	case bot.EffectPlan:
+		return apitoken.ScopePropose
+	case bot.EffectRead:
+		return apitoken.ScopeRead
+	case bot.EffectDecide:
+		return apitoken.ScopeApprove
+	}
+	return apitoken.ScopeWrite
+}
+
+// tokenMay says whether the request's token has scope s; a request
+// without a token (no API token configured) may.
+func tokenMay(r *http.Request, s apitoken.Scope) bool {
+	t, ok := apitoken.FromContext(r.Context())
+	return !ok || t.Has(s)
 }
 
 // consoleHelp is what "/bobnet help" (or any word that is no verb)

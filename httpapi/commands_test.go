@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bobnet/bobnet/apitoken"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
@@ -104,5 +108,74 @@ func TestConsoleCommands(t *testing.T) {
 	}
 	if len(replies) != 4 || replies[0] != want {
 		t.Fatalf("replies in the channel: %q", replies)
+	}
+}
+
+// scopedTokens knows tokens with one scope each beside propose, which
+// posting a message needs: "read-secret" and "propose-secret" (none).
+type scopedTokens struct{}
+
+func (scopedTokens) Lookup(_ context.Context, secret string) (apitoken.Token, error) {
+	switch secret {
+	case "read-secret":
+		return apitoken.Token{Name: "reader", Scopes: []apitoken.Scope{apitoken.ScopePropose, apitoken.ScopeRead}}, nil
+	case "propose-secret":
+		return apitoken.Token{Name: "proposer", Scopes: []apitoken.Scope{apitoken.ScopePropose}}, nil
+	}
+	return apitoken.Token{}, apitoken.ErrNotFound
+}
+
+// TestConsoleCommandScopes: a console command needs the scope of the API
+// route that does the same (status: read; move, run, schedule: write;
+// accept: approve); without it the answer is a 403 and nothing is done
+// or shown. Help needs nothing more than posting a message.
+func TestConsoleCommandScopes(t *testing.T) {
+	t.Parallel()
+	eng := &fakeEngine{surface: nextSurface{}}
+	con, chat := newChat(eng)
+	r := chi.NewRouter()
+	r.Group(func(r chi.Router) {
+		r.Use(apitoken.NewGuard(scopedTokens{}, "boot", discard()).Middleware)
+		chat.Routes(r)
+	})
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	send := func(token, text string) (int, string) {
+		body, _ := json.Marshal(map[string]string{"user": "alice", "text": text})
+		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/channels/general/messages", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(raw)
+	}
+	for _, tc := range []struct {
+		token, text string
+		status      int
+		says        string
+	}{
+		{"read-secret", "/bobnet move NEWS-3 done", 403, "/bobnet move needs a token with the write scope; nothing was done"},
+		{"read-secret", "/bobnet run NEWS", 403, "write scope"},
+		{"read-secret", "/bobnet schedule NEWS off", 403, "write scope"},
+		{"read-secret", "/bobnet accept NEWS-3", 403, "approve scope"},
+		{"propose-secret", "/bobnet next", 403, "/bobnet next needs a token with the read scope"},
+		{"propose-secret", "/bobnet help", 200, "/bobnet status"},
+		{"read-secret", "/bobnet next", 200, "NEWS-1"},
+	} {
+		if status, body := send(tc.token, tc.text); status != tc.status || !strings.Contains(body, tc.says) {
+			t.Errorf("%s with %s: %d %s", tc.text, tc.token, status, body)
+		}
+	}
+	eng.mu.Lock()
+	asked := len(eng.commands)
+	eng.mu.Unlock()
+	past, _, stop := con.Follow("general", 0)
+	stop()
+	if asked != 2 || len(past) != 4 { // help and next: each its message and reply
+		t.Fatalf("the engine answered %d commands, the channel has %d events; want 2 and 4", asked, len(past))
 	}
 }
