@@ -35,6 +35,13 @@ func (c *Chat) postCommand(w http.ResponseWriter, r *http.Request, ch bot.Channe
 		httpjson.Error(w, http.StatusForbidden, fmt.Sprintf("%s %s needs a token with the %s scope; nothing was done", commandPrefix, v.Name, effectScope(v.Effect)))
 		return
 	}
+	if v, ok := bot.Verbs.Lookup(verb, false); ok && limited(r) && v.Names != 0 && len(args) > 0 {
+		// The grammar looks names up within the tenant (every console
+		// channel's boards): a token limited to channels may use only
+		// the commands about this channel's own board.
+		httpjson.Error(w, http.StatusForbidden, fmt.Sprintf("a token limited to channels cannot name a board or card in %s %s; use the API routes, which check the board's channel", commandPrefix, v.Name))
+		return
+	}
 	cmd := bot.Command{Dialect: bot.ConsoleDialect, Channel: ch, User: user, Verb: verb, Args: args, Text: rest, Logger: c.logger}
 	ans := c.eng.Command(r.Context(), cmd)
 	if ans.Act == "plan" {

@@ -121,6 +121,8 @@ func (scopedTokens) Lookup(_ context.Context, secret string) (apitoken.Token, er
 		return apitoken.Token{Name: "reader", Scopes: []apitoken.Scope{apitoken.ScopePropose, apitoken.ScopeRead}}, nil
 	case "propose-secret":
 		return apitoken.Token{Name: "proposer", Scopes: []apitoken.Scope{apitoken.ScopePropose}}, nil
+	case "limited-secret":
+		return apitoken.Token{Name: "limited", Scopes: apitoken.Scopes, Channels: []string{"console:general"}}, nil
 	}
 	return apitoken.Token{}, apitoken.ErrNotFound
 }
@@ -165,6 +167,13 @@ func TestConsoleCommandScopes(t *testing.T) {
 		{"propose-secret", "/bobnet next", 403, "/bobnet next needs a token with the read scope"},
 		{"propose-secret", "/bobnet help", 200, "/bobnet status"},
 		{"read-secret", "/bobnet next", 200, "NEWS-1"},
+		// A token limited to channels names nothing beyond its channel's
+		// board: the grammar would look it up among every console
+		// channel's boards.
+		{"limited-secret", "/bobnet move NEWS-3 done", 403, "a token limited to channels cannot name a board or card in /bobnet move"},
+		{"limited-secret", "/bobnet status b_aaaaaaaaaaaaaaaaaaaaaaaaaa", 403, "cannot name a board or card in /bobnet status"},
+		{"limited-secret", "/bobnet runs OTHER", 403, "cannot name a board or card"},
+		{"limited-secret", "/bobnet next", 200, "NEWS-1"},
 	} {
 		if status, body := send(tc.token, tc.text); status != tc.status || !strings.Contains(body, tc.says) {
 			t.Errorf("%s with %s: %d %s", tc.text, tc.token, status, body)
@@ -175,7 +184,7 @@ func TestConsoleCommandScopes(t *testing.T) {
 	eng.mu.Unlock()
 	past, _, stop := con.Follow("general", 0)
 	stop()
-	if asked != 2 || len(past) != 4 { // help and next: each its message and reply
-		t.Fatalf("the engine answered %d commands, the channel has %d events; want 2 and 4", asked, len(past))
+	if asked != 3 || len(past) != 6 { // help and next twice: each its message and reply
+		t.Fatalf("the engine answered %d commands, the channel has %d events; want 3 and 6", asked, len(past))
 	}
 }
