@@ -19,12 +19,12 @@ func doPlan(_ context.Context, _ Surface, c Command) CommandAnswer {
 	if c.Text == "" {
 		return CommandAnswer{Text: "Say what to plan: " + c.Dialect.code(c.Dialect.Prefix+"plan our product launch") + "."}
 	}
-	return CommandAnswer{Act: "plan", Text: c.Text}
+	return CommandAnswer{Act: ActPlan, Text: c.Text}
 }
 
 // doLeave says goodbye; the surface leaves the room.
 func doLeave(context.Context, Surface, Command) CommandAnswer {
-	return CommandAnswer{Act: "leave", Text: "Bye! Invite me again whenever you need a plan."}
+	return CommandAnswer{Act: ActLeave, Text: "Bye! Invite me again whenever you need a plan."}
 }
 
 // noSuchBoard answers a status request naming a board id nobody made.

@@ -102,8 +102,8 @@ type CommandAnswer struct {
 	Err error
 	// Help: the verb is not one the surface answers; show its help.
 	Help bool
-	// Act is a verb the surface carries out itself: "plan" (Text is the
-	// request) or "leave" (Text is the goodbye).
+	// Act is a verb the surface carries out itself: ActPlan (Text is
+	// the request) or ActLeave (Text is the goodbye).
 	Act string
 	// Status is a board's status, with its runs and budget lines ("" for
 	// none). With no Status, BudgetLine goes after Text.
@@ -120,6 +120,12 @@ type CommandAnswer struct {
 	// without private answers leaves it out.
 	Told bool
 }
+
+// The acts a surface carries out itself.
+const (
+	ActPlan  = "plan"
+	ActLeave = "leave"
+)
 
 // Link is a link of an answer.
 type Link struct {

@@ -84,7 +84,7 @@ func TestGrammarUsage(t *testing.T) {
 			t.Errorf("%s %s %q:\n got %+v\nwant %q", tc.dialect, tc.verb, tc.args, got, tc.want)
 		}
 	}
-	if got := bot.Verbs.Answer(context.Background(), nil, bot.Command{Dialect: bot.MatrixDialect, Verb: "plan", Text: "our launch"}); got.Act != "plan" || got.Text != "our launch" {
+	if got := bot.Verbs.Answer(context.Background(), nil, bot.Command{Dialect: bot.MatrixDialect, Verb: "plan", Text: "our launch"}); got.Act != bot.ActPlan || got.Text != "our launch" {
 		t.Errorf("plan answers %+v", got)
 	}
 }

@@ -44,7 +44,7 @@ func (c *Chat) postCommand(w http.ResponseWriter, r *http.Request, ch bot.Channe
 	}
 	cmd := bot.Command{Dialect: bot.ConsoleDialect, Channel: ch, User: user, Verb: verb, Args: args, Text: rest, Logger: c.logger}
 	ans := c.eng.Command(r.Context(), cmd)
-	if ans.Act == "plan" {
+	if ans.Act == bot.ActPlan {
 		c.submit(w, r, ch, user, text, ans.Text)
 		return
 	}

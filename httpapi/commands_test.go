@@ -111,6 +111,23 @@ func TestConsoleCommands(t *testing.T) {
 	}
 }
 
+// TestConsoleDispatchesEveryVerb: every verb of the table the console has
+// reaches the engine's grammar as that verb.
+func TestConsoleDispatchesEveryVerb(t *testing.T) {
+	t.Parallel()
+	eng := &fakeEngine{}
+	_, srv := newServer(t, eng)
+	for _, v := range bot.Verbs {
+		if v.MatrixOnly {
+			continue
+		}
+		status, out := say(t, srv.URL, "/bobnet "+strings.ToUpper(v.Name)+" NEWS-3")
+		if reply, _ := out["reply"].(map[string]any); status != http.StatusOK || reply["text"] != "answered "+v.Name {
+			t.Errorf("/bobnet %s: %d %v", v.Name, status, out)
+		}
+	}
+}
+
 // scopedTokens knows tokens with one scope each beside propose, which
 // posting a message needs: "read-secret" and "propose-secret" (none).
 type scopedTokens struct{}

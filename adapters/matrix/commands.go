@@ -73,7 +73,7 @@ func (a *Adapter) roomCommand(ctx context.Context, evt *event.Event, thread bot.
 		a.planThis(ctx, evt, thread, inThread) // planthis.go
 	case v.Name == "plan":
 		ans := bot.Verbs.Answer(ctx, a.eng, c) // only reads the words
-		if ans.Act != "plan" {
+		if ans.Act != bot.ActPlan {
 			a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: ans.Text})
 			return
 		}
@@ -96,7 +96,7 @@ func (a *Adapter) answer(ctx context.Context, thread bot.Thread, c bot.Command, 
 		info(helpText())
 	case ans.Err != nil:
 		info(decisionText(ans.Err))
-	case ans.Act == "leave":
+	case ans.Act == bot.ActLeave:
 		info(ans.Text)
 		a.leave(ctx, id.RoomID(thread.Channel.ID), "asked by "+c.User)
 	case ans.Status != nil:

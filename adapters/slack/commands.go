@@ -64,7 +64,7 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		}
 	}
 	ans := bot.Verbs.Answer(ctx, a.eng, c)
-	if ans.Act == "plan" {
+	if ans.Act == bot.ActPlan {
 		return a.planCommand(ctx, channel, user, ans.Text, trigger)
 	}
 	return a.render(ctx, c, ans)
