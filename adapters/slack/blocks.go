@@ -291,7 +291,7 @@ func helpText() string {
 	return "*BobNet* turns a request into a board of cards you approve.\n" +
 		"• Mention me with what you want planned, e.g. `@BobNet plan our daily research newspaper`.\n" +
 		"• I reply in the thread with a preview: *Approve and create*, *Revise* or *Cancel*. Nothing changes until someone approves.\n" +
-		bot.VerbHelp("/bobnet ", true) + "\n" +
+		bot.Verbs.Help(bot.SlackDialect) + "\n" +
 		"• `/bobnet help` shows this."
 }
 

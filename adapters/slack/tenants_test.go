@@ -211,12 +211,23 @@ func TestTenantIsolationSlack(t *testing.T) {
 		for _, channel := range []string{"C0555", "C0999"} { // B's board's channel, a channel without one
 			withA := w.slash(t, "T_B", channel, c[0])
 			unused := w.slash(t, "T_B", channel, c[1])
+			if strings.Contains(withA, "turns a request into a board") {
+				t.Errorf("/bobnet %s is not dispatched: it answers with help", c[0])
+			}
 			if l := w.leaks(withA); len(l) > 0 {
 				t.Errorf("/bobnet %s in B's %s shows %v of A: %s", c[0], channel, l, withA)
 			}
 			if c[0] != c[1] && withA != unused {
 				t.Errorf("/bobnet %s in B's %s answers\n  %s\nbut for a name nobody has\n  %s", c[0], channel, withA, unused)
 			}
+		}
+	}
+
+	// Help is made of the table: every verb Slack has is listed.
+	help := w.slash(t, "T_B", "C0555", "help")
+	for _, v := range bot.Verbs {
+		if listed := strings.Contains(help, "`/bobnet "+v.Name); listed == v.MatrixOnly {
+			t.Errorf("/bobnet help lists %q: %v, want %v:\n%s", v.Name, listed, !v.MatrixOnly, help)
 		}
 	}
 

@@ -464,7 +464,7 @@
     $("send").disabled = true;
     const { status, data } = await api("POST", "/api/v1/channels/" + encodeURIComponent($("channel").value.trim()) + "/messages", { user: u, text });
     $("send").disabled = false;
-    if (status === 202) $("text").value = "";
+    if (status === 202 || status === 200) $("text").value = "";
     else alertMsg(data.error || "Sending failed (" + status + ").");
   });
   $("text").addEventListener("keydown", (e) => {
