@@ -326,9 +326,10 @@ func TestIdlePollersShareAConnection(t *testing.T) {
 	time.Sleep(time.Second)
 	cancel()
 	<-done
-	// Two at most, for a query slowed by a busy machine; in step, the
-	// four pollers held four.
-	if n := pool.Stat().TotalConns(); n > 2 {
+	// In step, the four pollers held four. Spread, one at a time, or a
+	// few overlapping when a busy machine (a -race run beside every other
+	// package) slows a poll: three at most.
+	if n := pool.Stat().TotalConns(); n > 3 {
 		t.Errorf("idle, the worker holds %d connections", n)
 	}
 	if n := pool.Stat().AcquireCount(); n < 16 {

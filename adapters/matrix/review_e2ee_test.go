@@ -4,9 +4,12 @@ package matrix_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	"maunium.net/go/mautrix/crypto"
 	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
 
 	"github.com/bobnet/bobnet/bot"
 )
@@ -34,8 +37,17 @@ func TestMatrixEncryptedReviewReaction(t *testing.T) {
 	}
 	// Alice's client encrypts her reaction, as Element does (mautrix's
 	// SendReaction would send it in the clear).
-	enc, err := h.Machine().EncryptMegolmEvent(ctx, w.room, event.EventReaction,
-		&event.ReactionEventContent{RelatesTo: event.RelatesTo{Type: event.RelAnnotation, EventID: ann.ID, Key: "✅"}})
+	reaction := &event.ReactionEventContent{RelatesTo: event.RelatesTo{Type: event.RelAnnotation, EventID: ann.ID, Key: "✅"}}
+	enc, err := h.Machine().EncryptMegolmEvent(ctx, w.room, event.EventReaction, reaction)
+	if errors.Is(err, crypto.ErrNoGroupSession) {
+		// Her session was rotated since her last message (a device list
+		// change seen late on a busy machine): share a new one first, as
+		// her client does before it sends.
+		if err := h.Machine().ShareGroupSession(ctx, w.room, []id.UserID{w.alice.ID, w.bot.ID}); err != nil {
+			t.Fatal(err)
+		}
+		enc, err = h.Machine().EncryptMegolmEvent(ctx, w.room, event.EventReaction, reaction)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
