@@ -9,7 +9,6 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
-	"sync"
 
 	"github.com/go-chi/chi/v5"
 
@@ -18,19 +17,11 @@ import (
 	"github.com/bobnet/bobnet/sse"
 )
 
-//go:embed board.html.tmpl
-var boardPageSource string
-
 //go:embed board.js
 var boardScript []byte
 
-// boardPage is parsed when first drawn: a server nobody has opened a
-// board on keeps neither its parse tree nor the parser's pages.
-var boardPage = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("board").Funcs(template.FuncMap{
-		"statusClass": statusClass,
-	}).Parse(boardPageSource))
-})
+// boardPage is parsed when first drawn (lazyTemplate).
+var boardPage = lazyTemplate("board.html.tmpl", template.FuncMap{"statusClass": statusClass})
 
 // Reader is what the page needs of storage; *store.Store is one.
 type Reader interface {

@@ -20,6 +20,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/sse"
+	"github.com/bobnet/bobnet/web"
 )
 
 // Engine is what the console's pages need from the bot engine.
@@ -212,10 +213,10 @@ func (c *Console) PageRoutes(r chi.Router) {
 	index := func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, sub, "index.html")
 	}
-	r.Get("/", SecurityHeaders(http.HandlerFunc(index)).ServeHTTP)
-	r.Get("/c/{channel}", SecurityHeaders(http.HandlerFunc(index)).ServeHTTP)
-	r.Get("/proposals/{id}", SecurityHeaders(http.HandlerFunc(c.proposalHTML)).ServeHTTP)
+	r.Get("/", web.SecurityHeaders(http.HandlerFunc(index)).ServeHTTP)
+	r.Get("/c/{channel}", web.SecurityHeaders(http.HandlerFunc(index)).ServeHTTP)
+	r.Get("/proposals/{id}", web.SecurityHeaders(http.HandlerFunc(c.proposalHTML)).ServeHTTP)
 	// The files under /static/ include the console's HTML itself, which
 	// must not be framed from that address either.
-	r.Handle("/static/*", SecurityHeaders(http.StripPrefix("/static/", files)))
+	r.Handle("/static/*", web.SecurityHeaders(http.StripPrefix("/static/", files)))
 }

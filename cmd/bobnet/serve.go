@@ -171,7 +171,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	}
 
 	r := chi.NewRouter()
-	r.Use(logRequests(logger), console.SecurityHeaders)
+	r.Use(logRequests(logger), web.SecurityHeaders)
 	ready := readyHandler(map[string]pinger{"postgres": db, "redis": redisStore}, logger)
 	healthRoutes(r, ready)
 	// The API's guards: cross-site and rebinding first, then the token.
