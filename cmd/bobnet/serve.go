@@ -202,7 +202,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	pages.UseStreams(streams)
 	closers = append(closers, startLiveBoards(ctx, db, pages, logger))
 	pages.PageRoutes(r)
-	boardrun.NewPages(db, logger).Routes(r)
+	web.NewEditions(db, logger).Routes(r)
 	con.PageRoutes(r)
 	httpapi.API{
 		Guards:    apiGuards,
