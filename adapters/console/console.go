@@ -215,7 +215,7 @@ func (c *Console) PageRoutes(r chi.Router) {
 	}
 	r.Get("/", web.SecurityHeaders(http.HandlerFunc(index)).ServeHTTP)
 	r.Get("/c/{channel}", web.SecurityHeaders(http.HandlerFunc(index)).ServeHTTP)
-	r.Get("/proposals/{id}", web.SecurityHeaders(http.HandlerFunc(c.proposalHTML)).ServeHTTP)
+	r.Get("/proposals/{id}", web.SecurityHeaders(web.ProposalPage(proposalViews{c.eng}, c.logger)).ServeHTTP)
 	// The files under /static/ include the console's HTML itself, which
 	// must not be framed from that address either.
 	r.Handle("/static/*", web.SecurityHeaders(http.StripPrefix("/static/", files)))
