@@ -1,5 +1,10 @@
-// Package web serves the board page people open from chat links, its
-// script, and its live stream of card changes (server-sent events).
+// Package web draws every HTML page BobNet serves: the board page people
+// open from chat links, its script and its live stream of card changes
+// (server-sent events); a run's edition; the proposal page; the notices of
+// the Slack install. It holds their templates (templates.go: embedded
+// once, each parsed on its first draw) and the security headers every
+// response carries (SecurityHeaders). Each page's data comes from its
+// owner through an interface declared here.
 package web
 
 import (
