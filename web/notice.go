@@ -1,8 +1,6 @@
 package web
 
-import (
-	"net/http"
-)
+import "net/http"
 
 // noticePage is parsed when first drawn (lazyTemplate): most servers
 // never show one.

@@ -206,7 +206,8 @@ func (c *Console) UpdatePreview(_ context.Context, p bot.Proposal) error {
 	return nil
 }
 
-// PageRoutes mounts the web console at / and /c/{channel}.
+// PageRoutes mounts the web console at / and /c/{channel}, and web's
+// proposal page at /proposals/{id} on the engine's proposals.
 func (c *Console) PageRoutes(r chi.Router) {
 	sub, _ := fs.Sub(static, "static")
 	files := http.FileServerFS(sub)
