@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -13,9 +12,14 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// pageCSP lets the page run its one script, served from this server, and
-// talk only to this server; nothing a card says can load or run anything.
-const pageCSP = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// boardPolicy lets the page run its one script, served from this server,
+// and talk only to this server; nothing a card says can load or run
+// anything.
+var boardPolicy = policy{
+	CSP:      "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+	Referrer: "no-referrer",
+	Cache:    "no-store",
+}
 
 // column is one status column of the page.
 type column struct {
@@ -147,21 +151,13 @@ func (w *Pages) page(rw http.ResponseWriter, r *http.Request) {
 		"Total":    len(cards),
 		"Console":  consoleLink(b.Channel),
 	}
-	// Rendered whole before the first byte goes out: a template error is
-	// ours and logged as one, while a reader who closed the page (a broken
-	// pipe) is nobody's error.
-	var buf bytes.Buffer
-	if err := boardPage().Execute(&buf, data); err != nil {
+	page, err := draw(boardPage(), data)
+	if err != nil {
 		w.logger.Error("render board page", "board", b.ID, "err", err)
 		http.Error(rw, "could not render the board", http.StatusInternalServerError)
 		return
 	}
-	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
-	rw.Header().Set("Content-Security-Policy", pageCSP)
-	rw.Header().Set("X-Content-Type-Options", "nosniff")
-	rw.Header().Set("Referrer-Policy", "no-referrer")
-	rw.Header().Set("Cache-Control", "no-store")
-	if _, err := rw.Write(buf.Bytes()); err != nil {
+	if err := writePage(rw, http.StatusOK, boardPolicy, page); err != nil {
 		w.logger.Debug("board page not delivered", "board", b.ID, "err", err)
 	}
 }

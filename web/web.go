@@ -1,5 +1,10 @@
-// Package web serves the board page people open from chat links, its
-// script, and its live stream of card changes (server-sent events).
+// Package web draws every HTML page BobNet serves: the board page people
+// open from chat links, its script and its live stream of card changes
+// (server-sent events); a run's edition; the proposal page; the notices of
+// the Slack install. It holds their templates (templates.go: embedded
+// once, each parsed on its first draw) and the security headers every
+// response carries (SecurityHeaders). Each page's data comes from its
+// owner through an interface declared here.
 package web
 
 import (
@@ -9,7 +14,6 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
-	"sync"
 
 	"github.com/go-chi/chi/v5"
 
@@ -18,20 +22,14 @@ import (
 	"github.com/bobnet/bobnet/sse"
 )
 
-//go:embed board.html.tmpl
-var boardPageSource string
-
 //go:embed board.js
 var boardScript []byte
 
-// boardPage is parsed when first drawn: a server nobody has opened a
-// board on keeps neither its parse tree nor the parser's pages.
-var boardPage = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("board").Funcs(template.FuncMap{
-		"statusClass": statusClass,
-		// A person is shown by a readable label (@U123, @alice:server).
-		"assignee": board.AssigneeLabel,
-	}).Parse(boardPageSource))
+// boardPage is parsed when first drawn (lazyTemplate).
+var boardPage = lazyTemplate("board.html.tmpl", template.FuncMap{
+	"statusClass": statusClass,
+	// A person is shown by a readable label (@U123, @alice:server).
+	"assignee": board.AssigneeLabel,
 })
 
 // Reader is what the page needs of storage; *store.Store is one.

@@ -20,6 +20,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/sse"
+	"github.com/bobnet/bobnet/web"
 )
 
 // Engine is what the console's pages need from the bot engine.
@@ -205,17 +206,18 @@ func (c *Console) UpdatePreview(_ context.Context, p bot.Proposal) error {
 	return nil
 }
 
-// PageRoutes mounts the web console at / and /c/{channel}.
+// PageRoutes mounts the web console at / and /c/{channel}, and web's
+// proposal page at /proposals/{id} on the engine's proposals.
 func (c *Console) PageRoutes(r chi.Router) {
 	sub, _ := fs.Sub(static, "static")
 	files := http.FileServerFS(sub)
 	index := func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, sub, "index.html")
 	}
-	r.Get("/", SecurityHeaders(http.HandlerFunc(index)).ServeHTTP)
-	r.Get("/c/{channel}", SecurityHeaders(http.HandlerFunc(index)).ServeHTTP)
-	r.Get("/proposals/{id}", SecurityHeaders(http.HandlerFunc(c.proposalHTML)).ServeHTTP)
+	r.Get("/", web.SecurityHeaders(http.HandlerFunc(index)).ServeHTTP)
+	r.Get("/c/{channel}", web.SecurityHeaders(http.HandlerFunc(index)).ServeHTTP)
+	r.Get("/proposals/{id}", web.SecurityHeaders(web.ProposalPage(proposalViews{c.eng}, c.logger)).ServeHTTP)
 	// The files under /static/ include the console's HTML itself, which
 	// must not be framed from that address either.
-	r.Handle("/static/*", SecurityHeaders(http.StripPrefix("/static/", files)))
+	r.Handle("/static/*", web.SecurityHeaders(http.StripPrefix("/static/", files)))
 }

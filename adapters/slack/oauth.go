@@ -9,18 +9,17 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"html/template"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/web"
 )
 
 // OAuthConfig turns on multi-workspace mode: BobNet is installed into
@@ -124,29 +123,6 @@ func (a *Adapter) now() time.Time {
 	return time.Now()
 }
 
-// installTmpl is parsed when first drawn: most servers never install.
-var installTmpl = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("install").Parse(installSource))
-})
-
-const installSource = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title></head>
-<body><main>
-<h1>{{.Title}}</h1>
-<p>{{.Text}}</p>
-{{if .Link}}<p><a href="{{.Link}}">{{.LinkText}}</a></p>{{end}}
-</main></body></html>
-`
-
-type page struct{ Title, Text, Link, LinkText string }
-
-func writePage(w http.ResponseWriter, status int, p page) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = installTmpl().Execute(w, p)
-}
-
 // installPage shows the "Add to Slack" link: Slack's authorize page with
 // BobNet's client id, its bot scopes, the callback and a fresh state.
 func (a *Adapter) installPage(w http.ResponseWriter, r *http.Request) {
@@ -162,7 +138,7 @@ func (a *Adapter) installPage(w http.ResponseWriter, r *http.Request) {
 	q := url.Values{"client_id": {a.cfg.OAuth.ClientID}, "scope": {strings.Join(scopes, ",")}, "redirect_uri": {a.redirectURI()}, "state": {state}}
 	http.SetCookie(w, &http.Cookie{Name: stateCookie, Value: nonce, Path: "/slack/oauth/", MaxAge: int(stateTTL.Seconds()),
 		HttpOnly: true, Secure: strings.HasPrefix(a.cfg.PublicURL, "https://"), SameSite: http.SameSiteLaxMode})
-	writePage(w, http.StatusOK, page{Title: "Install BobNet in Slack",
+	web.WriteNotice(w, http.StatusOK, web.Notice{Title: "Install BobNet in Slack",
 		Text: "BobNet turns a request in a Slack channel into a plan, and writes it to a board once someone approves it. The link works for 10 minutes.",
 		Link: base + "?" + q.Encode(), LinkText: "Add to Slack"})
 }
@@ -171,10 +147,10 @@ func (a *Adapter) installPage(w http.ResponseWriter, r *http.Request) {
 // from this browser and unused, the code unused; then oauth.v2.access
 // trades the code for the workspace's tokens, which are stored sealed.
 func (a *Adapter) oauthCallback(w http.ResponseWriter, r *http.Request) {
-	again := page{Link: "/slack/install", LinkText: "Start the installation again"}
+	again := web.Notice{Link: "/slack/install", LinkText: "Start the installation again"}
 	refuse := func(status int, title, text string) {
 		again.Title, again.Text = title, text
-		writePage(w, status, again)
+		web.WriteNotice(w, status, again)
 	}
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
@@ -232,7 +208,7 @@ func (a *Adapter) oauthCallback(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = "your workspace"
 	}
-	writePage(w, http.StatusOK, page{Title: "BobNet is installed",
+	web.WriteNotice(w, http.StatusOK, web.Notice{Title: "BobNet is installed",
 		Text: "BobNet is installed in " + name + ". Invite @BobNet to a channel and mention it with what you want planned."})
 }
 

@@ -6,8 +6,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/bobnet/bobnet/adapters/console"
 	"github.com/bobnet/bobnet/httpjson"
+	"github.com/bobnet/bobnet/web"
 )
 
 // healthRoutes mounts /healthz and /readyz, which every listener serves
@@ -26,7 +26,7 @@ func healthRoutes(r chi.Router, ready http.Handler) {
 // answered there: every other path is a 404.
 func adminHandler(metrics, ready http.Handler, logger *slog.Logger) http.Handler {
 	r := chi.NewRouter()
-	r.Use(logRequests(logger), console.SecurityHeaders)
+	r.Use(logRequests(logger), web.SecurityHeaders)
 	healthRoutes(r, ready)
 	r.Method(http.MethodGet, "/metrics", metrics)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {

@@ -32,7 +32,11 @@ type importRule struct {
 // gets a rule of its own (see adapterRules). Storage speaks SQL and
 // nothing else: store serves no HTTP and board, the types every layer
 // shares, has neither SQL nor HTTP; the board page lives in web. The same
-// goes for the Redis store, bot/pending.
+// goes for the Redis store, bot/pending. web draws every HTML page from
+// what each page's owner hands it through interfaces web declares, so it
+// reaches no adapter, no storage and not the engine (the console turns
+// the engine's proposals into web.ProposalView, cmd hands *store.Store to
+// the board and run pages).
 var importRules = []importRule{
 	{"planner", []string{"bot", "board", "store", "web", "migrations", "adapters", "cmd", "metrics"}, nil},
 	{"board", []string{"planner", "store", "web", "httpapi", "bot", "adapters", "cmd", "metrics"}, []string{"github.com/jackc/pgx", "net/http"}},
@@ -43,6 +47,7 @@ var importRules = []importRule{
 	// records (bot/record) and nothing of the engine: no model client.
 	{"bot/pending", []string{"planner", "store", "web", "httpapi", "adapters", "cmd", "metrics"}, []string{"net/http"}},
 	{"bot/record", []string{"planner", "bot/pending", "store", "web", "httpapi", "adapters", "cmd", "metrics"}, []string{"net/http", "github.com/jackc/pgx", "github.com/redis"}},
+	{"web", []string{"adapters", "cmd", "store", "bot", "planner", "run", "httpapi", "migrations", "metrics", "apitoken", "secretbox"}, nil},
 	{"metrics", []string{"adapters", "cmd"}, nil},
 	{"apitoken", []string{"adapters", "cmd", "metrics"}, nil},
 	// The binary writes its metrics with github.com/VictoriaMetrics/metrics:

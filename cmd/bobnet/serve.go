@@ -173,7 +173,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	}
 
 	r := chi.NewRouter()
-	r.Use(logRequests(logger), console.SecurityHeaders)
+	r.Use(logRequests(logger), web.SecurityHeaders)
 	ready := readyHandler(map[string]pinger{"postgres": db, "redis": redisStore}, logger)
 	healthRoutes(r, ready)
 	// The API's guards: cross-site and rebinding first, then the token.
@@ -204,7 +204,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	pages.UseStreams(streams)
 	closers = append(closers, startLiveBoards(ctx, db, pages, logger))
 	pages.PageRoutes(r)
-	boardrun.NewPages(db, logger).Routes(r)
+	web.NewEditions(db, logger).Routes(r)
 	con.PageRoutes(r)
 	httpapi.API{
 		Guards:    apiGuards,

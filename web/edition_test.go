@@ -1,4 +1,4 @@
-package run_test
+package web_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
-	"github.com/bobnet/bobnet/run"
 	"github.com/bobnet/bobnet/store/storetest"
+	"github.com/bobnet/bobnet/web"
 )
 
 // TestEditionRendersOutputsSafely: the run page shows each card's output
@@ -24,7 +24,7 @@ func TestEditionRendersOutputsSafely(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := context.Background()
-	id, _ := newspaperBoard(t, s)
+	id, _ := newspaperBoard(t, s, "console:edition")
 	_, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: plan.Runners{Others: plan.Runner{Name: "model"}}, Deadline: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestEditionRendersOutputsSafely(t *testing.T) {
 		t.Fatal(err)
 	}
 	router := chi.NewRouter()
-	run.NewPages(s, storetest.Logger(t)).Routes(router)
+	web.NewEditions(s, storetest.Logger(t)).Routes(router)
 	ts := httptest.NewServer(router)
 	t.Cleanup(ts.Close)
 
@@ -84,22 +84,5 @@ func TestEditionRendersOutputsSafely(t *testing.T) {
 		if resp.StatusCode != 404 {
 			t.Errorf("%s: %d", missing, resp.StatusCode)
 		}
-	}
-}
-
-func TestInDependencyOrder(t *testing.T) {
-	t.Parallel()
-	cards := []board.RunCard{
-		{Card: "c", Handle: "C", DependsOn: []board.CardID{"a", "b"}},
-		{Card: "a", Handle: "A"},
-		{Card: "d", Handle: "D", DependsOn: []board.CardID{"c"}},
-		{Card: "b", Handle: "B", DependsOn: []board.CardID{"a"}},
-	}
-	var got []string
-	for _, c := range run.InDependencyOrder(cards) {
-		got = append(got, c.Handle)
-	}
-	if strings.Join(got, "") != "ABCD" {
-		t.Fatalf("order = %v", got)
 	}
 }

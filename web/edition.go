@@ -1,15 +1,12 @@
-package run
+package web
 
 import (
-	"bytes"
 	"context"
-	_ "embed"
 	"errors"
 	"html/template"
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -17,46 +14,44 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// PageStore is what the run page reads; *store.Store is one.
-type PageStore interface {
+// RunReader is what the run page reads; *store.Store is one.
+type RunReader interface {
 	Board(ctx context.Context, id board.ID) (board.Board, []board.Card, error)
 	RunByNumber(ctx context.Context, id board.ID, n int) (board.Run, error)
 }
 
-// Pages serves a run's page, the morning edition: every card's output in
-// dependency order, rendered from Markdown and sanitized.
-type Pages struct {
-	store  PageStore
+// Editions serves a run's page, the morning edition: every card's output
+// in dependency order, rendered from Markdown and sanitized.
+type Editions struct {
+	store  RunReader
 	md     outputs
 	logger *slog.Logger
 }
 
-//go:embed edition.html.tmpl
-var editionSource string
-
-// editionPage is parsed when first drawn, as web's board page is.
-var editionPage = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("edition").Funcs(template.FuncMap{
-		"when": func(t time.Time) string { return t.UTC().Format("Mon 2 Jan 2006, 15:04 UTC") },
-		// A person is shown by a readable label (@U123, @alice:server).
-		"assignee": board.AssigneeLabel,
-	}).Parse(editionSource))
+// editionPage is parsed when first drawn (lazyTemplate).
+var editionPage = lazyTemplate("edition.html.tmpl", template.FuncMap{
+	"when": func(t time.Time) string { return t.UTC().Format("Mon 2 Jan 2006, 15:04 UTC") },
+	// A person is shown by a readable label (@U123, @alice:server).
+	"assignee": board.AssigneeLabel,
 })
 
-// editionCSP allows the page's own style and nothing else to run or load
-// but images over https.
-const editionCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// editionPolicy allows the page's own style and nothing else to run or
+// load but images over https.
+var editionPolicy = policy{
+	CSP:      "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+	Referrer: "no-referrer",
+}
 
-// NewPages makes the run pages. Outputs are Markdown from models and
+// NewEditions makes the run pages. Outputs are Markdown from models and
 // other tools, rendered safe (see outputs): links kept, marked nofollow
 // and opened in a new tab.
-func NewPages(store PageStore, logger *slog.Logger) *Pages {
-	return &Pages{store: store, md: newOutputs(), logger: logger}
+func NewEditions(store RunReader, logger *slog.Logger) *Editions {
+	return &Editions{store: store, md: newOutputs(), logger: logger}
 }
 
 // Routes mounts GET /boards/{id}/runs/{n}, as public as the board page:
 // whoever has the board's unguessable link may read its editions.
-func (p *Pages) Routes(r chi.Router) {
+func (p *Editions) Routes(r chi.Router) {
 	r.Get("/boards/{id}/runs/{n}", p.edition)
 }
 
@@ -66,7 +61,7 @@ type story struct {
 	HTML template.HTML
 }
 
-func (p *Pages) edition(w http.ResponseWriter, r *http.Request) {
+func (p *Editions) edition(w http.ResponseWriter, r *http.Request) {
 	id, err := board.ParseID(chi.URLParam(r, "id"))
 	n, nerr := strconv.Atoi(chi.URLParam(r, "n"))
 	if err != nil || nerr != nil || n < 1 {
@@ -88,30 +83,26 @@ func (p *Pages) edition(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stories := make([]story, 0, len(run.Cards))
-	for _, c := range InDependencyOrder(run.Cards) {
+	for _, c := range inDependencyOrder(run.Cards) {
 		s := story{RunCard: c}
 		if c.Output != "" {
 			s.HTML = p.md.HTML(c.Output)
 		}
 		stories = append(stories, s)
 	}
-	var page bytes.Buffer
-	if err := editionPage().Execute(&page, map[string]any{"Board": b, "Run": run, "Stories": stories}); err != nil {
+	page, err := draw(editionPage(), map[string]any{"Board": b, "Run": run, "Stories": stories})
+	if err != nil {
 		p.logger.Error("run page", "err", err)
 		http.Error(w, "The page could not be drawn.", http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", editionCSP)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Referrer-Policy", "no-referrer")
-	_, _ = w.Write(page.Bytes())
+	_ = writePage(w, http.StatusOK, editionPolicy, page)
 }
 
-// InDependencyOrder orders a run's cards so that each comes after every
+// inDependencyOrder orders a run's cards so that each comes after every
 // card it depends on, keeping the board's order otherwise (Kahn's
 // algorithm, always taking the earliest ready card).
-func InDependencyOrder(cards []board.RunCard) []board.RunCard {
+func inDependencyOrder(cards []board.RunCard) []board.RunCard {
 	index := map[board.CardID]int{}
 	for i, c := range cards {
 		index[c.Card] = i

@@ -1,4 +1,4 @@
-package run_test
+package web_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
-	"github.com/bobnet/bobnet/run"
 	"github.com/bobnet/bobnet/store/storetest"
+	"github.com/bobnet/bobnet/web"
 )
 
 // BenchmarkRunPage64 draws the run page of a 64-card chain board whose
@@ -49,7 +49,7 @@ func BenchmarkRunPage64(b *testing.B) {
 		}
 	}
 	r := chi.NewRouter()
-	run.NewPages(s, storetest.Logger(b)).Routes(r)
+	web.NewEditions(s, storetest.Logger(b)).Routes(r)
 	path := "/boards/" + string(res.BoardID) + "/runs/1"
 	b.ReportAllocs()
 	for b.Loop() {
