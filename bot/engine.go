@@ -177,6 +177,11 @@ type Deps struct {
 	// without it nobody is reminded.
 	Reminders ReminderSchedule
 
+	// Events is where the engine's events go (optional): without a Sink
+	// nothing is emitted. In production the outbox is both its Sink and
+	// its Encoder; it needs only the board store, so it is built first.
+	Events Events
+
 	Now      func() time.Time
 	Observer Observer // optional: told what happens, for metrics
 }

@@ -141,19 +141,12 @@ type Events struct {
 // emitTimeout bounds handing an event to the sink, on the decider's path.
 const emitTimeout = 5 * time.Second
 
-// extensions are the engine's optional parts, set after New: where events
-// go, and who besides the requester and admins decides in a channel.
+// extensions are who besides the requester and admins decides in a
+// channel, set after New by the hooks that bring those channels. Where
+// events go is Deps.Events, fixed at New.
 type extensions struct {
 	mu       sync.RWMutex
-	events   Events
 	deciders map[string][]string
-}
-
-// SetEvents makes the engine hand its events to ev.
-func (e *Engine) SetEvents(ev Events) {
-	e.ext.mu.Lock()
-	defer e.ext.mu.Unlock()
-	e.ext.events = ev
 }
 
 // SetChannelDeciders lets users decide the proposals of a channel (by its
@@ -190,17 +183,9 @@ var stateEvents = map[ProposalState]EventType{
 	ProposalExpired:   EventProposalExpired,
 }
 
-func (e *Engine) eventSink() EventSink {
-	e.ext.mu.RLock()
-	defer e.ext.mu.RUnlock()
-	return e.ext.events.Sink
-}
+func (e *Engine) eventSink() EventSink { return e.deps.Events.Sink }
 
-func (e *Engine) eventEncoder() EventEncoder {
-	e.ext.mu.RLock()
-	defer e.ext.mu.RUnlock()
-	return e.ext.events.Encoder
-}
+func (e *Engine) eventEncoder() EventEncoder { return e.deps.Events.Encoder }
 
 // stateChange is the events of p reaching its current state; an approval
 // with a newly written board also tells that the board was created.

@@ -39,10 +39,9 @@ func (s *sink) types() []bot.EventType {
 
 func TestEventsOfApproveCancelAndExpire(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t, func(c *bot.Config) { c.ProposalTTL = time.Hour })
-	answerNewspaper(t, env)
 	s := &sink{}
-	env.Engine.SetEvents(bot.Events{Sink: s})
+	env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }, func(c *bot.Config) { c.ProposalTTL = time.Hour })
+	answerNewspaper(t, env)
 	ctx := context.Background()
 
 	p := propose(t, env, "alice")
@@ -73,10 +72,9 @@ func TestEventsOfApproveCancelAndExpire(t *testing.T) {
 
 func TestEventsOfExpiry(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t, func(c *bot.Config) { c.ProposalTTL = time.Second })
-	answerNewspaper(t, env)
 	s := &sink{}
-	env.Engine.SetEvents(bot.Events{Sink: s})
+	env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }, func(c *bot.Config) { c.ProposalTTL = time.Second })
+	answerNewspaper(t, env)
 	propose(t, env, "alice")
 	want := []bot.EventType{bot.EventProposalCreated, bot.EventProposalExpired}
 	deadline := time.Now().Add(20 * time.Second)

@@ -16,6 +16,7 @@ import (
 	"github.com/bobnet/bobnet/adapters/console"
 	"github.com/bobnet/bobnet/adapters/matrix"
 	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/pending"
 	"github.com/bobnet/bobnet/httpjson"
@@ -117,6 +118,10 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	queue := pending.NewQueue(rdb, cfg.RedisPrefix)
 	series := metrics.New()
 	series.WatchQueue(queue, logger)
+	ext, err := newIntegrations(cfg, db, logger)
+	if err != nil {
+		return nil, err
+	}
 	engine, err := bot.New(bot.Config{
 		ProposalTTL:        cfg.ProposalTTL,
 		Admins:             cfg.Admins,
@@ -133,7 +138,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		Boards:  db, History: db, Decisions: db, Audit: db, Deliveries: db,
 		Cards: db, Assigned: db, Policies: db, Usage: db, Runs: db,
 		Proposals: redisStore, Requests: redisStore, Queue: queue, Pending: redisStore, Reminders: redisStore,
-		Observer: series,
+		Observer: series, Events: bot.Events{Sink: ext.outbox, Encoder: ext.outbox},
 	}, logger)
 	if err != nil {
 		return nil, err
@@ -163,14 +168,10 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	if err != nil {
 		return nil, err
 	}
-
 	if err := loadPolicyFile(ctx, cfg, db); err != nil {
 		return nil, err
 	}
-	ext, err := newIntegrations(cfg, db, engine, logger)
-	if err != nil {
-		return nil, err
-	}
+	hooks := webhook.New(ext.hooks, engine, logger)
 
 	r := chi.NewRouter()
 	r.Use(logRequests(logger), console.SecurityHeaders)
@@ -222,7 +223,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 		slackAdapter.Routes(r)        // signed by Slack, not by the API token
 		slackAdapter.InstallRoutes(r) // public pages; only with OAuth installs
 	}
-	ext.hooks.Routes(r) // signed by their senders, not by the API token
+	hooks.Routes(r) // signed by their senders, not by the API token
 	return &app{handler: r, admin: admin, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs,
 		schedules: boardrun.NewScheduler(db, engine, runs.Runners(), cfg.RunDeadline, logger), close: closeAll}, nil
 }
