@@ -192,8 +192,10 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 
 	// A replica that stops working a run card loses it when its lease ends,
 	// as a request it stopped planning (BOBNET_RECLAIM_IDLE).
-	runs := boardrun.NewWorker(db, model, engine, engine, series, profiles, boardrun.Config{Workers: cfg.RunWorkers, Lease: cfg.ReclaimIdle, Poll: 2 * time.Second}, logger)
-	runs.UseHooks(db, ext.outbox, cfg.PublicURL, ext.cardKeys)
+	runs := boardrun.NewWorker(db, model, engine, engine, series, profiles, boardrun.Config{
+		Workers: cfg.RunWorkers, Lease: cfg.ReclaimIdle, Poll: 2 * time.Second,
+		Hooks: &boardrun.Hooks{Store: db, Events: ext.outbox, PublicURL: cfg.PublicURL, Keys: ext.cardKeys},
+	}, logger)
 	for _, name := range runs.HookNames() {
 		if _, ok := ext.cardKeys[name]; !ok {
 			logger.Warn("a profile's runner names a hook BOBNET_HOOK_SECRETS does not have; its cards' attempts will fail and their runs stop", "runner", "hook:"+name)
