@@ -201,11 +201,11 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 			logger.Warn("a profile's runner names a hook BOBNET_HOOK_SECRETS does not have; its cards' attempts will fail and their runs stop", "runner", "hook:"+name)
 		}
 	}
-	pages := web.New(db, logger)
 	// One cap on event streams per caller and in all, whichever kind.
 	streams := sse.New(sse.Limits{PerCaller: cfg.StreamsPerCaller, Total: cfg.Streams})
-	pages.UseStreams(streams)
-	closers = append(closers, startLiveBoards(ctx, db, pages, logger))
+	feed, stopFeed := startLiveBoards(ctx, db, logger)
+	closers = append(closers, stopFeed)
+	pages := web.New(db, feed, streams, logger)
 	pages.PageRoutes(r)
 	boardrun.NewPages(db, logger).Routes(r)
 	con.PageRoutes(r)
