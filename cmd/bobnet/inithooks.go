@@ -30,10 +30,10 @@ type integrations struct {
 	cardKeys map[string][]byte
 }
 
-// newIntegrations reads BOBNET_HOOK_SECRETS and BOBNET_HOOKS_FILE, builds
+// initHooks reads BOBNET_HOOK_SECRETS and BOBNET_HOOKS_FILE, builds
 // the hooks, the outbox (the engine's event sink: built before the
 // engine) and the token guard.
-func newIntegrations(cfg Config, db *store.Store, logger *slog.Logger) (*integrations, error) {
+func initHooks(cfg Config, db *store.Store, logger *slog.Logger) (*integrations, error) {
 	f, err := webhook.ReadFile(cfg.HooksFile)
 	if err != nil {
 		return nil, fmt.Errorf("BOBNET_HOOKS_FILE: %w", err)
