@@ -88,14 +88,13 @@ func TestEventsOfExpiry(t *testing.T) {
 
 func TestChannelDecidersAndVia(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t)
+	env := bottest.New(t, func(c *bot.Config) { c.ChannelDeciders = map[string][]string{"console:general": {"bob"}} })
 	answerNewspaper(t, env)
 	ctx := context.Background()
 	p := propose(t, env, "hook:github")
-	if _, err := env.Engine.Approve(ctx, p.ID, "bob"); !errors.Is(err, bot.ErrForbidden) {
-		t.Fatalf("bob approved before being a decider: %v", err)
+	if _, err := env.Engine.Approve(ctx, p.ID, "carol"); !errors.Is(err, bot.ErrForbidden) {
+		t.Fatalf("carol, no decider of the channel, approved: %v", err)
 	}
-	env.Engine.SetChannelDeciders("console:general", []string{"bob"})
 	if got := env.Engine.ChannelDeciders("console:general"); !slices.Equal(got, []string{"bob"}) {
 		t.Fatalf("deciders = %v", got)
 	}

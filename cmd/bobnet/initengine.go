@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/bobnet/bobnet/adapters/console"
+	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/metrics"
 	"github.com/bobnet/bobnet/planner"
@@ -23,7 +24,8 @@ type planning struct {
 
 // initEngine loads the assignee profiles and builds the model client,
 // the metrics and the engine, whose events go to the outbox (ext, built
-// before it), and the console surface.
+// before it) and whose hooks' channels have the hooks' deciders; and the
+// console surface.
 func initEngine(cfg Config, st *stores, ext *integrations, logger *slog.Logger) (*planning, error) {
 	profiles := planner.DefaultProfiles()
 	if cfg.ProfilesDir != "" {
@@ -49,6 +51,7 @@ func initEngine(cfg Config, st *stores, ext *integrations, logger *slog.Logger) 
 		ChannelRate:        cfg.ChannelRate,
 		Profiles:           profiles,
 		RunDeadline:        cfg.RunDeadline,
+		ChannelDeciders:    webhook.Deciders(ext.hooks),
 	}, bot.Deps{
 		Planner: series.Planner(model),
 		Boards:  db, History: db, Decisions: db, Audit: db, Deliveries: db,
