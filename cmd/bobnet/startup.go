@@ -41,9 +41,11 @@ type app struct {
 //  2. hooks: the hooks and the outbox of outbound events, which needs
 //     only Postgres, and the API token guard;
 //  3. engine: the model client, the metrics and the engine, its events
-//     going to the outbox; the console surface;
+//     going to the outbox and the hooks' deciders deciding in their
+//     channels; the console surface;
 //  4. Slack, then Matrix: they log in, so a wrong token fails the start;
-//     each registers with the engine;
+//     each registers with the engine (the one cycle, engine and chat
+//     surfaces, is broken by registration: see initEngine);
 //  5. the policy file, written into Postgres;
 //  6. the hooks' adapter, which submits to the engine;
 //  7. runs: the runs' worker (dispatching to hooks through the outbox)
