@@ -47,7 +47,7 @@ func (e *Engine) recordApprovalInRedis(p Proposal) {
 
 // mayDecide says whether user may approve, revise or cancel p.
 func (e *Engine) mayDecide(p Proposal, user string) bool {
-	return e.cfg.AnyMemberMayDecide || user == p.RequestedBy || slices.Contains(e.cfg.Admins, user) || e.ext.decides(p.Thread.Channel.Key(), user)
+	return e.cfg.AnyMemberMayDecide || user == p.RequestedBy || slices.Contains(e.cfg.Admins, user) || e.decidesIn(p.Thread.Channel.Key(), user)
 }
 
 // decidable checks that p is pending and that user may decide it now.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -135,6 +136,10 @@ type Config struct {
 	// ChannelNotices is how many throttled people of one channel are told
 	// "slow down" per channel window (default 5).
 	ChannelNotices int
+	// ChannelDeciders lets users decide the proposals of a channel (by its
+	// key, e.g. "console:hook-github"), beside the requester and the
+	// admins: the deciders of the hooks (webhook.Deciders).
+	ChannelDeciders map[string][]string
 }
 
 // Deps are what the engine works with. In production the board store
@@ -177,6 +182,11 @@ type Deps struct {
 	// without it nobody is reminded.
 	Reminders ReminderSchedule
 
+	// Events is where the engine's events go (optional): without a Sink
+	// nothing is emitted. In production the outbox is both its Sink and
+	// its Encoder; it needs only the board store, so it is built first.
+	Events Events
+
 	Now      func() time.Time
 	Observer Observer // optional: told what happens, for metrics
 }
@@ -193,7 +203,6 @@ type Engine struct {
 
 	mu       sync.RWMutex
 	surfaces map[Source]Registration
-	ext      extensions // where events go, and channel deciders: events.go
 
 	out    *outbound
 	leases *leases
@@ -239,6 +248,11 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Engine, error) {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
+	deciders := make(map[string][]string, len(cfg.ChannelDeciders))
+	for ch, users := range cfg.ChannelDeciders {
+		deciders[ch] = slices.Clone(users)
+	}
+	cfg.ChannelDeciders = deciders
 	return &Engine{
 		cfg: cfg, deps: deps, logger: logger, surfaces: map[Source]Registration{},
 		out: newOutbound(cfg.PostTimeout, cfg.FlushTimeout, logger), leases: newLeases(),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bobnet/bobnet/board"
@@ -141,43 +140,15 @@ type Events struct {
 // emitTimeout bounds handing an event to the sink, on the decider's path.
 const emitTimeout = 5 * time.Second
 
-// extensions are the engine's optional parts, set after New: where events
-// go, and who besides the requester and admins decides in a channel.
-type extensions struct {
-	mu       sync.RWMutex
-	events   Events
-	deciders map[string][]string
-}
-
-// SetEvents makes the engine hand its events to ev.
-func (e *Engine) SetEvents(ev Events) {
-	e.ext.mu.Lock()
-	defer e.ext.mu.Unlock()
-	e.ext.events = ev
-}
-
-// SetChannelDeciders lets users decide the proposals of a channel (by its
-// key, e.g. "console:hook-github"), beside the requester and the admins.
-func (e *Engine) SetChannelDeciders(channel string, users []string) {
-	e.ext.mu.Lock()
-	defer e.ext.mu.Unlock()
-	if e.ext.deciders == nil {
-		e.ext.deciders = map[string][]string{}
-	}
-	e.ext.deciders[channel] = slices.Clone(users)
-}
-
-// ChannelDeciders returns the extra deciders of a channel.
+// ChannelDeciders returns the extra deciders of a channel
+// (Config.ChannelDeciders).
 func (e *Engine) ChannelDeciders(channel string) []string {
-	e.ext.mu.RLock()
-	defer e.ext.mu.RUnlock()
-	return slices.Clone(e.ext.deciders[channel])
+	return slices.Clone(e.cfg.ChannelDeciders[channel])
 }
 
-func (x *extensions) decides(channel, user string) bool {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return slices.Contains(x.deciders[channel], user)
+// decidesIn says whether user is one of the extra deciders of channel.
+func (e *Engine) decidesIn(channel, user string) bool {
+	return slices.Contains(e.cfg.ChannelDeciders[channel], user)
 }
 
 // stateEvents maps the state a proposal reached to the event it makes;
@@ -190,17 +161,9 @@ var stateEvents = map[ProposalState]EventType{
 	ProposalExpired:   EventProposalExpired,
 }
 
-func (e *Engine) eventSink() EventSink {
-	e.ext.mu.RLock()
-	defer e.ext.mu.RUnlock()
-	return e.ext.events.Sink
-}
+func (e *Engine) eventSink() EventSink { return e.deps.Events.Sink }
 
-func (e *Engine) eventEncoder() EventEncoder {
-	e.ext.mu.RLock()
-	defer e.ext.mu.RUnlock()
-	return e.ext.events.Encoder
-}
+func (e *Engine) eventEncoder() EventEncoder { return e.deps.Events.Encoder }
 
 // stateChange is the events of p reaching its current state; an approval
 // with a newly written board also tells that the board was created.

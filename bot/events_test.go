@@ -39,10 +39,9 @@ func (s *sink) types() []bot.EventType {
 
 func TestEventsOfApproveCancelAndExpire(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t, func(c *bot.Config) { c.ProposalTTL = time.Hour })
-	answerNewspaper(t, env)
 	s := &sink{}
-	env.Engine.SetEvents(bot.Events{Sink: s})
+	env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }, func(c *bot.Config) { c.ProposalTTL = time.Hour })
+	answerNewspaper(t, env)
 	ctx := context.Background()
 
 	p := propose(t, env, "alice")
@@ -73,10 +72,9 @@ func TestEventsOfApproveCancelAndExpire(t *testing.T) {
 
 func TestEventsOfExpiry(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t, func(c *bot.Config) { c.ProposalTTL = time.Second })
-	answerNewspaper(t, env)
 	s := &sink{}
-	env.Engine.SetEvents(bot.Events{Sink: s})
+	env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }, func(c *bot.Config) { c.ProposalTTL = time.Second })
+	answerNewspaper(t, env)
 	propose(t, env, "alice")
 	want := []bot.EventType{bot.EventProposalCreated, bot.EventProposalExpired}
 	deadline := time.Now().Add(20 * time.Second)
@@ -90,14 +88,13 @@ func TestEventsOfExpiry(t *testing.T) {
 
 func TestChannelDecidersAndVia(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t)
+	env := bottest.New(t, func(c *bot.Config) { c.ChannelDeciders = map[string][]string{"console:general": {"bob"}} })
 	answerNewspaper(t, env)
 	ctx := context.Background()
 	p := propose(t, env, "hook:github")
-	if _, err := env.Engine.Approve(ctx, p.ID, "bob"); !errors.Is(err, bot.ErrForbidden) {
-		t.Fatalf("bob approved before being a decider: %v", err)
+	if _, err := env.Engine.Approve(ctx, p.ID, "carol"); !errors.Is(err, bot.ErrForbidden) {
+		t.Fatalf("carol, no decider of the channel, approved: %v", err)
 	}
-	env.Engine.SetChannelDeciders("console:general", []string{"bob"})
 	if got := env.Engine.ChannelDeciders("console:general"); !slices.Equal(got, []string{"bob"}) {
 		t.Fatalf("deciders = %v", got)
 	}

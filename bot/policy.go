@@ -118,7 +118,7 @@ func (e *Engine) mayAct(ctx context.Context, p Proposal, user, action string) er
 		return nil
 	}
 	pol := p.Quorum.Policy
-	if !e.ext.decides(p.Thread.Channel.Key(), user) && !e.policyAllows(ctx, p, user) {
+	if !e.decidesIn(p.Thread.Channel.Key(), user) && !e.policyAllows(ctx, p, user) {
 		if p.Quorum.Key == BuiltinPolicyKey {
 			// No policy was set: the refusal reads as it always has.
 			return fmt.Errorf("%s proposal %s: %w: only the requester or an admin may", action, p.ID, ErrForbidden)

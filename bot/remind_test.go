@@ -310,10 +310,9 @@ func TestDecisionAfterTheMarkStopsTheReminder(t *testing.T) {
 
 func TestCancelWithReason(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t)
-	answerNewspaper(t, env)
 	s := &sink{}
-	env.Engine.SetEvents(bot.Events{Sink: s})
+	env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} })
+	answerNewspaper(t, env)
 	ctx := context.Background()
 	p := propose(t, env, "alice")
 	if _, err := env.Engine.CancelWithReason(ctx, p.ID, "alice", strings.Repeat("x", bot.MaxCancelReason+1)); !errors.Is(err, bot.ErrReasonTooLong) {

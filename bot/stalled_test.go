@@ -81,9 +81,8 @@ func TestCancelBesideASlowApprove(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				env := bottest.New(t, func(c *bot.Config) { c.ClaimTTL = shortClaim })
 				s := &sink{}
-				env.Engine.SetEvents(bot.Events{Sink: s})
+				env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }, func(c *bot.Config) { c.ClaimTTL = shortClaim })
 				ctx := context.Background()
 				p := path.propose(t, env)
 				boardsBefore, cardsBefore := count(t, env, "boards"), count(t, env, "cards")
@@ -189,9 +188,8 @@ func TestExpiryBesideASlowApprove(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			const ttl = 2 * time.Second
-			env := bottest.New(t, func(c *bot.Config) { c.ClaimTTL, c.ProposalTTL = shortClaim, ttl })
 			s := &sink{}
-			env.Engine.SetEvents(bot.Events{Sink: s})
+			env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }, func(c *bot.Config) { c.ClaimTTL, c.ProposalTTL = shortClaim, ttl })
 			ctx := context.Background()
 			answerNewspaper(t, env)
 			p := propose(t, env, "alice")
@@ -374,9 +372,8 @@ func TestWithdrawBesideASlowApprove(t *testing.T) {
 // as pending again.
 func TestLostCloseGivesRedisTheWinner(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t, func(c *bot.Config) { c.ClaimTTL = shortClaim })
 	s := &sink{}
-	env.Engine.SetEvents(bot.Events{Sink: s})
+	env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }, func(c *bot.Config) { c.ClaimTTL = shortClaim })
 	ctx := context.Background()
 	answerNewspaper(t, env)
 	p := propose(t, env, "alice")

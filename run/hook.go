@@ -10,6 +10,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/planner"
 )
 
 // HookStore dispatches the cards of hook runners; *store.Store is one.
@@ -25,30 +26,42 @@ type Events interface {
 	Wake()
 }
 
-// hooks is what dispatching cards to other tools needs.
+// Hooks is what dispatching cards to other tools needs (Config.Hooks).
+// With it the worker dispatches the cards of every profile with
+// `runner: hook:<name>`: each card, when its dependencies are Done, is
+// sent once as a card.dispatched event to that hook's callbacks, with a
+// token to post its output to PublicURL with, made with the hook's key
+// of Keys (board.RunToken; the outbox puts it into the event as it sends
+// it, with the same keys).
+type Hooks struct {
+	Store     HookStore
+	Events    Events
+	PublicURL string
+	Keys      map[string][]byte // each hook's card token key
+}
+
+// hooks is Hooks with the hooks profiles name as runners.
 type hooks struct {
 	store     HookStore
 	events    Events
 	publicURL string
-	keys      map[string][]byte // each hook's card token key
-	names     []string          // the hooks profiles name as runners
+	keys      map[string][]byte
+	names     []string // the hooks profiles name as runners
 }
 
-// UseHooks makes the worker dispatch the cards of every profile with
-// `runner: hook:<name>`: each card, when its dependencies are Done, is
-// sent once as a card.dispatched event to that hook's callbacks, with a
-// token to post its output to publicURL with, made with the hook's key
-// of keys (board.RunToken; the outbox puts it into the event as it sends
-// it, with the same keys). Call it before Run.
-func (w *Worker) UseHooks(store HookStore, events Events, publicURL string, keys map[string][]byte) {
-	h := &hooks{store: store, events: events, publicURL: publicURL, keys: keys}
-	for _, p := range w.profiles {
-		if name, ok := strings.CutPrefix(p.Runner, "hook:"); ok && !slices.Contains(h.names, name) {
-			h.names = append(h.names, name)
+// newHooks is h for profiles; nil when h is nil (no hooks dispatched).
+func newHooks(h *Hooks, profiles []planner.Profile) *hooks {
+	if h == nil {
+		return nil
+	}
+	x := &hooks{store: h.Store, events: h.Events, publicURL: h.PublicURL, keys: h.Keys}
+	for _, p := range profiles {
+		if name, ok := strings.CutPrefix(p.Runner, "hook:"); ok && !slices.Contains(x.names, name) {
+			x.names = append(x.names, name)
 		}
 	}
-	slices.Sort(h.names)
-	w.hooks = h
+	slices.Sort(x.names)
+	return x
 }
 
 // HookNames are the hooks the worker dispatches cards to.
@@ -84,7 +97,7 @@ func (w *Worker) dispatchLoop(ctx context.Context) {
 // card's attempt with the reason, as a runner that failed would.
 func (w *Worker) DispatchOne(ctx context.Context, hook string) (sent bool, err error) {
 	if w.hooks == nil {
-		return false, errors.New("the worker dispatches no hooks (UseHooks)")
+		return false, errors.New("the worker dispatches no hooks (Config.Hooks)")
 	}
 	key, configured := w.hooks.keys[hook]
 	job, ok, err := w.hooks.store.DispatchRunCard(ctx, "hook:"+hook, func(job board.RunJob) (string, []board.OutboundEvent, error) {

@@ -78,8 +78,8 @@ func hookWorkers(t *testing.T, s *store.Store, endpoints []outbox.Endpoint) (*ru
 	tell := &teller{}
 	var ws [2]*run.Worker
 	for i := range ws {
-		ws[i] = run.NewWorker(s, nil, tell, &budget{}, tell, toolProfiles(), run.Config{Workers: 1, Lease: time.Minute, Poll: 10 * time.Millisecond}, storetest.Logger(t))
-		ws[i].UseHooks(s, ob, "https://bobnet.example", toolKeys)
+		hooks := &run.Hooks{Store: s, Events: ob, PublicURL: "https://bobnet.example", Keys: toolKeys}
+		ws[i] = run.NewWorker(s, nil, tell, &budget{}, tell, toolProfiles(), run.Config{Workers: 1, Lease: time.Minute, Poll: 10 * time.Millisecond, Hooks: hooks}, storetest.Logger(t))
 	}
 	return ws[0], ws[1], tell
 }

@@ -70,6 +70,9 @@ type Config struct {
 	Lease time.Duration
 	// Poll is how often an idle worker looks for cards and ended runs.
 	Poll time.Duration
+	// Hooks, when set, makes the worker dispatch the cards of hook
+	// runners to other tools (see Hooks); nil: it dispatches none.
+	Hooks *Hooks
 }
 
 // DefaultLease is a Config's Lease when it names none: BOBNET_RECLAIM_IDLE's
@@ -108,7 +111,7 @@ func NewWorker(store Store, model Model, tell Teller, budget Budget, obs Observe
 	if cfg.Poll <= 0 {
 		cfg.Poll = 2 * time.Second
 	}
-	return &Worker{store: store, model: model, tell: tell, budget: budget, obs: obs, profiles: byName, runners: planner.RunnersOf(profiles), cfg: cfg, logger: logger}
+	return &Worker{store: store, model: model, tell: tell, budget: budget, obs: obs, profiles: byName, runners: planner.RunnersOf(profiles), hooks: newHooks(cfg.Hooks, profiles), cfg: cfg, logger: logger}
 }
 
 // Runners says who works each assignee's cards and whether they are

@@ -56,17 +56,16 @@ type Pages struct {
 	streams *sse.Streams
 }
 
-// New returns the board pages on store.
-func New(store Reader, logger *slog.Logger) *Pages {
-	return &Pages{store: store, logger: logger, streams: sse.New(sse.Limits{})}
+// New returns the board pages on store. The event routes stream the card
+// changes feed carries (nil: none). They count their streams against
+// streams, so one process-wide cap covers them beside other streams; nil
+// gives the pages uncapped streams of their own.
+func New(store Reader, feed Feed, streams *sse.Streams, logger *slog.Logger) *Pages {
+	if streams == nil {
+		streams = sse.New(sse.Limits{})
+	}
+	return &Pages{store: store, feed: feed, streams: streams, logger: logger}
 }
-
-// UseStreams counts the event streams against s instead of the board's own
-// caps, so one process-wide cap covers them beside other streams.
-func (w *Pages) UseStreams(s *sse.Streams) { w.streams = s }
-
-// Live makes the event routes stream the card changes feed carries.
-func (w *Pages) Live(feed Feed) { w.feed = feed }
 
 // PageRoutes mounts GET /boards/{id}, its script and its live changes
 // (GET /boards/{id}/events), which are as public as the page: whoever has

@@ -31,7 +31,7 @@ import (
 func newWebServer(t *testing.T, s *store.Store) *httptest.Server {
 	t.Helper()
 	r := chi.NewRouter()
-	w := web.New(s, storetest.Logger(t))
+	w := web.New(s, nil, nil, storetest.Logger(t))
 	w.PageRoutes(r)
 	httpapi.NewBoards(s, w.Events, storetest.Logger(t)).Routes(r)
 	srv := httptest.NewServer(r)
@@ -183,7 +183,7 @@ func TestBoardPageClosedByReaderIsNoError(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	r := chi.NewRouter()
-	web.New(s, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))).PageRoutes(r)
+	web.New(s, nil, nil, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))).PageRoutes(r)
 	req := httptest.NewRequest(http.MethodGet, "/boards/"+string(res.BoardID), nil)
 	r.ServeHTTP(brokenPipe{httptest.NewRecorder()}, req)
 	if strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "board page not delivered") {

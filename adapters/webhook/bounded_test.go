@@ -44,8 +44,6 @@ func (e noEngine) Submit(context.Context, bot.Request) (bot.RequestID, error) {
 	return "", errors.New("refused")
 }
 
-func (noEngine) SetChannelDeciders(string, []string) {}
-
 // A delivery whose headers already fail (no such hook, no signature, or a
 // signature header of the wrong form) is refused without a byte of its
 // body being read.

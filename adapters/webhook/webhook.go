@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -33,7 +34,6 @@ const ReadingSlots = 64
 // Engine is what the adapter needs from the bot engine.
 type Engine interface {
 	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
-	SetChannelDeciders(channel string, users []string)
 }
 
 // Adapter serves the hooks.
@@ -46,14 +46,21 @@ type Adapter struct {
 	reading chan struct{}
 }
 
-// New returns an adapter serving hooks, and tells the engine who decides
-// in each hook's channel.
-func New(hooks map[string]*Hook, eng Engine, logger *slog.Logger) *Adapter {
+// Deciders are who decides in each hook's channel beside the requester
+// and the admins, by channel key: the engine's bot.Config.ChannelDeciders.
+func Deciders(hooks map[string]*Hook) map[string][]string {
+	out := map[string][]string{}
 	for _, h := range hooks {
 		if len(h.Deciders) > 0 {
-			eng.SetChannelDeciders(h.Channel.Key(), h.Deciders)
+			out[h.Channel.Key()] = slices.Clone(h.Deciders)
 		}
 	}
+	return out
+}
+
+// New returns an adapter serving hooks, submitting to eng. Who decides in
+// each hook's channel is the engine's config (Deciders).
+func New(hooks map[string]*Hook, eng Engine, logger *slog.Logger) *Adapter {
 	b := make(map[string]*template.Template, len(builtins))
 	for name := range builtins {
 		// The built-in templates are tested to parse.

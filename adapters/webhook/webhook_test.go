@@ -40,15 +40,15 @@ type hookEnv struct {
 
 func newHookEnv(t *testing.T) *hookEnv {
 	t.Helper()
-	env := bottest.New(t)
-	plan := plannertest.NewspaperPlan(t)
-	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	hooks, err := webhook.Build(map[string]string{"github": ghSecret, "forms": stdSecret}, webhook.File{Hooks: map[string]webhook.HookConfig{
 		"github": {Target: "console:triage", Deciders: []string{"alice"}, Filter: webhook.Filter{Events: []string{"issues"}, Actions: []string{"labeled"}, Labels: []string{"plan-me"}}},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	env := bottest.New(t, func(c *bot.Config) { c.ChannelDeciders = webhook.Deciders(hooks) })
+	plan := plannertest.NewspaperPlan(t)
+	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	r := chi.NewRouter()
 	ad := webhook.New(hooks, env.Engine, storetest.Logger(t))
 	ad.Routes(r)

@@ -5,13 +5,12 @@ import (
 	"log/slog"
 
 	"github.com/bobnet/bobnet/store"
-	"github.com/bobnet/bobnet/web"
 )
 
 // startLiveBoards runs the feed that carries card changes from Postgres to
-// the board pages and event streams of this process, until the returned
-// stop is called.
-func startLiveBoards(ctx context.Context, db *store.Store, pages *web.Pages, logger *slog.Logger) (stop func()) {
+// the board pages and event streams of this process (web.New's feed),
+// until the returned stop is called.
+func startLiveBoards(ctx context.Context, db *store.Store, logger *slog.Logger) (_ *store.Feed, stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	feed := store.NewFeed(db, logger)
 	done := make(chan struct{})
@@ -19,8 +18,7 @@ func startLiveBoards(ctx context.Context, db *store.Store, pages *web.Pages, log
 		defer close(done)
 		_ = feed.Run(ctx)
 	}()
-	pages.Live(feed)
-	return func() {
+	return feed, func() {
 		cancel()
 		<-done
 	}

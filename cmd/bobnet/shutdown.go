@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -22,7 +21,8 @@ const (
 	stopIntakeAtLatest = 2 * time.Second
 )
 
-// serve runs a on ln until ctx is done, then shuts down in this order, so
+// serve starts a (startup.go's start, in the reverse of the order below)
+// on ln, runs it until ctx is done, then shuts down in this order, so
 // that nothing still working needs a part already stopped:
 //
 //  1. stop intake: Slack's Socket Mode and Matrix's sync stop taking
@@ -46,92 +46,31 @@ const (
 // listener (BOBNET_ADMIN_LISTEN), nil without one; serve closes both.
 func (a *app) serve(ctx context.Context, ln, adminLn net.Listener, cfg Config, logger *slog.Logger) error {
 	// Every part runs under its own context, ended by the shutdown below
-	// in order, never by the signal itself.
-	run := context.WithoutCancel(ctx)
-	intake, stopIntake := context.WithCancel(run)
-	defer stopIntake()
-	engineCtx, stopEngine := context.WithCancel(run)
-	defer stopEngine()
-	outboxCtx, stopOutbox := context.WithCancel(run)
-	defer stopOutbox()
-
-	engineDone := make(chan struct{})
-	go func() {
-		defer close(engineDone)
-		_ = a.engine.Run(engineCtx)
-	}()
-	outboxDone := make(chan struct{})
-	go func() {
-		defer close(outboxDone)
-		a.ext.outbox.Run(outboxCtx)
-	}()
-	var intakes sync.WaitGroup
-	if a.slack != nil && cfg.SlackAppToken != "" {
-		intakes.Go(func() {
-			// It only returns when its context ends or the connection
-			// fails for good; only the latter is worth a word.
-			if err := a.slack.RunSocketMode(intake); intake.Err() == nil {
-				logger.Error("slack socket mode stopped", "err", err)
-			}
-		})
-	}
-	intakes.Go(func() { runMatrix(intake, a.matrix, logger) })
-	// Schedules start runs: intake too.
-	intakes.Go(func() { a.schedules.Run(intake, 30*time.Second, time.Now) })
-	runsCtx, stopRuns := context.WithCancel(run)
-	defer stopRuns()
-	runsDone := make(chan struct{})
-	go func() {
-		defer close(runsDone)
-		_ = a.runs.Run(runsCtx)
-	}()
-	if err := a.model.Ping(ctx); err != nil {
-		logger.Warn("the model server does not answer yet; requests get a friendly error until it does", "OPENAI_BASE_URL", cfg.OpenAIBaseURL, "err", err)
-	}
-
-	// Shutting down cancels the requests' base context, so long-lived
-	// event streams end instead of holding the drain for its whole time.
-	base, endStreams := context.WithCancel(run)
-	defer endStreams()
-	srv := newHTTPServer(a.handler, defaultServerLimits)
-	srv.BaseContext = func(net.Listener) context.Context { return base }
-	srv.RegisterOnShutdown(endStreams)
-	served := make(chan error, 2)
-	go func() { served <- srv.Serve(ln) }()
-	logger.Info("BobNet is serving", "addr", ln.Addr().String(), "public_url", cfg.PublicURL)
-	var adminSrv *http.Server
-	if adminLn != nil {
-		adminSrv = newHTTPServer(a.admin, defaultServerLimits)
-		go func() { served <- adminSrv.Serve(adminLn) }()
-		logger.Info("the admin listener serves /metrics, /healthz and /readyz", "addr", adminLn.Addr().String())
-	}
-	// Starting (package set-up, migrations, first connections) leaves
-	// megabytes of garbage; hand those pages back now rather than when the
-	// runtime's background scavenger gets to them, so an idle server is
-	// small from its first minute.
-	debug.FreeOSMemory()
+	// in order, never by the signal itself (startup.go's start).
+	r := a.start(ctx, ln, adminLn, cfg, logger)
+	defer r.cancelAll()
 	var err error
 	select {
-	case err = <-served: // a listener failed: shut the rest down as well
+	case err = <-r.served: // a listener failed: shut the rest down as well
 	case <-ctx.Done():
 	}
 	logger.Info("BobNet is stopping")
 
 	// 1. Stop intake.
-	stopIntake()
-	waitGroupFor(&intakes, stopIntakeAtLatest, logger, "chat intake still stopping")
+	r.stopIntake()
+	waitGroupFor(&r.intakes, stopIntakeAtLatest, logger, "chat intake still stopping")
 	// 2. Drain HTTP, on both listeners at once.
-	drain, cancelDrain := context.WithTimeout(run, drainHTTPFor)
+	drain, cancelDrain := context.WithTimeout(r.base, drainHTTPFor)
 	var drains sync.WaitGroup
-	if adminSrv != nil {
-		drains.Go(func() { shutdownServer(drain, adminSrv, logger, "admin") })
+	if r.adminSrv != nil {
+		drains.Go(func() { shutdownServer(drain, r.adminSrv, logger, "admin") })
 	}
-	shutdownServer(drain, srv, logger, "public")
+	shutdownServer(drain, r.srv, logger, "public")
 	drains.Wait()
 	cancelDrain()
 	// 3. Finish the adapters' work.
 	if a.slack != nil {
-		wctx, wcancel := context.WithTimeout(run, finishAdaptersFor)
+		wctx, wcancel := context.WithTimeout(r.base, finishAdaptersFor)
 		if werr := a.slack.Wait(wctx); werr != nil {
 			logger.Warn("slack work still running at shutdown", "err", werr)
 		}
@@ -140,17 +79,17 @@ func (a *app) serve(ctx context.Context, ln, adminLn net.Listener, cfg Config, l
 	// 4. Stop the runs' workers (a card being worked keeps its lease, and
 	// another replica takes it when the lease ends), then the engine; it
 	// posts what is queued, the runs' news included, before Run returns.
-	stopRuns()
-	<-runsDone
-	stopEngine()
-	<-engineDone
+	r.stopRuns()
+	<-r.runsDone
+	r.stopEngine()
+	<-r.engineDone
 	if a.matrix != nil {
 		a.matrix.Close() // after the engine: Matrix posts went through it
 	}
 	// 5. Flush the outbox.
-	stopOutbox()
-	<-outboxDone
-	flush, cancelFlush := context.WithTimeout(run, flushOutboxFor)
+	r.stopOutbox()
+	<-r.outboxDone
+	flush, cancelFlush := context.WithTimeout(r.base, flushOutboxFor)
 	for flush.Err() == nil {
 		n, ferr := a.ext.outbox.SendDue(flush)
 		if ferr != nil || n == 0 {

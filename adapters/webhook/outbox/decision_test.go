@@ -53,6 +53,7 @@ func engineWith(t *testing.T, store *store.Store, decisions bot.Decisions, o *ou
 	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
 	deps := bottest.Deps(client, store, pending.NewStore(rdb, prefix), pending.NewQueue(rdb, prefix))
 	deps.Decisions = decisions
+	deps.Events = bot.Events{Sink: o, Encoder: o}
 	eng, err := bot.New(bot.Config{
 		ProposalTTL: time.Hour, PublicURL: "http://bobnet.test", Workers: 1, Profiles: planner.DefaultProfiles(),
 		ReclaimIdle: time.Second, SweepInterval: 50 * time.Millisecond, ConsumerName: "test-" + prefix,
@@ -61,7 +62,6 @@ func engineWith(t *testing.T, store *store.Store, decisions bot.Decisions, o *ou
 		t.Fatal(err)
 	}
 	eng.Register(bot.SourceConsole, bot.Registration{Poster: &bottest.Poster{}})
-	eng.SetEvents(bot.Events{Sink: o, Encoder: o})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()

@@ -14,14 +14,15 @@ import (
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
 	"github.com/bobnet/bobnet/apitoken"
-	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/store"
 )
 
 // integrations are the parts that let other tools in and out: the signed
 // hooks, the outbox of outbound events, and the token guard of the API.
 type integrations struct {
-	hooks  *webhook.Adapter
+	// hooks are the configured hooks; their adapter (webhook.New) needs
+	// the engine, which needs the outbox, so it is built after both.
+	hooks  map[string]*webhook.Hook
 	outbox *outbox.Outbox
 	guard  *apitoken.Guard
 	tokens *apitoken.Store
@@ -29,9 +30,10 @@ type integrations struct {
 	cardKeys map[string][]byte
 }
 
-// newIntegrations reads BOBNET_HOOK_SECRETS and BOBNET_HOOKS_FILE, builds
-// the hooks, the outbox (the engine's event sink) and the token guard.
-func newIntegrations(cfg Config, db *store.Store, engine *bot.Engine, logger *slog.Logger) (*integrations, error) {
+// initHooks reads BOBNET_HOOK_SECRETS and BOBNET_HOOKS_FILE, builds
+// the hooks, the outbox (the engine's event sink: built before the
+// engine) and the token guard.
+func initHooks(cfg Config, db *store.Store, logger *slog.Logger) (*integrations, error) {
 	f, err := webhook.ReadFile(cfg.HooksFile)
 	if err != nil {
 		return nil, fmt.Errorf("BOBNET_HOOKS_FILE: %w", err)
@@ -44,12 +46,10 @@ func newIntegrations(cfg Config, db *store.Store, engine *bot.Engine, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	ob := outbox.New(ocfg, db, logger)
-	engine.SetEvents(bot.Events{Sink: ob, Encoder: ob})
 	tokens := apitoken.NewStore(db)
 	return &integrations{
-		hooks:    webhook.New(hooks, engine, logger),
-		outbox:   ob,
+		hooks:    hooks,
+		outbox:   outbox.New(ocfg, db, logger),
 		guard:    apitoken.NewGuard(tokens, cfg.APIToken, logger),
 		tokens:   tokens,
 		cardKeys: ocfg.CardTokenKeys,

@@ -5,20 +5,17 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/redis/go-redis/v9"
 	"maunium.net/go/mautrix/id"
 
 	"github.com/bobnet/bobnet/adapters/matrix"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/bot/pending"
-	"github.com/bobnet/bobnet/store"
 )
 
-// newMatrix wires the Matrix adapter when MATRIX_HOMESERVER and
+// initMatrix wires the Matrix adapter when MATRIX_HOMESERVER and
 // MATRIX_USER_ID are set (config validation has checked that a token or
 // password comes with them); otherwise it returns nil and Matrix is off.
 // It logs in, so a wrong token fails the start with a message naming it.
-func newMatrix(ctx context.Context, cfg Config, engine *bot.Engine, db *store.Store, rdb redis.UniversalClient, memory *pending.Store, logger *slog.Logger) (*matrix.Adapter, error) {
+func initMatrix(ctx context.Context, cfg Config, st *stores, engine *bot.Engine, logger *slog.Logger) (*matrix.Adapter, error) {
 	if cfg.MatrixHomeserver == "" || cfg.MatrixUserID == "" {
 		return nil, nil
 	}
@@ -35,8 +32,8 @@ func newMatrix(ctx context.Context, cfg Config, engine *bot.Engine, db *store.St
 	} else {
 		logger.Info("matrix: end-to-end encryption is off; set MATRIX_PICKLE_KEY to take part in encrypted rooms")
 	}
-	lease := matrix.NewRedisLease(rdb, cfg.RedisPrefix+":matrix-sync-lease:"+cfg.MatrixUserID, matrix.DefaultLeaseTTL)
-	ad, err := matrix.New(ctx, mcfg, engine, db, memory, lease, logger)
+	lease := matrix.NewRedisLease(st.rdb, cfg.RedisPrefix+":matrix-sync-lease:"+cfg.MatrixUserID, matrix.DefaultLeaseTTL)
+	ad, err := matrix.New(ctx, mcfg, engine, st.db, st.pending, lease, logger)
 	if err != nil {
 		return nil, fmt.Errorf("matrix (MATRIX_HOMESERVER %s): %w", cfg.MatrixHomeserver, err)
 	}
