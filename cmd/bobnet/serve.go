@@ -66,6 +66,7 @@ type app struct {
 	ext       *integrations
 	runs      *boardrun.Worker
 	schedules *boardrun.Scheduler
+	clock     *scheduleClock
 	close     func()
 }
 
@@ -204,13 +205,17 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	pages.PageRoutes(r)
 	boardrun.NewPages(db, logger).Routes(r)
 	con.PageRoutes(r)
+	clock := newScheduleClock(cfg.TestClock, logger)
+	if cfg.TestClock != "" {
+		logger.Warn("BOBNET_TEST_CLOCK is set: schedules run on the time in its file, for tests only", "file", cfg.TestClock)
+	}
 	httpapi.API{
 		Guards:    apiGuards,
 		Chat:      httpapi.NewChat(httpapi.ChatDeps{Engine: engine, Channels: con, Successors: db, Boards: db, Streams: streams}, logger),
 		Cards:     httpapi.NewCards(engine, logger),
 		Policies:  httpapi.NewPolicies(db, engine, logger),
 		Runs:      httpapi.NewRuns(db, engine, runs.Runners(), cfg.RunDeadline, cfg.PublicURL),
-		Schedules: httpapi.NewSchedules(db, time.Now),
+		Schedules: httpapi.NewSchedules(db, clock.Now),
 		Boards:    httpapi.NewBoards(db, pages.Events, logger),
 		Outputs:   httpapi.NewOutputs(db, engine),
 		Usage:     httpapi.NewUsage(engine, logger),
@@ -221,7 +226,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	}
 	ext.hooks.Routes(r) // signed by their senders, not by the API token
 	return &app{handler: r, admin: admin, engine: engine, model: model, slack: slackAdapter, matrix: matrixAdapter, ext: ext, runs: runs,
-		schedules: boardrun.NewScheduler(db, engine, runs.Runners(), cfg.RunDeadline, logger), close: closeAll}, nil
+		schedules: boardrun.NewScheduler(db, engine, runs.Runners(), cfg.RunDeadline, logger), clock: clock, close: closeAll}, nil
 }
 
 // runServe starts everything configured and serves until ctx is done,

@@ -77,7 +77,7 @@ func (a *app) serve(ctx context.Context, ln, adminLn net.Listener, cfg Config, l
 	}
 	intakes.Go(func() { runMatrix(intake, a.matrix, logger) })
 	// Schedules start runs: intake too.
-	intakes.Go(func() { a.schedules.Run(intake, 30*time.Second, time.Now) })
+	intakes.Go(func() { a.schedules.Run(intake, a.clock.tick(), a.clock.Now) })
 	runsCtx, stopRuns := context.WithCancel(run)
 	defer stopRuns()
 	runsDone := make(chan struct{})
