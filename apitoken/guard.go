@@ -43,12 +43,13 @@ func FromContext(ctx context.Context) (Token, bool) {
 }
 
 // RequiredScope is the scope a request needs: reads need read (those of
-// adminReads admin), chat needs propose, decisions need approve, card
-// changes need write, and anything else (policies, tokens) admin. The guard passes the pattern of the route
+// adminReads, and listing tokens, admin), chat needs propose, decisions
+// need approve, card changes need write, and anything else (policies,
+// tokens) admin. The guard passes the pattern of the route
 // the request was matched to (/api/v1/proposals/{id}/approve), so an
 // encoded slash in an id cannot change the last segment it reads.
 func RequiredScope(method, path string) Scope {
-	if adminReads[path] {
+	if adminReads[path] || strings.HasPrefix(path, "/api/v1/tokens") {
 		return ScopeAdmin
 	}
 	if method == http.MethodGet || method == http.MethodHead {

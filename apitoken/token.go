@@ -1,6 +1,6 @@
 // Package apitoken guards BobNet's REST API with named tokens that carry
-// scopes (read, propose, approve, write, admin) and may be bound to one
-// user. Tokens are stored as SHA-256 hashes in Postgres (package store
+// scopes (read, propose, approve, write, admin), may be bound to one
+// user and may be limited to channels. Tokens are stored as SHA-256 hashes in Postgres (package store
 // runs the SQL, reached through Rows), so a database dump does not hand
 // out API access; BOBNET_API_TOKEN stays the bootstrap admin token. It is
 // its own package rather than part of the console because the console's
@@ -44,6 +44,10 @@ var (
 	ErrRevoked  = errors.New("token was revoked")
 	ErrExists   = errors.New("a token with that name exists; revoke it first")
 	ErrBadName  = errors.New("token names are 1 to 64 lower-case letters, digits, '.', '_' or '-'")
+	ErrNoScopes = errors.New("give at least one scope: read, propose, approve, write or admin")
+	// ErrBadChannels means a channel pattern is malformed; the error
+	// wrapping it says which and why.
+	ErrBadChannels = errors.New("bad channel pattern")
 )
 
 // tokenName is checked with the length apart: a counted repetition
@@ -53,9 +57,12 @@ var tokenName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
 
 // Token is a token's record; the secret itself is never stored.
 type Token struct {
-	Name      string    `json:"name"`
-	Scopes    []Scope   `json:"scopes"`
-	User      string    `json:"user,omitempty"` // bound user; empty means any
+	Name   string  `json:"name"`
+	Scopes []Scope `json:"scopes"`
+	User   string  `json:"user,omitempty"` // bound user; empty means any
+	// Channels are the patterns of the channels the token reaches (exact
+	// keys, or prefixes ending in *); none means every channel.
+	Channels  []string  `json:"channels,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 }
@@ -81,7 +88,7 @@ func ParseScopes(list string) ([]Scope, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("give at least one scope: read, propose, approve, write or admin")
+		return nil, ErrNoScopes
 	}
 	return out, nil
 }
@@ -118,11 +125,27 @@ type Store struct {
 // NewStore returns a token store on rows (a migrated database's).
 func NewStore(rows Rows) *Store { return &Store{rows: rows} }
 
-// Create makes a token and returns its secret, which exists nowhere else:
-// show it once. ErrExists when a live token has the name.
+// Create makes a token that reaches every channel and returns its
+// secret, which exists nowhere else: show it once. ErrExists when a live
+// token has the name.
 func (s *Store) Create(ctx context.Context, name string, scopes []Scope, user string) (string, error) {
+	return s.CreateLimited(ctx, name, scopes, user, nil)
+}
+
+// CreateLimited is Create for a token that reaches only the channels its
+// patterns match (CheckChannelPattern); no patterns is no limit. The
+// error of a malformed pattern wraps ErrBadChannels and says what is
+// wrong with it.
+func (s *Store) CreateLimited(ctx context.Context, name string, scopes []Scope, user string, channels []string) (string, error) {
 	if len(name) > 64 || !tokenName.MatchString(name) {
 		return "", ErrBadName
+	}
+	if len(scopes) == 0 {
+		return "", fmt.Errorf("create token %s: %w", name, ErrNoScopes)
+	}
+	channels, err := CheckChannels(channels)
+	if err != nil {
+		return "", fmt.Errorf("create token %s: %w", name, err)
 	}
 	var b [32]byte
 	_, _ = rand.Read(b[:])
@@ -131,7 +154,7 @@ func (s *Store) Create(ctx context.Context, name string, scopes []Scope, user st
 	for i, sc := range scopes {
 		names[i] = string(sc)
 	}
-	created, err := s.rows.InsertAPIToken(ctx, board.APIToken{Name: name, Scopes: names, User: user}, Hash(secret))
+	created, err := s.rows.InsertAPIToken(ctx, board.APIToken{Name: name, Scopes: names, User: user, Channels: channels}, Hash(secret))
 	if err != nil {
 		return "", err
 	}
@@ -143,7 +166,7 @@ func (s *Store) Create(ctx context.Context, name string, scopes []Scope, user st
 
 // tokenOf is a row's Token.
 func tokenOf(r board.APIToken) Token {
-	t := Token{Name: r.Name, User: r.User, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}
+	t := Token{Name: r.Name, User: r.User, Channels: r.Channels, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}
 	for _, s := range r.Scopes {
 		t.Scopes = append(t.Scopes, Scope(s))
 	}

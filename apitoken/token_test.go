@@ -102,6 +102,9 @@ func TestRequiredScope(t *testing.T) {
 		{"GET", "/api/v1/usage", apitoken.ScopeAdmin},
 		{"HEAD", "/api/v1/usage", apitoken.ScopeAdmin},
 		{"GET", "/metrics", apitoken.ScopeAdmin},
+		{"GET", "/api/v1/tokens", apitoken.ScopeAdmin},
+		{"POST", "/api/v1/tokens", apitoken.ScopeAdmin},
+		{"DELETE", "/api/v1/tokens/{name}", apitoken.ScopeAdmin},
 	} {
 		if got := apitoken.RequiredScope(tc.method, tc.path); got != tc.want {
 			t.Errorf("%s %s = %s, want %s", tc.method, tc.path, got, tc.want)

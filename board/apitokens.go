@@ -7,9 +7,12 @@ import "time"
 // apitoken makes its Token of it; the row lives here because the store
 // may not import apitoken, which serves HTTP.
 type APIToken struct {
-	Name      string
-	Scopes    []string
-	User      string // bound user; empty means any
+	Name   string
+	Scopes []string
+	User   string // bound user; empty means any
+	// Channels are the patterns of the channels the token reaches: exact
+	// channel keys, or prefixes ending in *. None means every channel.
+	Channels  []string
 	CreatedAt time.Time
 	RevokedAt time.Time
 }

@@ -107,7 +107,7 @@ func TestBoundTokenActsOnlyAsItsUser(t *testing.T) {
 	r.Group(func(r chi.Router) {
 		r.Use(apitoken.NewGuard(boundTokens{}, "boot", discard()).Middleware)
 		chat.Routes(r)
-		httpapi.NewCards(eng, discard()).Routes(r)
+		httpapi.NewCards(eng, noCards{}, discard()).Routes(r)
 	})
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)

@@ -24,6 +24,8 @@ type API struct {
 	Runs      *Runs
 	Schedules *Schedules
 	Usage     *Usage
+	// Tokens are the token management routes.
+	Tokens *Tokens
 	// Boards are the board JSON routes, which live beside the board page
 	// for now.
 	Boards Router
@@ -34,7 +36,9 @@ type API struct {
 
 // Routes mounts the API on r: the OpenAPI document (public, like the
 // outputs), the guarded route sets, and JSON answers for unknown routes
-// and wrong methods anywhere on r, like every other API answer.
+// and wrong methods anywhere on r, like every other API answer. Behind
+// the guards, limitRoutes closes every route routeReach does not
+// classify to tokens limited to channels.
 func (a API) Routes(r chi.Router) {
 	r.Get("/api/v1/openapi.json", serveOpenAPI)
 	a.Outputs.Routes(r)
@@ -42,13 +46,12 @@ func (a API) Routes(r chi.Router) {
 		for _, g := range a.Guards {
 			r.Use(g)
 		}
-		for _, set := range []Router{a.Boards, a.Chat, a.Cards, a.Runs, a.Schedules, a.Policies, a.Usage} {
+		r.Use(limitRoutes)
+		for _, set := range []Router{a.Boards, a.Chat, a.Cards, a.Runs, a.Schedules, a.Policies, a.Usage, a.Tokens} {
 			set.Routes(r)
 		}
 	})
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		httpjson.Error(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path+" (see /api/v1/openapi.json)")
-	})
+	r.NotFound(notFoundRoute)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+" (see /api/v1/openapi.json)")
 	})

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/bobnet/bobnet/apitoken"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpjson"
@@ -30,7 +31,8 @@ const (
 )
 
 // listBoards answers a page of boards, newest first; ?after=<board id>
-// continues from the previous page's "next".
+// continues from the previous page's "next". A token limited to
+// channels lists only the boards of its channels.
 func (c *Chat) listBoards(w http.ResponseWriter, r *http.Request) {
 	limit := defaultBoardPage
 	if v := r.URL.Query().Get("limit"); v != "" {
@@ -50,7 +52,11 @@ func (c *Chat) listBoards(w http.ResponseWriter, r *http.Request) {
 		}
 		after = id
 	}
-	list, next, err := c.boards.Boards(r.Context(), after, limit)
+	var within []string
+	if t, ok := apitoken.FromContext(r.Context()); ok && t.Limited() {
+		within = t.Channels
+	}
+	list, next, err := c.boards.Boards(r.Context(), after, limit, within)
 	if err != nil {
 		c.engineError(w, fmt.Errorf("%w: %w", bot.ErrUnavailable, err))
 		return

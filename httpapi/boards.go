@@ -38,11 +38,24 @@ func NewBoards(store BoardReader, stream http.HandlerFunc, logger *slog.Logger) 
 func (x *Boards) Routes(r chi.Router) {
 	r.Get("/api/v1/boards/{id}", x.board)
 	r.Get("/api/v1/boards/{id}/status", x.status)
-	r.Get("/api/v1/boards/{id}/events", x.stream)
+	r.Get("/api/v1/boards/{id}/events", x.events)
 }
 
-// load reads the board named in the URL. When it cannot, it has already
-// answered and reports false.
+// events streams a board's card changes. A token limited to channels
+// has the board read first, so a board it may not reach is answered as
+// an unknown one is, before the stream opens.
+func (x *Boards) events(w http.ResponseWriter, r *http.Request) {
+	if limited(r) {
+		if _, _, ok := x.load(w, r); !ok {
+			return
+		}
+	}
+	x.stream(w, r)
+}
+
+// load reads the board named in the URL. When it cannot, or the
+// request's token may not reach the board's channel, it has already
+// answered (a board out of reach as an unknown one) and reports false.
 func (x *Boards) load(w http.ResponseWriter, r *http.Request) (board.Board, []board.Card, bool) {
 	text := chi.URLParam(r, "id")
 	id, err := board.ParseID(text) // anything not shaped like a board id is not looked up
@@ -51,6 +64,9 @@ func (x *Boards) load(w http.ResponseWriter, r *http.Request) (board.Board, []bo
 		return board.Board{}, nil, false
 	}
 	b, cards, err := x.store.Board(r.Context(), id)
+	if err == nil && !reaches(r, b.Channel) {
+		err = board.ErrNotFound
+	}
 	if errors.Is(err, board.ErrNotFound) {
 		httpjson.Error(w, http.StatusNotFound, "no board "+text)
 		return board.Board{}, nil, false

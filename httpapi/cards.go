@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -19,16 +21,26 @@ type CardEditor interface {
 	EditCard(ctx context.Context, ed bot.CardEdit) (board.CardUpdate, error)
 }
 
+// CardFinder finds a card by its id or its handle, and its board, for a
+// token limited to channels; *store.Store is one.
+type CardFinder interface {
+	BoardReader
+	Card(ctx context.Context, id board.CardID) (board.Card, error)
+	CardsByHandle(ctx context.Context, handle string) ([]board.Card, error)
+}
+
 // Cards serves PATCH /api/v1/cards/{id}, which changes a card through the
 // engine: the same checked, audited path as chat commands.
 type Cards struct {
 	eng    CardEditor
+	cards  CardFinder
 	logger *slog.Logger
 }
 
-// NewCards returns the card routes editing through eng.
-func NewCards(eng CardEditor, logger *slog.Logger) *Cards {
-	return &Cards{eng: eng, logger: logger}
+// NewCards returns the card routes editing through eng; cards finds the
+// board of a card for tokens limited to channels.
+func NewCards(eng CardEditor, cards CardFinder, logger *slog.Logger) *Cards {
+	return &Cards{eng: eng, cards: cards, logger: logger}
 }
 
 // Routes mounts the card routes; the caller puts the guards in front.
@@ -72,6 +84,16 @@ func (x *Cards) patch(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusBadRequest, `nothing to change: send "status", "assignee", "title", "body" or "criterion"`)
 		return
 	}
+	if limited(r) {
+		// The card is found first, so that one out of the token's reach
+		// is answered as an unknown one, and the change names the card
+		// found by its id.
+		var ok bool
+		if id, ok = x.reachable(w, r, id, handle); !ok {
+			return
+		}
+		handle = ""
+	}
 	via := "api"
 	if p.Via == "page" {
 		via = "page"
@@ -100,4 +122,60 @@ func (x *Cards) patch(w http.ResponseWriter, r *http.Request) {
 	default:
 		engineError(w, x.logger, err)
 	}
+}
+
+// reachable finds the card named by id or handle and answers false, as
+// for an unknown card, when there is none or the request's token may not
+// reach its board's channel.
+func (x *Cards) reachable(w http.ResponseWriter, r *http.Request, id board.CardID, handle string) (board.CardID, bool) {
+	var c board.Card
+	var err error
+	var channel string
+	if handle != "" {
+		c, channel, err = x.byHandle(r, handle)
+		if errors.Is(err, board.ErrAmbiguous) {
+			httpjson.Error(w, http.StatusConflict, bot.Explain(err))
+			return "", false
+		}
+	} else if c, err = x.cards.Card(r.Context(), id); err == nil {
+		channel, err = boardChannel(r.Context(), x.cards, c.BoardID)
+	}
+	switch {
+	case err == nil && reaches(r, channel):
+		return c.ID, true
+	case err == nil, errors.Is(err, board.ErrNotFound):
+		engineError(w, x.logger, fmt.Errorf("%w: card %s: %w", bot.ErrNoCard, cmp.Or(handle, string(id)), board.ErrNotFound))
+	default:
+		engineError(w, x.logger, fmt.Errorf("%w: find card: %w", bot.ErrUnavailable, err))
+	}
+	return "", false
+}
+
+// byHandle finds the one card a handle names among the boards the
+// request's token reaches (board keys are unique per tenant, so several
+// tenants may each have a NEWS-3): ErrNotFound when it reaches none,
+// ErrAmbiguous, naming none of them, when it reaches several.
+func (x *Cards) byHandle(r *http.Request, handle string) (board.Card, string, error) {
+	cards, err := x.cards.CardsByHandle(r.Context(), handle)
+	if err != nil {
+		return board.Card{}, "", err
+	}
+	var found []board.Card
+	var channel string
+	for _, c := range cards {
+		ch, err := boardChannel(r.Context(), x.cards, c.BoardID)
+		if err != nil {
+			return board.Card{}, "", err
+		}
+		if reaches(r, ch) {
+			found, channel = append(found, c), ch
+		}
+	}
+	switch len(found) {
+	case 0:
+		return board.Card{}, "", fmt.Errorf("card %s: %w", handle, board.ErrNotFound)
+	case 1:
+		return found[0], channel, nil
+	}
+	return board.Card{}, "", fmt.Errorf("card %s: the handle names cards of several tenants' boards; name the card by its id: %w", handle, board.ErrAmbiguous)
 }

@@ -55,10 +55,24 @@ func (fakeCards) EditCard(_ context.Context, ed bot.CardEdit) (board.CardUpdate,
 	return board.CardUpdate{Card: card}, nil
 }
 
+// noCards finds no card and no board; only tokens limited to channels
+// look cards up before editing them.
+type noCards struct{}
+
+func (noCards) Board(_ context.Context, id board.ID) (board.Board, []board.Card, error) {
+	return board.Board{}, nil, fmt.Errorf("board %s: %w", id, board.ErrNotFound)
+}
+
+func (noCards) Card(_ context.Context, id board.CardID) (board.Card, error) {
+	return board.Card{}, fmt.Errorf("card %s: %w", id, board.ErrNotFound)
+}
+
+func (noCards) CardsByHandle(context.Context, string) ([]board.Card, error) { return nil, nil }
+
 func TestPatchCard(t *testing.T) {
 	t.Parallel()
 	r := chi.NewRouter()
-	httpapi.NewCards(fakeCards{}, discard()).Routes(r)
+	httpapi.NewCards(fakeCards{}, noCards{}, discard()).Routes(r)
 	ts := httptest.NewServer(r)
 	t.Cleanup(ts.Close)
 	srv := ts.URL

@@ -20,6 +20,9 @@ func (c *Chat) events(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusBadRequest, "bad channel name")
 		return
 	}
+	if !reachConsole(w, r, name) {
+		return
+	}
 	st, ok := c.streams.Open(w, r)
 	if !ok {
 		return
@@ -42,7 +45,8 @@ type channelView struct {
 }
 
 // listChannels answers the console channels, the most recently active
-// first: from the history when there is one, else from memory.
+// first: from the history when there is one, else from memory. A token
+// limited to channels lists only its own.
 func (c *Chat) listChannels(w http.ResponseWriter, r *http.Request) {
 	chs, err := c.channels.Channels(r.Context())
 	if err != nil {
@@ -51,7 +55,22 @@ func (c *Chat) listChannels(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]channelView, 0, len(chs))
 	for _, ch := range chs {
+		if !reaches(r, consoleKey(ch.Channel)) {
+			continue
+		}
 		out = append(out, channelView{Channel: ch.Channel, Events: ch.Events, LatestAt: ch.Latest, LastType: ch.LastType})
 	}
 	httpjson.Write(w, http.StatusOK, map[string]any{"channels": out})
+}
+
+// reachConsole answers 404 and reports false when the request's token
+// may not reach the console channel name. A console channel exists as
+// soon as it is written to, so there is no unknown one to answer like:
+// the 404 is the same for every channel out of reach.
+func reachConsole(w http.ResponseWriter, r *http.Request, name string) bool {
+	if reaches(r, consoleKey(name)) {
+		return true
+	}
+	httpjson.Error(w, http.StatusNotFound, "no channel "+name)
+	return false
 }

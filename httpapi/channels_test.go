@@ -60,7 +60,7 @@ func TestChannelsAndBoardsLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := chi.NewRouter()
-	httpapi.NewChat(httpapi.ChatDeps{Engine: &fakeEngine{}, Channels: third, Successors: store, Boards: store, Streams: sse.New(sse.Limits{})}, discard()).Routes(mux)
+	httpapi.NewChat(httpapi.ChatDeps{Engine: &fakeEngine{}, Channels: third, Successors: store, Boards: store, Requests: noRequests{}, Streams: sse.New(sse.Limits{})}, discard()).Routes(mux)
 	var r http.Handler = mux
 	var chs struct {
 		Channels []struct {

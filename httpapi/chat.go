@@ -43,9 +43,16 @@ type Successors interface {
 	Successor(ctx context.Context, id bot.ProposalID) (bot.ProposalID, error)
 }
 
-// BoardLister lists boards, newest first; *store.Store is one.
+// BoardLister lists boards, newest first, of the channels within
+// matches (nil: every channel); *store.Store is one.
 type BoardLister interface {
-	Boards(ctx context.Context, after board.ID, limit int) ([]board.Listing, board.ID, error)
+	Boards(ctx context.Context, after board.ID, limit int, within []string) ([]board.Listing, board.ID, error)
+}
+
+// RequestReader reads a request's record, with the thread it was made
+// in; the request store (*pending.Store) is one.
+type RequestReader interface {
+	Request(ctx context.Context, id bot.RequestID) (bot.RequestRecord, error)
 }
 
 // Chat serves talking to the bot as if in a channel: messages, requests,
@@ -56,6 +63,7 @@ type Chat struct {
 	channels   Channels
 	successors Successors
 	boards     BoardLister
+	requests   RequestReader
 	streams    *sse.Streams
 	limits     *clientLimits
 	logger     *slog.Logger
@@ -67,6 +75,9 @@ type ChatDeps struct {
 	Channels   Channels
 	Successors Successors
 	Boards     BoardLister
+	// Requests are read for a token limited to channels, to check the
+	// channel of a request before its status is answered.
+	Requests RequestReader
 	// Streams caps the channels' event streams, beside the process's
 	// other streams.
 	Streams *sse.Streams
@@ -80,7 +91,7 @@ const clientRequests = 60
 
 // NewChat returns the chat routes over d.
 func NewChat(d ChatDeps, logger *slog.Logger) *Chat {
-	return &Chat{eng: d.Engine, channels: d.Channels, successors: d.Successors, boards: d.Boards, streams: d.Streams,
+	return &Chat{eng: d.Engine, channels: d.Channels, successors: d.Successors, boards: d.Boards, requests: d.Requests, streams: d.Streams,
 		limits: newClientLimits(clientRequests, time.Minute), logger: logger}
 }
 

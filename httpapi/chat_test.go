@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -121,8 +122,16 @@ func (noSuccessors) Successor(context.Context, bot.ProposalID) (bot.ProposalID, 
 // noBoards lists no boards.
 type noBoards struct{}
 
-func (noBoards) Boards(context.Context, board.ID, int) ([]board.Listing, board.ID, error) {
+func (noBoards) Boards(context.Context, board.ID, int, []string) ([]board.Listing, board.ID, error) {
 	return nil, "", nil
+}
+
+// noRequests knows no request records; only tokens limited to channels
+// read them.
+type noRequests struct{}
+
+func (noRequests) Request(_ context.Context, id bot.RequestID) (bot.RequestRecord, error) {
+	return bot.RequestRecord{}, fmt.Errorf("request %s: %w", id, bot.ErrNotFound)
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -131,7 +140,7 @@ func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, ni
 // memory.
 func newChat(eng httpapi.ChatEngine) (*console.Console, *httpapi.Chat) {
 	c := console.New(eng, nil, discard())
-	return c, httpapi.NewChat(httpapi.ChatDeps{Engine: eng, Channels: c, Successors: noSuccessors{}, Boards: noBoards{}, Streams: sse.New(sse.Limits{})}, discard())
+	return c, httpapi.NewChat(httpapi.ChatDeps{Engine: eng, Channels: c, Successors: noSuccessors{}, Boards: noBoards{}, Requests: noRequests{}, Streams: sse.New(sse.Limits{})}, discard())
 }
 
 // newServer serves the chat routes over eng beside the console's pages.

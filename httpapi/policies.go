@@ -74,6 +74,11 @@ func (a *Policies) list(w http.ResponseWriter, r *http.Request) {
 		def, defKey = a.engine.BuiltinPolicy(""), bot.BuiltinPolicyKey
 	}
 	delete(all, board.DefaultPolicyKey)
+	for key := range all {
+		if !reachesPolicy(r, key) {
+			delete(all, key)
+		}
+	}
 	httpjson.Write(w, http.StatusOK, map[string]any{"default": policyView{Channel: board.DefaultPolicyKey, Key: defKey, Policy: def}, "channels": all})
 }
 
@@ -84,10 +89,31 @@ func channelOf(key string) bot.Channel {
 	return bot.Channel{Source: bot.Source(src), ID: id}
 }
 
+// reachesPolicy reports whether the request's token may reach the
+// policy stored under key: a channel's when it reaches the channel, a
+// "<source>:<prefix>*" one when it reaches every channel of the prefix
+// (a token for slack:T0ONE/* reaches the policy slack:T0ONE/*, not
+// slack:*). The default policy is read by every token (it is in force
+// wherever no other is) and set only by one that reaches every channel.
+func reachesPolicy(r *http.Request, key string) bool {
+	t, ok := apitoken.FromContext(r.Context())
+	switch {
+	case !ok || !t.Limited():
+		return true
+	case key == board.DefaultPolicyKey:
+		return r.Method == http.MethodGet || r.Method == http.MethodHead
+	}
+	if prefix, ok := strings.CutSuffix(key, "*"); ok {
+		return t.ReachesAll(prefix)
+	}
+	return t.Reaches(key)
+}
+
 // policyKey is the key a policy's URL names, percent-decoded: a Slack
 // channel of multi-workspace mode, slack:T0123/C0123, comes as
 // slack:T0123%2FC0123, and a client may escape any character. A URL that
-// names no valid key is answered 400 here, and ok is false.
+// names no valid key is answered 400 here, and ok is false; one the
+// request's token may not reach is answered 404.
 func policyKey(w http.ResponseWriter, r *http.Request) (key string, ok bool) {
 	raw := chi.URLParam(r, "channel")
 	key, err := url.PathUnescape(raw)
@@ -96,6 +122,10 @@ func policyKey(w http.ResponseWriter, r *http.Request) (key string, ok bool) {
 	}
 	if err != nil || !board.ValidPolicyKey(key) {
 		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("%q is not default, <source>:* or a channel like slack:C0123", key))
+		return "", false
+	}
+	if !reachesPolicy(r, key) {
+		httpjson.Error(w, http.StatusNotFound, "no channel "+key)
 		return "", false
 	}
 	return key, true

@@ -97,11 +97,20 @@ func ViewProposal(p bot.Proposal) ProposalView {
 	}
 }
 
+// hiddenProposal is the error for a proposal out of the token's reach:
+// the engine's for an unknown proposal, word for word.
+func hiddenProposal(id bot.ProposalID) error {
+	return fmt.Errorf("proposal %s: %w", id, bot.ErrNoProposal)
+}
+
 func (c *Chat) getProposal(w http.ResponseWriter, r *http.Request) {
 	id, err := bot.ParseProposalID(chi.URLParam(r, "id"))
 	var p bot.Proposal
 	if err == nil {
 		p, err = c.eng.Proposal(r.Context(), id)
+	}
+	if err == nil && !reaches(r, p.Thread.Channel.Key()) {
+		err = hiddenProposal(id)
 	}
 	if err != nil {
 		c.engineError(w, err)
@@ -118,13 +127,21 @@ type decision struct {
 
 // decision reads a decision's body and the proposal id in its URL. When
 // either is wrong it has already answered and reports false; a malformed id
-// is answered as an unknown proposal is.
+// is answered as an unknown proposal is. For a token limited to channels
+// it reads the proposal too: one it may not reach is answered as an
+// unknown one, before anything is decided.
 func (c *Chat) decision(w http.ResponseWriter, r *http.Request) (bot.ProposalID, decision, bool) {
 	var d decision
 	if !Decode(w, r, &d) || !ValidUser(w, r, d.User) {
 		return "", d, false
 	}
 	id, err := bot.ParseProposalID(chi.URLParam(r, "id"))
+	if err == nil && limited(r) {
+		var p bot.Proposal
+		if p, err = c.eng.Proposal(r.Context(), id); err == nil && !reaches(r, p.Thread.Channel.Key()) {
+			err = hiddenProposal(id)
+		}
+	}
 	if err != nil {
 		c.engineError(w, err)
 		return "", d, false

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
 		User string `json:"user"`
 		Text string `json:"text"`
 	}
-	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) || !c.allow(w, r) {
+	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) || !reachConsole(w, r, name) || !c.allow(w, r) {
 		return
 	}
 	body.Text = strings.TrimSpace(body.Text)
@@ -53,8 +54,18 @@ func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
 	httpjson.Write(w, http.StatusAccepted, map[string]any{"request_id": got})
 }
 
+// getRequest answers where a request stands. A token limited to
+// channels has the request's record read first: a request of a channel
+// out of its reach is answered as an unknown one is.
 func (c *Chat) getRequest(w http.ResponseWriter, r *http.Request) {
 	id, err := bot.ParseRequestID(chi.URLParam(r, "id"))
+	if err == nil && limited(r) {
+		var rec bot.RequestRecord
+		rec, err = c.requests.Request(r.Context(), id)
+		if err == nil && !reaches(r, rec.Request.Thread.Channel.Key()) {
+			err = fmt.Errorf("request %s: %w", id, bot.ErrNotFound) // as the request store words an unknown one
+		}
+	}
 	var st bot.RequestStatus
 	if err == nil {
 		st, err = c.eng.Request(r.Context(), id)

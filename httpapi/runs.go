@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,12 +19,13 @@ import (
 )
 
 // RunStore is what the runs API needs of storage; *store.Store is one.
+// Boards are read for a token limited to channels.
 type RunStore interface {
+	BoardReader
 	StartRun(ctx context.Context, st board.RunStart) (board.Run, error)
 	Run(ctx context.Context, id board.RunID) (board.Run, error)
 	Runs(ctx context.Context, id board.ID, limit int) ([]board.Run, error)
 	StopRun(ctx context.Context, id board.RunID, user string) (board.Run, error)
-	CardByHandle(ctx context.Context, tenant board.Tenant, handle string) (board.Card, error)
 }
 
 // RunEngine tells a board's thread that a run started and decides
@@ -79,7 +81,7 @@ func (x *Runs) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body who
-	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) {
+	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) || !x.reachBoard(w, r, id) {
 		return
 	}
 	run, err := x.store.StartRun(r.Context(), board.RunStart{Board: id, User: body.User, Trigger: "manual", Runners: x.runners, Deadline: x.deadline})
@@ -95,6 +97,9 @@ func (x *Runs) list(w http.ResponseWriter, r *http.Request) {
 	id, err := board.ParseID(chi.URLParam(r, "id"))
 	if err != nil {
 		httpjson.Error(w, http.StatusNotFound, "no board "+chi.URLParam(r, "id"))
+		return
+	}
+	if !x.reachBoard(w, r, id) {
 		return
 	}
 	runs, err := x.store.Runs(r.Context(), id, 50)
@@ -120,7 +125,43 @@ func (x *Runs) read(w http.ResponseWriter, r *http.Request) {
 		x.fail(w, err)
 		return
 	}
+	if !x.reachBoard(w, r, run.Board) {
+		return
+	}
 	httpjson.Write(w, http.StatusOK, x.view(run))
+}
+
+// reachRun answers, as for an unknown run, and reports false when a
+// token limited to channels names a run it may not reach or that does
+// not exist; other requests go on without a read.
+func (x *Runs) reachRun(w http.ResponseWriter, r *http.Request, id board.RunID) bool {
+	if !limited(r) {
+		return true
+	}
+	run, err := x.store.Run(r.Context(), id)
+	if err != nil {
+		x.fail(w, err)
+		return false
+	}
+	return x.reachBoard(w, r, run.Board)
+}
+
+// reachBoard answers, as for an unknown board, and reports false when a
+// token limited to channels names a board it may not reach or that does
+// not exist; other requests go on without a read.
+func (x *Runs) reachBoard(w http.ResponseWriter, r *http.Request, id board.ID) bool {
+	if !limited(r) {
+		return true
+	}
+	channel, err := boardChannel(r.Context(), x.store, id)
+	if err == nil && !reaches(r, channel) {
+		err = board.ErrNotFound
+	}
+	if err != nil {
+		x.fail(w, err)
+		return false
+	}
+	return true
 }
 
 // reviewBody is the body of POST /api/v1/runs/{id}/cards/{card}/review.
@@ -151,10 +192,10 @@ func (x *Runs) review(w http.ResponseWriter, r *http.Request) {
 	case utf8.RuneCountInString(body.Reason) > 2000:
 		httpjson.Error(w, http.StatusBadRequest, `"reason" is at most 2000 characters`)
 		return
-	case !PlainText(w, "reason", body.Reason):
+	case !PlainText(w, "reason", body.Reason), !x.reachRun(w, r, id):
 		return
 	}
-	card, ok := x.card(w, r)
+	card, ok := x.card(w, r, id)
 	if !ok {
 		return
 	}
@@ -166,18 +207,26 @@ func (x *Runs) review(w http.ResponseWriter, r *http.Request) {
 	httpjson.Write(w, http.StatusOK, up.Card)
 }
 
-// card reads the {card} of a route: a card id or a handle (NEWS-3).
-func (x *Runs) card(w http.ResponseWriter, r *http.Request) (board.CardID, bool) {
+// card reads the {card} of a run's route: a card id, or a handle
+// (NEWS-3) of one of the run's cards; board keys being unique only per
+// tenant, a handle is looked for on the run's board alone.
+func (x *Runs) card(w http.ResponseWriter, r *http.Request, run board.RunID) (board.CardID, bool) {
 	ref := chi.URLParam(r, "card")
 	if id, err := board.ParseCardID(ref); err == nil {
 		return id, true
 	}
-	c, err := x.store.CardByHandle(r.Context(), "", ref)
+	rn, err := x.store.Run(r.Context(), run)
 	if err != nil {
 		x.fail(w, err)
 		return "", false
 	}
-	return c.ID, true
+	for _, c := range rn.Cards {
+		if strings.EqualFold(c.Handle, strings.TrimSpace(ref)) {
+			return c.Card, true
+		}
+	}
+	x.fail(w, fmt.Errorf("card %s in run %s: %w", ref, run, board.ErrNotFound))
+	return "", false
 }
 
 func (x *Runs) stop(w http.ResponseWriter, r *http.Request) {
@@ -187,7 +236,7 @@ func (x *Runs) stop(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body who
-	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) {
+	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) || !x.reachRun(w, r, id) {
 		return
 	}
 	run, err := x.store.StopRun(r.Context(), id, body.User)

@@ -13,8 +13,9 @@ import (
 )
 
 // ScheduleStore is what the schedule API needs of storage; *store.Store
-// is one.
+// is one. Boards are read for a token limited to channels.
 type ScheduleStore interface {
+	BoardReader
 	SetSchedule(ctx context.Context, sc board.Schedule) error
 	DeleteSchedule(ctx context.Context, id board.ID, user string) error
 	ScheduleOf(ctx context.Context, id board.ID) (board.Schedule, error)
@@ -52,7 +53,7 @@ func (x *Schedules) view(sc board.Schedule) scheduleView {
 
 func (x *Schedules) read(w http.ResponseWriter, r *http.Request) {
 	id, ok := boardParam(w, r)
-	if !ok {
+	if !ok || !x.reachBoard(w, r, id) {
 		return
 	}
 	sc, err := x.store.ScheduleOf(r.Context(), id)
@@ -76,7 +77,7 @@ func (x *Schedules) set(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body scheduleBody
-	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) {
+	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) || !x.reachBoard(w, r, id) {
 		return
 	}
 	c, err := board.ParseSchedule(body.Cron, body.Timezone)
@@ -98,7 +99,7 @@ func (x *Schedules) remove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body who
-	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) {
+	if !Decode(w, r, &body) || !ValidUser(w, r, body.User) || !x.reachBoard(w, r, id) {
 		return
 	}
 	if err := x.store.DeleteSchedule(r.Context(), id, body.User); err != nil {
@@ -106,6 +107,24 @@ func (x *Schedules) remove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpjson.Write(w, http.StatusOK, map[string]any{"board_id": id, "schedule": nil})
+}
+
+// reachBoard answers, as for an unknown board, and reports false when a
+// token limited to channels names a board it may not reach or that does
+// not exist; other requests go on without a read.
+func (x *Schedules) reachBoard(w http.ResponseWriter, r *http.Request, id board.ID) bool {
+	if !limited(r) {
+		return true
+	}
+	channel, err := boardChannel(r.Context(), x.store, id)
+	if err == nil && !reaches(r, channel) {
+		err = board.ErrNotFound
+	}
+	if err != nil {
+		scheduleFail(w, err)
+		return false
+	}
+	return true
 }
 
 func boardParam(w http.ResponseWriter, r *http.Request) (board.ID, bool) {

@@ -77,6 +77,12 @@ func (u *Usage) get(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("channel %q: %s", key, problem))
 		return
 	}
+	if !reaches(r, ch.Key()) {
+		// Whether or not the channel exists: a limited token learns
+		// nothing of channels beyond its patterns.
+		httpjson.Error(w, http.StatusNotFound, "no such channel among those this token reaches")
+		return
+	}
 	b, err := u.engine.BudgetStatus(r.Context(), ch)
 	if err != nil {
 		u.logger.Error("read model usage", "channel", key, "err", err)

@@ -247,7 +247,7 @@ func TestBoardKeysMigrationNumbersSharedKeys(t *testing.T) {
 	}
 }
 
-// TestScheduleRuleMigration: 0022 lets the database hold every schedule
+// TestScheduleRuleMigration: 0021 lets the database hold every schedule
 // the rule accepts (descriptors too, which the old length check refused),
 // keeps stored ones with their spacing made single, and removes, audited,
 // stored ones that can never fire (@every).
@@ -265,7 +265,7 @@ func TestScheduleRuleMigration(t *testing.T) {
 	}
 	stmts := []string{`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
 	for _, m := range all {
-		if m.Version >= 22 {
+		if m.Version >= 21 {
 			break
 		}
 		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')`, m.Version, m.Name))
@@ -317,5 +317,45 @@ func TestScheduleRuleMigration(t *testing.T) {
 		if err := set(expr); err == nil {
 			t.Errorf("the database holds %q", expr)
 		}
+	}
+}
+
+// TestTokenChannelsMigrationKeepsTokensUnlimited: tokens made before
+// 0020 reach every channel after it (no patterns), and the table refuses
+// an empty pattern.
+func TestTokenChannelsMigrationKeepsTokensUnlimited(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, storetest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	all, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
+	for _, m := range all {
+		if m.Version >= 20 {
+			break
+		}
+		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')`, m.Version, m.Name))
+	}
+	stmts = append(stmts, `INSERT INTO api_tokens (name, hash, scopes) VALUES ('ci', '\x01', '{read}')`)
+	for _, sql := range stmts {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := migrations.Apply(ctx, pool, storetest.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	var channels []string
+	if err := pool.QueryRow(ctx, `SELECT channels FROM api_tokens WHERE name = 'ci'`).Scan(&channels); err != nil || channels == nil || len(channels) != 0 {
+		t.Fatalf("channels of a token made before 0020 = %#v, %v", channels, err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO api_tokens (name, hash, scopes, channels) VALUES ('x', '\x02', '{read}', '{console:*,""}')`); err == nil {
+		t.Fatal("an empty channel pattern was stored")
 	}
 }

@@ -13,15 +13,16 @@ import (
 
 const (
 	// insertAPIToken takes a new name, or the name of a revoked token.
-	insertAPIToken = `INSERT INTO api_tokens (name, hash, scopes, bound_user) VALUES ($1, $2, $3, $4)
+	insertAPIToken = `INSERT INTO api_tokens (name, hash, scopes, bound_user, channels) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (name) DO UPDATE SET hash = EXCLUDED.hash, scopes = EXCLUDED.scopes, bound_user = EXCLUDED.bound_user,
-    created_at = now(), revoked_at = NULL
+    channels = EXCLUDED.channels, created_at = now(), revoked_at = NULL
 WHERE api_tokens.revoked_at IS NOT NULL`
-	selectAPITokens = `SELECT name, scopes, bound_user, created_at, revoked_at FROM api_tokens`
+	selectAPITokens = `SELECT name, scopes, bound_user, channels, created_at, revoked_at FROM api_tokens`
 	revokeAPIToken  = `UPDATE api_tokens SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL`
 )
 
-// InsertAPIToken keeps a new token, t's name, scopes and user with the
+// InsertAPIToken keeps a new token, t's name, scopes, user and channel
+// patterns (none: every channel) with the
 // hash of its secret (the secret itself is never stored). A revoked
 // token's name is taken over; created is false when a live token has the
 // name, and nothing is written.
@@ -30,7 +31,11 @@ func (s *Store) InsertAPIToken(ctx context.Context, t board.APIToken, hash []byt
 	if scopes == nil {
 		scopes = []string{}
 	}
-	tag, err := s.pool.Exec(ctx, insertAPIToken, t.Name, hash, scopes, t.User)
+	channels := t.Channels
+	if channels == nil {
+		channels = []string{}
+	}
+	tag, err := s.pool.Exec(ctx, insertAPIToken, t.Name, hash, scopes, t.User, channels)
 	if err != nil {
 		return false, fmt.Errorf("create token %s: %w", t.Name, err)
 	}
@@ -40,8 +45,11 @@ func (s *Store) InsertAPIToken(ctx context.Context, t board.APIToken, hash []byt
 func scanAPIToken(row pgx.CollectableRow) (board.APIToken, error) {
 	var t board.APIToken
 	var revoked *time.Time
-	if err := row.Scan(&t.Name, &t.Scopes, &t.User, &t.CreatedAt, &revoked); err != nil {
+	if err := row.Scan(&t.Name, &t.Scopes, &t.User, &t.Channels, &t.CreatedAt, &revoked); err != nil {
 		return t, err
+	}
+	if len(t.Channels) == 0 {
+		t.Channels = nil
 	}
 	if revoked != nil {
 		t.RevokedAt = *revoked

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
@@ -52,5 +53,46 @@ func TestAPITokenRows(t *testing.T) {
 	list, err := s.APITokens(ctx)
 	if err != nil || len(list) != 2 || list[0].Name != "bare" || list[1].User != "alice" || !list[1].RevokedAt.IsZero() {
 		t.Fatalf("list = %+v, %v", list, err)
+	}
+}
+
+// TestAPITokenChannels: a token's channel patterns are kept in order and
+// read back by hash and in the list; a token without any reads back with
+// none (every channel); a revoked name taken over takes the new patterns,
+// and an empty pattern is refused by the table.
+func TestAPITokenChannels(t *testing.T) {
+	t.Parallel()
+	s := storetest.NewStore(t)
+	ctx := context.Background()
+	limited := board.APIToken{Name: "tenant", Scopes: []string{"read"}, Channels: []string{"slack:T0ONE/*", "console:newsroom"}}
+	if created, err := s.InsertAPIToken(ctx, limited, []byte("hash-l")); err != nil || !created {
+		t.Fatalf("insert = %v, %v", created, err)
+	}
+	if _, err := s.InsertAPIToken(ctx, board.APIToken{Name: "all", Scopes: []string{"read"}}, []byte("hash-a")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.APITokenByHash(ctx, []byte("hash-l"))
+	if err != nil || !slices.Equal(got.Channels, []string{"slack:T0ONE/*", "console:newsroom"}) {
+		t.Fatalf("by hash = %+v, %v", got, err)
+	}
+	if got, err := s.APITokenByHash(ctx, []byte("hash-a")); err != nil || got.Channels != nil {
+		t.Fatalf("unlimited by hash = %#v, %v", got.Channels, err)
+	}
+	list, err := s.APITokens(ctx)
+	if err != nil || len(list) != 2 || list[0].Channels != nil || len(list[1].Channels) != 2 {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+	if err := s.RevokeAPIToken(ctx, "tenant"); err != nil {
+		t.Fatal(err)
+	}
+	again := board.APIToken{Name: "tenant", Scopes: []string{"read"}, Channels: []string{"matrix:!room:example.org"}}
+	if created, err := s.InsertAPIToken(ctx, again, []byte("hash-l2")); err != nil || !created {
+		t.Fatalf("reissue = %v, %v", created, err)
+	}
+	if got, err := s.APITokenByHash(ctx, []byte("hash-l2")); err != nil || !slices.Equal(got.Channels, again.Channels) {
+		t.Fatalf("reissued = %+v, %v", got, err)
+	}
+	if _, err := s.InsertAPIToken(ctx, board.APIToken{Name: "blank", Scopes: []string{"read"}, Channels: []string{""}}, []byte("hash-b")); err == nil {
+		t.Fatal("an empty channel pattern was stored")
 	}
 }

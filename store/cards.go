@@ -40,6 +40,8 @@ FROM cards c JOIN boards b ON b.id = c.board_id WHERE c.id = $1 FOR UPDATE OF c`
 	selectCardByHandle = `SELECT c.id FROM cards c JOIN boards b ON b.id = c.board_id
 WHERE b.key = $1 AND c.number = $2 AND ($3 = '' OR b.tenant = $3) LIMIT 2`
 
+	selectCardsByHandle = `SELECT c.id FROM cards c JOIN boards b ON b.id = c.board_id WHERE b.key = $1 AND c.number = $2 ORDER BY b.created_at, b.id`
+
 	selectCardDeps = `SELECT depends_on FROM card_links WHERE card_id = $1 ORDER BY depends_on`
 
 	// Locking the dependencies for share keeps them from leaving Done
@@ -122,6 +124,31 @@ func (s *Store) CardByHandle(ctx context.Context, tenant board.Tenant, handle st
 		return s.Card(ctx, ids[0])
 	}
 	return board.Card{}, fmt.Errorf("card %s-%d: the handle names cards of several tenants' boards; name the card by its id: %w", key, n, board.ErrAmbiguous)
+}
+
+// CardsByHandle returns every card that a handle (NEWS-3, any case) names
+// across tenants, for a caller that picks among them what it may see (an
+// API token limited to channels). None when the handle is malformed or
+// names no card.
+func (s *Store) CardsByHandle(ctx context.Context, handle string) ([]board.Card, error) {
+	key, n, ok := board.ParseHandle(handle)
+	if !ok {
+		return nil, nil
+	}
+	rows, _ := s.pool.Query(ctx, selectCardsByHandle, key, n)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[board.CardID])
+	if err != nil {
+		return nil, fmt.Errorf("cards %s-%d: %w", key, n, err)
+	}
+	out := make([]board.Card, 0, len(ids))
+	for _, id := range ids {
+		c, err := s.Card(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // FindCard resolves what a person calls a card on a board: its handle

@@ -70,7 +70,7 @@ func TestBoardsListNewestFirstInPages(t *testing.T) {
 	var seen []board.ID
 	var after board.ID
 	for page := 0; ; page++ {
-		list, next, err := s.Boards(ctx, after, 2)
+		list, next, err := s.Boards(ctx, after, 2, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

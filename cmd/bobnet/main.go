@@ -43,9 +43,9 @@ const usage = `usage:
   bobnet demo-model [--listen ADDR] [--articles DIR] [DIR]
                                         a canned stand-in for a model server, for
                                         trying BobNet without one (make demo)
-  bobnet token create NAME --scopes read,propose [--user U]
+  bobnet token create NAME --scopes read,propose [--user U] [--channels 'slack:T0ONE/*,console:*']
   bobnet token list | bobnet token revoke NAME
-                                        manage API tokens
+                                        manage API tokens (--channels: only those channels)
 
 bobnet serve -h lists every setting.
 `

@@ -211,14 +211,15 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	}
 	httpapi.API{
 		Guards:    apiGuards,
-		Chat:      httpapi.NewChat(httpapi.ChatDeps{Engine: engine, Channels: con, Successors: db, Boards: db, Streams: streams}, logger),
-		Cards:     httpapi.NewCards(engine, logger),
+		Chat:      httpapi.NewChat(httpapi.ChatDeps{Engine: engine, Channels: con, Successors: db, Boards: db, Requests: redisStore, Streams: streams}, logger),
+		Cards:     httpapi.NewCards(engine, db, logger),
 		Policies:  httpapi.NewPolicies(db, engine, logger),
 		Runs:      httpapi.NewRuns(db, engine, runs.Runners(), cfg.RunDeadline, cfg.PublicURL),
 		Schedules: httpapi.NewSchedules(db, clock.Now),
 		Boards:    httpapi.NewBoards(db, pages.Events, logger),
 		Outputs:   httpapi.NewOutputs(db, engine),
 		Usage:     httpapi.NewUsage(engine, logger),
+		Tokens:    httpapi.NewTokens(ext.tokens, logger),
 	}.Routes(r)
 	if slackAdapter != nil && cfg.SlackSigningSecret != "" {
 		slackAdapter.Routes(r)        // signed by Slack, not by the API token

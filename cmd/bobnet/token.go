@@ -20,13 +20,14 @@ import (
 )
 
 const tokenUsage = `usage:
-  bobnet token create NAME --scopes read,propose[,approve,write,admin] [--user U]
+  bobnet token create NAME --scopes read,propose[,approve,write,admin] [--user U] [--channels 'slack:T0ONE/*,console:*']
   bobnet token list
   bobnet token revoke NAME
 `
 
 // runToken manages API tokens: create prints the new token once, list
-// shows names and scopes (never secrets), revoke ends one at once.
+// shows names, scopes, users and channels (never secrets), revoke ends
+// one at once.
 func runToken(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, tokenUsage)
@@ -37,6 +38,7 @@ func runToken(args []string, getenv func(string) string, stdout, stderr io.Write
 	fs.SetOutput(stderr)
 	scopes := fs.String("scopes", "", "comma-separated scopes: read, propose, approve, write, admin")
 	user := fs.String("user", "", "bind the token to this user: bodies may not act for anyone else")
+	channels := fs.String("channels", "", "limit the token to these channels: comma-separated channel keys (slack:C0123) or prefixes ending in * (slack:T0ONE/*, console:*); none means every channel")
 	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "Postgres connection URL ($DATABASE_URL)")
 	// Flags may come before or after the name.
 	var names []string
@@ -68,10 +70,15 @@ func runToken(args []string, getenv func(string) string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "bobnet token: using the database of `make run` (%s)\n", filepath.Join(runDir, "env"))
 	}
 	var parsed []apitoken.Scope
+	var patterns []string
 	if verb == "create" {
 		var err error
 		if parsed, err = apitoken.ParseScopes(*scopes); err != nil {
 			fmt.Fprintf(stderr, "bobnet token create: --scopes: %v\n", err)
+			return 2
+		}
+		if patterns, err = apitoken.ParseChannels(*channels); err != nil {
+			fmt.Fprintf(stderr, "bobnet token create: --channels: %v\n", err)
 			return 2
 		}
 	}
@@ -91,13 +98,17 @@ func runToken(args []string, getenv func(string) string, stdout, stderr io.Write
 	tokens := apitoken.NewStore(db)
 	switch verb {
 	case "create":
-		secret, err := tokens.Create(ctx, names[0], parsed, *user)
+		secret, err := tokens.CreateLimited(ctx, names[0], parsed, *user, patterns)
 		if err != nil {
 			fmt.Fprintf(stderr, "bobnet token create: %v\n", err)
 			return 1
 		}
 		fmt.Fprintln(stdout, secret)
-		fmt.Fprintf(stderr, "token %q created with scopes %s; it is shown only now: store it somewhere safe\n", names[0], *scopes)
+		reach := "every channel"
+		if len(patterns) > 0 {
+			reach = "only " + strings.Join(patterns, ",")
+		}
+		fmt.Fprintf(stderr, "token %q created with scopes %s, reaching %s; it is shown only now: store it somewhere safe\n", names[0], *scopes, reach)
 	case "revoke":
 		if err := tokens.Revoke(ctx, names[0]); err != nil {
 			fmt.Fprintf(stderr, "bobnet token revoke: %v\n", err)
@@ -111,7 +122,7 @@ func runToken(args []string, getenv func(string) string, stdout, stderr io.Write
 			return 1
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSCOPES\tUSER\tCREATED\tREVOKED")
+		fmt.Fprintln(tw, "NAME\tSCOPES\tUSER\tCHANNELS\tCREATED\tREVOKED")
 		for _, t := range list {
 			sc := make([]string, len(t.Scopes))
 			for i, s := range t.Scopes {
@@ -121,7 +132,11 @@ func runToken(args []string, getenv func(string) string, stdout, stderr io.Write
 			if !t.RevokedAt.IsZero() {
 				revoked = t.RevokedAt.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, strings.Join(sc, ","), dash(t.User), t.CreatedAt.UTC().Format(time.RFC3339), revoked)
+			channels := "*"
+			if t.Limited() {
+				channels = strings.Join(t.Channels, ",")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, strings.Join(sc, ","), dash(t.User), channels, t.CreatedAt.UTC().Format(time.RFC3339), revoked)
 		}
 		_ = tw.Flush()
 	}

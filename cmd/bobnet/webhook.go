@@ -24,6 +24,7 @@ type integrations struct {
 	hooks  *webhook.Adapter
 	outbox *outbox.Outbox
 	guard  *apitoken.Guard
+	tokens *apitoken.Store
 	// cardKeys make the tokens of cards dispatched to each hook.
 	cardKeys map[string][]byte
 }
@@ -45,10 +46,12 @@ func newIntegrations(cfg Config, db *store.Store, engine *bot.Engine, logger *sl
 	}
 	ob := outbox.New(ocfg, db, logger)
 	engine.SetEvents(bot.Events{Sink: ob, Encoder: ob})
+	tokens := apitoken.NewStore(db)
 	return &integrations{
 		hooks:    webhook.New(hooks, engine, logger),
 		outbox:   ob,
-		guard:    apitoken.NewGuard(apitoken.NewStore(db), cfg.APIToken, logger),
+		guard:    apitoken.NewGuard(tokens, cfg.APIToken, logger),
+		tokens:   tokens,
 		cardKeys: ocfg.CardTokenKeys,
 	}, nil
 }

@@ -1,4 +1,4 @@
--- 0022: a schedule's cron is five cron fields or a descriptor (@daily), as
+-- 0021: a schedule's cron is five cron fields or a descriptor (@daily), as
 -- plan.ParseSchedule says; the old length check (9 to 100 characters)
 -- refused the descriptors the rule accepts.
 --
@@ -10,7 +10,7 @@ WHERE cron <> regexp_replace(btrim(cron), '\s+', ' ', 'g');
 
 INSERT INTO audit_events (actor, action, channel, board_id, detail)
 SELECT 'bobnet', 'schedule_removed', b.channel, b.id,
-    jsonb_build_object('cron', s.cron, 'timezone', s.timezone, 'why', 'not five cron fields or a descriptor (migration 0022)')
+    jsonb_build_object('cron', s.cron, 'timezone', s.timezone, 'why', 'not five cron fields or a descriptor (migration 0021)')
 FROM schedules s JOIN boards b ON b.id = s.board_id
 WHERE NOT (s.cron IN ('@hourly', '@daily', '@weekly', '@monthly', '@yearly')
     OR s.cron ~ '^[0-9A-Za-z*?,/-]+( [0-9A-Za-z*?,/-]+){4}$');
