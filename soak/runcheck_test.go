@@ -120,12 +120,12 @@ func checkRuns(t *testing.T, conn *pgx.Conn, d *runDriver, mdl *model, slk *slac
 	type counts struct{ kept, sentBack, accepted int }
 	cr, _ := conn.Query(ctx, `SELECT rc.run_id, rc.card_id, rc.runner, b.key || '-' || c.number, r.board_id,
     (SELECT count(*) FROM audit_events a WHERE a.action = 'card_changed' AND a.detail->>'card' = rc.card_id AND a.detail->>'via' = 'run'
-        AND a.detail->'changes'->0->>'to' IN ('Review', 'Done') AND a.created_at BETWEEN r.started_at AND coalesce(r.ended_at, now())),
+        AND a.detail->'changes'->0->>'to' IN ('Review', 'Done') AND a.at BETWEEN r.started_at AND coalesce(r.ended_at, now())),
     (SELECT count(*) FROM audit_events a WHERE a.action = 'run_card_reviewed' AND a.detail->>'run_id' = rc.run_id AND a.detail->>'card' = rc.card_id AND a.detail->>'accepted' = 'false'),
     (SELECT count(*) FROM audit_events a WHERE a.action = 'run_card_reviewed' AND a.detail->>'run_id' = rc.run_id AND a.detail->>'card' = rc.card_id AND a.detail->>'accepted' = 'true'),
     rc.review,
     EXISTS (SELECT 1 FROM audit_events a WHERE a.action = 'card_changed' AND a.detail->>'card' = rc.card_id
-        AND a.detail->'changes'->0->>'to' = 'Done' AND a.created_at BETWEEN r.started_at AND coalesce(r.ended_at, now()))
+        AND a.detail->'changes'->0->>'to' = 'Done' AND a.at BETWEEN r.started_at AND coalesce(r.ended_at, now()))
 FROM run_cards rc JOIN runs r ON r.id = rc.run_id JOIN cards c ON c.id = rc.card_id JOIN boards b ON b.id = c.board_id
 WHERE rc.runner <> ''`)
 	type rcRow struct {
