@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/bobnet/bobnet/plan"
 )
 
 // ID identifies a board. It is random and unguessable, so a board link in
@@ -109,13 +111,7 @@ type malformedIDError struct {
 }
 
 func (e *malformedIDError) Error() string {
-	text := e.text
-	for i := range text {
-		if i >= 40 {
-			text = text[:i] + "…"
-			break
-		}
-	}
+	text := plan.Cut(e.text, 40+len("…"), "…")
 	return fmt.Sprintf("%s %q: %v", e.kind, text, ErrMalformedID)
 }
 

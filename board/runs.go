@@ -2,6 +2,7 @@ package board
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/bobnet/bobnet/plan"
@@ -22,6 +23,39 @@ var ErrRunGoing = errors.New("a run of this board is still going")
 // ErrNotRunnable means a run card cannot take that step now (not in
 // Review, the run ended, sent back too often, a lease another holds).
 var ErrNotRunnable = errors.New("not possible in this run now")
+
+// ErrUnderReview is matched by *ReviewGateError: a card of a running
+// run that is in Review moves on only through its review decision, and a
+// runner's card whose output is reviewed reaches Done only through it.
+var ErrUnderReview = errors.New("card waits for its review")
+
+// ReviewGateError refuses a move that would skip a review in a running
+// run: a card leaves Review, and a reviewed runner's card reaches Done,
+// only through the review (accept or send back), under the channel's
+// policy, whoever asks and from wherever.
+type ReviewGateError struct {
+	Card   Card // the card as it is: in Review, or a runner's not yet reviewed
+	Run    RunID
+	Number int // the run's number on its board
+}
+
+// ReviewPath is the API route that decides the card's review.
+func (e *ReviewGateError) ReviewPath() string {
+	return fmt.Sprintf("/api/v1/runs/%s/cards/%s/review", e.Run, e.Card.Handle)
+}
+
+func (e *ReviewGateError) Error() string {
+	h := e.Card.Handle
+	if e.Card.Status != "Review" {
+		return fmt.Sprintf("%s is its runner's in run %d and becomes Done only through its review: move it to Review, then POST %s, or in chat `accept %s` or `sendback %s <why>`",
+			h, e.Number, e.ReviewPath(), h, h)
+	}
+	return fmt.Sprintf("%s waits for its review in run %d and moves on only through it: POST %s, or in chat `accept %s` or `sendback %s <why>`",
+		h, e.Number, e.ReviewPath(), h, h)
+}
+
+// Is makes errors.Is(err, ErrUnderReview) true.
+func (e *ReviewGateError) Is(target error) bool { return target == ErrUnderReview }
 
 // MaxOutput is the most a card's output may hold (256 KiB).
 const MaxOutput = 256 << 10

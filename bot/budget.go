@@ -98,19 +98,36 @@ func channelOf(key string) Channel {
 }
 
 // ModelBudget says whether a run's runner may ask the model for the
-// channel (its key, "slack:C0123") now: nil, or ErrOverBudget saying when
-// the budget resets, or ErrUnavailable. Runner calls count toward the
-// channel's daily budget as planning does.
+// channel (its key, "slack:C0123") now: nil, or a *BudgetSpentError
+// (ErrOverBudget) saying when the budget resets, or ErrUnavailable.
+// Runner calls count toward the channel's daily budget as planning does.
 func (e *Engine) ModelBudget(ctx context.Context, channel string) error {
 	b, err := e.BudgetStatus(ctx, channelOf(channel))
 	if err != nil {
 		return err
 	}
 	if b.Over() {
-		return fmt.Errorf("%w: %d of %d tokens used today; the budget resets at %s", ErrOverBudget, b.Used, b.Limit, b.Resets.Format("15:04 UTC"))
+		return &BudgetSpentError{Budget: b}
 	}
 	return nil
 }
+
+// BudgetSpentError is ErrOverBudget with the budget that is spent, so a
+// caller can wait until it resets.
+type BudgetSpentError struct {
+	Budget Budget
+}
+
+func (e *BudgetSpentError) Error() string {
+	b := e.Budget
+	return fmt.Sprintf("%v: %d of %d tokens used today; the budget resets at %s", ErrOverBudget, b.Used, b.Limit, b.Resets.Format("15:04 UTC"))
+}
+
+// Is makes errors.Is(err, ErrOverBudget) true.
+func (e *BudgetSpentError) Is(target error) bool { return target == ErrOverBudget }
+
+// ResetsAt is when the day's count starts again.
+func (e *BudgetSpentError) ResetsAt() time.Time { return e.Budget.Resets }
 
 // ChargeModel records tokens a runner spent for the channel.
 func (e *Engine) ChargeModel(ctx context.Context, channel string, tokens int) {

@@ -2,6 +2,7 @@ package bot_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,15 @@ func TestModelBudget(t *testing.T) {
 	}
 	if n := len(env.Model.Requests()); n != calls {
 		t.Fatalf("the model was called %d times over budget", n-calls)
+	}
+	// A run's runner is refused too, told when the budget resets.
+	var spent *bot.BudgetSpentError
+	if err := env.Engine.ModelBudget(ctx, "console:general"); !errors.Is(err, bot.ErrOverBudget) || !errors.As(err, &spent) || !spent.ResetsAt().Equal(b.Resets) ||
+		!strings.Contains(bot.Explain(err), "resets at "+b.Resets.Format("15:04 UTC")) {
+		t.Fatalf("a runner over budget: %v", err)
+	}
+	if err := env.Engine.ModelBudget(ctx, "console:elsewhere"); err != nil {
+		t.Fatalf("a runner in a channel without a budget: %v", err)
 	}
 	tomorrow := time.Now().UTC().Add(24 * time.Hour)
 	if !b.Resets.After(time.Now()) || b.Resets.After(tomorrow) || b.Resets.Hour() != 0 {

@@ -68,8 +68,9 @@ func (e *Engine) cardStore() (CardStore, error) {
 // transaction, and, when the card became Done or Blocked, says so in the
 // thread where its board was made. Errors: ErrNotFound (no such card or
 // board), *board.AmbiguousError, *board.BlockedError,
-// *board.ConflictError, board.ErrInvalidChange, ErrUnknownProfile,
-// ErrUnavailable.
+// *board.ConflictError, *board.ReviewGateError (a card in Review of a
+// running run moves on only through ReviewRunCard),
+// board.ErrInvalidChange, ErrUnknownProfile, ErrUnavailable.
 func (e *Engine) EditCard(ctx context.Context, ed CardEdit) (board.CardUpdate, error) {
 	cs, err := e.cardStore()
 	if err != nil {
@@ -105,7 +106,7 @@ func (e *Engine) EditCard(ctx context.Context, ed CardEdit) (board.CardUpdate, e
 	switch {
 	case errors.Is(err, board.ErrNotFound):
 		return board.CardUpdate{}, fmt.Errorf("%w: %w", ErrNoCard, err)
-	case errors.Is(err, board.ErrBlocked), errors.Is(err, board.ErrConflict), errors.Is(err, board.ErrInvalidChange):
+	case errors.Is(err, board.ErrBlocked), errors.Is(err, board.ErrConflict), errors.Is(err, board.ErrInvalidChange), errors.Is(err, board.ErrUnderReview):
 		return board.CardUpdate{}, err
 	case err != nil:
 		return board.CardUpdate{}, unavailable("change card", err)

@@ -80,6 +80,7 @@ func Explain(err error) string {
 		policy   *PolicyError
 		review   *reviewRefusal
 		blocked  *board.BlockedError
+		gate     *board.ReviewGateError
 		amb      *board.AmbiguousError
 		conflict *board.ConflictError
 	)
@@ -105,6 +106,14 @@ func Explain(err error) string {
 		}
 		return fmt.Sprintf("%s can't move to %s yet: it waits on %s. Finish those first, or move it to Blocked.",
 			blocked.Card.Handle, blocked.Status, strings.Join(names, ", "))
+	case errors.As(err, &gate):
+		h := gate.Card.Handle
+		if gate.Card.Status != "Review" {
+			return fmt.Sprintf("%s is its runner's in run %d, so only its review makes it Done: move it to Review, then a reviewer says `accept %s` or `sendback %s <why>` (API: POST %s).",
+				h, gate.Number, h, h, gate.ReviewPath())
+		}
+		return fmt.Sprintf("%s waits for its review in run %d, so only the review moves it on: a reviewer says `accept %s` or `sendback %s <why>` (or uses the review's buttons; API: POST %s).",
+			h, gate.Number, h, h, gate.ReviewPath())
 	case errors.As(err, &amb):
 		return amb.Error() + "."
 	case errors.Is(err, board.ErrAmbiguous):

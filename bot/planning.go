@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
@@ -126,11 +125,8 @@ func auditRaw(raw []string) []string {
 			out[i] = s
 			continue
 		}
-		cut := maxAuditRaw
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		out[i] = s[:cut] + fmt.Sprintf("\n[truncated: %d of %d bytes kept]", cut, len(s))
+		kept := plan.Cut(s, maxAuditRaw, "")
+		out[i] = kept + fmt.Sprintf("\n[truncated: %d of %d bytes kept]", len(kept), len(s))
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	"github.com/bobnet/bobnet/plan"
 )
@@ -62,16 +61,5 @@ func QuoteThread(msgs []ThreadMessage) []plan.Turn {
 
 // cut is s in at most n bytes, on a character boundary, marked when cut.
 func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = " …(cut)"
-	if n <= len(mark) {
-		return ""
-	}
-	end := n - len(mark)
-	for end > 0 && !utf8.RuneStart(s[end]) {
-		end--
-	}
-	return s[:end] + mark
+	return plan.Cut(s, n, " …(cut)")
 }

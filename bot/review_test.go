@@ -74,3 +74,73 @@ func TestRunReviewsFollowThePolicy(t *testing.T) {
 		return false
 	})
 }
+
+// TestChatMovesWaitForTheReview: under self_approval: false the run's
+// starter cannot skip the review of their own run's card by moving it:
+// not with the chat move command, not from the App Home (the card
+// assigned to them), not by handle through the API's path into the
+// engine. Each is refused naming the review and its commands, the card
+// stays in Review, and the review by a decider then moves it.
+func TestChatMovesWaitForTheReview(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	ctx := context.Background()
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
+	if _, err := env.Store.Execute(ctx, board.Execution{ProposalID: "p_gate", Channel: "console:gate", Thread: "T1", ApprovedBy: "alice", Plan: *res.Plan}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Store.PutPolicy(ctx, "console:gate", board.Policy{Deciders: []string{"requester", "bob"}, Approvals: 1, SelfApproval: false}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	ch := bot.Channel{Source: bot.SourceConsole, ID: "gate"}
+	r, err := env.Engine.StartRun(ctx, ch, "alice", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := env.WorkForReview(t, "the policy")
+	h := job.Card.Handle
+	if _, err := env.Engine.ReviewByHandle(ctx, ch, "alice", h, true, ""); !errors.Is(err, bot.ErrForbidden) {
+		t.Fatalf("alice reviews her own run: %v", err)
+	}
+	refused := func(how string, err error) {
+		t.Helper()
+		if !errors.Is(err, board.ErrUnderReview) {
+			t.Fatalf("%s: %v, want ErrUnderReview", how, err)
+		}
+		say := bot.Explain(err)
+		for _, want := range []string{"accept " + h, "sendback " + h + " <why>", "/api/v1/runs/" + string(r.ID) + "/cards/" + h + "/review"} {
+			if !strings.Contains(say, want) {
+				t.Errorf("%s: %q does not say %q", how, say, want)
+			}
+		}
+		c, err := env.Store.Card(ctx, job.Card.ID)
+		if err != nil || c.Status != "Review" {
+			t.Fatalf("%s: the card is %s (%v), want Review", how, c.Status, err)
+		}
+	}
+	_, err = env.Engine.MoveCard(ctx, ch, "alice", h, "Done")
+	refused("chat move", err)
+	_, err = env.Engine.MoveCard(ctx, ch, "carol", strings.ToLower(h), "ready")
+	refused("chat move back", err)
+	_, err = env.Engine.EditCard(ctx, bot.CardEdit{Handle: h, User: "alice", Via: "api", Status: ptr("Done")})
+	refused("edit by handle", err)
+	// The App Home: the card assigned to alice, her Move button.
+	if _, err := env.Store.ChangeCard(ctx, board.CardChange{Card: job.Card.ID, Actor: "admin", Assignee: ptr("alice")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.Engine.MoveAssignedCard(ctx, "alice", []string{"alice"}, job.Card.ID, "Done", "slack")
+	refused("App Home move", err)
+	if errors.Is(err, bot.ErrForbidden) {
+		t.Fatalf("the App Home would say the card is not hers: %v", err)
+	}
+	// The review, by a decider, moves it.
+	if up, err := env.Engine.ReviewByHandle(ctx, ch, "bob", h, true, ""); err != nil || up.Card.Status != "Done" {
+		t.Fatalf("bob accepts: %+v %v", up.Card.Status, err)
+	}
+	cur, err := env.Store.Run(ctx, r.ID)
+	if err != nil || cur.State != board.RunRunning {
+		t.Fatalf("run: %+v %v", cur.State, err)
+	}
+}
+
+func ptr(s string) *string { return &s }

@@ -104,6 +104,7 @@ func (x *Cards) patch(w http.ResponseWriter, r *http.Request) {
 	})
 	var blocked *board.BlockedError
 	var conflict *board.ConflictError
+	var gate *board.ReviewGateError
 	switch {
 	case err == nil:
 		httpjson.Write(w, http.StatusOK, up.Card)
@@ -115,6 +116,11 @@ func (x *Cards) patch(w http.ResponseWriter, r *http.Request) {
 		httpjson.Write(w, http.StatusConflict, map[string]any{"error": bot.Explain(err), "blocked_by": refs})
 	case errors.As(err, &conflict):
 		httpjson.Write(w, http.StatusConflict, map[string]any{"error": conflict.Error(), "card": conflict.Current})
+	case errors.As(err, &gate):
+		httpjson.Write(w, http.StatusConflict, map[string]any{"error": gate.Error(), "review": map[string]any{
+			"run_id": gate.Run, "card_id": gate.Card.ID, "handle": gate.Card.Handle, "path": gate.ReviewPath(),
+			"commands": []string{"accept " + gate.Card.Handle, "sendback " + gate.Card.Handle + " <why>"},
+		}})
 	case errors.Is(err, board.ErrInvalidChange), errors.Is(err, bot.ErrUnknownProfile):
 		httpjson.Error(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, board.ErrAmbiguous):

@@ -37,6 +37,8 @@ func (fakeCards) EditCard(_ context.Context, ed bot.CardEdit) (board.CardUpdate,
 	switch title {
 	case "blocked":
 		return board.CardUpdate{}, &board.BlockedError{Card: card, Status: "In Progress", Blockers: []board.Card{{ID: "c_b", Handle: "NEWS-2", Title: "Dep", Status: "Backlog"}}}
+	case "in review":
+		return board.CardUpdate{}, &board.ReviewGateError{Card: card, Run: "run_aaaaaaaaaaaaaaaaaaaaaaaaaa", Number: 3}
 	case "stale":
 		return board.CardUpdate{}, &board.ConflictError{Current: card, Based: 1}
 	case "invalid":
@@ -91,6 +93,7 @@ func TestPatchCard(t *testing.T) {
 		{"bad id", "/api/v1/cards/NEWS-1x", `{"user":"alice","status":"Done"}`, 404, "no card"},
 		{"bad id shape", "/api/v1/cards/c_short", `{"user":"alice","status":"Done"}`, 404, "handle such as NEWS-3"},
 		{"blocked", path, `{"user":"alice","title":"blocked"}`, 409, `"blocked_by":[{"handle":"NEWS-2"`},
+		{"in review", path, `{"user":"alice","title":"in review"}`, 409, `"review":{"card_id":"` + okCard + `","commands":["accept NEWS-1","sendback NEWS-1 \u003cwhy\u003e"],"handle":"NEWS-1","path":"/api/v1/runs/run_aaaaaaaaaaaaaaaaaaaaaaaaaa/cards/NEWS-1/review","run_id":"run_aaaaaaaaaaaaaaaaaaaaaaaaaa"}`},
 		{"stale version", path, `{"user":"alice","title":"stale","version":1}`, 409, "someone changed it since"},
 		{"invalid", path, `{"user":"alice","title":"invalid"}`, 400, "1 to 200 characters"},
 		{"missing", path, `{"user":"alice","title":"missing"}`, 404, "not found"},

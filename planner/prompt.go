@@ -190,7 +190,7 @@ func RepairMessages(prev []Message, raw string, issues []plan.Issue) []Message {
 	}
 	b.WriteString("Reply again with exactly one JSON object in the required shape that fixes every problem, and nothing else.")
 	if len(raw) > 16<<10 {
-		raw = raw[:16<<10] + "\n…(cut)"
+		raw = plan.Cut(raw, 16<<10, "") + "\n…(cut)"
 	}
 	out := append([]Message(nil), prev...)
 	return append(out, Message{Role: "assistant", Content: raw}, Message{Role: "user", Content: b.String()})

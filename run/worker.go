@@ -25,7 +25,7 @@ type Store interface {
 	ClaimRunCard(ctx context.Context, runner string, lease time.Duration) (board.RunJob, bool, error)
 	CompleteRunCard(ctx context.Context, job board.RunJob, actor, output string) (board.CardUpdate, error)
 	FailRunCard(ctx context.Context, job board.RunJob, why string) error
-	ReleaseRunCard(ctx context.Context, job board.RunJob) error
+	ReleaseRunCard(ctx context.Context, job board.RunJob, wait time.Duration) error
 	RenewRunCard(ctx context.Context, job board.RunJob, lease time.Duration) error
 	SweepRuns(ctx context.Context) ([]board.Run, error)
 }
@@ -48,7 +48,8 @@ type Teller interface {
 // Budget keeps runner model calls within the channel's model budget, as
 // planning's are; *bot.Engine is one.
 type Budget interface {
-	// ModelBudget is nil when the channel may ask the model now.
+	// ModelBudget is nil when the channel may ask the model now. An error
+	// with a ResetsAt() time.Time method says when it may again.
 	ModelBudget(ctx context.Context, channel string) error
 	ChargeModel(ctx context.Context, channel string, tokens int)
 }
@@ -182,12 +183,13 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 	}
 	if err := w.budget.ModelBudget(ctx, job.Board.Channel); err != nil {
 		// The run waits rather than spend past the budget: the card goes
-		// back, uncounted, and is taken again once the budget allows.
-		if rerr := w.store.ReleaseRunCard(context.WithoutCancel(ctx), job); rerr != nil {
+		// back, uncounted, and the run's model cards wait until the
+		// budget may allow them; the runners work other runs meanwhile.
+		if rerr := w.store.ReleaseRunCard(context.WithoutCancel(ctx), job, w.budgetWait(err)); rerr != nil {
 			return true, rerr
 		}
 		w.tell.Waiting(ctx, job, err)
-		return false, nil
+		return true, nil
 	}
 	start := time.Now()
 	held, release := w.hold(ctx, job)
@@ -216,13 +218,36 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 		return true, nil
 	}
 	if err != nil {
-		return true, err
+		// The output could not be kept: the attempt failed, with the
+		// reason kept for the thread should the run stop over it, rather
+		// than the card waiting for its lease to run out.
+		w.logger.Warn("run card output not kept", "card", job.Card.Handle, "run", job.Run.ID, "attempt", job.Attempt, "err", err)
+		if ferr := w.store.FailRunCard(context.WithoutCancel(ctx), job, "its output could not be kept: "+err.Error()); ferr != nil {
+			return true, errors.Join(err, ferr)
+		}
+		return true, nil
 	}
 	w.obs.CardWorked(time.Since(start))
 	w.logger.Info("model worked a card", "card", job.Card.Handle, "run", job.Run.ID, "status", up.Card.Status, "seconds", time.Since(start).Seconds())
 	job.Card, job.RunCard.Status, job.RunCard.Output = up.Card, up.Card.Status, out
 	w.tell.CardOutput(ctx, job, up)
 	return true, nil
+}
+
+// BudgetRecheck is the longest a run whose channel spent its model budget
+// waits before its cards are tried again, even when the budget resets
+// later: a budget raised during the day is noticed within it.
+const BudgetRecheck = 5 * time.Minute
+
+// budgetWait is how long a run's model cards wait after the budget
+// refused one with err: until the budget resets (err's ResetsAt), at
+// most BudgetRecheck; a poll when the budget could not be read.
+func (w *Worker) budgetWait(err error) time.Duration {
+	var over interface{ ResetsAt() time.Time }
+	if !errors.As(err, &over) {
+		return w.cfg.Poll
+	}
+	return min(max(time.Until(over.ResetsAt()), w.cfg.Poll), BudgetRecheck)
 }
 
 // failure is what the run keeps of a model error: what people can act

@@ -194,8 +194,16 @@ func cardText(field, s string, line bool) (string, error) {
 }
 
 // changeCard is ChangeCard inside the caller's transaction, so an approved
-// plan's card updates commit with the rest of the plan.
+// plan's card updates commit with the rest of the plan. No change skips
+// the review of a running run's card (reviewGate).
 func changeCard(ctx context.Context, tx querier, ch board.CardChange) (board.CardUpdate, error) {
+	return changeCardAs(ctx, tx, ch, false)
+}
+
+// changeCardAs is changeCard; review says the change is a run card's
+// review decision (ReviewRunCard), the one move out of Review (and, for
+// a reviewed runner's card, into Done) that reviewGate lets through.
+func changeCardAs(ctx context.Context, tx querier, ch board.CardChange, review bool) (board.CardUpdate, error) {
 	cur, err := readCard(ctx, tx, selectCardForUpdate, ch.Card)
 	if err != nil {
 		return board.CardUpdate{}, err
@@ -267,6 +275,11 @@ func changeCard(ctx context.Context, tx querier, ch board.CardChange) (board.Car
 	}
 	if next.CriteriaDone == nil {
 		next.CriteriaDone = []int{}
+	}
+	if !review {
+		if err := reviewGate(ctx, tx, cur, next.Status); err != nil {
+			return board.CardUpdate{}, err
+		}
 	}
 	if next.Status != cur.Status && slices.Contains(board.Started, next.Status) {
 		rows, _ := tx.Query(ctx, selectUnfinishedDeps, cur.ID)

@@ -224,3 +224,78 @@ func TestApprovedPlanSchedulesItsBoard(t *testing.T) {
 		t.Fatalf("no board to schedule: %v", err)
 	}
 }
+
+// TestARunOverBudgetSetsItsCardsAside: a card given back because its
+// channel's model budget is spent is not counted, and it and the run's
+// other cards no runner holds (one whose runner's lease ran out
+// included) wait, held by nobody: no runner takes them, the runner that
+// lost its lease cannot write, the sweep leaves the run be, and another
+// run's cards are taken meanwhile.
+func TestARunOverBudgetSetsItsCardsAside(t *testing.T) {
+	t.Parallel()
+	s := storetest.NewStore(t)
+	ctx := context.Background()
+	id, _ := newspaperBoard(t, s, "console:spent")
+	run, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: allModel, Deadline: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, ok, err := s.ClaimRunCard(ctx, "model", time.Minute)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, err := s.CompleteRunCard(ctx, first, "Planner", "the policy"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReviewRunCard(ctx, run.ID, first.Card.ID, "bob", true, ""); err != nil {
+		t.Fatal(err)
+	}
+	// The researchers may go: one runner takes one and dies, another
+	// takes the next and finds the budget spent.
+	lost, ok, err := s.ClaimRunCard(ctx, "model", 20*time.Millisecond)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	spent, ok, err := s.ClaimRunCard(ctx, "model", time.Minute)
+	if err != nil || !ok || spent.Card.ID == lost.Card.ID {
+		t.Fatal(ok, err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	if err := s.ReleaseRunCard(ctx, spent, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if job, ok, err := s.ClaimRunCard(ctx, "model", time.Minute); err != nil || ok {
+		t.Fatalf("a card of the waiting run was taken: %s %v", job.Card.Handle, err)
+	}
+	if _, err := s.CompleteRunCard(ctx, lost, "Researcher", "late"); !errors.Is(err, board.ErrNotRunnable) {
+		t.Fatalf("the runner that lost its lease wrote: %v", err)
+	}
+	cur, err := s.Run(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cur.Cards {
+		switch c.Card {
+		case spent.Card.ID:
+			if c.Attempts != 0 {
+				t.Errorf("the card given back counts %d attempts", c.Attempts)
+			}
+		case lost.Card.ID:
+			if c.Attempts != 1 {
+				t.Errorf("the card whose lease ran out counts %d attempts", c.Attempts)
+			}
+		}
+	}
+	if ended, err := s.SweepRuns(ctx); err != nil || len(ended) != 0 {
+		t.Fatalf("the sweep ended the waiting run: %+v %v", ended, err)
+	}
+	// Another channel's run is not held up.
+	other, _ := newspaperBoard(t, s, "console:within")
+	next, err := s.StartRun(ctx, board.RunStart{Board: other, User: "carol", Trigger: "manual", Runners: allModel, Deadline: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job, ok, err := s.ClaimRunCard(ctx, "model", time.Minute); err != nil || !ok || job.Run.ID != next.ID {
+		t.Fatalf("the other run's card: %v %v %s", ok, err, job.Run.ID)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -121,10 +122,7 @@ func (s *Store) PostRunOutput(ctx context.Context, o board.RunOutput) (board.Run
 			_, err := tx.Exec(ctx, failRunCard, o.Run, o.Card, truncateError(o.Output), job.Holder)
 			return err
 		}
-		output := o.Output
-		if len(output) > board.MaxOutput {
-			output = output[:board.MaxOutput]
-		}
+		output := plan.Cut(o.Output, board.MaxOutput, "")
 		if _, err := tx.Exec(ctx, saveRunOutput, o.Run, o.Card, output); err != nil {
 			return err
 		}
@@ -156,20 +154,10 @@ func (s *Store) PostRunOutput(ctx context.Context, o board.RunOutput) (board.Run
 	return job, up, err
 }
 
-// truncateError keeps the start of a failure's reason, cut at a rune.
+// truncateError keeps the start of a failure's reason.
 func truncateError(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= maxRunError {
-		return s
-	}
-	cut := maxRunError
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
+	return plan.Cut(strings.TrimSpace(s), maxRunError, "")
 }
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // fillJob reads, on q (a transaction), the run of a job (without its
 // other cards) and the outputs of the cards the job's card depends on.

@@ -8,25 +8,32 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/plan"
 
 	"github.com/jackc/pgx/v5"
 )
 
 const (
 	// A card a runner may take: in a running run, its runner's, not held
-	// (or held past its lease), with every card it depends on Done, not
-	// yet in Review or Done, and tried fewer than maxAttempts times.
+	// (or held past its lease; a card parked while its channel's model
+	// budget is spent is held by nobody until it may go again), with every
+	// card it depends on Done, not yet in Review or Done, and tried fewer
+	// than maxAttempts times. The runs take turns: the card comes from the
+	// run whose latest claim is oldest (a run not yet claimed from first),
+	// so a small run started after a big one is not queued behind it.
+	// started_at is when the card's latest attempt started.
 	claimRunCard = `UPDATE run_cards rc SET lease_until = now() + $3::interval, attempts = rc.attempts + 1, holder = $4,
-    started_at = coalesce(rc.started_at, now()), error = ''
+    started_at = now(), error = ''
 FROM (SELECT rc2.run_id, rc2.card_id FROM run_cards rc2
       JOIN runs r ON r.id = rc2.run_id AND r.state = 'running'
       JOIN cards c ON c.id = rc2.card_id
+      CROSS JOIN LATERAL (SELECT max(t.started_at) AS at FROM run_cards t WHERE t.run_id = r.id) turn
       WHERE rc2.runner = $1 AND c.status IN ('Backlog', 'Ready', 'In Progress')
         AND (rc2.lease_until IS NULL OR rc2.lease_until < now())
         AND rc2.attempts < $2
         AND NOT EXISTS (SELECT 1 FROM card_links l JOIN cards d ON d.id = l.depends_on
                         WHERE l.card_id = c.id AND d.status <> 'Done')
-      ORDER BY r.started_at, c.position, c.number
+      ORDER BY turn.at NULLS FIRST, r.started_at, c.position, c.number
       LIMIT 1 FOR UPDATE OF rc2 SKIP LOCKED) j
 WHERE rc.run_id = j.run_id AND rc.card_id = j.card_id
 RETURNING rc.run_id, rc.card_id, rc.attempts, rc.feedback`
@@ -71,9 +78,20 @@ ORDER BY c.position, c.number`
 	holdRunCard = `SELECT rc.review FROM run_cards rc JOIN runs r ON r.id = rc.run_id
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' AND rc.holder = $3 AND rc.lease_until IS NOT NULL
 FOR UPDATE OF rc`
-	saveRunOutput  = `UPDATE run_cards SET output = $3, lease_until = NULL, finished_at = now() WHERE run_id = $1 AND card_id = $2`
-	releaseRunCard = `UPDATE run_cards SET lease_until = NULL, attempts = greatest(attempts - 1, 0) WHERE run_id = $1 AND card_id = $2 AND holder = $3 AND lease_until IS NOT NULL`
-	renewRunCard   = `UPDATE run_cards rc SET lease_until = now() + $4::interval FROM runs r
+	saveRunOutput = `UPDATE run_cards SET output = $3, lease_until = NULL, finished_at = now() WHERE run_id = $1 AND card_id = $2`
+	// A card given back untried (its channel's model budget is spent):
+	// the attempt is not counted.
+	releaseRunCard = `UPDATE run_cards SET lease_until = NULL, attempts = greatest(attempts - 1, 0), holder = ''
+WHERE run_id = $1 AND card_id = $2 AND holder = $3 AND lease_until IS NOT NULL`
+	// Then it and every other card of the runner in its run that is not
+	// held are parked, held by nobody, for $3, so no runner takes them
+	// (and gives them back) again before the budget may allow them, and
+	// the runners work other runs' cards meanwhile. A card whose attempts
+	// are spent is left to the sweep.
+	parkRunCards = `UPDATE run_cards rc SET lease_until = now() + $3::interval, holder = ''
+FROM cards c WHERE c.id = rc.card_id AND rc.run_id = $1 AND rc.runner = $2 AND rc.attempts < $4
+  AND c.status IN ('Backlog', 'Ready', 'In Progress') AND (rc.lease_until IS NULL OR rc.lease_until < now())`
+	renewRunCard = `UPDATE run_cards rc SET lease_until = now() + $4::interval FROM runs r
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND rc.holder = $3 AND rc.lease_until IS NOT NULL AND r.id = rc.run_id AND r.state = 'running'`
 	failRunCard = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
 
@@ -86,15 +104,22 @@ WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' FOR UPDATE OF r
 	endRun = `UPDATE runs SET state = $2, reason = $3, ended_at = now() WHERE id = $1 AND state = 'running' RETURNING board_id, number`
 
 	// Runs that have ended by themselves: every card Done; past the
-	// deadline; a card its runner failed maxAttempts times.
+	// deadline; a card its runner failed maxAttempts times, a lost lease
+	// (the runner's replica restarted or died while it worked the card)
+	// counting as a failed attempt: such a card can be taken no more, so
+	// the run stops instead of waiting for its deadline.
 	finishedRuns = `SELECT r.id, 'done', '' FROM runs r WHERE r.state = 'running'
   AND NOT EXISTS (SELECT 1 FROM run_cards rc JOIN cards c ON c.id = rc.card_id WHERE rc.run_id = r.id AND c.status <> 'Done')
 UNION ALL
 SELECT r.id, 'timed_out', 'the run passed its deadline' FROM runs r WHERE r.state = 'running' AND r.deadline < now()
 UNION ALL
-SELECT DISTINCT ON (r.id) r.id, 'stopped', b.key || '-' || c.number || ' failed after ' || rc.attempts || ' attempts: ' || rc.error
+(SELECT DISTINCT ON (r.id) r.id, 'stopped', b.key || '-' || c.number || ' failed after ' || rc.attempts || ' attempts: ' ||
+    CASE WHEN rc.lease_until IS NULL THEN rc.error
+         ELSE 'its runner stopped while working it (its lease of the card ran out: a restart or a crash)' END
 FROM runs r JOIN run_cards rc ON rc.run_id = r.id JOIN cards c ON c.id = rc.card_id JOIN boards b ON b.id = c.board_id
-WHERE r.state = 'running' AND rc.runner <> '' AND rc.attempts >= $1 AND rc.lease_until IS NULL AND rc.error <> ''`
+WHERE r.state = 'running' AND rc.runner <> '' AND rc.attempts >= $1
+  AND (rc.lease_until IS NULL AND rc.error <> '' OR rc.lease_until < now() AND c.status IN ('Backlog', 'Ready', 'In Progress'))
+ORDER BY r.id, c.position, c.number)`
 )
 
 // ClaimRunCard takes the next card the given runner ("model", "hook:x")
@@ -188,9 +213,7 @@ func withJobCards(job board.RunJob, cards []board.RunCard) board.RunJob {
 // its lease ended, or the run ended): a runner changes only its own card.
 func (s *Store) CompleteRunCard(ctx context.Context, job board.RunJob, actor, output string) (board.CardUpdate, error) {
 	run, card := job.Run.ID, job.Card.ID
-	if len(output) > board.MaxOutput {
-		output = output[:board.MaxOutput]
-	}
+	output = plan.Cut(output, board.MaxOutput, "")
 	var up board.CardUpdate
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var review bool
@@ -219,17 +242,27 @@ func (s *Store) CompleteRunCard(ctx context.Context, job board.RunJob, actor, ou
 // FailRunCard lets go of a card whose runner failed, keeping why; it is
 // tried again until its attempts run out, and then the run stops.
 func (s *Store) FailRunCard(ctx context.Context, job board.RunJob, why string) error {
-	if _, err := s.pool.Exec(ctx, failRunCard, job.Run.ID, job.Card.ID, why, job.Holder); err != nil {
+	if _, err := s.pool.Exec(ctx, failRunCard, job.Run.ID, job.Card.ID, truncateError(why), job.Holder); err != nil {
 		return fmt.Errorf("fail %s in run %s: %w", job.Card.ID, job.Run.ID, err)
 	}
 	return nil
 }
 
 // ReleaseRunCard gives back a card its runner took but did not work (the
-// channel's model budget is spent): no attempt is counted, and a runner
-// takes it again later.
-func (s *Store) ReleaseRunCard(ctx context.Context, job board.RunJob) error {
-	if _, err := s.pool.Exec(ctx, releaseRunCard, job.Run.ID, job.Card.ID, job.Holder); err != nil {
+// channel's model budget is spent): no attempt is counted, and the card,
+// with every other card of the same runner in its run that no runner
+// holds, waits wait before a runner takes it again: the runners meanwhile
+// work other runs' cards instead of taking and giving back these.
+func (s *Store) ReleaseRunCard(ctx context.Context, job board.RunJob, wait time.Duration) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, releaseRunCard, job.Run.ID, job.Card.ID, job.Holder)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err // not held by this runner any more: nothing to give back
+		}
+		_, err = tx.Exec(ctx, parkRunCards, job.Run.ID, job.RunCard.Runner, wait.String(), maxAttempts)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("release %s in run %s: %w", job.Card.ID, job.Run.ID, err)
 	}
 	return nil
@@ -277,7 +310,7 @@ func (s *Store) ReviewRunCard(ctx context.Context, run board.RunID, card board.C
 			next = "Ready"
 		}
 		var err error
-		up, err = changeCard(ctx, tx, board.CardChange{Card: card, Actor: user, Via: "review", Status: &next})
+		up, err = changeCardAs(ctx, tx, board.CardChange{Card: card, Actor: user, Via: "review", Status: &next}, true)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -124,17 +125,8 @@ func genericText(ev Event) (text string, ok bool) {
 	return s, ok && s != ""
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8Start(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+// truncate is s in at most n bytes, "…" ending it when it was cut.
+func truncate(s string, n int) string { return plan.Cut(s, n, "…") }
 
 // labelNames reads a list of label objects ({"name"} or {"title"}).
 func labelNames(v any) []string {

@@ -17,6 +17,7 @@ import (
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/signing"
 )
 
@@ -245,9 +246,4 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 	return min(d, maxRetryAfter), true
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
+func truncate(s string, n int) string { return plan.Cut(s, n, "") }
