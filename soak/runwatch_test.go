@@ -21,7 +21,8 @@ func dial(ctx context.Context, svc *services) (*pgx.Conn, error) {
 // the lease times the attempts a round has: a card no replica takes, or a
 // runner that holds on. The over-budget channel's cards wait by design;
 // a hook's card is held until the tool answers. Time Postgres is away
-// does not count: the watch starts again when it is back.
+// does not count: the watch starts again when it is back (from a failed
+// look, or the end of a restart the soak made).
 func (d *runDriver) watchLeases(ctx context.Context) {
 	limit := runLease * maxAttempts
 	type seen struct{ since time.Time }
@@ -36,6 +37,7 @@ func (d *runDriver) watchLeases(ctx context.Context) {
 			continue
 		}
 		now := time.Now()
+		back := d.svc.pgBackSince()
 		nextU, nextH := map[string]seen{}, map[string]seen{}
 		for _, c := range cards {
 			switch {
@@ -43,7 +45,7 @@ func (d *runDriver) watchLeases(ctx context.Context) {
 			case !c.held:
 				k := c.run + " " + c.card
 				s, ok := unclaimed[k]
-				if !ok {
+				if !ok || s.since.Before(back) {
 					s = seen{now}
 				}
 				nextU[k] = s
@@ -55,7 +57,7 @@ func (d *runDriver) watchLeases(ctx context.Context) {
 			case c.runner == "model":
 				k := c.run + " " + c.card + " " + c.holder
 				s, ok := held[k]
-				if !ok {
+				if !ok || s.since.Before(back) {
 					s = seen{now}
 				}
 				nextH[k] = s
