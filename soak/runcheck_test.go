@@ -209,6 +209,7 @@ WHERE rc.runner <> ''`)
 			fail("model runner called %d times for one round (%s); a round has %d attempts", n, k, maxAttempts)
 		}
 	}
+	row("SIGKILLs of a replica while its runner worked a card", mdl.killedMidCard.Load())
 	if len(perRound) > 0 {
 		row("model runner calls per card round (mean / max)", fmt.Sprintf("%.2f / %d", float64(calls)/float64(len(perRound)), most))
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,7 +77,9 @@ outbound:
 	}
 	var replicas []*replica
 	for _, name := range []string{"a", "b", "c"} {
-		r := newReplica(t, bin, name, env)
+		// Each replica names the model after itself, so the scripted
+		// model knows which one works a card.
+		r := newReplica(t, bin, name, append(slices.Clone(env), "BOBNET_MODEL=soak-model-"+name))
 		r.start(t)
 		replicas = append(replicas, r)
 	}
@@ -109,7 +112,7 @@ outbound:
 		wg.Go(func() { w.run(work) })
 	}
 	wg.Go(func() { runs.clockLoop(work, t, length, 3*time.Second) })
-	faults := runFaults(work, t, svc, replicas, length)
+	faults := runFaults(work, t, svc, replicas, mdl, length)
 
 	wg.Wait()
 	<-faults
@@ -168,7 +171,7 @@ func writeProfiles(t *testing.T) string {
 // runFaults kills, stops and restarts things in turn while the workload
 // runs: SIGKILL and SIGTERM of a replica, a Redis restart, a Postgres
 // restart. The channel closes when it has stopped.
-func runFaults(ctx context.Context, t *testing.T, svc *services, replicas []*replica, length time.Duration) <-chan struct{} {
+func runFaults(ctx context.Context, t *testing.T, svc *services, replicas []*replica, mdl *model, length time.Duration) <-chan struct{} {
 	done := make(chan struct{})
 	every := max(length/9, 5*time.Second)
 	go func() {
@@ -182,6 +185,12 @@ func runFaults(ctx context.Context, t *testing.T, svc *services, replicas []*rep
 			r := replicas[i%len(replicas)]
 			switch i % 4 {
 			case 0:
+				// Mid-card when it can: a replica whose runner waits on
+				// a slow model answer.
+				if k := mdl.working(replicas, 5*time.Second); k != nil {
+					r = k
+					mdl.killedMidCard.Add(1)
+				}
 				t.Logf("fault: SIGKILL %s", r.name)
 				r.signal(syscall.SIGKILL)
 				r.wait(10 * time.Second)

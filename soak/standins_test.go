@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,9 +35,12 @@ var tagRE = regexp.MustCompile(`soak-[a-z]+-[0-9]+`)
 type model struct {
 	srv *plannertest.Server
 
-	mu     sync.Mutex
-	calls  map[string]int // tag -> calls
-	runner []runnerCall
+	mu       sync.Mutex
+	calls    map[string]int // tag -> calls
+	runner   []runnerCall
+	inflight map[string]time.Time // replica -> until when its runner waits on a slow answer
+
+	killedMidCard atomic.Int64 // SIGKILLs of a replica whose runner was working a card
 }
 
 // runnerCall is one call of a model runner: the card it worked (its
@@ -54,11 +58,11 @@ var (
 )
 
 func newModel(t *testing.T, slow time.Duration) *model {
-	m := &model{srv: plannertest.NewServer(t), calls: map[string]int{}}
+	m := &model{srv: plannertest.NewServer(t), calls: map[string]int{}, inflight: map[string]time.Time{}}
 	plan := plannertest.NewspaperPlan(t)
 	m.srv.Handle(func(req openai.ChatCompletionRequest) plannertest.Reply {
 		if msg := plannertest.LastUserMessage(req); strings.Contains(msg, "Answer with the output of") {
-			return m.work(msg, slow)
+			return m.work(strings.TrimPrefix(req.Model, "soak-model-"), msg, slow)
 		}
 		tag := tagRE.FindString(plannertest.LastUserMessage(req))
 		m.mu.Lock()
@@ -80,7 +84,7 @@ func newModel(t *testing.T, slow time.Duration) *model {
 // work answers a model runner: mostly at once, sometimes slower than the
 // lease (the runner renews it), sometimes failing (the card is tried
 // again).
-func (m *model) work(msg string, slow time.Duration) plannertest.Reply {
+func (m *model) work(replica, msg string, slow time.Duration) plannertest.Reply {
 	c := runnerCall{At: time.Now()}
 	if sm := runnerCardRE.FindStringSubmatch(msg); sm != nil {
 		c.Handle = sm[1]
@@ -96,9 +100,32 @@ func (m *model) work(msg string, slow time.Duration) plannertest.Reply {
 	case r < 4:
 		return plannertest.Reply{Status: http.StatusInternalServerError, Message: "the model server is overloaded"}
 	case r < 10:
+		m.mu.Lock()
+		m.inflight[replica] = time.Now().Add(slow)
+		m.mu.Unlock()
 		return plannertest.Reply{Content: fmt.Sprintf("## %s\n\nSlow output, call %d.", c.Handle, n), Delay: slow}
 	}
 	return plannertest.Reply{Content: fmt.Sprintf("## %s\n\nOutput, call %d.", c.Handle, n)}
+}
+
+// working returns a replica whose model runner waits on a slow answer,
+// waiting up to wait for one; nil when none did.
+func (m *model) working(replicas []*replica, wait time.Duration) *replica {
+	deadline := time.Now().Add(wait)
+	for {
+		m.mu.Lock()
+		for _, r := range replicas {
+			if until, ok := m.inflight[r.name]; ok && time.Until(until) > time.Second && !r.exited() {
+				m.mu.Unlock()
+				return r
+			}
+		}
+		m.mu.Unlock()
+		if time.Now().After(deadline) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func (m *model) runnerCalls() []runnerCall {
