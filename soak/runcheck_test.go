@@ -148,7 +148,7 @@ WHERE rc.runner <> ''`)
 		reviewed += c.accepted
 		if c.kept > c.sentBack+1 {
 			doubleKept++
-			fail("%s of run %s: %d outputs kept in %d rounds", c.handle, c.run, c.kept, c.sentBack+1)
+			fail("%s of run %s: %d outputs kept in %d rounds\n%s", c.handle, c.run, c.kept, c.sentBack+1, cardStory(conn, c.run, c.card, mdl, c.handle))
 		}
 		if c.review && c.done && c.accepted == 0 {
 			noReview++
@@ -272,7 +272,17 @@ WHERE rc.runner <> ''`)
 		word := map[string]string{"done": "done", "stopped": "stopped", "timed_out": "timed out"}[r.State]
 		if !said(r.Board, fmt.Sprintf("Run %d %s", r.Number, word)) {
 			unsaid++
-			fail("run %d of %s ended %s; its thread never heard it", r.Number, r.Board, r.State)
+			var logs []string
+			for _, rep := range d.w.replicas {
+				logs = append(logs, rep.grepLog(r.ID, "board="+r.Board)...)
+			}
+			var told []string
+			for _, l := range logs {
+				if strings.Contains(l, "run ended") || strings.Contains(l, "run news") {
+					told = append(told, l)
+				}
+			}
+			fail("run %d of %s ended %s; its thread never heard it\nreplicas said:\n%s", r.Number, r.Board, r.State, strings.Join(told, "\n"))
 		}
 		for _, b := range d.boards {
 			if b.ID == r.Board && b.Channel == budgetChannel {
@@ -289,4 +299,31 @@ WHERE rc.runner <> ''`)
 	row("runs ended with no message in their thread", unsaid)
 	row("over-budget channel: runs / told they wait / model calls", fmt.Sprintf("%d / %d / %d", budgetRuns, budgetWaits, budgetCalls))
 	return rows
+}
+
+// cardStory is what Postgres and the model saw of one card in one run,
+// for a failure's message.
+func cardStory(conn *pgx.Conn, run, card string, mdl *model, handle string) string {
+	ctx := context.Background()
+	var b strings.Builder
+	var started, ended time.Time
+	_ = conn.QueryRow(ctx, `SELECT started_at, coalesce(ended_at, now()) FROM runs WHERE id = $1`, run).Scan(&started, &ended)
+	fmt.Fprintf(&b, "run %s from %s to %s\n", run, started.Format(time.RFC3339Nano), ended.Format(time.RFC3339Nano))
+	rows, err := conn.Query(ctx, `SELECT at, actor, action, detail::text FROM audit_events WHERE detail->>'card' = $1 AND at BETWEEN $2 AND $3 ORDER BY id`, card, started.Add(-time.Minute), ended.Add(time.Minute))
+	if err == nil {
+		for rows.Next() {
+			var at time.Time
+			var actor, action, detail string
+			if rows.Scan(&at, &actor, &action, &detail) == nil {
+				fmt.Fprintf(&b, "  %s %s %s %s\n", at.Format(time.RFC3339Nano), actor, action, detail)
+			}
+		}
+		rows.Close()
+	}
+	for _, c := range mdl.runnerCalls() {
+		if c.Handle == handle && !c.At.Before(started.Add(-time.Minute)) && !c.At.After(ended.Add(time.Minute)) {
+			fmt.Fprintf(&b, "  model call %s round %d on %s\n", c.At.Format(time.RFC3339Nano), c.Round, c.Replica)
+		}
+	}
+	return b.String()
 }

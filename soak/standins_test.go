@@ -44,9 +44,10 @@ type model struct {
 // handle), the round (the soak's reviewers write round=N in every
 // reason) and when.
 type runnerCall struct {
-	Handle string
-	Round  int
-	At     time.Time
+	Handle  string
+	Replica string
+	Round   int
+	At      time.Time
 }
 
 var (
@@ -82,7 +83,7 @@ func newModel(t *testing.T, slow time.Duration) *model {
 // lease (the runner renews it), sometimes failing (the card is tried
 // again).
 func (m *model) work(replica, msg string, slow time.Duration) plannertest.Reply {
-	c := runnerCall{At: time.Now()}
+	c := runnerCall{At: time.Now(), Replica: replica}
 	if sm := runnerCardRE.FindStringSubmatch(msg); sm != nil {
 		c.Handle = sm[1]
 	}
