@@ -57,6 +57,16 @@ func (e *ReviewGateError) Error() string {
 // Is makes errors.Is(err, ErrUnderReview) true.
 func (e *ReviewGateError) Is(target error) bool { return target == ErrUnderReview }
 
+// ErrStaleReview means a review decision was made on an earlier round of
+// its card: the card was sent back and worked again since, so the
+// decision changes nothing.
+var ErrStaleReview = errors.New("this review is of an earlier output of the card")
+
+// AnyRound, as the round of a review decision, decides the card in
+// whatever round it is in now (a person naming the card in chat, or a
+// REST call without a round).
+const AnyRound = -1
+
 // MaxOutput is the most a card's output may hold (256 KiB).
 const MaxOutput = 256 << 10
 

@@ -85,7 +85,7 @@ func (e *Engine) EditCard(ctx context.Context, ed CardEdit) (board.CardUpdate, e
 		id = c.ID
 	}
 	if ed.Assignee != nil {
-		name, err := e.profileName(*ed.Assignee)
+		name, err := e.assignee(ctx, cs, id, *ed.Assignee)
 		if err != nil {
 			return board.CardUpdate{}, err
 		}
@@ -130,11 +130,12 @@ func (e *Engine) MoveCard(ctx context.Context, ch Channel, user, ref, status str
 	return e.EditCard(ctx, CardEdit{Channel: ch, User: user, Ref: ref, Status: &status})
 }
 
-// AssignCard gives a card of the channel's board to a profile; "none"
-// (or "nobody", "unassigned") leaves it unassigned. See EditCard for the
-// errors.
-func (e *Engine) AssignCard(ctx context.Context, ch Channel, user, ref, profile string) (board.CardUpdate, error) {
-	return e.EditCard(ctx, CardEdit{Channel: ch, User: user, Ref: ref, Assignee: &profile})
+// AssignCard gives a card of the channel's tenant to a profile (a role
+// such as Researcher) or a person (a person id, board.Person, of the
+// card's board's workspace or room); "none" (or "nobody", "unassigned")
+// leaves it unassigned. See EditCard for the errors.
+func (e *Engine) AssignCard(ctx context.Context, ch Channel, user, ref, who string) (board.CardUpdate, error) {
+	return e.EditCard(ctx, CardEdit{Channel: ch, User: user, Ref: ref, Assignee: &who})
 }
 
 // NextCards returns the channel's board and the cards on it that are
@@ -144,14 +145,46 @@ func (e *Engine) NextCards(ctx context.Context, ch Channel) (board.Status, error
 	return e.ChannelStatus(ctx, ch)
 }
 
-// profileName returns a profile's canonical name, or "" for the words
-// that mean nobody. With no profiles configured any name goes.
-func (e *Engine) profileName(name string) (string, error) {
+// assignee checks what a card is to be assigned to and returns it as
+// stored: a person id (board.Person) that may be assigned on the card's
+// board (a Slack person on their own installation's boards, a Matrix
+// person on a Matrix room's), else a profile's canonical name, or "" for
+// the words that mean nobody. With no profiles configured any role name
+// goes, but never one written as a person or a mention (@alice, <@U1>,
+// slack:…, matrix:…) that is not a valid person id: people are assigned
+// by id, never by a name.
+func (e *Engine) assignee(ctx context.Context, cs CardStore, id board.CardID, name string) (string, error) {
 	name = strings.TrimSpace(name)
 	switch strings.ToLower(name) {
 	case "", "none", "nobody", "unassigned", "-":
 		return "", nil
 	}
+	if p, ok := board.ParsePerson(name); ok {
+		c, err := cs.Card(ctx, id)
+		if errors.Is(err, board.ErrNotFound) {
+			return "", fmt.Errorf("%w: %w", ErrNoCard, err)
+		}
+		if err != nil {
+			return "", unavailable("read card", err)
+		}
+		b, _, err := cs.Board(ctx, c.BoardID)
+		if err != nil {
+			return "", unavailable("read board", err)
+		}
+		if !p.AssignableIn(board.TenantOf(b.Channel)) {
+			return "", fmt.Errorf("%w: %s is not a person of the workspace or room of %s's board; assign someone of its own", board.ErrInvalidChange, p.Label(), c.Handle)
+		}
+		return p.String(), nil
+	}
+	if board.LooksLikePerson(name) {
+		return "", fmt.Errorf("%w: %q is no person BobNet can tell: mention them in Slack, give their full user id in Matrix (@alice:example.org), or their person id (slack:T…/U…, matrix:@alice:example.org)", board.ErrInvalidChange, name)
+	}
+	return e.profileName(name)
+}
+
+// profileName returns a profile's canonical name. With no profiles
+// configured any name goes.
+func (e *Engine) profileName(name string) (string, error) {
 	if len(e.cfg.Profiles) == 0 {
 		return name, nil
 	}
@@ -162,7 +195,7 @@ func (e *Engine) profileName(name string) (string, error) {
 		}
 		names = append(names, p.Name)
 	}
-	return "", fmt.Errorf("%w %q: assign one of %s, or none", ErrUnknownProfile, name, strings.Join(names, ", "))
+	return "", fmt.Errorf("%w %q: assign one of %s, a person, or none", ErrUnknownProfile, name, strings.Join(names, ", "))
 }
 
 // boardEventRate bounds how often one board speaks in its thread, so a
@@ -205,31 +238,40 @@ func (e *Engine) announce(ctx context.Context, up board.CardUpdate, user string)
 
 // CardUpdateText says in one line what a card change did, for a chat
 // reply: `NEWS-3 “Researcher B” moved from Backlog to In Progress by bob.`
+// A person assigned is shown by their label (@U123, @alice:server).
 func CardUpdateText(up board.CardUpdate, user string) string {
+	return CardUpdateTextAs(up, user, func(s string) string { return s }, orUnassigned)
+}
+
+// CardUpdateTextAs is CardUpdateText for a surface with markup: esc
+// escapes text for it (titles, roles and user are data), and who shows
+// an assignee, "" for nobody (a person as the surface's mention); who's
+// result is not escaped again.
+func CardUpdateTextAs(up board.CardUpdate, user string, esc, who func(string) string) string {
 	c := up.Card
 	if len(up.Changes) == 0 {
-		return fmt.Sprintf("%s “%s” is already %s; nothing changed.", c.Handle, c.Title, c.Status)
+		return esc(fmt.Sprintf("%s “%s” is already %s; nothing changed.", c.Handle, c.Title, c.Status))
 	}
 	parts := make([]string, 0, len(up.Changes))
 	for _, ch := range up.Changes {
 		switch ch.Field {
 		case "status":
-			parts = append(parts, fmt.Sprintf("moved from %s to %s", ch.From, ch.To))
+			parts = append(parts, esc(fmt.Sprintf("moved from %s to %s", ch.From, ch.To)))
 		case "assignee":
-			parts = append(parts, fmt.Sprintf("assigned to %s (was %s)", orUnassigned(ch.To), orUnassigned(ch.From)))
+			parts = append(parts, esc("assigned to ")+who(ch.To)+esc(" (was ")+who(ch.From)+esc(")"))
 		case "title":
-			parts = append(parts, fmt.Sprintf("retitled from “%s”", ch.From))
+			parts = append(parts, esc(fmt.Sprintf("retitled from “%s”", ch.From)))
 		case "body":
-			parts = append(parts, "description edited")
+			parts = append(parts, esc("description edited"))
 		default:
-			parts = append(parts, fmt.Sprintf("%s marked %s", ch.Field, ch.To))
+			parts = append(parts, esc(fmt.Sprintf("%s marked %s", ch.Field, ch.To)))
 		}
 	}
 	by := ""
 	if user != "" {
 		by = " by " + user
 	}
-	return fmt.Sprintf("%s “%s” %s%s.", c.Handle, c.Title, strings.Join(parts, ", "), by)
+	return esc(fmt.Sprintf("%s “%s” ", c.Handle, c.Title)) + strings.Join(parts, esc(", ")) + esc(by+".")
 }
 
 // progressText is a board's progress in one sentence, in the same words
@@ -251,18 +293,25 @@ func progressText(st board.Status) string {
 }
 
 // NextText lists what is ready to start on a board, one card a line, for
-// `/bobnet next` (Slack) and `!bobnet next` (Matrix).
+// `/bobnet next` (Slack) and `!bobnet next` (Matrix). A person assigned is
+// shown by their label (@U123, @alice:server).
 func NextText(st board.Status) string {
+	return NextTextAs(st, func(s string) string { return s }, orUnassigned)
+}
+
+// NextTextAs is NextText for a surface with markup: esc escapes text for
+// it, and who shows an assignee ("" for nobody), unescaped.
+func NextTextAs(st board.Status, esc, who func(string) string) string {
 	if len(st.Ready) == 0 {
 		if len(st.Waiting) > 0 {
-			return fmt.Sprintf("Nothing is ready to start on %s right now: the cards left wait on others that are not Done.", st.Board.Name)
+			return esc(fmt.Sprintf("Nothing is ready to start on %s right now: the cards left wait on others that are not Done.", st.Board.Name))
 		}
-		return fmt.Sprintf("Nothing is ready to start on %s: every card has started or is Done.", st.Board.Name)
+		return esc(fmt.Sprintf("Nothing is ready to start on %s: every card has started or is Done.", st.Board.Name))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Ready to start on %s:", st.Board.Name)
+	b.WriteString(esc(fmt.Sprintf("Ready to start on %s:", st.Board.Name)))
 	for _, c := range st.Ready {
-		fmt.Fprintf(&b, "\n%s “%s” (%s, %s)", c.Handle, c.Title, orUnassigned(c.Assignee), c.Status)
+		b.WriteString(esc(fmt.Sprintf("\n%s “%s” (", c.Handle, c.Title)) + who(c.Assignee) + esc(", "+c.Status+")"))
 	}
 	return b.String()
 }

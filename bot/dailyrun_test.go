@@ -100,7 +100,7 @@ func TestTheDailyNewspaper(t *testing.T) {
 		for _, c := range cur.Cards {
 			switch {
 			case c.Status == "Review":
-				if _, err := env.Engine.ReviewRunCard(ctx, r.ID, c.Card, "alice", true, ""); err != nil {
+				if _, err := env.Engine.ReviewRunCard(ctx, r.ID, c.Card, board.AnyRound, "alice", true, ""); err != nil {
 					t.Fatal(err)
 				}
 			case c.Runner == "" && c.Status != "Done":

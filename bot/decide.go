@@ -21,13 +21,17 @@ const decideTimeout = 30 * time.Second
 // through committed, and the claim it holds keeps every other decision
 // out.
 func (e *Engine) recordApprovalInRedis(p Proposal) {
-	e.out.runTracked(func() {
+	e.out.runTracked(func(halt context.Context) {
 		var err error
 		for attempt := range 3 {
 			if attempt > 0 {
-				time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+				select {
+				case <-halt.Done():
+					return
+				case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+				}
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(halt, 5*time.Second)
 			err = e.deps.Proposals.PutDecision(ctx, p)
 			cancel()
 			if err == nil {

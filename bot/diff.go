@@ -3,6 +3,7 @@ package bot
 import (
 	"sort"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
 )
 
@@ -92,11 +93,13 @@ func Diff(old, cur plan.Envelope) *Changes {
 	return c
 }
 
+// orUnassigned shows an assignee in text: "Unassigned" for nobody, a
+// person by their label (@U123, @alice:server), a role as it is.
 func orUnassigned(s string) string {
 	if s == "" {
 		return "Unassigned"
 	}
-	return s
+	return board.AssigneeLabel(s)
 }
 
 func cardsOf(e plan.Envelope) map[string]plan.CardDraft {

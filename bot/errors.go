@@ -139,7 +139,7 @@ func Explain(err error) string {
 	case errors.Is(err, ErrNoBoardKey):
 		return "No board has that key; say it as it appears before card numbers, e.g. `run NEWS`."
 	case errors.Is(err, ErrNoBoard):
-		return "This channel has no board yet. Mention me with what you want planned, and approve the preview."
+		return noBoardText("channel")
 	case errors.Is(err, ErrNoCard):
 		return "I can't find that card on this channel's board. Use its handle (such as NEWS-3, shown on the board) or the start of its title."
 	case errors.Is(err, ErrNoRun):

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/bobnet/bobnet/board"
@@ -16,10 +15,10 @@ type PendingLister interface {
 	PendingProposals(ctx context.Context, now time.Time, limit int) ([]Proposal, error)
 }
 
-// AssignedCards lists the cards assigned to someone across boards;
-// *store.Store is one.
+// AssignedCards lists the cards assigned to a person on the boards of one
+// tenant; *store.Store is one.
 type AssignedCards interface {
-	CardsAssigned(ctx context.Context, names []string, limit int) ([]board.AssignedCard, error)
+	CardsAssigned(ctx context.Context, person string, tenant board.Tenant, limit int) ([]board.AssignedCard, error)
 }
 
 // maxPendingScan bounds how many pending proposals one home reads before
@@ -77,29 +76,50 @@ func (e *Engine) MayApprove(ctx context.Context, p Proposal, user string) bool {
 	return e.mayAct(ctx, p, user, "approve") == nil
 }
 
-// CardsAssignedTo returns up to limit unfinished cards, on any board,
-// whose assignee is one of names (a person's id and names on their
-// surface).
-func (e *Engine) CardsAssignedTo(ctx context.Context, names []string, limit int) ([]board.AssignedCard, error) {
+// CardsAssignedTo returns up to limit unfinished cards whose assignee is
+// exactly person, a Slack person id (board.Person), on the boards of the
+// person's own installation: what their App Home lists. Names play no
+// part: a card assigned to a role, or to a name someone may also go by,
+// is nobody's in particular. A Matrix person, who belongs to no one
+// tenant, has no such list (ErrNoHome).
+func (e *Engine) CardsAssignedTo(ctx context.Context, person string, limit int) ([]board.AssignedCard, error) {
 	ac := e.deps.Assigned
 	if ac == nil {
 		return nil, ErrNoHome
 	}
-	cards, err := ac.CardsAssigned(ctx, names, limit)
+	p, ok := board.ParsePerson(person)
+	if !ok || p.Tenant() == "" {
+		return nil, fmt.Errorf("list cards assigned to %q: %w", person, ErrNoHome)
+	}
+	cards, err := ac.CardsAssigned(ctx, p.String(), p.Tenant(), limit)
 	if err != nil {
 		return nil, unavailable("list assigned cards", err)
 	}
-	return cards, nil
+	out := cards[:0]
+	for _, c := range cards {
+		if c.Card.Assignee == p.String() && p.AssignableIn(board.TenantOf(c.Board.Channel)) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
-// MoveAssignedCard moves a card, named by id, that is assigned to one of
-// names, to status: the move buttons of a person's home. A card assigned
-// to someone else is refused (ErrForbidden), whatever the button said;
-// otherwise it is EditCard, checked, audited and announced the same way.
-func (e *Engine) MoveAssignedCard(ctx context.Context, user string, names []string, id board.CardID, status, via string) (board.CardUpdate, error) {
+// MoveAssignedCard moves a card, named by id, to status for the person
+// it is assigned to: the move buttons of a person's home. The card must
+// lie on a board of the person's own tenant (board.Person.AssignableIn),
+// else it is answered as a card nobody has (ErrNoCard), and be assigned
+// to exactly person (a person id), else it is refused (ErrForbidden);
+// either changes nothing, whatever the button said.
+// Otherwise it is EditCard of the version checked, audited and announced
+// the same way.
+func (e *Engine) MoveAssignedCard(ctx context.Context, user, person string, id board.CardID, status, via string) (board.CardUpdate, error) {
 	cs, err := e.cardStore()
 	if err != nil {
 		return board.CardUpdate{}, err
+	}
+	p, ok := board.ParsePerson(person)
+	if !ok {
+		return board.CardUpdate{}, fmt.Errorf("move card %s: %w: %q is no person id", id, ErrForbidden, person)
 	}
 	c, err := cs.Card(ctx, id)
 	if errors.Is(err, board.ErrNotFound) {
@@ -108,12 +128,17 @@ func (e *Engine) MoveAssignedCard(ctx context.Context, user string, names []stri
 	if err != nil {
 		return board.CardUpdate{}, unavailable("read card", err)
 	}
-	if !slices.ContainsFunc(names, func(n string) bool { return n != "" && strings.EqualFold(n, c.Assignee) }) {
-		return board.CardUpdate{}, fmt.Errorf("move card %s: %w: it is not assigned to you", c.Handle, ErrForbidden)
-	}
 	b, _, err := cs.Board(ctx, c.BoardID)
 	if err != nil {
 		return board.CardUpdate{}, unavailable("read board", err)
 	}
-	return e.EditCard(ctx, CardEdit{ID: id, Channel: channelOf(b.Channel), User: user, Via: via, Status: &status})
+	if !p.AssignableIn(board.TenantOf(b.Channel)) {
+		// Another tenant's card: as one nobody has.
+		return board.CardUpdate{}, fmt.Errorf("move card %s: %w", id, ErrNoCard)
+	}
+	if c.Assignee != p.String() {
+		return board.CardUpdate{}, fmt.Errorf("move card %s: %w: it is not assigned to you", c.Handle, ErrForbidden)
+	}
+	// The version read: a card reassigned since is not moved.
+	return e.EditCard(ctx, CardEdit{ID: id, Channel: channelOf(b.Channel), User: user, Via: via, Status: &status, IfVersion: c.Version})
 }

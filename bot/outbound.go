@@ -26,6 +26,13 @@ type outbound struct {
 	flushBy time.Time // set once closing
 	stop    chan struct{}
 	wg      sync.WaitGroup
+
+	// halt ends when a closing outbound's flush time is over: every post,
+	// and every write recording one (retryWrite included), runs under a
+	// context it ends, so a Redis or Postgres that does not answer cannot
+	// hold a shutdown past its flush time.
+	halt    context.Context
+	haltNow context.CancelFunc
 }
 
 // Why send refused a message.
@@ -44,7 +51,22 @@ const outboundQueue = 256
 const outboundIdle = 30 * time.Second
 
 func newOutbound(timeout, flush time.Duration, logger *slog.Logger) *outbound {
-	return &outbound{timeout: timeout, flush: flush, logger: logger, queues: map[string]chan func(context.Context){}, stop: make(chan struct{})}
+	halt, haltNow := context.WithCancel(context.Background())
+	return &outbound{timeout: timeout, flush: flush, logger: logger, queues: map[string]chan func(context.Context){}, stop: make(chan struct{}),
+		halt: halt, haltNow: haltNow}
+}
+
+// detached is ctx's values without its deadline or cancellation, for work
+// that must finish once started (recording a post that went out), ended
+// only when the outbound halts at the end of a shutdown's flush time.
+// done releases it.
+func (o *outbound) detached(ctx context.Context) (_ context.Context, done func()) {
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(o.halt, cancel)
+	return c, func() {
+		stop()
+		cancel()
+	}
 }
 
 // send queues fn for channel, or says why it did not (errOutboundFull,
@@ -78,8 +100,8 @@ func (o *outbound) drain(channel string, q chan func(context.Context)) {
 		select {
 		case fn := <-q:
 			// A message already started finishes (within its timeout)
-			// even while the engine stops.
-			ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+			// even while the engine stops, until the flush time is over.
+			ctx, cancel := context.WithTimeout(o.halt, o.timeout)
 			fn(ctx)
 			cancel()
 			idle.Reset(outboundIdle)
@@ -119,7 +141,7 @@ func (o *outbound) flushQueue(channel string, q chan func(context.Context)) {
 				return
 			}
 			// WithTimeout inside WithDeadline: the earlier of the two.
-			fctx, fcancel := context.WithDeadline(context.Background(), deadline)
+			fctx, fcancel := context.WithDeadline(o.halt, deadline)
 			ctx, cancel := context.WithTimeout(fctx, o.timeout)
 			fn(ctx)
 			cancel()
@@ -131,20 +153,21 @@ func (o *outbound) flushQueue(channel string, q chan func(context.Context)) {
 }
 
 // runTracked runs fn off the caller's path and outside the channel queues, so
-// it is never dropped; close waits for it. Once closing, fn runs at once on
-// the caller's path instead.
-func (o *outbound) runTracked(fn func()) {
+// it is never dropped; close waits for it, until the flush time is over:
+// fn's context ends then. Once closing, fn runs at once on the caller's
+// path instead.
+func (o *outbound) runTracked(fn func(ctx context.Context)) {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
-		fn()
+		fn(o.halt)
 		return
 	}
 	o.wg.Add(1)
 	o.mu.Unlock()
 	go func() {
 		defer o.wg.Done()
-		fn()
+		fn(o.halt)
 	}()
 }
 
@@ -162,7 +185,10 @@ func (o *outbound) stopping() bool {
 // close refuses new messages, lets the ones being sent finish, sends
 // those still queued for up to the flush time and waits for them; what is
 // still queued then is dropped (an answer's request stays on the stream,
-// unacknowledged, for another replica or the next start).
+// unacknowledged, for another replica or the next start). When the flush
+// time is over, halt ends every post and recording still running, so
+// close returns by then (and a moment for them to see it) whatever Redis,
+// Postgres or the chat platforms do.
 func (o *outbound) close() {
 	o.mu.Lock()
 	if !o.closed {
@@ -170,8 +196,12 @@ func (o *outbound) close() {
 		o.flushBy = time.Now().Add(o.flush)
 		close(o.stop)
 	}
+	flushBy := o.flushBy
 	o.mu.Unlock()
+	halt := time.AfterFunc(time.Until(flushBy), o.haltNow)
+	defer halt.Stop()
 	o.wg.Wait()
+	o.haltNow()
 }
 
 // queuePost queues what fn posts with the poster of t's surface, off the

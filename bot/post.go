@@ -48,7 +48,8 @@ func (e *Engine) giveUp(ctx context.Context, consumer string, d QueuedRequest, r
 // acknowledges it: posting is part of answering. Each attempt has the post
 // timeout of its own, and the bookkeeping after it its own too.
 func (e *Engine) post(ctx context.Context, consumer string, d QueuedRequest, rec RequestRecord) {
-	base := context.WithoutCancel(ctx)
+	base, done := e.out.detached(ctx)
+	defer done()
 	r, ans := rec.Request, rec.Answer
 	poster := e.poster(r.Thread.Channel.Source)
 	var err error
@@ -60,9 +61,13 @@ func (e *Engine) post(ctx context.Context, consumer string, d QueuedRequest, rec
 			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
 		}
 		pctx, cancel := context.WithTimeout(base, e.cfg.PostTimeout)
+		// The recording around the post (its claim before, where it went
+		// after) outlives a post that answers just before its timeout.
+		book, bcancel := context.WithTimeout(base, e.cfg.PostTimeout+bookkeepingTimeout)
 		// A second attempt, or a request handed out before, may follow
 		// a post that went out unheard.
-		err = e.postOnce(pctx, base, poster, r, ans, attempt > 0 || d.Count > 1)
+		err = e.postOnce(pctx, book, poster, r, ans, attempt > 0 || d.Count > 1)
+		bcancel()
 		cancel()
 		if err == nil || errors.Is(err, errPostingElsewhere) {
 			break
@@ -223,10 +228,14 @@ var errPostingElsewhere = errors.New("the preview is being posted by another wor
 func postingClaim(p ProposalID) ProposalID { return "post:" + p }
 
 // retryWrite tries a write that records what was already sent until it
-// succeeds or ctx ends: a Redis that restarts for a second must not make a
-// posted preview look unposted, or the request's next worker posts it
-// again (the soak test saw exactly that).
+// succeeds, ctx ends or bookkeepingTimeout has passed, whichever is
+// first: a Redis that restarts for a second must not make a posted preview
+// look unposted, or the request's next worker posts it again (the soak
+// test saw exactly that), and a Redis that is gone must not keep a
+// shutdown waiting.
 func retryWrite(ctx context.Context, write func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, bookkeepingTimeout)
+	defer cancel()
 	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		err := write()
 		if err == nil || ctx.Err() != nil {

@@ -13,9 +13,11 @@ import (
 // reason, if user may: whoever the channel's policy lets decide, as for a
 // proposal, with the person who started the run as its requester (so
 // under self_approval: false they cannot accept their own run's work).
-// The thread is told. Errors: ErrNotFound, ErrForbidden (a *PolicyError),
-// board.ErrNotRunnable, ErrUnavailable.
-func (e *Engine) ReviewRunCard(ctx context.Context, runID board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error) {
+// The thread is told. round is the round the decision was shown (a
+// ReviewRef's Round) or board.AnyRound; a decision on an earlier round
+// changes nothing. Errors: ErrNotFound, ErrForbidden (a *PolicyError),
+// ErrStaleReview, board.ErrNotRunnable, ErrUnavailable.
+func (e *Engine) ReviewRunCard(ctx context.Context, runID board.RunID, card board.CardID, round int, user string, accept bool, reason string) (board.CardUpdate, error) {
 	rv := e.deps.Runs
 	if rv == nil {
 		return board.CardUpdate{}, ErrNoRuns
@@ -40,9 +42,9 @@ func (e *Engine) ReviewRunCard(ctx context.Context, runID board.RunID, card boar
 			map[string]any{"run_id": r.ID, "card": card, "reason": err.Error()})
 		return board.CardUpdate{}, err
 	}
-	up, err := rv.ReviewRunCard(ctx, runID, card, user, accept, reason)
+	up, err := rv.ReviewRunCard(ctx, runID, card, round, user, accept, reason)
 	switch {
-	case errors.Is(err, board.ErrNotRunnable):
+	case errors.Is(err, board.ErrNotRunnable), errors.Is(err, ErrStaleReview):
 		return board.CardUpdate{}, err
 	case err != nil:
 		return board.CardUpdate{}, unavailable("review", err)
@@ -81,7 +83,7 @@ func (e *Engine) ReviewByHandle(ctx context.Context, ch Channel, user, ref strin
 	if len(runs) == 0 || runs[0].State != board.RunRunning {
 		return board.CardUpdate{}, fmt.Errorf("%w: the board has no run going", board.ErrNotRunnable)
 	}
-	return e.ReviewRunCard(ctx, runs[0].ID, c.ID, user, accept, reason)
+	return e.ReviewRunCard(ctx, runs[0].ID, c.ID, board.AnyRound, user, accept, reason)
 }
 
 // mayReview applies the board channel's policy to a review, the run's

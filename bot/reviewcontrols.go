@@ -19,8 +19,10 @@ const (
 const MaxReviewReason = 1000
 
 // ErrStaleReview means a review control belongs to an earlier round of
-// its card: the card was sent back and worked again since.
-var ErrStaleReview = errors.New("this review is of an earlier output of the card")
+// its card: the card was sent back and worked again since. It is the
+// store's board.ErrStaleReview, so a decision the store refuses as stale
+// matches it too.
+var ErrStaleReview = board.ErrStaleReview
 
 // ReviewPlace is where a card under review is announced and decided: its
 // run, the card as the run has it, and the board's thread.

@@ -16,7 +16,7 @@ import (
 type RunStore interface {
 	StartRun(ctx context.Context, st board.RunStart) (board.Run, error)
 	Run(ctx context.Context, id board.RunID) (board.Run, error)
-	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
+	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, round int, user string, accept bool, reason string) (board.CardUpdate, error)
 	Runs(ctx context.Context, id board.ID, limit int) ([]board.Run, error)
 	BoardByKey(ctx context.Context, tenant board.Tenant, key string) (board.Board, error)
 	SetSchedule(ctx context.Context, sc board.Schedule) error
@@ -159,12 +159,20 @@ func (e *Engine) tellReview(ctx context.Context, id board.ID, text func(Source) 
 }
 
 // newsBoard reads the board a run's news is about; false (logged) when
-// it cannot be read.
+// it cannot be read. The news is of something committed already, so the
+// read does not end with the caller's context (a runs worker stopping for
+// shutdown just after a card went to Review): it has emitTimeout, and
+// ends when the engine halts; the news then joins the thread's queue,
+// which a stopping engine still posts.
 func (e *Engine) newsBoard(ctx context.Context, id board.ID) (board.Board, bool) {
 	cs, err := e.cardStore()
 	if err != nil {
 		return board.Board{}, false
 	}
+	ctx, done := e.out.detached(ctx)
+	defer done()
+	ctx, cancel := context.WithTimeout(ctx, emitTimeout)
+	defer cancel()
 	b, _, err := cs.Board(ctx, id)
 	if err != nil {
 		e.logger.Warn("tell run news", "board", id, "err", err)

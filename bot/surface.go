@@ -33,7 +33,7 @@ type Surface interface {
 	PolicyFor(ctx context.Context, ch Channel) (board.PolicyInForce, error)
 	BudgetStatus(ctx context.Context, ch Channel) (Budget, error)
 	AuthorizeReview(ctx context.Context, ref ReviewRef, user string) (ReviewPlace, error)
-	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
+	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, round int, user string, accept bool, reason string) (board.CardUpdate, error)
 }
 
 // The engine is every surface's engine.

@@ -23,6 +23,11 @@ type actsEngine struct {
 	acts []string
 }
 
+func (e *actsEngine) Command(context.Context, bot.Command) bot.CommandAnswer {
+	e.act("command", "")
+	return bot.CommandAnswer{Help: true}
+}
+
 func (e *actsEngine) act(what, user string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -26,6 +26,8 @@ type ChatEngine interface {
 	Withdraw(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
 	Revise(ctx context.Context, id bot.ProposalID, user, feedback string) (bot.RequestID, error)
 	ProposeAgain(ctx context.Context, id bot.ProposalID, user string) (bot.RequestID, error)
+	// Command answers a chat command (/bobnet …) said in a channel.
+	Command(ctx context.Context, c bot.Command) bot.CommandAnswer
 }
 
 // Channels are the console's channels as the API shows them: what people

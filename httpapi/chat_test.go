@@ -31,6 +31,21 @@ type fakeEngine struct {
 	mu      sync.Mutex
 	submits []bot.Request
 	err     error // returned by Submit when set
+	// surface answers the chat commands' lookups through bot's grammar;
+	// with none, a command is answered "answered <verb>".
+	surface  bot.Surface
+	commands []bot.Command
+}
+
+func (f *fakeEngine) Command(ctx context.Context, c bot.Command) bot.CommandAnswer {
+	f.mu.Lock()
+	f.commands = append(f.commands, c)
+	s := f.surface
+	f.mu.Unlock()
+	if s == nil {
+		return bot.CommandAnswer{Text: "answered " + c.Verb}
+	}
+	return bot.Verbs.Answer(ctx, s, c)
 }
 
 func (f *fakeEngine) Submit(_ context.Context, r bot.Request) (bot.RequestID, error) {

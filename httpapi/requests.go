@@ -36,14 +36,25 @@ func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ch := bot.Channel{Source: bot.SourceConsole, ID: name}
+	if words, ok := consoleCommand(body.Text); ok {
+		c.postCommand(w, r, ch, body.User, body.Text, words)
+		return
+	}
+	c.submit(w, r, ch, body.User, body.Text, body.Text)
+}
+
+// submit shows a message (text, as said) in its channel and submits the
+// request in it (req) to the engine.
+func (c *Chat) submit(w http.ResponseWriter, r *http.Request, ch bot.Channel, user, text, req string) {
+	name := ch.ID
 	// Each console message starts its own thread, named after it.
 	thread := bot.Thread{Channel: ch, ID: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	// The message is shown before it is submitted, so no answer to it can
 	// reach the channel first; a refusal is shown after it.
 	id := bot.NewRequestID()
-	c.channels.Publish(name, "message", map[string]any{"user": body.User, "text": body.Text, "request_id": id})
+	c.channels.Publish(name, "message", map[string]any{"user": user, "text": text, "request_id": id})
 	c.channels.Publish(name, "working", map[string]any{"request_id": id})
-	got, err := c.eng.Submit(r.Context(), bot.Request{ID: id, Thread: thread, User: body.User, Text: body.Text})
+	got, err := c.eng.Submit(r.Context(), bot.Request{ID: id, Thread: thread, User: user, Text: req})
 	if err != nil {
 		if !errors.Is(err, bot.ErrRateLimited) { // the engine tells a throttled person itself
 			c.channels.Publish(name, "reply", bot.Reply{Kind: bot.ReplyError, Text: "That message was not taken. " + bot.Explain(err)})

@@ -32,7 +32,7 @@ type RunStore interface {
 // reviews under the channel's policy; *bot.Engine is one.
 type RunEngine interface {
 	Started(ctx context.Context, r board.Run)
-	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error)
+	ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, round int, user string, accept bool, reason string) (board.CardUpdate, error)
 }
 
 // Runs serves the runs of boards: start, list, read, review, stop.
@@ -169,6 +169,10 @@ type reviewBody struct {
 	User     string `json:"user"`
 	Decision string `json:"decision"`
 	Reason   string `json:"reason"`
+	// Round, when given, is the round of the output decided (the run
+	// card's "rounds" when it was read); a decision on an earlier round
+	// is refused with 409 and changes nothing.
+	Round *int `json:"round"`
 }
 
 func (x *Runs) review(w http.ResponseWriter, r *http.Request) {
@@ -194,12 +198,19 @@ func (x *Runs) review(w http.ResponseWriter, r *http.Request) {
 		return
 	case !PlainText(w, "reason", body.Reason), !x.reachRun(w, r, id):
 		return
+	case body.Round != nil && *body.Round < 0:
+		httpjson.Error(w, http.StatusBadRequest, `"round" is the card's rounds when its output was read: 0 or more`)
+		return
+	}
+	round := board.AnyRound
+	if body.Round != nil {
+		round = *body.Round
 	}
 	card, ok := x.card(w, r, id)
 	if !ok {
 		return
 	}
-	up, err := x.eng.ReviewRunCard(r.Context(), id, card, body.User, accept, strings.TrimSpace(body.Reason))
+	up, err := x.eng.ReviewRunCard(r.Context(), id, card, round, body.User, accept, strings.TrimSpace(body.Reason))
 	if err != nil {
 		x.fail(w, err)
 		return
@@ -256,6 +267,8 @@ func (x *Runs) fail(w http.ResponseWriter, err error) {
 		httpjson.Error(w, http.StatusNotFound, "no such board, run or card")
 	case errors.Is(err, board.ErrRunGoing):
 		httpjson.Error(w, http.StatusConflict, "this board has a run going; stop it or wait for it to end")
+	case errors.Is(err, board.ErrStaleReview):
+		httpjson.Error(w, http.StatusConflict, bot.Explain(err))
 	case errors.Is(err, board.ErrNotRunnable):
 		httpjson.Error(w, http.StatusConflict, err.Error())
 	case errors.Is(err, board.ErrAmbiguous):

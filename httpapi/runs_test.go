@@ -28,11 +28,11 @@ type engine struct{ s *store.Store }
 
 func (engine) Started(context.Context, board.Run) {}
 
-func (e engine) ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, user string, accept bool, reason string) (board.CardUpdate, error) {
+func (e engine) ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, round int, user string, accept bool, reason string) (board.CardUpdate, error) {
 	if user == "mallory" {
 		return board.CardUpdate{}, fmt.Errorf("review: %w", bot.ErrForbidden)
 	}
-	return e.s.ReviewRunCard(ctx, run, card, user, accept, reason)
+	return e.s.ReviewRunCard(ctx, run, card, round, user, accept, reason)
 }
 
 func call(t *testing.T, srv, method, path, body string) (int, map[string]any) {
@@ -118,6 +118,27 @@ func TestRunsAPI(t *testing.T) {
 	}
 	if code, got := call(t, ts.URL, "POST", review, `{"user":"alice","decision":"accept"}`); code != 409 {
 		t.Fatalf("accept a card not in Review: %d %v", code, got)
+	}
+	if code, got := call(t, ts.URL, "POST", review, `{"user":"alice","decision":"accept","round":-1}`); code != 400 || !strings.Contains(got["error"].(string), "round") {
+		t.Fatalf("a negative round: %d %v", code, got)
+	}
+	// Worked again (round 1): a decision on round 0 (the first output)
+	// is refused and changes nothing; one on round 1 decides.
+	again, ok, err := s.ClaimRunCard(ctx, "model", time.Minute)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, err := s.CompleteRunCard(ctx, again, "Planner", "the policy, cited"); err != nil {
+		t.Fatal(err)
+	}
+	if code, got := call(t, ts.URL, "POST", review, `{"user":"alice","decision":"accept","round":0}`); code != 409 || !strings.Contains(got["error"].(string), "earlier output") {
+		t.Fatalf("accept of round 0 on round 1: %d %v", code, got)
+	}
+	if code, got := call(t, ts.URL, "GET", "/api/v1/runs/"+id, ""); code != 200 || !strings.Contains(fmt.Sprint(got["cards"]), "status:Review") {
+		t.Fatalf("after a stale accept: %d %v", code, got)
+	}
+	if code, got := call(t, ts.URL, "POST", review, `{"user":"alice","decision":"accept","round":1}`); code != 200 || got["status"] != "Done" {
+		t.Fatalf("accept of round 1: %d %v", code, got)
 	}
 	if code, got := call(t, ts.URL, "POST", "/api/v1/runs/"+id+"/cards/NOPE-1/review", `{"user":"alice","decision":"accept"}`); code != 404 {
 		t.Fatalf("unknown card: %d %v", code, got)

@@ -6,10 +6,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/migrations"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -206,30 +208,9 @@ func TestCardHandlesMigrationKeepsExistingBoards(t *testing.T) {
 func TestBoardKeysMigrationNumbersSharedKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, storetest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	all, err := migrations.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
-	for _, m := range all[:9] {
-		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')`, m.Version, m.Name))
-	}
-	stmts = append(stmts, `INSERT INTO boards (id, name, key, created_at) VALUES
+	pool := upgradeFrom(t, "_unique_board_keys.sql", `INSERT INTO boards (id, name, key, created_at) VALUES
 	  ('b1', 'News one', 'NEWS', now() - interval '3 hours'), ('b2', 'News two', 'NEWS', now() - interval '2 hours'),
 	  ('b3', 'News three', 'NEWS', now() - interval '1 hour'), ('b4', 'Old second', 'NEWS2', now() - interval '4 hours')`)
-	for _, sql := range stmts {
-		if _, err := pool.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := migrations.Apply(ctx, pool, storetest.Logger(t)); err != nil {
-		t.Fatal(err)
-	}
 	rows, _ := pool.Query(ctx, `SELECT id || '=' || key FROM boards ORDER BY id`)
 	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
@@ -254,33 +235,8 @@ func TestBoardKeysMigrationNumbersSharedKeys(t *testing.T) {
 func TestScheduleRuleMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, storetest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	all, err := migrations.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
-	for _, m := range all {
-		if m.Version >= 21 {
-			break
-		}
-		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')`, m.Version, m.Name))
-	}
-	stmts = append(stmts,
-		`INSERT INTO boards (id, name, key, channel) VALUES ('b1', 'One', 'ONE', 'console:one'), ('b2', 'Two', 'TWO', 'console:two'), ('b3', 'Three', 'THREE', 'console:three')`,
+	pool := upgradeFrom(t, "_schedule_rule.sql", `INSERT INTO boards (id, name, key, channel) VALUES ('b1', 'One', 'ONE', 'console:one'), ('b2', 'Two', 'TWO', 'console:two'), ('b3', 'Three', 'THREE', 'console:three')`,
 		`INSERT INTO schedules (board_id, cron, timezone, last_slot) VALUES ('b1', '0 6 * * *', 'UTC', now()), ('b2', ' 0  7 * * 1-5 ', 'UTC', now()), ('b3', '@every 1s', 'UTC', now())`)
-	for _, sql := range stmts {
-		if _, err := pool.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := migrations.Apply(ctx, pool, storetest.Logger(t)); err != nil {
-		t.Fatal(err)
-	}
 	rows, _ := pool.Query(ctx, `SELECT board_id || '=' || cron FROM schedules ORDER BY board_id`)
 	kept, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
@@ -326,31 +282,7 @@ func TestScheduleRuleMigration(t *testing.T) {
 func TestTokenChannelsMigrationKeepsTokensUnlimited(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, storetest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	all, err := migrations.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
-	for _, m := range all {
-		if m.Version >= 20 {
-			break
-		}
-		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')`, m.Version, m.Name))
-	}
-	stmts = append(stmts, `INSERT INTO api_tokens (name, hash, scopes) VALUES ('ci', '\x01', '{read}')`)
-	for _, sql := range stmts {
-		if _, err := pool.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := migrations.Apply(ctx, pool, storetest.Logger(t)); err != nil {
-		t.Fatal(err)
-	}
+	pool := upgradeFrom(t, "_token_channels.sql", `INSERT INTO api_tokens (name, hash, scopes) VALUES ('ci', '\x01', '{read}')`)
 	var channels []string
 	if err := pool.QueryRow(ctx, `SELECT channels FROM api_tokens WHERE name = 'ci'`).Scan(&channels); err != nil || channels == nil || len(channels) != 0 {
 		t.Fatalf("channels of a token made before 0020 = %#v, %v", channels, err)
@@ -358,4 +290,116 @@ func TestTokenChannelsMigrationKeepsTokensUnlimited(t *testing.T) {
 	if _, err := pool.Exec(ctx, `INSERT INTO api_tokens (name, hash, scopes, channels) VALUES ('x', '\x02', '{read}', '{console:*,""}')`); err == nil {
 		t.Fatal("an empty channel pattern was stored")
 	}
+}
+
+// TestAssigneeIdsMigration: assignees written as chat mentions become
+// person ids of their board's workspace or room (what board.Person
+// reads), and every other assignee, a role, stays as it was.
+func TestAssigneeIdsMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var seed []string
+	channels := map[string]string{"b1": "slack:T_A/C1", "b2": "slack:C2", "b3": "matrix:!room:example.org", "b4": "console:main", "b5": "slack:E_ORG/C3"}
+	want := []struct{ board, before, after string }{
+		{"b1", "<@U123>", "slack:T_A/U123"},
+		{"b1", "<@W9|alice>", "slack:T_A/W9"},
+		{"b1", "Researcher", "Researcher"},
+		{"b1", "@alice:example.org", "@alice:example.org"},
+		{"b1", "<@U1> and <@U2>", "<@U1> and <@U2>"},
+		{"b1", "<!subteam^S1|@team>", "<!subteam^S1|@team>"},
+		{"b1", "", ""},
+		{"b2", "<@U5|bob>", "slack:U5"},
+		{"b3", "@alice:example.org", "matrix:@alice:example.org"},
+		{"b3", "@bob:[::1]:8448", "matrix:@bob:[::1]:8448"},
+		{"b3", "<@U7>", "<@U7>"},
+		{"b3", "@bob", "@bob"},
+		{"b3", "@bad name:example.org", "@bad name:example.org"},
+		{"b3", "Coder", "Coder"},
+		{"b4", "<@U8>", "<@U8>"},
+		{"b4", "@carol:example.org", "@carol:example.org"},
+		{"b5", "<@W1|dan>", "slack:E_ORG/W1"},
+	}
+	for id, ch := range channels {
+		seed = append(seed, fmt.Sprintf(`INSERT INTO boards (id, name, key, channel) VALUES ('%s', 'Board', 'B%s', '%s')`, id, strings.ToUpper(id), ch))
+	}
+	for i, w := range want {
+		seed = append(seed, fmt.Sprintf(`INSERT INTO cards (id, board_id, position, number, title, body, status, assignee) VALUES ('c%d', '%s', %d, %d, 'T', 'B', 'Ready', '%s')`,
+			i, w.board, i, i+1, strings.ReplaceAll(w.before, "'", "''")))
+	}
+	pool := upgradeFrom(t, "_assignee_ids.sql", seed...)
+	for i, w := range want {
+		var got string
+		if err := pool.QueryRow(ctx, `SELECT assignee FROM cards WHERE id = $1`, fmt.Sprintf("c%d", i)).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != w.after {
+			t.Errorf("%s on %s became %q, want %q", w.before, channels[w.board], got, w.after)
+		}
+		p, ok := board.ParsePerson(got)
+		if changed := got != w.before; changed != ok || ok && !p.AssignableIn(board.TenantOf(channels[w.board])) {
+			t.Errorf("%q on %s: a person id %v (%+v), assignable there %v", got, channels[w.board], ok, p, ok && p.AssignableIn(board.TenantOf(channels[w.board])))
+		}
+	}
+}
+
+// TestEncryptionKeysMigration: encryption_keys holds key ids (8 hex
+// digits, never a key), once each, stamped when first recorded.
+func TestEncryptionKeysMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := storetest.NewPool(t)
+	if _, err := pool.Exec(ctx, `INSERT INTO encryption_keys (key_id) VALUES ('0a1b2c3d')`); err != nil {
+		t.Fatal(err)
+	}
+	for name, sql := range map[string]string{
+		"a duplicate id":       `INSERT INTO encryption_keys (key_id) VALUES ('0a1b2c3d')`,
+		"a key, not an id":     `INSERT INTO encryption_keys (key_id) VALUES ('q83vEjRWeJASNFZ4kBI0VniQEjRWeJASNFZ4kBI0Vng=')`,
+		"an upper-case id":     `INSERT INTO encryption_keys (key_id) VALUES ('0A1B2C3D')`,
+		"no time it was first": `INSERT INTO encryption_keys (key_id, current_since) VALUES ('11111111', NULL)`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	var since time.Time
+	if err := pool.QueryRow(ctx, `SELECT current_since FROM encryption_keys WHERE key_id = '0a1b2c3d'`).Scan(&since); err != nil || time.Since(since) > time.Minute {
+		t.Fatalf("current_since = %v, %v", since, err)
+	}
+}
+
+// upgradeFrom is a database upgraded to BobNet's newest schema from the
+// one before the migration whose name ends in suffix, with seed run on
+// that older schema first: the rows a migration must carry over.
+func upgradeFrom(t *testing.T, suffix string, seed ...string) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, storetest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	all, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
+	found := false
+	for _, m := range all {
+		if found = strings.HasSuffix(m.Name, suffix); found {
+			break
+		}
+		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')`, m.Version, m.Name))
+	}
+	if !found {
+		t.Fatalf("no migration named …%s", suffix)
+	}
+	for _, sql := range append(stmts, seed...) {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := migrations.Apply(ctx, pool, storetest.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	return pool
 }

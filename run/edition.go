@@ -38,6 +38,8 @@ var editionSource string
 var editionPage = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("edition").Funcs(template.FuncMap{
 		"when": func(t time.Time) string { return t.UTC().Format("Mon 2 Jan 2006, 15:04 UTC") },
+		// A person is shown by a readable label (@U123, @alice:server).
+		"assignee": board.AssigneeLabel,
 	}).Parse(editionSource))
 })
 

@@ -37,6 +37,10 @@ func TestEditionRendersOutputsSafely(t *testing.T) {
 	if _, err := s.CompleteRunCard(ctx, job, "Planner", output); err != nil {
 		t.Fatal(err)
 	}
+	// A card assigned to a person shows them by a readable label.
+	if _, err := s.Pool().Exec(ctx, `UPDATE cards SET assignee = 'slack:T1/U9' WHERE board_id = $1 AND number = 2`, id); err != nil {
+		t.Fatal(err)
+	}
 	router := chi.NewRouter()
 	run.NewPages(s, storetest.Logger(t)).Routes(router)
 	ts := httptest.NewServer(router)
@@ -51,6 +55,9 @@ func TestEditionRendersOutputsSafely(t *testing.T) {
 	page := string(body)
 	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
 		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+	}
+	if strings.Contains(page, "slack:T1/U9") || !strings.Contains(page, "NEWS-2 · @U9 · ") {
+		t.Error("the person assigned NEWS-2 is not shown as @U9")
 	}
 	for _, want := range []string{"policy</h2>", `href="https://example.org/policy"`, `rel="nofollow`, "<table>", "Run 1", "Not written yet."} {
 		if !strings.Contains(page, want) {

@@ -183,11 +183,11 @@ func TestHookCardsAreDispatchedOncePerRound(t *testing.T) {
 			switch {
 			case up.Card.Status == "Review" && h == "NEWS-2" && !sentBack:
 				sentBack = true
-				if _, err := s.ReviewRunCard(ctx, r.ID, sc.Card, "alice", false, "cite the sources"); err != nil {
+				if _, err := s.ReviewRunCard(ctx, r.ID, sc.Card, board.AnyRound, "alice", false, "cite the sources"); err != nil {
 					t.Fatal(err)
 				}
 			case up.Card.Status == "Review":
-				if _, err := s.ReviewRunCard(ctx, r.ID, sc.Card, "alice", true, ""); err != nil {
+				if _, err := s.ReviewRunCard(ctx, r.ID, sc.Card, board.AnyRound, "alice", true, ""); err != nil {
 					t.Fatal(err)
 				}
 			case up.Card.Status != "Done":

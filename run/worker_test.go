@@ -158,7 +158,7 @@ func TestTheModelWorksTheNewspaper(t *testing.T) {
 		for _, c := range cur.Cards {
 			switch {
 			case c.Status == "Review":
-				if _, err := s.ReviewRunCard(ctx, r.ID, c.Card, "alice", true, ""); err != nil {
+				if _, err := s.ReviewRunCard(ctx, r.ID, c.Card, board.AnyRound, "alice", true, ""); err != nil {
 					t.Fatal(err)
 				}
 				progressed = true

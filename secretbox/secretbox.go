@@ -116,6 +116,30 @@ func KeyID(raw []byte) string {
 // KeyID is the id of the key the box seals with.
 func (b *Box) KeyID() string { return b.current.id }
 
+// KeyIDs lists the ids of every key the box holds, the current one first.
+func (b *Box) KeyIDs() []string {
+	ids := []string{b.current.id}
+	for id := range b.keys {
+		if id != b.current.id {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// SealUnder is Seal under the key named keyID, which may be one of the
+// old keys: a replica that learned a newer key is in use seals under it.
+// ErrUnknownKey when the box does not hold that key.
+func (b *Box) SealUnder(keyID string, plain, aad []byte) ([]byte, error) {
+	k, ok := b.keys[keyID]
+	if !ok {
+		return nil, fmt.Errorf("%w: key id %q", ErrUnknownKey, keyID)
+	}
+	nonce := make([]byte, k.aead.NonceSize())
+	_, _ = rand.Read(nonce) // crypto/rand.Read never fails (Go 1.24+)
+	return k.aead.Seal(nonce, nonce, plain, aad), nil
+}
+
 // Seal encrypts plain under the current key, bound to aad (which must be
 // given again to open it), and returns nonce||ciphertext and the key's id.
 // aad ties a value to where it is stored, so a value copied to another row

@@ -71,6 +71,29 @@ func TestRotation(t *testing.T) {
 	}
 }
 
+// TestSealUnderAnOldKey: a box seals under any key it holds (a newer key
+// it was given as old, during a rotation), and a box holding that key
+// opens it; a key it does not hold is refused.
+func TestSealUnderAnOldKey(t *testing.T) {
+	oldKey, newK := newKey(t), newKey(t)
+	stepOne, _ := secretbox.New(oldKey, newK) // current old, new staged
+	stepTwo, _ := secretbox.New(newK, oldKey)
+	if ids := stepOne.KeyIDs(); len(ids) != 2 || ids[0] != stepOne.KeyID() || ids[1] != stepTwo.KeyID() {
+		t.Fatalf("key ids = %v", ids)
+	}
+	sealed, err := stepOne.SealUnder(stepTwo.KeyID(), []byte("token"), []byte("aad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	only, _ := secretbox.New(newK)
+	if got, err := only.Open(sealed, stepTwo.KeyID(), []byte("aad")); err != nil || string(got) != "token" {
+		t.Fatalf("open under the newer key = %q, %v", got, err)
+	}
+	if _, err := only.SealUnder(stepOne.KeyID(), []byte("token"), nil); !errors.Is(err, secretbox.ErrUnknownKey) {
+		t.Fatalf("sealed under a key the box does not hold: %v", err)
+	}
+}
+
 func TestParseKey(t *testing.T) {
 	for _, bad := range []string{"", "short", base64.StdEncoding.EncodeToString(make([]byte, 16)), "!!!!"} {
 		if _, err := secretbox.New(bad); !errors.Is(err, secretbox.ErrKey) {

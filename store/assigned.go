@@ -5,36 +5,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/bobnet/bobnet/board"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// selectAssigned lists the unfinished cards whose assignee is one of the
-// names ($1, lower case), most recently changed first.
+// selectAssigned lists the unfinished cards whose assignee is exactly
+// the person id $1, on the boards of tenant $2, most recently changed
+// first.
 const selectAssigned = `SELECT c.id, c.board_id, c.title, c.body, c.assignee, c.status, c.workspace_mode, c.acceptance_criteria,
     c.suggested_skills, c.notes, c.number, c.version, c.criteria_done, b.key || '-' || c.number,
     b.id, b.name, b.goal, b.key, b.channel, b.thread, b.created_at
 FROM cards c JOIN boards b ON b.id = c.board_id
-WHERE lower(c.assignee) = ANY($1) AND c.status <> 'Done'
-ORDER BY c.updated_at DESC, c.id LIMIT $2`
+WHERE c.assignee = $1 AND b.tenant = $2 AND c.status <> 'Done'
+ORDER BY c.updated_at DESC, c.id LIMIT $3`
 
-// CardsAssigned returns up to limit cards not Done whose assignee is one
-// of names (compared without case), on any board, most recently changed
-// first. Their dependencies are left empty.
-func (s *Store) CardsAssigned(ctx context.Context, names []string, limit int) ([]board.AssignedCard, error) {
-	lower := make([]string, 0, len(names))
-	for _, n := range names {
-		if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
-			lower = append(lower, n)
-		}
-	}
-	if len(lower) == 0 || limit <= 0 {
+// CardsAssigned returns up to limit cards not Done whose assignee is
+// exactly person (a person id, board.Person; no name, no case folding),
+// on the boards of tenant, most recently changed first. Their
+// dependencies are left empty.
+func (s *Store) CardsAssigned(ctx context.Context, person string, tenant board.Tenant, limit int) ([]board.AssignedCard, error) {
+	if person == "" || tenant == "" || limit <= 0 {
 		return nil, nil
 	}
-	rows, _ := s.pool.Query(ctx, selectAssigned, lower, limit)
+	rows, _ := s.pool.Query(ctx, selectAssigned, person, string(tenant), limit)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (board.AssignedCard, error) {
 		var a board.AssignedCard
 		c, err := scanCardAnd(row, &a.Board.ID, &a.Board.Name, &a.Board.Goal, &a.Board.Key, &a.Board.Channel, &a.Board.Thread, &a.Board.CreatedAt)

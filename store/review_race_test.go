@@ -37,7 +37,7 @@ func TestReviewsAtOnceDecideOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.ReviewRunCard(ctx, run.ID, job.Card.ID, "bob", i%2 == 0 || i < n/2, "cite sources")
+			_, err := s.ReviewRunCard(ctx, run.ID, job.Card.ID, board.AnyRound, "bob", i%2 == 0 || i < n/2, "cite sources")
 			errs <- err
 		}()
 	}

@@ -86,7 +86,7 @@ func TestACardInReviewMovesOnlyThroughItsReview(t *testing.T) {
 		t.Fatalf("after the refused plan the card is %s", st)
 	}
 	// The review moves it.
-	if up, err := s.ReviewRunCard(ctx, run.ID, card, "bob", true, ""); err != nil || up.Card.Status != "Done" {
+	if up, err := s.ReviewRunCard(ctx, run.ID, card, board.AnyRound, "bob", true, ""); err != nil || up.Card.Status != "Done" {
 		t.Fatalf("accept: %+v %v", up.Card.Status, err)
 	}
 
@@ -114,7 +114,7 @@ func TestACardInReviewMovesOnlyThroughItsReview(t *testing.T) {
 	if up, err := s.ChangeCard(ctx, board.CardChange{Card: researcher.Card, Actor: "alice", Status: ptr("Review")}); err != nil || up.Card.Status != "Review" {
 		t.Fatalf("a researcher's card to Review: %+v %v", up.Card.Status, err)
 	}
-	if up, err := s.ReviewRunCard(ctx, run.ID, researcher.Card, "bob", true, ""); err != nil || up.Card.Status != "Done" {
+	if up, err := s.ReviewRunCard(ctx, run.ID, researcher.Card, board.AnyRound, "bob", true, ""); err != nil || up.Card.Status != "Done" {
 		t.Fatalf("accept the researcher's card: %+v %v", up.Card.Status, err)
 	}
 	// People's cards and an unreviewed runner's go to Done (their
@@ -173,7 +173,7 @@ func markDepsDone(t *testing.T, s *store.Store, id board.ID, c board.RunCard) {
 			if err != nil {
 				t.Fatalf("%s to Review: %v", dep.Handle, err)
 			}
-			if _, err := s.ReviewRunCard(ctx, runOf(t, s, id), d, "bob", true, ""); err != nil {
+			if _, err := s.ReviewRunCard(ctx, runOf(t, s, id), d, board.AnyRound, "bob", true, ""); err != nil {
 				t.Fatalf("accept %s: %v", up.Card.Handle, err)
 			}
 			dep.Status = "Done"

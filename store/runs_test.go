@@ -94,7 +94,7 @@ func TestRunWorksTheBoardInDependencyOrder(t *testing.T) {
 			if err != nil || up.Card.Status != "Review" {
 				t.Fatalf("complete %s: %+v %v", job.Card.Handle, up.Card.Status, err)
 			}
-			if _, err := s.ReviewRunCard(ctx, run.ID, job.Card.ID, "alice", true, ""); err != nil {
+			if _, err := s.ReviewRunCard(ctx, run.ID, job.Card.ID, board.AnyRound, "alice", true, ""); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -140,7 +140,7 @@ func TestRunSendBackAndFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 3; i++ {
-		if _, err := s.ReviewRunCard(ctx, run.ID, job.Card.ID, "alice", false, "cite sources"); err != nil {
+		if _, err := s.ReviewRunCard(ctx, run.ID, job.Card.ID, board.AnyRound, "alice", false, "cite sources"); err != nil {
 			t.Fatalf("send back %d: %v", i, err)
 		}
 		again, ok, err := s.ClaimRunCard(ctx, "model", time.Minute)
@@ -151,10 +151,10 @@ func TestRunSendBackAndFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.ReviewRunCard(ctx, run.ID, job.Card.ID, "alice", false, "again"); !errors.Is(err, board.ErrNotRunnable) {
+	if _, err := s.ReviewRunCard(ctx, run.ID, job.Card.ID, board.AnyRound, "alice", false, "again"); !errors.Is(err, board.ErrNotRunnable) {
 		t.Fatalf("fourth send back: %v", err)
 	}
-	if _, err := s.ReviewRunCard(ctx, run.ID, job.Card.ID, "alice", true, ""); err != nil {
+	if _, err := s.ReviewRunCard(ctx, run.ID, job.Card.ID, board.AnyRound, "alice", true, ""); err != nil {
 		t.Fatal(err)
 	}
 
@@ -247,7 +247,7 @@ func TestARunOverBudgetSetsItsCardsAside(t *testing.T) {
 	if _, err := s.CompleteRunCard(ctx, first, "Planner", "the policy"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ReviewRunCard(ctx, run.ID, first.Card.ID, "bob", true, ""); err != nil {
+	if _, err := s.ReviewRunCard(ctx, run.ID, first.Card.ID, board.AnyRound, "bob", true, ""); err != nil {
 		t.Fatal(err)
 	}
 	// The researchers may go: one runner takes one and dies, another

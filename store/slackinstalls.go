@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/bobnet/bobnet/board"
@@ -12,24 +13,46 @@ import (
 )
 
 // Sealer encrypts tokens at rest; *secretbox.Box is one. The store only
-// ever writes what Seal returned, and the key id beside it.
+// ever writes what SealUnder returned, and the key id beside it.
 type Sealer interface {
-	Seal(plain, aad []byte) (sealed []byte, keyID string)
+	SealUnder(keyID string, plain, aad []byte) ([]byte, error)
 	Open(sealed []byte, keyID string, aad []byte) ([]byte, error)
+	// KeyID is the key this replica was configured to seal with, KeyIDs
+	// every key it holds.
 	KeyID() string
+	KeyIDs() []string
 }
 
 // SlackInstallations is the Postgres table of Slack installations, with
-// the tokens sealed by a Sealer.
+// the tokens sealed by a Sealer under the newest key it holds (NewestKey).
 type SlackInstallations struct {
 	s   *Store
 	box Sealer
+	// sealKey is the newest key the box holds, as last learned.
+	sealKey atomic.Pointer[string]
 }
 
 // SlackInstallations returns the installations table, sealing with box.
 func (s *Store) SlackInstallations(box Sealer) *SlackInstallations {
-	return &SlackInstallations{s: s, box: box}
+	t := &SlackInstallations{s: s, box: box}
+	id := box.KeyID()
+	t.sealKey.Store(&id)
+	return t
 }
+
+// learnKey finds the newest key the box holds and seals under it from
+// now on.
+func (t *SlackInstallations) learnKey(ctx context.Context) error {
+	id, err := t.s.NewestKey(ctx, t.box.KeyID(), t.box.KeyIDs())
+	if err != nil {
+		return err
+	}
+	t.sealKey.Store(&id)
+	return nil
+}
+
+// SealKey is the id of the key rows are sealed under now.
+func (t *SlackInstallations) SealKey() string { return *t.sealKey.Load() }
 
 // aad binds a sealed token to its row and column, so a ciphertext copied
 // into another row (another workspace's) does not open there.
@@ -45,27 +68,39 @@ type sealed struct {
 	tokenExpiresAt *time.Time
 }
 
-func (t *SlackInstallations) seal(in board.SlackInstallation) sealed {
-	var out sealed
-	out.bot, out.keyID = t.box.Seal([]byte(in.BotToken), aad(in.ID, "bot_token"))
+func (t *SlackInstallations) seal(in board.SlackInstallation) (sealed, error) {
+	out := sealed{keyID: t.SealKey()}
+	var err error
+	if out.bot, err = t.box.SealUnder(out.keyID, []byte(in.BotToken), aad(in.ID, "bot_token")); err != nil {
+		return out, fmt.Errorf("seal slack installation %s: %w", in.ID, err)
+	}
 	if in.RefreshToken != "" {
-		out.refresh, _ = t.box.Seal([]byte(in.RefreshToken), aad(in.ID, "refresh_token"))
+		if out.refresh, err = t.box.SealUnder(out.keyID, []byte(in.RefreshToken), aad(in.ID, "refresh_token")); err != nil {
+			return out, fmt.Errorf("seal slack installation %s: %w", in.ID, err)
+		}
 	}
 	if !in.TokenExpiresAt.IsZero() {
 		e := in.TokenExpiresAt.UTC()
 		out.tokenExpiresAt = &e
 	}
-	return out
+	return out, nil
 }
 
 // Save stores an installation, replacing an earlier one of the same id (a
-// workspace installing again, with new scopes or tokens).
+// workspace installing again, with new scopes or tokens), sealed under
+// the newest key the box holds.
 func (t *SlackInstallations) Save(ctx context.Context, in board.SlackInstallation) error {
 	if in.ID == "" || in.BotToken == "" {
 		return errors.New("slack installation: id and bot token are required")
 	}
-	sd := t.seal(in)
-	_, err := t.s.pool.Exec(ctx, `INSERT INTO slack_installations (`+installColumns+`)
+	if err := t.learnKey(ctx); err != nil {
+		return fmt.Errorf("save slack installation: %w", err)
+	}
+	sd, err := t.seal(in)
+	if err != nil {
+		return err
+	}
+	_, err = t.s.pool.Exec(ctx, `INSERT INTO slack_installations (`+installColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now())
 		ON CONFLICT (installation_id) DO UPDATE SET team_id = $2, team_name = $3, enterprise_id = $4,
 			is_enterprise_install = $5, bot_user_id = $6, app_id = $7, scopes = $8, installer_user_id = $9,
@@ -113,16 +148,20 @@ func (t *SlackInstallations) read(_ context.Context, row pgx.Row) (board.SlackIn
 	if sd.tokenExpiresAt != nil {
 		in.TokenExpiresAt = *sd.tokenExpiresAt
 	}
-	return in, sd.keyID != t.box.KeyID(), nil
+	return in, sd.keyID != t.SealKey(), nil
 }
 
 // Delete removes an installation (the app was uninstalled or its tokens
-// revoked); deleting one that is not there is no error.
-func (t *SlackInstallations) Delete(ctx context.Context, id string) error {
-	if _, err := t.s.pool.Exec(ctx, `DELETE FROM slack_installations WHERE installation_id = $1`, id); err != nil {
-		return fmt.Errorf("delete slack installation: %w", err)
+// revoked) made before asOf, the time of the uninstall; deleting one that
+// is not there is no error. An installation made at asOf or later (the
+// workspace installed again after the uninstall that Slack now delivers
+// again) is kept: deleted says whether a row went.
+func (t *SlackInstallations) Delete(ctx context.Context, id string, asOf time.Time) (deleted bool, err error) {
+	tag, err := t.s.pool.Exec(ctx, `DELETE FROM slack_installations WHERE installation_id = $1 AND installed_at < $2`, id, asOf)
+	if err != nil {
+		return false, fmt.Errorf("delete slack installation: %w", err)
 	}
-	return nil
+	return tag.RowsAffected() > 0, nil
 }
 
 // Refresh renews an installation's tokens at most once across replicas:
@@ -132,6 +171,9 @@ func (t *SlackInstallations) Delete(ctx context.Context, id string) error {
 // already renewed and returns them without calling Slack.
 func (t *SlackInstallations) Refresh(ctx context.Context, id string, due func(board.SlackInstallation) bool,
 	refresh func(context.Context, board.SlackInstallation) (board.SlackInstallation, error)) (board.SlackInstallation, error) {
+	if err := t.learnKey(ctx); err != nil {
+		return board.SlackInstallation{}, fmt.Errorf("refresh slack installation: %w", err)
+	}
 	tx, err := t.s.pool.Begin(ctx)
 	if err != nil {
 		return board.SlackInstallation{}, fmt.Errorf("refresh slack installation: %w", err)
@@ -149,7 +191,10 @@ func (t *SlackInstallations) Refresh(ctx context.Context, id string, due func(bo
 		return in, err
 	}
 	next.ID = in.ID
-	sd := t.seal(next)
+	sd, err := t.seal(next)
+	if err != nil {
+		return in, err
+	}
 	if _, err := tx.Exec(ctx, `UPDATE slack_installations SET key_id = $2, bot_token = $3, refresh_token = $4,
 		token_expires_at = $5, updated_at = now() WHERE installation_id = $1`, id, sd.keyID, sd.bot, sd.refresh, sd.tokenExpiresAt); err != nil {
 		return in, fmt.Errorf("store refreshed slack tokens: %w", err)
@@ -160,13 +205,18 @@ func (t *SlackInstallations) Refresh(ctx context.Context, id string, due func(bo
 	return next, nil
 }
 
-// Reseal seals again, under the current key, every installation sealed
-// under an older one, and returns how many it changed. It runs at start:
-// once it has run on every replica, the old key may be dropped. A row that
-// does not open (its key is not known at all) is left as it is and
-// reported in the error.
+// Reseal seals again, under the newest key the box holds (learned
+// afresh: NewestKey), every installation sealed under another one, and
+// returns how many it changed. It runs at start and then every minute on
+// every replica, so a row a replica still on the old key wrote during a
+// rotation is sealed under the new key soon after. A row that does not
+// open (its key is not known at all) is left as it is and reported in the
+// error; a row under any key the box holds never is.
 func (t *SlackInstallations) Reseal(ctx context.Context) (int, error) {
-	rows, err := t.s.pool.Query(ctx, `SELECT installation_id FROM slack_installations WHERE key_id <> $1`, t.box.KeyID())
+	if err := t.learnKey(ctx); err != nil {
+		return 0, fmt.Errorf("reseal slack installations: %w", err)
+	}
+	rows, err := t.s.pool.Query(ctx, `SELECT installation_id FROM slack_installations WHERE key_id <> $1`, t.SealKey())
 	if err != nil {
 		return 0, fmt.Errorf("reseal slack installations: %w", err)
 	}
@@ -202,7 +252,10 @@ func (t *SlackInstallations) reseal(ctx context.Context, id string) (bool, error
 	if err != nil {
 		return false, err
 	}
-	sd := t.seal(in)
+	sd, err := t.seal(in)
+	if err != nil {
+		return false, err
+	}
 	if _, err := tx.Exec(ctx, `UPDATE slack_installations SET key_id = $2, bot_token = $3, refresh_token = $4 WHERE installation_id = $1`,
 		id, sd.keyID, sd.bot, sd.refresh); err != nil {
 		return false, fmt.Errorf("reseal slack installation %s: %w", id, err)

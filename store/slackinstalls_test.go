@@ -59,8 +59,17 @@ func TestSlackInstallations(t *testing.T) {
 	if _, err := ins.Installation(ctx, "E_ORG"); !errors.Is(err, secretbox.ErrOpen) {
 		t.Fatalf("a token moved to another row opened: %v", err)
 	}
-	if err := ins.Delete(ctx, "E_ORG"); err != nil {
-		t.Fatal(err)
+	// An uninstall from before the installation was made (a retried
+	// event of an earlier install) keeps it; one after it deletes it.
+	if gone, err := ins.Delete(ctx, "E_ORG", time.Now().Add(-time.Hour)); err != nil || gone {
+		t.Fatalf("delete as of an hour ago = %v, %v", gone, err)
+	}
+	var kept int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM slack_installations WHERE installation_id = 'E_ORG'`).Scan(&kept); err != nil || kept != 1 {
+		t.Fatalf("the installation after an older uninstall: %d rows, %v", kept, err)
+	}
+	if gone, err := ins.Delete(ctx, "E_ORG", time.Now().Add(time.Minute)); err != nil || !gone {
+		t.Fatalf("delete as of now = %v, %v", gone, err)
 	}
 
 	// Rotation: a box with a new key and the old one reseals the row.

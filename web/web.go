@@ -29,6 +29,8 @@ var boardScript []byte
 var boardPage = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("board").Funcs(template.FuncMap{
 		"statusClass": statusClass,
+		// A person is shown by a readable label (@U123, @alice:server).
+		"assignee": board.AssigneeLabel,
 	}).Parse(boardPageSource))
 })
 

@@ -90,6 +90,26 @@ func TestMatrixCardCommands(t *testing.T) {
 	w.waitFor("assign", w.fromBot(as, "assigned to Reviewer (was Researcher)"))
 	bad := w.say(w.carol, "!bobnet assign NEWS-2 astronaut", "", false)
 	w.waitFor("unknown profile", w.fromBot(bad, "unknown profile"))
+
+	// A person is assigned by their user id, or by a pill whose body text
+	// is their display name: stored as their person id, shown as the id.
+	person := w.say(w.carol, "!bobnet assign NEWS-2 "+string(w.alice.ID), "", false)
+	w.waitFor("assign a user id", w.fromBot(person, "assigned to "+string(w.alice.ID)+" (was Reviewer)"))
+	pill, err := w.carol.cli.SendMessageEvent(ctx30(t), w.room, event.EventMessage, &event.MessageEventContent{
+		MsgType: event.MsgText, Body: "!bobnet assign NEWS-2 Carol C.", Format: event.FormatHTML,
+		FormattedBody: `!bobnet assign NEWS-2 <a href="https://matrix.to/#/` + string(w.carol.ID) + `">Carol C.</a>`,
+		Mentions:      &event.Mentions{UserIDs: []id.UserID{w.carol.ID}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor("assign a pill", w.fromBot(pill.EventID, "assigned to "+string(w.carol.ID)+" (was "+string(w.alice.ID)+")"))
+	var assignee string
+	if err := w.env.Store.Pool().QueryRow(context.Background(), `SELECT assignee FROM cards WHERE board_id = $1 AND number = 2`, st.Board.ID).Scan(&assignee); err != nil || assignee != "matrix:"+string(w.carol.ID) {
+		t.Fatalf("NEWS-2 is assigned to %q (%v), want carol's person id", assignee, err)
+	}
+	name := w.say(w.carol, "!bobnet assign NEWS-2 @carol", "", false)
+	w.waitFor("a name refused", w.fromBot(name, "is no person BobNet can tell"))
 	now := w.say(w.carol, "!bobnet move researcher a in progress", "", false)
 	w.waitFor("move by title", w.fromBot(now, "NEWS-2 “Researcher A: factual and background research” moved from Backlog to In Progress"))
 
@@ -109,8 +129,8 @@ func TestMatrixCardCommands(t *testing.T) {
 			n++
 		}
 	}
-	if n != 3 {
-		t.Errorf("%d audited Matrix card changes, want 3 (move, assign, move)", n)
+	if n != 5 {
+		t.Errorf("%d audited Matrix card changes, want 5 (move, three assigns, move)", n)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
@@ -20,59 +21,7 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 	user := string(evt.Sender)
 	room := evt.RoomID
 	if verb == "!bobnet" {
-		sub := ""
-		if len(fields) > 1 {
-			sub = strings.ToLower(fields[1])
-		}
-		switch sub {
-		case "plan":
-			req := strings.TrimSpace(strings.TrimPrefix(rest, fields[1]))
-			if strings.EqualFold(req, "this") {
-				a.planThis(ctx, evt, thread, inThread) // planthis.go
-				return
-			}
-			if req == "" {
-				a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "Say what to plan: !bobnet plan our product launch"})
-				return
-			}
-			a.submit(ctx, evt, thread, req)
-		case "status":
-			if !a.firstSeen(ctx, "command", evt.ID) {
-				return
-			}
-			arg := ""
-			if len(fields) > 2 {
-				arg = fields[2]
-			}
-			a.async(func(ctx context.Context) { a.status(ctx, thread, arg) })
-		case "move", "assign", "next":
-			if !a.firstSeen(ctx, "command", evt.ID) {
-				return
-			}
-			args := fields[2:]
-			a.async(func(ctx context.Context) { a.cardCommand(ctx, thread, sub, user, args) })
-		case "run", "runs", "accept", "sendback", "schedule":
-			if !a.firstSeen(ctx, "command", evt.ID) {
-				return
-			}
-			args := fields[2:]
-			a.async(func(ctx context.Context) { a.runCommand(ctx, thread, sub, user, args) })
-		case "policy":
-			if !a.firstSeen(ctx, "command", evt.ID) {
-				return
-			}
-			a.async(func(ctx context.Context) { a.policyCommand(ctx, thread) })
-		case "leave":
-			if !a.firstSeen(ctx, "command", evt.ID) {
-				return
-			}
-			a.async(func(ctx context.Context) {
-				a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "Bye! Invite me again whenever you need a plan."})
-				a.leave(ctx, room, "asked by "+user)
-			})
-		default:
-			a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: helpText()})
-		}
+		a.roomCommand(ctx, evt, thread, inThread, rest)
 		return
 	}
 	var act string
@@ -105,40 +54,83 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 	a.async(func(ctx context.Context) { a.decide(ctx, thread, act, p, user, rest) })
 }
 
-func (a *Adapter) status(ctx context.Context, thread bot.Thread, arg string) {
-	var st board.Status
-	var err error
-	if arg == "" {
-		st, err = a.eng.ChannelStatus(ctx, thread.Channel)
-	} else {
-		id, perr := board.ParseID(arg)
-		if perr != nil {
-			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "That is not a board id; board ids look like b_ followed by 26 letters and digits."})
+// roomCommand answers "!bobnet …" with bot's grammar (bot.Verbs): here
+// the command's pills become person ids and the answer Matrix text. A
+// command is answered once (the event id), off the sync loop; a plan is
+// submitted on it, as a mention is.
+func (a *Adapter) roomCommand(ctx context.Context, evt *event.Event, thread bot.Thread, inThread bool, text string) {
+	name, args, rest := bot.ParseCommand(text)
+	if name == "assign" {
+		args = assignArgs(args, evt.Content.AsMessage().FormattedBody)
+	}
+	c := bot.Command{Dialect: bot.MatrixDialect, Channel: thread.Channel, User: string(evt.Sender),
+		Verb: name, Args: args, Text: rest, PublicURL: a.cfg.PublicURL, Logger: a.logger}
+	v, ok := bot.Verbs.Lookup(name, false)
+	switch {
+	case !ok:
+		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: helpText()})
+	case v.Name == "plan" && strings.EqualFold(rest, "this"):
+		a.planThis(ctx, evt, thread, inThread) // planthis.go
+	case v.Name == "plan":
+		ans := bot.Verbs.Answer(ctx, a.eng, c) // only reads the words
+		if ans.Act != bot.ActPlan {
+			a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: ans.Text})
 			return
 		}
-		st, err = a.eng.BoardStatusIn(ctx, thread.Channel, id)
+		a.submit(ctx, evt, thread, ans.Text)
+	default:
+		if !a.firstSeen(ctx, "command", evt.ID) {
+			return
+		}
+		a.async(func(ctx context.Context) { a.answer(ctx, thread, c, bot.Verbs.Answer(ctx, a.eng, c)) })
 	}
+}
+
+// answer posts a command's answer in the command's thread. A change
+// names who made it (the room sees who moved what); a refusal is a short
+// notice saying why.
+func (a *Adapter) answer(ctx context.Context, thread bot.Thread, c bot.Command, ans bot.CommandAnswer) {
+	info := func(text string) { a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: text}) }
 	switch {
-	case errors.Is(err, bot.ErrNotFound) && arg == "":
-		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "This room has no board yet. Mention me with what you want planned, and approve the preview."})
-		return
-	case errors.Is(err, bot.ErrNotFound):
-		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "There is no board with that id. Board ids are long and exact: check that the whole id was copied."})
-		return
-	case err != nil:
-		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: decisionText(err)})
-		return
+	case ans.Help:
+		info(helpText())
+	case ans.Err != nil:
+		info(decisionText(ans.Err))
+	case ans.Act == bot.ActLeave:
+		info(ans.Text)
+		a.leave(ctx, id.RoomID(thread.Channel.ID), "asked by "+c.User)
+	case ans.Status != nil:
+		a.status(ctx, thread, ans)
+	case ans.Next != nil:
+		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: bot.NextText(*ans.Next), BoardURL: board.BoardURL(a.cfg.PublicURL, ans.Next.Board.ID)})
+	case ans.Update != nil && len(ans.Update.Changes) == 0:
+		info(bot.CardUpdateText(*ans.Update, ""))
+	case ans.Update != nil:
+		up := *ans.Update
+		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: bot.CardUpdateText(up, c.User),
+			BoardURL: board.BoardURL(a.cfg.PublicURL, up.Board.ID) + "#" + string(up.Card.ID)})
+	case ans.Policy != nil:
+		info(bot.DescribePolicy(*ans.Policy))
+	case ans.Told:
+		// The board's thread, in this room, was told.
+	case ans.Link.URL != "":
+		info(ans.Text + ": " + ans.Link.URL)
+	default:
+		info(ans.Text)
 	}
+}
+
+// status posts a board's status with its runs and budget lines.
+func (a *Adapter) status(ctx context.Context, thread bot.Thread, ans bot.CommandAnswer) {
+	st := *ans.Status
 	msg := renderStatus(st, board.BoardURL(a.cfg.PublicURL, st.Board.ID))
-	if line := a.eng.RunsLine(ctx, st.Board); line != "" {
+	if line := ans.RunsLine; line != "" {
 		msg.Plain += "\n" + line
 		msg.HTML += "<p>" + html.EscapeString(line) + "</p>"
 	}
-	if arg == "" {
-		if line := a.budgetLine(ctx, thread.Channel); line != "" {
-			msg.Plain += "\n" + line
-			msg.HTML += "<p>" + line + "</p>"
-		}
+	if line := ans.BudgetLine; line != "" {
+		msg.Plain += "\n" + line
+		msg.HTML += "<p>" + line + "</p>"
 	}
 	if _, err := a.send(ctx, thread, msg); err != nil {
 		a.logger.Warn("matrix: post status", "board", st.Board.ID, "err", err)

@@ -345,5 +345,5 @@ func helpText() string {
 		"• Mention me with what you want planned, e.g. “@bobnet plan our daily research newspaper”, or write !bobnet plan <what>.\n" +
 		"• I answer in a thread with a preview. React ✅ to approve, ✏️ to revise, ❌ to cancel, or reply there with a thread command below. Nothing changes until someone approves.\n" +
 		"• !bobnet plan this, sent as a reply in a thread, plans from that thread's messages.\n" +
-		bot.VerbHelp("!bobnet ", false)
+		bot.Verbs.Help(bot.MatrixDialect)
 }

@@ -124,7 +124,7 @@ func (a *Adapter) reviewByReaction(ctx context.Context, t bot.Thread, ref bot.Re
 		return
 	}
 	if err == nil {
-		_, err = a.eng.ReviewRunCard(ctx, ref.Run, ref.Card, user, true, "")
+		_, err = a.eng.ReviewRunCard(ctx, ref.Run, ref.Card, ref.Round, user, true, "")
 	}
 	if err == nil {
 		return // the engine tells the thread; the announcement is edited

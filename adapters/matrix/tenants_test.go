@@ -100,6 +100,9 @@ func TestTenantIsolationMatrix(t *testing.T) {
 			continue
 		}
 		theirsAnswer := answer(c[0])
+		if strings.Contains(theirsAnswer, helpIntro) {
+			t.Errorf("!bobnet %s is not dispatched: it answers with help", c[0])
+		}
 		for _, leak := range []string{string(theirs.ID), "other-room", "elsewhere.example"} {
 			if strings.Contains(theirsAnswer, leak) {
 				t.Errorf("!bobnet %s shows %q of the other room: %s", c[0], leak, theirsAnswer)
@@ -111,8 +114,22 @@ func TestTenantIsolationMatrix(t *testing.T) {
 			}
 		}
 	}
+	// Help is made of the table: every verb is listed.
+	help := answer("help")
+	for _, v := range bot.Verbs {
+		call := "!bobnet " + v.Name
+		if v.Thread {
+			call = "!" + v.Name
+		}
+		if !strings.Contains(help, "• "+call) {
+			t.Errorf("!bobnet help does not list %s:\n%s", call, help)
+		}
+	}
 	time.Sleep(200 * time.Millisecond)
 	if after := stateOf(); after != before {
 		t.Errorf("the room changed another room's board:\nbefore %s\nafter %s", before, after)
 	}
 }
+
+// helpIntro starts the help, which answers a word that is no verb.
+const helpIntro = "BobNet turns a request into a board of cards you approve."

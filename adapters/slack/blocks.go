@@ -272,11 +272,8 @@ func StatusBlocks(st board.Status, boardURL string) []slackapi.Block {
 				fmt.Fprintf(&b, "\n…and %d more", len(cards)-15)
 				break
 			}
-			who := c.Assignee
-			if who == "" {
-				who = "Unassigned"
-			}
-			b.WriteString("\n• *" + escape(c.Handle) + "* " + escape(c.Title) + " (" + escape(who) + ", " + c.Status + ")")
+			who := assigneeMention(board.TenantOf(st.Board.Channel))(c.Assignee)
+			b.WriteString("\n• *" + escape(c.Handle) + "* " + escape(c.Title) + " (" + who + ", " + c.Status + ")")
 		}
 		return b.String()
 	}
@@ -294,7 +291,7 @@ func helpText() string {
 	return "*BobNet* turns a request into a board of cards you approve.\n" +
 		"• Mention me with what you want planned, e.g. `@BobNet plan our daily research newspaper`.\n" +
 		"• I reply in the thread with a preview: *Approve and create*, *Revise* or *Cancel*. Nothing changes until someone approves.\n" +
-		bot.VerbHelp("/bobnet ", true) + "\n" +
+		bot.Verbs.Help(bot.SlackDialect) + "\n" +
 		"• `/bobnet help` shows this."
 }
 

@@ -21,7 +21,10 @@ type eventEnvelope struct {
 	EnterpriseID   string          `json:"enterprise_id"`
 	Authorizations []authorization `json:"authorizations"`
 	EventID        string          `json:"event_id"`
-	Event          innerEvent      `json:"event"`
+	// EventTime is when the event happened, in Unix seconds; Slack
+	// keeps it when it delivers the event again.
+	EventTime int64      `json:"event_time"`
+	Event     innerEvent `json:"event"`
 	// installation is the workspace the event was scoped to
 	// (multi-workspace mode).
 	installation string

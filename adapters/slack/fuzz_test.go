@@ -96,11 +96,11 @@ func (inertEngine) WaitingFor(context.Context, string, []bot.Channel) ([]bot.Pro
 
 func (inertEngine) MayApprove(context.Context, bot.Proposal, string) bool { return false }
 
-func (inertEngine) CardsAssignedTo(context.Context, []string, int) ([]board.AssignedCard, error) {
+func (inertEngine) CardsAssignedTo(context.Context, string, int) ([]board.AssignedCard, error) {
 	return nil, bot.ErrUnavailable
 }
 
-func (inertEngine) MoveAssignedCard(context.Context, string, []string, board.CardID, string, string) (board.CardUpdate, error) {
+func (inertEngine) MoveAssignedCard(context.Context, string, string, board.CardID, string, string) (board.CardUpdate, error) {
 	return board.CardUpdate{}, bot.ErrNotFound
 }
 

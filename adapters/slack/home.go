@@ -19,8 +19,8 @@ import (
 type HomeEngine interface {
 	WaitingFor(ctx context.Context, user string, channels []bot.Channel) ([]bot.Proposal, error)
 	MayApprove(ctx context.Context, p bot.Proposal, user string) bool
-	CardsAssignedTo(ctx context.Context, names []string, limit int) ([]board.AssignedCard, error)
-	MoveAssignedCard(ctx context.Context, user string, names []string, id board.CardID, status, via string) (board.CardUpdate, error)
+	CardsAssignedTo(ctx context.Context, person string, limit int) ([]board.AssignedCard, error)
+	MoveAssignedCard(ctx context.Context, user, person string, id board.CardID, status, via string) (board.CardUpdate, error)
 }
 
 // HomeViewers remembers who opened the App Home, across replicas, so a
@@ -107,6 +107,13 @@ func (a *Adapter) viewerUser(viewer string) (installation, user string) {
 	return installation, user
 }
 
+// person is a viewer's person id (board.Person): slack:T…/U… in
+// multi-workspace mode, slack:U… in single-workspace mode. Cards are
+// assigned to people by it, never by a name.
+func (a *Adapter) person(viewer string) string {
+	return board.SlackPerson(a.viewerUser(viewer))
+}
+
 // home is what one user's App Home shows.
 type home struct {
 	notice  string
@@ -133,7 +140,7 @@ func (a *Adapter) homeBlocks(ctx context.Context, api *slackapi.Client, viewer, 
 		a.logger.Warn("app home: proposals", "user", user, "err", err)
 		h.failed = append(h.failed, "proposals")
 	}
-	if h.cards, err = a.eng.CardsAssignedTo(ctx, a.userNames(ctx, api, user), maxHomeCards); err != nil {
+	if h.cards, err = a.eng.CardsAssignedTo(ctx, a.person(viewer), maxHomeCards); err != nil {
 		a.logger.Warn("app home: cards", "user", user, "err", err)
 		h.failed = append(h.failed, "cards")
 	}
@@ -173,24 +180,6 @@ func (a *Adapter) userChannels(ctx context.Context, api *slackapi.Client, viewer
 		cursor = next
 	}
 	return out, nil
-}
-
-// userNames are the names a card's assignee may give user by: the user
-// id, its mention, the user name, display name and real name
-// (users.info; only the id when Slack does not answer).
-func (a *Adapter) userNames(ctx context.Context, api *slackapi.Client, user string) []string {
-	names := []string{user, "<@" + user + ">", "@" + user}
-	u, err := api.GetUserInfoContext(ctx, user)
-	if err != nil {
-		a.logger.Debug("app home: user's names", "user", user, "err", err)
-		return names
-	}
-	for _, n := range []string{u.Name, u.RealName, u.Profile.DisplayName, u.Profile.RealName} {
-		if n = strings.TrimSpace(n); n != "" {
-			names = append(names, n, "@"+n)
-		}
-	}
-	return names
 }
 
 // homeActions handles the buttons of an App Home: Approve and Cancel of
@@ -251,18 +240,15 @@ func (a *Adapter) homeDecide(ctx context.Context, action string, id bot.Proposal
 	}
 }
 
-// homeMove moves a card assigned to user from the App Home and says how
-// it went.
+// homeMove moves a card assigned to the viewer from the App Home and
+// says how it went. The engine checks that the card is assigned to the
+// viewer's person id and lies on a board of the viewer's workspace.
 func (a *Adapter) homeMove(ctx context.Context, viewer, user string, card board.CardID, status string) string {
 	id, err := board.ParseCardID(string(card))
 	if err != nil {
 		return "That button names no card."
 	}
-	api, _, err := a.web(ctx, viewer)
-	if err != nil {
-		return escape(bot.Explain(err))
-	}
-	up, err := a.eng.MoveAssignedCard(ctx, user, a.userNames(ctx, api, user), id, status, "slack")
+	up, err := a.eng.MoveAssignedCard(ctx, user, a.person(viewer), id, status, "slack")
 	if errors.Is(err, bot.ErrForbidden) {
 		return "That card is not assigned to you, so it was not moved."
 	}
@@ -309,24 +295,30 @@ func (a *Adapter) homeChanged(ctx context.Context, p bot.Proposal) {
 }
 
 // cardChanged refreshes the App Homes of the viewers a changed card was
-// or is assigned to.
+// or is assigned to: those whose person id it names, exactly.
 func (a *Adapter) cardChanged(ctx context.Context, up board.CardUpdate) {
 	viewers := a.viewers(ctx, string(up.Card.ID))
 	if len(viewers) == 0 {
 		return
 	}
-	assignees := []string{up.Card.Assignee}
+	assignees := map[string]bool{up.Card.Assignee: true}
 	for _, c := range up.Changes {
 		if c.Field == "assignee" {
-			assignees = append(assignees, c.From, c.To)
+			assignees[c.From], assignees[c.To] = true, true
 		}
 	}
+	var show []string
+	for _, v := range viewers {
+		if assignees[a.person(v)] {
+			show = append(show, v)
+		}
+	}
+	if len(show) == 0 {
+		return
+	}
 	a.afterAck("refresh app homes", func(ctx context.Context) {
-		for _, v := range viewers {
-			api, u, err := a.web(ctx, v)
-			if err == nil && namedBy(a.userNames(ctx, api, u), assignees) {
-				a.publishHome(ctx, v, "")
-			}
+		for _, v := range show {
+			a.publishHome(ctx, v, "")
 		}
 	})
 }
@@ -339,15 +331,4 @@ func (a *Adapter) sameWorkspace(viewer string, ch bot.Channel) bool {
 	}
 	installation, _ := a.viewerUser(viewer)
 	return a.teams == nil || strings.HasPrefix(ch.ID, installation+"/")
-}
-
-func namedBy(names, assignees []string) bool {
-	for _, n := range names {
-		for _, as := range assignees {
-			if as != "" && strings.EqualFold(n, as) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -407,7 +407,7 @@ func TestAppHome(t *testing.T) {
 	// A card of the new board assigned to Bob shows in his home with its
 	// moves; a move by someone it is not assigned to is refused.
 	var card, handle string
-	if err := w.env.Store.Pool().QueryRow(ctx, `UPDATE cards c SET assignee = 'U_BOB' FROM boards b
+	if err := w.env.Store.Pool().QueryRow(ctx, `UPDATE cards c SET assignee = 'slack:U_BOB' FROM boards b
 		WHERE b.id = c.board_id AND b.channel = 'slack:C_NEWS' AND c.number = 1 RETURNING c.id, b.key || '-' || c.number`).Scan(&card, &handle); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestAppHomeMoveWaitsForTheReview(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := w.env.WorkForReview(t, "the source policy")
-	alice := "U_ALICE"
+	alice := "slack:U_ALICE" // her person id in a single-workspace BobNet
 	if _, err := w.env.Store.ChangeCard(ctx, board.CardChange{Card: job.Card.ID, Actor: "test", Assignee: &alice}); err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ type OAuthConfig struct {
 
 // BotScopes are the bot scopes BobNet asks for, as in
 // deploy/slack/manifest.yaml (a test holds the two together).
-var BotScopes = []string{"app_mentions:read", "channels:history", "groups:history", "chat:write", "commands", "channels:read", "groups:read", "users:read"}
+var BotScopes = []string{"app_mentions:read", "channels:history", "groups:history", "chat:write", "commands", "channels:read", "groups:read"}
 
 // Install flow limits.
 const (

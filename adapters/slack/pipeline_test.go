@@ -265,6 +265,22 @@ func TestSlashCommandReplayIsOneRequest(t *testing.T) {
 	}
 }
 
+// A slash command's escaped mentions are stripped from its request as a
+// mention's are, not shown as markup.
+func TestSlashPlanStripsMentions(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	body := url.Values{"command": {"/bobnet"}, "text": {"plan our daily research newspaper <@U0BOB|bob> <@U0ANN>"}, "channel_id": {"C_NEWS"},
+		"user_id": {"U_ALICE"}, "trigger_id": {"13345224609.738474920.8088930838d88f008e1"}}.Encode()
+	w.post(t, "/slack/commands", "application/x-www-form-urlencoded", body)
+	asked := w.slack.waitFor(t, "the request posted", func(c call) bool {
+		return c.Method == "chat.postMessage" && strings.Contains(c.Form.Get("text"), "asked BobNet")
+	})
+	if got := asked.Form.Get("text"); got != "<@U_ALICE> asked BobNet: our daily research newspaper" {
+		t.Errorf("request posted as %q", got)
+	}
+}
+
 // A click payload naming another channel does not decide this channel's
 // proposal.
 func TestClickFromAnotherChannelIsRefused(t *testing.T) {

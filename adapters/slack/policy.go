@@ -5,23 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
-
-// policyCommand answers `/bobnet policy`: who decides in this channel,
-// how many approvals a plan needs, and the model budget.
-func (a *Adapter) policyCommand(ctx context.Context, channel string) commandReply {
-	in, err := a.eng.PolicyFor(ctx, bot.Channel{Source: bot.SourceSlack, ID: channel})
-	if err != nil {
-		return commandReply{ResponseType: "ephemeral", Text: decisionText(err)}
-	}
-	return commandReply{ResponseType: "ephemeral", Text: PolicyText(in)}
-}
 
 // PolicyText describes a policy in Slack mrkdwn.
 func PolicyText(in board.PolicyInForce) string {
@@ -117,24 +106,6 @@ func updatedBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
 		return PreviewBlocks(p, publicURL)
 	}
 	return DecidedBlocks(p)
-}
-
-// budgetLine is "\nModel use today: …" for /bobnet status, or "" when it
-// cannot be read quickly.
-func (a *Adapter) budgetLine(ctx context.Context, channel string) string {
-	// The command is answered within Slack's 3 s; the line is not worth
-	// missing that.
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	b, err := a.eng.BudgetStatus(ctx, bot.Channel{Source: bot.SourceSlack, ID: channel})
-	if err != nil {
-		a.logger.Warn("read model budget", "channel", channel, "err", err)
-		return ""
-	}
-	if b.Limit <= 0 {
-		return fmt.Sprintf("\nModel use today: %d tokens (no budget).", b.Used)
-	}
-	return fmt.Sprintf("\nModel use today: %d of %d tokens; resets %s.", b.Used, b.Limit, b.Resets.Format("15:04 UTC"))
 }
 
 // InGroup reports whether user is in the Slack user group, for

@@ -204,7 +204,7 @@ func (a *Adapter) review(ctx context.Context, ref bot.ReviewRef, at reviewMeta, 
 	}
 	var up board.CardUpdate
 	if err == nil {
-		up, err = a.eng.ReviewRunCard(ctx, ref.Run, ref.Card, user, accept, reason)
+		up, err = a.eng.ReviewRunCard(ctx, ref.Run, ref.Card, ref.Round, user, accept, reason)
 	}
 	if err != nil {
 		if accept {

@@ -14,7 +14,7 @@ func (inertEngine) AuthorizeReview(context.Context, bot.ReviewRef, string) (bot.
 	return bot.ReviewPlace{}, bot.ErrNotFound
 }
 
-func (inertEngine) ReviewRunCard(context.Context, board.RunID, board.CardID, string, bool, string) (board.CardUpdate, error) {
+func (inertEngine) ReviewRunCard(context.Context, board.RunID, board.CardID, int, string, bool, string) (board.CardUpdate, error) {
 	return board.CardUpdate{}, bot.ErrNotFound
 }
 

@@ -23,7 +23,7 @@ import (
 type Installations interface {
 	Installation(ctx context.Context, id string) (board.SlackInstallation, error)
 	Save(ctx context.Context, in board.SlackInstallation) error
-	Delete(ctx context.Context, id string) error
+	Delete(ctx context.Context, id string, asOf time.Time) (bool, error)
 	Refresh(ctx context.Context, id string, due func(board.SlackInstallation) bool,
 		refresh func(context.Context, board.SlackInstallation) (board.SlackInstallation, error)) (board.SlackInstallation, error)
 }
@@ -301,10 +301,10 @@ func (a *Adapter) scopeEvent(ctx context.Context, env *eventEnvelope) (ok bool, 
 	}
 	switch env.Event.Type {
 	case "app_uninstalled":
-		return false, a.uninstall(ctx, id, env.Event.Type)
+		return false, a.uninstall(ctx, id, *env)
 	case "tokens_revoked":
 		if len(env.Event.Tokens.Bot) > 0 {
-			return false, a.uninstall(ctx, id, env.Event.Type)
+			return false, a.uninstall(ctx, id, *env)
 		}
 		return false, nil // user tokens only: BobNet keeps none
 	}
@@ -320,13 +320,28 @@ func (a *Adapter) scopeEvent(ctx context.Context, env *eventEnvelope) (ok bool, 
 }
 
 // uninstall forgets an installation whose app was removed or whose bot
-// token was revoked.
-func (a *Adapter) uninstall(ctx context.Context, id, why string) error {
-	if err := a.teams.store.Delete(ctx, id); err != nil {
+// token was revoked, if it was made before the event happened. Slack
+// delivers an event again (for an hour and more) until it is
+// acknowledged, keeping its event_time: an uninstall delivered again
+// after the workspace installed BobNet anew is of the old installation
+// and leaves the new one. An event without event_time counts as
+// happening now.
+func (a *Adapter) uninstall(ctx context.Context, id string, env eventEnvelope) error {
+	asOf := a.teams.now()
+	if env.EventTime > 0 {
+		asOf = time.Unix(env.EventTime, 0)
+	}
+	gone, err := a.teams.store.Delete(ctx, id, asOf)
+	if err != nil {
 		return fmt.Errorf("%w: %w", bot.ErrUnavailable, err)
 	}
+	if !gone {
+		a.logger.Info("slack: uninstall event older than the installation; kept it", "installation", id,
+			"event", env.Event.Type, "event_id", env.EventID, "event_time", asOf)
+		return nil
+	}
 	a.teams.forget(id)
-	a.logger.Info("slack: uninstalled", "installation", id, "event", why)
+	a.logger.Info("slack: uninstalled", "installation", id, "event", env.Event.Type)
 	return nil
 }
 

@@ -211,12 +211,23 @@ func TestTenantIsolationSlack(t *testing.T) {
 		for _, channel := range []string{"C0555", "C0999"} { // B's board's channel, a channel without one
 			withA := w.slash(t, "T_B", channel, c[0])
 			unused := w.slash(t, "T_B", channel, c[1])
+			if strings.Contains(withA, "turns a request into a board") {
+				t.Errorf("/bobnet %s is not dispatched: it answers with help", c[0])
+			}
 			if l := w.leaks(withA); len(l) > 0 {
 				t.Errorf("/bobnet %s in B's %s shows %v of A: %s", c[0], channel, l, withA)
 			}
 			if c[0] != c[1] && withA != unused {
 				t.Errorf("/bobnet %s in B's %s answers\n  %s\nbut for a name nobody has\n  %s", c[0], channel, withA, unused)
 			}
+		}
+	}
+
+	// Help is made of the table: every verb Slack has is listed.
+	help := w.slash(t, "T_B", "C0555", "help")
+	for _, v := range bot.Verbs {
+		if listed := strings.Contains(help, "`/bobnet "+v.Name); listed == v.MatrixOnly {
+			t.Errorf("/bobnet help lists %q: %v, want %v:\n%s", v.Name, listed, !v.MatrixOnly, help)
 		}
 	}
 
@@ -279,6 +290,20 @@ func TestTenantIsolationSlack(t *testing.T) {
 		if withA != unused || len(w.leaks(withA)) > 0 {
 			t.Errorf("B's %s modal on A's: %s; on none: %s", m.callback, withA, unused)
 		}
+	}
+
+	// B's App Home, opened and clicked: a Move of A's card under review
+	// (by id, as a forged button would name it).
+	homeBefore := w.slack.count(func(c teamCall) bool { return c.Method == "views.publish" })
+	w.post(t, "/slack/events", "application/json", teamEvent("T_B", "EvHomeMallory",
+		map[string]any{"type": "app_home_opened", "user": "U_MALLORY", "tab": "home", "channel": "D_U_MALLORY"}))
+	if home := w.homeOf(t, "T_B", "U_MALLORY", homeBefore, "opened", nil); len(w.leaks(home)) > 0 || strings.Contains(home, w.boardA.Key+"-") {
+		t.Errorf("B's App Home shows A's boards or cards: %s", home)
+	}
+	homeBefore = w.slack.count(func(c teamCall) bool { return c.Method == "views.publish" })
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", homeMoveClick("T_B", "U_MALLORY", string(w.review.RunCard.Card), "Done"))
+	if home := w.homeOf(t, "T_B", "U_MALLORY", homeBefore, "after the forged move", nil); len(w.leaks(home)) > 0 {
+		t.Errorf("B's App Home after a Move of A's card shows A's: %s", home)
 	}
 
 	w.env.WaitIdle(t)

@@ -69,6 +69,7 @@ type teamSlack struct {
 	refreshes map[string]string   // live refresh token -> team
 	rotate    bool                // issue expiring tokens with refresh tokens
 	groups    map[string][]string // "team/S…" -> the user group's members
+	names     map[string]string   // "team/U…" -> the display name the user set
 	socketURL string              // apps.connections.open's answer to xapp-test
 	callLog[teamCall]
 	ts int
@@ -163,7 +164,10 @@ func (f *teamSlack) serve(w http.ResponseWriter, r *http.Request) {
 		// Every person is in C0123 of their own workspace.
 		reply(map[string]any{"ok": true, "channels": []any{map[string]any{"id": "C0123"}}, "response_metadata": map[string]any{"next_cursor": ""}})
 	case "users.info":
-		reply(map[string]any{"ok": true, "user": map[string]any{"id": form.Get("user"), "name": "alice"}})
+		// Names anyone may set: display and real name, by "team/user".
+		name := f.names[f.tokens[c.Token]+"/"+form.Get("user")]
+		reply(map[string]any{"ok": true, "user": map[string]any{"id": form.Get("user"), "name": "alice", "real_name": name,
+			"profile": map[string]any{"display_name": name, "real_name": name}}})
 	case "usergroups.users.list":
 		members, ok := f.groups[f.tokens[c.Token]+"/"+form.Get("usergroup")]
 		if !ok {

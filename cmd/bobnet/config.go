@@ -216,7 +216,7 @@ var settings = []setting{
 		_, err := secretbox.ParseKey(c.EncryptionKey)
 		return err
 	}},
-	{"BOBNET_ENCRYPTION_KEYS_OLD", "encryption-keys-old", "", "earlier BOBNET_ENCRYPTION_KEY values, comma-separated, still opened while what they sealed is sealed again under the current key at start (a `list`)", func(c *Config, v string) error {
+	{"BOBNET_ENCRYPTION_KEYS_OLD", "encryption-keys-old", "", "earlier BOBNET_ENCRYPTION_KEY values, comma-separated, still opened while what they sealed is sealed again under the newest key, at start and every minute (a `list`)", func(c *Config, v string) error {
 		c.EncryptionKeysOld = splitList(v)
 		for i, k := range c.EncryptionKeysOld {
 			if _, err := secretbox.ParseKey(k); err != nil {

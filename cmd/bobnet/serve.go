@@ -148,9 +148,11 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 			APIURL: cfg.SlackAPIURL, PublicURL: cfg.PublicURL,
 		}
 		if cfg.slackOAuth() {
-			if scfg.OAuth, err = slackOAuthConfig(ctx, cfg, db, logger); err != nil {
+			var installs *store.SlackInstallations
+			if scfg.OAuth, installs, err = slackOAuthConfig(ctx, cfg, db, logger); err != nil {
 				return nil, err
 			}
+			closers = append(closers, startResealing(ctx, installs, resealEvery, logger))
 		}
 		slackAdapter, err = slack.New(ctx, scfg, engine, redisStore, logger)
 		if err != nil {

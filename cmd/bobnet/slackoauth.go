@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/secretbox"
@@ -42,25 +43,71 @@ func (c *Config) validateSlackOAuth() []error {
 }
 
 // slackOAuthConfig is multi-workspace Slack's wiring: the box sealing the
-// tokens, the installation store behind it (whose rows sealed under an old
-// key are sealed again under the current one first), and the key signing
-// install states.
-func slackOAuthConfig(ctx context.Context, cfg Config, db *store.Store, logger *slog.Logger) (*slack.OAuthConfig, error) {
+// tokens, the installation store behind it (whose rows sealed under an
+// older key are sealed again under the newest one first, and then every
+// resealEvery: the caller starts that with startResealing), and the key
+// signing install states. Only a row under a key the box does not hold at
+// all keeps the replica from starting.
+func slackOAuthConfig(ctx context.Context, cfg Config, db *store.Store, logger *slog.Logger) (*slack.OAuthConfig, *store.SlackInstallations, error) {
 	box, err := secretbox.New(cfg.EncryptionKey, cfg.EncryptionKeysOld...)
 	if err != nil {
-		return nil, fmt.Errorf("BOBNET_ENCRYPTION_KEY: %w", err)
+		return nil, nil, fmt.Errorf("BOBNET_ENCRYPTION_KEY: %w", err)
 	}
 	installs := db.SlackInstallations(box)
 	n, err := installs.Reseal(ctx)
 	if errors.Is(err, secretbox.ErrUnknownKey) || errors.Is(err, secretbox.ErrOpen) {
-		return nil, fmt.Errorf("BOBNET_ENCRYPTION_KEY: a Slack installation was sealed with a key that is neither this one nor in BOBNET_ENCRYPTION_KEYS_OLD: %w", err)
+		return nil, nil, fmt.Errorf("BOBNET_ENCRYPTION_KEY: a Slack installation was sealed with a key that is neither this one nor in BOBNET_ENCRYPTION_KEYS_OLD: %w", err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if n > 0 {
-		logger.Info("slack: installations sealed again under the current BOBNET_ENCRYPTION_KEY", "count", n)
+		logger.Info("slack: installations sealed again under the newest encryption key", "count", n, "key_id", installs.SealKey())
 	}
 	return &slack.OAuthConfig{ClientID: cfg.SlackClientID, ClientSecret: cfg.SlackClientSecret, Installations: installs,
-		StateKey: box.Derive("slack-oauth-state")}, nil
+		StateKey: box.Derive("slack-oauth-state")}, installs, nil
+}
+
+// resealEvery is how often each replica seals again, under the newest
+// key, the installations sealed under another (written meanwhile by a
+// replica that had not yet learned of the newest key).
+const resealEvery = time.Minute
+
+// resealer is what startResealing needs; *store.SlackInstallations is one.
+type resealer interface {
+	Reseal(ctx context.Context) (int, error)
+}
+
+// startResealing reseals every interval until stop is called. A failure
+// (Postgres away, a row under a key this replica does not hold) is logged
+// and tried again at the next tick; the replica keeps serving the rows it
+// can open.
+func startResealing(ctx context.Context, r resealer, every time.Duration, logger *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			n, err := r.Reseal(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				logger.Warn("slack: sealing installations again under the newest encryption key failed; trying again", "err", err, "every", every)
+			case n > 0:
+				logger.Info("slack: installations sealed again under the newest encryption key", "count", n)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

@@ -139,6 +139,7 @@
     actions.querySelectorAll("button").forEach((b) => { b.disabled = true; });
     const body = { user: u, decision };
     if (reason) body.reason = reason;
+    if (typeof r.round === "number") body.round = r.round; // an earlier round's buttons decide nothing
     const path = "/api/v1/runs/" + encodeURIComponent(r.run_id) + "/cards/" + encodeURIComponent(r.card_id) + "/review";
     const { status, data } = await api("POST", path, body);
     if (status >= 400) {
@@ -463,7 +464,7 @@
     $("send").disabled = true;
     const { status, data } = await api("POST", "/api/v1/channels/" + encodeURIComponent($("channel").value.trim()) + "/messages", { user: u, text });
     $("send").disabled = false;
-    if (status === 202) $("text").value = "";
+    if (status === 202 || status === 200) $("text").value = "";
     else alertMsg(data.error || "Sending failed (" + status + ").");
   });
   $("text").addEventListener("keydown", (e) => {
