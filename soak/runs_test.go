@@ -328,7 +328,7 @@ func (d *runDriver) review(ctx context.Context, run, card, handle string, round 
 		if accept {
 			decision = "accept"
 		}
-		r.call(ctx, "POST", "/api/v1/runs/"+run+"/cards/"+card+"/review", map[string]string{"user": "U_BOB", "decision": decision, "reason": reason})
+		r.call(ctx, "POST", "/api/v1/runs/"+run+"/cards/"+card+"/review", map[string]any{"user": "U_BOB", "decision": decision, "reason": reason, "round": round})
 	case n == 1 && accept:
 		value := fmt.Sprintf("%s %s %d", run, card, round)
 		var msg slackMessage
