@@ -35,7 +35,7 @@ func pendingDeliveries(t *testing.T, svc *services) int {
 
 // check compares what the clients saw with what BobNet wrote and sent,
 // and prints the figures as a table.
-func check(t *testing.T, svc *services, replicas []*replica, mdl *model, slk *slackAPI, rcv *receiver, led *ledger) {
+func check(t *testing.T, svc *services, replicas []*replica, mdl *model, slk *slackAPI, rcv *receiver, led *ledger, runs *runDriver) {
 	t.Helper()
 	ctx := context.Background()
 	api := replicas[0]
@@ -203,8 +203,8 @@ func check(t *testing.T, svc *services, replicas []*replica, mdl *model, slk *sl
 	firstAt := map[string]int{}
 	for i, c := range got {
 		seen[c.ID] = true
-		if c.Type == "card.changed" {
-			continue
+		if !strings.HasPrefix(c.Type, "proposal.") {
+			continue // about cards and runs: the runs' checks count dispatches
 		}
 		k := c.Type + "/" + c.Proposal
 		if idsOf[k] == nil {
@@ -278,6 +278,7 @@ func check(t *testing.T, svc *services, replicas []*replica, mdl *model, slk *sl
 	if len(tags) > 0 {
 		row("model calls per request (mean / max)", fmt.Sprintf("%.2f / %d", float64(calls)/float64(len(tags)), most))
 	}
+	rows = append(rows, checkRuns(t, conn, runs, mdl, slk, rcv)...)
 	t.Logf("soak figures:\n%s", table(rows))
 }
 

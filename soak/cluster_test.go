@@ -25,6 +25,17 @@ type services struct {
 	root, dir   string
 	databaseURL string
 	redisURL    string
+
+	mu        sync.Mutex
+	restarted time.Time // when the latest restart of Postgres ended
+}
+
+// pgBackSince is when Postgres last came back from a restart (zero if
+// never).
+func (s *services) pgBackSince() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarted
 }
 
 func startServices(t *testing.T, root string) *services {
@@ -79,6 +90,11 @@ func (s *services) restart(t *testing.T, which string, down time.Duration) {
 	s.run(t, "stop-"+which)
 	time.Sleep(down)
 	s.run(t, "start")
+	if which == "postgres" {
+		s.mu.Lock()
+		s.restarted = time.Now()
+		s.mu.Unlock()
+	}
 }
 
 // replica is one `bobnet serve` process on a fixed address, so that it can

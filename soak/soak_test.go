@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,6 +51,8 @@ func TestSoak(t *testing.T) {
 	mdl := newModel(t, 4*time.Second)
 	slk := newSlackAPI(t, 3*time.Second)
 	rcv := newReceiver(t, callbackSecret)
+	clock := newFakeClock(t, springStart)
+	profiles := writeProfiles(t)
 	hooks := filepath.Join(t.TempDir(), "hooks.yaml")
 	if err := os.WriteFile(hooks, fmt.Appendf(nil, `hooks:
   forms:
@@ -70,16 +73,24 @@ outbound:
 		"BOBNET_ANY_MEMBER_DECIDES=true", "BOBNET_HOOK_SECRETS=forms=" + hookSecret, "BOBNET_HOOKS_FILE=" + hooks, "BOBNET_CALLBACK_SECRET=" + callbackSecret,
 		"SLACK_BOT_TOKEN=xoxb-soak", "SLACK_SIGNING_SECRET=" + slackSecret, "SLACK_API_URL=" + slk.srv.URL + "/api/",
 		"BOBNET_LOG_LEVEL=debug",
+		"BOBNET_TEST_CLOCK=" + clock.path, "BOBNET_PROFILES_DIR=" + profiles, "BOBNET_RUN_DEADLINE=1m", "BOBNET_RUN_WORKERS=2",
 	}
 	var replicas []*replica
 	for _, name := range []string{"a", "b", "c"} {
-		r := newReplica(t, bin, name, env)
+		// Each replica names the model after itself, so the scripted
+		// model knows which one works a card.
+		r := newReplica(t, bin, name, append(slices.Clone(env), "BOBNET_MODEL=soak-model-"+name))
 		r.start(t)
 		replicas = append(replicas, r)
 	}
 	if t.Failed() {
 		t.FailNow()
 	}
+	var bases []string
+	for _, r := range replicas {
+		bases = append(bases, r.url)
+	}
+	rcv.setReplicas(bases)
 	ctx := context.Background()
 	if code, out := replicas[0].call(ctx, "PUT", "/api/v1/policies/console:soak-q", map[string]any{"deciders": []string{"alice", "bob"}, "approvals": 2}); code != 200 {
 		t.Fatalf("quorum policy: %d %v", code, out)
@@ -87,13 +98,21 @@ outbound:
 
 	led := &ledger{decided: map[string]string{}}
 	w := &workload{replicas: replicas, ledger: led, hookSecret: hookSecret, slackSecret: slackSecret, answerTimeout: 90 * time.Second}
+	runs := setupRuns(t, w, svc, slk, clock)
+	people, stopPeople := context.WithCancel(ctx)
+	defer stopPeople()
+	var around sync.WaitGroup
+	around.Go(func() { runs.reviewLoop(people) })
+	around.Go(func() { runs.watchLeases(people) })
+
 	work, stopWork := context.WithTimeout(ctx, length)
 	defer stopWork()
 	var wg sync.WaitGroup
 	for range 6 {
 		wg.Go(func() { w.run(work) })
 	}
-	faults := runFaults(work, t, svc, replicas, length)
+	wg.Go(func() { runs.clockLoop(work, t, length, 3*time.Second) })
+	faults := runFaults(work, t, svc, replicas, mdl, length)
 
 	wg.Wait()
 	<-faults
@@ -105,13 +124,54 @@ outbound:
 		}
 	}
 	settle(t, svc, replicas, led, slk)
-	check(t, svc, replicas, mdl, slk, rcv, led)
+	settleRuns(t, svc)
+	stopPeople()
+	around.Wait()
+	check(t, svc, replicas, mdl, slk, rcv, led, runs)
+}
+
+// settleRuns waits until no run is going: each ends done, stopped, or at
+// its deadline (a minute), or two minutes pass.
+func settleRuns(t *testing.T, svc *services) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if runsGoing(context.Background(), svc) == 0 {
+			// Let the last ends reach their threads.
+			time.Sleep(5 * time.Second)
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("settle: runs still going after two minutes")
+}
+
+// writeProfiles writes the newspaper's assignee profiles: the researchers
+// and reviewers worked by the model with a review, the planner by the
+// model without one, the coder by the forms hook (the receiver) with one.
+func writeProfiles(t *testing.T) string {
+	dir := t.TempDir()
+	for name, front := range map[string]string{
+		"Researcher": "runner: model\nreview: always",
+		"Reviewer":   "runner: model\nreview: always",
+		"Planner":    "runner: model\nreview: none",
+		"Coder":      "runner: hook:forms\nreview: always",
+	} {
+		sub := filepath.Join(dir, strings.ToLower(name))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		md := fmt.Sprintf("---\nname: %s\ndescription: The %s of the soak's newspaper.\n%s\n---\nWork the card.\n", name, name, front)
+		if err := os.WriteFile(filepath.Join(sub, "AGENT.md"), []byte(md), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // runFaults kills, stops and restarts things in turn while the workload
 // runs: SIGKILL and SIGTERM of a replica, a Redis restart, a Postgres
 // restart. The channel closes when it has stopped.
-func runFaults(ctx context.Context, t *testing.T, svc *services, replicas []*replica, length time.Duration) <-chan struct{} {
+func runFaults(ctx context.Context, t *testing.T, svc *services, replicas []*replica, mdl *model, length time.Duration) <-chan struct{} {
 	done := make(chan struct{})
 	every := max(length/9, 5*time.Second)
 	go func() {
@@ -125,6 +185,12 @@ func runFaults(ctx context.Context, t *testing.T, svc *services, replicas []*rep
 			r := replicas[i%len(replicas)]
 			switch i % 4 {
 			case 0:
+				// Mid-card when it can: a replica whose runner waits on
+				// a slow model answer.
+				if k := mdl.working(replicas, 5*time.Second); k != nil {
+					r = k
+					mdl.killedMidCard.Add(1)
+				}
 				t.Logf("fault: SIGKILL %s", r.name)
 				r.signal(syscall.SIGKILL)
 				r.wait(10 * time.Second)

@@ -2,12 +2,16 @@ package soak
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,14 +32,36 @@ var tagRE = regexp.MustCompile(`soak-[a-z]+-[0-9]+`)
 type model struct {
 	srv *plannertest.Server
 
-	mu    sync.Mutex
-	calls map[string]int // tag -> calls
+	mu       sync.Mutex
+	calls    map[string]int // tag -> calls
+	runner   []runnerCall
+	inflight map[string]time.Time // replica -> until when its runner waits on a slow answer
+
+	killedMidCard atomic.Int64 // SIGKILLs of a replica whose runner was working a card
 }
 
+// runnerCall is one call of a model runner: the card it worked (its
+// handle), the round (the soak's reviewers write round=N in every
+// reason) and when.
+type runnerCall struct {
+	Handle  string
+	Replica string
+	Round   int
+	At      time.Time
+}
+
+var (
+	runnerCardRE  = regexp.MustCompile(`(?m)^Card ([A-Z0-9]+-[0-9]+)\.`)
+	runnerRoundRE = regexp.MustCompile(`round=([0-9]+)`)
+)
+
 func newModel(t *testing.T, slow time.Duration) *model {
-	m := &model{srv: plannertest.NewServer(t), calls: map[string]int{}}
+	m := &model{srv: plannertest.NewServer(t), calls: map[string]int{}, inflight: map[string]time.Time{}}
 	plan := plannertest.NewspaperPlan(t)
 	m.srv.Handle(func(req openai.ChatCompletionRequest) plannertest.Reply {
+		if msg := plannertest.LastUserMessage(req); strings.Contains(msg, "Answer with the output of") {
+			return m.work(strings.TrimPrefix(req.Model, "soak-model-"), msg, slow)
+		}
 		tag := tagRE.FindString(plannertest.LastUserMessage(req))
 		m.mu.Lock()
 		m.calls[tag]++
@@ -53,6 +79,59 @@ func newModel(t *testing.T, slow time.Duration) *model {
 	return m
 }
 
+// work answers a model runner: mostly at once, sometimes slower than the
+// lease (the runner renews it), sometimes failing (the card is tried
+// again).
+func (m *model) work(replica, msg string, slow time.Duration) plannertest.Reply {
+	c := runnerCall{At: time.Now(), Replica: replica}
+	if sm := runnerCardRE.FindStringSubmatch(msg); sm != nil {
+		c.Handle = sm[1]
+	}
+	if sm := runnerRoundRE.FindAllStringSubmatch(msg, -1); sm != nil {
+		c.Round, _ = strconv.Atoi(sm[len(sm)-1][1])
+	}
+	m.mu.Lock()
+	m.runner = append(m.runner, c)
+	n := len(m.runner)
+	m.mu.Unlock()
+	switch r := rand.IntN(100); {
+	case r < 4:
+		return plannertest.Reply{Status: http.StatusInternalServerError, Message: "the model server is overloaded"}
+	case r < 10:
+		m.mu.Lock()
+		m.inflight[replica] = time.Now().Add(slow)
+		m.mu.Unlock()
+		return plannertest.Reply{Content: fmt.Sprintf("## %s\n\nSlow output, call %d.", c.Handle, n), Delay: slow}
+	}
+	return plannertest.Reply{Content: fmt.Sprintf("## %s\n\nOutput, call %d.", c.Handle, n)}
+}
+
+// working returns a replica whose model runner waits on a slow answer,
+// waiting up to wait for one; nil when none did.
+func (m *model) working(replicas []*replica, wait time.Duration) *replica {
+	deadline := time.Now().Add(wait)
+	for {
+		m.mu.Lock()
+		for _, r := range replicas {
+			if until, ok := m.inflight[r.name]; ok && time.Until(until) > time.Second && !r.exited() {
+				m.mu.Unlock()
+				return r
+			}
+		}
+		m.mu.Unlock()
+		if time.Now().After(deadline) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (m *model) runnerCalls() []runnerCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]runnerCall(nil), m.runner...)
+}
+
 func (m *model) callsFor(tag string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -63,6 +142,7 @@ func (m *model) callsFor(tag string) int {
 type slackMessage struct {
 	Channel, ThreadTS, Text, TS string
 	Proposal                    string // the proposal a preview's Approve button names
+	Review                      string // "run card round" of a Review announcement's Accept button
 	Metadata                    string // as posted (JSON)
 }
 
@@ -97,7 +177,8 @@ func newSlackAPI(t *testing.T, slow time.Duration) *slackAPI {
 		case "/api/chat.postMessage":
 			s.sent = append(s.sent, slackMessage{
 				Channel: r.PostForm.Get("channel"), ThreadTS: r.PostForm.Get("thread_ts"), Text: r.PostForm.Get("text"), TS: ts,
-				Proposal: approveValue(r.PostForm.Get("blocks")), Metadata: r.PostForm.Get("metadata"),
+				Proposal: buttonValue(r.PostForm.Get("blocks"), "bobnet_approve"), Review: buttonValue(r.PostForm.Get("blocks"), "bobnet_review_accept"),
+				Metadata: r.PostForm.Get("metadata"),
 			})
 		case "/api/conversations.replies":
 			var msgs []map[string]any
@@ -130,9 +211,9 @@ func padTS(n int) string {
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-// approveValue is the proposal id of a preview's Approve button in a
-// Block Kit blocks array, or "".
-func approveValue(blocks string) string {
+// buttonValue is the value of the button action in a Block Kit blocks
+// array (a preview's Approve names its proposal), or "".
+func buttonValue(blocks, action string) string {
 	if blocks == "" {
 		return ""
 	}
@@ -144,7 +225,7 @@ func approveValue(blocks string) string {
 	find = func(v any) string {
 		switch x := v.(type) {
 		case map[string]any:
-			if x["action_id"] == "bobnet_approve" {
+			if x["action_id"] == action {
 				s, _ := x["value"].(string)
 				return s
 			}
@@ -182,13 +263,30 @@ type callback struct {
 type receiver struct {
 	srv *httptest.Server
 
-	mu  sync.Mutex
-	got []callback
-	bad int
+	mu         sync.Mutex
+	got        []callback
+	bad        int
+	dispatches map[string]dispatch // webhook-id -> the card it dispatched
+	outputs    []hookOutput
+	bases      []string // the replicas' URLs, to post outputs to
+}
+
+// dispatch is a card.dispatched the receiver accepted: a hook runner's
+// card to work.
+type dispatch struct {
+	Run, Card string
+	Round     int
+}
+
+// hookOutput is one output the hook runner posted back and the answer.
+type hookOutput struct {
+	Run, Card string
+	Round     int
+	Status    int
 }
 
 func newReceiver(t *testing.T, secret string) *receiver {
-	rc := &receiver{}
+	rc := &receiver{dispatches: map[string]dispatch{}}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if signing.VerifyStandard(r.Header, secret, body, time.Now()) != nil {
@@ -206,12 +304,36 @@ func newReceiver(t *testing.T, secret string) *receiver {
 			Type string `json:"type"`
 			Data struct {
 				ProposalID string `json:"proposal_id"`
+				Card       struct {
+					ID string `json:"id"`
+				} `json:"card"`
+				Run struct {
+					ID string `json:"id"`
+				} `json:"run"`
+				Feedback string `json:"feedback"`
+				Callback struct {
+					URL   string `json:"url"`
+					Token string `json:"token"`
+				} `json:"callback"`
 			} `json:"data"`
 		}
 		_ = json.Unmarshal(body, &p)
+		id := r.Header.Get("webhook-id")
 		rc.mu.Lock()
-		rc.got = append(rc.got, callback{ID: r.Header.Get("webhook-id"), Type: p.Type, Proposal: p.Data.ProposalID})
+		rc.got = append(rc.got, callback{ID: id, Type: p.Type, Proposal: p.Data.ProposalID})
+		_, again := rc.dispatches[id]
+		var d dispatch
+		if p.Type == "card.dispatched" && !again {
+			d = dispatch{Run: p.Data.Run.ID, Card: p.Data.Card.ID}
+			if sm := runnerRoundRE.FindStringSubmatch(p.Data.Feedback); sm != nil {
+				d.Round, _ = strconv.Atoi(sm[1])
+			}
+			rc.dispatches[id] = d
+		}
 		rc.mu.Unlock()
+		if p.Type == "card.dispatched" && !again {
+			go rc.work(d, p.Data.Callback.URL, p.Data.Callback.Token)
+		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(rc.srv.Close)

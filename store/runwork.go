@@ -22,6 +22,13 @@ const (
 	// run whose latest claim is oldest (a run not yet claimed from first),
 	// so a small run started after a big one is not queued behind it.
 	// started_at is when the card's latest attempt started.
+	//
+	// The card's row is locked with its run card's: a claim whose
+	// snapshot predates another runner's claim and output would, locking
+	// only the run card, find it free again (its output clears the lease)
+	// and recheck only the run card's conditions, not the card's status
+	// in its old snapshot, and work a Done card a second time in the
+	// round (the soak saw it). Locked, the card's status is rechecked too.
 	claimRunCard = `UPDATE run_cards rc SET lease_until = now() + $3::interval, attempts = rc.attempts + 1, holder = $4,
     started_at = now(), error = ''
 FROM (SELECT rc2.run_id, rc2.card_id FROM run_cards rc2
@@ -34,7 +41,7 @@ FROM (SELECT rc2.run_id, rc2.card_id FROM run_cards rc2
         AND NOT EXISTS (SELECT 1 FROM card_links l JOIN cards d ON d.id = l.depends_on
                         WHERE l.card_id = c.id AND d.status <> 'Done')
       ORDER BY turn.at NULLS FIRST, r.started_at, c.position, c.number
-      LIMIT 1 FOR UPDATE OF rc2 SKIP LOCKED) j
+      LIMIT 1 FOR UPDATE OF rc2, c SKIP LOCKED) j
 WHERE rc.run_id = j.run_id AND rc.card_id = j.card_id
 RETURNING rc.run_id, rc.card_id, rc.attempts, rc.feedback`
 

@@ -82,6 +82,9 @@ type Config struct {
 	secretValues []string
 	HooksFile    string
 	PolicyFile   string
+	// TestClock is a file whose RFC 3339 time the run scheduler reads as
+	// now; for tests only (BOBNET_TEST_CLOCK).
+	TestClock string
 }
 
 // setting ties one variable to its flag and its field. The first
@@ -278,6 +281,7 @@ var settings = []setting{
 	}},
 	{"BOBNET_HOOKS_FILE", "hooks-file", "", "YAML file of per-hook targets, deciders, filters, templates and callbacks", str(func(c *Config) *string { return &c.HooksFile })},
 	{"BOBNET_POLICY_FILE", "policy-file", "", "YAML file of approval policies and model budgets per channel, written to Postgres at start", str(func(c *Config) *string { return &c.PolicyFile })},
+	{"BOBNET_TEST_CLOCK", "test-clock", "", "for tests only: a `file` holding an RFC 3339 time that the run scheduler and the schedules API read as now, looked at every second (unset: the real clock); refused unless BOBNET_LISTEN is loopback", str(func(c *Config) *string { return &c.TestClock })},
 }
 
 // parseRate reads a rate limit written as N/duration ("20/1m", "5/10s");

@@ -175,6 +175,9 @@ func (c *Config) validate() []error {
 	} else if c.APIToken == "" && !isLoopback(host) {
 		errs = append(errs, fmt.Errorf("BOBNET_LISTEN: %q is not a loopback address and BOBNET_API_TOKEN is not set; set a token to serve beyond this machine", c.Listen))
 	}
+	if c.TestClock != "" && (err != nil || !isLoopback(host)) {
+		errs = append(errs, fmt.Errorf("BOBNET_TEST_CLOCK: a test clock is for tests only, and BOBNET_LISTEN %q is not a loopback address; unset it", c.Listen))
+	}
 	if c.AdminListen != "" && sameListener(c.Listen, c.AdminListen) {
 		errs = append(errs, fmt.Errorf("BOBNET_ADMIN_LISTEN: %q takes the port of BOBNET_LISTEN (%q); the admin listener needs an address of its own", c.AdminListen, c.Listen))
 	}

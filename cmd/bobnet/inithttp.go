@@ -3,7 +3,6 @@ package main
 import (
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -58,7 +57,7 @@ func initHTTP(cfg Config, x routed, logger *slog.Logger) (handler, admin http.Ha
 		Cards:     httpapi.NewCards(engine, db, logger),
 		Policies:  httpapi.NewPolicies(db, engine, logger),
 		Runs:      httpapi.NewRuns(db, engine, runners, cfg.RunDeadline, cfg.PublicURL),
-		Schedules: httpapi.NewSchedules(db, time.Now),
+		Schedules: httpapi.NewSchedules(db, x.runs.clock.Now),
 		Boards:    httpapi.NewBoards(db, pages.Events, logger),
 		Outputs:   httpapi.NewOutputs(db, engine),
 		Usage:     httpapi.NewUsage(engine, logger),

@@ -13,6 +13,8 @@ import (
 type runParts struct {
 	worker    *boardrun.Worker
 	schedules *boardrun.Scheduler
+	// clock is the schedules' time: the wall clock, or BOBNET_TEST_CLOCK's.
+	clock *scheduleClock
 }
 
 // initRuns builds the runs' worker, dispatching hook runners' cards
@@ -29,5 +31,9 @@ func initRuns(cfg Config, db *store.Store, p *planning, ext *integrations, logge
 			logger.Warn("a profile's runner names a hook BOBNET_HOOK_SECRETS does not have; its cards' attempts will fail and their runs stop", "runner", "hook:"+name)
 		}
 	}
-	return &runParts{worker: w, schedules: boardrun.NewScheduler(db, p.engine, w.Runners(), cfg.RunDeadline, logger)}
+	clock := newScheduleClock(cfg.TestClock, logger)
+	if cfg.TestClock != "" {
+		logger.Warn("BOBNET_TEST_CLOCK is set: schedules run on the time in its file, for tests only", "file", cfg.TestClock)
+	}
+	return &runParts{worker: w, schedules: boardrun.NewScheduler(db, p.engine, w.Runners(), cfg.RunDeadline, logger), clock: clock}
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
-	"time"
 
 	"github.com/bobnet/bobnet/adapters/matrix"
 	"github.com/bobnet/bobnet/adapters/slack"
@@ -30,6 +29,7 @@ type app struct {
 	ext       *integrations
 	runs      *boardrun.Worker
 	schedules *boardrun.Scheduler
+	clock     *scheduleClock
 	close     func()
 }
 
@@ -103,7 +103,7 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	handler, admin := initHTTP(cfg, routed{stores: st, planning: p, ext: ext, hooks: hooks, slack: slackAdapter, runs: runs, feed: feed}, logger)
 	return &app{
 		handler: handler, admin: admin, engine: p.engine, model: p.model, slack: slackAdapter, matrix: matrixAdapter,
-		ext: ext, runs: runs.worker, schedules: runs.schedules, close: closeAll,
+		ext: ext, runs: runs.worker, schedules: runs.schedules, clock: runs.clock, close: closeAll,
 	}, nil
 }
 
@@ -182,7 +182,7 @@ func (a *app) start(ctx context.Context, ln, adminLn net.Listener, cfg Config, l
 		})
 	}
 	r.intakes.Go(func() { runMatrix(intake, a.matrix, logger) })
-	r.intakes.Go(func() { a.schedules.Run(intake, 30*time.Second, time.Now) })
+	r.intakes.Go(func() { a.schedules.Run(intake, a.clock.tick(), a.clock.Now) })
 	if err := a.model.Ping(ctx); err != nil {
 		logger.Warn("the model server does not answer yet; requests get a friendly error until it does", "OPENAI_BASE_URL", cfg.OpenAIBaseURL, "err", err)
 	}
