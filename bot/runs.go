@@ -190,12 +190,36 @@ func (e *Engine) tellOn(b board.Board, text func(Source) string, link string, re
 	t := Thread{Channel: ch, ID: b.Thread}
 	r := Reply{Kind: ReplyInfo, Text: text(ch.Source), BoardURL: link, Review: ref}
 	if err := e.out.send(b.Channel, func(ctx context.Context) {
-		if err := e.poster(ch.Source).Reply(ctx, t, r); err != nil {
+		if err := e.tellTries(ctx, ch.Source, t, r); err != nil {
 			e.logger.Warn("tell run news", "board", b.ID, "err", err)
 		}
 	}); err != nil {
 		e.logger.Warn("run news not told: "+err.Error(), "board", b.ID)
 	}
+}
+
+// tellTries posts r, trying again as an answer's post is tried
+// (postAttempts, a little later each time) when the chat platform
+// refuses: a run's start, end or review said once and lost to one 500
+// leaves a thread that never hears how its run went.
+func (e *Engine) tellTries(ctx context.Context, src Source, t Thread, r Reply) error {
+	var err error
+	for attempt := range postAttempts {
+		if attempt > 0 {
+			if e.out.stopping() {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+			}
+		}
+		if err = e.poster(src).Reply(ctx, t, r); err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
 
 // runNews tells r's board's thread text and emits r's event, from one

@@ -1,0 +1,67 @@
+package bot_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/plan"
+	"github.com/bobnet/bobnet/planner"
+	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
+)
+
+// refusingPoster is a chat platform that answers the first fails posts
+// with a server error, as Slack now and then does (500), and records the
+// rest.
+type refusingPoster struct {
+	*bottest.Poster
+	mu    sync.Mutex
+	fails int
+}
+
+func (p *refusingPoster) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
+	p.mu.Lock()
+	if p.fails > 0 {
+		p.fails--
+		p.mu.Unlock()
+		return errors.New("slack server error: 500")
+	}
+	p.mu.Unlock()
+	return p.Poster.Reply(ctx, t, r)
+}
+
+// TestRunNewsIsTriedAgain: a run's news refused twice by the chat
+// platform is still told, once (the run soak lost 3 of 55 run ends to
+// single 500s before).
+func TestRunNewsIsTriedAgain(t *testing.T) {
+	t.Parallel()
+	rp := &refusingPoster{Poster: &bottest.Poster{}, fails: 2}
+	env := bottest.StartPosting(t, storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), nil, bot.Registration{Poster: rp})
+	ctx := context.Background()
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
+	if _, err := env.Store.Execute(ctx, board.Execution{ProposalID: "p_news", Channel: "console:news", Thread: "T1", ApprovedBy: "alice", Plan: *res.Plan}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Engine.StartRun(ctx, bot.Channel{Source: bot.SourceConsole, ID: "news"}, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	rp.Poster.WaitFor(t, "the run's start told", func(replies []bottest.PostedReply, _, _ []bot.Proposal) bool {
+		for _, r := range replies {
+			if strings.Contains(r.Reply.Text, "Run 1 started") {
+				return true
+			}
+		}
+		return false
+	})
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	if rp.fails != 0 {
+		t.Errorf("%d refusals left: the news was not tried again", rp.fails)
+	}
+}
