@@ -252,7 +252,9 @@ func TestARunOverBudgetSetsItsCardsAside(t *testing.T) {
 	}
 	// The researchers may go: one runner takes one and dies, another
 	// takes the next and finds the budget spent.
-	lost, ok, err := s.ClaimRunCard(ctx, "model", 20*time.Millisecond)
+	// The lost lease is long enough that the next claim, on a busy
+	// machine, is made before it runs out (20 ms was not).
+	lost, ok, err := s.ClaimRunCard(ctx, "model", time.Second)
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -260,7 +262,7 @@ func TestARunOverBudgetSetsItsCardsAside(t *testing.T) {
 	if err != nil || !ok || spent.Card.ID == lost.Card.ID {
 		t.Fatal(ok, err)
 	}
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond)
 	if err := s.ReleaseRunCard(ctx, spent, time.Hour); err != nil {
 		t.Fatal(err)
 	}
