@@ -9,7 +9,7 @@ import (
 
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -43,9 +43,9 @@ func BenchmarkEngineTurn(b *testing.B) {
 	store := storetest.NewStore(b)
 	res := planner.Check([]byte(plannertest.NewspaperPlan(b)), plan.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
 	prefix := bottest.Prefix()
-	ps := pending.NewStore(rdb, prefix)
+	ps := redisstore.NewStore(rdb, prefix)
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ReclaimIdle: time.Minute, SweepInterval: time.Hour},
-		bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, pending.NewQueue(rdb, prefix)),
+		bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, redisstore.NewQueue(rdb, prefix)),
 		storetest.Logger(b))
 	if err != nil {
 		b.Fatal(err)

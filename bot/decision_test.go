@@ -8,7 +8,7 @@ import (
 
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -18,7 +18,7 @@ import (
 // slowDecisions is the Redis store whose PutDecision waits until let is
 // closed, as when Redis is slow right after an approval committed.
 type slowDecisions struct {
-	*pending.Store
+	*redisstore.Store
 	let chan struct{}
 }
 
@@ -43,9 +43,9 @@ func TestApprovalIsSeenBeforeRedisRecordsIt(t *testing.T) {
 		t.Fatalf("newspaper plan invalid: %+v", res.Errors)
 	}
 	prefix := bottest.Prefix()
-	ps := pending.NewStore(rdb, prefix)
+	ps := redisstore.NewStore(rdb, prefix)
 	slow := &slowDecisions{Store: ps, let: make(chan struct{})}
-	deps := bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, pending.NewQueue(rdb, prefix))
+	deps := bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, redisstore.NewQueue(rdb, prefix))
 	deps.Proposals = slow
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ProposalTTL: time.Hour, ReclaimIdle: time.Minute, SweepInterval: time.Hour, PublicURL: "http://bobnet.test"},
 		deps, storetest.Logger(t))

@@ -58,7 +58,7 @@ type DeliveryLog interface {
 }
 
 // Proposals keeps pending proposals with their expiry and the claim that
-// lets one decision win; *pending.Store is one.
+// lets one decision win; *redisstore.Store is one.
 type Proposals interface {
 	PutProposal(ctx context.Context, p Proposal) error
 	// PutDecision records p's decision (state, decider, time, board) and
@@ -86,7 +86,7 @@ type Proposals interface {
 }
 
 // Requests keeps request records, dedupe keys, rate limits and thread
-// history; *pending.Store is one.
+// history; *redisstore.Store is one.
 type Requests interface {
 	Admit(ctx context.Context, a Admission) (AdmitResult, error)
 	Allow(ctx context.Context, key string, limit RateLimit) (bool, error)
@@ -96,7 +96,7 @@ type Requests interface {
 	Turns(ctx context.Context, thread string) ([]plan.Turn, error)
 }
 
-// Queue hands requests to workers; *pending.Queue is one.
+// Queue hands requests to workers; *redisstore.Queue is one.
 type Queue interface {
 	Init(ctx context.Context) error
 	Read(ctx context.Context, consumer string, block time.Duration) ([]QueuedRequest, error)
@@ -144,7 +144,7 @@ type Config struct {
 
 // Deps are what the engine works with. In production the board store
 // (*store.Store) fills every board field and the proposal store
-// (*pending.Store) every proposal one; each is its own field so that what
+// (*redisstore.Store) every proposal one; each is its own field so that what
 // a stage uses is what its interface names. Fields marked optional may be
 // nil, and the doc of each says what the engine does without it.
 type Deps struct {

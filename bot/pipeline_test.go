@@ -13,7 +13,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
 
@@ -287,12 +287,12 @@ func TestRefusedClickDoesNotTurnTheRequesterAway(t *testing.T) {
 // heldProposal is alice's newspaper proposal with its decision claim
 // taken by holder ("approve:alice"), as a decision in another process
 // takes it.
-func heldProposal(t *testing.T, holder string) (*bottest.Env, bot.Proposal, *pending.Store) {
+func heldProposal(t *testing.T, holder string) (*bottest.Env, bot.Proposal, *redisstore.Store) {
 	t.Helper()
 	env := bottest.New(t)
 	answerNewspaper(t, env)
 	p := propose(t, env, "alice")
-	ps := pending.NewStore(env.Redis, env.Prefix)
+	ps := redisstore.NewStore(env.Redis, env.Prefix)
 	if ok, err := ps.Claim(context.Background(), p.ID, holder, bot.DefaultClaimTTL); err != nil || !ok {
 		t.Fatalf("claim by %s = %v, %v", holder, ok, err)
 	}

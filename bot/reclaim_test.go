@@ -14,7 +14,7 @@ import (
 
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
@@ -40,7 +40,7 @@ func TestReclaimedRequestsArePlannedOnce(t *testing.T) {
 	t.Parallel()
 	dead := bottest.New(t)
 	dead.Stop()
-	if err := pending.NewQueue(dead.Redis, dead.Prefix).Init(context.Background()); err != nil {
+	if err := redisstore.NewQueue(dead.Redis, dead.Prefix).Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	const n = 3
@@ -136,7 +136,7 @@ func TestReplannedRequestKeepsThePlanSavedFirst(t *testing.T) {
 	}
 
 	// Redis loses the proposal and the answer; the request is queued again.
-	ps := pending.NewStore(env.Redis, env.Prefix)
+	ps := redisstore.NewStore(env.Redis, env.Prefix)
 	rec, err := ps.Request(ctx, id)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -45,8 +45,8 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 		t.Fatalf("newspaper plan invalid: %+v", res.Errors)
 	}
 	prefix := bottest.Prefix()
-	ps := pending.NewStore(rdb, prefix)
-	deps := bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, pending.NewQueue(rdb, prefix))
+	ps := redisstore.NewStore(rdb, prefix)
+	deps := bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, redisstore.NewQueue(rdb, prefix))
 	deps.Decisions = boards
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ProposalTTL: time.Hour, ReclaimIdle: time.Minute, SweepInterval: time.Hour},
 		deps, storetest.Logger(t))

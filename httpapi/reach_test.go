@@ -21,7 +21,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -55,7 +55,7 @@ func newTenantAPI(t *testing.T) *tenantAPI {
 		w.WriteHeader(http.StatusOK)
 	}
 	chat := httpapi.NewChat(httpapi.ChatDeps{Engine: env.Engine, Channels: con, Successors: env.Store, Boards: env.Store,
-		Requests: pending.NewStore(env.Redis, env.Prefix), Streams: sse.New(sse.Limits{})}, logger)
+		Requests: redisstore.NewStore(env.Redis, env.Prefix), Streams: sse.New(sse.Limits{})}, logger)
 	chat.Unlimited()
 	r := chi.NewRouter()
 	httpapi.API{

@@ -140,7 +140,7 @@ func (p timedPlanner) Plan(ctx context.Context, in planner.PromptInput, opts pla
 }
 
 // QueueDepth reports how many requests wait for a worker and how many
-// workers hold unfinished; *pending.Queue is one.
+// workers hold unfinished; *redisstore.Queue is one.
 type QueueDepth interface {
 	Depth(ctx context.Context) (waiting, inFlight int64, err error)
 }

@@ -27,7 +27,7 @@ import (
 type Engine = bot.Surface
 
 // Memory remembers event ids across replicas and restarts, so a
-// redelivered reaction or command acts once; *pending.Store is one.
+// redelivered reaction or command acts once; *redisstore.Store is one.
 type Memory interface {
 	SeenOnce(ctx context.Context, key string, ttl time.Duration) (bool, error)
 }

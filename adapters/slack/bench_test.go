@@ -22,7 +22,7 @@ import (
 
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/signing"
@@ -109,10 +109,10 @@ func channelEach(run string, n int64) map[string]any {
 func bobnetIngest(b *testing.B) http.Handler {
 	rdb := bottest.Redis(b)
 	prefix := bottest.Prefix()
-	ps := pending.NewStore(rdb, prefix)
+	ps := redisstore.NewStore(rdb, prefix)
 	eng, err := bot.New(bot.Config{
 		Profiles: planner.DefaultProfiles(), UserRate: bot.RateLimit{N: 20, Per: time.Minute}, ChannelRate: bot.RateLimit{N: 60, Per: time.Minute},
-	}, bottest.Deps(nopPlanner{}, storetest.NewStore(b), ps, pending.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, bottest.Deps(nopPlanner{}, storetest.NewStore(b), ps, redisstore.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/secretbox"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -29,11 +29,11 @@ import (
 func workspaceIngest(b *testing.B, n int) (http.Handler, []string) {
 	rdb := bottest.Redis(b)
 	prefix := bottest.Prefix()
-	ps := pending.NewStore(rdb, prefix)
+	ps := redisstore.NewStore(rdb, prefix)
 	store := storetest.NewStore(b)
 	eng, err := bot.New(bot.Config{
 		Profiles: planner.DefaultProfiles(), UserRate: bot.RateLimit{N: 20, Per: time.Minute}, ChannelRate: bot.RateLimit{N: 60, Per: time.Minute},
-	}, bottest.Deps(nopPlanner{}, store, ps, pending.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, bottest.Deps(nopPlanner{}, store, ps, redisstore.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}

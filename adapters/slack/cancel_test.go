@@ -19,7 +19,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -111,7 +111,7 @@ func clockWorld(t *testing.T, clk *clock) *world {
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	fs := newFakeSlack(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"},
-		env.Engine, pending.NewStore(env.Redis, env.Prefix), storetest.Logger(t))
+		env.Engine, redisstore.NewStore(env.Redis, env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -106,7 +106,7 @@ func newHomeWorld(t *testing.T) *homeWorld {
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	fs := newHomeSlack(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"},
-		env.Engine, pending.NewStore(env.Redis, env.Prefix), storetest.Logger(t))
+		env.Engine, redisstore.NewStore(env.Redis, env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -127,7 +127,7 @@ func TestFailedSubmitThenRetryMakesOneRequest(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: w.slack.srv.URL + "/api/"},
-		&failOnce{Engine: w.env.Engine}, pending.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
+		&failOnce{Engine: w.env.Engine}, redisstore.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestStalledSlackDelaysOnlyItsChannel(t *testing.T) {
 	w.slack.stall = func(c call) bool { return c.Form.Get("channel") == "C_STALL" }
 	w.slack.mu.Unlock()
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: w.slack.srv.URL + "/api/", Timeout: time.Minute},
-		w.env.Engine, pending.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
+		w.env.Engine, redisstore.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -50,7 +50,7 @@ func TestSocketModeAcksAfterQueueing(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: w.slack.srv.URL + "/api/"},
-		&failOnce{Engine: w.env.Engine}, pending.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
+		&failOnce{Engine: w.env.Engine}, redisstore.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestThreadReplyWhenRedisFailsIsRedelivered(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: w.slack.srv.URL + "/api/"},
-		w.env.Engine, forgetful{pending.NewStore(w.env.Redis, w.env.Prefix)}, storetest.Logger(t))
+		w.env.Engine, forgetful{redisstore.NewStore(w.env.Redis, w.env.Prefix)}, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

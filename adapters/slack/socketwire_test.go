@@ -14,7 +14,7 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/secretbox"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -126,7 +126,7 @@ func TestSocketModeOverTheWire(t *testing.T) {
 	w.slack.socketURL = sock.url()
 	w.slack.mu.Unlock()
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: w.slack.srv.URL + "/api/"},
-		w.env.Engine, pending.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
+		w.env.Engine, redisstore.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/secretbox"
 	"github.com/bobnet/bobnet/signing"
@@ -261,7 +261,7 @@ func (w *teamsWorld) adapter(t *testing.T, box *secretbox.Box, opts ...func(*sla
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ad, err := slack.New(context.Background(), cfg, w.env.Engine, pending.NewStore(w.env.Redis, w.env.Prefix), slog.New(slog.NewTextHandler(w.logs, nil)))
+	ad, err := slack.New(context.Background(), cfg, w.env.Engine, redisstore.NewStore(w.env.Redis, w.env.Prefix), slog.New(slog.NewTextHandler(w.logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 // with its stores and surfaces: requests and their admission, replies,
 // proposals with their changes and quorum, and the errors a store
 // reports. It imports no engine, planner client or network code, so a
-// store (bot/pending, on Redis) can implement the engine's interfaces
+// store (bot/redisstore, on Redis) can implement the engine's interfaces
 // without them; package bot names each of these with an alias.
 package record
 

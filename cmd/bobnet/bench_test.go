@@ -23,7 +23,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -50,7 +50,7 @@ func benchPlan() plan.Envelope {
 type benchServer struct {
 	url      string
 	store    *store.Store
-	proposal *pending.Store
+	proposal *redisstore.Store
 	client   *http.Client
 }
 
@@ -94,7 +94,7 @@ func newBenchServer(b testing.TB) *benchServer {
 		b.Fatal(err)
 	}
 	b.Cleanup(store.Close)
-	return &benchServer{url: srv.URL, store: store, proposal: pending.NewStore(bottest.Redis(b), prefix),
+	return &benchServer{url: srv.URL, store: store, proposal: redisstore.NewStore(bottest.Redis(b), prefix),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}
 }
 

@@ -1,4 +1,4 @@
-package pending_test
+package redisstore_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 )
 
@@ -50,8 +50,8 @@ func TestKeysTableCoversEveryKeyWritten(t *testing.T) {
 	opts.DB = keysTestDB
 	rdb, prefix := redis.NewClient(&opts), bottest.Prefix()
 	t.Cleanup(func() { _ = rdb.Close() })
-	s := pending.NewStore(rdb, prefix)
-	q := pending.NewQueue(rdb, prefix)
+	s := redisstore.NewStore(rdb, prefix)
+	q := redisstore.NewQueue(rdb, prefix)
 	ctx := context.Background()
 	now := time.Now()
 	must := func(err error) {
@@ -101,11 +101,11 @@ func TestKeysTableCoversEveryKeyWritten(t *testing.T) {
 	must(s.AddHomeViewer(ctx, "slack:T1", "U1", now))
 	must(s.AppendTurn(ctx, "console:c:t", plan.Turn{Role: "user", User: "bob", Text: "plan"}))
 
-	patterns := make([]*regexp.Regexp, len(pending.Keys))
-	for i, k := range pending.Keys {
+	patterns := make([]*regexp.Regexp, len(redisstore.Keys))
+	for i, k := range redisstore.Keys {
 		patterns[i] = keyPattern(k.Pattern)
 	}
-	written := make([]bool, len(pending.Keys))
+	written := make([]bool, len(redisstore.Keys))
 	keys, err := scanAll(ctx, rdb, prefix+":*")
 	must(err)
 	t.Cleanup(func() { rdb.Del(context.Background(), keys...) })
@@ -118,12 +118,12 @@ func TestKeysTableCoversEveryKeyWritten(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("key %q matches no pattern of pending.Keys", rest)
+			t.Errorf("key %q matches no pattern of redisstore.Keys", rest)
 		}
 	}
-	for i, k := range pending.Keys {
+	for i, k := range redisstore.Keys {
 		if !written[i] {
-			t.Errorf("pending.Keys lists %q, but no call wrote such a key", k.Pattern)
+			t.Errorf("redisstore.Keys lists %q, but no call wrote such a key", k.Pattern)
 		}
 	}
 }
@@ -138,17 +138,17 @@ func scanAll(ctx context.Context, rdb redis.UniversalClient, match string) ([]st
 	return out, iter.Err()
 }
 
-// docTable renders pending.Keys as docs/architecture.md shows it.
+// docTable renders redisstore.Keys as docs/architecture.md shows it.
 func docTable() string {
 	var b strings.Builder
 	b.WriteString("| key | what | lifetime |\n|---|---|---|\n")
-	for _, k := range pending.Keys {
+	for _, k := range redisstore.Keys {
 		b.WriteString("| `" + k.Pattern + "` | " + k.Holds + " | " + k.Lifetime + " |\n")
 	}
 	return b.String()
 }
 
-// docs/architecture.md's Redis table is pending.Keys rendered: a key added
+// docs/architecture.md's Redis table is redisstore.Keys rendered: a key added
 // to, changed in or removed from the code and not the docs fails here, and
 // the failure prints the table to paste.
 func TestArchitectureDocListsTheKeysTable(t *testing.T) {
@@ -176,6 +176,6 @@ func TestArchitectureDocListsTheKeysTable(t *testing.T) {
 		}
 	}
 	if want := docTable(); table.String() != want {
-		t.Errorf("docs/architecture.md's Redis table is not pending.Keys; replace it with:\n\n%s", want)
+		t.Errorf("docs/architecture.md's Redis table is not redisstore.Keys; replace it with:\n\n%s", want)
 	}
 }

@@ -1,4 +1,4 @@
-package pending_test
+package redisstore_test
 
 import (
 	"context"
@@ -7,14 +7,14 @@ import (
 
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 )
 
 func TestDepthCountsWaitingAndInFlightRequests(t *testing.T) {
 	t.Parallel()
 	rdb := bottest.Redis(t)
 	prefix := bottest.Prefix()
-	q := pending.NewQueue(rdb, prefix)
+	q := redisstore.NewQueue(rdb, prefix)
 	ctx := context.Background()
 	depth := func(wantWaiting, wantInFlight int64) {
 		t.Helper()

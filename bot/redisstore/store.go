@@ -1,13 +1,14 @@
-// Package pending keeps BobNet's short-lived state in Redis. Its files
+// Package redisstore keeps BobNet's short-lived state in Redis. Its files
 // follow the key families of keys.go, which lists every key it writes:
 // proposals.go and preview.go (proposals waiting for a decision, with a
 // TTL), claims.go (the atomic claim that lets exactly one decision win),
 // intake.go and admit.go (request records, dedupe keys and the rate limits
 // of taking a request in), queue.go (the request stream), threads.go
-// (thread history), marks.go, remind.go and home.go (once-only marks, rate
-// limits, reminders, home viewers). Its Lua scripts are the .lua files
-// beside them.
-package pending
+// (thread history), ratelimit.go (the fixed-window rate limits of
+// everything else), marks.go, remind.go and home.go (once-only marks,
+// reminders, home viewers). Its Lua scripts are the .lua files beside
+// them.
+package redisstore
 
 import (
 	"context"

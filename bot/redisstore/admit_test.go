@@ -1,4 +1,4 @@
-package pending_test
+package redisstore_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 )
 
 // A burst of admissions, pipelined together, answers each caller with its
@@ -17,7 +17,7 @@ import (
 func TestBurstOfAdmissionsAnswersEachCaller(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	s := pending.NewStore(rdb, prefix)
+	s := redisstore.NewStore(rdb, prefix)
 	ctx := context.Background()
 	const n = 300
 	got := make([]bot.AdmitResult, n)
@@ -62,7 +62,7 @@ func TestBurstOfAdmissionsAnswersEachCaller(t *testing.T) {
 // A Redis that lost its scripts (restarted, or SCRIPT FLUSH) still admits.
 func TestAdmitAfterRedisLostItsScripts(t *testing.T) {
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	s := pending.NewStore(rdb, prefix)
+	s := redisstore.NewStore(rdb, prefix)
 	ctx := context.Background()
 	admit := func(id string) bot.AdmitResult {
 		t.Helper()

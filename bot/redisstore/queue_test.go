@@ -1,4 +1,4 @@
-package pending_test
+package redisstore_test
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 )
 
 // admit queues request id through the store's one-round-trip intake.
 func admit(t *testing.T, rdb *redis.Client, prefix string, id bot.RequestID) {
 	t.Helper()
-	res, err := pending.NewStore(rdb, prefix).Admit(context.Background(), bot.Admission{
+	res, err := redisstore.NewStore(rdb, prefix).Admit(context.Background(), bot.Admission{
 		Record: bot.RequestRecord{Request: bot.Request{ID: id}}, UserKey: "u", ChannelKey: "c",
 	})
 	if err != nil || res.Outcome != bot.AdmitNew {
@@ -24,10 +24,10 @@ func admit(t *testing.T, rdb *redis.Client, prefix string, id bot.RequestID) {
 }
 
 // newQueue returns a fresh request stream with its consumer group.
-func newQueue(t *testing.T) (*redis.Client, string, *pending.Queue) {
+func newQueue(t *testing.T) (*redis.Client, string, *redisstore.Queue) {
 	t.Helper()
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	q := pending.NewQueue(rdb, prefix)
+	q := redisstore.NewQueue(rdb, prefix)
 	if err := q.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func newQueue(t *testing.T) (*redis.Client, string, *pending.Queue) {
 }
 
 // readOne reads the next request for consumer and requires it to be want.
-func readOne(t *testing.T, q *pending.Queue, consumer string, want bot.RequestID) bot.QueuedRequest {
+func readOne(t *testing.T, q *redisstore.Queue, consumer string, want bot.RequestID) bot.QueuedRequest {
 	t.Helper()
 	got, err := q.Read(context.Background(), consumer, 100*time.Millisecond)
 	if err != nil || len(got) != 1 || got[0].RequestID != want {
