@@ -38,7 +38,10 @@ const (
 // Scopes lists every scope in order.
 var Scopes = []Scope{ScopeRead, ScopePropose, ScopeApprove, ScopeWrite, ScopeAdmin}
 
-// Errors of the token store; check with errors.Is.
+// Errors of the token store; check with errors.Is. ErrNotFound stays
+// apart from board.ErrNotFound: its text ("no such token") is what the
+// token API and the CLI show, and a missing token must never pass for a
+// missing board row where the API answers 404 for one.
 var (
 	ErrNotFound = errors.New("no such token")
 	ErrRevoked  = errors.New("token was revoked")

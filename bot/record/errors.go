@@ -1,11 +1,17 @@
 package record
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/bobnet/bobnet/board"
+)
 
 // Errors a store reports; check with errors.Is. Package bot's errors of
 // the same names are these.
 var (
-	ErrNotFound = errors.New("not found")
+	// ErrNotFound is board.ErrNotFound: Redis and Postgres report a
+	// missing row or key with the one error.
+	ErrNotFound = board.ErrNotFound
 	// ErrUnavailable means Redis or Postgres is down; the user should try
 	// again shortly.
 	ErrUnavailable = errors.New("temporarily unavailable")
