@@ -6,20 +6,19 @@ import (
 	"strings"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot/record"
 )
 
 // Errors the engine returns; check with errors.Is. ErrNotFound,
-// ErrUnavailable and ErrNotHolder are the stores' (package record).
+// ErrUnavailable and ErrNotHolder are the stores' (package board's).
 var (
-	ErrNotFound    = record.ErrNotFound
+	ErrNotFound    = board.ErrNotFound
 	ErrExpired     = errors.New("this proposal expired")
 	ErrForbidden   = errors.New("not allowed")
 	ErrRateLimited = errors.New("slow down")
 	// ErrAlreadyDecided is matched by *DecidedError.
 	ErrAlreadyDecided = errors.New("proposal already decided")
-	ErrUnavailable    = record.ErrUnavailable
-	ErrNotHolder      = record.ErrNotHolder
+	ErrUnavailable    = board.ErrUnavailable
+	ErrNotHolder      = board.ErrNotHolder
 )
 
 // beingDecidedState is the State of a *DecidedError while another decision

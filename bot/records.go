@@ -1,66 +1,66 @@
 package bot
 
-import "github.com/bobnet/bobnet/bot/record"
+import "github.com/bobnet/bobnet/board"
 
-// The engine's records are package record's, named here too so the
+// The engine's records are package board's, named here too so the
 // engine and its surfaces read as one vocabulary (bot.Proposal); a store
-// imports record alone.
+// imports board alone.
 type (
-	Admission     = record.Admission
-	AdmitOutcome  = record.AdmitOutcome
-	AdmitResult   = record.AdmitResult
-	QueuedRequest = record.QueuedRequest
-	RateLimit     = record.RateLimit
-	Quorum        = record.Quorum
-	BoardChange   = record.BoardChange
-	ReviewRef     = record.ReviewRef
-	RequestID     = record.RequestID
-	ProposalID    = record.ProposalID
-	Source        = record.Source
-	Channel       = record.Channel
-	Thread        = record.Thread
-	MessageRef    = record.MessageRef
-	Request       = record.Request
-	HookOrigin    = record.HookOrigin
-	RequestState  = record.RequestState
-	ReplyKind     = record.ReplyKind
-	Reply         = record.Reply
-	RequestStatus = record.RequestStatus
-	ProposalState = record.ProposalState
-	Proposal      = record.Proposal
-	Changes       = record.Changes
-	Change        = record.Change
-	Approval      = record.Approval
-	RequestRecord = record.RequestRecord
-	Answer        = record.Answer
+	Admission     = board.Admission
+	AdmitOutcome  = board.AdmitOutcome
+	AdmitResult   = board.AdmitResult
+	QueuedRequest = board.QueuedRequest
+	RateLimit     = board.RateLimit
+	Quorum        = board.Quorum
+	BoardChange   = board.BoardChange
+	ReviewRef     = board.ReviewRef
+	RequestID     = board.RequestID
+	ProposalID    = board.ProposalID
+	Source        = board.Source
+	Channel       = board.Channel
+	Thread        = board.Thread
+	MessageRef    = board.MessageRef
+	Request       = board.Request
+	HookOrigin    = board.HookOrigin
+	RequestState  = board.RequestState
+	ReplyKind     = board.ReplyKind
+	Reply         = board.Reply
+	RequestStatus = board.RequestStatus
+	ProposalState = board.ProposalState
+	Proposal      = board.Proposal
+	Changes       = board.Changes
+	Change        = board.Change
+	Approval      = board.Approval
+	RequestRecord = board.RequestRecord
+	Answer        = board.Answer
 )
 
 // ValidConsoleName reports whether name can name a console channel (see
-// record.ValidConsoleName).
-func ValidConsoleName(name string) bool { return record.ValidConsoleName(name) }
+// board.ValidConsoleName).
+func ValidConsoleName(name string) bool { return board.ValidConsoleName(name) }
 
 // The records' constants.
 const (
-	AdmitNew           = record.AdmitNew
-	AdmitDuplicate     = record.AdmitDuplicate
-	AdmitThrottled     = record.AdmitThrottled
-	SourceSlack        = record.SourceSlack
-	SourceMatrix       = record.SourceMatrix
-	SourceConsole      = record.SourceConsole
-	RequestQueued      = record.RequestQueued
-	RequestPlanning    = record.RequestPlanning
-	RequestDone        = record.RequestDone
-	RequestFailed      = record.RequestFailed
-	ReplyAnswer        = record.ReplyAnswer
-	ReplyClarify       = record.ReplyClarify
-	ReplyRefuse        = record.ReplyRefuse
-	ReplyError         = record.ReplyError
-	ReplySlowDown      = record.ReplySlowDown
-	ReplyProposal      = record.ReplyProposal
-	ReplyInfo          = record.ReplyInfo
-	ProposalPending    = record.ProposalPending
-	ProposalApproved   = record.ProposalApproved
-	ProposalCancelled  = record.ProposalCancelled
-	ProposalExpired    = record.ProposalExpired
-	ProposalSuperseded = record.ProposalSuperseded
+	AdmitNew           = board.AdmitNew
+	AdmitDuplicate     = board.AdmitDuplicate
+	AdmitThrottled     = board.AdmitThrottled
+	SourceSlack        = board.SourceSlack
+	SourceMatrix       = board.SourceMatrix
+	SourceConsole      = board.SourceConsole
+	RequestQueued      = board.RequestQueued
+	RequestPlanning    = board.RequestPlanning
+	RequestDone        = board.RequestDone
+	RequestFailed      = board.RequestFailed
+	ReplyAnswer        = board.ReplyAnswer
+	ReplyClarify       = board.ReplyClarify
+	ReplyRefuse        = board.ReplyRefuse
+	ReplyError         = board.ReplyError
+	ReplySlowDown      = board.ReplySlowDown
+	ReplyProposal      = board.ReplyProposal
+	ReplyInfo          = board.ReplyInfo
+	ProposalPending    = board.ProposalPending
+	ProposalApproved   = board.ProposalApproved
+	ProposalCancelled  = board.ProposalCancelled
+	ProposalExpired    = board.ProposalExpired
+	ProposalSuperseded = board.ProposalSuperseded
 )

@@ -18,7 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/bot/record"
+	"github.com/bobnet/bobnet/board"
 )
 
 // grace is how long a proposal stays readable in Redis after it expires,
@@ -58,13 +58,13 @@ func (s *Store) key(parts ...string) string {
 	return b.String()
 }
 
-// wrap marks Redis failures as record.ErrUnavailable, so the engine can tell
+// wrap marks Redis failures as board.ErrUnavailable, so the engine can tell
 // the user to try again rather than that something is wrong with the input.
 func wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%s: %w: redis: %w", op, record.ErrUnavailable, err)
+	return fmt.Errorf("%s: %w: redis: %w", op, board.ErrUnavailable, err)
 }
 
 // Ping reports whether Redis answers.

@@ -44,9 +44,8 @@ var importRules = []importRule{
 	{"migrations", []string{"bot", "board", "store", "planner", "adapters", "cmd", "metrics"}, nil},
 	{"bot", []string{"adapters", "cmd", "metrics"}, nil},
 	// The Redis store implements the engine's interfaces with the engine's
-	// records (bot/record) and nothing of the engine: no model client.
+	// records (in board) and nothing of the engine: no model client.
 	{"bot/redisstore", []string{"planner", "store", "web", "httpapi", "adapters", "cmd", "metrics"}, []string{"net/http"}},
-	{"bot/record", []string{"planner", "bot/redisstore", "store", "web", "httpapi", "adapters", "cmd", "metrics"}, []string{"net/http", "github.com/jackc/pgx", "github.com/redis"}},
 	{"web", []string{"adapters", "cmd", "store", "bot", "planner", "run", "httpapi", "migrations", "metrics", "apitoken", "secretbox"}, nil},
 	{"metrics", []string{"adapters", "cmd"}, nil},
 	{"apitoken", []string{"adapters", "cmd", "metrics"}, nil},
