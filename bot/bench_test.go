@@ -43,7 +43,7 @@ func BenchmarkEngineTurn(b *testing.B) {
 	store := storetest.NewStore(b)
 	res := planner.Check([]byte(plannertest.NewspaperPlan(b)), plan.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
 	prefix := bottest.Prefix()
-	ps := redisstore.NewStore(rdb, prefix)
+	ps := redisstore.NewInFlight(rdb, prefix)
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ReclaimIdle: time.Minute, SweepInterval: time.Hour},
 		bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, redisstore.NewQueue(rdb, prefix)),
 		storetest.Logger(b))

@@ -18,7 +18,7 @@ import (
 // slowDecisions is the Redis store whose PutDecision waits until let is
 // closed, as when Redis is slow right after an approval committed.
 type slowDecisions struct {
-	*redisstore.Store
+	*redisstore.InFlight
 	let chan struct{}
 }
 
@@ -28,7 +28,7 @@ func (s *slowDecisions) PutDecision(ctx context.Context, p bot.Proposal) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return s.Store.PutDecision(ctx, p)
+	return s.InFlight.PutDecision(ctx, p)
 }
 
 // An approval answers before Redis records its decision; every read in
@@ -43,8 +43,8 @@ func TestApprovalIsSeenBeforeRedisRecordsIt(t *testing.T) {
 		t.Fatalf("newspaper plan invalid: %+v", res.Errors)
 	}
 	prefix := bottest.Prefix()
-	ps := redisstore.NewStore(rdb, prefix)
-	slow := &slowDecisions{Store: ps, let: make(chan struct{})}
+	ps := redisstore.NewInFlight(rdb, prefix)
+	slow := &slowDecisions{InFlight: ps, let: make(chan struct{})}
 	deps := bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, redisstore.NewQueue(rdb, prefix))
 	deps.Proposals = slow
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ProposalTTL: time.Hour, ReclaimIdle: time.Minute, SweepInterval: time.Hour, PublicURL: "http://bobnet.test"},

@@ -58,7 +58,7 @@ type DeliveryLog interface {
 }
 
 // Proposals keeps pending proposals with their expiry and the claim that
-// lets one decision win; *redisstore.Store is one.
+// lets one decision win; *redisstore.InFlight is one.
 type Proposals interface {
 	PutProposal(ctx context.Context, p Proposal) error
 	// PutDecision records p's decision (state, decider, time, board) and
@@ -86,7 +86,7 @@ type Proposals interface {
 }
 
 // Requests keeps request records, dedupe keys, rate limits and thread
-// history; *redisstore.Store is one.
+// history; *redisstore.InFlight is one.
 type Requests interface {
 	Admit(ctx context.Context, a Admission) (AdmitResult, error)
 	Allow(ctx context.Context, key string, limit RateLimit) (bool, error)
@@ -144,7 +144,7 @@ type Config struct {
 
 // Deps are what the engine works with. In production the board store
 // (*store.Store) fills every board field and the proposal store
-// (*redisstore.Store) every proposal one; each is its own field so that what
+// (*redisstore.InFlight) every proposal one; each is its own field so that what
 // a stage uses is what its interface names. Fields marked optional may be
 // nil, and the doc of each says what the engine does without it.
 type Deps struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// PendingLister lists the pending proposals; *redisstore.Store is one.
+// PendingLister lists the pending proposals; *redisstore.InFlight is one.
 type PendingLister interface {
 	PendingProposals(ctx context.Context, now time.Time, limit int) ([]Proposal, error)
 }

@@ -287,12 +287,12 @@ func TestRefusedClickDoesNotTurnTheRequesterAway(t *testing.T) {
 // heldProposal is alice's newspaper proposal with its decision claim
 // taken by holder ("approve:alice"), as a decision in another process
 // takes it.
-func heldProposal(t *testing.T, holder string) (*bottest.Env, bot.Proposal, *redisstore.Store) {
+func heldProposal(t *testing.T, holder string) (*bottest.Env, bot.Proposal, *redisstore.InFlight) {
 	t.Helper()
 	env := bottest.New(t)
 	answerNewspaper(t, env)
 	p := propose(t, env, "alice")
-	ps := redisstore.NewStore(env.Redis, env.Prefix)
+	ps := redisstore.NewInFlight(env.Redis, env.Prefix)
 	if ok, err := ps.Claim(context.Background(), p.ID, holder, bot.DefaultClaimTTL); err != nil || !ok {
 		t.Fatalf("claim by %s = %v, %v", holder, ok, err)
 	}

@@ -136,7 +136,7 @@ func TestReplannedRequestKeepsThePlanSavedFirst(t *testing.T) {
 	}
 
 	// Redis loses the proposal and the answer; the request is queued again.
-	ps := redisstore.NewStore(env.Redis, env.Prefix)
+	ps := redisstore.NewInFlight(env.Redis, env.Prefix)
 	rec, err := ps.Request(ctx, id)
 	if err != nil {
 		t.Fatal(err)

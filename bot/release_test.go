@@ -45,7 +45,7 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 		t.Fatalf("newspaper plan invalid: %+v", res.Errors)
 	}
 	prefix := bottest.Prefix()
-	ps := redisstore.NewStore(rdb, prefix)
+	ps := redisstore.NewInFlight(rdb, prefix)
 	deps := bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, redisstore.NewQueue(rdb, prefix))
 	deps.Decisions = boards
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ProposalTTL: time.Hour, ReclaimIdle: time.Minute, SweepInterval: time.Hour},

@@ -14,7 +14,7 @@ import (
 // ReminderSchedule is what pending proposals remind their deciders by: a
 // schedule of reminders by due time (written with the proposal, cleared by
 // its decision) and a mark that lets one reminder of a proposal go out
-// across all replicas. *redisstore.Store is one; Deps.Reminders nil reminds
+// across all replicas. *redisstore.InFlight is one; Deps.Reminders nil reminds
 // nobody.
 type ReminderSchedule interface {
 	// DueReminders returns up to limit proposals whose reminder is due

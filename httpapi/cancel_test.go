@@ -32,7 +32,7 @@ func TestAPICancelWithReason(t *testing.T) {
 	con := console.New(env.Engine, nil, storetest.Logger(t))
 	env.Engine.Register(bot.SourceConsole, bot.Registration{Poster: con})
 	r := chi.NewRouter()
-	httpapi.NewChat(httpapi.ChatDeps{Engine: env.Engine, Channels: con, Successors: env.Store, Boards: env.Store, Requests: redisstore.NewStore(env.Redis, env.Prefix), Streams: sse.New(sse.Limits{})}, storetest.Logger(t)).Routes(r)
+	httpapi.NewChat(httpapi.ChatDeps{Engine: env.Engine, Channels: con, Successors: env.Store, Boards: env.Store, Requests: redisstore.NewInFlight(env.Redis, env.Prefix), Streams: sse.New(sse.Limits{})}, storetest.Logger(t)).Routes(r)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	ctx := context.Background()

@@ -52,7 +52,7 @@ type BoardLister interface {
 }
 
 // RequestReader reads a request's record, with the thread it was made
-// in; the request store (*redisstore.Store) is one.
+// in; the request store (*redisstore.InFlight) is one.
 type RequestReader interface {
 	Request(ctx context.Context, id bot.RequestID) (bot.RequestRecord, error)
 }

@@ -35,7 +35,7 @@ import (
 type tenantAPI struct {
 	srv    *httptest.Server
 	env    *bottest.Env
-	tokens *apitoken.Store
+	tokens *apitoken.Tokens
 	con    *console.Console
 }
 
@@ -48,14 +48,14 @@ func newTenantAPI(t *testing.T) *tenantAPI {
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: newspaper} })
 	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: env.Poster})
 	con := console.New(env.Engine, nil, storetest.Logger(t))
-	tokens := apitoken.NewStore(env.Store)
+	tokens := apitoken.NewTokens(env.Store)
 	logger := storetest.Logger(t)
 	stream := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 	}
 	chat := httpapi.NewChat(httpapi.ChatDeps{Engine: env.Engine, Channels: con, Successors: env.Store, Boards: env.Store,
-		Requests: redisstore.NewStore(env.Redis, env.Prefix), Streams: sse.New(sse.Limits{})}, logger)
+		Requests: redisstore.NewInFlight(env.Redis, env.Prefix), Streams: sse.New(sse.Limits{})}, logger)
 	chat.Unlimited()
 	r := chi.NewRouter()
 	httpapi.API{

@@ -151,7 +151,7 @@ func (w *world) start(wrap ...leaseFunc) *replica {
 	if w.encrypt {
 		cfg.Encryption = &matrix.Encryption{DatabaseURL: w.env.Store.Pool().Config().ConnString(), PickleKey: "test-pickle-key"}
 	}
-	ad, err := matrix.New(ctx30(t), cfg, w.env.Engine, w.env.Store, redisstore.NewStore(w.env.Redis, w.env.Prefix), lease, logger(t))
+	ad, err := matrix.New(ctx30(t), cfg, w.env.Engine, w.env.Store, redisstore.NewInFlight(w.env.Redis, w.env.Prefix), lease, logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

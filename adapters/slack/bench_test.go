@@ -109,7 +109,7 @@ func channelEach(run string, n int64) map[string]any {
 func bobnetIngest(b *testing.B) http.Handler {
 	rdb := bottest.Redis(b)
 	prefix := bottest.Prefix()
-	ps := redisstore.NewStore(rdb, prefix)
+	ps := redisstore.NewInFlight(rdb, prefix)
 	eng, err := bot.New(bot.Config{
 		Profiles: planner.DefaultProfiles(), UserRate: bot.RateLimit{N: 20, Per: time.Minute}, ChannelRate: bot.RateLimit{N: 60, Per: time.Minute},
 	}, bottest.Deps(nopPlanner{}, storetest.NewStore(b), ps, redisstore.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))

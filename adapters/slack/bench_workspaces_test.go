@@ -29,7 +29,7 @@ import (
 func workspaceIngest(b *testing.B, n int) (http.Handler, []string) {
 	rdb := bottest.Redis(b)
 	prefix := bottest.Prefix()
-	ps := redisstore.NewStore(rdb, prefix)
+	ps := redisstore.NewInFlight(rdb, prefix)
 	store := storetest.NewStore(b)
 	eng, err := bot.New(bot.Config{
 		Profiles: planner.DefaultProfiles(), UserRate: bot.RateLimit{N: 20, Per: time.Minute}, ChannelRate: bot.RateLimit{N: 60, Per: time.Minute},

@@ -111,7 +111,7 @@ func clockWorld(t *testing.T, clk *clock) *world {
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	fs := newFakeSlack(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"},
-		env.Engine, redisstore.NewStore(env.Redis, env.Prefix), storetest.Logger(t))
+		env.Engine, redisstore.NewInFlight(env.Redis, env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

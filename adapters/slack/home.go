@@ -24,7 +24,7 @@ type HomeEngine interface {
 }
 
 // HomeViewers remembers who opened the App Home, across replicas, so a
-// change can refresh the homes it shows in; *redisstore.Store is one.
+// change can refresh the homes it shows in; *redisstore.InFlight is one.
 type HomeViewers interface {
 	AddHomeViewer(ctx context.Context, surface, user string, now time.Time) error
 	HomeViewers(ctx context.Context, surface string, since time.Time, limit int) ([]string, error)

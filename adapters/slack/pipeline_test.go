@@ -127,7 +127,7 @@ func TestFailedSubmitThenRetryMakesOneRequest(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: w.slack.srv.URL + "/api/"},
-		&failOnce{Engine: w.env.Engine}, redisstore.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
+		&failOnce{Engine: w.env.Engine}, redisstore.NewInFlight(w.env.Redis, w.env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestStalledSlackDelaysOnlyItsChannel(t *testing.T) {
 	w.slack.stall = func(c call) bool { return c.Form.Get("channel") == "C_STALL" }
 	w.slack.mu.Unlock()
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: w.slack.srv.URL + "/api/", Timeout: time.Minute},
-		w.env.Engine, redisstore.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
+		w.env.Engine, redisstore.NewInFlight(w.env.Redis, w.env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ type Engine interface {
 }
 
 // Memory remembers event ids, the threads the bot speaks in and who
-// opened the App Home, across replicas and restarts; *redisstore.Store is
+// opened the App Home, across replicas and restarts; *redisstore.InFlight is
 // one.
 type Memory interface {
 	SeenOnce(ctx context.Context, key string, ttl time.Duration) (bool, error)

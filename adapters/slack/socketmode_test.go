@@ -50,7 +50,7 @@ func TestSocketModeAcksAfterQueueing(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: w.slack.srv.URL + "/api/"},
-		&failOnce{Engine: w.env.Engine}, redisstore.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
+		&failOnce{Engine: w.env.Engine}, redisstore.NewInFlight(w.env.Redis, w.env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestThreadReplyWhenRedisFailsIsRedelivered(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: w.slack.srv.URL + "/api/"},
-		w.env.Engine, forgetful{redisstore.NewStore(w.env.Redis, w.env.Prefix)}, storetest.Logger(t))
+		w.env.Engine, forgetful{redisstore.NewInFlight(w.env.Redis, w.env.Prefix)}, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func TestSocketModeOverTheWire(t *testing.T) {
 	w.slack.socketURL = sock.url()
 	w.slack.mu.Unlock()
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: w.slack.srv.URL + "/api/"},
-		w.env.Engine, redisstore.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
+		w.env.Engine, redisstore.NewInFlight(w.env.Redis, w.env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -261,7 +261,7 @@ func (w *teamsWorld) adapter(t *testing.T, box *secretbox.Box, opts ...func(*sla
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ad, err := slack.New(context.Background(), cfg, w.env.Engine, redisstore.NewStore(w.env.Redis, w.env.Prefix), slog.New(slog.NewTextHandler(w.logs, nil)))
+	ad, err := slack.New(context.Background(), cfg, w.env.Engine, redisstore.NewInFlight(w.env.Redis, w.env.Prefix), slog.New(slog.NewTextHandler(w.logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

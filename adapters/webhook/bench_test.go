@@ -85,7 +85,7 @@ func BenchmarkWebhookIngest(b *testing.B) {
 	rdb := bottest.Redis(b)
 	prefix := bottest.Prefix()
 	store := storetest.NewStore(b)
-	ps := redisstore.NewStore(rdb, prefix)
+	ps := redisstore.NewInFlight(rdb, prefix)
 	eng, err := bot.New(bot.Config{Profiles: planner.DefaultProfiles()},
 		bottest.Deps(nopPlanner{}, store, ps, redisstore.NewQueue(rdb, prefix)), storetest.Logger(b))
 	if err != nil {

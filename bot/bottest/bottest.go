@@ -111,7 +111,7 @@ func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix st
 		o(&cfg)
 	}
 	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
-	deps := Deps(client, store, redisstore.NewStore(rdb, prefix), redisstore.NewQueue(rdb, prefix))
+	deps := Deps(client, store, redisstore.NewInFlight(rdb, prefix), redisstore.NewQueue(rdb, prefix))
 	if wrap != nil {
 		wrap(&deps)
 	}
@@ -136,7 +136,7 @@ func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix st
 
 // Deps are an engine's dependencies as production builds them: every
 // board capability from store, every proposal one from ps.
-func Deps(pl bot.Planner, store *store.Store, ps *redisstore.Store, q bot.Queue) bot.Deps {
+func Deps(pl bot.Planner, store *store.Store, ps *redisstore.InFlight, q bot.Queue) bot.Deps {
 	return bot.Deps{
 		Planner: pl,
 		Boards:  store, History: store, Decisions: store, Audit: store, Deliveries: store,

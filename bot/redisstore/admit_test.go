@@ -17,7 +17,7 @@ import (
 func TestBurstOfAdmissionsAnswersEachCaller(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	s := redisstore.NewStore(rdb, prefix)
+	s := redisstore.NewInFlight(rdb, prefix)
 	ctx := context.Background()
 	const n = 300
 	got := make([]bot.AdmitResult, n)
@@ -62,7 +62,7 @@ func TestBurstOfAdmissionsAnswersEachCaller(t *testing.T) {
 // A Redis that lost its scripts (restarted, or SCRIPT FLUSH) still admits.
 func TestAdmitAfterRedisLostItsScripts(t *testing.T) {
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	s := redisstore.NewStore(rdb, prefix)
+	s := redisstore.NewInFlight(rdb, prefix)
 	ctx := context.Background()
 	admit := func(id string) bot.AdmitResult {
 		t.Helper()

@@ -14,7 +14,7 @@ import (
 // Claim takes the proposal's decision lock for holder. Exactly one caller
 // gets true until the lock is released or ttl passes; that caller alone may
 // change the proposal's state.
-func (s *Store) Claim(ctx context.Context, id board.ProposalID, holder string, ttl time.Duration) (bool, error) {
+func (s *InFlight) Claim(ctx context.Context, id board.ProposalID, holder string, ttl time.Duration) (bool, error) {
 	ok, err := s.rdb.SetNX(ctx, s.key("claim", string(id)), holder, ttl).Result()
 	return ok, wrap("claim proposal", err)
 }
@@ -28,7 +28,7 @@ func (s *Store) Claim(ctx context.Context, id board.ProposalID, holder string, t
 // Lua script: a script copies the whole proposal into Lua and back, which
 // for a large plan costs more than the round trip itself. MULTI takes the lock
 // even for a proposal Redis does not have; it is given back at once.
-func (s *Store) ClaimProposal(ctx context.Context, id board.ProposalID, holder string, ttl time.Duration) (board.Proposal, bool, error) {
+func (s *InFlight) ClaimProposal(ctx context.Context, id board.ProposalID, holder string, ttl time.Duration) (board.Proposal, bool, error) {
 	var lock *redis.BoolCmd
 	var vals *redis.SliceCmd
 	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -56,17 +56,17 @@ func (s *Store) ClaimProposal(ctx context.Context, id board.ProposalID, holder s
 // Release gives holder's claim back, so a decision that failed can be
 // retried. A claim someone else holds (holder's own ran out and another
 // took it) is left: board.ErrNotHolder.
-func (s *Store) Release(ctx context.Context, id board.ProposalID, holder string) error {
+func (s *InFlight) Release(ctx context.Context, id board.ProposalID, holder string) error {
 	return s.ifHolder(ctx, releaseScript, "release proposal", id, holder)
 }
 
 // RenewClaim extends holder's claim to ttl from now, while its decision is
 // still working. board.ErrNotHolder when holder no longer holds it.
-func (s *Store) RenewClaim(ctx context.Context, id board.ProposalID, holder string, ttl time.Duration) error {
+func (s *InFlight) RenewClaim(ctx context.Context, id board.ProposalID, holder string, ttl time.Duration) error {
 	return s.ifHolder(ctx, renewScript, "renew claim", id, holder, max(ttl, time.Millisecond).Milliseconds())
 }
 
-func (s *Store) ifHolder(ctx context.Context, script *redis.Script, op string, id board.ProposalID, holder string, args ...any) error {
+func (s *InFlight) ifHolder(ctx context.Context, script *redis.Script, op string, id board.ProposalID, holder string, args ...any) error {
 	n, err := script.Run(ctx, s.rdb, []string{s.key("claim", string(id))}, append([]any{holder}, args...)...).Int()
 	if err != nil {
 		return wrap(op, err)

@@ -12,7 +12,7 @@ import (
 
 func TestHomeViewers(t *testing.T) {
 	ctx := context.Background()
-	s := redisstore.NewStore(bottest.Redis(t), bottest.Prefix())
+	s := redisstore.NewInFlight(bottest.Redis(t), bottest.Prefix())
 	now := time.Now()
 	for i, u := range []string{"U_OLD", "U_A", "U_B"} {
 		if err := s.AddHomeViewer(ctx, "slack", u, now.Add(time.Duration(i-2)*time.Hour)); err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // PutRequest stores a request record.
-func (s *Store) PutRequest(ctx context.Context, r board.RequestRecord) error {
+func (s *InFlight) PutRequest(ctx context.Context, r board.RequestRecord) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -25,7 +25,7 @@ func (s *Store) PutRequest(ctx context.Context, r board.RequestRecord) error {
 }
 
 // Request returns a request record; board.ErrNotFound when there is none.
-func (s *Store) Request(ctx context.Context, id board.RequestID) (board.RequestRecord, error) {
+func (s *InFlight) Request(ctx context.Context, id board.RequestID) (board.RequestRecord, error) {
 	b, err := s.rdb.Get(ctx, s.key("request", string(id))).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return board.RequestRecord{}, fmt.Errorf("request %s: %w", id, board.ErrNotFound)
@@ -77,7 +77,7 @@ const admitRecordKey = 3
 // to tell the person: once per window each, and at most ChannelNotices
 // people per channel window); otherwise its record is stored and it is
 // queued on the request stream.
-func (s *Store) Admit(ctx context.Context, a board.Admission) (board.AdmitResult, error) {
+func (s *InFlight) Admit(ctx context.Context, a board.Admission) (board.AdmitResult, error) {
 	c := s.admits.call()
 	rec, err := json.Marshal(a.Record)
 	if err != nil {
@@ -116,7 +116,7 @@ func (s *Store) Admit(ctx context.Context, a board.Admission) (board.AdmitResult
 
 // admitKeys names admitScript's KEYS for a, in the order it takes them,
 // all in one string: seven allocations on the ack path become one.
-func (s *Store) admitKeys(c *admitCall, a board.Admission, now time.Time) {
+func (s *InFlight) admitKeys(c *admitCall, a board.Admission, now time.Time) {
 	dedupe := a.DedupeKey
 	if dedupe == "" {
 		dedupe = "none"

@@ -50,7 +50,7 @@ func TestKeysTableCoversEveryKeyWritten(t *testing.T) {
 	opts.DB = keysTestDB
 	rdb, prefix := redis.NewClient(&opts), bottest.Prefix()
 	t.Cleanup(func() { _ = rdb.Close() })
-	s := redisstore.NewStore(rdb, prefix)
+	s := redisstore.NewInFlight(rdb, prefix)
 	q := redisstore.NewQueue(rdb, prefix)
 	ctx := context.Background()
 	now := time.Now()

@@ -14,7 +14,7 @@ import (
 
 // PutProposal stores a proposal until ttl after its expiry time and puts it
 // on the expiry schedule.
-func (s *Store) PutProposal(ctx context.Context, p board.Proposal) error {
+func (s *InFlight) PutProposal(ctx context.Context, p board.Proposal) error {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -36,7 +36,7 @@ func (s *Store) PutProposal(ctx context.Context, p board.Proposal) error {
 // Proposal returns a stored proposal; board.ErrNotFound when Redis has none
 // (never stored, or gone after its expiry). Deciding is set on a pending
 // proposal whose claim is held.
-func (s *Store) Proposal(ctx context.Context, id board.ProposalID) (board.Proposal, error) {
+func (s *InFlight) Proposal(ctx context.Context, id board.ProposalID) (board.Proposal, error) {
 	vals, err := s.rdb.MGet(ctx, s.proposalKeys(id)...).Result()
 	if err != nil {
 		return board.Proposal{}, wrap("get proposal", err)
@@ -52,7 +52,7 @@ func (s *Store) Proposal(ctx context.Context, id board.ProposalID) (board.Propos
 // proposalKeys are the keys a proposal is read from, in the order
 // readProposal takes their values: the proposal, the message its preview
 // was posted as, its decision and its claim.
-func (s *Store) proposalKeys(id board.ProposalID) []string {
+func (s *InFlight) proposalKeys(id board.ProposalID) []string {
 	return []string{s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id)), s.key("claim", string(id))}
 }
 
@@ -106,7 +106,7 @@ func withDecision(p *board.Proposal, raw any) error {
 // and the board) and takes it off the expiry schedule. Proposal and
 // ClaimProposal return the proposal with it; a decision is final, so it
 // wins over the state PutProposal last wrote.
-func (s *Store) PutDecision(ctx context.Context, p board.Proposal) error {
+func (s *InFlight) PutDecision(ctx context.Context, p board.Proposal) error {
 	b, err := json.Marshal(decision{State: p.State, DecidedBy: p.DecidedBy, DecidedAt: p.DecidedAt, BoardID: p.BoardID, BoardURL: p.BoardURL, Reason: p.Reason})
 	if err != nil {
 		return err
@@ -123,7 +123,7 @@ func (s *Store) PutDecision(ctx context.Context, p board.Proposal) error {
 
 // DueExpiries returns up to limit pending proposals whose expiry time has
 // passed.
-func (s *Store) DueExpiries(ctx context.Context, now time.Time, limit int) ([]board.ProposalID, error) {
+func (s *InFlight) DueExpiries(ctx context.Context, now time.Time, limit int) ([]board.ProposalID, error) {
 	ids, err := s.rdb.ZRangeByScore(ctx, s.key("expiries"), &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(limit),
 	}).Result()
@@ -138,7 +138,7 @@ func (s *Store) DueExpiries(ctx context.Context, now time.Time, limit int) ([]bo
 }
 
 // RemoveExpiry takes a proposal off the expiry schedule.
-func (s *Store) RemoveExpiry(ctx context.Context, id board.ProposalID) error {
+func (s *InFlight) RemoveExpiry(ctx context.Context, id board.ProposalID) error {
 	return wrap("remove expiry", s.rdb.ZRem(ctx, s.key("expiries"), string(id)).Err())
 }
 
@@ -147,7 +147,7 @@ func (s *Store) RemoveExpiry(ctx context.Context, id board.ProposalID) error {
 // schedule holds exactly the pending proposals (a decision takes its
 // proposal off it), so no second index has to be kept in step with it.
 // Entries whose proposal Redis no longer has are skipped.
-func (s *Store) PendingProposals(ctx context.Context, now time.Time, limit int) ([]board.Proposal, error) {
+func (s *InFlight) PendingProposals(ctx context.Context, now time.Time, limit int) ([]board.Proposal, error) {
 	ids, err := s.rdb.ZRangeByScore(ctx, s.key("expiries"), &redis.ZRangeBy{
 		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf", Count: int64(limit),
 	}).Result()

@@ -15,7 +15,7 @@ import (
 // admit queues request id through the store's one-round-trip intake.
 func admit(t *testing.T, rdb *redis.Client, prefix string, id bot.RequestID) {
 	t.Helper()
-	res, err := redisstore.NewStore(rdb, prefix).Admit(context.Background(), bot.Admission{
+	res, err := redisstore.NewInFlight(rdb, prefix).Admit(context.Background(), bot.Admission{
 		Record: bot.RequestRecord{Request: bot.Request{ID: id}}, UserKey: "u", ChannelKey: "c",
 	})
 	if err != nil || res.Outcome != bot.AdmitNew {

@@ -13,7 +13,7 @@ import (
 // Allow counts one event against limit for key in a fixed window and
 // reports whether it is within the limit. Requests are limited by Admit;
 // this is for everything else that must not flood (board events).
-func (s *Store) Allow(ctx context.Context, key string, limit board.RateLimit) (bool, error) {
+func (s *InFlight) Allow(ctx context.Context, key string, limit board.RateLimit) (bool, error) {
 	if limit.N <= 0 || limit.Per <= 0 {
 		return true, nil
 	}

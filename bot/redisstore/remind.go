@@ -18,7 +18,7 @@ import (
 
 // scheduleReminder puts a pending proposal on the reminder schedule in
 // pipe, and takes any other off it.
-func (s *Store) scheduleReminder(ctx context.Context, pipe redis.Pipeliner, p board.Proposal) {
+func (s *InFlight) scheduleReminder(ctx context.Context, pipe redis.Pipeliner, p board.Proposal) {
 	at := p.RemindAt()
 	if p.State != board.ProposalPending || at.IsZero() {
 		pipe.ZRem(ctx, s.key("reminders"), string(p.ID))
@@ -28,7 +28,7 @@ func (s *Store) scheduleReminder(ctx context.Context, pipe redis.Pipeliner, p bo
 }
 
 // DueReminders returns up to limit proposals whose reminder is due at now.
-func (s *Store) DueReminders(ctx context.Context, now time.Time, limit int) ([]board.ProposalID, error) {
+func (s *InFlight) DueReminders(ctx context.Context, now time.Time, limit int) ([]board.ProposalID, error) {
 	ids, err := s.rdb.ZRangeByScore(ctx, s.key("reminders"), &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(limit),
 	}).Result()
@@ -43,14 +43,14 @@ func (s *Store) DueReminders(ctx context.Context, now time.Time, limit int) ([]b
 }
 
 // RemoveReminder takes a proposal off the reminder schedule.
-func (s *Store) RemoveReminder(ctx context.Context, id board.ProposalID) error {
+func (s *InFlight) RemoveReminder(ctx context.Context, id board.ProposalID) error {
 	return wrap("remove reminder", s.rdb.ZRem(ctx, s.key("reminders"), string(id)).Err())
 }
 
 // MarkReminded sets a proposal's once-mark for ttl (its remaining life)
 // with SET NX, and reports whether this call set it: of any number of
 // replicas asking at once, one gets true.
-func (s *Store) MarkReminded(ctx context.Context, id board.ProposalID, ttl time.Duration) (bool, error) {
+func (s *InFlight) MarkReminded(ctx context.Context, id board.ProposalID, ttl time.Duration) (bool, error) {
 	ok, err := s.rdb.SetNX(ctx, s.key("reminded", string(id)), 1, max(ttl, time.Second)).Result()
 	return ok, wrap("mark reminded", err)
 }

@@ -26,22 +26,22 @@ import (
 // "expired" rather than "not found".
 const grace = time.Hour
 
-// Store is the Redis store for proposals and requests. Keys all start with
+// InFlight is the Redis store for proposals and requests. Keys all start with
 // its prefix, so several deployments (or tests) can share one Redis.
-type Store struct {
+type InFlight struct {
 	rdb    redis.UniversalClient
 	prefix string
 	admits *admitter
 }
 
-// NewStore returns a store on rdb with keys under prefix.
-func NewStore(rdb redis.UniversalClient, prefix string) *Store {
-	return &Store{rdb: rdb, prefix: prefix + ":", admits: newAdmitter(rdb)}
+// NewInFlight returns a store on rdb with keys under prefix.
+func NewInFlight(rdb redis.UniversalClient, prefix string) *InFlight {
+	return &InFlight{rdb: rdb, prefix: prefix + ":", admits: newAdmitter(rdb)}
 }
 
 // key joins the prefix and parts with ":" in one allocation. (Intake
 // names its seven keys in one string of their own: admitKeys.)
-func (s *Store) key(parts ...string) string {
+func (s *InFlight) key(parts ...string) string {
 	n := len(s.prefix) + len(parts)
 	for _, p := range parts {
 		n += len(p)
@@ -68,7 +68,7 @@ func wrap(op string, err error) error {
 }
 
 // Ping reports whether Redis answers.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *InFlight) Ping(ctx context.Context) error {
 	return wrap("ping", s.rdb.Ping(ctx).Err())
 }
 

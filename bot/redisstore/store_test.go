@@ -15,9 +15,9 @@ import (
 	"github.com/bobnet/bobnet/plan"
 )
 
-func newStore(t *testing.T) *redisstore.Store {
+func newStore(t *testing.T) *redisstore.InFlight {
 	t.Helper()
-	return redisstore.NewStore(bottest.Redis(t), bottest.Prefix())
+	return redisstore.NewInFlight(bottest.Redis(t), bottest.Prefix())
 }
 
 func TestClaimHasOneWinnerAndCanBeGivenBack(t *testing.T) {
@@ -62,7 +62,7 @@ func TestClaimIsReleasedAndRenewedOnlyByItsHolder(t *testing.T) {
 	t.Parallel()
 	rdb := bottest.Redis(t)
 	prefix := bottest.Prefix()
-	s := redisstore.NewStore(rdb, prefix)
+	s := redisstore.NewInFlight(rdb, prefix)
 	ctx := context.Background()
 	key := prefix + ":claim:p_x"
 	if ok, err := s.Claim(ctx, "p_x", "c_1 approve:alice", time.Minute); err != nil || !ok {
@@ -154,7 +154,7 @@ func TestProposalsAndExpirySchedule(t *testing.T) {
 func TestAdmitDedupesAndLimits(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	s := redisstore.NewStore(rdb, prefix)
+	s := redisstore.NewInFlight(rdb, prefix)
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 	adm := func(id bot.RequestID, user, dedupe string) bot.AdmitResult {

@@ -50,7 +50,7 @@ func benchPlan() plan.Envelope {
 type benchServer struct {
 	url      string
 	store    *store.Store
-	proposal *redisstore.Store
+	proposal *redisstore.InFlight
 	client   *http.Client
 }
 
@@ -94,7 +94,7 @@ func newBenchServer(b testing.TB) *benchServer {
 		b.Fatal(err)
 	}
 	b.Cleanup(store.Close)
-	return &benchServer{url: srv.URL, store: store, proposal: redisstore.NewStore(bottest.Redis(b), prefix),
+	return &benchServer{url: srv.URL, store: store, proposal: redisstore.NewInFlight(bottest.Redis(b), prefix),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}
 }
 

@@ -27,7 +27,7 @@ import (
 func TestSlowUnsignedUploadsAreBounded(t *testing.T) {
 	env := bottest.New(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: "s3cret", APIURL: "http://127.0.0.1:1/api/"},
-		env.Engine, redisstore.NewStore(env.Redis, env.Prefix), storetest.Logger(t))
+		env.Engine, redisstore.NewInFlight(env.Redis, env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 type stores struct {
 	db      *store.Store
 	rdb     *redis.Client
-	pending *redisstore.Store // proposals, requests, reminders
-	queue   *redisstore.Queue // the request stream the engine's workers read
+	pending *redisstore.InFlight // proposals, requests, reminders
+	queue   *redisstore.Queue    // the request stream the engine's workers read
 }
 
 // initStores connects to Postgres, migrates it, and connects to Redis.
@@ -47,7 +47,7 @@ func initStores(ctx context.Context, cfg Config, logger *slog.Logger) (_ *stores
 		_ = rdb.Close()
 		return nil, fmt.Errorf("REDIS_URL: cannot reach Redis: %w", err)
 	}
-	return &stores{db: db, rdb: rdb, pending: redisstore.NewStore(rdb, cfg.RedisPrefix), queue: redisstore.NewQueue(rdb, cfg.RedisPrefix)}, nil
+	return &stores{db: db, rdb: rdb, pending: redisstore.NewInFlight(rdb, cfg.RedisPrefix), queue: redisstore.NewQueue(rdb, cfg.RedisPrefix)}, nil
 }
 
 // close closes Redis, then Postgres: the reverse of their opening.

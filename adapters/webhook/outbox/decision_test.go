@@ -51,7 +51,7 @@ func engineWith(t *testing.T, store *store.Store, decisions bot.Decisions, o *ou
 	plan := plannertest.NewspaperPlan(t)
 	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
-	deps := bottest.Deps(client, store, redisstore.NewStore(rdb, prefix), redisstore.NewQueue(rdb, prefix))
+	deps := bottest.Deps(client, store, redisstore.NewInFlight(rdb, prefix), redisstore.NewQueue(rdb, prefix))
 	deps.Decisions = decisions
 	deps.Events = bot.Events{Sink: o, Encoder: o}
 	eng, err := bot.New(bot.Config{
