@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/redisstore"
@@ -22,7 +23,7 @@ type slowDecisions struct {
 	let chan struct{}
 }
 
-func (s *slowDecisions) PutDecision(ctx context.Context, p bot.Proposal) error {
+func (s *slowDecisions) PutDecision(ctx context.Context, p board.Proposal) error {
 	select {
 	case <-s.let:
 	case <-ctx.Done():
@@ -52,24 +53,24 @@ func TestApprovalIsSeenBeforeRedisRecordsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng.Register(bot.SourceConsole, bot.Registration{Poster: &bottest.Poster{}})
+	eng.Register(board.SourceConsole, bot.Registration{Poster: &bottest.Poster{}})
 	ctx, env, st := runAndPropose(t, eng, store)
 	ap, err := eng.Approve(ctx, st.ProposalID, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if raw, _ := ps.Proposal(ctx, st.ProposalID); raw.State != bot.ProposalPending || !raw.Deciding {
+	if raw, _ := ps.Proposal(ctx, st.ProposalID); raw.State != board.ProposalPending || !raw.Deciding {
 		t.Fatalf("Redis has %q (deciding %v) before PutDecision; the test needs it still pending", raw.State, raw.Deciding)
 	}
 	p, err := eng.Proposal(ctx, st.ProposalID)
-	if err != nil || p.State != bot.ProposalApproved || p.BoardID != ap.BoardID || p.BoardURL != ap.BoardURL || p.DecidedBy != "alice" {
+	if err != nil || p.State != board.ProposalApproved || p.BoardID != ap.BoardID || p.BoardURL != ap.BoardURL || p.DecidedBy != "alice" {
 		t.Fatalf("read after the answer: %+v, %v; want approved by alice with board %s", p, err, ap.BoardID)
 	}
 	var de *bot.DecidedError
-	if _, err := eng.Cancel(ctx, st.ProposalID, "alice"); !errors.As(err, &de) || de.State != bot.ProposalApproved {
+	if _, err := eng.Cancel(ctx, st.ProposalID, "alice"); !errors.As(err, &de) || de.State != board.ProposalApproved {
 		t.Fatalf("cancel after approve = %v, want already approved", err)
 	}
-	if _, err := eng.Approve(ctx, st.ProposalID, "alice"); !errors.As(err, &de) || de.State != bot.ProposalApproved || de.BoardID != ap.BoardID {
+	if _, err := eng.Approve(ctx, st.ProposalID, "alice"); !errors.As(err, &de) || de.State != board.ProposalApproved || de.BoardID != ap.BoardID {
 		t.Fatalf("second approve = %v, want already approved with the board", err)
 	}
 
@@ -77,7 +78,7 @@ func TestApprovalIsSeenBeforeRedisRecordsIt(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		raw, err := ps.Proposal(ctx, st.ProposalID)
-		if err == nil && raw.State == bot.ProposalApproved && raw.BoardID == ap.BoardID && !raw.Deciding {
+		if err == nil && raw.State == board.ProposalApproved && raw.BoardID == ap.BoardID && !raw.Deciding {
 			break
 		}
 		if time.Now().After(deadline) {

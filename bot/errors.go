@@ -23,16 +23,16 @@ var (
 
 // beingDecidedState is the State of a *DecidedError while another decision
 // holds the proposal's claim.
-const beingDecidedState ProposalState = "being decided"
+const beingDecidedState board.ProposalState = "being decided"
 
 // DecidedError says a proposal can no longer be approved or cancelled
 // because it already was, naming its state and board.
 type DecidedError struct {
-	State   ProposalState
+	State   board.ProposalState
 	By      string
 	BoardID board.ID
 	// Other is the version that replaced this one or was approved instead.
-	Other ProposalID
+	Other board.ProposalID
 }
 
 func (e *DecidedError) Error() string {

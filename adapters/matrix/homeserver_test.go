@@ -18,6 +18,7 @@ import (
 	"maunium.net/go/mautrix/synapseadmin"
 
 	"github.com/bobnet/bobnet/adapters/matrix"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/redisstore"
@@ -155,7 +156,7 @@ func (w *world) start(wrap ...leaseFunc) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.env.Engine.Register(bot.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad})
+	w.env.Engine.Register(board.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -372,8 +372,8 @@ func (a *Adapter) allowedInvite(room id.RoomID, sender id.UserID) bool {
 	return slices.Contains(a.cfg.AllowedRooms, room) || slices.Contains(a.cfg.AllowedServers, sender.Homeserver())
 }
 
-func channel(room id.RoomID) bot.Channel {
-	return bot.Channel{Source: bot.SourceMatrix, ID: string(room)}
+func channel(room id.RoomID) board.Channel {
+	return board.Channel{Source: board.SourceMatrix, ID: string(room)}
 }
 
 // reactionKey strips the emoji variation selector some clients add.

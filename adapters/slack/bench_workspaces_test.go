@@ -32,7 +32,7 @@ func workspaceIngest(b *testing.B, n int) (http.Handler, []string) {
 	ps := redisstore.NewInFlight(rdb, prefix)
 	store := storetest.NewStore(b)
 	eng, err := bot.New(bot.Config{
-		Profiles: planner.DefaultProfiles(), UserRate: bot.RateLimit{N: 20, Per: time.Minute}, ChannelRate: bot.RateLimit{N: 60, Per: time.Minute},
+		Profiles: planner.DefaultProfiles(), UserRate: board.RateLimit{N: 20, Per: time.Minute}, ChannelRate: board.RateLimit{N: 60, Per: time.Minute},
 	}, bottest.Deps(nopPlanner{}, store, ps, redisstore.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
@@ -57,7 +57,7 @@ func workspaceIngest(b *testing.B, n int) (http.Handler, []string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	eng.Register(bot.SourceSlack, bot.Registration{Poster: a, Notifier: a, Reminders: a, Groups: a})
+	eng.Register(board.SourceSlack, bot.Registration{Poster: a, Notifier: a, Reminders: a, Groups: a})
 	r := chi.NewRouter()
 	a.Routes(r)
 	return r, teams

@@ -110,7 +110,7 @@ func newHomeWorld(t *testing.T) *homeWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	env.Engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w := &homeWorld{env: env, slack: fs, app: httptest.NewServer(r)}
@@ -428,7 +428,7 @@ func TestAppHome(t *testing.T) {
 	}
 
 	// A run of the channel's board shows under recent runs.
-	if _, err := w.env.Engine.StartRun(ctx, bot.Channel{Source: bot.SourceSlack, ID: "C_NEWS"}, "U_ALICE", ""); err != nil {
+	if _, err := w.env.Engine.StartRun(ctx, board.Channel{Source: board.SourceSlack, ID: "C_NEWS"}, "U_ALICE", ""); err != nil {
 		t.Fatal(err)
 	}
 	before = len(w.publishes("U_MALLORY"))

@@ -11,6 +11,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -20,7 +21,7 @@ import (
 type Engine interface {
 	bot.Surface
 	HomeEngine
-	Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error)
+	Proposal(ctx context.Context, id board.ProposalID) (board.Proposal, error)
 }
 
 // Memory remembers event ids, the threads the bot speaks in and who

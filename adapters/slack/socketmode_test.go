@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -54,7 +55,7 @@ func TestSocketModeAcksAfterQueueing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	w.env.Engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	conn := &recordAcks{t: t, w: w}
 	payload := json.RawMessage(mentionEvent("EvSocket", "1690000004.000001", "plan our daily research newspaper"))
 	evt := socketmode.Event{Type: socketmode.EventTypeEventsAPI, Request: &socketmode.Request{Type: "events_api", EnvelopeID: "env-1", Payload: payload}}
