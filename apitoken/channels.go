@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 )
 
 // MaxChannelPatterns is how many channel patterns one token may hold.
@@ -18,7 +18,7 @@ const maxPattern = 300
 
 // sources are the channel sources a pattern may start with. Hook
 // channels are console channels (console:hook-NAME).
-var sources = []bot.Source{bot.SourceSlack, bot.SourceMatrix, bot.SourceConsole}
+var sources = []board.Source{board.SourceSlack, board.SourceMatrix, board.SourceConsole}
 
 // CheckChannelPattern says what is wrong with one channel pattern, or
 // nil: an exact channel key (slack:C0123, slack:T0ONE/C0123,
@@ -38,13 +38,13 @@ func CheckChannelPattern(p string) error {
 		return fmt.Errorf("%w %q: * may only end a pattern (a prefix such as slack:T0ONE/*)", ErrBadChannels, p)
 	}
 	src, id, ok := strings.Cut(p, ":")
-	if !ok || !slices.Contains(sources, bot.Source(src)) {
+	if !ok || !slices.Contains(sources, board.Source(src)) {
 		return fmt.Errorf("%w %q: start it with a known source, slack:, matrix: or console: (such as slack:T0ONE/* or console:newsroom)", ErrBadChannels, p)
 	}
 	if id == "" {
 		return fmt.Errorf("%w %q: it names no channel; add the channel after the colon, or end it with * for every %s channel", ErrBadChannels, p, src)
 	}
-	if bot.Source(src) == bot.SourceConsole && !strings.HasSuffix(id, "*") && !bot.ValidConsoleName(id) {
+	if board.Source(src) == board.SourceConsole && !strings.HasSuffix(id, "*") && !board.ValidConsoleName(id) {
 		return fmt.Errorf("%w %q: console channel names are 1 to 64 lower-case letters, digits, - or _, starting with a letter or digit", ErrBadChannels, p)
 	}
 	return nil

@@ -97,7 +97,7 @@ func TestReaches(t *testing.T) {
 // stored, and come back from Lookup and List.
 func TestCreateLimited(t *testing.T) {
 	t.Parallel()
-	s := apitoken.NewStore(storetest.NewStore(t))
+	s := apitoken.NewTokens(storetest.NewStore(t))
 	ctx := context.Background()
 	if _, err := s.CreateLimited(ctx, "bad", []apitoken.Scope{apitoken.ScopeRead}, "", []string{"console:*", "slack:*/x"}); !errors.Is(err, apitoken.ErrBadChannels) {
 		t.Fatalf("bad pattern: %v", err)

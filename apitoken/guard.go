@@ -15,7 +15,7 @@ import (
 	"github.com/bobnet/bobnet/httpjson"
 )
 
-// Lookuper finds a token by its secret; *Store is one.
+// Lookuper finds a token by its secret; *Tokens is one.
 type Lookuper interface {
 	Lookup(ctx context.Context, secret string) (Token, error)
 }

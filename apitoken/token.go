@@ -38,7 +38,10 @@ const (
 // Scopes lists every scope in order.
 var Scopes = []Scope{ScopeRead, ScopePropose, ScopeApprove, ScopeWrite, ScopeAdmin}
 
-// Errors of the token store; check with errors.Is.
+// Errors of the token store; check with errors.Is. ErrNotFound stays
+// apart from board.ErrNotFound: its text ("no such token") is what the
+// token API and the CLI show, and a missing token must never pass for a
+// missing board row where the API answers 404 for one.
 var (
 	ErrNotFound = errors.New("no such token")
 	ErrRevoked  = errors.New("token was revoked")
@@ -115,20 +118,20 @@ type Rows interface {
 	RevokeAPIToken(ctx context.Context, name string) error
 }
 
-// Store makes, lists, revokes and looks up tokens in rows: it draws and
+// Tokens makes, lists, revokes and looks up tokens in rows: it draws and
 // hashes the secrets and speaks in Tokens and this package's errors, so
 // the guard and `bobnet token` need not know the rows.
-type Store struct {
+type Tokens struct {
 	rows Rows
 }
 
-// NewStore returns a token store on rows (a migrated database's).
-func NewStore(rows Rows) *Store { return &Store{rows: rows} }
+// NewTokens returns a token store on rows (a migrated database's).
+func NewTokens(rows Rows) *Tokens { return &Tokens{rows: rows} }
 
 // Create makes a token that reaches every channel and returns its
 // secret, which exists nowhere else: show it once. ErrExists when a live
 // token has the name.
-func (s *Store) Create(ctx context.Context, name string, scopes []Scope, user string) (string, error) {
+func (s *Tokens) Create(ctx context.Context, name string, scopes []Scope, user string) (string, error) {
 	return s.CreateLimited(ctx, name, scopes, user, nil)
 }
 
@@ -136,7 +139,7 @@ func (s *Store) Create(ctx context.Context, name string, scopes []Scope, user st
 // patterns match (CheckChannelPattern); no patterns is no limit. The
 // error of a malformed pattern wraps ErrBadChannels and says what is
 // wrong with it.
-func (s *Store) CreateLimited(ctx context.Context, name string, scopes []Scope, user string, channels []string) (string, error) {
+func (s *Tokens) CreateLimited(ctx context.Context, name string, scopes []Scope, user string, channels []string) (string, error) {
 	if len(name) > 64 || !tokenName.MatchString(name) {
 		return "", ErrBadName
 	}
@@ -174,7 +177,7 @@ func tokenOf(r board.APIToken) Token {
 }
 
 // List returns every token, revoked ones included, by name.
-func (s *Store) List(ctx context.Context) ([]Token, error) {
+func (s *Tokens) List(ctx context.Context) ([]Token, error) {
 	rows, err := s.rows.APITokens(ctx)
 	if err != nil {
 		return nil, err
@@ -187,7 +190,7 @@ func (s *Store) List(ctx context.Context) ([]Token, error) {
 }
 
 // Revoke ends a token at once. ErrNotFound when no live token has the name.
-func (s *Store) Revoke(ctx context.Context, name string) error {
+func (s *Tokens) Revoke(ctx context.Context, name string) error {
 	err := s.rows.RevokeAPIToken(ctx, name)
 	if errors.Is(err, board.ErrNotFound) {
 		return fmt.Errorf("revoke token %s: %w", name, ErrNotFound)
@@ -197,7 +200,7 @@ func (s *Store) Revoke(ctx context.Context, name string) error {
 
 // Lookup returns the token whose secret this is. ErrNotFound for an
 // unknown secret, ErrRevoked for a revoked one.
-func (s *Store) Lookup(ctx context.Context, secret string) (Token, error) {
+func (s *Tokens) Lookup(ctx context.Context, secret string) (Token, error) {
 	r, err := s.rows.APITokenByHash(ctx, Hash(secret))
 	if errors.Is(err, board.ErrNotFound) {
 		return Token{}, ErrNotFound

@@ -22,7 +22,7 @@ import (
 func TestStore(t *testing.T) {
 	t.Parallel()
 	db := storetest.NewStore(t)
-	s := apitoken.NewStore(db)
+	s := apitoken.NewTokens(db)
 	ctx := context.Background()
 	secret, err := s.Create(ctx, "ci", []apitoken.Scope{apitoken.ScopeRead, apitoken.ScopePropose}, "")
 	if err != nil {
@@ -115,7 +115,7 @@ func TestRequiredScope(t *testing.T) {
 func TestGuard(t *testing.T) {
 	t.Parallel()
 	db := storetest.NewStore(t)
-	s := apitoken.NewStore(db)
+	s := apitoken.NewTokens(db)
 	ctx := context.Background()
 	read, _ := s.Create(ctx, "reader", []apitoken.Scope{apitoken.ScopeRead}, "")
 	approver, _ := s.Create(ctx, "alice-bot", []apitoken.Scope{apitoken.ScopeApprove, apitoken.ScopeRead}, "alice")
@@ -185,7 +185,7 @@ func TestGuard(t *testing.T) {
 func TestActsFor(t *testing.T) {
 	t.Parallel()
 	db := storetest.NewStore(t)
-	s := apitoken.NewStore(db)
+	s := apitoken.NewTokens(db)
 	ctx := context.Background()
 	bound, _ := s.Create(ctx, "alice-bot", []apitoken.Scope{apitoken.ScopeApprove}, "alice")
 	free, _ := s.Create(ctx, "any-bot", []apitoken.Scope{apitoken.ScopeApprove}, "")

@@ -10,6 +10,12 @@ var (
 	// ErrInvalidPlan means the plan cannot be executed as given (not a
 	// propose_actions plan, or an action the store does not know).
 	ErrInvalidPlan = errors.New("plan cannot be executed")
+	// ErrUnavailable means Redis or Postgres is down; the user should try
+	// again shortly.
+	ErrUnavailable = errors.New("temporarily unavailable")
+	// ErrNotHolder means a claim was given back or renewed by someone who
+	// does not hold it (any more): it is left as it is.
+	ErrNotHolder = errors.New("claim is not held by its caller")
 )
 
 // OtherVersionApprovedError says another version of the same request was

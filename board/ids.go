@@ -19,12 +19,11 @@ type ID string
 type CardID string
 
 // ProposalID identifies one version of a proposed plan: "p_" and 16
-// lower-case base32 characters. The bot package names it bot.ProposalID.
+// lower-case base32 characters.
 type ProposalID string
 
 // RequestID identifies one request to the bot (a mention, a webhook, a
 // console message, a revision): "r_" and 16 lower-case base32 characters.
-// The bot package names it bot.RequestID.
 type RequestID string
 
 // ErrMalformedID means a text is not an id BobNet could have made. Such an

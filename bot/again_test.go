@@ -22,7 +22,7 @@ func TestProposeAgainKeepsTheRequester(t *testing.T) {
 	ctx := context.Background()
 	p := propose(t, env, "alice")
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if cur, err := env.Engine.Proposal(ctx, p.ID); err == nil && cur.State == bot.ProposalExpired {
+		if cur, err := env.Engine.Proposal(ctx, p.ID); err == nil && cur.State == board.ProposalExpired {
 			break
 		}
 		if time.Now().After(deadline) {

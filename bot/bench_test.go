@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -27,12 +28,12 @@ func (s stubPlanner) Plan(context.Context, planner.PromptInput, plan.Options) (p
 // previewPoster signals each posted preview.
 type previewPoster struct{ posted chan struct{} }
 
-func (p previewPoster) Reply(context.Context, bot.Thread, bot.Reply) error { return nil }
-func (p previewPoster) PostPreview(context.Context, bot.Proposal) (bot.MessageRef, error) {
+func (p previewPoster) Reply(context.Context, board.Thread, board.Reply) error { return nil }
+func (p previewPoster) PostPreview(context.Context, board.Proposal) (board.MessageRef, error) {
 	p.posted <- struct{}{}
 	return "m", nil
 }
-func (p previewPoster) UpdatePreview(context.Context, bot.Proposal) error { return nil }
+func (p previewPoster) UpdatePreview(context.Context, board.Proposal) error { return nil }
 
 // BenchmarkEngineTurn is one turn of the engine with the model stubbed:
 // submit a request, queue it, build the prompt input, store the proposal
@@ -43,9 +44,9 @@ func BenchmarkEngineTurn(b *testing.B) {
 	store := storetest.NewStore(b)
 	res := planner.Check([]byte(plannertest.NewspaperPlan(b)), plan.Options{Profiles: []string{"Coder", "Planner", "Researcher", "Reviewer"}})
 	prefix := bottest.Prefix()
-	ps := pending.NewStore(rdb, prefix)
+	ps := redisstore.NewInFlight(rdb, prefix)
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ReclaimIdle: time.Minute, SweepInterval: time.Hour},
-		bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, pending.NewQueue(rdb, prefix)),
+		bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, redisstore.NewQueue(rdb, prefix)),
 		storetest.Logger(b))
 	if err != nil {
 		b.Fatal(err)
@@ -57,18 +58,18 @@ func BenchmarkEngineTurn(b *testing.B) {
 // for its preview, and reports the p50 turn beside the mean.
 func measureTurns(b *testing.B, eng *bot.Engine) {
 	posted := make(chan struct{}, 1)
-	eng.Register(bot.SourceConsole, bot.Registration{Poster: previewPoster{posted}})
+	eng.Register(board.SourceConsole, bot.Registration{Poster: previewPoster{posted}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = eng.Run(ctx) }()
-	thread := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "bench"}}
+	thread := board.Thread{Channel: board.Channel{Source: board.SourceConsole, ID: "bench"}}
 	var durations []time.Duration
 	i := 0
 	b.ReportAllocs()
 	for b.Loop() {
 		i++
 		start := time.Now()
-		if _, err := eng.Submit(ctx, bot.Request{Thread: thread, User: "bench", Text: fmt.Sprint("plan ", i)}); err != nil {
+		if _, err := eng.Submit(ctx, board.Request{Thread: thread, User: "bench", Text: fmt.Sprint("plan ", i)}); err != nil {
 			b.Fatal(err)
 		}
 		<-posted

@@ -14,7 +14,7 @@ import (
 // boardChanges lists what a plan's update_card and add_links actions would
 // change on the target board, for the preview. A board it cannot read
 // gives no list; the plan was validated against it already.
-func (e *Engine) boardChanges(ctx context.Context, env plan.Envelope, target board.ID) []BoardChange {
+func (e *Engine) boardChanges(ctx context.Context, env plan.Envelope, target board.ID) []board.BoardChange {
 	hasChanges := false
 	for _, a := range env.Actions {
 		hasChanges = hasChanges || a.Type == plan.ActionUpdateCard || a.Type == plan.ActionAddLinks
@@ -48,7 +48,7 @@ func (e *Engine) boardChanges(ctx context.Context, env plan.Envelope, target boa
 		}
 		return ref, titles[ref] + " (new)"
 	}
-	var out []BoardChange
+	var out []board.BoardChange
 	for _, a := range env.Actions {
 		switch a.Type {
 		case plan.ActionUpdateCard:
@@ -69,7 +69,7 @@ func (e *Engine) boardChanges(ctx context.Context, env plan.Envelope, target boa
 					to = orUnassigned(to)
 				}
 				if to != f.now {
-					out = append(out, BoardChange{Card: c.Handle, Title: c.Title, Field: f.field, From: f.now, To: to})
+					out = append(out, board.BoardChange{Card: c.Handle, Title: c.Title, Field: f.field, From: f.now, To: to})
 				}
 			}
 			if a.Status != nil {
@@ -81,7 +81,7 @@ func (e *Engine) boardChanges(ctx context.Context, env plan.Envelope, target boa
 			for _, l := range a.Links {
 				card, title := name(l.Card)
 				dep, depTitle := name(l.DependsOn)
-				out = append(out, BoardChange{Card: card, Title: title, Field: "depends_on", To: dep + " “" + depTitle + "”"})
+				out = append(out, board.BoardChange{Card: card, Title: title, Field: "depends_on", To: dep + " “" + depTitle + "”"})
 			}
 		}
 	}
@@ -90,7 +90,7 @@ func (e *Engine) boardChanges(ctx context.Context, env plan.Envelope, target boa
 
 // approvalText is the reply that tells the thread a proposal was approved
 // and what it did: the board it created, or the changes to the current one.
-func approvalText(user string, now time.Time, p Proposal, res board.ExecResult) string {
+func approvalText(user string, now time.Time, p board.Proposal, res board.ExecResult) string {
 	var did []string
 	if b := p.Plan.NewBoard(); b != nil {
 		did = append(did, fmt.Sprintf("board “%s” created with %d cards and %d links", b.Name, res.Cards, res.Links))

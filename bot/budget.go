@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -34,7 +35,7 @@ func (b Budget) Over() bool { return b.Limit > 0 && b.Used >= b.Limit }
 
 // BudgetStatus returns ch's model use today and its budget under the
 // channel's policy now.
-func (e *Engine) BudgetStatus(ctx context.Context, ch Channel) (Budget, error) {
+func (e *Engine) BudgetStatus(ctx context.Context, ch board.Channel) (Budget, error) {
 	now := e.deps.Now().UTC()
 	b := Budget{Resets: time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)}
 	us := e.deps.Usage
@@ -58,23 +59,23 @@ func (e *Engine) BudgetStatus(ctx context.Context, ch Channel) (Budget, error) {
 // budget, or nil when the model may be asked. The check comes before the
 // model is called; requests planned at the same moment may together pass
 // the budget by one request's worth.
-func (e *Engine) overBudget(ctx context.Context, r Request) *Reply {
+func (e *Engine) overBudget(ctx context.Context, r board.Request) *board.Reply {
 	b, err := e.BudgetStatus(ctx, r.Thread.Channel)
 	if err != nil {
 		e.logger.Warn("read model budget", "request", r.ID, "channel", r.Thread.Channel.Key(), "err", err)
-		return &Reply{Kind: ReplyError, Text: "I can't check this channel's model budget right now, so I didn't ask the model. Please try again in a minute."}
+		return &board.Reply{Kind: board.ReplyError, Text: "I can't check this channel's model budget right now, so I didn't ask the model. Please try again in a minute."}
 	}
 	if !b.Over() {
 		return nil
 	}
 	wait := b.Resets.Sub(e.deps.Now()).Round(time.Minute)
-	return &Reply{Kind: ReplyError, Text: fmt.Sprintf(
+	return &board.Reply{Kind: board.ReplyError, Text: fmt.Sprintf(
 		"This channel has used its model budget for today (%d of %d tokens), so I didn't send this to the model. The budget resets at %s (in %s); ask again then, or ask an admin to raise budget.tokens_per_day.",
 		b.Used, b.Limit, b.Resets.Format("2006-01-02 15:04 UTC"), wait)}
 }
 
 // chargeTokens records what planning r cost its channel.
-func (e *Engine) chargeTokens(ctx context.Context, r Request, out planner.Outcome) {
+func (e *Engine) chargeTokens(ctx context.Context, r board.Request, out planner.Outcome) {
 	ch := r.Thread.Channel
 	if out.Tokens <= 0 {
 		return
@@ -92,9 +93,9 @@ func (e *Engine) chargeTokens(ctx context.Context, r Request, out planner.Outcom
 }
 
 // channelOf is the channel a key such as "slack:C0123" names.
-func channelOf(key string) Channel {
+func channelOf(key string) board.Channel {
 	src, id, _ := strings.Cut(key, ":")
-	return Channel{Source: Source(src), ID: id}
+	return board.Channel{Source: board.Source(src), ID: id}
 }
 
 // ModelBudget says whether a run's runner may ask the model for the
@@ -131,5 +132,5 @@ func (e *BudgetSpentError) ResetsAt() time.Time { return e.Budget.Resets }
 
 // ChargeModel records tokens a runner spent for the channel.
 func (e *Engine) ChargeModel(ctx context.Context, channel string, tokens int) {
-	e.chargeTokens(ctx, Request{Thread: Thread{Channel: channelOf(channel)}}, planner.Outcome{Tokens: tokens})
+	e.chargeTokens(ctx, board.Request{Thread: board.Thread{Channel: channelOf(channel)}}, planner.Outcome{Tokens: tokens})
 }

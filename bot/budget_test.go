@@ -27,9 +27,9 @@ func TestModelBudget(t *testing.T) {
 	})
 	setPolicy(t, env, "console:general", board.Policy{Deciders: []string{"requester"}, Approvals: 1, SelfApproval: true, Budget: &board.Budget{TokensPerDay: 500}})
 	ctx := context.Background()
-	ask := func(ch, text string) bot.RequestStatus {
+	ask := func(ch, text string) board.RequestStatus {
 		t.Helper()
-		id, err := env.Engine.Submit(ctx, bot.Request{Thread: bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: ch}}, User: "alice", Text: text})
+		id, err := env.Engine.Submit(ctx, board.Request{Thread: board.Thread{Channel: board.Channel{Source: board.SourceConsole, ID: ch}}, User: "alice", Text: text})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func TestModelBudget(t *testing.T) {
 
 	// Over budget: a clear answer with the reset time, and no model call.
 	st := ask("general", "plan another thing")
-	if st.State != bot.RequestFailed || st.Reply == nil || !strings.Contains(st.Reply.Text, "model budget") || !strings.Contains(st.Reply.Text, b.Resets.Format("2006-01-02 15:04 UTC")) {
+	if st.State != board.RequestFailed || st.Reply == nil || !strings.Contains(st.Reply.Text, "model budget") || !strings.Contains(st.Reply.Text, b.Resets.Format("2006-01-02 15:04 UTC")) {
 		t.Fatalf("over budget: %+v %+v", st, st.Reply)
 	}
 	if n := len(env.Model.Requests()); n != calls {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/bobnet/bobnet/board"
 )
 
 // MaxCancelReason is the longest reason a cancel may give, in characters.
@@ -37,24 +39,24 @@ func CancelReason(reason string) (string, error) {
 // proposal.cancelled event, the redrawn preview and a line in the thread.
 // An empty reason is allowed; one past MaxCancelReason is refused
 // (ErrReasonTooLong) before anything happens.
-func (e *Engine) CancelWithReason(ctx context.Context, id ProposalID, user, reason string) (Proposal, error) {
+func (e *Engine) CancelWithReason(ctx context.Context, id board.ProposalID, user, reason string) (board.Proposal, error) {
 	reason, err := CancelReason(reason)
 	if err != nil {
-		return Proposal{}, fmt.Errorf("cancel %s: %w", id, err)
+		return board.Proposal{}, fmt.Errorf("cancel %s: %w", id, err)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), decideTimeout)
 	defer cancel()
 	p, c, err := e.claimFor(ctx, id, user, "cancel")
 	if err != nil {
-		return Proposal{}, err
+		return board.Proposal{}, err
 	}
 	p.Reason = reason
-	return e.finish(ctx, c, p, ProposalCancelled, user, "cancelled")
+	return e.finish(ctx, c, p, board.ProposalCancelled, user, "cancelled")
 }
 
 // withReason adds a cancelled proposal's reason to its audit detail.
-func withReason(detail map[string]any, p Proposal) map[string]any {
-	if p.State == ProposalCancelled && p.Reason != "" {
+func withReason(detail map[string]any, p board.Proposal) map[string]any {
+	if p.State == board.ProposalCancelled && p.Reason != "" {
 		detail["reason"] = p.Reason
 	}
 	return detail
@@ -62,7 +64,7 @@ func withReason(detail map[string]any, p Proposal) map[string]any {
 
 // CancelText is the thread's line about a cancel: "Cancelled by alice:
 // not this week", or without a reason "Cancelled by alice.".
-func CancelText(p Proposal) string {
+func CancelText(p board.Proposal) string {
 	if p.Reason == "" {
 		return "Cancelled by " + p.DecidedBy + "."
 	}
@@ -71,9 +73,9 @@ func CancelText(p Proposal) string {
 
 // announceReason says in the thread why a proposal was cancelled. A cancel
 // without a reason says nothing more than the redrawn preview.
-func (e *Engine) announceReason(ctx context.Context, poster Poster, p Proposal) error {
-	if p.State != ProposalCancelled || p.Reason == "" {
+func (e *Engine) announceReason(ctx context.Context, poster Poster, p board.Proposal) error {
+	if p.State != board.ProposalCancelled || p.Reason == "" {
 		return nil
 	}
-	return poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: CancelText(p)})
+	return poster.Reply(ctx, p.Thread, board.Reply{Kind: board.ReplyInfo, Text: CancelText(p)})
 }

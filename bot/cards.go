@@ -40,7 +40,7 @@ type CardEdit struct {
 	ID      board.CardID
 	Handle  string
 	Ref     string
-	Channel Channel
+	Channel board.Channel
 	User    string
 	// Via is the surface for the audit (slack, matrix, api, page); empty
 	// means the channel's source.
@@ -126,7 +126,7 @@ func (e *Engine) EditCard(ctx context.Context, ed CardEdit) (board.CardUpdate, e
 
 // MoveCard moves a card of the channel's board (named by handle or title
 // prefix) to another status. See EditCard for the errors.
-func (e *Engine) MoveCard(ctx context.Context, ch Channel, user, ref, status string) (board.CardUpdate, error) {
+func (e *Engine) MoveCard(ctx context.Context, ch board.Channel, user, ref, status string) (board.CardUpdate, error) {
 	return e.EditCard(ctx, CardEdit{Channel: ch, User: user, Ref: ref, Status: &status})
 }
 
@@ -134,14 +134,14 @@ func (e *Engine) MoveCard(ctx context.Context, ch Channel, user, ref, status str
 // such as Researcher) or a person (a person id, board.Person, of the
 // card's board's workspace or room); "none" (or "nobody", "unassigned")
 // leaves it unassigned. See EditCard for the errors.
-func (e *Engine) AssignCard(ctx context.Context, ch Channel, user, ref, who string) (board.CardUpdate, error) {
+func (e *Engine) AssignCard(ctx context.Context, ch board.Channel, user, ref, who string) (board.CardUpdate, error) {
 	return e.EditCard(ctx, CardEdit{Channel: ch, User: user, Ref: ref, Assignee: &who})
 }
 
 // NextCards returns the channel's board and the cards on it that are
 // ready to start now: not started, every dependency Done. ErrNotFound when
 // the channel has no board.
-func (e *Engine) NextCards(ctx context.Context, ch Channel) (board.Status, error) {
+func (e *Engine) NextCards(ctx context.Context, ch board.Channel) (board.Status, error) {
 	return e.ChannelStatus(ctx, ch)
 }
 
@@ -201,7 +201,7 @@ func (e *Engine) profileName(name string) (string, error) {
 // boardEventRate bounds how often one board speaks in its thread, so a
 // burst of moves does not flood the channel; the board page and the audit
 // still show every change.
-var boardEventRate = RateLimit{N: 6, Per: time.Minute}
+var boardEventRate = board.RateLimit{N: 6, Per: time.Minute}
 
 // announceLater announces a card change off the caller's path, in the
 // board's channel's outbound queue (tracked, bounded by the post timeout,
@@ -229,8 +229,8 @@ func (e *Engine) announce(ctx context.Context, up board.CardUpdate, user string)
 	if st, err := e.BoardStatus(ctx, up.Board.ID); err == nil {
 		text += " " + progressText(st)
 	}
-	t := Thread{Channel: Channel{Source: Source(src), ID: id}, ID: up.Board.Thread}
-	r := Reply{Kind: ReplyInfo, Text: text, BoardURL: board.BoardURL(e.cfg.PublicURL, up.Board.ID)}
+	t := board.Thread{Channel: board.Channel{Source: board.Source(src), ID: id}, ID: up.Board.Thread}
+	r := board.Reply{Kind: board.ReplyInfo, Text: text, BoardURL: board.BoardURL(e.cfg.PublicURL, up.Board.ID)}
 	if err := e.poster(t.Channel.Source).Reply(ctx, t, r); err != nil {
 		e.logger.Warn("tell board event", "board", up.Board.ID, "card", up.Card.Handle, "err", err)
 	}

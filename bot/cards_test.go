@@ -90,12 +90,12 @@ func TestMoveAssignAndNext(t *testing.T) {
 	if _, err := env.Engine.MoveCard(ctx, ch, "bob", "NEWS-77", "Done"); !errors.Is(err, bot.ErrNotFound) {
 		t.Errorf("unknown card: %v", err)
 	}
-	if _, err := env.Engine.MoveCard(ctx, bot.Channel{Source: bot.SourceConsole, ID: "empty"}, "bob", "Define daily", "Done"); !errors.Is(err, bot.ErrNotFound) {
+	if _, err := env.Engine.MoveCard(ctx, board.Channel{Source: board.SourceConsole, ID: "empty"}, "bob", "Define daily", "Done"); !errors.Is(err, bot.ErrNotFound) {
 		t.Errorf("channel without board: %v", err)
 	}
 	// A handle is a card of the caller's tenant wherever it is said; in
 	// another tenant it is a card nobody has.
-	other := bot.Channel{Source: bot.SourceSlack, ID: "TOTHER/C1"}
+	other := board.Channel{Source: board.SourceSlack, ID: "TOTHER/C1"}
 	_, errOther := env.Engine.MoveCard(ctx, other, "bob", "NEWS-1", "Done")
 	_, errNone := env.Engine.MoveCard(ctx, other, "bob", "ZZZZ-1", "Done")
 	if !errors.Is(errOther, bot.ErrNotFound) || bot.Explain(errOther) != bot.Explain(errNone) {
@@ -185,7 +185,7 @@ func TestUpdateCardProposal(t *testing.T) {
 	ctx := context.Background()
 	id := approvedNewspaper(t, env)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: v2Plan} })
-	rid, err := env.Engine.Submit(ctx, bot.Request{Thread: general, User: "alice", Text: "mark the research cards done and add a fact-check step"})
+	rid, err := env.Engine.Submit(ctx, board.Request{Thread: general, User: "alice", Text: "mark the research cards done and add a fact-check step"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,12 +249,12 @@ func TestProposalWithACycleIsRejected(t *testing.T) {
 	approvedNewspaper(t, env)
 	cyclic := `{"kind":"propose_actions","answer":"x","actions":[{"type":"add_links","links":[{"card":"NEWS-1","depends_on":"NEWS-10"}]}]}`
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: cyclic} })
-	rid, err := env.Engine.Submit(ctx, bot.Request{Thread: general, User: "alice", Text: "make the topic wait on the final review"})
+	rid, err := env.Engine.Submit(ctx, board.Request{Thread: general, User: "alice", Text: "make the topic wait on the final review"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := env.WaitRequest(t, rid)
-	if st.State != bot.RequestFailed || st.ProposalID != "" || st.Reply == nil ||
+	if st.State != board.RequestFailed || st.ProposalID != "" || st.Reply == nil ||
 		!strings.Contains(st.Reply.Text, "actions[0].links: these links would make a dependency cycle with the board's existing links (each depends on the next): NEWS-1 -> NEWS-10 -> NEWS-7 -> NEWS-6 -> NEWS-4 -> NEWS-1") {
 		t.Fatalf("request = %+v %+v", st, st.Reply)
 	}

@@ -18,7 +18,7 @@ import (
 // compare-and-set under the chain's lock, which holds however long either
 // takes.
 type claim struct {
-	id     ProposalID
+	id     board.ProposalID
 	holder string
 	stop   context.CancelFunc
 	done   chan struct{}
@@ -37,7 +37,7 @@ func newHolder(action, user string) string {
 
 // claim takes the claim of a proposal for action by user, and keeps it
 // while the caller works; nil when someone else holds it.
-func (e *Engine) claim(ctx context.Context, id ProposalID, action, user string) (*claim, error) {
+func (e *Engine) claim(ctx context.Context, id board.ProposalID, action, user string) (*claim, error) {
 	holder := newHolder(action, user)
 	ok, err := e.deps.Proposals.Claim(ctx, id, holder, e.cfg.ClaimTTL)
 	if err != nil || !ok {
@@ -49,7 +49,7 @@ func (e *Engine) claim(ctx context.Context, id ProposalID, action, user string) 
 // keep renews a claim just taken every third of ClaimTTL until the
 // decision ends it (end or release), or for decideTimeout at most: no
 // decision works longer.
-func (e *Engine) keep(id ProposalID, holder string) *claim {
+func (e *Engine) keep(id board.ProposalID, holder string) *claim {
 	ctx, cancel := context.WithTimeout(context.Background(), decideTimeout)
 	c := &claim{id: id, holder: holder, stop: cancel, done: make(chan struct{})}
 	every := max(e.cfg.ClaimTTL/3, time.Millisecond)
@@ -115,7 +115,7 @@ func (e *Engine) release(ctx context.Context, c *claim) {
 // caller holds the returned claim; on any error nothing is held. A claim
 // held by someone who may not decide is tried again for a moment
 // (claimWaits).
-func (e *Engine) claimFor(ctx context.Context, id ProposalID, user, action string) (Proposal, *claim, error) {
+func (e *Engine) claimFor(ctx context.Context, id board.ProposalID, user, action string) (board.Proposal, *claim, error) {
 	holder := newHolder(action, user)
 	for attempt := 0; ; attempt++ {
 		p, claimed, err := e.deps.Proposals.ClaimProposal(ctx, id, holder, e.cfg.ClaimTTL)
@@ -123,12 +123,12 @@ func (e *Engine) claimFor(ctx context.Context, id ProposalID, user, action strin
 			// Redis let it go: Postgres knows how it ended.
 			p, err := e.proposalFromHistory(ctx, id)
 			if err != nil {
-				return Proposal{}, nil, err
+				return board.Proposal{}, nil, err
 			}
 			return p, nil, e.decidable(ctx, p, user, action)
 		}
 		if err != nil {
-			return Proposal{}, nil, unavailable("claim proposal", err)
+			return board.Proposal{}, nil, unavailable("claim proposal", err)
 		}
 		if claimed {
 			c := e.keep(id, holder)
@@ -138,7 +138,7 @@ func (e *Engine) claimFor(ctx context.Context, id ProposalID, user, action strin
 			}
 			return p, c, nil
 		}
-		if p.State != ProposalPending {
+		if p.State != board.ProposalPending {
 			return p, nil, e.decidable(ctx, p, user, action)
 		}
 		if p.Quorum.Multi() {
@@ -167,7 +167,7 @@ func (e *Engine) claimFor(ctx context.Context, id ProposalID, user, action strin
 // holderMayDecide reports whether the claim p was found under is held by
 // someone who may decide it: a decision that will go through (or fail on
 // its own), not a refused one about to give the claim back.
-func (e *Engine) holderMayDecide(ctx context.Context, p Proposal) bool {
+func (e *Engine) holderMayDecide(ctx context.Context, p board.Proposal) bool {
 	h := p.ClaimHolder
 	if _, rest, ok := strings.Cut(h, " "); ok {
 		h = rest // after the holder's token (newHolder)
@@ -191,9 +191,9 @@ var claimWaits = []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20
 // decision really in flight is "being decided". Claims free themselves
 // within ClaimTTL of their holder's end, so that answer never lasts long.
 // It also names the winner to the loser of a compare-and-set in Postgres.
-func (e *Engine) heldBy(ctx context.Context, p Proposal) error {
-	if rec, err := e.deps.History.Proposal(ctx, p.ID); err == nil && rec.State != string(ProposalPending) {
-		return &DecidedError{State: ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
+func (e *Engine) heldBy(ctx context.Context, p board.Proposal) error {
+	if rec, err := e.deps.History.Proposal(ctx, p.ID); err == nil && rec.State != string(board.ProposalPending) {
+		return &DecidedError{State: board.ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
 	}
 	return &DecidedError{State: beingDecidedState}
 }

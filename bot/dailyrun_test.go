@@ -40,7 +40,7 @@ func TestTheDailyNewspaper(t *testing.T) {
 		}
 		return plannertest.Reply{Content: string(daily)}
 	})
-	id, err := env.Engine.Submit(ctx, bot.Request{Thread: general, User: "alice", Text: "plan our daily research newspaper, every day at 06:00 Berlin time"})
+	id, err := env.Engine.Submit(ctx, board.Request{Thread: general, User: "alice", Text: "plan our daily research newspaper, every day at 06:00 Berlin time"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestTheDailyNewspaper(t *testing.T) {
 	if r.State != board.RunDone {
 		t.Fatalf("run ended %s: %s", r.State, r.Reason)
 	}
-	env.Poster.WaitFor(t, "the run's news in the thread", func(replies []bottest.PostedReply, _, _ []bot.Proposal) bool {
+	env.Poster.WaitFor(t, "the run's news in the thread", func(replies []bottest.PostedReply, _, _ []board.Proposal) bool {
 		started, reviewing := false, false
 		for _, rp := range replies {
 			started = started || strings.Contains(rp.Reply.Text, "Run 1 started on its schedule")

@@ -20,7 +20,7 @@ const decideTimeout = 30 * time.Second
 // path, retrying a few times: until it lands, readers see the decision
 // through committed, and the claim it holds keeps every other decision
 // out.
-func (e *Engine) recordApprovalInRedis(p Proposal) {
+func (e *Engine) recordApprovalInRedis(p board.Proposal) {
 	e.out.runTracked(func(halt context.Context) {
 		var err error
 		for attempt := range 3 {
@@ -46,19 +46,19 @@ func (e *Engine) recordApprovalInRedis(p Proposal) {
 }
 
 // mayDecide says whether user may approve, revise or cancel p.
-func (e *Engine) mayDecide(p Proposal, user string) bool {
+func (e *Engine) mayDecide(p board.Proposal, user string) bool {
 	return e.cfg.AnyMemberMayDecide || user == p.RequestedBy || slices.Contains(e.cfg.Admins, user) || e.decidesIn(p.Thread.Channel.Key(), user)
 }
 
 // decidable checks that p is pending and that user may decide it now.
 // ErrExpired, *DecidedError or ErrForbidden otherwise; a refusal is
 // audited.
-func (e *Engine) decidable(ctx context.Context, p Proposal, user, action string) error {
+func (e *Engine) decidable(ctx context.Context, p board.Proposal, user, action string) error {
 	switch {
-	case p.State == ProposalPending && !e.deps.Now().Before(p.ExpiresAt):
+	case p.State == board.ProposalPending && !e.deps.Now().Before(p.ExpiresAt):
 		return fmt.Errorf("proposal %s: %w", p.ID, ErrExpired)
-	case p.State == ProposalPending:
-	case p.State == ProposalExpired:
+	case p.State == board.ProposalPending:
+	case p.State == board.ProposalExpired:
 		return fmt.Errorf("proposal %s: %w", p.ID, ErrExpired)
 	default:
 		return &DecidedError{State: p.State, By: p.DecidedBy, BoardID: p.BoardID}
@@ -73,17 +73,17 @@ func (e *Engine) decidable(ctx context.Context, p Proposal, user, action string)
 
 // pendingForDecision loads a proposal and checks that user may decide it
 // now. ErrNotFound, ErrExpired, *DecidedError or ErrForbidden otherwise.
-func (e *Engine) pendingForDecision(ctx context.Context, id ProposalID, user, action string) (Proposal, error) {
+func (e *Engine) pendingForDecision(ctx context.Context, id board.ProposalID, user, action string) (board.Proposal, error) {
 	p, err := e.Proposal(ctx, id)
 	if err != nil {
-		return Proposal{}, err
+		return board.Proposal{}, err
 	}
 	return p, e.decidable(ctx, p, user, action)
 }
 
 // Authorize reports whether user may decide the pending proposal id, and
 // returns it. Slack asks before it opens the Revise dialog.
-func (e *Engine) Authorize(ctx context.Context, id ProposalID, user string) (Proposal, error) {
+func (e *Engine) Authorize(ctx context.Context, id board.ProposalID, user string) (board.Proposal, error) {
 	return e.pendingForDecision(ctx, id, user, "decide")
 }
 
@@ -98,7 +98,7 @@ func (e *Engine) Authorize(ctx context.Context, id ProposalID, user string) (Pro
 // (Postgres's compare-and-set decides, even when the claim was lost). When
 // the execution fails the claim is given back, so approving again can
 // succeed.
-func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Approval, error) {
+func (e *Engine) Approve(ctx context.Context, id board.ProposalID, user string) (board.Approval, error) {
 	// A decision once started is finished, whether or not its caller
 	// waits (a closed browser, a server shutting down): it commits and is
 	// answered, or fails and changes nothing; never half.
@@ -109,13 +109,13 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 	if p.Quorum.Multi() && (err == nil || beingDecided(err)) {
 		// Several approvals needed: quorum.go records this one and
 		// returns with the claim held only when it completes the quorum.
-		var done *Approval
+		var done *board.Approval
 		if p, c, done, err = e.approveQuorum(ctx, p, c, user); done != nil || err != nil {
 			return deref(done), err
 		}
 	}
 	if err != nil {
-		return Approval{}, err
+		return board.Approval{}, err
 	}
 	detail, _ := json.Marshal(withVia(ctx, map[string]any{"version": p.Version, "supersedes": p.Supersedes, "chain": p.ChainID(), "quorum": p.Quorum}))
 	events := e.approvalEvents(p, user) // written with the approval
@@ -130,37 +130,37 @@ func (e *Engine) Approve(ctx context.Context, id ProposalID, user string) (Appro
 		var other *board.OtherVersionApprovedError
 		switch {
 		case errors.Is(err, board.ErrNoTargetBoard):
-			return Approval{}, fmt.Errorf("approve %s: this channel has no board to add the cards to any more: %w", id, err)
+			return board.Approval{}, fmt.Errorf("approve %s: this channel has no board to add the cards to any more: %w", id, err)
 		case errors.As(err, &other):
-			return Approval{}, &DecidedError{State: "closed", Other: other.ProposalID}
+			return board.Approval{}, &DecidedError{State: "closed", Other: other.ProposalID}
 		case errors.Is(err, board.ErrProposalClosed):
 			// Closed first (a cancel, an expiry or a revision won the
 			// compare-and-set): name how.
-			return Approval{}, e.lostTo(ctx, p)
+			return board.Approval{}, e.lostTo(ctx, p)
 		}
-		return Approval{}, unavailable("approve "+string(id), err)
+		return board.Approval{}, unavailable("approve "+string(id), err)
 	}
 	// The claim is left to run out: Postgres now refuses every other
 	// decision, and Redis learns of this one below.
 	c.end()
 	e.observe().Committed(time.Since(arrived))
-	e.observe().ProposalClosed(ProposalApproved)
+	e.observe().ProposalClosed(board.ProposalApproved)
 	e.logger.Debug("proposal approved", "proposal", id, "board", res.BoardID, "replayed", res.Replayed)
 	now := e.deps.Now()
-	p.State, p.DecidedBy, p.DecidedAt = ProposalApproved, user, now
+	p.State, p.DecidedBy, p.DecidedAt = board.ProposalApproved, user, now
 	p.BoardID, p.BoardURL = res.BoardID, board.BoardURL(e.cfg.PublicURL, res.BoardID)
 	e.recordApprovalInRedis(p)
 	e.emitApproval(ctx, p, events != nil, res.Replayed)
 	text := approvalText(user, now, p, res)
 	e.queuePost(p.Thread, "announce approval", func(ctx context.Context, poster Poster) error {
-		return errors.Join(e.updatePreview(ctx, poster, p), poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: text, BoardURL: p.BoardURL}))
+		return errors.Join(e.updatePreview(ctx, poster, p), poster.Reply(ctx, p.Thread, board.Reply{Kind: board.ReplyInfo, Text: text, BoardURL: p.BoardURL}))
 	}, "proposal", id, "board", res.BoardID)
-	return Approval{ProposalID: id, BoardID: res.BoardID, BoardURL: p.BoardURL}, nil
+	return board.Approval{ProposalID: id, BoardID: res.BoardID, BoardURL: p.BoardURL}, nil
 }
 
 // Cancel closes a pending proposal without writing anything, giving no
 // reason (CancelWithReason).
-func (e *Engine) Cancel(ctx context.Context, id ProposalID, user string) (Proposal, error) {
+func (e *Engine) Cancel(ctx context.Context, id board.ProposalID, user string) (board.Proposal, error) {
 	return e.CancelWithReason(ctx, id, user, "")
 }
 
@@ -170,7 +170,7 @@ func (e *Engine) Cancel(ctx context.Context, id ProposalID, user string) (Propos
 // proposal approved or closed meanwhile, even by a decision whose claim
 // ran out, is answered with a *DecidedError naming its state, and nothing
 // is recorded or announced.
-func (e *Engine) finish(ctx context.Context, c *claim, p Proposal, state ProposalState, user, action string) (Proposal, error) {
+func (e *Engine) finish(ctx context.Context, c *claim, p board.Proposal, state board.ProposalState, user, action string) (board.Proposal, error) {
 	rec := e.record(p)
 	closed := p
 	closed.State, closed.DecidedBy, closed.DecidedAt = state, user, e.deps.Now()
@@ -206,14 +206,14 @@ func (e *Engine) finish(ctx context.Context, c *claim, p Proposal, state Proposa
 // was decided, and gives Redis that decision when it still had p pending:
 // the winner's own write to Redis may never have landed (a crash just
 // after its commit), and Redis must not offer p's buttons again.
-func (e *Engine) lostTo(ctx context.Context, p Proposal) error {
+func (e *Engine) lostTo(ctx context.Context, p board.Proposal) error {
 	rec, err := e.deps.History.Proposal(ctx, p.ID)
-	if err != nil || rec.State == string(ProposalPending) {
+	if err != nil || rec.State == string(board.ProposalPending) {
 		return &DecidedError{State: beingDecidedState}
 	}
-	if p.State == ProposalPending {
+	if p.State == board.ProposalPending {
 		won := p
-		won.State, won.DecidedBy, won.DecidedAt, won.BoardID = ProposalState(rec.State), rec.DecidedBy, rec.DecidedAt, rec.BoardID
+		won.State, won.DecidedBy, won.DecidedAt, won.BoardID = board.ProposalState(rec.State), rec.DecidedBy, rec.DecidedAt, rec.BoardID
 		if rec.BoardID != "" {
 			won.BoardURL = board.BoardURL(e.cfg.PublicURL, rec.BoardID)
 		}
@@ -221,13 +221,13 @@ func (e *Engine) lostTo(ctx context.Context, p Proposal) error {
 			e.logger.Warn("record decision in redis", "proposal", p.ID, "err", err)
 		}
 	}
-	return &DecidedError{State: ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
+	return &DecidedError{State: board.ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
 }
 
 // record is p as Postgres records it: what SetProposalState names the
 // proposal and its chain by, and writes, closed, when Postgres has no
 // record of it.
-func (e *Engine) record(p Proposal) board.ProposalRecord {
+func (e *Engine) record(p board.Proposal) board.ProposalRecord {
 	plan, _ := json.Marshal(p.Plan)
 	return board.ProposalRecord{
 		ID: p.ID, Chain: p.ChainID(), Channel: p.Thread.Channel.Key(), Version: p.Version, Supersedes: p.Supersedes,
@@ -238,7 +238,7 @@ func (e *Engine) record(p Proposal) board.ProposalRecord {
 // Revise queues a re-plan of a pending proposal with the user's feedback;
 // the new proposal supersedes it. Two revisions at once make one new
 // version, and approving the proposal meanwhile drops the revision.
-func (e *Engine) Revise(ctx context.Context, id ProposalID, user, feedback string) (RequestID, error) {
+func (e *Engine) Revise(ctx context.Context, id board.ProposalID, user, feedback string) (board.RequestID, error) {
 	feedback = strings.TrimSpace(feedback)
 	if feedback == "" {
 		return "", errors.New("revise: say what to change")
@@ -247,21 +247,21 @@ func (e *Engine) Revise(ctx context.Context, id ProposalID, user, feedback strin
 	if err != nil {
 		return "", err
 	}
-	return e.Submit(ctx, Request{Thread: p.Thread, User: user, Text: feedback, Revises: id, Feedback: feedback})
+	return e.Submit(ctx, board.Request{Thread: p.Thread, User: user, Text: feedback, Revises: id, Feedback: feedback})
 }
 
 // ProposeAgain offers an expired proposal's plan again as a new pending
 // proposal, after validating it against the board as it is now.
-func (e *Engine) ProposeAgain(ctx context.Context, id ProposalID, user string) (RequestID, error) {
+func (e *Engine) ProposeAgain(ctx context.Context, id board.ProposalID, user string) (board.RequestID, error) {
 	p, err := e.Proposal(ctx, id)
 	if err != nil {
 		return "", err
 	}
-	if p.State != ProposalExpired {
+	if p.State != board.ProposalExpired {
 		return "", &DecidedError{State: p.State, By: p.DecidedBy, BoardID: p.BoardID}
 	}
 	if err := e.mayAct(ctx, p, user, "propose again"); err != nil {
 		return "", err
 	}
-	return e.Submit(ctx, Request{Thread: p.Thread, User: user, Text: "propose again", Again: id})
+	return e.Submit(ctx, board.Request{Thread: p.Thread, User: user, Text: "propose again", Again: id})
 }

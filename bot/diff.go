@@ -10,8 +10,8 @@ import (
 // Diff says what changed from one version of a plan to the next, so a
 // revised preview can show it. Cards are matched by temp id first, then by
 // title, since models often renumber temp ids when they rewrite a plan.
-func Diff(old, cur plan.Envelope) *Changes {
-	c := &Changes{Added: []string{}, Removed: []string{}, Retitled: []Change{}, Reassigned: []Change{}, LinksAdded: []string{}, LinksRemoved: []string{}}
+func Diff(old, cur plan.Envelope) *board.Changes {
+	c := &board.Changes{Added: []string{}, Removed: []string{}, Retitled: []board.Change{}, Reassigned: []board.Change{}, LinksAdded: []string{}, LinksRemoved: []string{}}
 	oldCards, curCards := cardsOf(old), cardsOf(cur)
 	match := map[string]string{} // cur temp id -> old temp id
 	used := map[string]bool{}
@@ -43,10 +43,10 @@ func Diff(old, cur plan.Envelope) *Changes {
 		}
 		prev := oldCards[oid]
 		if prev.Title != card.Title {
-			c.Retitled = append(c.Retitled, Change{From: prev.Title, To: card.Title})
+			c.Retitled = append(c.Retitled, board.Change{From: prev.Title, To: card.Title})
 		}
 		if prev.Assignee != card.Assignee {
-			c.Reassigned = append(c.Reassigned, Change{Subject: card.Title, From: orUnassigned(prev.Assignee), To: orUnassigned(card.Assignee)})
+			c.Reassigned = append(c.Reassigned, board.Change{Subject: card.Title, From: orUnassigned(prev.Assignee), To: orUnassigned(card.Assignee)})
 		}
 	}
 	for _, id := range sortedKeys(oldCards) {
@@ -88,7 +88,7 @@ func Diff(old, cur plan.Envelope) *Changes {
 	c.UpdatesAdded, c.UpdatesRemoved = updatesDiff(old, cur)
 	ob, nb := boardOf(old), boardOf(cur)
 	if ob != nb {
-		c.BoardChanged = &Change{From: ob, To: nb}
+		c.BoardChanged = &board.Change{From: ob, To: nb}
 	}
 	return c
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
 )
 
@@ -25,26 +26,26 @@ func TestDiff(t *testing.T) {
 		name    string
 		cur     plan.Envelope
 		summary string
-		check   func(*Changes) bool
+		check   func(*board.Changes) bool
 	}{
-		{"same", base, "no changes", func(c *Changes) bool { return c.Empty() }},
+		{"same", base, "no changes", func(c *board.Changes) bool { return c.Empty() }},
 		{"added and removed", planOf("News", []plan.CardDraft{card("a", "Research", "Researcher"), card("b", "Write", "Planner"), card("d", "Publish", "Coder")},
 			plan.Link{Card: "b", DependsOn: "a"}, plan.Link{Card: "d", DependsOn: "b"}),
 			"1 card added, 1 removed, 1 link added, 1 link removed",
-			func(c *Changes) bool {
+			func(c *board.Changes) bool {
 				return c.Added[0] == "Publish" && c.Removed[0] == "Review" && c.LinksAdded[0] == "Publish → Write" && c.LinksRemoved[0] == "Review → Write"
 			}},
 		{"retitled and reassigned", planOf("News", []plan.CardDraft{card("a", "Research deeply", "Researcher"), card("b", "Write", "Coder"), card("c", "Review", "")},
 			plan.Link{Card: "b", DependsOn: "a"}, plan.Link{Card: "c", DependsOn: "b"}),
 			"1 retitled, 2 reassigned",
-			func(c *Changes) bool {
-				return c.Retitled[0] == Change{From: "Research", To: "Research deeply"} && c.Reassigned[1].To == "Unassigned" && len(c.LinksAdded) == 0
+			func(c *board.Changes) bool {
+				return c.Retitled[0] == board.Change{From: "Research", To: "Research deeply"} && c.Reassigned[1].To == "Unassigned" && len(c.LinksAdded) == 0
 			}},
 		{"renumbered temp ids match by title", planOf("News", []plan.CardDraft{card("x1", "Research", "Researcher"), card("x2", "Write", "Planner"), card("x3", "Review", "Reviewer")},
 			plan.Link{Card: "x2", DependsOn: "x1"}, plan.Link{Card: "x3", DependsOn: "x2"}),
-			"no changes", func(c *Changes) bool { return c.Empty() }},
+			"no changes", func(c *board.Changes) bool { return c.Empty() }},
 		{"board renamed", planOf("Daily News", base.Actions[0].Cards, base.Actions[0].Links...), "board renamed",
-			func(c *Changes) bool { return c.BoardChanged != nil && c.BoardChanged.To == "Daily News" }},
+			func(c *board.Changes) bool { return c.BoardChanged != nil && c.BoardChanged.To == "Daily News" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

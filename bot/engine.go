@@ -33,7 +33,7 @@ type BoardReader interface {
 // Redis copy; *store.Store is one.
 type ProposalHistory interface {
 	SaveProposal(ctx context.Context, p board.ProposalRecord) error
-	Proposal(ctx context.Context, id ProposalID) (board.ProposalRecord, error)
+	Proposal(ctx context.Context, id board.ProposalID) (board.ProposalRecord, error)
 }
 
 // Decisions writes what a decision does to Postgres: an approval's board,
@@ -58,49 +58,49 @@ type DeliveryLog interface {
 }
 
 // Proposals keeps pending proposals with their expiry and the claim that
-// lets one decision win; *pending.Store is one.
+// lets one decision win; *redisstore.InFlight is one.
 type Proposals interface {
-	PutProposal(ctx context.Context, p Proposal) error
+	PutProposal(ctx context.Context, p board.Proposal) error
 	// PutDecision records p's decision (state, decider, time, board) and
 	// takes it off the expiry schedule, without writing the plan again.
-	PutDecision(ctx context.Context, p Proposal) error
+	PutDecision(ctx context.Context, p board.Proposal) error
 	// SetPreviewMessage records where the preview was posted, apart from
 	// the rest of the proposal (which a decision may be rewriting at the
 	// same moment); Proposal and ClaimProposal return it in Message. It
 	// reports whether PreviewMessage found none meanwhile.
-	SetPreviewMessage(ctx context.Context, id ProposalID, ref MessageRef, expires time.Time) (missed bool, err error)
+	SetPreviewMessage(ctx context.Context, id board.ProposalID, ref board.MessageRef, expires time.Time) (missed bool, err error)
 	// PreviewMessage returns where the preview was posted; "" (noted as a
 	// miss for SetPreviewMessage) while it is still being posted.
-	PreviewMessage(ctx context.Context, id ProposalID, expires time.Time) (MessageRef, error)
-	Proposal(ctx context.Context, id ProposalID) (Proposal, error)
-	Claim(ctx context.Context, id ProposalID, holder string, ttl time.Duration) (bool, error)
-	ClaimProposal(ctx context.Context, id ProposalID, holder string, ttl time.Duration) (Proposal, bool, error)
+	PreviewMessage(ctx context.Context, id board.ProposalID, expires time.Time) (board.MessageRef, error)
+	Proposal(ctx context.Context, id board.ProposalID) (board.Proposal, error)
+	Claim(ctx context.Context, id board.ProposalID, holder string, ttl time.Duration) (bool, error)
+	ClaimProposal(ctx context.Context, id board.ProposalID, holder string, ttl time.Duration) (board.Proposal, bool, error)
 	// Release gives holder's claim back; a claim someone else holds is
 	// left (ErrNotHolder).
-	Release(ctx context.Context, id ProposalID, holder string) error
+	Release(ctx context.Context, id board.ProposalID, holder string) error
 	// RenewClaim extends holder's claim to ttl from now; ErrNotHolder when
 	// holder no longer holds it.
-	RenewClaim(ctx context.Context, id ProposalID, holder string, ttl time.Duration) error
-	DueExpiries(ctx context.Context, now time.Time, limit int) ([]ProposalID, error)
-	RemoveExpiry(ctx context.Context, id ProposalID) error
+	RenewClaim(ctx context.Context, id board.ProposalID, holder string, ttl time.Duration) error
+	DueExpiries(ctx context.Context, now time.Time, limit int) ([]board.ProposalID, error)
+	RemoveExpiry(ctx context.Context, id board.ProposalID) error
 }
 
 // Requests keeps request records, dedupe keys, rate limits and thread
-// history; *pending.Store is one.
+// history; *redisstore.InFlight is one.
 type Requests interface {
-	Admit(ctx context.Context, a Admission) (AdmitResult, error)
-	Allow(ctx context.Context, key string, limit RateLimit) (bool, error)
-	PutRequest(ctx context.Context, r RequestRecord) error
-	Request(ctx context.Context, id RequestID) (RequestRecord, error)
+	Admit(ctx context.Context, a board.Admission) (board.AdmitResult, error)
+	Allow(ctx context.Context, key string, limit board.RateLimit) (bool, error)
+	PutRequest(ctx context.Context, r board.RequestRecord) error
+	Request(ctx context.Context, id board.RequestID) (board.RequestRecord, error)
 	AppendTurn(ctx context.Context, thread string, t plan.Turn) error
 	Turns(ctx context.Context, thread string) ([]plan.Turn, error)
 }
 
-// Queue hands requests to workers; *pending.Queue is one.
+// Queue hands requests to workers; *redisstore.Queue is one.
 type Queue interface {
 	Init(ctx context.Context) error
-	Read(ctx context.Context, consumer string, block time.Duration) ([]QueuedRequest, error)
-	Reclaim(ctx context.Context, consumer string, idle time.Duration) ([]QueuedRequest, error)
+	Read(ctx context.Context, consumer string, block time.Duration) ([]board.QueuedRequest, error)
+	Reclaim(ctx context.Context, consumer string, idle time.Duration) ([]board.QueuedRequest, error)
 	Renew(ctx context.Context, consumer string, messageIDs []string) error
 	Ack(ctx context.Context, messageID string) error
 }
@@ -115,8 +115,8 @@ type Config struct {
 	// RunDeadline is how long a run started from chat may take; 23h by
 	// default.
 	RunDeadline   time.Duration
-	UserRate      RateLimit
-	ChannelRate   RateLimit
+	UserRate      board.RateLimit
+	ChannelRate   board.RateLimit
 	Profiles      []planner.Profile
 	ConsumerName  string        // default host-pid
 	ReclaimIdle   time.Duration // default 1m; workers renew their lease three times as often
@@ -144,7 +144,7 @@ type Config struct {
 
 // Deps are what the engine works with. In production the board store
 // (*store.Store) fills every board field and the proposal store
-// (*pending.Store) every proposal one; each is its own field so that what
+// (*redisstore.InFlight) every proposal one; each is its own field so that what
 // a stage uses is what its interface names. Fields marked optional may be
 // nil, and the doc of each says what the engine does without it.
 type Deps struct {
@@ -202,7 +202,7 @@ type Engine struct {
 	logger *slog.Logger
 
 	mu       sync.RWMutex
-	surfaces map[Source]Registration
+	surfaces map[board.Source]Registration
 
 	out    *outbound
 	leases *leases
@@ -254,7 +254,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Engine, error) {
 	}
 	cfg.ChannelDeciders = deciders
 	return &Engine{
-		cfg: cfg, deps: deps, logger: logger, surfaces: map[Source]Registration{},
+		cfg: cfg, deps: deps, logger: logger, surfaces: map[board.Source]Registration{},
 		out: newOutbound(cfg.PostTimeout, cfg.FlushTimeout, logger), leases: newLeases(),
 	}, nil
 }
@@ -283,7 +283,7 @@ func (e *Engine) audit(ctx context.Context, ev board.AuditEvent, detail map[stri
 	defer cancel()
 	if err := e.deps.Audit.RecordAudit(ctx, ev); err != nil {
 		attrs := []any{"action", ev.Action, "err", err}
-		if id, ok := detail["request_id"].(RequestID); ok {
+		if id, ok := detail["request_id"].(board.RequestID); ok {
 			attrs = append(attrs, "request", id)
 		}
 		if ev.ProposalID != "" {

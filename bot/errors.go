@@ -6,34 +6,33 @@ import (
 	"strings"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot/record"
 )
 
 // Errors the engine returns; check with errors.Is. ErrNotFound,
-// ErrUnavailable and ErrNotHolder are the stores' (package record).
+// ErrUnavailable and ErrNotHolder are the stores' (package board's).
 var (
-	ErrNotFound    = record.ErrNotFound
+	ErrNotFound    = board.ErrNotFound
 	ErrExpired     = errors.New("this proposal expired")
 	ErrForbidden   = errors.New("not allowed")
 	ErrRateLimited = errors.New("slow down")
 	// ErrAlreadyDecided is matched by *DecidedError.
 	ErrAlreadyDecided = errors.New("proposal already decided")
-	ErrUnavailable    = record.ErrUnavailable
-	ErrNotHolder      = record.ErrNotHolder
+	ErrUnavailable    = board.ErrUnavailable
+	ErrNotHolder      = board.ErrNotHolder
 )
 
 // beingDecidedState is the State of a *DecidedError while another decision
 // holds the proposal's claim.
-const beingDecidedState ProposalState = "being decided"
+const beingDecidedState board.ProposalState = "being decided"
 
 // DecidedError says a proposal can no longer be approved or cancelled
 // because it already was, naming its state and board.
 type DecidedError struct {
-	State   ProposalState
+	State   board.ProposalState
 	By      string
 	BoardID board.ID
 	// Other is the version that replaced this one or was approved instead.
-	Other ProposalID
+	Other board.ProposalID
 }
 
 func (e *DecidedError) Error() string {

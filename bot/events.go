@@ -38,7 +38,7 @@ const (
 type Event struct {
 	Type     EventType
 	At       time.Time
-	Proposal Proposal
+	Proposal board.Proposal
 	// Actor is who caused it (the approver, the canceller); empty for
 	// expiry and for the planner's proposal.
 	Actor    string
@@ -154,11 +154,11 @@ func (e *Engine) decidesIn(channel, user string) bool {
 // stateEvents maps the state a proposal reached to the event it makes;
 // superseded proposals make none (their successor's proposal.created says
 // it).
-var stateEvents = map[ProposalState]EventType{
-	ProposalPending:   EventProposalCreated,
-	ProposalApproved:  EventProposalApproved,
-	ProposalCancelled: EventProposalCancelled,
-	ProposalExpired:   EventProposalExpired,
+var stateEvents = map[board.ProposalState]EventType{
+	board.ProposalPending:   EventProposalCreated,
+	board.ProposalApproved:  EventProposalApproved,
+	board.ProposalCancelled: EventProposalCancelled,
+	board.ProposalExpired:   EventProposalExpired,
 }
 
 func (e *Engine) eventSink() EventSink { return e.deps.Events.Sink }
@@ -167,7 +167,7 @@ func (e *Engine) eventEncoder() EventEncoder { return e.deps.Events.Encoder }
 
 // stateChange is the events of p reaching its current state; an approval
 // with a newly written board also tells that the board was created.
-func (e *Engine) stateChange(p Proposal, boardCreated bool) []Event {
+func (e *Engine) stateChange(p board.Proposal, boardCreated bool) []Event {
 	typ, ok := stateEvents[p.State]
 	if !ok {
 		return nil
@@ -180,7 +180,7 @@ func (e *Engine) stateChange(p Proposal, boardCreated bool) []Event {
 }
 
 // emit tells the sink that p reached its current state.
-func (e *Engine) emit(ctx context.Context, p Proposal, boardCreated bool) {
+func (e *Engine) emit(ctx context.Context, p board.Proposal, boardCreated bool) {
 	sink := e.eventSink()
 	if sink == nil {
 		return
@@ -197,7 +197,7 @@ func (e *Engine) emit(ctx context.Context, p Proposal, boardCreated bool) {
 // encodeEvents is the outbox rows of p's state change, for the decision
 // to write in its own transaction; nil when the sink cannot encode them
 // (they are emitted after the decision instead).
-func (e *Engine) encodeEvents(p Proposal) []board.OutboundEvent {
+func (e *Engine) encodeEvents(p board.Proposal) []board.OutboundEvent {
 	enc := e.eventEncoder()
 	if enc == nil {
 		return nil
@@ -217,14 +217,14 @@ func (e *Engine) encodeEvents(p Proposal) []board.OutboundEvent {
 // approvalEvents returns what makes the events of user approving p inside
 // the approval's transaction (board.Execution.Events), or nil when the
 // sink cannot encode them.
-func (e *Engine) approvalEvents(p Proposal, user string) func(board.ExecResult) ([]board.OutboundEvent, error) {
+func (e *Engine) approvalEvents(p board.Proposal, user string) func(board.ExecResult) ([]board.OutboundEvent, error) {
 	enc := e.eventEncoder()
 	if enc == nil {
 		return nil
 	}
 	return func(res board.ExecResult) ([]board.OutboundEvent, error) {
 		q := p
-		q.State, q.DecidedBy, q.DecidedAt = ProposalApproved, user, e.deps.Now()
+		q.State, q.DecidedBy, q.DecidedAt = board.ProposalApproved, user, e.deps.Now()
 		q.BoardID, q.BoardURL = res.BoardID, board.BoardURL(e.cfg.PublicURL, res.BoardID)
 		var out []board.OutboundEvent
 		for _, ev := range e.stateChange(q, true) {
@@ -242,7 +242,7 @@ func (e *Engine) approvalEvents(p Proposal, user string) func(board.ExecResult) 
 // its sender when the events were written with the approval, or emits
 // them now through a sink that cannot encode them. A replay emits
 // nothing through an encoder: the first execution wrote the events.
-func (e *Engine) emitApproval(ctx context.Context, p Proposal, inTx, replayed bool) {
+func (e *Engine) emitApproval(ctx context.Context, p board.Proposal, inTx, replayed bool) {
 	if inTx {
 		if enc := e.eventEncoder(); enc != nil {
 			enc.Wake()

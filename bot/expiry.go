@@ -3,6 +3,8 @@ package bot
 import (
 	"context"
 	"time"
+
+	"github.com/bobnet/bobnet/board"
 )
 
 // sweep expires proposals whose time is up, and sends the reminders that
@@ -28,7 +30,7 @@ func (e *Engine) sweep(ctx context.Context) {
 	}
 }
 
-func (e *Engine) expire(ctx context.Context, id ProposalID) {
+func (e *Engine) expire(ctx context.Context, id board.ProposalID) {
 	held, err := e.claim(ctx, id, "expire", "")
 	if err != nil || held == nil {
 		if err == nil {
@@ -39,11 +41,11 @@ func (e *Engine) expire(ctx context.Context, id ProposalID) {
 	}
 	defer held.end()
 	p, err := e.deps.Proposals.Proposal(ctx, id)
-	if err != nil || p.State != ProposalPending {
+	if err != nil || p.State != board.ProposalPending {
 		_ = e.deps.Proposals.RemoveExpiry(ctx, id)
 		return
 	}
-	if _, err := e.finish(ctx, held, p, ProposalExpired, "", "expired"); err != nil {
+	if _, err := e.finish(ctx, held, p, board.ProposalExpired, "", "expired"); err != nil {
 		e.logger.Warn("expire proposal", "proposal", id, "err", err)
 		return
 	}

@@ -20,7 +20,7 @@ func TestExplainSaysWhatHappened(t *testing.T) {
 	}{
 		{wrap(&bot.PolicyError{Rule: "the default policy lets only admins decide"}), "You can't do that here: the default policy lets only admins decide."},
 		{wrap(bot.ErrNothingToWithdraw), "You have no approval of this proposal to withdraw."},
-		{wrap(&bot.DecidedError{State: bot.ProposalApproved, By: "alice"}), "This proposal was already approved by alice."},
+		{wrap(&bot.DecidedError{State: board.ProposalApproved, By: "alice"}), "This proposal was already approved by alice."},
 		{wrap(&bot.DecidedError{State: "closed", Other: "p_y"}), "Another version of this plan (p_y) was approved"},
 		{wrap(bot.ErrForbidden), "Only the person who asked for this plan"},
 		{wrap(bot.ErrExpired), "This proposal expired."},

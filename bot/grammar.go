@@ -67,7 +67,7 @@ func (d Dialect) text(s string) string {
 // Command is one chat command as a surface read it.
 type Command struct {
 	Dialect Dialect
-	Channel Channel
+	Channel board.Channel
 	User    string
 	// Verb is the command's first word, as typed; Args are the words
 	// after it (people as person ids), Text all of it after the verb.

@@ -10,9 +10,9 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// PendingLister lists the pending proposals; *pending.Store is one.
+// PendingLister lists the pending proposals; *redisstore.InFlight is one.
 type PendingLister interface {
-	PendingProposals(ctx context.Context, now time.Time, limit int) ([]Proposal, error)
+	PendingProposals(ctx context.Context, now time.Time, limit int) ([]board.Proposal, error)
 }
 
 // AssignedCards lists the cards assigned to a person on the boards of one
@@ -31,7 +31,7 @@ var ErrNoHome = errors.New("this BobNet cannot list proposals or cards for a hom
 // WaitingFor returns the pending proposals of channels that wait for
 // user's decision (Awaits), soonest expiry first: what a person's home
 // lists with Approve and Cancel.
-func (e *Engine) WaitingFor(ctx context.Context, user string, channels []Channel) ([]Proposal, error) {
+func (e *Engine) WaitingFor(ctx context.Context, user string, channels []board.Channel) ([]board.Proposal, error) {
 	pl := e.deps.Pending
 	if pl == nil {
 		return nil, ErrNoHome
@@ -45,12 +45,12 @@ func (e *Engine) WaitingFor(ctx context.Context, user string, channels []Channel
 	for _, ch := range channels {
 		in[ch.Key()] = true
 	}
-	var out []Proposal
+	var out []board.Proposal
 	for _, p := range list {
 		if !in[p.Thread.Channel.Key()] {
 			continue
 		}
-		if p = e.committed(ctx, p); p.State != ProposalPending || !now.Before(p.ExpiresAt) {
+		if p = e.committed(ctx, p); p.State != board.ProposalPending || !now.Before(p.ExpiresAt) {
 			continue
 		}
 		if p = e.withApprovals(ctx, p); e.Awaits(ctx, p, user) {
@@ -63,7 +63,7 @@ func (e *Engine) WaitingFor(ctx context.Context, user string, channels []Channel
 // Awaits reports whether p waits for user's decision: the policy p was
 // proposed under lets user approve it (deciders, and self-approval for
 // its requester), and user has not approved it already.
-func (e *Engine) Awaits(ctx context.Context, p Proposal, user string) bool {
+func (e *Engine) Awaits(ctx context.Context, p board.Proposal, user string) bool {
 	if p.Quorum != nil && slices.Contains(p.Quorum.Approvals, user) {
 		return false
 	}
@@ -72,7 +72,7 @@ func (e *Engine) Awaits(ctx context.Context, p Proposal, user string) bool {
 
 // MayApprove reports whether the policy p was proposed under lets user
 // approve it, whatever its state: who should see p come and go.
-func (e *Engine) MayApprove(ctx context.Context, p Proposal, user string) bool {
+func (e *Engine) MayApprove(ctx context.Context, p board.Proposal, user string) bool {
 	return e.mayAct(ctx, p, user, "approve") == nil
 }
 

@@ -12,7 +12,7 @@ import (
 
 // NewRequestID returns a fresh request id, for adapters that show a
 // request before submitting it.
-func NewRequestID() RequestID { return board.NewRequestID() }
+func NewRequestID() board.RequestID { return board.NewRequestID() }
 
 // Submit queues a request and returns at once, after one Redis round
 // trip and nothing else: no Postgres, no platform call. A request whose
@@ -20,7 +20,7 @@ func NewRequestID() RequestID { return board.NewRequestID() }
 // a user or channel give ErrRateLimited; the person is told "slow down"
 // off the caller's path, once per window, and only a few people per
 // channel window.
-func (e *Engine) Submit(ctx context.Context, r Request) (id RequestID, err error) {
+func (e *Engine) Submit(ctx context.Context, r board.Request) (id board.RequestID, err error) {
 	defer func() { e.observeSubmit(r, id, err) }()
 	r.Text = strings.TrimSpace(r.Text)
 	if r.Text == "" && r.Revises == "" && r.Again == "" {
@@ -35,8 +35,8 @@ func (e *Engine) Submit(ctx context.Context, r Request) (id RequestID, err error
 	if r.Via == "" {
 		r.Via = Via(ctx)
 	}
-	a := Admission{
-		Record: RequestRecord{Request: r, Status: RequestStatus{ID: r.ID, State: RequestQueued}},
+	a := board.Admission{
+		Record: board.RequestRecord{Request: r, Status: board.RequestStatus{ID: r.ID, State: board.RequestQueued}},
 		// As long as the request's record: a webhook redelivered within a
 		// week answers the first request's id on the ack path.
 		DedupeTTL: 7 * 24 * time.Hour,
@@ -52,16 +52,16 @@ func (e *Engine) Submit(ctx context.Context, r Request) (id RequestID, err error
 		return "", unavailable("submit", err)
 	}
 	switch res.Outcome {
-	case AdmitDuplicate:
+	case board.AdmitDuplicate:
 		return res.RequestID, nil
-	case AdmitThrottled:
+	case board.AdmitThrottled:
 		limit, who := e.cfg.UserRate, "you"
 		if res.Limit == "channel" {
 			limit, who = e.cfg.ChannelRate, "this channel"
 		}
 		text := fmt.Sprintf("Slow down: %s sent more than %d requests in %s. Try again in a moment.", who, limit.N, limit.Per)
 		if res.Notify {
-			e.notify(r.Thread, r.User, r.ID, Reply{Kind: ReplySlowDown, Text: text})
+			e.notify(r.Thread, r.User, r.ID, board.Reply{Kind: board.ReplySlowDown, Text: text})
 		}
 		return "", fmt.Errorf("%w: %s", ErrRateLimited, text)
 	}

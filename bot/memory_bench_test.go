@@ -18,25 +18,25 @@ import (
 // measure the engine's own work per turn apart from Redis and Postgres.
 type memory struct {
 	mu        sync.Mutex
-	proposals map[bot.ProposalID]bot.Proposal
-	requests  map[bot.RequestID]bot.RequestRecord
-	queue     chan bot.QueuedRequest
+	proposals map[board.ProposalID]board.Proposal
+	requests  map[board.RequestID]board.RequestRecord
+	queue     chan board.QueuedRequest
 }
 
 func newMemory() *memory {
-	return &memory{proposals: map[bot.ProposalID]bot.Proposal{}, requests: map[bot.RequestID]bot.RequestRecord{}, queue: make(chan bot.QueuedRequest, 16)}
+	return &memory{proposals: map[board.ProposalID]board.Proposal{}, requests: map[board.RequestID]board.RequestRecord{}, queue: make(chan board.QueuedRequest, 16)}
 }
 
-func (m *memory) PutProposal(_ context.Context, p bot.Proposal) error {
+func (m *memory) PutProposal(_ context.Context, p board.Proposal) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.proposals[p.ID] = p
 	return nil
 }
-func (m *memory) PutDecision(ctx context.Context, p bot.Proposal) error {
+func (m *memory) PutDecision(ctx context.Context, p board.Proposal) error {
 	return m.PutProposal(ctx, p)
 }
-func (m *memory) SetPreviewMessage(_ context.Context, id bot.ProposalID, ref bot.MessageRef, _ time.Time) (bool, error) {
+func (m *memory) SetPreviewMessage(_ context.Context, id board.ProposalID, ref board.MessageRef, _ time.Time) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.proposals[id]
@@ -44,12 +44,12 @@ func (m *memory) SetPreviewMessage(_ context.Context, id bot.ProposalID, ref bot
 	m.proposals[id] = p
 	return false, nil
 }
-func (m *memory) PreviewMessage(_ context.Context, id bot.ProposalID, _ time.Time) (bot.MessageRef, error) {
+func (m *memory) PreviewMessage(_ context.Context, id board.ProposalID, _ time.Time) (board.MessageRef, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.proposals[id].Message, nil
 }
-func (m *memory) Proposal(_ context.Context, id bot.ProposalID) (bot.Proposal, error) {
+func (m *memory) Proposal(_ context.Context, id board.ProposalID) (board.Proposal, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p, ok := m.proposals[id]
@@ -58,53 +58,53 @@ func (m *memory) Proposal(_ context.Context, id bot.ProposalID) (bot.Proposal, e
 	}
 	return p, nil
 }
-func (m *memory) Claim(context.Context, bot.ProposalID, string, time.Duration) (bool, error) {
+func (m *memory) Claim(context.Context, board.ProposalID, string, time.Duration) (bool, error) {
 	return true, nil
 }
-func (m *memory) ClaimProposal(ctx context.Context, id bot.ProposalID, _ string, _ time.Duration) (bot.Proposal, bool, error) {
+func (m *memory) ClaimProposal(ctx context.Context, id board.ProposalID, _ string, _ time.Duration) (board.Proposal, bool, error) {
 	p, err := m.Proposal(ctx, id)
 	return p, err == nil, err
 }
-func (m *memory) Release(context.Context, bot.ProposalID, string) error { return nil }
-func (m *memory) RenewClaim(context.Context, bot.ProposalID, string, time.Duration) error {
+func (m *memory) Release(context.Context, board.ProposalID, string) error { return nil }
+func (m *memory) RenewClaim(context.Context, board.ProposalID, string, time.Duration) error {
 	return nil
 }
-func (m *memory) DueExpiries(context.Context, time.Time, int) ([]bot.ProposalID, error) {
+func (m *memory) DueExpiries(context.Context, time.Time, int) ([]board.ProposalID, error) {
 	return nil, nil
 }
-func (m *memory) RemoveExpiry(context.Context, bot.ProposalID) error { return nil }
-func (m *memory) Ping(context.Context) error                         { return nil }
-func (m *memory) PutRequest(_ context.Context, r bot.RequestRecord) error {
+func (m *memory) RemoveExpiry(context.Context, board.ProposalID) error { return nil }
+func (m *memory) Ping(context.Context) error                           { return nil }
+func (m *memory) PutRequest(_ context.Context, r board.RequestRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests[r.Request.ID] = r
 	return nil
 }
-func (m *memory) Request(_ context.Context, id bot.RequestID) (bot.RequestRecord, error) {
+func (m *memory) Request(_ context.Context, id board.RequestID) (board.RequestRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.requests[id], nil
 }
-func (m *memory) Admit(_ context.Context, a bot.Admission) (bot.AdmitResult, error) {
+func (m *memory) Admit(_ context.Context, a board.Admission) (board.AdmitResult, error) {
 	m.mu.Lock()
 	m.requests[a.Record.Request.ID] = a.Record
 	m.mu.Unlock()
-	m.queue <- bot.QueuedRequest{MessageID: string(a.Record.Request.ID), RequestID: a.Record.Request.ID}
-	return bot.AdmitResult{Outcome: bot.AdmitNew, RequestID: a.Record.Request.ID}, nil
+	m.queue <- board.QueuedRequest{MessageID: string(a.Record.Request.ID), RequestID: a.Record.Request.ID}
+	return board.AdmitResult{Outcome: board.AdmitNew, RequestID: a.Record.Request.ID}, nil
 }
-func (m *memory) Allow(context.Context, string, bot.RateLimit) (bool, error) { return true, nil }
-func (m *memory) AppendTurn(context.Context, string, plan.Turn) error        { return nil }
-func (m *memory) Turns(context.Context, string) ([]plan.Turn, error)         { return nil, nil }
-func (m *memory) Init(context.Context) error                                 { return nil }
-func (m *memory) Renew(context.Context, string, []string) error              { return nil }
-func (m *memory) Ack(context.Context, string) error                          { return nil }
-func (m *memory) Reclaim(context.Context, string, time.Duration) ([]bot.QueuedRequest, error) {
+func (m *memory) Allow(context.Context, string, board.RateLimit) (bool, error) { return true, nil }
+func (m *memory) AppendTurn(context.Context, string, plan.Turn) error          { return nil }
+func (m *memory) Turns(context.Context, string) ([]plan.Turn, error)           { return nil, nil }
+func (m *memory) Init(context.Context) error                                   { return nil }
+func (m *memory) Renew(context.Context, string, []string) error                { return nil }
+func (m *memory) Ack(context.Context, string) error                            { return nil }
+func (m *memory) Reclaim(context.Context, string, time.Duration) ([]board.QueuedRequest, error) {
 	return nil, nil
 }
-func (m *memory) Read(ctx context.Context, _ string, block time.Duration) ([]bot.QueuedRequest, error) {
+func (m *memory) Read(ctx context.Context, _ string, block time.Duration) ([]board.QueuedRequest, error) {
 	select {
 	case d := <-m.queue:
-		return []bot.QueuedRequest{d}, nil
+		return []board.QueuedRequest{d}, nil
 	case <-time.After(block):
 		return nil, nil
 	case <-ctx.Done():
@@ -135,7 +135,7 @@ func (memoryBoards) RecordDelivery(_ context.Context, d board.Delivery) (board.D
 func (memoryBoards) SetProposalState(context.Context, board.ProposalRecord, string, string) error {
 	return nil
 }
-func (memoryBoards) Proposal(context.Context, bot.ProposalID) (board.ProposalRecord, error) {
+func (memoryBoards) Proposal(context.Context, board.ProposalID) (board.ProposalRecord, error) {
 	return board.ProposalRecord{}, board.ErrNotFound
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/bobnet/bobnet/board"
 )
 
 // outbound sends the engine's messages to the platforms, off every path
@@ -207,7 +209,7 @@ func (o *outbound) close() {
 // queuePost queues what fn posts with the poster of t's surface, off the
 // caller's path, logging a failure as what with the attributes in about:
 // the id of the request or proposal the message is about.
-func (e *Engine) queuePost(t Thread, what string, fn func(ctx context.Context, p Poster) error, about ...any) {
+func (e *Engine) queuePost(t board.Thread, what string, fn func(ctx context.Context, p Poster) error, about ...any) {
 	poster := e.poster(t.Channel.Source)
 	if err := e.out.send(t.Channel.Key(), func(ctx context.Context) {
 		if err := fn(ctx, poster); err != nil {
@@ -220,7 +222,7 @@ func (e *Engine) queuePost(t Thread, what string, fn func(ctx context.Context, p
 
 // notify tells one person something about request id, privately where
 // the surface can.
-func (e *Engine) notify(t Thread, user string, id RequestID, r Reply) {
+func (e *Engine) notify(t board.Thread, user string, id board.RequestID, r board.Reply) {
 	n := e.registration(t.Channel.Source).Notifier
 	e.queuePost(t, "notify", func(ctx context.Context, p Poster) error {
 		if n != nil {

@@ -38,7 +38,7 @@ func TestAssignPeopleByID(t *testing.T) {
 	env := bottest.New(t)
 	ctx := context.Background()
 	id := boardIn(t, env, "slack:T_A/C1")
-	ch := bot.Channel{Source: bot.SourceSlack, ID: "T_A/C1"}
+	ch := board.Channel{Source: board.SourceSlack, ID: "T_A/C1"}
 
 	up, err := env.Engine.AssignCard(ctx, ch, "slack:T_A/U_BOB", "NEWS-1", "slack:T_A/U123")
 	if err != nil || up.Card.Assignee != "slack:T_A/U123" {
@@ -94,7 +94,7 @@ func TestAssignMatrixPeople(t *testing.T) {
 	env := bottest.New(t)
 	ctx := context.Background()
 	boardIn(t, env, "matrix:!news:example.org")
-	ch := bot.Channel{Source: bot.SourceMatrix, ID: "!news:example.org"}
+	ch := board.Channel{Source: board.SourceMatrix, ID: "!news:example.org"}
 	up, err := env.Engine.AssignCard(ctx, ch, "@bob:example.org", "NEWS-1", "matrix:@alice:example.org")
 	if err != nil || up.Card.Assignee != "matrix:@alice:example.org" {
 		t.Fatalf("assign a Matrix user: %+v, %v", up.Card, err)
@@ -116,7 +116,7 @@ func TestAssignedCardsByID(t *testing.T) {
 	env := bottest.New(t)
 	ctx := context.Background()
 	id := boardIn(t, env, "slack:T_A/C1")
-	ch := bot.Channel{Source: bot.SourceSlack, ID: "T_A/C1"}
+	ch := board.Channel{Source: board.SourceSlack, ID: "T_A/C1"}
 	up, err := env.Engine.AssignCard(ctx, ch, "slack:T_A/U_BOB", "NEWS-1", "slack:T_A/U1")
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
 
@@ -28,11 +28,11 @@ func TestSlowModelIsPlannedOnce(t *testing.T) {
 	first.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply {
 		return plannertest.Reply{Content: plan, Delay: 3500 * time.Millisecond}
 	})
-	id, err := first.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	id, err := first.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := first.WaitRequest(t, id); st.State != bot.RequestDone || st.ProposalID == "" {
+	if st := first.WaitRequest(t, id); st.State != board.RequestDone || st.ProposalID == "" {
 		t.Fatalf("status = %+v", st)
 	}
 	first.WaitIdle(t)
@@ -60,7 +60,7 @@ type stallingPoster struct {
 	once    sync.Once
 }
 
-func (s *stallingPoster) PostPreview(ctx context.Context, _ bot.Proposal) (bot.MessageRef, error) {
+func (s *stallingPoster) PostPreview(ctx context.Context, _ board.Proposal) (board.MessageRef, error) {
 	s.once.Do(func() { close(s.stalled) })
 	<-ctx.Done()
 	return "", ctx.Err()
@@ -74,8 +74,8 @@ func TestKilledWhilePostingIsAnsweredAfterRestart(t *testing.T) {
 	first := bottest.New(t, func(c *bot.Config) { c.PostTimeout = time.Second })
 	answerNewspaper(t, first)
 	stall := &stallingPoster{stalled: make(chan struct{})}
-	first.Engine.Register(bot.SourceConsole, bot.Registration{Poster: stall})
-	id, err := first.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	first.Engine.Register(board.SourceConsole, bot.Registration{Poster: stall})
+	id, err := first.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +85,13 @@ func TestKilledWhilePostingIsAnsweredAfterRestart(t *testing.T) {
 		t.Fatal("the preview was never posted")
 	}
 	first.Stop() // dies while the platform hangs
-	if st, _ := first.Engine.Request(context.Background(), id); st.State == bot.RequestDone || st.State == bot.RequestFailed {
+	if st, _ := first.Engine.Request(context.Background(), id); st.State == board.RequestDone || st.State == board.RequestFailed {
 		t.Fatalf("a request whose preview was never posted reads %s", st.State)
 	}
 
 	second := bottest.Start(t, first.Store, first.Redis, first.Prefix, first.Model)
 	st := second.WaitRequest(t, id)
-	if st.State != bot.RequestDone || st.ProposalID == "" {
+	if st.State != board.RequestDone || st.ProposalID == "" {
 		t.Fatalf("status after restart = %+v", st)
 	}
 	second.WaitIdle(t)
@@ -142,7 +142,7 @@ func TestApproveDuringRevisionDropsTheRevision(t *testing.T) {
 	if n := count(t, env, "proposals"); n != 1 {
 		t.Fatalf("proposals = %d, want v1 only", n)
 	}
-	env.Poster.WaitFor(t, "the dropped revision said in the thread", func(replies []bottest.PostedReply, _, _ []bot.Proposal) bool {
+	env.Poster.WaitFor(t, "the dropped revision said in the thread", func(replies []bottest.PostedReply, _, _ []board.Proposal) bool {
 		for _, r := range replies {
 			if dropped(r.Reply.Text, "approved") {
 				return true
@@ -166,7 +166,7 @@ func TestConcurrentRevisesMakeOneVersion(t *testing.T) {
 	answerNewspaper(t, env)
 	ctx := context.Background()
 	v1 := propose(t, env, "alice")
-	var ids [2]bot.RequestID
+	var ids [2]board.RequestID
 	var wg sync.WaitGroup
 	for i, fb := range []string{"make it weekly", "add an archive"} {
 		wg.Add(1)
@@ -180,7 +180,7 @@ func TestConcurrentRevisesMakeOneVersion(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	var v2s []bot.ProposalID
+	var v2s []board.ProposalID
 	refused := 0
 	for _, id := range ids {
 		st := env.WaitRequest(t, id)
@@ -221,7 +221,7 @@ func TestCrashedApproverClaimIsReleasedPromptly(t *testing.T) {
 	if _, err := env.Engine.Approve(ctx, p.ID, "alice"); !errors.As(err, &de) || de.State != "being decided" {
 		t.Fatalf("approve under a live claim: %v", err)
 	}
-	var a bot.Approval
+	var a board.Approval
 	for {
 		var err error
 		if a, err = env.Engine.Approve(ctx, p.ID, "alice"); err == nil {
@@ -246,7 +246,7 @@ func TestCrashedApproverClaimIsReleasedPromptly(t *testing.T) {
 	if ok, _ := ps.Claim(ctx, q.ID, "approve:bob", bot.DefaultClaimTTL); !ok {
 		t.Fatal("crashed claim not taken")
 	}
-	if _, err := env.Engine.Approve(ctx, q.ID, "bob"); !errors.As(err, &de) || de.State != bot.ProposalApproved || de.BoardID != res.BoardID {
+	if _, err := env.Engine.Approve(ctx, q.ID, "bob"); !errors.As(err, &de) || de.State != board.ProposalApproved || de.BoardID != res.BoardID {
 		t.Fatalf("approve after a committed crash: %v", err)
 	}
 }
@@ -287,12 +287,12 @@ func TestRefusedClickDoesNotTurnTheRequesterAway(t *testing.T) {
 // heldProposal is alice's newspaper proposal with its decision claim
 // taken by holder ("approve:alice"), as a decision in another process
 // takes it.
-func heldProposal(t *testing.T, holder string) (*bottest.Env, bot.Proposal, *pending.Store) {
+func heldProposal(t *testing.T, holder string) (*bottest.Env, board.Proposal, *redisstore.InFlight) {
 	t.Helper()
 	env := bottest.New(t)
 	answerNewspaper(t, env)
 	p := propose(t, env, "alice")
-	ps := pending.NewStore(env.Redis, env.Prefix)
+	ps := redisstore.NewInFlight(env.Redis, env.Prefix)
 	if ok, err := ps.Claim(context.Background(), p.ID, holder, bot.DefaultClaimTTL); err != nil || !ok {
 		t.Fatalf("claim by %s = %v, %v", holder, ok, err)
 	}
@@ -306,12 +306,12 @@ func TestNULInModelOutputIsABadPlan(t *testing.T) {
 	env := bottest.New(t)
 	plan := strings.Replace(plannertest.NewspaperPlan(t), `"title": "`, `"title": "\u0000`, 1)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
-	id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := env.WaitRequest(t, id)
-	if st.State != bot.RequestFailed || st.Reply == nil || !strings.Contains(st.Reply.Text, "control character") || strings.Contains(st.Reply.Text, "database") {
+	if st.State != board.RequestFailed || st.Reply == nil || !strings.Contains(st.Reply.Text, "control character") || strings.Contains(st.Reply.Text, "database") {
 		t.Fatalf("status = %+v", st)
 	}
 	if n := count(t, env, "proposals"); n != 0 {

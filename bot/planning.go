@@ -13,16 +13,16 @@ import (
 
 // answer plans a request's answer. A request whose proposal was already
 // stored (planned before a crash) is not planned again.
-func (e *Engine) answer(ctx context.Context, r Request) Answer {
+func (e *Engine) answer(ctx context.Context, r board.Request) board.Answer {
 	pid := board.ProposalIDFor(r.ID)
 	if p, err := e.deps.Proposals.Proposal(ctx, pid); err == nil {
-		return Answer{ProposalID: p.ID, Reply: &Reply{Kind: ReplyProposal, Text: p.Plan.Answer}}
+		return board.Answer{ProposalID: p.ID, Reply: &board.Reply{Kind: board.ReplyProposal, Text: p.Plan.Answer}}
 	}
 	reply, proposal, failure := e.plan(ctx, r)
 	if proposal != nil {
-		return Answer{ProposalID: proposal.ID, Reply: &Reply{Kind: ReplyProposal, Text: proposal.Plan.Answer}}
+		return board.Answer{ProposalID: proposal.ID, Reply: &board.Reply{Kind: board.ReplyProposal, Text: proposal.Plan.Answer}}
 	}
-	return Answer{Reply: reply, Failure: failure}
+	return board.Answer{Reply: reply, Failure: failure}
 }
 
 // Failures that come from a database being away for a moment: the request
@@ -34,13 +34,13 @@ const (
 )
 
 // transient reports whether ans failed only because a database was away.
-func transient(ans Answer) bool {
+func transient(ans board.Answer) bool {
 	return ans.Failure == failBoardsUnavailable || ans.Failure == failNotStored
 }
 
-func threadKey(t Thread) string { return t.Channel.Key() + ":" + t.ID }
+func threadKey(t board.Thread) string { return t.Channel.Key() + ":" + t.ID }
 
-func (e *Engine) remember(ctx context.Context, r Request, role, text string) {
+func (e *Engine) remember(ctx context.Context, r board.Request, role, text string) {
 	if err := e.deps.Requests.AppendTurn(ctx, threadKey(r.Thread), plan.Turn{Role: role, User: r.User, Text: text}); err != nil {
 		e.logger.Warn("remember thread turn", "request", r.ID, "err", err)
 	}
@@ -48,13 +48,13 @@ func (e *Engine) remember(ctx context.Context, r Request, role, text string) {
 
 // plan turns a request into a reply or a proposal; failure is set when the
 // request failed (its reply says why, kindly).
-func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *Proposal, failure string) {
+func (e *Engine) plan(ctx context.Context, r board.Request) (reply *board.Reply, proposal *board.Proposal, failure string) {
 	ch := r.Thread.Channel.Key()
-	var prev *Proposal
+	var prev *board.Proposal
 	if id := r.Revises; id != "" {
 		p, err := e.pendingForDecision(ctx, id, r.User, "revise")
 		if err != nil {
-			return &Reply{Kind: ReplyError, Text: "I can't revise that proposal. " + Explain(err)}, nil, "cannot revise: " + Explain(err)
+			return &board.Reply{Kind: board.ReplyError, Text: "I can't revise that proposal. " + Explain(err)}, nil, "cannot revise: " + Explain(err)
 		}
 		prev = &p
 	}
@@ -71,7 +71,7 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 		}
 	} else if !errors.Is(err, board.ErrNotFound) {
 		e.logger.Warn("read the channel's board", "request", r.ID, "err", err)
-		return &Reply{Kind: ReplyError, Text: "I can't reach the board database right now, so I can't plan. Please try again in a minute."}, nil, failBoardsUnavailable
+		return &board.Reply{Kind: board.ReplyError, Text: "I can't reach the board database right now, so I can't plan. Please try again in a minute."}, nil, failBoardsUnavailable
 	}
 	if turns, err := e.deps.Requests.Turns(ctx, threadKey(r.Thread)); err == nil {
 		in.History = turns
@@ -100,14 +100,14 @@ func (e *Engine) plan(ctx context.Context, r Request) (reply *Reply, proposal *P
 	env := out.Result.Plan
 	switch env.Kind {
 	case plan.KindAnswer, plan.KindRefuse:
-		return &Reply{Kind: ReplyKind(env.Kind), Text: env.Answer}, nil, ""
+		return &board.Reply{Kind: board.ReplyKind(env.Kind), Text: env.Answer}, nil, ""
 	case plan.KindClarify:
-		return &Reply{Kind: ReplyClarify, Text: env.Answer, Questions: env.ClarifyingQuestions}, nil, ""
+		return &board.Reply{Kind: board.ReplyClarify, Text: env.Answer, Questions: env.ClarifyingQuestions}, nil, ""
 	}
 	reply, p, err := e.propose(ctx, r, r.User, *env, out.Result.Warnings, prev, target)
 	if err != nil {
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
-		return &Reply{Kind: ReplyError, Text: "I drafted a plan but couldn't store it. " + Explain(err)}, nil, failNotStored
+		return &board.Reply{Kind: board.ReplyError, Text: "I drafted a plan but couldn't store it. " + Explain(err)}, nil, failNotStored
 	}
 	return reply, p, ""
 }
@@ -133,7 +133,7 @@ func auditRaw(raw []string) []string {
 
 // planFailure turns a planner error into a friendly reply, keeping the raw
 // output of an invalid plan in the audit log for debugging.
-func (e *Engine) planFailure(ctx context.Context, r Request, err error) (*Reply, *Proposal, string) {
+func (e *Engine) planFailure(ctx context.Context, r board.Request, err error) (*board.Reply, *board.Proposal, string) {
 	var inv *planner.InvalidOutputError
 	switch {
 	case errors.As(err, &inv):
@@ -143,14 +143,14 @@ func (e *Engine) planFailure(ctx context.Context, r Request, err error) (*Reply,
 		}
 		e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "plan_failed", Channel: r.Thread.Channel.Key()},
 			map[string]any{"request_id": r.ID, "raw": auditRaw(inv.Raw), "errors": inv.Errors})
-		return &Reply{Kind: ReplyError, Text: "I couldn't turn that into a valid plan (" + firstIssue + "). Nothing was changed; try rephrasing the request."}, nil, err.Error()
+		return &board.Reply{Kind: board.ReplyError, Text: "I couldn't turn that into a valid plan (" + firstIssue + "). Nothing was changed; try rephrasing the request."}, nil, err.Error()
 	case errors.Is(err, planner.ErrTimeout):
 		e.logger.Warn("model timed out", "request", r.ID, "err", err)
-		return &Reply{Kind: ReplyError, Text: "The model took too long to answer, so nothing was planned. Please try again; a smaller request may help."}, nil, "the model took too long"
+		return &board.Reply{Kind: board.ReplyError, Text: "The model took too long to answer, so nothing was planned. Please try again; a smaller request may help."}, nil, "the model took too long"
 	default:
 		// The detail (its address, the dial error) is for the operator's
 		// log; the thread gets what to do.
 		e.logger.Error("model server unreachable", "request", r.ID, "err", err)
-		return &Reply{Kind: ReplyError, Text: "I can't reach the model server, so I can't plan right now. Whoever runs BobNet should check that the model server is running and that OPENAI_BASE_URL points at it."}, nil, "the model server is unreachable"
+		return &board.Reply{Kind: board.ReplyError, Text: "I can't reach the model server, so I can't plan right now. Whoever runs BobNet should check that the model server is running and that OPENAI_BASE_URL points at it."}, nil, "the model server is unreachable"
 	}
 }

@@ -19,7 +19,7 @@ type PolicyStore interface {
 	PolicyFor(ctx context.Context, channel string) (board.PolicyInForce, error)
 	AddApproval(ctx context.Context, c board.ApprovalChange) ([]string, error)
 	WithdrawApproval(ctx context.Context, c board.ApprovalChange) ([]string, error)
-	Approvals(ctx context.Context, proposalID ProposalID) ([]string, error)
+	Approvals(ctx context.Context, proposalID board.ProposalID) ([]string, error)
 }
 
 // PowerLevels tells a Matrix room member's power level, for
@@ -61,19 +61,19 @@ func (e *PolicyError) Is(target error) bool { return target == ErrForbidden }
 // BuiltinPolicy is the policy of a channel of src when none is stored:
 // the requester and the admins decide (any member with
 // AnyMemberMayDecide), and in Matrix the room's moderators too.
-func (e *Engine) BuiltinPolicy(src Source) board.Policy {
+func (e *Engine) BuiltinPolicy(src board.Source) board.Policy {
 	d := []string{board.DeciderRequester, board.DeciderAdmins}
 	if e.cfg.AnyMemberMayDecide {
 		d = append(d, board.DeciderAnyMember)
 	}
-	if src == SourceMatrix {
+	if src == board.SourceMatrix {
 		d = append(d, board.DeciderMatrixPower+strconv.Itoa(MatrixModeratorLevel))
 	}
 	return board.Policy{Deciders: d, Approvals: 1, SelfApproval: true}
 }
 
 // PolicyFor returns the policy in force in ch now.
-func (e *Engine) PolicyFor(ctx context.Context, ch Channel) (board.PolicyInForce, error) {
+func (e *Engine) PolicyFor(ctx context.Context, ch board.Channel) (board.PolicyInForce, error) {
 	ps := e.deps.Policies
 	if ps == nil {
 		return board.PolicyInForce{Key: BuiltinPolicyKey, Policy: e.BuiltinPolicy(ch.Source)}, nil
@@ -92,7 +92,7 @@ func (e *Engine) PolicyFor(ctx context.Context, ch Channel) (board.PolicyInForce
 // policy its request was made under, with no approvals (the plan
 // changed); anything else takes the channel's policy now. Nil when the
 // store keeps no policies.
-func (e *Engine) quorumFor(ctx context.Context, ch Channel, cards int, prev *Proposal) (*Quorum, error) {
+func (e *Engine) quorumFor(ctx context.Context, ch board.Channel, cards int, prev *board.Proposal) (*board.Quorum, error) {
 	if e.deps.Policies == nil {
 		return nil, nil
 	}
@@ -105,12 +105,12 @@ func (e *Engine) quorumFor(ctx context.Context, ch Channel, cards int, prev *Pro
 			return nil, err
 		}
 	}
-	return &Quorum{Key: in.Key, Policy: in.Policy, Needed: in.Policy.Needed(cards), Approvals: []string{}}, nil
+	return &board.Quorum{Key: in.Key, Policy: in.Policy, Needed: in.Policy.Needed(cards), Approvals: []string{}}, nil
 }
 
 // mayAct checks that user may take action on p under the policy it was
 // proposed under (or the global rule for a proposal without one).
-func (e *Engine) mayAct(ctx context.Context, p Proposal, user, action string) error {
+func (e *Engine) mayAct(ctx context.Context, p board.Proposal, user, action string) error {
 	if p.Quorum == nil {
 		if !e.mayDecide(p, user) {
 			return fmt.Errorf("%s proposal %s: %w: only the requester or an admin may", action, p.ID, ErrForbidden)
@@ -136,7 +136,7 @@ func (e *Engine) mayAct(ctx context.Context, p Proposal, user, action string) er
 // policyAllows reports whether one of the policy's deciders names user.
 // A role that cannot be checked (no adapter support, the platform did not
 // answer) does not let anyone in.
-func (e *Engine) policyAllows(ctx context.Context, p Proposal, user string) bool {
+func (e *Engine) policyAllows(ctx context.Context, p board.Proposal, user string) bool {
 	for _, d := range p.Quorum.Policy.Deciders {
 		switch {
 		case d == board.DeciderAnyMember:
@@ -164,10 +164,10 @@ func (e *Engine) policyAllows(ctx context.Context, p Proposal, user string) bool
 	return false
 }
 
-func (e *Engine) hasPower(ctx context.Context, ch Channel, level, user string) bool {
+func (e *Engine) hasPower(ctx context.Context, ch board.Channel, level, user string) bool {
 	need, err := strconv.Atoi(level)
 	pl := e.registration(ch.Source).PowerLevels
-	if err != nil || pl == nil || ch.Source != SourceMatrix {
+	if err != nil || pl == nil || ch.Source != board.SourceMatrix {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.PostTimeout)
@@ -180,9 +180,9 @@ func (e *Engine) hasPower(ctx context.Context, ch Channel, level, user string) b
 	return have >= need
 }
 
-func (e *Engine) inSlackGroup(ctx context.Context, ch Channel, group, user string) bool {
+func (e *Engine) inSlackGroup(ctx context.Context, ch board.Channel, group, user string) bool {
 	sg := e.registration(ch.Source).Groups
-	if sg == nil || ch.Source != SourceSlack {
+	if sg == nil || ch.Source != board.SourceSlack {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.PostTimeout)

@@ -36,11 +36,11 @@ func TestQuorumTwoReplicas(t *testing.T) {
 		t.Fatalf("quorum = %+v", p.Quorum)
 	}
 	a, err := two.Engine.Approve(ctx, p.ID, "bob")
-	if err != nil || a.State != bot.ProposalPending || !slices.Equal(a.Approvals, []string{"bob"}) || a.Needed != 2 {
+	if err != nil || a.State != board.ProposalPending || !slices.Equal(a.Approvals, []string{"bob"}) || a.Needed != 2 {
 		t.Fatalf("first approval = %+v, %v", a, err)
 	}
 	var wg sync.WaitGroup
-	results := make([]bot.Approval, 50)
+	results := make([]board.Approval, 50)
 	errs := make([]error, 50)
 	for i := range 50 {
 		eng := one.Engine
@@ -63,7 +63,7 @@ func TestQuorumTwoReplicas(t *testing.T) {
 		var de *bot.DecidedError
 		switch {
 		case errs[i] == nil && results[i].BoardID == boardID:
-		case errors.As(errs[i], &de) && de.State == bot.ProposalApproved && de.BoardID == boardID:
+		case errors.As(errs[i], &de) && de.State == board.ProposalApproved && de.BoardID == boardID:
 		default:
 			t.Fatalf("approver %d: %+v, %v; want board %s", i, results[i], errs[i], boardID)
 		}
@@ -88,9 +88,9 @@ func TestQuorumTwoReplicas(t *testing.T) {
 		t.Fatalf("executed %d times: %v", c, acts)
 	}
 	// The replica that took the first approval redrew the preview with it.
-	two.Poster.WaitFor(t, "an update saying 1 of 2", func(_ []bottest.PostedReply, _, updates []bot.Proposal) bool {
+	two.Poster.WaitFor(t, "an update saying 1 of 2", func(_ []bottest.PostedReply, _, updates []board.Proposal) bool {
 		for _, u := range updates {
-			if u.State == bot.ProposalPending && strings.Contains(bot.QuorumText(u, nil), "1 of 2 approvals: bob") {
+			if u.State == board.ProposalPending && strings.Contains(bot.QuorumText(u, nil), "1 of 2 approvals: bob") {
 				return true
 			}
 		}
@@ -124,7 +124,7 @@ func TestRevisionResetsApprovals(t *testing.T) {
 		t.Fatalf("v2 quorum = %+v, want the request's 2-approval policy with no approvals", v2.Quorum)
 	}
 	a, err := env.Engine.Approve(ctx, v2.ID, "carol")
-	if err != nil || a.State != bot.ProposalPending || !slices.Equal(a.Approvals, []string{"carol"}) {
+	if err != nil || a.State != board.ProposalPending || !slices.Equal(a.Approvals, []string{"carol"}) {
 		t.Fatalf("first approval of v2 = %+v, %v", a, err)
 	}
 }
@@ -148,12 +148,12 @@ func TestMatrixPowerLevels(t *testing.T) {
 	env := bottest.New(t)
 	answerNewspaper(t, env)
 	roles := &powerLevels{levels: map[string]int{"@mod:example.org": 50, "@admin:example.org": 100, "@member:example.org": 0}}
-	env.Engine.Register(bot.SourceMatrix, bot.Registration{Poster: roles, PowerLevels: roles})
+	env.Engine.Register(board.SourceMatrix, bot.Registration{Poster: roles, PowerLevels: roles})
 	ctx := context.Background()
-	thread := bot.Thread{Channel: bot.Channel{Source: bot.SourceMatrix, ID: "!news:example.org"}, ID: "$root"}
-	propose := func() bot.Proposal {
+	thread := board.Thread{Channel: board.Channel{Source: board.SourceMatrix, ID: "!news:example.org"}, ID: "$root"}
+	propose := func() board.Proposal {
 		t.Helper()
-		id, err := env.Engine.Submit(ctx, bot.Request{Thread: thread, User: "@req:example.org", Text: newspaperRequest})
+		id, err := env.Engine.Submit(ctx, board.Request{Thread: thread, User: "@req:example.org", Text: newspaperRequest})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func TestMatrixPowerLevels(t *testing.T) {
 	if _, err := env.Engine.Approve(ctx, p.ID, "@member:example.org"); !errors.Is(err, bot.ErrForbidden) {
 		t.Fatalf("a member: %v", err)
 	}
-	if a, err := env.Engine.Approve(ctx, p.ID, "@admin:example.org"); err != nil || a.State != bot.ProposalPending {
+	if a, err := env.Engine.Approve(ctx, p.ID, "@admin:example.org"); err != nil || a.State != board.ProposalPending {
 		t.Fatalf("admin: %+v, %v", a, err)
 	}
 	if a, err := env.Engine.Approve(ctx, p.ID, "@mod:example.org"); err != nil || a.BoardID == "" {
@@ -237,7 +237,7 @@ func TestDescribePolicy(t *testing.T) {
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-	p := bot.Proposal{Quorum: &bot.Quorum{Key: "console:release", Policy: board.Policy{Deciders: []string{"alice", "bob"}}, Needed: 2, Approvals: []string{"alice"}}}
+	p := board.Proposal{Quorum: &board.Quorum{Key: "console:release", Policy: board.Policy{Deciders: []string{"alice", "bob"}}, Needed: 2, Approvals: []string{"alice"}}}
 	if got := bot.QuorumText(p, nil); got != "1 of 2 approvals: alice · decided under policy console:release by alice, bob · the requester's own approval does not count" {
 		t.Fatalf("QuorumText = %s", got)
 	}
@@ -258,7 +258,7 @@ func TestWithdrawRacesCompletion(t *testing.T) {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
-		var a bot.Approval
+		var a board.Approval
 		var aerr, werr error
 		wg.Go(func() { a, aerr = env.Engine.Approve(ctx, p.ID, "carol") })
 		wg.Go(func() { _, werr = env.Engine.Withdraw(ctx, p.ID, "bob") })
@@ -271,7 +271,7 @@ func TestWithdrawRacesCompletion(t *testing.T) {
 			t.Fatal(err)
 		}
 		switch {
-		case werr == nil && (boards != 0 || a.State != bot.ProposalPending):
+		case werr == nil && (boards != 0 || a.State != board.ProposalPending):
 			t.Fatalf("bob withdrew, yet %d boards and carol got %+v", boards, a)
 		case werr != nil && (boards != 1 || a.BoardID == ""):
 			t.Fatalf("bob's withdrawal failed (%v), yet %d boards and carol got %+v", werr, boards, a)

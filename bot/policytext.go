@@ -46,7 +46,7 @@ func DecidersText(deciders []string, other func(string) string) string {
 // the requester's own approval does not count". Empty for a proposal
 // that needs one approval under the built-in rule. other renders deciders
 // as DecidersText's does. The caller escapes it.
-func QuorumText(p Proposal, other func(string) string) string {
+func QuorumText(p board.Proposal, other func(string) string) string {
 	q := p.Quorum
 	if q == nil || (q.Key == BuiltinPolicyKey && q.Needed <= 1) {
 		return ""

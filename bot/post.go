@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/bobnet/bobnet/board"
 )
 
 // postAttempts is how many times an answer is tried in one delivery
@@ -28,9 +30,9 @@ const bookkeepingTimeout = 10 * time.Second
 
 // giveUp closes a request handed out more than MaxDeliveries times as
 // failed, with a logged error, and acknowledges it.
-func (e *Engine) giveUp(ctx context.Context, consumer string, d QueuedRequest, rec RequestRecord) {
+func (e *Engine) giveUp(ctx context.Context, consumer string, d board.QueuedRequest, rec board.RequestRecord) {
 	e.logger.Error("giving up on a request handed out too many times; it is closed as failed", "request", d.RequestID, "deliveries", d.Count, "max", MaxDeliveries)
-	rec.Status.State = RequestFailed
+	rec.Status.State = board.RequestFailed
 	rec.Status.Error = strings.TrimSpace(rec.Status.Error + fmt.Sprintf(" (given up after %d attempts to answer)", d.Count-1))
 	if rec.Answer != nil && rec.Answer.ProposalID != "" {
 		rec.Status.ProposalID = rec.Answer.ProposalID
@@ -47,7 +49,7 @@ func (e *Engine) giveUp(ctx context.Context, consumer string, d QueuedRequest, r
 // post posts a planned answer, then marks the request done and
 // acknowledges it: posting is part of answering. Each attempt has the post
 // timeout of its own, and the bookkeeping after it its own too.
-func (e *Engine) post(ctx context.Context, consumer string, d QueuedRequest, rec RequestRecord) {
+func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedRequest, rec board.RequestRecord) {
 	base, done := e.out.detached(ctx)
 	defer done()
 	r, ans := rec.Request, rec.Answer
@@ -88,7 +90,7 @@ func (e *Engine) post(ctx context.Context, consumer string, d QueuedRequest, rec
 		e.leases.drop(consumer, d.MessageID)
 		return
 	}
-	rec.Status.State = RequestDone
+	rec.Status.State = board.RequestDone
 	switch {
 	case ans.ProposalID != "":
 		rec.Status.ProposalID = ans.ProposalID
@@ -97,7 +99,7 @@ func (e *Engine) post(ctx context.Context, consumer string, d QueuedRequest, rec
 		rec.Status.Reply = ans.Reply
 	}
 	if ans.Failure != "" {
-		rec.Status.State, rec.Status.Error = RequestFailed, ans.Failure
+		rec.Status.State, rec.Status.Error = board.RequestFailed, ans.Failure
 	}
 	if err != nil {
 		e.logger.Warn("post answer", "request", r.ID, "err", err)
@@ -122,7 +124,7 @@ func (e *Engine) post(ctx context.Context, consumer string, d QueuedRequest, rec
 // message came back is posted, even when the platform also reported an
 // error after sending it (an adapter's own bookkeeping): posting it again
 // would show two previews.
-func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r Request, ans *Answer, reposting bool) error {
+func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r board.Request, ans *board.Answer, reposting bool) error {
 	if ans.ProposalID == "" {
 		if ans.Reply == nil {
 			return nil
@@ -175,7 +177,7 @@ func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r Request, a
 // decision (or an approval of several) came in while it was being posted
 // and found no message to redraw. The store tells which side redraws, so
 // exactly one does.
-func (e *Engine) previewPosted(ctx context.Context, poster Poster, p Proposal, ref MessageRef) {
+func (e *Engine) previewPosted(ctx context.Context, poster Poster, p board.Proposal, ref board.MessageRef) {
 	var missed bool
 	err := retryWrite(ctx, func() error {
 		var err error
@@ -205,7 +207,7 @@ func (e *Engine) previewPosted(ctx context.Context, poster Poster, p Proposal, r
 // updatePreview redraws p's preview. A decision taken while the preview
 // was still being posted has no message yet: it is read again here, when
 // the redraw runs, and when there is still none previewPosted redraws.
-func (e *Engine) updatePreview(ctx context.Context, poster Poster, p Proposal) error {
+func (e *Engine) updatePreview(ctx context.Context, poster Poster, p board.Proposal) error {
 	if p.Message == "" {
 		ref, err := e.deps.Proposals.PreviewMessage(ctx, p.ID, p.ExpiresAt)
 		if err != nil {
@@ -225,7 +227,7 @@ var errPostingElsewhere = errors.New("the preview is being posted by another wor
 
 // postingClaim names the claim on posting p's preview, beside (not
 // instead of) the claim on deciding it.
-func postingClaim(p ProposalID) ProposalID { return "post:" + p }
+func postingClaim(p board.ProposalID) board.ProposalID { return "post:" + p }
 
 // retryWrite tries a write that records what was already sent until it
 // succeeds, ctx ends or bookkeepingTimeout has passed, whichever is

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 )
@@ -21,7 +22,7 @@ type latePoster struct {
 	late time.Duration
 }
 
-func (l latePoster) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+func (l latePoster) PostPreview(ctx context.Context, p board.Proposal) (board.MessageRef, error) {
 	time.Sleep(l.late)
 	return l.Poster.PostPreview(ctx, p)
 }
@@ -33,12 +34,12 @@ func TestLatePostIsPostedOnce(t *testing.T) {
 	t.Parallel()
 	env := bottest.New(t, func(c *bot.Config) { c.PostTimeout = 300 * time.Millisecond })
 	answerNewspaper(t, env)
-	env.Engine.Register(bot.SourceConsole, bot.Registration{Poster: latePoster{Poster: env.Poster, late: 700 * time.Millisecond}})
-	id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	env.Engine.Register(board.SourceConsole, bot.Registration{Poster: latePoster{Poster: env.Poster, late: 700 * time.Millisecond}})
+	id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := env.WaitRequest(t, id); st.State != bot.RequestDone || st.ProposalID == "" {
+	if st := env.WaitRequest(t, id); st.State != board.RequestDone || st.ProposalID == "" {
 		t.Fatalf("status = %+v", st)
 	}
 	env.WaitIdle(t)
@@ -54,7 +55,7 @@ func TestLatePostIsPostedOnce(t *testing.T) {
 // it (as Matrix does when it cannot record the preview's event).
 type halfPoster struct{ *bottest.Poster }
 
-func (h halfPoster) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+func (h halfPoster) PostPreview(ctx context.Context, p board.Proposal) (board.MessageRef, error) {
 	ref, _ := h.Poster.PostPreview(ctx, p)
 	return ref, errors.New("save preview: database unavailable")
 }
@@ -65,8 +66,8 @@ func TestPreviewSentWithAnErrorIsPostedOnce(t *testing.T) {
 	t.Parallel()
 	env := bottest.New(t)
 	answerNewspaper(t, env)
-	env.Engine.Register(bot.SourceConsole, bot.Registration{Poster: halfPoster{env.Poster}})
-	id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	env.Engine.Register(board.SourceConsole, bot.Registration{Poster: halfPoster{env.Poster}})
+	id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestPreviewSentWithAnErrorIsPostedOnce(t *testing.T) {
 	if _, previews, _ := env.Poster.Snapshot(); len(previews) != 1 {
 		t.Fatalf("previews = %d, want 1", len(previews))
 	}
-	if st.State != bot.RequestDone {
+	if st.State != board.RequestDone {
 		t.Fatalf("status = %+v", st)
 	}
 }
@@ -88,7 +89,7 @@ type stuckPoster struct {
 	started  chan struct{}
 }
 
-func (s *stuckPoster) PostPreview(ctx context.Context, _ bot.Proposal) (bot.MessageRef, error) {
+func (s *stuckPoster) PostPreview(ctx context.Context, _ board.Proposal) (board.MessageRef, error) {
 	s.attempts.Add(1)
 	select {
 	case s.started <- struct{}{}:
@@ -107,15 +108,15 @@ func TestPostingIsBoundedAcrossReclaims(t *testing.T) {
 	env := bottest.New(t, short)
 	answerNewspaper(t, env)
 	stuck := &stuckPoster{started: make(chan struct{}, 1)}
-	env.Engine.Register(bot.SourceConsole, bot.Registration{Poster: stuck})
-	id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	env.Engine.Register(board.SourceConsole, bot.Registration{Poster: stuck})
+	id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cur := env
 	finished := func() bool {
 		st, err := env.Engine.Request(context.Background(), id)
-		return err == nil && (st.State == bot.RequestDone || st.State == bot.RequestFailed)
+		return err == nil && (st.State == board.RequestDone || st.State == board.RequestFailed)
 	}
 	for range 2 * bot.MaxDeliveries {
 		posting := false
@@ -139,7 +140,7 @@ func TestPostingIsBoundedAcrossReclaims(t *testing.T) {
 		cur = bottest.StartPosting(t, env.Store, env.Redis, env.Prefix, env.Model, nil, bot.Registration{Poster: stuck}, short)
 	}
 	st := cur.WaitRequest(t, id)
-	if st.State != bot.RequestFailed || !strings.Contains(st.Error, "given up") {
+	if st.State != board.RequestFailed || !strings.Contains(st.Error, "given up") {
 		t.Errorf("status = %+v, want failed, given up", st)
 	}
 	cur.WaitIdle(t)
@@ -156,7 +157,7 @@ type flakyPreviewRef struct {
 	fails atomic.Int64
 }
 
-func (f *flakyPreviewRef) SetPreviewMessage(ctx context.Context, id bot.ProposalID, ref bot.MessageRef, expires time.Time) (bool, error) {
+func (f *flakyPreviewRef) SetPreviewMessage(ctx context.Context, id board.ProposalID, ref board.MessageRef, expires time.Time) (bool, error) {
 	if f.fails.Add(-1) >= 0 {
 		return false, fmt.Errorf("set preview message: %w", bot.ErrUnavailable)
 	}
@@ -173,7 +174,7 @@ func TestPreviewRefRecordedAfterARedisBlip(t *testing.T) {
 	flaky.fails.Store(3)
 	env := bottest.NewWrapped(t, func(d *bot.Deps) { flaky.Proposals = d.Proposals; d.Proposals = flaky })
 	answerNewspaper(t, env)
-	id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ type blockingPoster struct {
 	release chan struct{}
 }
 
-func (b *blockingPoster) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+func (b *blockingPoster) PostPreview(ctx context.Context, p board.Proposal) (board.MessageRef, error) {
 	select {
 	case b.entered <- struct{}{}:
 	default:
@@ -216,8 +217,8 @@ func TestTakenOverRequestIsNotPostedTwice(t *testing.T) {
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { close(slow.release) }) }
 	t.Cleanup(release) // before the engines stop, whatever failed
-	first.Engine.Register(bot.SourceConsole, bot.Registration{Poster: slow})
-	id, err := first.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	first.Engine.Register(board.SourceConsole, bot.Registration{Poster: slow})
+	id, err := first.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
 	}

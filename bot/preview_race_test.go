@@ -23,10 +23,10 @@ type gatedPoster struct {
 
 type posting struct {
 	replica  string
-	proposal bot.ProposalID
+	proposal board.ProposalID
 }
 
-func (g *gatedPoster) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+func (g *gatedPoster) PostPreview(ctx context.Context, p board.Proposal) (board.MessageRef, error) {
 	g.posting <- posting{g.name, p.ID}
 	<-g.gate
 	return g.Poster.PostPreview(ctx, p)
@@ -56,10 +56,10 @@ func TestDecisionWhilePreviewIsPostedRedrawsIt(t *testing.T) {
 				"one": {name: "one", posting: started, gate: gate},
 				"two": {name: "two", posting: started, gate: gate},
 			}
-			one.Engine.Register(bot.SourceConsole, bot.Registration{Poster: posters["one"]})
-			two.Engine.Register(bot.SourceConsole, bot.Registration{Poster: posters["two"]})
+			one.Engine.Register(board.SourceConsole, bot.Registration{Poster: posters["one"]})
+			two.Engine.Register(board.SourceConsole, bot.Registration{Poster: posters["two"]})
 			engines := map[string]*bot.Engine{"one": one.Engine, "two": two.Engine}
-			if _, err := one.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest}); err != nil {
+			if _, err := one.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest}); err != nil {
 				t.Fatal(err)
 			}
 			var at posting
@@ -74,9 +74,9 @@ func TestDecisionWhilePreviewIsPostedRedrawsIt(t *testing.T) {
 			if err != nil {
 				t.Fatalf("approve while the preview is posted: %v", err)
 			}
-			want := bot.ProposalApproved
+			want := board.ProposalApproved
 			if quorum > 1 {
-				want = bot.ProposalPending
+				want = board.ProposalPending
 			}
 			if a.State != "" && a.State != want {
 				t.Fatalf("approval = %+v", a)
@@ -90,9 +90,9 @@ func TestDecisionWhilePreviewIsPostedRedrawsIt(t *testing.T) {
 				}
 			}
 			open()
-			posters[at.replica].WaitFor(t, "the preview redrawn", func(_ []bottest.PostedReply, _, updates []bot.Proposal) bool {
+			posters[at.replica].WaitFor(t, "the preview redrawn", func(_ []bottest.PostedReply, _, updates []board.Proposal) bool {
 				for _, u := range updates {
-					if u.ID != at.proposal || u.Message != bot.MessageRef("msg-"+string(at.proposal)) || u.State != want {
+					if u.ID != at.proposal || u.Message != board.MessageRef("msg-"+string(at.proposal)) || u.State != want {
 						continue
 					}
 					if quorum == 1 || (u.Quorum != nil && slices.Equal(u.Quorum.Approvals, []string{"bob"})) {

@@ -13,17 +13,17 @@ import (
 
 // proposeAgain re-offers an expired proposal's plan without asking the
 // model, after validating it against the channel's board as it is now.
-func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*Reply, *Proposal, string) {
+func (e *Engine) proposeAgain(ctx context.Context, r board.Request, id board.ProposalID) (*board.Reply, *board.Proposal, string) {
 	old, err := e.Proposal(ctx, id)
 	if err != nil {
-		return &Reply{Kind: ReplyError, Text: "I can't propose that again. " + Explain(err)}, nil, "cannot propose again: " + Explain(err)
+		return &board.Reply{Kind: board.ReplyError, Text: "I can't propose that again. " + Explain(err)}, nil, "cannot propose again: " + Explain(err)
 	}
 	opts, target := e.checkOptions(ctx, r.Thread.Channel.Key())
 	raw, _ := json.Marshal(old.Plan)
 	res := plan.CheckJSON(raw, opts)
 	if !res.Valid {
 		msg := fmt.Sprintf("That plan no longer fits this channel (%s: %s), so I can't propose it again. Ask me for a new plan.", res.Errors[0].Path, res.Errors[0].Message)
-		return &Reply{Kind: ReplyError, Text: msg}, nil, msg
+		return &board.Reply{Kind: board.ReplyError, Text: msg}, nil, msg
 	}
 	r.Text = old.Request // the preview shows what was originally asked
 	// It stays the requester's plan, whoever clicked: the self-approval
@@ -31,7 +31,7 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 	_, p, err := e.propose(ctx, r, old.RequestedBy, *res.Plan, res.Warnings, nil, target)
 	if err != nil {
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
-		return &Reply{Kind: ReplyError, Text: "I couldn't store the proposal. " + Explain(err)}, nil, failNotStored
+		return &board.Reply{Kind: board.ReplyError, Text: "I couldn't store the proposal. " + Explain(err)}, nil, failNotStored
 	}
 	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed_again", Channel: r.Thread.Channel.Key(), ProposalID: p.ID},
 		map[string]any{"expired": id, "version": p.Version})
@@ -45,11 +45,11 @@ func (e *Engine) proposeAgain(ctx context.Context, r Request, id ProposalID) (*R
 // dropped (and says so) instead of becoming a second approvable version.
 // requester is whose plan it is (prev's requester wins), not
 // necessarily r.User, who may only have asked for it again.
-func (e *Engine) propose(ctx context.Context, r Request, requester string, env plan.Envelope, warnings []plan.Issue, prev *Proposal, target board.ID) (*Reply, *Proposal, error) {
+func (e *Engine) propose(ctx context.Context, r board.Request, requester string, env plan.Envelope, warnings []plan.Issue, prev *board.Proposal, target board.ID) (*board.Reply, *board.Proposal, error) {
 	now := e.deps.Now()
-	p := Proposal{
+	p := board.Proposal{
 		ID: board.ProposalIDFor(r.ID), Version: 1, RequestID: r.ID, Thread: r.Thread, RequestedBy: requester, Request: r.Text,
-		Plan: env, Warnings: warnings, State: ProposalPending, CreatedAt: now, ExpiresAt: now.Add(e.cfg.ProposalTTL), TargetBoard: target,
+		Plan: env, Warnings: warnings, State: board.ProposalPending, CreatedAt: now, ExpiresAt: now.Add(e.cfg.ProposalTTL), TargetBoard: target,
 	}
 	if p.Warnings == nil {
 		p.Warnings = []plan.Issue{}
@@ -63,10 +63,10 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, env p
 		}
 		defer held.end()
 		cur, cerr := e.Proposal(ctx, prev.ID)
-		if held == nil || cerr != nil || cur.State != ProposalPending {
+		if held == nil || cerr != nil || cur.State != board.ProposalPending {
 			e.release(ctx, held)
 			why := fmt.Sprintf("v%d was decided while I was revising it", prev.Version)
-			if cerr == nil && cur.State != ProposalPending {
+			if cerr == nil && cur.State != board.ProposalPending {
 				why = fmt.Sprintf("v%d was %s", prev.Version, cur.State)
 				if cur.DecidedBy != "" {
 					why += " by " + cur.DecidedBy
@@ -75,7 +75,7 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, env p
 			}
 			e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "revision_dropped", Channel: r.Thread.Channel.Key(), ProposalID: prev.ID},
 				map[string]any{"request_id": r.ID, "version": prev.Version})
-			return &Reply{Kind: ReplyInfo, Text: "I dropped this revision: " + why + ", so nothing new needs deciding."}, nil, nil
+			return &board.Reply{Kind: board.ReplyInfo, Text: "I dropped this revision: " + why + ", so nothing new needs deciding."}, nil, nil
 		}
 		p.Version, p.Supersedes, p.Request, p.RequestedBy = prev.Version+1, prev.ID, prev.Request, prev.RequestedBy
 		p.Chain = prev.ChainID()
@@ -96,7 +96,7 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, env p
 	}
 	err = e.deps.History.SaveProposal(ctx, board.ProposalRecord{
 		ID: p.ID, Chain: p.ChainID(), Channel: r.Thread.Channel.Key(), Version: p.Version, Supersedes: p.Supersedes,
-		RequestedBy: p.RequestedBy, State: string(ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt, Policy: policyJSON,
+		RequestedBy: p.RequestedBy, State: string(board.ProposalPending), Plan: planJSON, CreatedAt: now, ExpiresAt: p.ExpiresAt, Policy: policyJSON,
 	})
 	if errors.Is(err, board.ErrProposalExists) {
 		saved, done, aerr := e.adoptSaved(ctx, p, prev)
@@ -125,8 +125,8 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, env p
 		map[string]any{"request_id": r.ID, "version": p.Version, "supersedes": p.Supersedes, "cards": st.Cards, "links": st.Links})
 	e.emit(ctx, p, false)
 	if prev != nil {
-		if cur, err := e.Proposal(ctx, prev.ID); err == nil && cur.State == ProposalPending {
-			if _, err := e.finish(ctx, held, cur, ProposalSuperseded, r.User, "superseded"); err != nil {
+		if cur, err := e.Proposal(ctx, prev.ID); err == nil && cur.State == board.ProposalPending {
+			if _, err := e.finish(ctx, held, cur, board.ProposalSuperseded, r.User, "superseded"); err != nil {
 				e.logger.Warn("supersede previous version", "proposal", prev.ID, "err", err)
 			}
 		}
@@ -140,7 +140,7 @@ func (e *Engine) propose(ctx context.Context, r Request, requester string, env p
 // out already and an approval must execute what was previewed; the plan
 // in hand is dropped. done is set when there is nothing left to store:
 // Redis has the proposal (its writer finishes the rest), or it was decided.
-func (e *Engine) adoptSaved(ctx context.Context, p Proposal, prev *Proposal) (saved *Proposal, done bool, err error) {
+func (e *Engine) adoptSaved(ctx context.Context, p board.Proposal, prev *board.Proposal) (saved *board.Proposal, done bool, err error) {
 	if cur, err := e.deps.Proposals.Proposal(ctx, p.ID); err == nil {
 		e.logger.Info("request planned twice; keeping the plan stored first", "request", p.RequestID, "proposal", p.ID)
 		return &cur, true, nil
@@ -151,7 +151,7 @@ func (e *Engine) adoptSaved(ctx context.Context, p Proposal, prev *Proposal) (sa
 	if err != nil {
 		return nil, true, unavailable("read saved proposal", err)
 	}
-	if rec.State != string(ProposalPending) {
+	if rec.State != string(board.ProposalPending) {
 		hist, err := e.proposalFromHistory(ctx, p.ID)
 		if err != nil {
 			return nil, true, err

@@ -27,7 +27,7 @@ func beingDecided(err error) bool {
 // Approve to execute; if another completing approver executed it
 // meanwhile, done is that approval. held is the caller's claim, nil when
 // it holds none (when it does, it checked user may approve).
-func (e *Engine) approveQuorum(ctx context.Context, p Proposal, held *claim, user string) (_ Proposal, _ *claim, done *Approval, _ error) {
+func (e *Engine) approveQuorum(ctx context.Context, p board.Proposal, held *claim, user string) (_ board.Proposal, _ *claim, done *board.Approval, _ error) {
 	if held != nil {
 		// Approvals are recorded without the claim, so concurrent
 		// approvers are never told "being decided".
@@ -52,7 +52,7 @@ func (e *Engine) approveQuorum(ctx context.Context, p Proposal, held *claim, use
 		e.queuePost(p.Thread, "update preview", func(ctx context.Context, poster Poster) error {
 			return e.updatePreview(ctx, poster, p)
 		}, "proposal", p.ID)
-		return p, nil, &Approval{ProposalID: p.ID, State: ProposalPending, Approvals: approvers, Needed: q.Needed}, nil
+		return p, nil, &board.Approval{ProposalID: p.ID, State: board.ProposalPending, Approvals: approvers, Needed: q.Needed}, nil
 	}
 	return e.claimCompleted(ctx, p.ID, user)
 }
@@ -63,7 +63,7 @@ func (e *Engine) approveQuorum(ctx context.Context, p Proposal, held *claim, use
 // its outcome (the claim frees itself within ClaimTTL) and answer with the
 // same board. The claim comes back held (with done nil) to the one that
 // executes.
-func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string) (Proposal, *claim, *Approval, error) {
+func (e *Engine) claimCompleted(ctx context.Context, id board.ProposalID, user string) (board.Proposal, *claim, *board.Approval, error) {
 	deadline := time.Now().Add(e.cfg.ClaimTTL + time.Second)
 	holder := newHolder("approve", user)
 	for wait := 5 * time.Millisecond; ; wait = min(wait*2, 100*time.Millisecond) {
@@ -74,12 +74,12 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string)
 		}
 		switch {
 		case errors.Is(err, ErrNotFound):
-			var done *Approval
+			var done *board.Approval
 			err := e.howEnded(ctx, id, &done)
-			return Proposal{}, nil, done, err
+			return board.Proposal{}, nil, done, err
 		case err != nil:
-			return Proposal{}, nil, nil, unavailable("claim proposal", err)
-		case claimed && p.State == ProposalPending && e.deps.Now().Before(p.ExpiresAt):
+			return board.Proposal{}, nil, nil, unavailable("claim proposal", err)
+		case claimed && p.State == board.ProposalPending && e.deps.Now().Before(p.ExpiresAt):
 			// A withdrawal holds the claim too: the approvals read now,
 			// under the claim, are the ones the board is created on.
 			now, err := e.deps.Policies.Approvals(ctx, id)
@@ -95,23 +95,23 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string)
 			p.Quorum = &q
 			if len(now) < q.Needed {
 				e.release(ctx, c)
-				return p, nil, &Approval{ProposalID: id, State: ProposalPending, Approvals: now, Needed: q.Needed}, nil
+				return p, nil, &board.Approval{ProposalID: id, State: board.ProposalPending, Approvals: now, Needed: q.Needed}, nil
 			}
 			return p, c, nil, nil
 		case claimed:
 			e.release(ctx, c)
 		}
-		if p.State == ProposalApproved {
-			return p, nil, &Approval{ProposalID: id, BoardID: p.BoardID, BoardURL: p.BoardURL}, nil
+		if p.State == board.ProposalApproved {
+			return p, nil, &board.Approval{ProposalID: id, BoardID: p.BoardID, BoardURL: p.BoardURL}, nil
 		}
-		if p.State != ProposalPending {
+		if p.State != board.ProposalPending {
 			return p, nil, nil, &DecidedError{State: p.State, By: p.DecidedBy, BoardID: p.BoardID}
 		}
 		if !e.deps.Now().Before(p.ExpiresAt) {
 			return p, nil, nil, fmt.Errorf("proposal %s: %w", id, ErrExpired)
 		}
-		if rec, err := e.deps.History.Proposal(ctx, id); err == nil && rec.State != string(ProposalPending) {
-			var done *Approval
+		if rec, err := e.deps.History.Proposal(ctx, id); err == nil && rec.State != string(board.ProposalPending) {
+			var done *board.Approval
 			err := e.howEndedFrom(rec, &done)
 			return p, nil, done, err
 		}
@@ -129,7 +129,7 @@ func (e *Engine) claimCompleted(ctx context.Context, id ProposalID, user string)
 // howEnded reads how a proposal that is no longer pending ended: an
 // approval sets *done (every approver of a completed quorum gets the
 // board), anything else is the error to return.
-func (e *Engine) howEnded(ctx context.Context, id ProposalID, done **Approval) error {
+func (e *Engine) howEnded(ctx context.Context, id board.ProposalID, done **board.Approval) error {
 	rec, err := e.deps.History.Proposal(ctx, id)
 	if errors.Is(err, board.ErrNotFound) {
 		return fmt.Errorf("proposal %s: %w", id, ErrExpired)
@@ -140,22 +140,22 @@ func (e *Engine) howEnded(ctx context.Context, id ProposalID, done **Approval) e
 	return e.howEndedFrom(rec, done)
 }
 
-func (e *Engine) howEndedFrom(rec board.ProposalRecord, done **Approval) error {
-	switch ProposalState(rec.State) {
-	case ProposalApproved:
-		*done = &Approval{ProposalID: rec.ID, BoardID: rec.BoardID, BoardURL: board.BoardURL(e.cfg.PublicURL, rec.BoardID)}
+func (e *Engine) howEndedFrom(rec board.ProposalRecord, done **board.Approval) error {
+	switch board.ProposalState(rec.State) {
+	case board.ProposalApproved:
+		*done = &board.Approval{ProposalID: rec.ID, BoardID: rec.BoardID, BoardURL: board.BoardURL(e.cfg.PublicURL, rec.BoardID)}
 		return nil
-	case ProposalPending:
+	case board.ProposalPending:
 		return fmt.Errorf("proposal %s: %w", rec.ID, ErrExpired)
 	}
-	return &DecidedError{State: ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
+	return &DecidedError{State: board.ProposalState(rec.State), By: rec.DecidedBy, BoardID: rec.BoardID}
 }
 
 // Withdraw takes back user's approval of a pending proposal that has not
 // reached its quorum yet. ErrNothingToWithdraw when user has none; a
 // *DecidedError "being decided" while the approval completing the quorum
 // is executing.
-func (e *Engine) Withdraw(ctx context.Context, id ProposalID, user string) (Proposal, error) {
+func (e *Engine) Withdraw(ctx context.Context, id board.ProposalID, user string) (board.Proposal, error) {
 	// The claim orders a withdrawal against the approval that completes
 	// the quorum: a withdrawal either lands before the board's approvals
 	// are read, or it finds the proposal being decided.
@@ -171,11 +171,11 @@ func (e *Engine) Withdraw(ctx context.Context, id ProposalID, user string) (Prop
 	approvers, err := e.deps.Policies.WithdrawApproval(ctx, board.ApprovalChange{ProposalID: id, User: user, Channel: p.Thread.Channel.Key()})
 	switch {
 	case errors.Is(err, board.ErrProposalClosed):
-		var done *Approval
+		var done *board.Approval
 		if err := e.howEnded(ctx, id, &done); err != nil {
 			return p, err
 		}
-		return p, &DecidedError{State: ProposalApproved, BoardID: done.BoardID}
+		return p, &DecidedError{State: board.ProposalApproved, BoardID: done.BoardID}
 	case errors.Is(err, board.ErrNotFound):
 		return p, fmt.Errorf("withdraw from %s: %w", id, ErrNothingToWithdraw)
 	case err != nil:
@@ -193,7 +193,7 @@ func (e *Engine) Withdraw(ctx context.Context, id ProposalID, user string) (Prop
 // withApprovals fills in who has approved a proposal that needs several
 // approvals, from Postgres (the Redis copy holds the policy, not the
 // approvals, which arrive concurrently).
-func (e *Engine) withApprovals(ctx context.Context, p Proposal) Proposal {
+func (e *Engine) withApprovals(ctx context.Context, p board.Proposal) board.Proposal {
 	ps := e.deps.Policies
 	if !p.Quorum.Multi() || ps == nil {
 		return p
@@ -209,9 +209,9 @@ func (e *Engine) withApprovals(ctx context.Context, p Proposal) Proposal {
 	return p
 }
 
-func deref(a *Approval) Approval {
+func deref(a *board.Approval) board.Approval {
 	if a == nil {
-		return Approval{}
+		return board.Approval{}
 	}
 	return *a
 }

@@ -9,7 +9,6 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
@@ -33,12 +32,12 @@ func TestHugeModelOutputIsCappedInTheAudit(t *testing.T) {
 			t.Parallel()
 			env := bottest.New(t)
 			env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: tt.content} })
-			id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+			id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 			if err != nil {
 				t.Fatal(err)
 			}
 			st := env.WaitRequest(t, id)
-			if st.State != bot.RequestFailed || st.Reply == nil || !strings.Contains(st.Reply.Text, "valid plan") {
+			if st.State != board.RequestFailed || st.Reply == nil || !strings.Contains(st.Reply.Text, "valid plan") {
 				t.Fatalf("status = %+v", st)
 			}
 			if n := len(env.Model.Requests()); n != tt.calls {

@@ -11,27 +11,27 @@ import (
 )
 
 // Request returns where a request stands. ErrNotFound when unknown.
-func (e *Engine) Request(ctx context.Context, id RequestID) (RequestStatus, error) {
+func (e *Engine) Request(ctx context.Context, id board.RequestID) (board.RequestStatus, error) {
 	rec, err := e.deps.Requests.Request(ctx, id)
 	if err != nil {
-		return RequestStatus{}, err
+		return board.RequestStatus{}, err
 	}
 	return rec.Status, nil
 }
 
 // Proposal returns a proposal from Redis, or its history from Postgres
 // once Redis has let it go. ErrNotFound when neither knows it.
-func (e *Engine) Proposal(ctx context.Context, id ProposalID) (Proposal, error) {
+func (e *Engine) Proposal(ctx context.Context, id board.ProposalID) (board.Proposal, error) {
 	p, err := e.deps.Proposals.Proposal(ctx, id)
 	if err == nil {
 		p = e.committed(ctx, p)
-		if p.State == ProposalPending && !e.deps.Now().Before(p.ExpiresAt) {
-			p.State = ProposalExpired
+		if p.State == board.ProposalPending && !e.deps.Now().Before(p.ExpiresAt) {
+			p.State = board.ProposalExpired
 		}
 		return e.withApprovals(ctx, p), nil
 	}
 	if !errors.Is(err, ErrNotFound) {
-		return Proposal{}, err
+		return board.Proposal{}, err
 	}
 	return e.proposalFromHistory(ctx, id)
 }
@@ -40,15 +40,15 @@ func (e *Engine) Proposal(ctx context.Context, id ProposalID) (Proposal, error) 
 // as pending while a decision holds it: an approval answers its caller
 // before Redis has its decision (recordApprovalInRedis), and a read in between
 // must already see the approval. Postgres failing leaves the Redis view.
-func (e *Engine) committed(ctx context.Context, p Proposal) Proposal {
+func (e *Engine) committed(ctx context.Context, p board.Proposal) board.Proposal {
 	if !p.Deciding {
 		return p
 	}
 	rec, err := e.deps.History.Proposal(ctx, p.ID)
-	if err != nil || rec.State == string(ProposalPending) {
+	if err != nil || rec.State == string(board.ProposalPending) {
 		return p
 	}
-	p.State, p.DecidedBy, p.DecidedAt, p.BoardID = ProposalState(rec.State), rec.DecidedBy, rec.DecidedAt, rec.BoardID
+	p.State, p.DecidedBy, p.DecidedAt, p.BoardID = board.ProposalState(rec.State), rec.DecidedBy, rec.DecidedAt, rec.BoardID
 	if rec.BoardID != "" {
 		p.BoardURL = board.BoardURL(e.cfg.PublicURL, rec.BoardID)
 	}
@@ -59,28 +59,28 @@ func (e *Engine) committed(ctx context.Context, p Proposal) Proposal {
 // proposalFromHistory rebuilds a proposal from its Postgres record. A
 // record still "pending" whose Redis copy is gone has expired: Redis losing
 // a proposal never leaves it approvable.
-func (e *Engine) proposalFromHistory(ctx context.Context, id ProposalID) (Proposal, error) {
+func (e *Engine) proposalFromHistory(ctx context.Context, id board.ProposalID) (board.Proposal, error) {
 	rec, err := e.deps.History.Proposal(ctx, id)
 	if errors.Is(err, board.ErrNotFound) {
-		return Proposal{}, fmt.Errorf("proposal %s: %w", id, ErrNoProposal)
+		return board.Proposal{}, fmt.Errorf("proposal %s: %w", id, ErrNoProposal)
 	}
 	if err != nil {
-		return Proposal{}, unavailable("read proposal", err)
+		return board.Proposal{}, unavailable("read proposal", err)
 	}
-	p := Proposal{
+	p := board.Proposal{
 		ID: id, Version: rec.Version, Supersedes: rec.Supersedes, RequestedBy: rec.RequestedBy,
-		State: ProposalState(rec.State), CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt, DecidedBy: rec.DecidedBy,
+		State: board.ProposalState(rec.State), CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt, DecidedBy: rec.DecidedBy,
 		DecidedAt: rec.DecidedAt, BoardID: rec.BoardID,
 	}
 	if ch, cid, ok := strings.Cut(rec.Channel, ":"); ok {
-		p.Thread.Channel = Channel{Source: Source(ch), ID: cid}
+		p.Thread.Channel = board.Channel{Source: board.Source(ch), ID: cid}
 	}
 	_ = json.Unmarshal(rec.Plan, &p.Plan)
 	if len(rec.Policy) > 0 && json.Unmarshal(rec.Policy, &p.Quorum) == nil {
 		p = e.withApprovals(ctx, p)
 	}
-	if p.State == ProposalPending {
-		p.State = ProposalExpired
+	if p.State == board.ProposalPending {
+		p.State = board.ProposalExpired
 	}
 	if p.BoardID != "" {
 		p.BoardURL = board.BoardURL(e.cfg.PublicURL, p.BoardID)
@@ -90,7 +90,7 @@ func (e *Engine) proposalFromHistory(ctx context.Context, id ProposalID) (Propos
 
 // ChannelStatus summarizes the channel's current board. ErrNotFound when
 // the channel has none.
-func (e *Engine) ChannelStatus(ctx context.Context, ch Channel) (board.Status, error) {
+func (e *Engine) ChannelStatus(ctx context.Context, ch board.Channel) (board.Status, error) {
 	b, err := e.deps.Boards.ChannelBoard(ctx, ch.Key())
 	if errors.Is(err, board.ErrNotFound) {
 		return board.Status{}, fmt.Errorf("channel %s: %w", ch.Key(), ErrNoBoard)

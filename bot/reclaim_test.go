@@ -12,9 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
@@ -40,14 +41,14 @@ func TestReclaimedRequestsArePlannedOnce(t *testing.T) {
 	t.Parallel()
 	dead := bottest.New(t)
 	dead.Stop()
-	if err := pending.NewQueue(dead.Redis, dead.Prefix).Init(context.Background()); err != nil {
+	if err := redisstore.NewQueue(dead.Redis, dead.Prefix).Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	const n = 3
-	var ids []bot.RequestID
+	var ids []board.RequestID
 	for i := range n {
-		th := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: fmt.Sprintf("reclaim-%d", i)}, ID: "t1"}
-		id, err := dead.Engine.Submit(context.Background(), bot.Request{Thread: th, User: "alice", Text: newspaperRequest})
+		th := board.Thread{Channel: board.Channel{Source: board.SourceConsole, ID: fmt.Sprintf("reclaim-%d", i)}, ID: "t1"}
+		id, err := dead.Engine.Submit(context.Background(), board.Request{Thread: th, User: "alice", Text: newspaperRequest})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func TestReclaimedRequestsArePlannedOnce(t *testing.T) {
 	// Twice the reclaim time (1 s) per call.
 	numberedPlans(t, first, 2*time.Second)
 	for _, id := range ids {
-		if st := first.WaitRequest(t, id); st.State != bot.RequestDone || st.ProposalID == "" {
+		if st := first.WaitRequest(t, id); st.State != board.RequestDone || st.ProposalID == "" {
 			t.Fatalf("status of %s = %+v", id, st)
 		}
 	}
@@ -92,7 +93,7 @@ func TestReclaimedRequestsArePlannedOnce(t *testing.T) {
 
 // assertPlanIsPreviewed checks that the plan Postgres keeps for a preview's
 // proposal, and the one an approval would execute, are the plan previewed.
-func assertPlanIsPreviewed(t *testing.T, env *bottest.Env, pv bot.Proposal) {
+func assertPlanIsPreviewed(t *testing.T, env *bottest.Env, pv board.Proposal) {
 	t.Helper()
 	want, _ := json.Marshal(pv.Plan)
 	rec, err := env.Store.Proposal(context.Background(), pv.ID)
@@ -124,7 +125,7 @@ func TestReplannedRequestKeepsThePlanSavedFirst(t *testing.T) {
 	env := bottest.New(t)
 	numberedPlans(t, env, 0)
 	ctx := context.Background()
-	id, err := env.Engine.Submit(ctx, bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	id, err := env.Engine.Submit(ctx, board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,12 +137,12 @@ func TestReplannedRequestKeepsThePlanSavedFirst(t *testing.T) {
 	}
 
 	// Redis loses the proposal and the answer; the request is queued again.
-	ps := pending.NewStore(env.Redis, env.Prefix)
+	ps := redisstore.NewInFlight(env.Redis, env.Prefix)
 	rec, err := ps.Request(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.Answer, rec.Status = nil, bot.RequestStatus{ID: id, State: bot.RequestPlanning}
+	rec.Answer, rec.Status = nil, board.RequestStatus{ID: id, State: board.RequestPlanning}
 	if err := ps.PutRequest(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestReplannedRequestKeepsThePlanSavedFirst(t *testing.T) {
 	if err := env.Redis.XAdd(ctx, &redis.XAddArgs{Stream: env.Prefix + ":requests", Values: []string{"request", string(id)}}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if st := env.WaitRequest(t, id); st.State != bot.RequestDone {
+	if st := env.WaitRequest(t, id); st.State != board.RequestDone {
 		t.Fatalf("status after the replan = %+v", st)
 	}
 	env.WaitIdle(t)

@@ -2,27 +2,29 @@ package bot
 
 import (
 	"context"
+
+	"github.com/bobnet/bobnet/board"
 )
 
 // Poster is what an adapter gives the engine to speak on its surface. The
 // engine calls it from its workers; calls must be safe concurrently.
 type Poster interface {
 	// Reply posts a text reply in the thread.
-	Reply(ctx context.Context, t Thread, r Reply) error
+	Reply(ctx context.Context, t board.Thread, r board.Reply) error
 	// PostPreview posts a pending proposal's preview with Approve / Revise /
 	// Cancel and returns the message's ref so it can be updated.
-	PostPreview(ctx context.Context, p Proposal) (MessageRef, error)
+	PostPreview(ctx context.Context, p board.Proposal) (board.MessageRef, error)
 	// UpdatePreview redraws a posted preview after its state changed
 	// (approved, cancelled, expired, superseded): buttons gone, who decided
 	// shown, "Propose again" offered for an expired one.
-	UpdatePreview(ctx context.Context, p Proposal) error
+	UpdatePreview(ctx context.Context, p board.Proposal) error
 }
 
 // Notifier posts a message only one person sees (Slack's ephemeral
 // messages). A surface without one (Registration.Notifier nil) gets a thread
 // reply instead.
 type Notifier interface {
-	Notify(ctx context.Context, t Thread, user string, r Reply) error
+	Notify(ctx context.Context, t board.Thread, user string, r board.Reply) error
 }
 
 // Registration is what an adapter registers for its source: the poster it
@@ -43,7 +45,7 @@ type Registration struct {
 }
 
 // Register registers the surface of src, replacing the one before.
-func (e *Engine) Register(src Source, s Registration) {
+func (e *Engine) Register(src board.Source, s Registration) {
 	if s.Poster == nil {
 		s.Poster = discard{}
 	}
@@ -54,7 +56,7 @@ func (e *Engine) Register(src Source, s Registration) {
 
 // registration is what was registered for src; a source nobody registered
 // posts nowhere and offers nothing else.
-func (e *Engine) registration(src Source) Registration {
+func (e *Engine) registration(src board.Source) Registration {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if s, ok := e.surfaces[src]; ok {
@@ -63,12 +65,12 @@ func (e *Engine) registration(src Source) Registration {
 	return Registration{Poster: discard{}}
 }
 
-func (e *Engine) poster(src Source) Poster { return e.registration(src).Poster }
+func (e *Engine) poster(src board.Source) Poster { return e.registration(src).Poster }
 
 // discard is the poster of a surface nobody registered: its messages go
 // nowhere, but the engine's work (and audit) still happens.
 type discard struct{}
 
-func (discard) Reply(context.Context, Thread, Reply) error                { return nil }
-func (discard) PostPreview(context.Context, Proposal) (MessageRef, error) { return "", nil }
-func (discard) UpdatePreview(context.Context, Proposal) error             { return nil }
+func (discard) Reply(context.Context, board.Thread, board.Reply) error                { return nil }
+func (discard) PostPreview(context.Context, board.Proposal) (board.MessageRef, error) { return "", nil }
+func (discard) UpdatePreview(context.Context, board.Proposal) error                   { return nil }

@@ -10,7 +10,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -45,8 +45,8 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 		t.Fatalf("newspaper plan invalid: %+v", res.Errors)
 	}
 	prefix := bottest.Prefix()
-	ps := pending.NewStore(rdb, prefix)
-	deps := bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, pending.NewQueue(rdb, prefix))
+	ps := redisstore.NewInFlight(rdb, prefix)
+	deps := bottest.Deps(stubPlanner{planner.Outcome{Result: res}}, store, ps, redisstore.NewQueue(rdb, prefix))
 	deps.Decisions = boards
 	eng, err := bot.New(bot.Config{Workers: 1, Profiles: planner.DefaultProfiles(), ProposalTTL: time.Hour, ReclaimIdle: time.Minute, SweepInterval: time.Hour},
 		deps, storetest.Logger(t))
@@ -54,7 +54,7 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	poster := &bottest.Poster{}
-	eng.Register(bot.SourceConsole, bot.Registration{Poster: poster})
+	eng.Register(board.SourceConsole, bot.Registration{Poster: poster})
 	ctx, env, st := runAndPropose(t, eng, store)
 
 	if _, err := eng.Approve(ctx, st.ProposalID, "alice"); !errors.Is(err, bot.ErrUnavailable) || !errors.Is(err, errConnectionLost) {
@@ -64,7 +64,7 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 		t.Fatalf("boards after failed approve = %d, want 0", n)
 	}
 	p, err := eng.Proposal(ctx, st.ProposalID)
-	if err != nil || p.State != bot.ProposalPending {
+	if err != nil || p.State != board.ProposalPending {
 		t.Fatalf("after failed approve: state %q err %v, want pending", p.State, err)
 	}
 
@@ -86,14 +86,14 @@ func TestFailedExecutionGivesTheClaimBack(t *testing.T) {
 // runAndPropose runs eng's workers for the rest of the test and has alice
 // ask for the newspaper in general; it returns the request's status with
 // its proposal.
-func runAndPropose(t *testing.T, eng *bot.Engine, store *store.Store) (context.Context, *bottest.Env, bot.RequestStatus) {
+func runAndPropose(t *testing.T, eng *bot.Engine, store *store.Store) (context.Context, *bottest.Env, board.RequestStatus) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	env := &bottest.Env{Engine: eng, Store: store}
-	id, err := eng.Submit(ctx, bot.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	id, err := eng.Submit(ctx, board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,23 +14,23 @@ import (
 // ReminderSchedule is what pending proposals remind their deciders by: a
 // schedule of reminders by due time (written with the proposal, cleared by
 // its decision) and a mark that lets one reminder of a proposal go out
-// across all replicas. *pending.Store is one; Deps.Reminders nil reminds
+// across all replicas. *redisstore.InFlight is one; Deps.Reminders nil reminds
 // nobody.
 type ReminderSchedule interface {
 	// DueReminders returns up to limit proposals whose reminder is due
 	// at now.
-	DueReminders(ctx context.Context, now time.Time, limit int) ([]ProposalID, error)
+	DueReminders(ctx context.Context, now time.Time, limit int) ([]board.ProposalID, error)
 	// RemoveReminder takes a proposal off the reminder schedule.
-	RemoveReminder(ctx context.Context, id ProposalID) error
+	RemoveReminder(ctx context.Context, id board.ProposalID) error
 	// MarkReminded marks a proposal reminded for ttl and reports whether
 	// this call set the mark (true once, whoever asks).
-	MarkReminded(ctx context.Context, id ProposalID, ttl time.Duration) (bool, error)
+	MarkReminded(ctx context.Context, id board.ProposalID, ttl time.Duration) (bool, error)
 }
 
 // Reminder is what a pending proposal tells its deciders once three
 // quarters of its time are gone.
 type Reminder struct {
-	Proposal Proposal
+	Proposal board.Proposal
 	// Deciders are the people who may decide it, as user ids of its
 	// surface: the requester, the admins and the users a policy names.
 	// Roles (slack_group:, matrix_power:, any_member) are not expanded,
@@ -116,7 +116,7 @@ func (e *Engine) remindDue(ctx context.Context) {
 // The state is read again when the reminder is sent (sendReminder).
 // A reminder is sent at most once: a failure after the mark loses it
 // rather than risking a second one.
-func (e *Engine) remind(ctx context.Context, rs ReminderSchedule, id ProposalID) {
+func (e *Engine) remind(ctx context.Context, rs ReminderSchedule, id board.ProposalID) {
 	p, err := e.Proposal(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		_ = rs.RemoveReminder(ctx, id)
@@ -130,7 +130,7 @@ func (e *Engine) remind(ctx context.Context, rs ReminderSchedule, id ProposalID)
 		return // a decision is in flight: try again on the next sweep
 	}
 	left := p.ExpiresAt.Sub(e.deps.Now())
-	if p.State != ProposalPending || left <= 0 {
+	if p.State != board.ProposalPending || left <= 0 {
 		_ = rs.RemoveReminder(ctx, id)
 		return
 	}
@@ -157,12 +157,12 @@ func (e *Engine) remind(ctx context.Context, rs ReminderSchedule, id ProposalID)
 // decision that took the claim before the read gets no reminder beside
 // it. A decision on another replica that claims the proposal after the
 // read may be announced while the reminder is being posted.
-func (e *Engine) sendReminder(ctx context.Context, poster Poster, id ProposalID) error {
+func (e *Engine) sendReminder(ctx context.Context, poster Poster, id board.ProposalID) error {
 	p, err := e.Proposal(ctx, id)
 	if err != nil {
 		return fmt.Errorf("reminder of %s: %w", id, err)
 	}
-	if p.State != ProposalPending || p.Deciding {
+	if p.State != board.ProposalPending || p.Deciding {
 		e.logger.Debug("reminder not sent: decided meanwhile", "proposal", id, "state", p.State)
 		return nil
 	}
@@ -171,7 +171,7 @@ func (e *Engine) sendReminder(ctx context.Context, poster Poster, id ProposalID)
 	case errors.Is(err, board.ErrNotFound):
 	case err != nil:
 		return fmt.Errorf("reminder of %s: %w", id, err)
-	case rec.State != string(ProposalPending):
+	case rec.State != string(board.ProposalPending):
 		e.logger.Debug("reminder not sent: decided meanwhile", "proposal", id, "state", rec.State)
 		return nil
 	}
@@ -180,7 +180,7 @@ func (e *Engine) sendReminder(ctx context.Context, poster Poster, id ProposalID)
 	if rp := e.registration(p.Thread.Channel.Source).Reminders; rp != nil {
 		return rp.Remind(ctx, r)
 	}
-	return poster.Reply(ctx, p.Thread, Reply{Kind: ReplyInfo, Text: r.Text()})
+	return poster.Reply(ctx, p.Thread, board.Reply{Kind: board.ReplyInfo, Text: r.Text()})
 }
 
 // remindees are the people who may decide p, as concrete user ids: the
@@ -189,7 +189,7 @@ func (e *Engine) sendReminder(ctx context.Context, poster Poster, id ProposalID)
 // asking Slack or Matrix who holds them would be a platform call per
 // reminder for a list that may be long. Who already approved is left
 // out.
-func (e *Engine) remindees(p Proposal) []string {
+func (e *Engine) remindees(p board.Proposal) []string {
 	var out []string
 	add := func(users ...string) {
 		for _, u := range users {

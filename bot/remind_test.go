@@ -132,7 +132,7 @@ func TestProposalDecidedBeforeItsReminderIsNeverReminded(t *testing.T) {
 	}
 	clk.Add(50 * time.Minute)
 	waitEmpty(t, env)
-	env.Poster.WaitFor(t, "bob's reminder", func(replies []bottest.PostedReply, _, _ []bot.Proposal) bool {
+	env.Poster.WaitFor(t, "bob's reminder", func(replies []bottest.PostedReply, _, _ []board.Proposal) bool {
 		for _, r := range replies {
 			if strings.HasPrefix(r.Reply.Text, "Reminder for ") {
 				return true
@@ -153,7 +153,7 @@ func TestProposalDecidedBeforeItsReminderIsNeverReminded(t *testing.T) {
 type ordered struct {
 	mu   sync.Mutex
 	log  []string // "remind <id>", "update <id> <state>", "reply <text>"
-	hold func(bot.Reply) bool
+	hold func(board.Reply) bool
 	gate chan struct{}
 	held chan struct{}
 }
@@ -170,7 +170,7 @@ func (o *ordered) Log() []string {
 	return append([]string(nil), o.log...)
 }
 
-func (o *ordered) Reply(_ context.Context, _ bot.Thread, r bot.Reply) error {
+func (o *ordered) Reply(_ context.Context, _ board.Thread, r board.Reply) error {
 	o.mu.Lock()
 	hold := o.hold != nil && o.hold(r)
 	if hold {
@@ -185,12 +185,12 @@ func (o *ordered) Reply(_ context.Context, _ bot.Thread, r bot.Reply) error {
 	return nil
 }
 
-func (o *ordered) PostPreview(_ context.Context, p bot.Proposal) (bot.MessageRef, error) {
+func (o *ordered) PostPreview(_ context.Context, p board.Proposal) (board.MessageRef, error) {
 	o.add("preview " + string(p.ID))
-	return bot.MessageRef("msg-" + string(p.ID)), nil
+	return board.MessageRef("msg-" + string(p.ID)), nil
 }
 
-func (o *ordered) UpdatePreview(_ context.Context, p bot.Proposal) error {
+func (o *ordered) UpdatePreview(_ context.Context, p board.Proposal) error {
 	o.add("update " + string(p.ID) + " " + string(p.State))
 	return nil
 }
@@ -234,7 +234,7 @@ func TestReminderNeverFollowsARacingDecision(t *testing.T) {
 		func(c *bot.Config) { c.SweepInterval = time.Millisecond })
 	answerNewspaper(t, env)
 	ctx := context.Background()
-	var ps []bot.Proposal
+	var ps []board.Proposal
 	for i := range 12 {
 		ps = append(ps, propose(t, env, fmt.Sprintf("user%d", i)))
 	}
@@ -284,7 +284,7 @@ func TestDecisionAfterTheMarkStopsTheReminder(t *testing.T) {
 	blocker := propose(t, env, "bob")
 	// The blocker's cancel line holds the channel's queue.
 	poster.mu.Lock()
-	poster.hold = func(r bot.Reply) bool { return strings.HasPrefix(r.Text, "Cancelled by bob") }
+	poster.hold = func(r board.Reply) bool { return strings.HasPrefix(r.Text, "Cancelled by bob") }
 	poster.mu.Unlock()
 	if _, err := env.Engine.CancelWithReason(ctx, blocker.ID, "bob", "wrong week"); err != nil {
 		t.Fatal(err)
@@ -319,10 +319,10 @@ func TestCancelWithReason(t *testing.T) {
 		t.Fatalf("a long reason: %v", err)
 	}
 	c, err := env.Engine.CancelWithReason(ctx, p.ID, "alice", "  budget moved\nto Q3 <b>  ")
-	if err != nil || c.State != bot.ProposalCancelled || c.Reason != "budget moved to Q3 <b>" {
+	if err != nil || c.State != board.ProposalCancelled || c.Reason != "budget moved to Q3 <b>" {
 		t.Fatalf("cancel = %+v, %v", c, err)
 	}
-	env.Poster.WaitFor(t, "the cancel line", func(replies []bottest.PostedReply, _, updates []bot.Proposal) bool {
+	env.Poster.WaitFor(t, "the cancel line", func(replies []bottest.PostedReply, _, updates []board.Proposal) bool {
 		return len(replies) > 0 && replies[len(replies)-1].Reply.Text == "Cancelled by alice: budget moved to Q3 <b>" &&
 			len(updates) == 1 && updates[0].Reason == "budget moved to Q3 <b>"
 	})

@@ -53,18 +53,18 @@ func (e *Engine) ReviewRunCard(ctx context.Context, runID board.RunID, card boar
 	if !accept {
 		verdict = fmt.Sprintf("sent back by %s: “%s”. It is worked again with that reason", user, reason)
 	}
-	ref := &ReviewRef{Run: r.ID, Card: card, Handle: up.Card.Handle, Decision: ReviewAccepted, By: user}
+	ref := &board.ReviewRef{Run: r.ID, Card: card, Handle: up.Card.Handle, Decision: ReviewAccepted, By: user}
 	if !accept {
 		ref.Decision, ref.Reason = ReviewSentBack, reason
 	}
 	text := fmt.Sprintf("%s “%s” %s.", up.Card.Handle, up.Card.Title, verdict)
-	e.tellOn(b, func(Source) string { return text }, RunURL(e.cfg.PublicURL, r), ref)
+	e.tellOn(b, func(board.Source) string { return text }, RunURL(e.cfg.PublicURL, r), ref)
 	return up, nil
 }
 
 // ReviewByHandle is ReviewRunCard for chat: the card by its handle (or
 // title), on the board of the channel, in its running run.
-func (e *Engine) ReviewByHandle(ctx context.Context, ch Channel, user, ref string, accept bool, reason string) (board.CardUpdate, error) {
+func (e *Engine) ReviewByHandle(ctx context.Context, ch board.Channel, user, ref string, accept bool, reason string) (board.CardUpdate, error) {
 	cs, err := e.cardStore()
 	if err != nil {
 		return board.CardUpdate{}, err
@@ -90,7 +90,7 @@ func (e *Engine) ReviewByHandle(ctx context.Context, ch Channel, user, ref strin
 // starter standing as its requester.
 func (e *Engine) mayReview(ctx context.Context, b board.Board, r board.Run, user string) error {
 	ch := channelOf(b.Channel)
-	p := Proposal{ID: ProposalID("review of " + string(r.ID)), Thread: Thread{Channel: ch, ID: b.Thread}, RequestedBy: r.StartedBy}
+	p := board.Proposal{ID: board.ProposalID("review of " + string(r.ID)), Thread: board.Thread{Channel: ch, ID: b.Thread}, RequestedBy: r.StartedBy}
 	q, err := e.quorumFor(ctx, ch, 0, nil)
 	if err != nil {
 		return err

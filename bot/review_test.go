@@ -30,7 +30,7 @@ func TestRunReviewsFollowThePolicy(t *testing.T) {
 	if err := env.Store.PutPolicy(ctx, "console:news", board.Policy{Deciders: []string{"requester", "bob"}, Approvals: 1, SelfApproval: false}, "admin"); err != nil {
 		t.Fatal(err)
 	}
-	ch := bot.Channel{Source: bot.SourceConsole, ID: "news"}
+	ch := board.Channel{Source: board.SourceConsole, ID: "news"}
 	r, err := env.Engine.StartRun(ctx, ch, "alice", "")
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestRunReviewsFollowThePolicy(t *testing.T) {
 	if _, err := env.Engine.StartRun(ctx, ch, "bob", "news"); !errors.Is(err, board.ErrRunGoing) {
 		t.Fatalf("second run: %v", err)
 	}
-	env.Poster.WaitFor(t, "the run told in the thread", func(replies []bottest.PostedReply, _, _ []bot.Proposal) bool {
+	env.Poster.WaitFor(t, "the run told in the thread", func(replies []bottest.PostedReply, _, _ []board.Proposal) bool {
 		for _, rp := range replies {
 			if rp.Thread.ID == "T1" && strings.Contains(rp.Reply.Text, "Run 1 started by alice") && strings.HasSuffix(rp.Reply.BoardURL, "/runs/1") {
 				return true
@@ -65,7 +65,7 @@ func TestRunReviewsFollowThePolicy(t *testing.T) {
 	if _, err := env.Engine.ReviewByHandle(ctx, ch, "bob", job.Card.Handle, true, ""); !errors.Is(err, board.ErrNotRunnable) {
 		t.Fatalf("accept a card not in Review: %v", err)
 	}
-	env.Poster.WaitFor(t, "the send-back told", func(replies []bottest.PostedReply, _, _ []bot.Proposal) bool {
+	env.Poster.WaitFor(t, "the send-back told", func(replies []bottest.PostedReply, _, _ []board.Proposal) bool {
 		for _, rp := range replies {
 			if strings.Contains(rp.Reply.Text, "sent back by bob: “cite the law”") {
 				return true
@@ -92,7 +92,7 @@ func TestChatMovesWaitForTheReview(t *testing.T) {
 	if err := env.Store.PutPolicy(ctx, "console:gate", board.Policy{Deciders: []string{"requester", "bob"}, Approvals: 1, SelfApproval: false}, "admin"); err != nil {
 		t.Fatal(err)
 	}
-	ch := bot.Channel{Source: bot.SourceConsole, ID: "gate"}
+	ch := board.Channel{Source: board.SourceConsole, ID: "gate"}
 	r, err := env.Engine.StartRun(ctx, ch, "alice", "")
 	if err != nil {
 		t.Fatal(err)

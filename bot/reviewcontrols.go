@@ -29,7 +29,7 @@ var ErrStaleReview = board.ErrStaleReview
 type ReviewPlace struct {
 	Run    board.Run
 	Card   board.RunCard
-	Thread Thread
+	Thread board.Thread
 }
 
 // AuthorizeReview checks a review control before anything is decided: the
@@ -40,7 +40,7 @@ type ReviewPlace struct {
 // ReviewRunCard checks again when it decides. Errors: ErrNotFound,
 // ErrStaleReview, board.ErrNotRunnable, ErrForbidden (a refusal
 // ReviewErrorText says), ErrUnavailable, ErrNoRuns.
-func (e *Engine) AuthorizeReview(ctx context.Context, ref ReviewRef, user string) (ReviewPlace, error) {
+func (e *Engine) AuthorizeReview(ctx context.Context, ref board.ReviewRef, user string) (ReviewPlace, error) {
 	rv := e.deps.Runs
 	if rv == nil {
 		return ReviewPlace{}, ErrNoRuns
@@ -60,7 +60,7 @@ func (e *Engine) AuthorizeReview(ctx context.Context, ref ReviewRef, user string
 	if err != nil {
 		return ReviewPlace{}, unavailable("read the board", err)
 	}
-	place := ReviewPlace{Run: r, Thread: Thread{Channel: channelOf(b.Channel), ID: b.Thread}}
+	place := ReviewPlace{Run: r, Thread: board.Thread{Channel: channelOf(b.Channel), ID: b.Thread}}
 	found := false
 	for _, c := range r.Cards {
 		if c.Card == ref.Card {

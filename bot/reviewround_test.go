@@ -34,7 +34,7 @@ func TestStaleReviewControlDecidesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := env.WorkForReview(t, "first draft")
-	ref := bot.ReviewRef{Run: job.Run.ID, Card: job.Card.ID, Handle: job.Card.Handle, Round: 0}
+	ref := board.ReviewRef{Run: job.Run.ID, Card: job.Card.ID, Handle: job.Card.Handle, Round: 0}
 	if _, err := env.Engine.AuthorizeReview(ctx, ref, "alice"); err != nil {
 		t.Fatalf("authorize the round-0 control: %v", err)
 	}

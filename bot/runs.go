@@ -30,7 +30,7 @@ var ErrNoRuns = errors.New("this BobNet does not run boards")
 // StartRun starts a run of a board from chat (`run NEWS`, or `run` for
 // the channel's board) and tells the board's thread. Errors: ErrNotFound,
 // board.ErrRunGoing, ErrNoRuns, ErrUnavailable.
-func (e *Engine) StartRun(ctx context.Context, ch Channel, user, ref string) (board.Run, error) {
+func (e *Engine) StartRun(ctx context.Context, ch board.Channel, user, ref string) (board.Run, error) {
 	b, err := e.runBoard(ctx, ch, ref)
 	if err != nil {
 		return board.Run{}, err
@@ -50,7 +50,7 @@ func (e *Engine) StartRun(ctx context.Context, ch Channel, user, ref string) (bo
 }
 
 // RecentRuns lists a board's latest runs for chat (`runs NEWS`).
-func (e *Engine) RecentRuns(ctx context.Context, ch Channel, ref string) (board.Board, []board.Run, error) {
+func (e *Engine) RecentRuns(ctx context.Context, ch board.Channel, ref string) (board.Board, []board.Run, error) {
 	b, err := e.runBoard(ctx, ch, ref)
 	if err != nil {
 		return board.Board{}, nil, err
@@ -105,15 +105,15 @@ func (e *Engine) Started(ctx context.Context, r board.Run) {
 // its text says the commands for the rest.
 func (e *Engine) Reviewing(ctx context.Context, job board.RunJob, up board.CardUpdate) {
 	h := up.Card.Handle
-	ref := &ReviewRef{Run: job.Run.ID, Card: up.Card.ID, Handle: h, Round: job.RunCard.Rounds}
-	e.tellReview(ctx, job.Run.Board, func(src Source) string {
+	ref := &board.ReviewRef{Run: job.Run.ID, Card: up.Card.ID, Handle: h, Round: job.RunCard.Rounds}
+	e.tellReview(ctx, job.Run.Board, func(src board.Source) string {
 		how := fmt.Sprintf("POST /api/v1/runs/%s/cards/%s/review", job.Run.ID, h)
 		switch src {
-		case SourceSlack:
+		case board.SourceSlack:
 			how = fmt.Sprintf("the buttons, or `/bobnet accept %s` or `/bobnet sendback %s <why>`", h, h)
-		case SourceMatrix:
+		case board.SourceMatrix:
 			how = fmt.Sprintf("react ✅ to accept or ↩️ to send back, or say !bobnet accept %s or !bobnet sendback %s <why>", h, h)
-		case SourceConsole:
+		case board.SourceConsole:
 			how = "the buttons below"
 		}
 		return fmt.Sprintf("%s “%s” is ready for review in run %d: read it on the run page, then accept it or send it back with a reason (%s).",
@@ -142,17 +142,17 @@ func (e *Engine) Ended(ctx context.Context, r board.Run) {
 // tellRun posts a run's news in the thread where its board was made, off
 // the caller's path.
 func (e *Engine) tellRun(ctx context.Context, id board.ID, text, link string) {
-	e.tellRunTo(ctx, id, func(Source) string { return text }, link)
+	e.tellRunTo(ctx, id, func(board.Source) string { return text }, link)
 }
 
 // tellRunTo is tellRun with text said as fits the thread's platform.
-func (e *Engine) tellRunTo(ctx context.Context, id board.ID, text func(Source) string, link string) {
+func (e *Engine) tellRunTo(ctx context.Context, id board.ID, text func(board.Source) string, link string) {
 	e.tellReview(ctx, id, text, link, nil)
 }
 
 // tellReview is tellRunTo with the card under review named on the reply
 // (nil: news about no review).
-func (e *Engine) tellReview(ctx context.Context, id board.ID, text func(Source) string, link string, ref *ReviewRef) {
+func (e *Engine) tellReview(ctx context.Context, id board.ID, text func(board.Source) string, link string, ref *board.ReviewRef) {
 	if b, ok := e.newsBoard(ctx, id); ok {
 		e.tellOn(b, text, link, ref)
 	}
@@ -182,13 +182,13 @@ func (e *Engine) newsBoard(ctx context.Context, id board.ID) (board.Board, bool)
 }
 
 // tellOn posts news in b's thread, off the caller's path.
-func (e *Engine) tellOn(b board.Board, text func(Source) string, link string, ref *ReviewRef) {
+func (e *Engine) tellOn(b board.Board, text func(board.Source) string, link string, ref *board.ReviewRef) {
 	ch := channelOf(b.Channel)
 	if ch.ID == "" {
 		return
 	}
-	t := Thread{Channel: ch, ID: b.Thread}
-	r := Reply{Kind: ReplyInfo, Text: text(ch.Source), BoardURL: link, Review: ref}
+	t := board.Thread{Channel: ch, ID: b.Thread}
+	r := board.Reply{Kind: board.ReplyInfo, Text: text(ch.Source), BoardURL: link, Review: ref}
 	if err := e.out.send(b.Channel, func(ctx context.Context) {
 		if err := e.tellTries(ctx, ch.Source, t, r); err != nil {
 			e.logger.Warn("tell run news", "board", b.ID, "err", err)
@@ -229,7 +229,7 @@ func (e *Engine) runNews(ctx context.Context, typ EventType, r board.Run, text s
 	if !ok {
 		return
 	}
-	e.tellOn(b, func(Source) string { return text }, RunURL(e.cfg.PublicURL, r), nil)
+	e.tellOn(b, func(board.Source) string { return text }, RunURL(e.cfg.PublicURL, r), nil)
 	e.emitRun(ctx, typ, r, b)
 }
 
@@ -240,7 +240,7 @@ func (e *Engine) Skipped(ctx context.Context, id board.ID, slot time.Time, why s
 }
 
 // runWaitRate is how often one run's thread hears that it waits.
-var runWaitRate = RateLimit{N: 1, Per: time.Hour}
+var runWaitRate = board.RateLimit{N: 1, Per: time.Hour}
 
 // Waiting tells the board's thread that a run waits for the channel's
 // model budget, once an hour at most whichever replica notices.

@@ -66,7 +66,7 @@ func ParseScheduleCommand(args []string) (ScheduleCommand, error) {
 
 // Schedule carries out a schedule command from chat for user in ch and
 // answers it in a sentence; the board's thread is told of a change.
-func (e *Engine) Schedule(ctx context.Context, ch Channel, user string, c ScheduleCommand) (string, error) {
+func (e *Engine) Schedule(ctx context.Context, ch board.Channel, user string, c ScheduleCommand) (string, error) {
 	b, err := e.runBoard(ctx, ch, c.Ref)
 	if err != nil {
 		return "", err

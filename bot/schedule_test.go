@@ -71,7 +71,7 @@ func TestScheduleFromChat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := bot.Channel{Source: bot.SourceConsole, ID: "news"}
+	ch := board.Channel{Source: board.SourceConsole, ID: "news"}
 	text, err := env.Engine.Schedule(ctx, ch, "alice", bot.ScheduleCommand{Cron: "0 6 * * *", Timezone: "Europe/Berlin"})
 	if err != nil || !strings.Contains(text, "runs on `0 6 * * *` (Europe/Berlin); next run") {
 		t.Fatalf("set: %q, %v", text, err)
@@ -86,7 +86,7 @@ func TestScheduleFromChat(t *testing.T) {
 	if line := env.Engine.RunsLine(ctx, b); !strings.Contains(line, "Runs on `0 6 * * *` (Europe/Berlin), next") {
 		t.Fatalf("status line %q", line)
 	}
-	env.Poster.WaitFor(t, "the schedule told in the thread", func(replies []bottest.PostedReply, _, _ []bot.Proposal) bool {
+	env.Poster.WaitFor(t, "the schedule told in the thread", func(replies []bottest.PostedReply, _, _ []board.Proposal) bool {
 		for _, r := range replies {
 			if r.Thread.ID == "T1" && strings.Contains(r.Reply.Text, "(set by alice)") {
 				return true
@@ -129,7 +129,7 @@ func TestWeeklySchedulePlanApproved(t *testing.T) {
 		}
 		return plannertest.Reply{Content: withSchedule("@weekly")}
 	})
-	id, err := env.Engine.Submit(ctx, bot.Request{Thread: general, User: "alice", Text: "plan our research newspaper, weekly"})
+	id, err := env.Engine.Submit(ctx, board.Request{Thread: general, User: "alice", Text: "plan our research newspaper, weekly"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestWeeklySchedulePlanApproved(t *testing.T) {
 	}
 
 	feb30.Store(true)
-	id, err = env.Engine.Submit(ctx, bot.Request{Thread: bot.Thread{Channel: general.Channel, ID: "T-feb"}, User: "alice", Text: "run it on 30 February"})
+	id, err = env.Engine.Submit(ctx, board.Request{Thread: board.Thread{Channel: general.Channel, ID: "T-feb"}, User: "alice", Text: "run it on 30 February"})
 	if err != nil {
 		t.Fatal(err)
 	}

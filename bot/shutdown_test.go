@@ -64,7 +64,7 @@ type goneRedis struct {
 	tries atomic.Int64
 }
 
-func (g *goneRedis) SetPreviewMessage(context.Context, bot.ProposalID, bot.MessageRef, time.Time) (bool, error) {
+func (g *goneRedis) SetPreviewMessage(context.Context, board.ProposalID, board.MessageRef, time.Time) (bool, error) {
 	g.tries.Add(1)
 	return false, fmt.Errorf("set preview message: %w", bot.ErrUnavailable)
 }
@@ -80,10 +80,10 @@ func TestStopWithRedisGoneAfterAPreview(t *testing.T) {
 	env := bottest.NewWrapped(t, func(d *bot.Deps) { gone.Proposals = d.Proposals; d.Proposals = gone },
 		func(c *bot.Config) { c.FlushTimeout = flush })
 	answerNewspaper(t, env)
-	if _, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: newspaperRequest}); err != nil {
+	if _, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest}); err != nil {
 		t.Fatal(err)
 	}
-	env.Poster.WaitFor(t, "the preview", func(_ []bottest.PostedReply, previews, _ []bot.Proposal) bool { return len(previews) == 1 })
+	env.Poster.WaitFor(t, "the preview", func(_ []bottest.PostedReply, previews, _ []board.Proposal) bool { return len(previews) == 1 })
 	for gone.tries.Load() < 2 {
 		time.Sleep(10 * time.Millisecond) // retrying the record
 	}

@@ -25,7 +25,7 @@ const shortClaim = 300 * time.Millisecond
 type slowPath struct {
 	name string
 	// propose makes the proposal to approve, in general, by alice.
-	propose func(t *testing.T, env *bottest.Env) bot.Proposal
+	propose func(t *testing.T, env *bottest.Env) board.Proposal
 	stall   string
 }
 
@@ -33,15 +33,15 @@ var slowPaths = []slowPath{
 	// A new board is written in one batch; bobnet_board_key's table is
 	// read inside it, after the check (a locked cards table would stall
 	// the batch while its statements are prepared, before it begins).
-	{name: "one batch", stall: `LOCK TABLE board_keys IN ACCESS EXCLUSIVE MODE`, propose: func(t *testing.T, env *bottest.Env) bot.Proposal {
+	{name: "one batch", stall: `LOCK TABLE board_keys IN ACCESS EXCLUSIVE MODE`, propose: func(t *testing.T, env *bottest.Env) board.Proposal {
 		answerNewspaper(t, env)
 		return propose(t, env, "alice")
 	}},
 	// Changes to the channel's board are read and decided in Go.
-	{name: "careful", stall: `LOCK TABLE cards IN ACCESS EXCLUSIVE MODE`, propose: func(t *testing.T, env *bottest.Env) bot.Proposal {
+	{name: "careful", stall: `LOCK TABLE cards IN ACCESS EXCLUSIVE MODE`, propose: func(t *testing.T, env *bottest.Env) board.Proposal {
 		approvedNewspaper(t, env)
 		env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: v2Plan} })
-		id, err := env.Engine.Submit(context.Background(), bot.Request{Thread: general, User: "alice", Text: "mark the research cards done and add a fact-check step"})
+		id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: "mark the research cards done and add a fact-check step"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ var slowPaths = []slowPath{
 }
 
 // decisions are the events that say how a proposal ended.
-func decisions(s *sink, id bot.ProposalID) []bot.EventType {
+func decisions(s *sink, id board.ProposalID) []bot.EventType {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []bot.EventType
@@ -88,7 +88,7 @@ func TestCancelBesideASlowApprove(t *testing.T) {
 				boardsBefore, cardsBefore := count(t, env, "boards"), count(t, env, "cards")
 				release := storetest.Stall(t, env.Store, path.stall)
 				type result struct {
-					a   bot.Approval
+					a   board.Approval
 					err error
 				}
 				approved := make(chan result, 1)
@@ -265,7 +265,7 @@ func TestRevisionBesideASlowApprove(t *testing.T) {
 			// the approval on the chain's lock, or, wrongly, goes ahead.
 			deadline := time.Now().Add(2 * time.Second)
 			for time.Now().Before(deadline) {
-				if st, _ := env.Engine.Request(ctx, rid); st.State == bot.RequestDone {
+				if st, _ := env.Engine.Request(ctx, rid); st.State == board.RequestDone {
 					break
 				}
 				time.Sleep(20 * time.Millisecond)
@@ -285,7 +285,7 @@ func TestRevisionBesideASlowApprove(t *testing.T) {
 			deadline = time.Now().Add(5 * time.Second)
 			for {
 				p, err := env.Engine.Proposal(ctx, v1.ID)
-				if err == nil && p.State == bot.ProposalApproved {
+				if err == nil && p.State == board.ProposalApproved {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -327,7 +327,7 @@ func TestWithdrawBesideASlowApprove(t *testing.T) {
 			}
 			release := storetest.Stall(t, env.Store, slowPaths[0].stall)
 			type result struct {
-				a   bot.Approval
+				a   board.Approval
 				err error
 			}
 			approved := make(chan result, 1)
@@ -382,12 +382,12 @@ func TestLostCloseGivesRedisTheWinner(t *testing.T) {
 		t.Fatal(err)
 	}
 	var de *bot.DecidedError
-	if _, err := env.Engine.Cancel(ctx, p.ID, "alice"); !errors.As(err, &de) || de.State != bot.ProposalApproved || de.BoardID != res.BoardID {
+	if _, err := env.Engine.Cancel(ctx, p.ID, "alice"); !errors.As(err, &de) || de.State != board.ProposalApproved || de.BoardID != res.BoardID {
 		t.Fatalf("cancel after an approval Redis never heard of = %v, want approved with board %s", err, res.BoardID)
 	}
 	time.Sleep(2 * shortClaim) // every claim has run out
 	got, err := env.Engine.Proposal(ctx, p.ID)
-	if err != nil || got.State != bot.ProposalApproved || got.BoardID != res.BoardID {
+	if err != nil || got.State != board.ProposalApproved || got.BoardID != res.BoardID {
 		t.Fatalf("proposal after the lost cancel = %s (board %s), %v; want approved", got.State, got.BoardID, err)
 	}
 	if evs := decisions(s, p.ID); len(evs) != 0 {

@@ -16,11 +16,11 @@ import (
 // error, so the same words in every surface.
 
 // TenantOf is the tenant a channel belongs to.
-func TenantOf(ch Channel) board.Tenant { return board.TenantOf(ch.Key()) }
+func TenantOf(ch board.Channel) board.Tenant { return board.TenantOf(ch.Key()) }
 
 // runBoard finds the board a command names: a board key of the caller's
 // tenant (NEWS), or, with none, the channel's current board.
-func (e *Engine) runBoard(ctx context.Context, ch Channel, ref string) (board.Board, error) {
+func (e *Engine) runBoard(ctx context.Context, ch board.Channel, ref string) (board.Board, error) {
 	if e.deps.Runs == nil {
 		return board.Board{}, ErrNoRuns
 	}
@@ -45,7 +45,7 @@ func (e *Engine) runBoard(ctx context.Context, ch Channel, ref string) (board.Bo
 // resolveCard finds what a person in ch calls a card: a handle of any of
 // the tenant's boards (NEWS-3), else, on the channel's current board, a
 // number (#3, 3), an id or the start of a title.
-func (e *Engine) resolveCard(ctx context.Context, cs CardStore, ch Channel, ref string) (board.Card, error) {
+func (e *Engine) resolveCard(ctx context.Context, cs CardStore, ch board.Channel, ref string) (board.Card, error) {
 	if _, _, ok := board.ParseHandle(ref); ok {
 		c, err := cs.CardByHandle(ctx, TenantOf(ch), ref)
 		switch {
@@ -99,7 +99,7 @@ func (e *Engine) editedCard(ctx context.Context, cs CardStore, ed CardEdit) (boa
 
 // BoardStatusIn is BoardStatus for a board id said in ch: a board of
 // another tenant is ErrNotFound, exactly as an id nobody has.
-func (e *Engine) BoardStatusIn(ctx context.Context, ch Channel, id board.ID) (board.Status, error) {
+func (e *Engine) BoardStatusIn(ctx context.Context, ch board.Channel, id board.ID) (board.Status, error) {
 	st, err := e.BoardStatus(ctx, id)
 	if err != nil {
 		return board.Status{}, err

@@ -55,7 +55,7 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) work(ctx context.Context, consumer string) {
 	lastReclaim := time.Time{}
 	for ctx.Err() == nil {
-		var batch []QueuedRequest
+		var batch []board.QueuedRequest
 		var err error
 		if time.Since(lastReclaim) > e.cfg.ReclaimIdle/2 {
 			lastReclaim = time.Now()
@@ -92,7 +92,7 @@ func (e *Engine) work(ctx context.Context, consumer string) {
 // request's channel to post. The stream entry is acknowledged only once the
 // answer is posted, so a crash anywhere before leaves the request to be
 // reclaimed and finished, never lost and never planned twice.
-func (e *Engine) handle(ctx context.Context, consumer string, d QueuedRequest) {
+func (e *Engine) handle(ctx context.Context, consumer string, d board.QueuedRequest) {
 	id := d.RequestID
 	rec, err := e.deps.Requests.Request(ctx, id)
 	if errors.Is(err, ErrNotFound) {
@@ -105,7 +105,7 @@ func (e *Engine) handle(ctx context.Context, consumer string, d QueuedRequest) {
 		e.leases.drop(consumer, d.MessageID) // reclaimed once Redis answers again
 		return
 	}
-	if rec.Status.State == RequestDone || rec.Status.State == RequestFailed {
+	if rec.Status.State == board.RequestDone || rec.Status.State == board.RequestFailed {
 		e.ack(ctx, consumer, d) // answered before its worker died; only the ack was lost
 		return
 	}
@@ -127,7 +127,7 @@ func (e *Engine) handle(ctx context.Context, consumer string, d QueuedRequest) {
 			detail["via"] = r.Via // the worker's context does not carry it
 		}
 		e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "requested", Channel: r.Thread.Channel.Key(), DedupeKey: "requested:" + string(id)}, detail)
-		rec.Taken, rec.Status.State = true, RequestPlanning
+		rec.Taken, rec.Status.State = true, board.RequestPlanning
 		if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
 			e.logger.Warn("store request status", "request", id, "err", err)
 		}
@@ -164,7 +164,7 @@ func (e *Engine) handle(ctx context.Context, consumer string, d QueuedRequest) {
 // Redis lost, is closed here as a duplicate instead of planned again. It
 // reports whether the request is finished with (closed, or left for a
 // retry because Postgres did not answer).
-func (e *Engine) takeDelivery(ctx context.Context, consumer string, d QueuedRequest, rec RequestRecord) bool {
+func (e *Engine) takeDelivery(ctx context.Context, consumer string, d board.QueuedRequest, rec board.RequestRecord) bool {
 	w := rec.Request.Webhook
 	res, err := e.deps.Deliveries.RecordDelivery(ctx, board.Delivery{Hook: w.Hook, ID: w.ID, RequestID: rec.Request.ID})
 	if err != nil {
@@ -177,7 +177,7 @@ func (e *Engine) takeDelivery(ctx context.Context, consumer string, d QueuedRequ
 	}
 	e.logger.Info("webhook redelivery closed as a duplicate", "request", rec.Request.ID, "hook", w.Hook, "delivery", w.ID, "first", res.RequestID)
 	rec.Taken = true
-	rec.Status.State, rec.Status.DuplicateOf = RequestDone, res.RequestID
+	rec.Status.State, rec.Status.DuplicateOf = board.RequestDone, res.RequestID
 	if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
 		e.logger.Warn("store request status", "request", rec.Request.ID, "err", err)
 		e.leases.drop(consumer, d.MessageID)
@@ -187,7 +187,7 @@ func (e *Engine) takeDelivery(ctx context.Context, consumer string, d QueuedRequ
 	return true
 }
 
-func (e *Engine) ack(ctx context.Context, consumer string, d QueuedRequest) {
+func (e *Engine) ack(ctx context.Context, consumer string, d board.QueuedRequest) {
 	if err := e.deps.Queue.Ack(ctx, d.MessageID); err != nil {
 		e.logger.Warn("ack request", "request", d.RequestID, "err", err)
 	}

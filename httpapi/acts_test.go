@@ -42,42 +42,42 @@ func (e *actsEngine) taken() []string {
 	return out
 }
 
-func (e *actsEngine) Submit(_ context.Context, r bot.Request) (bot.RequestID, error) {
+func (e *actsEngine) Submit(_ context.Context, r board.Request) (board.RequestID, error) {
 	e.act("message", r.User)
 	return r.ID, nil
 }
 
-func (e *actsEngine) Request(context.Context, bot.RequestID) (bot.RequestStatus, error) {
-	return bot.RequestStatus{}, bot.ErrNotFound
+func (e *actsEngine) Request(context.Context, board.RequestID) (board.RequestStatus, error) {
+	return board.RequestStatus{}, bot.ErrNotFound
 }
 
-func (e *actsEngine) Proposal(_ context.Context, id bot.ProposalID) (bot.Proposal, error) {
-	return bot.Proposal{ID: id, State: bot.ProposalPending, RequestedBy: "alice"}, nil
+func (e *actsEngine) Proposal(_ context.Context, id board.ProposalID) (board.Proposal, error) {
+	return board.Proposal{ID: id, State: board.ProposalPending, RequestedBy: "alice"}, nil
 }
 
-func (e *actsEngine) Approve(_ context.Context, id bot.ProposalID, user string) (bot.Approval, error) {
+func (e *actsEngine) Approve(_ context.Context, id board.ProposalID, user string) (board.Approval, error) {
 	e.act("approve", user)
-	return bot.Approval{ProposalID: id, BoardID: "b_1"}, nil
+	return board.Approval{ProposalID: id, BoardID: "b_1"}, nil
 }
 
-func (e *actsEngine) CancelWithReason(_ context.Context, id bot.ProposalID, user, _ string) (bot.Proposal, error) {
+func (e *actsEngine) CancelWithReason(_ context.Context, id board.ProposalID, user, _ string) (board.Proposal, error) {
 	e.act("cancel", user)
-	return bot.Proposal{ID: id, State: bot.ProposalCancelled}, nil
+	return board.Proposal{ID: id, State: board.ProposalCancelled}, nil
 }
 
-func (e *actsEngine) Revise(_ context.Context, _ bot.ProposalID, user, _ string) (bot.RequestID, error) {
+func (e *actsEngine) Revise(_ context.Context, _ board.ProposalID, user, _ string) (board.RequestID, error) {
 	e.act("revise", user)
 	return "r_twoaaaaaaaaaaaaa", nil
 }
 
-func (e *actsEngine) ProposeAgain(_ context.Context, _ bot.ProposalID, user string) (bot.RequestID, error) {
+func (e *actsEngine) ProposeAgain(_ context.Context, _ board.ProposalID, user string) (board.RequestID, error) {
 	e.act("propose-again", user)
 	return "r_threeaaaaaaaaaaa", nil
 }
 
-func (e *actsEngine) Withdraw(_ context.Context, id bot.ProposalID, user string) (bot.Proposal, error) {
+func (e *actsEngine) Withdraw(_ context.Context, id board.ProposalID, user string) (board.Proposal, error) {
 	e.act("withdraw", user)
-	return bot.Proposal{ID: id, State: bot.ProposalPending}, nil
+	return board.Proposal{ID: id, State: board.ProposalPending}, nil
 }
 
 func (e *actsEngine) EditCard(_ context.Context, ed bot.CardEdit) (board.CardUpdate, error) {

@@ -15,7 +15,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/sse"
@@ -30,13 +30,13 @@ func TestAPICancelWithReason(t *testing.T) {
 	plan := plannertest.NewspaperPlan(t)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	con := console.New(env.Engine, nil, storetest.Logger(t))
-	env.Engine.Register(bot.SourceConsole, bot.Registration{Poster: con})
+	env.Engine.Register(board.SourceConsole, bot.Registration{Poster: con})
 	r := chi.NewRouter()
-	httpapi.NewChat(httpapi.ChatDeps{Engine: env.Engine, Channels: con, Successors: env.Store, Boards: env.Store, Requests: pending.NewStore(env.Redis, env.Prefix), Streams: sse.New(sse.Limits{})}, storetest.Logger(t)).Routes(r)
+	httpapi.NewChat(httpapi.ChatDeps{Engine: env.Engine, Channels: con, Successors: env.Store, Boards: env.Store, Requests: redisstore.NewInFlight(env.Redis, env.Prefix), Streams: sse.New(sse.Limits{})}, storetest.Logger(t)).Routes(r)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	rid, err := env.Engine.Submit(ctx, bot.Request{Thread: bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "news"}}, User: "alice", Text: "plan a daily research newspaper"})
+	rid, err := env.Engine.Submit(ctx, board.Request{Thread: board.Thread{Channel: board.Channel{Source: board.SourceConsole, ID: "news"}}, User: "alice", Text: "plan a daily research newspaper"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestAPICancelWithReason(t *testing.T) {
 	if code, out := post(`{"user":"alice","reason":"` + strings.Repeat("é", bot.MaxCancelReason+1) + `"}`); code != http.StatusBadRequest {
 		t.Fatalf("a long reason: %d %v", code, out)
 	}
-	if p, _ := env.Engine.Proposal(ctx, st.ProposalID); p.State != bot.ProposalPending {
+	if p, _ := env.Engine.Proposal(ctx, st.ProposalID); p.State != board.ProposalPending {
 		t.Fatalf("a refused reason cancelled: %s", p.State)
 	}
 	code, out := post(`{"user":"alice","reason":"` + strings.Repeat("é", bot.MaxCancelReason-20) + ` <b>x</b>"}`)
@@ -71,7 +71,7 @@ func TestAPICancelWithReason(t *testing.T) {
 		t.Fatalf("audit = %+v", evs)
 	}
 	// Without a reason it still cancels (another proposal).
-	rid, _ = env.Engine.Submit(ctx, bot.Request{Thread: bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "news"}}, User: "alice", Text: "plan it again"})
+	rid, _ = env.Engine.Submit(ctx, board.Request{Thread: board.Thread{Channel: board.Channel{Source: board.SourceConsole, ID: "news"}}, User: "alice", Text: "plan it again"})
 	st = env.WaitRequest(t, rid)
 	if code, out := post(`{"user":"alice"}`); code != http.StatusOK || out["state"] != "cancelled" || out["reason"] != nil {
 		t.Fatalf("cancel without a reason: %d %v", code, out)

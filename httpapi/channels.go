@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpjson"
 	"github.com/bobnet/bobnet/sse"
@@ -16,7 +17,7 @@ import (
 // events streams a console channel's events, resuming after Last-Event-ID.
 func (c *Chat) events(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "channel")
-	if !bot.ValidConsoleName(name) {
+	if !board.ValidConsoleName(name) {
 		httpjson.Error(w, http.StatusBadRequest, "bad channel name")
 		return
 	}

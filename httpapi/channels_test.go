@@ -11,7 +11,6 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/console"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
@@ -47,12 +46,12 @@ func status(t *testing.T, h http.Handler, path string) int {
 func TestChannelsAndBoardsLists(t *testing.T) {
 	t.Parallel()
 	store := storetest.NewStore(t)
-	th := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "newsroom"}}
+	th := board.Thread{Channel: board.Channel{Source: board.SourceConsole, ID: "newsroom"}}
 	con := console.New(&fakeEngine{}, store, discard())
 	con.Publish("newsroom", "message", map[string]any{"user": "alice", "text": "plan our newspaper"})
-	_ = con.Reply(context.Background(), th, bot.Reply{Text: "on it"})
-	_, _ = con.PostPreview(context.Background(), bot.Proposal{ID: "p_pendingaaaaaaaaa", State: bot.ProposalPending, Thread: th, RequestedBy: "alice"})
-	_ = con.Reply(context.Background(), th, bot.Reply{Text: "still here"})
+	_ = con.Reply(context.Background(), th, board.Reply{Text: "on it"})
+	_, _ = con.PostPreview(context.Background(), board.Proposal{ID: "p_pendingaaaaaaaaa", State: board.ProposalPending, Thread: th, RequestedBy: "alice"})
+	_ = con.Reply(context.Background(), th, board.Reply{Text: "still here"})
 
 	// A console started again lists the channel from its history.
 	third := console.New(&fakeEngine{}, store, discard())

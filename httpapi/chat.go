@@ -18,14 +18,14 @@ import (
 // ChatEngine is what the chat routes need from the bot engine; *bot.Engine
 // is one.
 type ChatEngine interface {
-	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
-	Request(ctx context.Context, id bot.RequestID) (bot.RequestStatus, error)
-	Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error)
-	Approve(ctx context.Context, id bot.ProposalID, user string) (bot.Approval, error)
-	CancelWithReason(ctx context.Context, id bot.ProposalID, user, reason string) (bot.Proposal, error)
-	Withdraw(ctx context.Context, id bot.ProposalID, user string) (bot.Proposal, error)
-	Revise(ctx context.Context, id bot.ProposalID, user, feedback string) (bot.RequestID, error)
-	ProposeAgain(ctx context.Context, id bot.ProposalID, user string) (bot.RequestID, error)
+	Submit(ctx context.Context, r board.Request) (board.RequestID, error)
+	Request(ctx context.Context, id board.RequestID) (board.RequestStatus, error)
+	Proposal(ctx context.Context, id board.ProposalID) (board.Proposal, error)
+	Approve(ctx context.Context, id board.ProposalID, user string) (board.Approval, error)
+	CancelWithReason(ctx context.Context, id board.ProposalID, user, reason string) (board.Proposal, error)
+	Withdraw(ctx context.Context, id board.ProposalID, user string) (board.Proposal, error)
+	Revise(ctx context.Context, id board.ProposalID, user, feedback string) (board.RequestID, error)
+	ProposeAgain(ctx context.Context, id board.ProposalID, user string) (board.RequestID, error)
 	// Command answers a chat command (/bobnet …) said in a channel.
 	Command(ctx context.Context, c bot.Command) bot.CommandAnswer
 }
@@ -42,7 +42,7 @@ type Channels interface {
 // Successors finds the proposal that superseded another; *store.Store is
 // one.
 type Successors interface {
-	Successor(ctx context.Context, id bot.ProposalID) (bot.ProposalID, error)
+	Successor(ctx context.Context, id board.ProposalID) (board.ProposalID, error)
 }
 
 // BoardLister lists boards, newest first, of the channels within
@@ -52,9 +52,9 @@ type BoardLister interface {
 }
 
 // RequestReader reads a request's record, with the thread it was made
-// in; the request store (*pending.Store) is one.
+// in; the request store (*redisstore.InFlight) is one.
 type RequestReader interface {
-	Request(ctx context.Context, id bot.RequestID) (bot.RequestRecord, error)
+	Request(ctx context.Context, id board.RequestID) (board.RequestRecord, error)
 }
 
 // Chat serves talking to the bot as if in a channel: messages, requests,
@@ -123,7 +123,7 @@ func engineError(w http.ResponseWriter, logger *slog.Logger, err error) {
 	case errors.As(err, &de):
 		httpjson.Write(w, http.StatusConflict, map[string]any{"error": err.Error(), "state": de.State, "board_id": de.BoardID, "decided_by": de.By})
 	case errors.Is(err, bot.ErrExpired):
-		httpjson.Write(w, http.StatusConflict, map[string]any{"error": "this proposal expired; propose it again", "state": bot.ProposalExpired})
+		httpjson.Write(w, http.StatusConflict, map[string]any{"error": "this proposal expired; propose it again", "state": board.ProposalExpired})
 	case errors.Is(err, bot.ErrNotFound):
 		httpjson.Error(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, bot.ErrForbidden):

@@ -29,7 +29,7 @@ import (
 // must not reach it: it answers one with errMalformedReached.
 type fakeEngine struct {
 	mu      sync.Mutex
-	submits []bot.Request
+	submits []board.Request
 	err     error // returned by Submit when set
 	// surface answers the chat commands' lookups through bot's grammar;
 	// with none, a command is answered "answered <verb>".
@@ -48,7 +48,7 @@ func (f *fakeEngine) Command(ctx context.Context, c bot.Command) bot.CommandAnsw
 	return bot.Verbs.Answer(ctx, s, c)
 }
 
-func (f *fakeEngine) Submit(_ context.Context, r bot.Request) (bot.RequestID, error) {
+func (f *fakeEngine) Submit(_ context.Context, r board.Request) (board.RequestID, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -62,17 +62,17 @@ func (f *fakeEngine) Submit(_ context.Context, r bot.Request) (bot.RequestID, er
 // console should have refused before asking them.
 var errMalformedReached = errors.New("the engine was asked about a malformed id")
 
-func (f *fakeEngine) Request(_ context.Context, id bot.RequestID) (bot.RequestStatus, error) {
+func (f *fakeEngine) Request(_ context.Context, id board.RequestID) (board.RequestStatus, error) {
 	if _, err := board.ParseRequestID(string(id)); err != nil {
-		return bot.RequestStatus{}, errMalformedReached
+		return board.RequestStatus{}, errMalformedReached
 	}
 	if id != "r_oneaaaaaaaaaaaaa" {
-		return bot.RequestStatus{}, bot.ErrNotFound
+		return board.RequestStatus{}, bot.ErrNotFound
 	}
-	return bot.RequestStatus{ID: id, State: "done", ProposalID: "p_okaaaaaaaaaaaaaa"}, nil
+	return board.RequestStatus{ID: id, State: "done", ProposalID: "p_okaaaaaaaaaaaaaa"}, nil
 }
 
-func byID(id bot.ProposalID) error {
+func byID(id board.ProposalID) error {
 	if _, err := board.ParseProposalID(string(id)); err != nil {
 		return errMalformedReached
 	}
@@ -80,7 +80,7 @@ func byID(id bot.ProposalID) error {
 	case "p_okaaaaaaaaaaaaaa":
 		return nil
 	case "p_decidedaaaaaaaaa":
-		return &bot.DecidedError{State: bot.ProposalApproved, By: "bob", BoardID: "b_1"}
+		return &bot.DecidedError{State: board.ProposalApproved, By: "bob", BoardID: "b_1"}
 	case "p_expiredaaaaaaaaa":
 		return bot.ErrExpired
 	case "p_forbiddenaaaaaaa":
@@ -91,46 +91,46 @@ func byID(id bot.ProposalID) error {
 	return bot.ErrNotFound
 }
 
-func (f *fakeEngine) Proposal(_ context.Context, id bot.ProposalID) (bot.Proposal, error) {
+func (f *fakeEngine) Proposal(_ context.Context, id board.ProposalID) (board.Proposal, error) {
 	if err := byID(id); err != nil {
-		return bot.Proposal{}, err
+		return board.Proposal{}, err
 	}
-	return bot.Proposal{ID: id, State: bot.ProposalPending, RequestedBy: "alice"}, nil
+	return board.Proposal{ID: id, State: board.ProposalPending, RequestedBy: "alice"}, nil
 }
 
-func (f *fakeEngine) Approve(_ context.Context, id bot.ProposalID, _ string) (bot.Approval, error) {
+func (f *fakeEngine) Approve(_ context.Context, id board.ProposalID, _ string) (board.Approval, error) {
 	if err := byID(id); err != nil {
-		return bot.Approval{}, err
+		return board.Approval{}, err
 	}
-	return bot.Approval{ProposalID: id, BoardID: "b_1", BoardURL: "http://x/boards/b_1"}, nil
+	return board.Approval{ProposalID: id, BoardID: "b_1", BoardURL: "http://x/boards/b_1"}, nil
 }
 
-func (f *fakeEngine) CancelWithReason(_ context.Context, id bot.ProposalID, _, _ string) (bot.Proposal, error) {
+func (f *fakeEngine) CancelWithReason(_ context.Context, id board.ProposalID, _, _ string) (board.Proposal, error) {
 	if err := byID(id); err != nil {
-		return bot.Proposal{}, err
+		return board.Proposal{}, err
 	}
-	return bot.Proposal{ID: id, State: bot.ProposalCancelled}, nil
+	return board.Proposal{ID: id, State: board.ProposalCancelled}, nil
 }
 
-func (f *fakeEngine) Revise(_ context.Context, id bot.ProposalID, _, _ string) (bot.RequestID, error) {
+func (f *fakeEngine) Revise(_ context.Context, id board.ProposalID, _, _ string) (board.RequestID, error) {
 	return "r_twoaaaaaaaaaaaaa", byID(id)
 }
 
-func (f *fakeEngine) ProposeAgain(_ context.Context, id bot.ProposalID, _ string) (bot.RequestID, error) {
+func (f *fakeEngine) ProposeAgain(_ context.Context, id board.ProposalID, _ string) (board.RequestID, error) {
 	return "r_threeaaaaaaaaaaa", byID(id)
 }
 
-func (f *fakeEngine) Withdraw(_ context.Context, id bot.ProposalID, _ string) (bot.Proposal, error) {
+func (f *fakeEngine) Withdraw(_ context.Context, id board.ProposalID, _ string) (board.Proposal, error) {
 	if err := byID(id); err != nil {
-		return bot.Proposal{}, err
+		return board.Proposal{}, err
 	}
-	return bot.Proposal{ID: id, State: bot.ProposalPending}, nil
+	return board.Proposal{ID: id, State: board.ProposalPending}, nil
 }
 
 // noSuccessors knows of no revision of any proposal.
 type noSuccessors struct{}
 
-func (noSuccessors) Successor(context.Context, bot.ProposalID) (bot.ProposalID, error) {
+func (noSuccessors) Successor(context.Context, board.ProposalID) (board.ProposalID, error) {
 	return "", nil
 }
 
@@ -145,8 +145,8 @@ func (noBoards) Boards(context.Context, board.ID, int, []string) ([]board.Listin
 // read them.
 type noRequests struct{}
 
-func (noRequests) Request(_ context.Context, id bot.RequestID) (bot.RequestRecord, error) {
-	return bot.RequestRecord{}, fmt.Errorf("request %s: %w", id, bot.ErrNotFound)
+func (noRequests) Request(_ context.Context, id board.RequestID) (board.RequestRecord, error) {
+	return board.RequestRecord{}, fmt.Errorf("request %s: %w", id, bot.ErrNotFound)
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -286,15 +286,15 @@ func TestEventsReplayLiveAndResume(t *testing.T) {
 	t.Parallel()
 	c, srv := newServer(t, &fakeEngine{})
 	ctx := context.Background()
-	th := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "general"}}
-	if err := c.Reply(ctx, th, bot.Reply{Kind: bot.ReplyAnswer, Text: "first"}); err != nil {
+	th := board.Thread{Channel: board.Channel{Source: board.SourceConsole, ID: "general"}}
+	if err := c.Reply(ctx, th, board.Reply{Kind: board.ReplyAnswer, Text: "first"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Reply(ctx, th, bot.Reply{Kind: bot.ReplyAnswer, Text: "second"}); err != nil {
+	if err := c.Reply(ctx, th, board.Reply{Kind: board.ReplyAnswer, Text: "second"}); err != nil {
 		t.Fatal(err)
 	}
 	// Another channel's events never show here.
-	_ = c.Reply(ctx, bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "other"}}, bot.Reply{Text: "elsewhere"})
+	_ = c.Reply(ctx, board.Thread{Channel: board.Channel{Source: board.SourceConsole, ID: "other"}}, board.Reply{Text: "elsewhere"})
 
 	open := func(lastID string) (*http.Response, *bufio.Reader) {
 		req, _ := http.NewRequest("GET", srv.URL+"/api/v1/channels/general/events", nil)
@@ -324,7 +324,7 @@ func TestEventsReplayLiveAndResume(t *testing.T) {
 		t.Fatalf("second replayed event: %s %s", id, data)
 	}
 	// Live: an event published now arrives on the open stream.
-	if _, err := c.PostPreview(ctx, bot.Proposal{ID: "p_1", Thread: th, State: bot.ProposalPending}); err != nil {
+	if _, err := c.PostPreview(ctx, board.Proposal{ID: "p_1", Thread: th, State: board.ProposalPending}); err != nil {
 		t.Fatal(err)
 	}
 	id, typ, data = readEvent(t, r)

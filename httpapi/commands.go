@@ -29,7 +29,7 @@ func consoleCommand(text string) (string, bool) {
 // postCommand answers a command said in a console channel: the message
 // is shown, then the answer as a reply. A plan is submitted as a message
 // with what to plan is; nothing else goes through the planner.
-func (c *Chat) postCommand(w http.ResponseWriter, r *http.Request, ch bot.Channel, user, text, words string) {
+func (c *Chat) postCommand(w http.ResponseWriter, r *http.Request, ch board.Channel, user, text, words string) {
 	verb, args, rest := bot.ParseCommand(words)
 	if v, ok := bot.Verbs.Lookup(verb, false); ok && !tokenMay(r, effectScope(v.Effect)) {
 		httpjson.Error(w, http.StatusForbidden, fmt.Sprintf("%s %s needs a token with the %s scope; nothing was done", commandPrefix, v.Name, effectScope(v.Effect)))
@@ -86,13 +86,13 @@ func consoleHelp() string {
 // commandReply is a command's answer as a console reply: plain text, and
 // the board's link where there is one (the console serves the boards, so
 // links are relative to it).
-func commandReply(c bot.Command, ans bot.CommandAnswer) bot.Reply {
-	info := func(text string) bot.Reply { return bot.Reply{Kind: bot.ReplyInfo, Text: text} }
+func commandReply(c bot.Command, ans bot.CommandAnswer) board.Reply {
+	info := func(text string) board.Reply { return board.Reply{Kind: board.ReplyInfo, Text: text} }
 	switch {
 	case ans.Help:
 		return info(consoleHelp())
 	case ans.Err != nil:
-		return bot.Reply{Kind: bot.ReplyError, Text: bot.Explain(ans.Err)}
+		return board.Reply{Kind: board.ReplyError, Text: bot.Explain(ans.Err)}
 	case ans.Status != nil:
 		st := ans.Status
 		var counts []string
@@ -105,14 +105,14 @@ func commandReply(c bot.Command, ans bot.CommandAnswer) bot.Reply {
 				text += "\n" + line
 			}
 		}
-		return bot.Reply{Kind: bot.ReplyInfo, Text: text, BoardURL: board.BoardURL(c.PublicURL, st.Board.ID)}
+		return board.Reply{Kind: board.ReplyInfo, Text: text, BoardURL: board.BoardURL(c.PublicURL, st.Board.ID)}
 	case ans.Next != nil:
-		return bot.Reply{Kind: bot.ReplyInfo, Text: bot.NextText(*ans.Next), BoardURL: board.BoardURL(c.PublicURL, ans.Next.Board.ID)}
+		return board.Reply{Kind: board.ReplyInfo, Text: bot.NextText(*ans.Next), BoardURL: board.BoardURL(c.PublicURL, ans.Next.Board.ID)}
 	case ans.Update != nil && len(ans.Update.Changes) == 0:
 		return info(bot.CardUpdateText(*ans.Update, ""))
 	case ans.Update != nil:
 		up := *ans.Update
-		return bot.Reply{Kind: bot.ReplyInfo, Text: bot.CardUpdateText(up, c.User), BoardURL: board.BoardURL(c.PublicURL, up.Board.ID) + "#" + string(up.Card.ID)}
+		return board.Reply{Kind: board.ReplyInfo, Text: bot.CardUpdateText(up, c.User), BoardURL: board.BoardURL(c.PublicURL, up.Board.ID) + "#" + string(up.Card.ID)}
 	case ans.Policy != nil:
 		return info(bot.DescribePolicy(*ans.Policy))
 	case ans.Link.URL != "":

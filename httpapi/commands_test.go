@@ -20,7 +20,7 @@ import (
 // (the embedded Surface is nil): the commands tested ask nothing else.
 type nextSurface struct{ bot.Surface }
 
-func (nextSurface) NextCards(context.Context, bot.Channel) (board.Status, error) {
+func (nextSurface) NextCards(context.Context, board.Channel) (board.Status, error) {
 	return board.Status{Board: board.Board{ID: "b_1", Name: "News", Key: "NEWS"},
 		Ready: []board.Card{{ID: "c_1", Handle: "NEWS-1", Title: "Find sources", Status: "Ready"}}}, nil
 }
@@ -103,7 +103,7 @@ func TestConsoleCommands(t *testing.T) {
 	var replies []string
 	for _, ev := range past {
 		if ev.Type == "reply" {
-			replies = append(replies, ev.Data.(bot.Reply).Text)
+			replies = append(replies, ev.Data.(board.Reply).Text)
 		}
 	}
 	if len(replies) != 4 || replies[0] != want {

@@ -29,8 +29,8 @@ type PolicyStore interface {
 // PolicyEngine is what the policy routes need of the bot engine: the
 // policy in force where none is stored; *bot.Engine is one.
 type PolicyEngine interface {
-	BuiltinPolicy(src bot.Source) board.Policy
-	PolicyFor(ctx context.Context, ch bot.Channel) (board.PolicyInForce, error)
+	BuiltinPolicy(src board.Source) board.Policy
+	PolicyFor(ctx context.Context, ch board.Channel) (board.PolicyInForce, error)
 }
 
 // Policies serves /api/v1/policies; writes need the admin scope (the
@@ -84,9 +84,9 @@ func (a *Policies) list(w http.ResponseWriter, r *http.Request) {
 
 // channelOf turns a policy key into a channel; "default" and "<source>:*"
 // name no channel of their own.
-func channelOf(key string) bot.Channel {
+func channelOf(key string) board.Channel {
 	src, id, _ := strings.Cut(key, ":")
-	return bot.Channel{Source: bot.Source(src), ID: id}
+	return board.Channel{Source: board.Source(src), ID: id}
 }
 
 // reachesPolicy reports whether the request's token may reach the

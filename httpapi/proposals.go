@@ -18,7 +18,7 @@ import (
 // next: a 403 names who may decide and the settings that change it, a 409
 // on an approved proposal carries its board_url, and a 409 on a superseded
 // one names the proposal that replaced it.
-func (c *Chat) decisionError(w http.ResponseWriter, r *http.Request, id bot.ProposalID, user string, err error) {
+func (c *Chat) decisionError(w http.ResponseWriter, r *http.Request, id board.ProposalID, user string, err error) {
 	ctx := r.Context()
 	var de *bot.DecidedError
 	var pe *bot.PolicyError
@@ -36,14 +36,14 @@ func (c *Chat) decisionError(w http.ResponseWriter, r *http.Request, id bot.Prop
 		}
 		out["error"] = fmt.Sprintf("%s is not allowed to decide proposal %s: only %s, the admins in BOBNET_ADMINS or the channel's deciders (BOBNET_HOOKS_FILE) may; BOBNET_ANY_MEMBER_DECIDES=true lets anyone decide", user, id, who)
 		httpjson.Write(w, http.StatusForbidden, out)
-	case errors.As(err, &de) && de.State == bot.ProposalApproved:
+	case errors.As(err, &de) && de.State == board.ProposalApproved:
 		out := map[string]any{"error": err.Error(), "state": de.State, "board_id": de.BoardID, "decided_by": de.By}
 		if p, perr := c.eng.Proposal(ctx, id); perr == nil && p.BoardURL != "" {
 			out["board_url"] = p.BoardURL
 			out["error"] = fmt.Sprintf("proposal %s was already approved by %s: its board is %s", id, de.By, p.BoardURL)
 		}
 		httpjson.Write(w, http.StatusConflict, out)
-	case errors.As(err, &de) && de.State == bot.ProposalSuperseded:
+	case errors.As(err, &de) && de.State == board.ProposalSuperseded:
 		out := map[string]any{"error": fmt.Sprintf("proposal %s was superseded by a revision", id), "state": de.State}
 		if next, serr := c.successors.Successor(ctx, id); serr == nil && next != "" {
 			out["superseded_by"] = next
@@ -67,29 +67,29 @@ func validReason(w http.ResponseWriter, reason string) bool {
 
 // ProposalView is a proposal as the API shows it.
 type ProposalView struct {
-	ID          bot.ProposalID    `json:"id"`
-	State       bot.ProposalState `json:"state"`
-	Version     int               `json:"version"`
-	Supersedes  bot.ProposalID    `json:"supersedes,omitempty"`
-	RequestedBy string            `json:"requested_by"`
-	Request     string            `json:"request"`
-	Plan        any               `json:"plan"`
-	Warnings    any               `json:"warnings"`
-	Changes     *bot.Changes      `json:"changes,omitempty"`
+	ID          board.ProposalID    `json:"id"`
+	State       board.ProposalState `json:"state"`
+	Version     int                 `json:"version"`
+	Supersedes  board.ProposalID    `json:"supersedes,omitempty"`
+	RequestedBy string              `json:"requested_by"`
+	Request     string              `json:"request"`
+	Plan        any                 `json:"plan"`
+	Warnings    any                 `json:"warnings"`
+	Changes     *board.Changes      `json:"changes,omitempty"`
 	// BoardChanges are what approving would change on the current board.
-	BoardChanges []bot.BoardChange `json:"board_changes,omitempty"`
-	ExpiresAt    time.Time         `json:"expires_at"`
-	DecidedBy    string            `json:"decided_by,omitempty"`
-	Reason       string            `json:"reason,omitempty"`
-	BoardID      board.ID          `json:"board_id,omitempty"`
-	BoardURL     string            `json:"board_url,omitempty"`
-	Channel      string            `json:"channel"`
+	BoardChanges []board.BoardChange `json:"board_changes,omitempty"`
+	ExpiresAt    time.Time           `json:"expires_at"`
+	DecidedBy    string              `json:"decided_by,omitempty"`
+	Reason       string              `json:"reason,omitempty"`
+	BoardID      board.ID            `json:"board_id,omitempty"`
+	BoardURL     string              `json:"board_url,omitempty"`
+	Channel      string              `json:"channel"`
 	// Quorum is the policy the proposal was made under and its approvals.
-	Quorum *bot.Quorum `json:"quorum,omitempty"`
+	Quorum *board.Quorum `json:"quorum,omitempty"`
 }
 
 // ViewProposal is p as the API and the console's channels show it.
-func ViewProposal(p bot.Proposal) ProposalView {
+func ViewProposal(p board.Proposal) ProposalView {
 	return ProposalView{
 		ID: p.ID, State: p.State, Version: p.Version, Supersedes: p.Supersedes, RequestedBy: p.RequestedBy, Request: p.Request,
 		Plan: p.Plan, Warnings: p.Warnings, Changes: p.Changes, BoardChanges: p.BoardChanges, ExpiresAt: p.ExpiresAt, DecidedBy: p.DecidedBy, Reason: p.Reason,
@@ -99,13 +99,13 @@ func ViewProposal(p bot.Proposal) ProposalView {
 
 // hiddenProposal is the error for a proposal out of the token's reach:
 // the engine's for an unknown proposal, word for word.
-func hiddenProposal(id bot.ProposalID) error {
+func hiddenProposal(id board.ProposalID) error {
 	return fmt.Errorf("proposal %s: %w", id, bot.ErrNoProposal)
 }
 
 func (c *Chat) getProposal(w http.ResponseWriter, r *http.Request) {
 	id, err := bot.ParseProposalID(chi.URLParam(r, "id"))
-	var p bot.Proposal
+	var p board.Proposal
 	if err == nil {
 		p, err = c.eng.Proposal(r.Context(), id)
 	}
@@ -130,14 +130,14 @@ type decision struct {
 // is answered as an unknown proposal is. For a token limited to channels
 // it reads the proposal too: one it may not reach is answered as an
 // unknown one, before anything is decided.
-func (c *Chat) decision(w http.ResponseWriter, r *http.Request) (bot.ProposalID, decision, bool) {
+func (c *Chat) decision(w http.ResponseWriter, r *http.Request) (board.ProposalID, decision, bool) {
 	var d decision
 	if !Decode(w, r, &d) || !ValidUser(w, r, d.User) {
 		return "", d, false
 	}
 	id, err := bot.ParseProposalID(chi.URLParam(r, "id"))
 	if err == nil && limited(r) {
-		var p bot.Proposal
+		var p board.Proposal
 		if p, err = c.eng.Proposal(r.Context(), id); err == nil && !reaches(r, p.Thread.Channel.Key()) {
 			err = hiddenProposal(id)
 		}
@@ -159,7 +159,7 @@ func (c *Chat) approve(w http.ResponseWriter, r *http.Request) {
 		c.decisionError(w, r, id, d.User, err)
 		return
 	}
-	if a.State == bot.ProposalPending {
+	if a.State == board.ProposalPending {
 		httpjson.Write(w, http.StatusOK, map[string]any{"state": a.State, "approvals": a.Approvals, "needed": a.Needed})
 		return
 	}
@@ -203,7 +203,7 @@ func (c *Chat) revise(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Everyone watching the channel sees what was asked, as in a chat.
-	if p, err := c.eng.Proposal(r.Context(), id); err == nil && p.Thread.Channel.Source == bot.SourceConsole {
+	if p, err := c.eng.Proposal(r.Context(), id); err == nil && p.Thread.Channel.Source == board.SourceConsole {
 		c.channels.Publish(p.Thread.Channel.ID, "message", map[string]any{"user": d.User, "text": d.Feedback, "request_id": rid, "revises": id})
 	}
 	httpjson.Write(w, http.StatusAccepted, map[string]any{"request_id": rid})

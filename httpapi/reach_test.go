@@ -21,7 +21,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -35,7 +35,7 @@ import (
 type tenantAPI struct {
 	srv    *httptest.Server
 	env    *bottest.Env
-	tokens *apitoken.Store
+	tokens *apitoken.Tokens
 	con    *console.Console
 }
 
@@ -46,16 +46,16 @@ func newTenantAPI(t *testing.T) *tenantAPI {
 	env := bottest.New(t)
 	newspaper := plannertest.NewspaperPlan(t)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: newspaper} })
-	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: env.Poster})
+	env.Engine.Register(board.SourceSlack, bot.Registration{Poster: env.Poster})
 	con := console.New(env.Engine, nil, storetest.Logger(t))
-	tokens := apitoken.NewStore(env.Store)
+	tokens := apitoken.NewTokens(env.Store)
 	logger := storetest.Logger(t)
 	stream := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 	}
 	chat := httpapi.NewChat(httpapi.ChatDeps{Engine: env.Engine, Channels: con, Successors: env.Store, Boards: env.Store,
-		Requests: pending.NewStore(env.Redis, env.Prefix), Streams: sse.New(sse.Limits{})}, logger)
+		Requests: redisstore.NewInFlight(env.Redis, env.Prefix), Streams: sse.New(sse.Limits{})}, logger)
 	chat.Unlimited()
 	r := chi.NewRouter()
 	httpapi.API{
@@ -106,9 +106,9 @@ func (a *tenantAPI) token(t *testing.T, name string, channels ...string) string 
 }
 
 // propose submits a request in ch and waits for its proposal.
-func (a *tenantAPI) propose(t *testing.T, ch bot.Channel) (bot.RequestID, bot.ProposalID) {
+func (a *tenantAPI) propose(t *testing.T, ch board.Channel) (board.RequestID, board.ProposalID) {
 	t.Helper()
-	rid, err := a.env.Engine.Submit(context.Background(), bot.Request{Thread: bot.Thread{Channel: ch, ID: "t1"}, User: "alice", Text: "plan our daily research newspaper"})
+	rid, err := a.env.Engine.Submit(context.Background(), board.Request{Thread: board.Thread{Channel: ch, ID: "t1"}, User: "alice", Text: "plan our daily research newspaper"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,15 +122,15 @@ func (a *tenantAPI) propose(t *testing.T, ch bot.Channel) (bot.RequestID, bot.Pr
 // tenantBoard is a channel's board, approved from a proposal, with a
 // pending proposal beside it.
 type tenantBoard struct {
-	request  bot.RequestID
-	approved bot.ProposalID
-	pending  bot.ProposalID
+	request  board.RequestID
+	approved board.ProposalID
+	pending  board.ProposalID
 	board    board.ID
 	card     board.Card
 	run      board.RunID
 }
 
-func (a *tenantAPI) board(t *testing.T, ch bot.Channel) tenantBoard {
+func (a *tenantAPI) board(t *testing.T, ch board.Channel) tenantBoard {
 	t.Helper()
 	ctx := context.Background()
 	var tb tenantBoard
@@ -182,15 +182,15 @@ func TestTokenLimitedToChannels(t *testing.T) {
 	t.Parallel()
 	a := newTenantAPI(t)
 	ctx := context.Background()
-	slackCh := bot.Channel{Source: bot.SourceSlack, ID: "T0ONE/C0123"}
+	slackCh := board.Channel{Source: board.SourceSlack, ID: "T0ONE/C0123"}
 	// The console's board is the older, so a page after the Slack one
 	// would hold it.
-	news := a.board(t, bot.Channel{Source: bot.SourceConsole, ID: "newsroom"})
+	news := a.board(t, board.Channel{Source: board.SourceConsole, ID: "newsroom"})
 	slack := a.board(t, slackCh)
 	// Keys are unique per tenant: the console and the workspace each have
 	// a NEWS. The workspace's second board, NEWS2, has a handle only it
 	// has.
-	slack2 := a.board(t, bot.Channel{Source: bot.SourceSlack, ID: "T0ONE/C0456"})
+	slack2 := a.board(t, board.Channel{Source: board.SourceSlack, ID: "T0ONE/C0456"})
 	if err := a.env.Store.PutPolicy(ctx, "slack:T0ONE/C0123", requesterPolicy, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestTokenLimitedToChannels(t *testing.T) {
 	}
 
 	// Nothing of the Slack channel's changed.
-	if pr, err := a.env.Engine.Proposal(ctx, slack.pending); err != nil || pr.State != bot.ProposalPending {
+	if pr, err := a.env.Engine.Proposal(ctx, slack.pending); err != nil || pr.State != board.ProposalPending {
 		t.Fatalf("the pending proposal: %v %v", pr.State, err)
 	}
 	if c, err := a.env.Store.Card(ctx, slack.card.ID); err != nil || c.Title != slack.card.Title || c.Status != slack.card.Status {
@@ -448,8 +448,8 @@ func TestHandleSharedByTenants(t *testing.T) {
 	t.Parallel()
 	a := newTenantAPI(t)
 	ctx := context.Background()
-	news := a.board(t, bot.Channel{Source: bot.SourceConsole, ID: "newsroom"})
-	slack := a.board(t, bot.Channel{Source: bot.SourceSlack, ID: "T0ONE/C0123"})
+	news := a.board(t, board.Channel{Source: board.SourceConsole, ID: "newsroom"})
+	slack := a.board(t, board.Channel{Source: board.SourceSlack, ID: "T0ONE/C0123"})
 	if news.card.Handle != slack.card.Handle {
 		t.Fatalf("handles %s and %s: each tenant's first newspaper should be NEWS", news.card.Handle, slack.card.Handle)
 	}

@@ -10,13 +10,14 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpjson"
 )
 
 func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "channel")
-	if !bot.ValidConsoleName(name) {
+	if !board.ValidConsoleName(name) {
 		httpjson.Error(w, http.StatusBadRequest, "channel names are 1 to 64 lower-case letters, digits, - or _, starting with a letter or digit")
 		return
 	}
@@ -35,7 +36,7 @@ func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
 	if !PlainText(w, "text", body.Text) {
 		return
 	}
-	ch := bot.Channel{Source: bot.SourceConsole, ID: name}
+	ch := board.Channel{Source: board.SourceConsole, ID: name}
 	if words, ok := consoleCommand(body.Text); ok {
 		c.postCommand(w, r, ch, body.User, body.Text, words)
 		return
@@ -45,19 +46,19 @@ func (c *Chat) postMessage(w http.ResponseWriter, r *http.Request) {
 
 // submit shows a message (text, as said) in its channel and submits the
 // request in it (req) to the engine.
-func (c *Chat) submit(w http.ResponseWriter, r *http.Request, ch bot.Channel, user, text, req string) {
+func (c *Chat) submit(w http.ResponseWriter, r *http.Request, ch board.Channel, user, text, req string) {
 	name := ch.ID
 	// Each console message starts its own thread, named after it.
-	thread := bot.Thread{Channel: ch, ID: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	thread := board.Thread{Channel: ch, ID: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	// The message is shown before it is submitted, so no answer to it can
 	// reach the channel first; a refusal is shown after it.
 	id := bot.NewRequestID()
 	c.channels.Publish(name, "message", map[string]any{"user": user, "text": text, "request_id": id})
 	c.channels.Publish(name, "working", map[string]any{"request_id": id})
-	got, err := c.eng.Submit(r.Context(), bot.Request{ID: id, Thread: thread, User: user, Text: req})
+	got, err := c.eng.Submit(r.Context(), board.Request{ID: id, Thread: thread, User: user, Text: req})
 	if err != nil {
 		if !errors.Is(err, bot.ErrRateLimited) { // the engine tells a throttled person itself
-			c.channels.Publish(name, "reply", bot.Reply{Kind: bot.ReplyError, Text: "That message was not taken. " + bot.Explain(err)})
+			c.channels.Publish(name, "reply", board.Reply{Kind: board.ReplyError, Text: "That message was not taken. " + bot.Explain(err)})
 		}
 		c.engineError(w, err)
 		return
@@ -71,13 +72,13 @@ func (c *Chat) submit(w http.ResponseWriter, r *http.Request, ch bot.Channel, us
 func (c *Chat) getRequest(w http.ResponseWriter, r *http.Request) {
 	id, err := bot.ParseRequestID(chi.URLParam(r, "id"))
 	if err == nil && limited(r) {
-		var rec bot.RequestRecord
+		var rec board.RequestRecord
 		rec, err = c.requests.Request(r.Context(), id)
 		if err == nil && !reaches(r, rec.Request.Thread.Channel.Key()) {
 			err = fmt.Errorf("request %s: %w", id, bot.ErrNotFound) // as the request store words an unknown one
 		}
 	}
-	var st bot.RequestStatus
+	var st board.RequestStatus
 	if err == nil {
 		st, err = c.eng.Request(r.Context(), id)
 	}

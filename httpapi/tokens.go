@@ -14,7 +14,7 @@ import (
 	"github.com/bobnet/bobnet/httpjson"
 )
 
-// TokenStore makes, lists and revokes API tokens; *apitoken.Store is
+// TokenStore makes, lists and revokes API tokens; *apitoken.Tokens is
 // one.
 type TokenStore interface {
 	CreateLimited(ctx context.Context, name string, scopes []apitoken.Scope, user string, channels []string) (string, error)

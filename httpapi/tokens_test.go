@@ -24,7 +24,7 @@ import (
 func TestTokenRoutes(t *testing.T) {
 	t.Parallel()
 	db := storetest.NewStore(t)
-	tokens := apitoken.NewStore(db)
+	tokens := apitoken.NewTokens(db)
 	ctx := context.Background()
 	r := chi.NewRouter()
 	r.Group(func(r chi.Router) {

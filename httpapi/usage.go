@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpjson"
 )
@@ -18,7 +19,7 @@ import (
 // UsageEngine is what the usage route needs of the bot engine: a
 // channel's model use today against its budget; *bot.Engine is one.
 type UsageEngine interface {
-	BudgetStatus(ctx context.Context, ch bot.Channel) (bot.Budget, error)
+	BudgetStatus(ctx context.Context, ch board.Channel) (bot.Budget, error)
 }
 
 // Usage serves GET /api/v1/usage: one channel's model use, which /metrics
@@ -100,32 +101,32 @@ func (u *Usage) get(w http.ResponseWriter, r *http.Request) {
 // "slack:T0123/C0123", "matrix:!room:example.org") into its channel, or
 // says what is wrong with it. A key names one channel: "default" and
 // "<source>:*" are policy keys, not channels.
-func usageChannel(key string) (bot.Channel, string) {
+func usageChannel(key string) (board.Channel, string) {
 	src, id, ok := strings.Cut(key, ":")
 	switch {
 	case key == "":
-		return bot.Channel{}, "empty: give a channel key such as console:general"
+		return board.Channel{}, "empty: give a channel key such as console:general"
 	case !ok || id == "":
-		return bot.Channel{}, "not a channel key <source>:<id> (console:general, slack:C0123, matrix:!room:example.org)"
-	case !slices.Contains([]bot.Source{bot.SourceSlack, bot.SourceMatrix, bot.SourceConsole}, bot.Source(src)):
-		return bot.Channel{}, fmt.Sprintf("unknown source %q (known: slack, matrix, console)", src)
+		return board.Channel{}, "not a channel key <source>:<id> (console:general, slack:C0123, matrix:!room:example.org)"
+	case !slices.Contains([]board.Source{board.SourceSlack, board.SourceMatrix, board.SourceConsole}, board.Source(src)):
+		return board.Channel{}, fmt.Sprintf("unknown source %q (known: slack, matrix, console)", src)
 	case len(key) > 300:
-		return bot.Channel{}, "longer than 300 characters"
+		return board.Channel{}, "longer than 300 characters"
 	}
-	ch := bot.Channel{Source: bot.Source(src), ID: id}
+	ch := board.Channel{Source: board.Source(src), ID: id}
 	switch ch.Source {
-	case bot.SourceConsole:
-		if !bot.ValidConsoleName(id) {
-			return bot.Channel{}, "a console channel is 1 to 64 lower-case letters, digits, - or _"
+	case board.SourceConsole:
+		if !board.ValidConsoleName(id) {
+			return board.Channel{}, "a console channel is 1 to 64 lower-case letters, digits, - or _"
 		}
-	case bot.SourceSlack:
+	case board.SourceSlack:
 		parts := strings.Split(id, "/")
 		if len(parts) > 2 || !allSlackIDs(parts) {
-			return bot.Channel{}, "a Slack channel is its id (C0123), or in multi-workspace mode the workspace's and the channel's (T0123/C0123)"
+			return board.Channel{}, "a Slack channel is its id (C0123), or in multi-workspace mode the workspace's and the channel's (T0123/C0123)"
 		}
-	case bot.SourceMatrix:
+	case board.SourceMatrix:
 		if !strings.HasPrefix(id, "!") || !strings.Contains(id[1:], ":") || strings.ContainsFunc(id, isSpaceOrControl) {
-			return bot.Channel{}, "a Matrix room is its id, like !room:example.org"
+			return board.Channel{}, "a Matrix room is its id, like !room:example.org"
 		}
 	}
 	return ch, ""

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpapi"
 )
@@ -22,12 +23,12 @@ import (
 // asked.
 type fakeUsage struct {
 	mu     sync.Mutex
-	asked  []bot.Channel
+	asked  []board.Channel
 	budget map[string]bot.Budget
 	err    error
 }
 
-func (f *fakeUsage) BudgetStatus(_ context.Context, ch bot.Channel) (bot.Budget, error) {
+func (f *fakeUsage) BudgetStatus(_ context.Context, ch board.Channel) (bot.Budget, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked = append(f.asked, ch)

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/metrics"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
@@ -72,11 +72,11 @@ func TestExpositionParsesWithPrometheusParser(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
 	m.WatchQueue(fakeDepth{waiting: 3, inFlight: 1}, slog.New(slog.DiscardHandler))
-	m.RequestRefused(bot.SourceSlack, "rate_limited")
-	m.RequestAnswered(bot.SourceConsole, bot.ReplyProposal)
-	m.ProposalClosed(bot.ProposalApproved)
+	m.RequestRefused(board.SourceSlack, "rate_limited")
+	m.RequestAnswered(board.SourceConsole, board.ReplyProposal)
+	m.ProposalClosed(board.ProposalApproved)
 	m.Committed(30 * time.Millisecond)
-	m.ModelTokens(bot.SourceConsole, 120)
+	m.ModelTokens(board.SourceConsole, 120)
 	m.RunEnded("done")
 	m.CardWorked(7 * time.Second)
 	answer := planner.Outcome{Result: plan.Result{Plan: &plan.Envelope{Kind: plan.KindAnswer}}}
@@ -180,16 +180,16 @@ func TestLabelValuesAreBounded(t *testing.T) {
 		"close:\"} 99\nbobnet_runs_total{state=\"forged\"} 1",
 	}
 	for i, h := range hostile {
-		m.ModelTokens(bot.Source(h), i+1)
-		m.RequestRefused(bot.Source(h), h)
-		m.RequestAnswered(bot.Source(h), bot.ReplyKind(h))
-		m.ProposalClosed(bot.ProposalState(h))
+		m.ModelTokens(board.Source(h), i+1)
+		m.RequestRefused(board.Source(h), h)
+		m.RequestAnswered(board.Source(h), board.ReplyKind(h))
+		m.ProposalClosed(board.ProposalState(h))
 		m.RunEnded(h)
 		kind := planner.Outcome{Result: plan.Result{Plan: &plan.Envelope{Kind: plan.Kind(h)}}}
 		_, _ = m.Planner(fakePlanner{out: kind}).Plan(context.Background(), planner.PromptInput{}, plan.Options{})
 	}
-	m.ModelTokens(bot.SourceSlack, 5)
-	m.RequestRefused(bot.SourceMatrix, "rate_limited")
+	m.ModelTokens(board.SourceSlack, 5)
+	m.RequestRefused(board.SourceMatrix, "rate_limited")
 
 	fams := parse(t, m)
 	for name, f := range fams {

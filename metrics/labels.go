@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/plan"
 )
 
@@ -36,16 +35,16 @@ func (s labelSet) value(v string) string {
 var (
 	// sources are the surfaces a request, or a channel spending model
 	// tokens, belongs to.
-	sources = setOf(string(bot.SourceSlack), string(bot.SourceMatrix), string(bot.SourceConsole))
+	sources = setOf(string(board.SourceSlack), string(board.SourceMatrix), string(board.SourceConsole))
 	// requestOutcomes are a request's answer kinds and the reasons one
 	// was never queued.
 	requestOutcomes = setOf(
-		string(bot.ReplyAnswer), string(bot.ReplyClarify), string(bot.ReplyRefuse), string(bot.ReplyError),
-		string(bot.ReplySlowDown), string(bot.ReplyProposal), string(bot.ReplyInfo),
+		string(board.ReplyAnswer), string(board.ReplyClarify), string(board.ReplyRefuse), string(board.ReplyError),
+		string(board.ReplySlowDown), string(board.ReplyProposal), string(board.ReplyInfo),
 		"duplicate", "rate_limited", "invalid", "unavailable")
 	// proposalOutcomes are how a proposal is created and leaves pending.
 	proposalOutcomes = setOf("created",
-		string(bot.ProposalApproved), string(bot.ProposalCancelled), string(bot.ProposalExpired), string(bot.ProposalSuperseded))
+		string(board.ProposalApproved), string(board.ProposalCancelled), string(board.ProposalExpired), string(board.ProposalSuperseded))
 	// planningOutcomes are a plan's kinds and why a planning call failed.
 	planningOutcomes = setOf(
 		string(plan.KindAnswer), string(plan.KindClarify), string(plan.KindProposeActions), string(plan.KindRefuse),

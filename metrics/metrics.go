@@ -21,6 +21,7 @@ import (
 
 	vmetrics "github.com/VictoriaMetrics/metrics"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
@@ -67,15 +68,15 @@ func (m *Metrics) RunEnded(state string) {
 func (m *Metrics) CardWorked(d time.Duration) { m.runCards.Update(d.Seconds()) }
 
 // RequestRefused counts a request that was not queued.
-func (m *Metrics) RequestRefused(src bot.Source, outcome string) {
+func (m *Metrics) RequestRefused(src board.Source, outcome string) {
 	m.countRequest(string(src), outcome)
 }
 
 // RequestAnswered counts a request by the kind of its answer, and a
 // proposal created when that answer was one.
-func (m *Metrics) RequestAnswered(src bot.Source, kind bot.ReplyKind) {
+func (m *Metrics) RequestAnswered(src board.Source, kind board.ReplyKind) {
 	m.countRequest(string(src), string(kind))
-	if kind == bot.ReplyProposal {
+	if kind == board.ReplyProposal {
 		m.countProposal("created")
 	}
 }
@@ -91,7 +92,7 @@ func (m *Metrics) countProposal(outcome string) {
 }
 
 // ProposalClosed counts a proposal leaving pending.
-func (m *Metrics) ProposalClosed(state bot.ProposalState) { m.countProposal(string(state)) }
+func (m *Metrics) ProposalClosed(state board.ProposalState) { m.countProposal(string(state)) }
 
 // Committed records how long an approval took to commit its board.
 func (m *Metrics) Committed(d time.Duration) { m.commit.Update(d.Seconds()) }
@@ -99,7 +100,7 @@ func (m *Metrics) Committed(d time.Duration) { m.commit.Update(d.Seconds()) }
 // ModelTokens counts the model tokens a channel of source spent. The
 // channel itself is no label: per-channel use is read from the API
 // (GET /api/v1/usage), never from /metrics.
-func (m *Metrics) ModelTokens(src bot.Source, n int) {
+func (m *Metrics) ModelTokens(src board.Source, n int) {
 	c := m.set.GetOrCreateCounter(series(tokensFamily.name, "source", sources.value(string(src))))
 	if n > 0 {
 		c.Add(n)
@@ -140,7 +141,7 @@ func (p timedPlanner) Plan(ctx context.Context, in planner.PromptInput, opts pla
 }
 
 // QueueDepth reports how many requests wait for a worker and how many
-// workers hold unfinished; *pending.Queue is one.
+// workers hold unfinished; *redisstore.Queue is one.
 type QueueDepth interface {
 	Depth(ctx context.Context) (waiting, inFlight int64, err error)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/metrics"
 	"github.com/bobnet/bobnet/plan"
@@ -80,10 +81,10 @@ func TestObserverCountsRequestsAndProposals(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
 	var o bot.Observer = m
-	o.RequestRefused(bot.SourceSlack, "rate_limited")
-	o.RequestAnswered(bot.SourceSlack, bot.ReplyProposal)
-	o.RequestAnswered(bot.SourceConsole, bot.ReplyAnswer)
-	o.ProposalClosed(bot.ProposalExpired)
+	o.RequestRefused(board.SourceSlack, "rate_limited")
+	o.RequestAnswered(board.SourceSlack, board.ReplyProposal)
+	o.RequestAnswered(board.SourceConsole, board.ReplyAnswer)
+	o.ProposalClosed(board.ProposalExpired)
 	o.Committed(0)
 	out := scrape(t, m)
 	for _, want := range []string{

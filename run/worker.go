@@ -19,9 +19,9 @@ import (
 	"github.com/bobnet/bobnet/planner"
 )
 
-// Store is what the worker needs of the runs' storage; *store.Store is
+// RunCards is what the worker needs of the runs' storage; *store.Store is
 // one.
-type Store interface {
+type RunCards interface {
 	ClaimRunCard(ctx context.Context, runner string, lease time.Duration) (board.RunJob, bool, error)
 	CompleteRunCard(ctx context.Context, job board.RunJob, actor, output string) (board.CardUpdate, error)
 	FailRunCard(ctx context.Context, job board.RunJob, why string) error
@@ -81,7 +81,7 @@ const DefaultLease = time.Minute
 
 // Worker works the model's cards of every running run.
 type Worker struct {
-	store    Store
+	store    RunCards
 	model    Model
 	tell     Teller
 	budget   Budget
@@ -95,7 +95,7 @@ type Worker struct {
 
 // NewWorker makes a worker; profiles are the deployment's assignee
 // profiles, whose instructions the model gets.
-func NewWorker(store Store, model Model, tell Teller, budget Budget, obs Observer, profiles []planner.Profile, cfg Config, logger *slog.Logger) *Worker {
+func NewWorker(store RunCards, model Model, tell Teller, budget Budget, obs Observer, profiles []planner.Profile, cfg Config, logger *slog.Logger) *Worker {
 	byName := map[string]planner.Profile{}
 	for _, p := range profiles {
 		byName[plan.RunnerKey(p.Name)] = p

@@ -17,7 +17,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/sse"
 	"github.com/bobnet/bobnet/web"
@@ -25,7 +24,7 @@ import (
 
 // Engine is what the console's pages need from the bot engine.
 type Engine interface {
-	Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error)
+	Proposal(ctx context.Context, id board.ProposalID) (board.Proposal, error)
 }
 
 //go:embed static
@@ -189,19 +188,19 @@ func (c *Console) unsubscribe(name string, sub chan Event) {
 }
 
 // Reply shows a bot reply in the channel.
-func (c *Console) Reply(_ context.Context, t bot.Thread, r bot.Reply) error {
+func (c *Console) Reply(_ context.Context, t board.Thread, r board.Reply) error {
 	c.Publish(t.Channel.ID, "reply", r)
 	return nil
 }
 
 // PostPreview shows a proposal's preview in the channel.
-func (c *Console) PostPreview(_ context.Context, p bot.Proposal) (bot.MessageRef, error) {
+func (c *Console) PostPreview(_ context.Context, p board.Proposal) (board.MessageRef, error) {
 	c.Publish(p.Thread.Channel.ID, "proposal", httpapi.ViewProposal(p))
-	return bot.MessageRef(p.ID), nil
+	return board.MessageRef(p.ID), nil
 }
 
 // UpdatePreview shows that a proposal's state changed.
-func (c *Console) UpdatePreview(_ context.Context, p bot.Proposal) error {
+func (c *Console) UpdatePreview(_ context.Context, p board.Proposal) error {
 	c.Publish(p.Thread.Channel.ID, "proposal_updated", httpapi.ViewProposal(p))
 	return nil
 }

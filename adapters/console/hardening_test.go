@@ -24,11 +24,11 @@ import (
 // fakeEngine knows one proposal, p_okaaaaaaaaaaaaaa.
 type fakeEngine struct{}
 
-func (fakeEngine) Proposal(_ context.Context, id bot.ProposalID) (bot.Proposal, error) {
+func (fakeEngine) Proposal(_ context.Context, id board.ProposalID) (board.Proposal, error) {
 	if id != "p_okaaaaaaaaaaaaaa" {
-		return bot.Proposal{}, bot.ErrNotFound
+		return board.Proposal{}, bot.ErrNotFound
 	}
-	return bot.Proposal{ID: id, State: bot.ProposalPending, RequestedBy: "alice"}, nil
+	return board.Proposal{ID: id, State: board.ProposalPending, RequestedBy: "alice"}, nil
 }
 
 // errMalformedReached is what the fake engines answer for an id the
@@ -55,7 +55,7 @@ func TestIdleChannelsArePruned(t *testing.T) {
 	c := New(fakeEngine{}, nil, discard())
 	_, watched := c.subscribe("watched", 0)
 	for i := range maxChannels + 100 {
-		_ = c.Reply(context.Background(), bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: fmt.Sprint("ch", i)}}, bot.Reply{Text: "x"})
+		_ = c.Reply(context.Background(), board.Thread{Channel: board.Channel{Source: board.SourceConsole, ID: fmt.Sprint("ch", i)}}, board.Reply{Text: "x"})
 	}
 	c.unsubscribe("never-seen", make(chan Event))
 	c.mu.Lock()
@@ -98,14 +98,14 @@ func TestProposalPageIsReadableAndInert(t *testing.T) {
 // pageEngine knows one proposal, p_pageaaaaaaaaaaaa, whose answer is markup.
 type pageEngine struct{}
 
-func (pageEngine) Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error) {
+func (pageEngine) Proposal(ctx context.Context, id board.ProposalID) (board.Proposal, error) {
 	if _, err := board.ParseProposalID(string(id)); err != nil {
-		return bot.Proposal{}, errMalformedReached
+		return board.Proposal{}, errMalformedReached
 	}
 	if id != "p_pageaaaaaaaaaaaa" {
-		return bot.Proposal{}, bot.ErrNotFound
+		return board.Proposal{}, bot.ErrNotFound
 	}
-	return bot.Proposal{ID: id, State: bot.ProposalPending, Version: 1, RequestedBy: "alice", ExpiresAt: time.Now().Add(time.Hour),
+	return board.Proposal{ID: id, State: board.ProposalPending, Version: 1, RequestedBy: "alice", ExpiresAt: time.Now().Add(time.Hour),
 		Plan: plan.Envelope{Kind: plan.KindProposeActions, Answer: "<script>alert(1)</script>", Actions: []plan.Action{{
 			Type: plan.ActionCreateBoardWithCards, Board: &plan.BoardDraft{Name: "News"},
 			Cards: []plan.CardDraft{{TempID: "c1", Title: "Write the intro", Body: "b", Status: "Backlog"},
@@ -177,10 +177,10 @@ func TestHistoryBoundedAndSlowSubscriberDropped(t *testing.T) {
 	t.Parallel()
 	c := New(fakeEngine{}, nil, discard())
 	_, sub := c.subscribe("general", 0)
-	th := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "general"}}
+	th := board.Thread{Channel: board.Channel{Source: board.SourceConsole, ID: "general"}}
 	// Nobody reads sub: publishing far more than its buffer must not block.
 	for i := 0; i < historySize+50; i++ {
-		_ = c.Reply(context.Background(), th, bot.Reply{Text: "x"})
+		_ = c.Reply(context.Background(), th, board.Reply{Text: "x"})
 	}
 	past, _ := c.subscribe("general", 0)
 	if len(past) != historySize {

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/httpapi"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -19,11 +19,11 @@ func TestHistorySurvivesARestart(t *testing.T) {
 	t.Parallel()
 	store := storetest.NewStore(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	th := bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "newsroom"}}
+	th := board.Thread{Channel: board.Channel{Source: board.SourceConsole, ID: "newsroom"}}
 	first := New(fakeEngine{}, store, logger)
 	first.Publish("newsroom", "message", map[string]any{"user": "alice", "text": "plan our newspaper"})
-	_ = first.Reply(context.Background(), th, bot.Reply{Text: "on it"})
-	_, _ = first.PostPreview(context.Background(), bot.Proposal{ID: "p_pendingaaaaaaaaa", State: bot.ProposalPending, Thread: th, RequestedBy: "alice"})
+	_ = first.Reply(context.Background(), th, board.Reply{Text: "on it"})
+	_, _ = first.PostPreview(context.Background(), board.Proposal{ID: "p_pendingaaaaaaaaa", State: board.ProposalPending, Thread: th, RequestedBy: "alice"})
 
 	again := New(fakeEngine{}, store, logger)
 	past, _ := again.subscribe("newsroom", 0)
@@ -32,10 +32,10 @@ func TestHistorySurvivesARestart(t *testing.T) {
 	}
 	var preview httpapi.ProposalView
 	b, _ := json.Marshal(past[2].Data)
-	if err := json.Unmarshal(b, &preview); err != nil || preview.ID != "p_pendingaaaaaaaaa" || preview.State != bot.ProposalPending {
+	if err := json.Unmarshal(b, &preview); err != nil || preview.ID != "p_pendingaaaaaaaaa" || preview.State != board.ProposalPending {
 		t.Fatalf("pending preview after the restart: %+v %v", preview, err)
 	}
-	_ = again.Reply(context.Background(), th, bot.Reply{Text: "still here"})
+	_ = again.Reply(context.Background(), th, board.Reply{Text: "still here"})
 	if past, _ := again.subscribe("newsroom", 3); len(past) != 1 || past[0].ID != 4 {
 		t.Fatalf("new events are not numbered after the old ones: %+v", past)
 	}

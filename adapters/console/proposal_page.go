@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/web"
@@ -18,7 +19,7 @@ type proposalViews struct{ eng Engine }
 // engine does not know is web.ErrNoProposal.
 func (v proposalViews) ProposalView(ctx context.Context, text string) (web.ProposalView, error) {
 	id, err := bot.ParseProposalID(text)
-	var p bot.Proposal
+	var p board.Proposal
 	if err == nil {
 		p, err = v.eng.Proposal(ctx, id)
 	}
@@ -31,7 +32,7 @@ func (v proposalViews) ProposalView(ctx context.Context, text string) (web.Propo
 	return pageData(p), nil
 }
 
-func pageData(p bot.Proposal) web.ProposalView {
+func pageData(p board.Proposal) web.ProposalView {
 	d := web.ProposalView{
 		ID: string(p.ID), Name: "Proposed plan", RequestedBy: p.RequestedBy, Request: p.Request, Answer: p.Plan.Answer,
 		DecidedBy: p.DecidedBy, BoardURL: p.BoardURL, State: string(p.State), Version: p.Version, Warnings: p.Warnings,

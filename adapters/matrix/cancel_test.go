@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot"
 )
 
 func TestMatrixCancelBecause(t *testing.T) {
@@ -28,7 +27,7 @@ func TestMatrixCancelBecause(t *testing.T) {
 		t.Fatalf("audit = %+v", last)
 	}
 	p, err := w.env.Engine.Proposal(context.Background(), last.ProposalID)
-	if err != nil || p.State != bot.ProposalCancelled || p.Reason != "the <b>budget</b> moved @room" {
+	if err != nil || p.State != board.ProposalCancelled || p.Reason != "the <b>budget</b> moved @room" {
 		t.Fatalf("proposal = %+v, %v", p.State, err)
 	}
 }

@@ -55,7 +55,7 @@ func (w *world) setPower(u *user, level int) {
 
 func (w *world) noBoard(why string) {
 	w.t.Helper()
-	if _, err := w.env.Engine.ChannelStatus(context.Background(), bot.Channel{Source: bot.SourceMatrix, ID: string(w.room)}); !errors.Is(err, bot.ErrNotFound) {
+	if _, err := w.env.Engine.ChannelStatus(context.Background(), board.Channel{Source: board.SourceMatrix, ID: string(w.room)}); !errors.Is(err, bot.ErrNotFound) {
 		w.t.Fatalf("a board exists %s: %v", why, err)
 	}
 }

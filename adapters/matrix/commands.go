@@ -14,7 +14,7 @@ import (
 )
 
 // command handles "!…": room commands (!bobnet …) and thread decisions.
-func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thread, inThread bool, text string) {
+func (a *Adapter) command(ctx context.Context, evt *event.Event, thread board.Thread, inThread bool, text string) {
 	fields := strings.Fields(text)
 	verb := strings.ToLower(fields[0])
 	rest := strings.TrimSpace(strings.TrimPrefix(text, fields[0]))
@@ -32,12 +32,12 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 		return // another bot's command
 	}
 	if !inThread {
-		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "Use " + verb + " as a reply in the thread of a preview."})
+		a.notice(thread, board.Reply{Kind: board.ReplyInfo, Text: "Use " + verb + " as a reply in the thread of a preview."})
 		return
 	}
 	p, err := a.store.MatrixThreadProposal(ctx, string(room), thread.ID)
 	if errors.Is(err, board.ErrNotFound) {
-		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "There is no proposal in this thread."})
+		a.notice(thread, board.Reply{Kind: board.ReplyInfo, Text: "There is no proposal in this thread."})
 		return
 	}
 	if err != nil {
@@ -45,7 +45,7 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 		return
 	}
 	if act == "revise" && rest == "" {
-		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "Say what to change: !revise make it weekly"})
+		a.notice(thread, board.Reply{Kind: board.ReplyInfo, Text: "Say what to change: !revise make it weekly"})
 		return
 	}
 	if !a.firstSeen(ctx, "command", evt.ID) {
@@ -58,7 +58,7 @@ func (a *Adapter) command(ctx context.Context, evt *event.Event, thread bot.Thre
 // the command's pills become person ids and the answer Matrix text. A
 // command is answered once (the event id), off the sync loop; a plan is
 // submitted on it, as a mention is.
-func (a *Adapter) roomCommand(ctx context.Context, evt *event.Event, thread bot.Thread, inThread bool, text string) {
+func (a *Adapter) roomCommand(ctx context.Context, evt *event.Event, thread board.Thread, inThread bool, text string) {
 	name, args, rest := bot.ParseCommand(text)
 	if name == "assign" {
 		args = assignArgs(args, evt.Content.AsMessage().FormattedBody)
@@ -68,13 +68,13 @@ func (a *Adapter) roomCommand(ctx context.Context, evt *event.Event, thread bot.
 	v, ok := bot.Verbs.Lookup(name, false)
 	switch {
 	case !ok:
-		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: helpText()})
+		a.notice(thread, board.Reply{Kind: board.ReplyInfo, Text: helpText()})
 	case v.Name == "plan" && strings.EqualFold(rest, "this"):
 		a.planThis(ctx, evt, thread, inThread) // planthis.go
 	case v.Name == "plan":
 		ans := bot.Verbs.Answer(ctx, a.eng, c) // only reads the words
 		if ans.Act != bot.ActPlan {
-			a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: ans.Text})
+			a.notice(thread, board.Reply{Kind: board.ReplyInfo, Text: ans.Text})
 			return
 		}
 		a.submit(ctx, evt, thread, ans.Text)
@@ -89,8 +89,8 @@ func (a *Adapter) roomCommand(ctx context.Context, evt *event.Event, thread bot.
 // answer posts a command's answer in the command's thread. A change
 // names who made it (the room sees who moved what); a refusal is a short
 // notice saying why.
-func (a *Adapter) answer(ctx context.Context, thread bot.Thread, c bot.Command, ans bot.CommandAnswer) {
-	info := func(text string) { a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: text}) }
+func (a *Adapter) answer(ctx context.Context, thread board.Thread, c bot.Command, ans bot.CommandAnswer) {
+	info := func(text string) { a.post(ctx, thread, board.Reply{Kind: board.ReplyInfo, Text: text}) }
 	switch {
 	case ans.Help:
 		info(helpText())
@@ -102,12 +102,12 @@ func (a *Adapter) answer(ctx context.Context, thread bot.Thread, c bot.Command, 
 	case ans.Status != nil:
 		a.status(ctx, thread, ans)
 	case ans.Next != nil:
-		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: bot.NextText(*ans.Next), BoardURL: board.BoardURL(a.cfg.PublicURL, ans.Next.Board.ID)})
+		a.post(ctx, thread, board.Reply{Kind: board.ReplyInfo, Text: bot.NextText(*ans.Next), BoardURL: board.BoardURL(a.cfg.PublicURL, ans.Next.Board.ID)})
 	case ans.Update != nil && len(ans.Update.Changes) == 0:
 		info(bot.CardUpdateText(*ans.Update, ""))
 	case ans.Update != nil:
 		up := *ans.Update
-		a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: bot.CardUpdateText(up, c.User),
+		a.post(ctx, thread, board.Reply{Kind: board.ReplyInfo, Text: bot.CardUpdateText(up, c.User),
 			BoardURL: board.BoardURL(a.cfg.PublicURL, up.Board.ID) + "#" + string(up.Card.ID)})
 	case ans.Policy != nil:
 		info(bot.DescribePolicy(*ans.Policy))
@@ -121,7 +121,7 @@ func (a *Adapter) answer(ctx context.Context, thread bot.Thread, c bot.Command, 
 }
 
 // status posts a board's status with its runs and budget lines.
-func (a *Adapter) status(ctx context.Context, thread bot.Thread, ans bot.CommandAnswer) {
+func (a *Adapter) status(ctx context.Context, thread board.Thread, ans bot.CommandAnswer) {
 	st := *ans.Status
 	msg := renderStatus(st, board.BoardURL(a.cfg.PublicURL, st.Board.ID))
 	if line := ans.RunsLine; line != "" {

@@ -13,16 +13,16 @@ import (
 )
 
 // decide runs one decision and tells the user when it was refused.
-func (a *Adapter) decide(ctx context.Context, thread bot.Thread, act string, p bot.ProposalID, user, feedback string) {
+func (a *Adapter) decide(ctx context.Context, thread board.Thread, act string, p board.ProposalID, user, feedback string) {
 	var err error
 	switch act {
 	case "approve":
-		var ap bot.Approval
+		var ap board.Approval
 		ap, err = a.eng.Approve(ctx, p, user)
-		if err == nil && ap.State == bot.ProposalPending && ap.Needed > 1 {
+		if err == nil && ap.State == board.ProposalPending && ap.Needed > 1 {
 			// The edited preview shows the count to the room; the
 			// approver hears that their approval counted.
-			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: fmt.Sprintf(
+			a.post(ctx, thread, board.Reply{Kind: board.ReplyInfo, Text: fmt.Sprintf(
 				"%s: your approval is recorded: %d of %d approvals. The board is created when the last one arrives.",
 				user, len(ap.Approvals), ap.Needed)})
 			return
@@ -34,15 +34,15 @@ func (a *Adapter) decide(ctx context.Context, thread bot.Thread, act string, p b
 	case "again":
 		_, err = a.eng.ProposeAgain(ctx, p, user)
 	case "withdraw":
-		var wp bot.Proposal
+		var wp board.Proposal
 		if wp, err = a.eng.Withdraw(ctx, p, user); err == nil {
-			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: fmt.Sprintf(
+			a.post(ctx, thread, board.Reply{Kind: board.ReplyInfo, Text: fmt.Sprintf(
 				"%s: your approval is withdrawn: %d of %d approvals now.", user, len(wp.Quorum.Approvals), wp.Quorum.Needed)})
 			return
 		}
 	case "ask-feedback":
 		if _, err = a.eng.Authorize(ctx, p, user); err == nil {
-			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: user + ": what should change? Reply in this thread with !revise <what to change>."})
+			a.post(ctx, thread, board.Reply{Kind: board.ReplyInfo, Text: user + ": what should change? Reply in this thread with !revise <what to change>."})
 			return
 		}
 	}
@@ -53,7 +53,7 @@ func (a *Adapter) decide(ctx context.Context, thread bot.Thread, act string, p b
 	if !a.firstSeen(ctx, "refused", id.EventID(string(p)+":"+user+":"+refusal(err))) {
 		return
 	}
-	a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: user + ": " + decisionText(err)})
+	a.post(ctx, thread, board.Reply{Kind: board.ReplyInfo, Text: user + ": " + decisionText(err)})
 }
 
 // refusal names the kind of a refused decision, so a later refusal of
@@ -112,12 +112,12 @@ func (a *Adapter) onReaction(ctx context.Context, evt *event.Event) {
 }
 
 // previewThread is the thread a proposal's preview is in.
-func (a *Adapter) previewThread(ctx context.Context, room id.RoomID, p bot.ProposalID) (bot.Thread, error) {
+func (a *Adapter) previewThread(ctx context.Context, room id.RoomID, p board.ProposalID) (board.Thread, error) {
 	t, err := a.store.MatrixPreviewThread(ctx, string(room), p)
 	if err != nil {
-		return bot.Thread{}, err
+		return board.Thread{}, err
 	}
-	return bot.Thread{Channel: channel(room), ID: t}, nil
+	return board.Thread{Channel: channel(room), ID: t}, nil
 }
 
 // decisionText is what a refused decision tells the person: bot.Explain's

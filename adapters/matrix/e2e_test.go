@@ -27,7 +27,7 @@ const newspaperRequest = "BobNet: plan our daily research newspaper @room <scrip
 func (w *world) checkBoard(cards, links int) board.Status {
 	t := w.t
 	t.Helper()
-	st, err := w.env.Engine.ChannelStatus(context.Background(), bot.Channel{Source: bot.SourceMatrix, ID: string(w.room)})
+	st, err := w.env.Engine.ChannelStatus(context.Background(), board.Channel{Source: board.SourceMatrix, ID: string(w.room)})
 	if err != nil {
 		t.Fatalf("channel status: %v", err)
 	}
@@ -69,7 +69,7 @@ func TestMatrixNewspaperFlow(t *testing.T) {
 	// Carol may not decide: one short notice, no board.
 	w.react(w.carol, pv.ID, "✅")
 	w.waitFor("refusal notice", w.fromBot(req, string(w.carol.ID)+": Only the person who asked"))
-	if _, err := w.env.Engine.ChannelStatus(context.Background(), bot.Channel{Source: bot.SourceMatrix, ID: string(w.room)}); !errors.Is(err, bot.ErrNotFound) {
+	if _, err := w.env.Engine.ChannelStatus(context.Background(), board.Channel{Source: board.SourceMatrix, ID: string(w.room)}); !errors.Is(err, bot.ErrNotFound) {
 		t.Fatalf("a board exists after a refused approval: %v", err)
 	}
 	w.react(w.carol, pv.ID, "👍")

@@ -12,6 +12,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -127,7 +128,7 @@ func (a *Adapter) onMessage(ctx context.Context, evt *event.Event) {
 	if mentioned {
 		text = a.stripMention(body)
 	}
-	thread := bot.Thread{Channel: channel(room), ID: string(root)}
+	thread := board.Thread{Channel: channel(room), ID: string(root)}
 
 	if strings.HasPrefix(text, "!") {
 		a.command(ctx, evt, thread, inThread, text)
@@ -147,15 +148,15 @@ func (a *Adapter) onMessage(ctx context.Context, evt *event.Event) {
 		}
 	}
 	if text == "" || strings.EqualFold(text, "help") {
-		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: helpText()})
+		a.notice(thread, board.Reply{Kind: board.ReplyInfo, Text: helpText()})
 		return
 	}
 	a.submit(ctx, evt, thread, text)
 }
 
-func (a *Adapter) submit(ctx context.Context, evt *event.Event, thread bot.Thread, text string) {
+func (a *Adapter) submit(ctx context.Context, evt *event.Event, thread board.Thread, text string) {
 	rid := bot.NewRequestID() // for the log: a request that fails to queue has no other id
-	_, err := a.eng.Submit(ctx, bot.Request{
+	_, err := a.eng.Submit(ctx, board.Request{
 		ID: rid, Thread: thread, User: string(evt.Sender), Text: text, DedupeKey: "matrix:" + string(evt.ID),
 		ReceivedAt: time.UnixMilli(evt.Timestamp),
 	})
@@ -166,7 +167,7 @@ func (a *Adapter) submit(ctx context.Context, evt *event.Event, thread bot.Threa
 		// event, and the dedupe key keeps it to one request.
 	default:
 		a.logger.Warn("matrix: submit request", "request", rid, "event", evt.ID, "err", err)
-		a.notice(thread, bot.Reply{Kind: bot.ReplyError, Text: decisionText(err)})
+		a.notice(thread, board.Reply{Kind: board.ReplyError, Text: decisionText(err)})
 	}
 }
 
@@ -213,11 +214,11 @@ func (a *Adapter) stripMention(body string) string {
 var spaces = regexp.MustCompile(`[ \t]{2,}`)
 
 // notice posts a reply off the sync loop.
-func (a *Adapter) notice(thread bot.Thread, r bot.Reply) {
+func (a *Adapter) notice(thread board.Thread, r board.Reply) {
 	a.async(func(ctx context.Context) { a.post(ctx, thread, r) })
 }
 
-func (a *Adapter) post(ctx context.Context, thread bot.Thread, r bot.Reply) {
+func (a *Adapter) post(ctx context.Context, thread board.Thread, r board.Reply) {
 	if err := a.Reply(ctx, thread, r); err != nil {
 		a.logger.Warn("matrix: post notice", "room", thread.Channel.ID, "err", err)
 	}
@@ -242,8 +243,8 @@ func (a *Adapter) cannotRead(evt *event.Event, text string) {
 		if err != nil || !first {
 			return
 		}
-		thread := bot.Thread{Channel: channel(evt.RoomID)}
-		msg := renderReply(bot.Reply{Kind: bot.ReplyError, Text: text})
+		thread := board.Thread{Channel: channel(evt.RoomID)}
+		msg := renderReply(board.Reply{Kind: board.ReplyError, Text: text})
 		if _, err := a.send(ctx, thread, msg, mautrix.ReqSendEvent{DontEncrypt: true}); err != nil {
 			a.logger.Warn("matrix: post notice", "room", evt.RoomID, "err", err)
 		}

@@ -18,9 +18,10 @@ import (
 	"maunium.net/go/mautrix/synapseadmin"
 
 	"github.com/bobnet/bobnet/adapters/matrix"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -151,11 +152,11 @@ func (w *world) start(wrap ...leaseFunc) *replica {
 	if w.encrypt {
 		cfg.Encryption = &matrix.Encryption{DatabaseURL: w.env.Store.Pool().Config().ConnString(), PickleKey: "test-pickle-key"}
 	}
-	ad, err := matrix.New(ctx30(t), cfg, w.env.Engine, w.env.Store, pending.NewStore(w.env.Redis, w.env.Prefix), lease, logger(t))
+	ad, err := matrix.New(ctx30(t), cfg, w.env.Engine, w.env.Store, redisstore.NewInFlight(w.env.Redis, w.env.Prefix), lease, logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.env.Engine.Register(bot.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad})
+	w.env.Engine.Register(board.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -27,15 +27,15 @@ import (
 type Engine = bot.Surface
 
 // Memory remembers event ids across replicas and restarts, so a
-// redelivered reaction or command acts once; *pending.Store is one.
+// redelivered reaction or command acts once; *redisstore.InFlight is one.
 type Memory interface {
 	SeenOnce(ctx context.Context, key string, ttl time.Duration) (bool, error)
 }
 
-// Store is where the adapter keeps its state in Postgres; *store.Store is
+// State is where the adapter keeps its state in Postgres; *store.Store is
 // one, wired in cmd/bobnet. Each part is declared beside the code that
 // uses it. A row that is not there is board.ErrNotFound.
-type Store interface {
+type State interface {
 	Sessions
 	SyncPositions
 	Previews
@@ -80,7 +80,7 @@ type Adapter struct {
 	cfg     Config
 	cli     *mautrix.Client
 	eng     Engine
-	store   Store
+	store   State
 	memory  Memory
 	lease   Lease
 	logger  *slog.Logger
@@ -112,7 +112,7 @@ var ErrConfig = errors.New("matrix: invalid configuration")
 
 // New logs in (or reuses the saved device) and returns an adapter. Nothing
 // syncs until Run; lease may be nil for an adapter that only posts.
-func New(ctx context.Context, cfg Config, eng Engine, store Store, memory Memory, lease Lease, logger *slog.Logger) (*Adapter, error) {
+func New(ctx context.Context, cfg Config, eng Engine, store State, memory Memory, lease Lease, logger *slog.Logger) (*Adapter, error) {
 	if cfg.Homeserver == "" || cfg.UserID == "" {
 		return nil, fmt.Errorf("%w: MATRIX_HOMESERVER and MATRIX_USER_ID are required", ErrConfig)
 	}
@@ -372,8 +372,8 @@ func (a *Adapter) allowedInvite(room id.RoomID, sender id.UserID) bool {
 	return slices.Contains(a.cfg.AllowedRooms, room) || slices.Contains(a.cfg.AllowedServers, sender.Homeserver())
 }
 
-func channel(room id.RoomID) bot.Channel {
-	return bot.Channel{Source: bot.SourceMatrix, ID: string(room)}
+func channel(room id.RoomID) board.Channel {
+	return board.Channel{Source: board.SourceMatrix, ID: string(room)}
 }
 
 // reactionKey strips the emoji variation selector some clients add.

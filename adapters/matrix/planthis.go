@@ -12,6 +12,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -20,9 +21,9 @@ import (
 // become a request of the person who asked, quoted to the model as data,
 // and the preview goes into that thread. The thread is read off the sync
 // loop.
-func (a *Adapter) planThis(ctx context.Context, evt *event.Event, thread bot.Thread, inThread bool) {
+func (a *Adapter) planThis(ctx context.Context, evt *event.Event, thread board.Thread, inThread bool) {
 	if !inThread {
-		a.notice(thread, bot.Reply{Kind: bot.ReplyInfo, Text: "Send !bobnet plan this as a reply in the thread you want planned."})
+		a.notice(thread, board.Reply{Kind: board.ReplyInfo, Text: "Send !bobnet plan this as a reply in the thread you want planned."})
 		return
 	}
 	if !a.firstSeen(ctx, "command", evt.ID) {
@@ -32,20 +33,20 @@ func (a *Adapter) planThis(ctx context.Context, evt *event.Event, thread bot.Thr
 		msgs, err := a.threadMessages(ctx, evt.RoomID, id.EventID(thread.ID), evt.ID)
 		if err != nil {
 			a.logger.Warn("matrix: read the thread to plan", "room", evt.RoomID, "thread", thread.ID, "err", err)
-			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyError, Text: "I can't read this thread, so there is nothing to plan from. Mention me with what to plan instead."})
+			a.post(ctx, thread, board.Reply{Kind: board.ReplyError, Text: "I can't read this thread, so there is nothing to plan from. Mention me with what to plan instead."})
 			return
 		}
 		if len(msgs) == 0 {
-			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyInfo, Text: "I found no messages in this thread to plan from."})
+			a.post(ctx, thread, board.Reply{Kind: board.ReplyInfo, Text: "I found no messages in this thread to plan from."})
 			return
 		}
-		_, err = a.eng.Submit(ctx, bot.Request{
+		_, err = a.eng.Submit(ctx, board.Request{
 			Thread: thread, User: string(evt.Sender), Text: bot.PlanThisText, Quoted: bot.QuoteThread(msgs),
 			DedupeKey: "matrix:" + string(evt.ID), ReceivedAt: time.UnixMilli(evt.Timestamp),
 		})
 		if err != nil && !errors.Is(err, bot.ErrRateLimited) {
 			a.logger.Warn("matrix: submit plan this", "event", evt.ID, "err", err)
-			a.post(ctx, thread, bot.Reply{Kind: bot.ReplyError, Text: decisionText(err)})
+			a.post(ctx, thread, board.Reply{Kind: board.ReplyError, Text: decisionText(err)})
 		}
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot"
 )
 
 // The poster side: the engine calls these from its workers, on any
@@ -33,7 +32,7 @@ var seeded = []string{"✅", "✏️", "❌"}
 
 // content is a notice in a thread rooted at the request. m.mentions is
 // present and empty: nothing BobNet posts pings anyone, whatever the text.
-func content(thread bot.Thread, msg message) *event.MessageEventContent {
+func content(thread board.Thread, msg message) *event.MessageEventContent {
 	c := &event.MessageEventContent{
 		MsgType: event.MsgNotice, Body: msg.Plain, Format: event.FormatHTML, FormattedBody: msg.HTML,
 		Mentions: &event.Mentions{},
@@ -48,7 +47,7 @@ func content(thread bot.Thread, msg message) *event.MessageEventContent {
 // send posts msg in thread and remembers the thread as one BobNet speaks
 // in, so plain replies there count as requests. In encrypted rooms the
 // notice is encrypted unless opts says DontEncrypt.
-func (a *Adapter) send(ctx context.Context, thread bot.Thread, msg message, opts ...mautrix.ReqSendEvent) (id.EventID, error) {
+func (a *Adapter) send(ctx context.Context, thread board.Thread, msg message, opts ...mautrix.ReqSendEvent) (id.EventID, error) {
 	room := id.RoomID(thread.Channel.ID)
 	var evt id.EventID
 	err := a.call(ctx, "send notice", func(ctx context.Context) error {
@@ -70,7 +69,7 @@ func (a *Adapter) send(ctx context.Context, thread bot.Thread, msg message, opts
 }
 
 // Reply posts a text reply as a notice in the thread.
-func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
+func (a *Adapter) Reply(ctx context.Context, t board.Thread, r board.Reply) error {
 	evt, err := a.send(ctx, t, renderReply(r))
 	if err == nil && r.Review != nil {
 		a.reviewPosted(ctx, t, evt, *r.Review)
@@ -80,7 +79,7 @@ func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
 
 // PostPreview posts a pending proposal's preview in its thread and seeds
 // the ✅ ✏️ ❌ reactions.
-func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+func (a *Adapter) PostPreview(ctx context.Context, p board.Proposal) (board.MessageRef, error) {
 	evt, err := a.send(ctx, p.Thread, renderPreview(p, a.cfg.PublicURL))
 	if err != nil {
 		return "", fmt.Errorf("post preview: %w", err)
@@ -107,13 +106,13 @@ func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageR
 			break
 		}
 	}
-	return bot.MessageRef(evt), nil
+	return board.MessageRef(evt), nil
 }
 
 // UpdatePreview edits a decided preview (m.replace) to say what became of
 // it: approved by whom with the board link, cancelled, superseded, or
 // expired with how to propose it again.
-func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
+func (a *Adapter) UpdatePreview(ctx context.Context, p board.Proposal) error {
 	room := id.RoomID(p.Thread.Channel.ID)
 	target := id.EventID(p.Message)
 	if target == "" {
@@ -122,7 +121,7 @@ func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
 		return nil
 	}
 	msg := renderPreview(p, a.cfg.PublicURL)
-	c := content(bot.Thread{}, msg)
+	c := content(board.Thread{}, msg)
 	c.SetEdit(target)
 	return a.call(ctx, "edit preview", func(ctx context.Context) error {
 		_, err := a.cli.SendMessageEvent(ctx, room, event.EventMessage, c)

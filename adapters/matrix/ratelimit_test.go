@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/adapters/matrix"
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -48,7 +48,7 @@ func fakeAdapter(t *testing.T, hs string, timeout time.Duration) *matrix.Adapter
 	return ad
 }
 
-var thread = bot.Thread{Channel: bot.Channel{Source: bot.SourceMatrix, ID: "!room:example.org"}, ID: "$root"}
+var thread = board.Thread{Channel: board.Channel{Source: board.SourceMatrix, ID: "!room:example.org"}, ID: "$root"}
 
 func TestMatrixHonoursRetryAfter(t *testing.T) {
 	t.Parallel()
@@ -67,7 +67,7 @@ func TestMatrixHonoursRetryAfter(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]string{"event_id": "$sent"})
 	})
 	ad := fakeAdapter(t, hs.URL, 10*time.Second)
-	if err := ad.Reply(context.Background(), thread, bot.Reply{Kind: bot.ReplyInfo, Text: "hello"}); err != nil {
+	if err := ad.Reply(context.Background(), thread, board.Reply{Kind: board.ReplyInfo, Text: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -92,7 +92,7 @@ func TestMatrixCallsTimeOut(t *testing.T) {
 	})
 	t.Cleanup(func() { close(release) })
 	ad := fakeAdapter(t, hs.URL, 200*time.Millisecond)
-	err := ad.Reply(context.Background(), thread, bot.Reply{Kind: bot.ReplyInfo, Text: "hello"})
+	err := ad.Reply(context.Background(), thread, board.Reply{Kind: board.ReplyInfo, Text: "hello"})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Reply = %v, want a deadline exceeded", err)
 	}

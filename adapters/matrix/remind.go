@@ -8,6 +8,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -26,7 +27,7 @@ func cancelReason(rest string) string {
 
 // reasonSuffix is ": <reason>" for a cancelled proposal with a reason,
 // made inert like any text people wrote.
-func reasonSuffix(p bot.Proposal) string {
+func reasonSuffix(p board.Proposal) string {
 	if p.Reason == "" {
 		return ""
 	}

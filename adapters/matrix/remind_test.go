@@ -7,6 +7,7 @@ import (
 
 	"maunium.net/go/mautrix/id"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/plan"
 )
@@ -27,7 +28,7 @@ func TestCancelReason(t *testing.T) {
 }
 
 func TestCancelledPreviewShowsTheReasonInert(t *testing.T) {
-	p := bot.Proposal{State: bot.ProposalCancelled, DecidedBy: "@alice:example.org", Reason: "see <script>x</script> at evil.com @room"}
+	p := board.Proposal{State: board.ProposalCancelled, DecidedBy: "@alice:example.org", Reason: "see <script>x</script> at evil.com @room"}
 	msg := renderPreview(p, "https://bobnet.example.com")
 	if strings.Contains(msg.HTML, "<script>") || strings.Contains(msg.Plain, "evil.com") || strings.Contains(msg.Plain, "@room") {
 		t.Fatalf("reason is live: %q / %q", msg.Plain, msg.HTML)
@@ -38,7 +39,7 @@ func TestCancelledPreviewShowsTheReasonInert(t *testing.T) {
 }
 
 func TestReminderMentionsMatrixDeciders(t *testing.T) {
-	p := bot.Proposal{ID: "p_1", Plan: plan.Envelope{Actions: []plan.Action{{Type: plan.ActionCreateBoard, Board: &plan.BoardDraft{Name: "News <b>@room</b>"}}}}}
+	p := board.Proposal{ID: "p_1", Plan: plan.Envelope{Actions: []plan.Action{{Type: plan.ActionCreateBoard, Board: &plan.BoardDraft{Name: "News <b>@room</b>"}}}}}
 	msg, users := renderReminder(bot.Reminder{Proposal: p, Deciders: []string{"@alice:example.org", "root", "U123", "@bob:example.org"}, Left: 6 * time.Hour})
 	if len(users) != 2 || users[0] != id.UserID("@alice:example.org") || users[1] != id.UserID("@bob:example.org") {
 		t.Fatalf("mentions = %v", users)

@@ -96,7 +96,7 @@ type previewView struct {
 	BoardURL                                                                 string
 }
 
-func boardTitle(p bot.Proposal) (title, goal string) {
+func boardTitle(p board.Proposal) (title, goal string) {
 	title = "Proposed plan"
 	for _, a := range p.Plan.Actions {
 		if a.Board != nil {
@@ -108,7 +108,7 @@ func boardTitle(p bot.Proposal) (title, goal string) {
 	return title, goal
 }
 
-func cardViews(p bot.Proposal) []cardView {
+func cardViews(p board.Proposal) []cardView {
 	warned := map[string]bool{}
 	for _, w := range p.Warnings {
 		warned[w.Path] = true
@@ -139,7 +139,7 @@ func cardViews(p bot.Proposal) []cardView {
 	return out
 }
 
-func changesLine(p bot.Proposal) string {
+func changesLine(p board.Proposal) string {
 	c := p.Changes
 	if c == nil {
 		return ""
@@ -174,7 +174,7 @@ func warningsLine(ws []plan.Issue) string {
 // preview shows it, with how to withdraw an approval. Empty for a
 // proposal that needs one approval under the built-in rule. The caller
 // escapes it.
-func quorumLine(p bot.Proposal) string {
+func quorumLine(p board.Proposal) string {
 	s := bot.QuorumText(p, matrixDecider)
 	if s != "" && p.Quorum.Needed > 1 {
 		s += " · reply !withdraw in this thread to take back your approval before the last one arrives"
@@ -192,18 +192,18 @@ func matrixDecider(d string) string {
 }
 
 // decidedLine says what became of a proposal, for the edited preview.
-func decidedLine(p bot.Proposal) string {
+func decidedLine(p board.Proposal) string {
 	switch p.State {
-	case bot.ProposalApproved:
+	case board.ProposalApproved:
 		return "✅ Approved by " + inert(p.DecidedBy)
-	case bot.ProposalCancelled:
+	case board.ProposalCancelled:
 		if p.DecidedBy == "" {
 			return "🚫 Cancelled"
 		}
 		return "🚫 Cancelled by " + inert(p.DecidedBy) + reasonSuffix(p) // remind.go
-	case bot.ProposalSuperseded:
+	case board.ProposalSuperseded:
 		return fmt.Sprintf("🔄 Superseded by v%d", p.Version+1)
-	case bot.ProposalExpired:
+	case board.ProposalExpired:
 		return "⌛ Expired — nothing was created. Reply !again in this thread to propose it again."
 	}
 	return "State: " + string(p.State)
@@ -211,14 +211,14 @@ func decidedLine(p bot.Proposal) string {
 
 // renderPreview draws a proposal: pending with how to decide, or decided
 // with what happened (then without the card list, which the board shows).
-func renderPreview(p bot.Proposal, publicURL string) message {
+func renderPreview(p board.Proposal, publicURL string) message {
 	title, goal := boardTitle(p)
 	st := p.Plan.Stats()
 	v := previewView{
 		Title: title, Goal: goal, Requester: p.RequestedBy, Cards: st.Cards, Links: st.Links, Version: p.Version,
 		Changes: changesLine(p), Expires: p.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"),
 	}
-	if p.State == bot.ProposalPending || p.State == "" {
+	if p.State == board.ProposalPending || p.State == "" {
 		v.Quorum = quorumLine(p)
 		v.CardList = cardViews(p)
 		v.Assumptions = strings.Join(p.Plan.Assumptions, " · ")
@@ -276,8 +276,8 @@ type replyView struct {
 }
 
 // renderReply draws a text reply; only BobNet's board link is live.
-func renderReply(r bot.Reply) message {
-	v := replyView{Warn: r.Kind == bot.ReplyError || r.Kind == bot.ReplySlowDown, Text: r.Text, Questions: r.Questions, BoardURL: r.BoardURL}
+func renderReply(r board.Reply) message {
+	v := replyView{Warn: r.Kind == board.ReplyError || r.Kind == board.ReplySlowDown, Text: r.Text, Questions: r.Questions, BoardURL: r.BoardURL}
 	var h bytes.Buffer
 	if err := replyHTML().Execute(&h, v); err != nil {
 		panic(err)

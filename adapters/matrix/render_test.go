@@ -77,18 +77,18 @@ func HostilePlan() plan.Envelope {
 func TestRenderKeepsModelTextInert(t *testing.T) {
 	t.Parallel()
 	const public = "https://bobnet.example.com"
-	p := bot.Proposal{
-		ID: "p_x", Version: 2, Thread: bot.Thread{}, RequestedBy: "@mallory:localhost <b>", Plan: HostilePlan(),
-		Warnings: []plan.Issue{{Path: hostile[1], Message: hostile[4]}}, State: bot.ProposalPending,
-		ExpiresAt: time.Unix(0, 0), Changes: &bot.Changes{Added: hostile, Retitled: []bot.Change{{From: hostile[0], To: hostile[1]}}},
+	p := board.Proposal{
+		ID: "p_x", Version: 2, Thread: board.Thread{}, RequestedBy: "@mallory:localhost <b>", Plan: HostilePlan(),
+		Warnings: []plan.Issue{{Path: hostile[1], Message: hostile[4]}}, State: board.ProposalPending,
+		ExpiresAt: time.Unix(0, 0), Changes: &board.Changes{Added: hostile, Retitled: []board.Change{{From: hostile[0], To: hostile[1]}}},
 	}
 	cases := map[string]message{"pending preview": renderPreview(p, public)}
-	for _, st := range []bot.ProposalState{bot.ProposalApproved, bot.ProposalCancelled, bot.ProposalExpired, bot.ProposalSuperseded} {
+	for _, st := range []board.ProposalState{board.ProposalApproved, board.ProposalCancelled, board.ProposalExpired, board.ProposalSuperseded} {
 		d := p
 		d.State, d.DecidedBy, d.BoardURL = st, hostile[3], public+"/boards/b_x"
 		cases[string(st)+" preview"] = renderPreview(d, public)
 	}
-	cases["reply"] = renderReply(bot.Reply{Kind: bot.ReplyClarify, Text: strings.Join(hostile, "\n"), Questions: hostile, BoardURL: public + "/boards/b_x"})
+	cases["reply"] = renderReply(board.Reply{Kind: board.ReplyClarify, Text: strings.Join(hostile, "\n"), Questions: hostile, BoardURL: public + "/boards/b_x"})
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {
 			AssertInert(t, m.HTML, m.Plain, public)
@@ -120,9 +120,9 @@ func TestInert(t *testing.T) {
 func TestPreviewQuorumLine(t *testing.T) {
 	t.Parallel()
 	const public = "https://bobnet.example.com"
-	p := bot.Proposal{
-		ID: "p_q", Version: 1, RequestedBy: "@alice:localhost", Plan: HostilePlan(), State: bot.ProposalPending, ExpiresAt: time.Unix(0, 0),
-		Quorum: &bot.Quorum{Key: "matrix:!news:localhost", Needed: 2, Approvals: []string{"@bob:localhost"},
+	p := board.Proposal{
+		ID: "p_q", Version: 1, RequestedBy: "@alice:localhost", Plan: HostilePlan(), State: board.ProposalPending, ExpiresAt: time.Unix(0, 0),
+		Quorum: &board.Quorum{Key: "matrix:!news:localhost", Needed: 2, Approvals: []string{"@bob:localhost"},
 			Policy: board.Policy{Deciders: []string{"@bob:localhost", hostile[0], "matrix_power:50"}, Approvals: 2}},
 	}
 	m := renderPreview(p, public)
@@ -137,7 +137,7 @@ func TestPreviewQuorumLine(t *testing.T) {
 	}
 	// One approval under the built-in rule says nothing; a decided
 	// preview shows the outcome instead.
-	p.Quorum = &bot.Quorum{Key: bot.BuiltinPolicyKey, Needed: 1, Policy: board.Policy{Deciders: []string{"requester"}, Approvals: 1, SelfApproval: true}}
+	p.Quorum = &board.Quorum{Key: bot.BuiltinPolicyKey, Needed: 1, Policy: board.Policy{Deciders: []string{"requester"}, Approvals: 1, SelfApproval: true}}
 	if m := renderPreview(p, public); strings.Contains(m.Plain, "approvals") || strings.Contains(m.Plain, "decided under") {
 		t.Errorf("a one-approval built-in preview shows a quorum:\n%s", m.Plain)
 	}

@@ -8,6 +8,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/bobnet/bobnet/adapters/matrix"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -48,7 +49,7 @@ func TestMatrixOneSyncLoopAcrossReplicas(t *testing.T) {
 	w.waitFor("preview from the first holder", w.preview(r1, 1))
 
 	holder.stop() // dies without giving the lease back
-	w.env.Engine.Register(bot.SourceMatrix, bot.Registration{Poster: other.ad, Reminders: other.ad, PowerLevels: other.ad})
+	w.env.Engine.Register(board.SourceMatrix, bot.Registration{Poster: other.ad, Reminders: other.ad, PowerLevels: other.ad})
 	r2 := w.say(w.alice, "BobNet plan our daily research newspaper, second edition", "", true)
 	w.waitFor("preview from the replica that took over", w.preview(r2, 1))
 	if !other.ad.Syncing() {

@@ -31,7 +31,7 @@ var reviewSeeds = []string{"✅", "↩️"}
 // reviewPosted keeps what a posted reply said of a review: an
 // announcement is recorded and seeded with the review reactions; a
 // decision edits its card's announcement.
-func (a *Adapter) reviewPosted(ctx context.Context, t bot.Thread, evt id.EventID, ref bot.ReviewRef) {
+func (a *Adapter) reviewPosted(ctx context.Context, t board.Thread, evt id.EventID, ref board.ReviewRef) {
 	room := id.RoomID(t.Channel.ID)
 	if ref.Decision != "" {
 		a.reviewDecided(ctx, room, ref)
@@ -62,7 +62,7 @@ func (a *Adapter) reviewPosted(ctx context.Context, t bot.Thread, evt id.EventID
 
 // reviewDecided edits the card's latest announcement to say who decided
 // and how, so its reactions no longer invite a decision.
-func (a *Adapter) reviewDecided(ctx context.Context, room id.RoomID, ref bot.ReviewRef) {
+func (a *Adapter) reviewDecided(ctx context.Context, room id.RoomID, ref board.ReviewRef) {
 	target, err := a.store.LatestMatrixReview(ctx, string(room), ref.Run, ref.Card)
 	if err != nil {
 		if !errors.Is(err, board.ErrNotFound) {
@@ -74,7 +74,7 @@ func (a *Adapter) reviewDecided(ctx context.Context, room id.RoomID, ref bot.Rev
 	if ref.Decision == bot.ReviewSentBack {
 		text = fmt.Sprintf("%s was sent back by %s: “%s”. It is worked again with that reason.", ref.Handle, ref.By, ref.Reason)
 	}
-	c := content(bot.Thread{}, renderReply(bot.Reply{Kind: bot.ReplyInfo, Text: text}))
+	c := content(board.Thread{}, renderReply(board.Reply{Kind: board.ReplyInfo, Text: text}))
 	c.SetEdit(id.EventID(target))
 	if err := a.call(ctx, "edit review announcement", func(ctx context.Context) error {
 		_, err := a.cli.SendMessageEvent(ctx, room, event.EventMessage, c)
@@ -107,8 +107,8 @@ func (a *Adapter) reviewReaction(ctx context.Context, evt *event.Event, rel even
 	if !a.firstSeen(ctx, "reaction", evt.ID) {
 		return true
 	}
-	ref := bot.ReviewRef{Run: saved.Run, Card: saved.Card, Handle: saved.Handle, Round: saved.Round}
-	t := bot.Thread{Channel: channel(evt.RoomID), ID: saved.Thread}
+	ref := board.ReviewRef{Run: saved.Run, Card: saved.Card, Handle: saved.Handle, Round: saved.Round}
+	t := board.Thread{Channel: channel(evt.RoomID), ID: saved.Thread}
 	user := string(evt.Sender)
 	a.async(func(ctx context.Context) { a.reviewByReaction(ctx, t, ref, user, accept) })
 	return true
@@ -116,10 +116,10 @@ func (a *Adapter) reviewReaction(ctx context.Context, evt *event.Event, rel even
 
 // reviewByReaction accepts the card, or asks for the reason to send it
 // back; a refusal is said in the thread, once per person, card and kind.
-func (a *Adapter) reviewByReaction(ctx context.Context, t bot.Thread, ref bot.ReviewRef, user string, accept bool) {
+func (a *Adapter) reviewByReaction(ctx context.Context, t board.Thread, ref board.ReviewRef, user string, accept bool) {
 	_, err := a.eng.AuthorizeReview(ctx, ref, user)
 	if err == nil && !accept {
-		a.post(ctx, t, bot.Reply{Kind: bot.ReplyInfo, Text: fmt.Sprintf(
+		a.post(ctx, t, board.Reply{Kind: board.ReplyInfo, Text: fmt.Sprintf(
 			"%s: say why %s goes back, in this thread: !bobnet sendback %s <why>. It is worked again with that reason.", user, ref.Handle, ref.Handle)})
 		return
 	}
@@ -140,5 +140,5 @@ func (a *Adapter) reviewByReaction(ctx context.Context, t bot.Thread, ref bot.Re
 	if !a.firstSeen(ctx, "refused", id.EventID(key)) {
 		return
 	}
-	a.post(ctx, t, bot.Reply{Kind: bot.ReplyInfo, Text: user + ": " + bot.Explain(err)})
+	a.post(ctx, t, board.Reply{Kind: board.ReplyInfo, Text: user + ": " + bot.Explain(err)})
 }

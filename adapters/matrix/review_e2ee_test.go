@@ -11,7 +11,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 )
 
 // TestMatrixEncryptedReviewReaction: in an encrypted room the review
@@ -27,7 +27,7 @@ func TestMatrixEncryptedReviewReaction(t *testing.T) {
 	pv := w.waitFor("preview", w.preview(req, 1))
 	w.react(w.alice, pv.ID, "✅")
 	w.waitFor("board link", w.fromBot(req, "created with 10 cards"))
-	if _, err := w.env.Engine.StartRun(ctx, bot.Channel{Source: bot.SourceMatrix, ID: string(w.room)}, string(w.alice.ID), ""); err != nil {
+	if _, err := w.env.Engine.StartRun(ctx, board.Channel{Source: board.SourceMatrix, ID: string(w.room)}, string(w.alice.ID), ""); err != nil {
 		t.Fatal(err)
 	}
 	job := w.env.WorkForReview(t, "today's topics")

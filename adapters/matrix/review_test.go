@@ -7,7 +7,7 @@ import (
 
 	"maunium.net/go/mautrix/event"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 )
 
 // TestMatrixReviewReactions: a run's card reaching Review is announced in
@@ -26,7 +26,7 @@ func TestMatrixReviewReactions(t *testing.T) {
 	w.react(w.alice, pv.ID, "✅")
 	w.waitFor("board link", w.fromBot(req, "created with 10 cards"))
 
-	run, err := w.env.Engine.StartRun(ctx, bot.Channel{Source: bot.SourceMatrix, ID: string(w.room)}, string(w.alice.ID), "")
+	run, err := w.env.Engine.StartRun(ctx, board.Channel{Source: board.SourceMatrix, ID: string(w.room)}, string(w.alice.ID), "")
 	if err != nil {
 		t.Fatal(err)
 	}

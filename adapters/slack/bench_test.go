@@ -20,9 +20,10 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/signing"
@@ -109,10 +110,10 @@ func channelEach(run string, n int64) map[string]any {
 func bobnetIngest(b *testing.B) http.Handler {
 	rdb := bottest.Redis(b)
 	prefix := bottest.Prefix()
-	ps := pending.NewStore(rdb, prefix)
+	ps := redisstore.NewInFlight(rdb, prefix)
 	eng, err := bot.New(bot.Config{
-		Profiles: planner.DefaultProfiles(), UserRate: bot.RateLimit{N: 20, Per: time.Minute}, ChannelRate: bot.RateLimit{N: 60, Per: time.Minute},
-	}, bottest.Deps(nopPlanner{}, storetest.NewStore(b), ps, pending.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		Profiles: planner.DefaultProfiles(), UserRate: board.RateLimit{N: 20, Per: time.Minute}, ChannelRate: board.RateLimit{N: 60, Per: time.Minute},
+	}, bottest.Deps(nopPlanner{}, storetest.NewStore(b), ps, redisstore.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func bobnetIngest(b *testing.B) http.Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	eng.Register(bot.SourceSlack, bot.Registration{Poster: a, Notifier: a, Reminders: a, Groups: a})
+	eng.Register(board.SourceSlack, bot.Registration{Poster: a, Notifier: a, Reminders: a, Groups: a})
 	r := chi.NewRouter()
 	a.Routes(r)
 	return r

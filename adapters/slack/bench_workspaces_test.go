@@ -16,7 +16,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/secretbox"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -29,11 +29,11 @@ import (
 func workspaceIngest(b *testing.B, n int) (http.Handler, []string) {
 	rdb := bottest.Redis(b)
 	prefix := bottest.Prefix()
-	ps := pending.NewStore(rdb, prefix)
+	ps := redisstore.NewInFlight(rdb, prefix)
 	store := storetest.NewStore(b)
 	eng, err := bot.New(bot.Config{
-		Profiles: planner.DefaultProfiles(), UserRate: bot.RateLimit{N: 20, Per: time.Minute}, ChannelRate: bot.RateLimit{N: 60, Per: time.Minute},
-	}, bottest.Deps(nopPlanner{}, store, ps, pending.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		Profiles: planner.DefaultProfiles(), UserRate: board.RateLimit{N: 20, Per: time.Minute}, ChannelRate: board.RateLimit{N: 60, Per: time.Minute},
+	}, bottest.Deps(nopPlanner{}, store, ps, redisstore.NewQueue(rdb, prefix)), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func workspaceIngest(b *testing.B, n int) (http.Handler, []string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	eng.Register(bot.SourceSlack, bot.Registration{Poster: a, Notifier: a, Reminders: a, Groups: a})
+	eng.Register(board.SourceSlack, bot.Registration{Poster: a, Notifier: a, Reminders: a, Groups: a})
 	r := chi.NewRouter()
 	a.Routes(r)
 	return r, teams

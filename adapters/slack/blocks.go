@@ -78,7 +78,7 @@ func contextBlock(text string) *slackapi.ContextBlock {
 
 // previewURL is where the whole proposal can be read when the message has
 // to fold cards away.
-func previewURL(publicURL string, id bot.ProposalID) string {
+func previewURL(publicURL string, id board.ProposalID) string {
 	return strings.TrimRight(publicURL, "/") + "/proposals/" + string(id)
 }
 
@@ -86,7 +86,7 @@ func previewURL(publicURL string, id bot.ProposalID) string {
 // changes, assumptions and warnings, and the buttons. It stays within
 // Slack's limits by folding cards into a last line that links the full
 // proposal.
-func PreviewBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
+func PreviewBlocks(p board.Proposal, publicURL string) []slackapi.Block {
 	var head, tail []slackapi.Block
 	title := "Proposed plan"
 	var goal string
@@ -142,7 +142,7 @@ func PreviewBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
 	return append(blocks, tail...)
 }
 
-func cardSections(p bot.Proposal) []slackapi.Block {
+func cardSections(p board.Proposal) []slackapi.Block {
 	warned := map[string]bool{}
 	for _, w := range p.Warnings {
 		warned[w.Path] = true
@@ -178,7 +178,7 @@ func cardSections(p bot.Proposal) []slackapi.Block {
 
 // boardChangesText lists what a proposal would change on the current
 // board, one change a line, within a section's limit.
-func boardChangesText(changes []bot.BoardChange) string {
+func boardChangesText(changes []board.BoardChange) string {
 	var b strings.Builder
 	b.WriteString("*Changes to the board (now → after approval):*")
 	for i, c := range changes {
@@ -192,7 +192,7 @@ func boardChangesText(changes []bot.BoardChange) string {
 	return b.String()
 }
 
-func changesText(p bot.Proposal) string {
+func changesText(p board.Proposal) string {
 	c := p.Changes
 	parts := []string{fmt.Sprintf("*Changed since v%d:* %s", p.Version-1, c.Summary())}
 	add := func(label string, items []string) {
@@ -232,23 +232,23 @@ func warningsText(ws []plan.Issue) string {
 
 // DecidedBlocks redraws a preview once decided: the header and summary
 // stay, the cards and buttons go, and a line says what happened.
-func DecidedBlocks(p bot.Proposal) []slackapi.Block {
+func DecidedBlocks(p board.Proposal) []slackapi.Block {
 	blocks := PreviewBlocks(p, "")[:2]
 	var line string
 	switch p.State {
-	case bot.ProposalApproved:
+	case board.ProposalApproved:
 		line = fmt.Sprintf(":white_check_mark: Approved by <@%s> — <%s|Open board>", escape(p.DecidedBy), p.BoardURL)
-	case bot.ProposalCancelled:
+	case board.ProposalCancelled:
 		line = cancelledLine(p) // cancel.go
-	case bot.ProposalSuperseded:
+	case board.ProposalSuperseded:
 		line = ":arrows_counterclockwise: Superseded by a revised version below"
-	case bot.ProposalExpired:
+	case board.ProposalExpired:
 		line = ":hourglass: Expired — nothing was created"
 	default:
 		line = "State: " + string(p.State)
 	}
 	blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(line), nil, nil))
-	if p.State == bot.ProposalExpired {
+	if p.State == board.ProposalExpired {
 		blocks = append(blocks, slackapi.NewActionBlock("bobnet_expired:"+string(p.ID),
 			slackapi.NewButtonBlockElement(actionProposeAgain, string(p.ID), plainText("Propose again", maxButtonText))))
 	}

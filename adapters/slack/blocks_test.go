@@ -12,7 +12,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -22,16 +22,16 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 var profiles = []string{"Coder", "Planner", "Researcher", "Reviewer"}
 
-func proposalFrom(t *testing.T, raw string) bot.Proposal {
+func proposalFrom(t *testing.T, raw string) board.Proposal {
 	t.Helper()
 	res := planner.Check([]byte(raw), plan.Options{Profiles: profiles})
 	if !res.Valid {
 		t.Fatal(res.Errors)
 	}
-	return bot.Proposal{
-		ID: "p_golden", Version: 1, RequestedBy: "U_ALICE", Plan: *res.Plan, Warnings: res.Warnings, State: bot.ProposalPending,
+	return board.Proposal{
+		ID: "p_golden", Version: 1, RequestedBy: "U_ALICE", Plan: *res.Plan, Warnings: res.Warnings, State: board.ProposalPending,
 		ExpiresAt: time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC),
-		Thread:    bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: "C0NEWS"}, ID: "1700000000.000100"},
+		Thread:    board.Thread{Channel: board.Channel{Source: board.SourceSlack, ID: "C0NEWS"}, ID: "1700000000.000100"},
 	}
 }
 
@@ -183,14 +183,14 @@ func TestDecidedBlocks(t *testing.T) {
 	t.Parallel()
 	p := proposalFrom(t, plannertest.NewspaperPlan(t))
 	tests := []struct {
-		state        bot.ProposalState
+		state        board.ProposalState
 		want         string
 		proposeAgain bool
 	}{
-		{bot.ProposalApproved, "Approved by <@U1> — <https://bobnet.example.com/boards/b_x|Open board>", false},
-		{bot.ProposalCancelled, "Cancelled by <@U1>", false},
-		{bot.ProposalSuperseded, "Superseded", false},
-		{bot.ProposalExpired, "Expired", true},
+		{board.ProposalApproved, "Approved by <@U1> — <https://bobnet.example.com/boards/b_x|Open board>", false},
+		{board.ProposalCancelled, "Cancelled by <@U1>", false},
+		{board.ProposalSuperseded, "Superseded", false},
+		{board.ProposalExpired, "Expired", true},
 	}
 	for _, tt := range tests {
 		p.State, p.DecidedBy, p.BoardURL = tt.state, "U1", "https://bobnet.example.com/boards/b_x"

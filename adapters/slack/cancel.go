@@ -9,6 +9,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -34,7 +35,7 @@ type cancelMeta struct {
 // openCancel checks that user may cancel the proposal and opens the
 // modal asking why, at once: the trigger id lives 3 s. A refusal is told
 // to the clicker alone.
-func (a *Adapter) openCancel(ctx context.Context, trigger string, id bot.ProposalID, user, channel, message, thread string) {
+func (a *Adapter) openCancel(ctx context.Context, trigger string, id board.ProposalID, user, channel, message, thread string) {
 	p, err := a.authorizeClick(ctx, id, user, channel, message)
 	if err != nil {
 		a.afterAck("refusal", func(ctx context.Context) { a.ephemeral(ctx, channel, thread, user, decisionText(err)) })
@@ -49,7 +50,7 @@ func (a *Adapter) openCancel(ctx context.Context, trigger string, id bot.Proposa
 	}
 }
 
-func cancelModal(p bot.Proposal, message, thread string) slackapi.ModalViewRequest {
+func cancelModal(p board.Proposal, message, thread string) slackapi.ModalViewRequest {
 	input := textAnswer("e.g. the budget moved to next quarter", reasonInput, bot.MaxCancelReason)
 	reason := slackapi.NewInputBlock(reasonBlock, plainText("Reason (optional)", 50), nil, input)
 	reason.Optional = true
@@ -97,7 +98,7 @@ func (a *Adapter) submitCancel(cb slackapi.InteractionCallback) map[string]any {
 
 // cancelledLine is the redrawn preview's line for a cancelled proposal,
 // with its reason when one was given.
-func cancelledLine(p bot.Proposal) string {
+func cancelledLine(p board.Proposal) string {
 	line := fmt.Sprintf(":no_entry_sign: Cancelled by <@%s>", escape(p.DecidedBy))
 	if p.Reason != "" {
 		line += ": " + escape(p.Reason)
@@ -145,7 +146,7 @@ func (a *Adapter) Remind(ctx context.Context, r bot.Reminder) error {
 		}
 	}
 	if sent == 0 {
-		return a.Reply(ctx, p.Thread, bot.Reply{Kind: bot.ReplyInfo, Text: r.Text()})
+		return a.Reply(ctx, p.Thread, board.Reply{Kind: board.ReplyInfo, Text: r.Text()})
 	}
 	return errors.Join(errs...)
 }

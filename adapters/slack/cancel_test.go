@@ -19,7 +19,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -59,7 +59,7 @@ func TestSlackCancelModalWithReason(t *testing.T) {
 	if !strings.Contains(string(body), `"response_action":"errors"`) || !strings.Contains(string(body), `"reason":`) {
 		t.Fatalf("long reason: %s", body)
 	}
-	if p, err := w.env.Engine.Proposal(context.Background(), bot.ProposalID(pid)); err != nil || p.State != bot.ProposalPending {
+	if p, err := w.env.Engine.Proposal(context.Background(), board.ProposalID(pid)); err != nil || p.State != board.ProposalPending {
 		t.Fatalf("after a refused reason: %+v, %v", p.State, err)
 	}
 	resp = w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", submission("budget moved <!channel> @here"))
@@ -74,7 +74,7 @@ func TestSlackCancelModalWithReason(t *testing.T) {
 	w.slack.waitFor(t, "the thread's line", func(c call) bool {
 		return c.Method == "chat.postMessage" && c.Form.Get("thread_ts") == "1690000000.000001" && strings.Contains(c.blocks(), "Cancelled by U_ALICE: "+escaped)
 	})
-	evs, err := w.env.Store.Audit(context.Background(), board.AuditFilter{ProposalID: bot.ProposalID(pid)})
+	evs, err := w.env.Store.Audit(context.Background(), board.AuditFilter{ProposalID: board.ProposalID(pid)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +111,11 @@ func clockWorld(t *testing.T, clk *clock) *world {
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	fs := newFakeSlack(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"},
-		env.Engine, pending.NewStore(env.Redis, env.Prefix), storetest.Logger(t))
+		env.Engine, redisstore.NewInFlight(env.Redis, env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	env.Engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w := &world{env: env, slack: fs, handler: r}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/plan"
 )
 
@@ -19,8 +18,8 @@ import (
 func slackBoard(t *testing.T, w *world) board.ID {
 	t.Helper()
 	ctx := context.Background()
-	thread := bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: "C_NEWS"}, ID: "1690000000.000500"}
-	id, err := w.env.Engine.Submit(ctx, bot.Request{Thread: thread, User: "U_ALICE", Text: "plan our daily research newspaper"})
+	thread := board.Thread{Channel: board.Channel{Source: board.SourceSlack, ID: "C_NEWS"}, ID: "1690000000.000500"}
+	id, err := w.env.Engine.Submit(ctx, board.Request{Thread: thread, User: "U_ALICE", Text: "plan our daily research newspaper"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +112,8 @@ func TestSlackCardCommands(t *testing.T) {
 
 func TestPreviewShowsBoardChanges(t *testing.T) {
 	t.Parallel()
-	p := bot.Proposal{ID: "p_1", Version: 1, RequestedBy: "U_ALICE", Plan: plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{{Type: plan.ActionUpdateCard, Card: "NEWS-1"}}},
-		BoardChanges: []bot.BoardChange{{Card: "NEWS-1", Title: "Define <!channel> policy", Field: "status", From: "Ready", To: "Done"}}}
+	p := board.Proposal{ID: "p_1", Version: 1, RequestedBy: "U_ALICE", Plan: plan.Envelope{Kind: plan.KindProposeActions, Actions: []plan.Action{{Type: plan.ActionUpdateCard, Card: "NEWS-1"}}},
+		BoardChanges: []board.BoardChange{{Card: "NEWS-1", Title: "Define <!channel> policy", Field: "status", From: "Ready", To: "Done"}}}
 	js, _ := json.Marshal(slack.PreviewBlocks(p, "https://bobnet.example.com"))
 	text := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(js))
 	for _, want := range []string{"Changes to this channel's board", "Changes to the board (now → after approval):", "NEWS-1 “Define &lt;!channel&gt; policy”: status Ready → Done"} {

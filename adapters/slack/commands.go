@@ -56,7 +56,7 @@ func (a *Adapter) command(ctx context.Context, channel, user, text, trigger stri
 		// stripped as a mention's are, so both ask the same.
 		rest = strings.TrimSpace(stripMentions(rest))
 	}
-	c := bot.Command{Dialect: bot.SlackDialect, Channel: bot.Channel{Source: bot.SourceSlack, ID: channel}, User: user,
+	c := bot.Command{Dialect: bot.SlackDialect, Channel: board.Channel{Source: board.SourceSlack, ID: channel}, User: user,
 		Verb: verb, Args: args, Text: rest, PublicURL: a.cfg.PublicURL, Logger: a.logger}
 	if trigger != "" {
 		c.Once = func(ctx context.Context) (bool, error) {
@@ -138,8 +138,8 @@ func (a *Adapter) planCommand(ctx context.Context, channel, user, req, trigger s
 			a.ephemeral(ctx, channel, "", user, "I couldn't post in this channel; invite me first (`/invite @BobNet`).")
 			return
 		}
-		t := bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: channel}, ID: ts}
-		if _, err := a.eng.Submit(ctx, bot.Request{ID: rid, Thread: t, User: user, Text: req, DedupeKey: "slack-command:" + trigger}); err != nil && !errors.Is(err, bot.ErrRateLimited) {
+		t := board.Thread{Channel: board.Channel{Source: board.SourceSlack, ID: channel}, ID: ts}
+		if _, err := a.eng.Submit(ctx, board.Request{ID: rid, Thread: t, User: user, Text: req, DedupeKey: "slack-command:" + trigger}); err != nil && !errors.Is(err, bot.ErrRateLimited) {
 			a.ephemeral(ctx, channel, ts, user, decisionText(err))
 		}
 	})

@@ -19,9 +19,10 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -179,11 +180,11 @@ func newWorld(t *testing.T, opts ...bottest.Option) *world {
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	fs := newFakeSlack(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"},
-		env.Engine, pending.NewStore(env.Redis, env.Prefix), storetest.Logger(t))
+		env.Engine, redisstore.NewInFlight(env.Redis, env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	env.Engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w := &world{env: env, slack: fs, handler: r}
@@ -615,8 +616,8 @@ func TestLatePreviewIsFoundNotPostedAgain(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		p, err := w.env.Engine.Proposal(context.Background(), bot.ProposalID(pid))
-		if err == nil && p.Message == bot.MessageRef(preview.TS) {
+		p, err := w.env.Engine.Proposal(context.Background(), board.ProposalID(pid))
+		if err == nil && p.Message == board.MessageRef(preview.TS) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -162,7 +163,7 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 	if thread == "" {
 		thread = ev.TS
 	}
-	t := bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: ev.Channel}, ID: thread}
+	t := board.Thread{Channel: board.Channel{Source: board.SourceSlack, ID: ev.Channel}, ID: thread}
 	text := strings.TrimSpace(stripMentions(ev.Text))
 	if text == "" && ev.Type == "message" {
 		return nil // only mentions, of colleagues or the bot: not a question to BobNet
@@ -176,7 +177,7 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 		}
 		if first {
 			a.afterAck("help reply", func(ctx context.Context) {
-				if err := a.Reply(ctx, t, bot.Reply{Kind: bot.ReplyInfo, Text: helpText()}); err != nil {
+				if err := a.Reply(ctx, t, board.Reply{Kind: board.ReplyInfo, Text: helpText()}); err != nil {
 					a.logger.Warn("post help", "err", err)
 				}
 			})
@@ -188,7 +189,7 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 	// events of one message) in the same step that queues, so a failed
 	// attempt leaves nothing marked and Slack's retry goes through; a later
 	// retry answers the first request.
-	r := bot.Request{Thread: t, User: ev.User, Text: text}
+	r := board.Request{Thread: t, User: ev.User, Text: text}
 	switch {
 	case ev.TS != "" && a.teams != nil:
 		r.DedupeKey = "slack-message:" + ev.Channel + ":" + ev.TS // ts is unique only in its channel
@@ -209,7 +210,7 @@ func threadKey(channel, ts string) string { return "slack-thread:" + channel + "
 
 // rememberThread notes a thread the bot posted in, so plain replies there
 // are requests too.
-func (a *Adapter) rememberThread(ctx context.Context, t bot.Thread) {
+func (a *Adapter) rememberThread(ctx context.Context, t board.Thread) {
 	if err := a.memory.Mark(ctx, threadKey(t.Channel.ID, t.ID), 30*24*time.Hour); err != nil {
 		a.logger.Warn("remember slack thread", "err", err)
 	}

@@ -24,77 +24,77 @@ import (
 // unknown proposal: the fuzz targets exercise decoding, not the engine.
 type inertEngine struct{}
 
-func (inertEngine) Submit(context.Context, bot.Request) (bot.RequestID, error) { return "r_1", nil }
-func (inertEngine) Approve(context.Context, bot.ProposalID, string) (bot.Approval, error) {
-	return bot.Approval{}, bot.ErrNotFound
+func (inertEngine) Submit(context.Context, board.Request) (board.RequestID, error) { return "r_1", nil }
+func (inertEngine) Approve(context.Context, board.ProposalID, string) (board.Approval, error) {
+	return board.Approval{}, bot.ErrNotFound
 }
-func (inertEngine) CancelWithReason(context.Context, bot.ProposalID, string, string) (bot.Proposal, error) {
-	return bot.Proposal{}, bot.ErrNotFound
+func (inertEngine) CancelWithReason(context.Context, board.ProposalID, string, string) (board.Proposal, error) {
+	return board.Proposal{}, bot.ErrNotFound
 }
-func (inertEngine) Revise(context.Context, bot.ProposalID, string, string) (bot.RequestID, error) {
+func (inertEngine) Revise(context.Context, board.ProposalID, string, string) (board.RequestID, error) {
 	return "", bot.ErrNotFound
 }
-func (inertEngine) ProposeAgain(context.Context, bot.ProposalID, string) (bot.RequestID, error) {
+func (inertEngine) ProposeAgain(context.Context, board.ProposalID, string) (board.RequestID, error) {
 	return "", bot.ErrNotFound
 }
-func (inertEngine) Authorize(context.Context, bot.ProposalID, string) (bot.Proposal, error) {
-	return bot.Proposal{}, bot.ErrNotFound
+func (inertEngine) Authorize(context.Context, board.ProposalID, string) (board.Proposal, error) {
+	return board.Proposal{}, bot.ErrNotFound
 }
-func (inertEngine) Proposal(context.Context, bot.ProposalID) (bot.Proposal, error) {
-	return bot.Proposal{}, bot.ErrNotFound
+func (inertEngine) Proposal(context.Context, board.ProposalID) (board.Proposal, error) {
+	return board.Proposal{}, bot.ErrNotFound
 }
-func (inertEngine) ChannelStatus(context.Context, bot.Channel) (board.Status, error) {
+func (inertEngine) ChannelStatus(context.Context, board.Channel) (board.Status, error) {
 	return board.Status{}, bot.ErrNotFound
 }
-func (inertEngine) BoardStatusIn(context.Context, bot.Channel, board.ID) (board.Status, error) {
+func (inertEngine) BoardStatusIn(context.Context, board.Channel, board.ID) (board.Status, error) {
 	return board.Status{}, bot.ErrNotFound
 }
 
-func (inertEngine) MoveCard(context.Context, bot.Channel, string, string, string) (board.CardUpdate, error) {
+func (inertEngine) MoveCard(context.Context, board.Channel, string, string, string) (board.CardUpdate, error) {
 	return board.CardUpdate{}, bot.ErrNotFound
 }
-func (inertEngine) AssignCard(context.Context, bot.Channel, string, string, string) (board.CardUpdate, error) {
+func (inertEngine) AssignCard(context.Context, board.Channel, string, string, string) (board.CardUpdate, error) {
 	return board.CardUpdate{}, bot.ErrNotFound
 }
-func (inertEngine) StartRun(context.Context, bot.Channel, string, string) (board.Run, error) {
+func (inertEngine) StartRun(context.Context, board.Channel, string, string) (board.Run, error) {
 	return board.Run{}, bot.ErrNotFound
 }
 
-func (inertEngine) RecentRuns(context.Context, bot.Channel, string) (board.Board, []board.Run, error) {
+func (inertEngine) RecentRuns(context.Context, board.Channel, string) (board.Board, []board.Run, error) {
 	return board.Board{}, nil, bot.ErrNotFound
 }
 
-func (inertEngine) ReviewByHandle(context.Context, bot.Channel, string, string, bool, string) (board.CardUpdate, error) {
+func (inertEngine) ReviewByHandle(context.Context, board.Channel, string, string, bool, string) (board.CardUpdate, error) {
 	return board.CardUpdate{}, bot.ErrNotFound
 }
 
-func (inertEngine) Schedule(context.Context, bot.Channel, string, bot.ScheduleCommand) (string, error) {
+func (inertEngine) Schedule(context.Context, board.Channel, string, bot.ScheduleCommand) (string, error) {
 	return "", bot.ErrNotFound
 }
 
 func (inertEngine) RunsLine(context.Context, board.Board) string { return "" }
 
-func (inertEngine) NextCards(context.Context, bot.Channel) (board.Status, error) {
+func (inertEngine) NextCards(context.Context, board.Channel) (board.Status, error) {
 	return board.Status{}, bot.ErrNotFound
 }
 
-func (inertEngine) Withdraw(context.Context, bot.ProposalID, string) (bot.Proposal, error) {
-	return bot.Proposal{}, bot.ErrNotFound
+func (inertEngine) Withdraw(context.Context, board.ProposalID, string) (board.Proposal, error) {
+	return board.Proposal{}, bot.ErrNotFound
 }
 
-func (inertEngine) PolicyFor(context.Context, bot.Channel) (board.PolicyInForce, error) {
+func (inertEngine) PolicyFor(context.Context, board.Channel) (board.PolicyInForce, error) {
 	return board.PolicyInForce{}, bot.ErrUnavailable
 }
 
-func (inertEngine) BudgetStatus(context.Context, bot.Channel) (bot.Budget, error) {
+func (inertEngine) BudgetStatus(context.Context, board.Channel) (bot.Budget, error) {
 	return bot.Budget{}, bot.ErrUnavailable
 }
 
-func (inertEngine) WaitingFor(context.Context, string, []bot.Channel) ([]bot.Proposal, error) {
+func (inertEngine) WaitingFor(context.Context, string, []board.Channel) ([]board.Proposal, error) {
 	return nil, bot.ErrUnavailable
 }
 
-func (inertEngine) MayApprove(context.Context, bot.Proposal, string) bool { return false }
+func (inertEngine) MayApprove(context.Context, board.Proposal, string) bool { return false }
 
 func (inertEngine) CardsAssignedTo(context.Context, string, int) ([]board.AssignedCard, error) {
 	return nil, bot.ErrUnavailable

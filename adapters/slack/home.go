@@ -17,14 +17,14 @@ import (
 // HomeEngine is what the App Home needs from the engine, part of Engine;
 // *bot.Engine is one.
 type HomeEngine interface {
-	WaitingFor(ctx context.Context, user string, channels []bot.Channel) ([]bot.Proposal, error)
-	MayApprove(ctx context.Context, p bot.Proposal, user string) bool
+	WaitingFor(ctx context.Context, user string, channels []board.Channel) ([]board.Proposal, error)
+	MayApprove(ctx context.Context, p board.Proposal, user string) bool
 	CardsAssignedTo(ctx context.Context, person string, limit int) ([]board.AssignedCard, error)
 	MoveAssignedCard(ctx context.Context, user, person string, id board.CardID, status, via string) (board.CardUpdate, error)
 }
 
 // HomeViewers remembers who opened the App Home, across replicas, so a
-// change can refresh the homes it shows in; *pending.Store is one.
+// change can refresh the homes it shows in; *redisstore.InFlight is one.
 type HomeViewers interface {
 	AddHomeViewer(ctx context.Context, surface, user string, now time.Time) error
 	HomeViewers(ctx context.Context, surface string, since time.Time, limit int) ([]string, error)
@@ -117,7 +117,7 @@ func (a *Adapter) person(viewer string) string {
 // home is what one user's App Home shows.
 type home struct {
 	notice  string
-	waiting []bot.Proposal
+	waiting []board.Proposal
 	cards   []board.AssignedCard
 	runs    []boardRuns
 	// failed names the sections that could not be read.
@@ -160,9 +160,9 @@ func (a *Adapter) homeBlocks(ctx context.Context, api *slackapi.Client, viewer, 
 
 // userChannels are the Slack channels user is a member of that BobNet
 // can see (users.conversations): a home shows only what is in them.
-func (a *Adapter) userChannels(ctx context.Context, api *slackapi.Client, viewer, user string) ([]bot.Channel, error) {
+func (a *Adapter) userChannels(ctx context.Context, api *slackapi.Client, viewer, user string) ([]board.Channel, error) {
 	installation, _ := a.viewerUser(viewer)
-	var out []bot.Channel
+	var out []board.Channel
 	cursor := ""
 	for len(out) < maxHomeChannels {
 		page, next, err := api.GetConversationsForUserContext(ctx, &slackapi.GetConversationsForUserParameters{
@@ -172,7 +172,7 @@ func (a *Adapter) userChannels(ctx context.Context, api *slackapi.Client, viewer
 			return out, err
 		}
 		for _, c := range page {
-			out = append(out, bot.Channel{Source: bot.SourceSlack, ID: a.scopedID(installation, c.ID)})
+			out = append(out, board.Channel{Source: board.SourceSlack, ID: a.scopedID(installation, c.ID)})
 		}
 		if next == "" {
 			break
@@ -214,7 +214,7 @@ func (a *Adapter) homeActions(ctx context.Context, cb slackapi.InteractionCallba
 
 // homeDecide approves or cancels a proposal from the App Home and says
 // how it went, for the home's notice.
-func (a *Adapter) homeDecide(ctx context.Context, action string, id bot.ProposalID, viewer, user string) string {
+func (a *Adapter) homeDecide(ctx context.Context, action string, id board.ProposalID, viewer, user string) string {
 	p, err := a.eng.Proposal(ctx, id)
 	if err == nil && !a.sameWorkspace(viewer, p.Thread.Channel) {
 		err = fmt.Errorf("proposal %s: %w", id, bot.ErrNoProposal) // as one nobody has
@@ -228,7 +228,7 @@ func (a *Adapter) homeDecide(ctx context.Context, action string, id bot.Proposal
 		switch {
 		case err != nil:
 			return decisionText(err)
-		case ap.State == bot.ProposalPending:
+		case ap.State == board.ProposalPending:
 			return approvalText(ap)
 		}
 		return ":white_check_mark: Approved *" + escape(boardName(p)) + "*. <" + ap.BoardURL + "|Open the board>"
@@ -273,8 +273,8 @@ func (a *Adapter) viewers(ctx context.Context, about string) []string {
 // homeChanged refreshes the App Homes a proposal shows in (or just left):
 // those of the viewers who may approve it, its requester and its decider.
 // Called when a preview is posted or redrawn; the publishing runs after it.
-func (a *Adapter) homeChanged(ctx context.Context, p bot.Proposal) {
-	if p.Thread.Channel.Source != bot.SourceSlack {
+func (a *Adapter) homeChanged(ctx context.Context, p board.Proposal) {
+	if p.Thread.Channel.Source != board.SourceSlack {
 		return
 	}
 	viewers := a.viewers(ctx, string(p.ID))
@@ -325,8 +325,8 @@ func (a *Adapter) cardChanged(ctx context.Context, up board.CardUpdate) {
 
 // sameWorkspace reports whether a viewer's workspace is the one ch is in:
 // a Home acts on and is redrawn for its own workspace's proposals only.
-func (a *Adapter) sameWorkspace(viewer string, ch bot.Channel) bool {
-	if ch.Source != bot.SourceSlack {
+func (a *Adapter) sameWorkspace(viewer string, ch board.Channel) bool {
+	if ch.Source != board.SourceSlack {
 		return false
 	}
 	installation, _ := a.viewerUser(viewer)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot"
 )
 
 // homeMoveClick is a Move button pressed on a person's App Home in team.
@@ -54,7 +53,7 @@ func TestSlackAppHomeByPersonID(t *testing.T) {
 	w.post(t, "/slack/events", "application/json", teamMention("T_A", "EvPeople1", "C0123", thread, "plan our daily research newspaper"))
 	prev := w.slack.waitFor(t, "team A's preview", isTeamPreview(thread))
 	pid := proposalID.FindStringSubmatch(prev.Form.Get("blocks"))[1]
-	if _, err := w.env.Engine.Approve(ctx, bot.ProposalID(pid), "U_ALICE"); err != nil {
+	if _, err := w.env.Engine.Approve(ctx, board.ProposalID(pid), "U_ALICE"); err != nil {
 		t.Fatal(err)
 	}
 

@@ -22,7 +22,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -106,11 +106,11 @@ func newHomeWorld(t *testing.T) *homeWorld {
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	fs := newHomeSlack(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"},
-		env.Engine, pending.NewStore(env.Redis, env.Prefix), storetest.Logger(t))
+		env.Engine, redisstore.NewInFlight(env.Redis, env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	env.Engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w := &homeWorld{env: env, slack: fs, app: httptest.NewServer(r)}
@@ -428,7 +428,7 @@ func TestAppHome(t *testing.T) {
 	}
 
 	// A run of the channel's board shows under recent runs.
-	if _, err := w.env.Engine.StartRun(ctx, bot.Channel{Source: bot.SourceSlack, ID: "C_NEWS"}, "U_ALICE", ""); err != nil {
+	if _, err := w.env.Engine.StartRun(ctx, board.Channel{Source: board.SourceSlack, ID: "C_NEWS"}, "U_ALICE", ""); err != nil {
 		t.Fatal(err)
 	}
 	before = len(w.publishes("U_MALLORY"))

@@ -67,7 +67,7 @@ func homeView(h home, publicURL string) []slackapi.Block {
 	return blocks
 }
 
-func proposalHomeBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
+func proposalHomeBlocks(p board.Proposal, publicURL string) []slackapi.Block {
 	st := p.Plan.Stats()
 	text := fmt.Sprintf("*%s* · <#%s>\n%d cards, %d dependencies · v%d requested by <@%s>",
 		escape(boardName(p)), escape(p.Thread.Channel.ID), st.Cards, st.Links, p.Version, escape(p.RequestedBy))
@@ -117,7 +117,7 @@ func runsHomeBlock(br boardRuns, publicURL string) slackapi.Block {
 	b := br.board
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "*<%s|%s>* (%s)", board.BoardURL(publicURL, b.ID), escape(b.Name), escape(b.Key))
-	if _, id, ok := strings.Cut(b.Channel, ":"); ok && strings.HasPrefix(b.Channel, string(bot.SourceSlack)+":") {
+	if _, id, ok := strings.Cut(b.Channel, ":"); ok && strings.HasPrefix(b.Channel, string(board.SourceSlack)+":") {
 		fmt.Fprintf(&sb, " · <#%s>", escape(id))
 	}
 	for i, r := range br.runs {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -31,7 +30,7 @@ func TestAppHomeMoveWaitsForTheReview(t *testing.T) {
 	if _, err := w.env.Store.Execute(ctx, board.Execution{ProposalID: "p_homegate", Channel: "slack:C_NEWS", Thread: "1690000000.000001", ApprovedBy: "U_ALICE", Plan: *res.Plan}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.env.Engine.StartRun(ctx, bot.Channel{Source: bot.SourceSlack, ID: "C_NEWS"}, "U_ALICE", ""); err != nil {
+	if _, err := w.env.Engine.StartRun(ctx, board.Channel{Source: board.SourceSlack, ID: "C_NEWS"}, "U_ALICE", ""); err != nil {
 		t.Fatal(err)
 	}
 	job := w.env.WorkForReview(t, "the source policy")

@@ -10,6 +10,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -118,11 +119,11 @@ var errWrongPlace = errors.New("click from another channel or message")
 // A proposal of another tenant (another workspace, a Matrix room, the
 // console) is refused as a proposal nobody has: nothing about it, not
 // even that it exists.
-func clickedWhereProposed(p bot.Proposal, channel, message string) error {
+func clickedWhereProposed(p board.Proposal, channel, message string) error {
 	if bot.TenantOf(p.Thread.Channel) != slackTenant(channel) {
 		return fmt.Errorf("proposal %s: %w", p.ID, bot.ErrNoProposal)
 	}
-	if p.Thread.Channel.Source != bot.SourceSlack || p.Thread.Channel.ID != channel {
+	if p.Thread.Channel.Source != board.SourceSlack || p.Thread.Channel.ID != channel {
 		return errWrongPlace
 	}
 	if p.Message != "" && message != "" && string(p.Message) != message {
@@ -134,18 +135,18 @@ func clickedWhereProposed(p bot.Proposal, channel, message string) error {
 // authorizeClick checks a click that opens a modal: where it came from
 // first (a proposal of another workspace is one nobody has, whoever
 // clicks), then whether the clicker may decide.
-func (a *Adapter) authorizeClick(ctx context.Context, id bot.ProposalID, user, channel, message string) (bot.Proposal, error) {
+func (a *Adapter) authorizeClick(ctx context.Context, id board.ProposalID, user, channel, message string) (board.Proposal, error) {
 	p, err := a.eng.Proposal(ctx, id)
 	if err == nil {
 		err = clickedWhereProposed(p, channel, message)
 	}
 	if err != nil {
-		return bot.Proposal{}, err
+		return board.Proposal{}, err
 	}
 	return a.eng.Authorize(ctx, id, user)
 }
 
-func (a *Adapter) decide(ctx context.Context, action string, id bot.ProposalID, user, channel, message, thread string) {
+func (a *Adapter) decide(ctx context.Context, action string, id board.ProposalID, user, channel, message, thread string) {
 	p, err := a.eng.Proposal(ctx, id)
 	if err == nil {
 		err = clickedWhereProposed(p, channel, message)
@@ -159,8 +160,8 @@ func (a *Adapter) decide(ctx context.Context, action string, id bot.ProposalID, 
 	}
 	switch action {
 	case actionApprove:
-		var ap bot.Approval
-		if ap, err = a.eng.Approve(ctx, id, user); err == nil && ap.State == bot.ProposalPending {
+		var ap board.Approval
+		if ap, err = a.eng.Approve(ctx, id, user); err == nil && ap.State == board.ProposalPending {
 			a.ephemeral(ctx, channel, thread, user, approvalText(ap))
 		}
 	case actionProposeAgain:

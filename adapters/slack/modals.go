@@ -9,6 +9,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpjson"
 )
@@ -22,7 +23,7 @@ type reviseMeta struct {
 	Thread   string `json:"t"`
 }
 
-func reviseModal(p bot.Proposal) slackapi.ModalViewRequest {
+func reviseModal(p board.Proposal) slackapi.ModalViewRequest {
 	input := textAnswer("e.g. add a card for an RSS feed; give the design QA to a Coder", feedbackInput, 0)
 	return questionModal("Revise the plan", "Re-plan", "Cancel", reviseCallback,
 		reviseMeta{Proposal: string(p.ID), Channel: p.Thread.Channel.ID, Thread: p.Thread.ID},
@@ -58,7 +59,7 @@ func textAnswer(placeholder, actionID string, max int) *slackapi.PlainTextInputB
 	return input
 }
 
-func boardName(p bot.Proposal) string {
+func boardName(p board.Proposal) string {
 	if b := p.Plan.NewBoard(); b != nil {
 		return b.Name
 	}
@@ -93,7 +94,7 @@ func (a *Adapter) submitView(ctx context.Context, cb slackapi.InteractionCallbac
 		return map[string]any{"response_action": "errors", "errors": map[string]string{feedbackBlock: "Say what should change."}}
 	}
 	id, err := bot.ParseProposalID(meta.Proposal)
-	var p bot.Proposal
+	var p board.Proposal
 	if err == nil && slackTenant(meta.Channel) != a.clickTenant(cb) {
 		err = fmt.Errorf("proposal %s: %w", id, bot.ErrNoProposal)
 	}

@@ -17,8 +17,9 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -61,7 +62,7 @@ func method(m string) func(call) bool { return func(c call) bool { return c.Meth
 // throttled mentions from one person tell that person once, privately.
 func TestFloodFromOnePersonIsToldOnce(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, func(c *bot.Config) { c.UserRate = bot.RateLimit{N: 2, Per: time.Hour} })
+	w := newWorld(t, func(c *bot.Config) { c.UserRate = board.RateLimit{N: 2, Per: time.Hour} })
 	flood(t, w, 1000, func(i int) string {
 		return mentionFrom(fmt.Sprint("EvF", i), "U_SPAM", "C_NEWS", fmt.Sprintf("1690000001.%06d", i), "plan something")
 	})
@@ -83,8 +84,8 @@ func TestFloodFromOnePersonIsToldOnce(t *testing.T) {
 func TestFloodFromManyPeopleIsToldAFew(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, func(c *bot.Config) {
-		c.ChannelRate = bot.RateLimit{N: 3, Per: time.Hour}
-		c.UserRate = bot.RateLimit{N: 5, Per: time.Hour}
+		c.ChannelRate = board.RateLimit{N: 3, Per: time.Hour}
+		c.UserRate = board.RateLimit{N: 5, Per: time.Hour}
 	})
 	flood(t, w, 1000, func(i int) string {
 		return mentionFrom(fmt.Sprint("EvM", i), fmt.Sprint("U_", i), "C_BUSY", fmt.Sprintf("1690000002.%06d", i), "plan something")
@@ -114,7 +115,7 @@ type failOnce struct {
 	failed atomic.Bool
 }
 
-func (f *failOnce) Submit(ctx context.Context, r bot.Request) (bot.RequestID, error) {
+func (f *failOnce) Submit(ctx context.Context, r board.Request) (board.RequestID, error) {
 	if f.failed.CompareAndSwap(false, true) {
 		return "", fmt.Errorf("%w: redis: connection reset", bot.ErrUnavailable)
 	}
@@ -127,7 +128,7 @@ func TestFailedSubmitThenRetryMakesOneRequest(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: w.slack.srv.URL + "/api/"},
-		&failOnce{Engine: w.env.Engine}, pending.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
+		&failOnce{Engine: w.env.Engine}, redisstore.NewInFlight(w.env.Redis, w.env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,17 +161,17 @@ func TestStalledSlackDelaysOnlyItsChannel(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, func(c *bot.Config) {
 		c.PostTimeout = time.Minute
-		c.UserRate = bot.RateLimit{N: 6, Per: time.Hour}
+		c.UserRate = board.RateLimit{N: 6, Per: time.Hour}
 	})
 	w.slack.mu.Lock()
 	w.slack.stall = func(c call) bool { return c.Form.Get("channel") == "C_STALL" }
 	w.slack.mu.Unlock()
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: w.slack.srv.URL + "/api/", Timeout: time.Minute},
-		w.env.Engine, pending.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
+		w.env.Engine, redisstore.NewInFlight(w.env.Redis, w.env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	w.env.Engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w.serve(r)
@@ -303,8 +304,8 @@ func TestClickFromAnotherChannelIsRefused(t *testing.T) {
 	if n := count(t, w, "SELECT count(*) FROM boards"); n != 0 {
 		t.Fatalf("boards = %d, want 0", n)
 	}
-	p, err := w.env.Engine.Proposal(context.Background(), bot.ProposalID(pid))
-	if err != nil || p.State != bot.ProposalPending {
+	p, err := w.env.Engine.Proposal(context.Background(), board.ProposalID(pid))
+	if err != nil || p.State != board.ProposalPending {
 		t.Fatalf("proposal = %s, %v", p.State, err)
 	}
 }

@@ -52,7 +52,7 @@ func decidersText(deciders []string) string {
 // quorumBlocks is the preview's line about approvals: "1 of 2 approvals:
 // @alice" and the policy it was proposed under. None for a proposal that
 // needs one approval under the built-in rule.
-func quorumBlocks(p bot.Proposal) []slackapi.Block {
+func quorumBlocks(p board.Proposal) []slackapi.Block {
 	q := p.Quorum
 	if q == nil || (q.Key == bot.BuiltinPolicyKey && q.Needed <= 1) {
 		return nil
@@ -70,7 +70,7 @@ func quorumBlocks(p bot.Proposal) []slackapi.Block {
 		parts = append(parts, "the requester's own approval does not count")
 	}
 	blocks := []slackapi.Block{contextBlock(strings.Join(parts, " · "))}
-	if q.Needed > 1 && len(q.Approvals) > 0 && p.State == bot.ProposalPending {
+	if q.Needed > 1 && len(q.Approvals) > 0 && p.State == board.ProposalPending {
 		blocks = append(blocks, slackapi.NewActionBlock("bobnet_quorum:"+string(p.ID),
 			slackapi.NewButtonBlockElement(actionWithdraw, string(p.ID), plainText("Withdraw my approval", maxButtonText))))
 	}
@@ -83,7 +83,7 @@ const actionWithdraw = "bobnet_withdraw"
 
 // withdraw takes back user's approval and tells them privately; the
 // engine redraws the preview.
-func (a *Adapter) withdraw(ctx context.Context, id bot.ProposalID, user, channel, thread string) error {
+func (a *Adapter) withdraw(ctx context.Context, id board.ProposalID, user, channel, thread string) error {
 	p, err := a.eng.Withdraw(ctx, id, user)
 	if err != nil {
 		return err
@@ -94,15 +94,15 @@ func (a *Adapter) withdraw(ctx context.Context, id bot.ProposalID, user, channel
 
 // approvalText tells an approver what their click did when more
 // approvals are needed.
-func approvalText(a bot.Approval) string {
+func approvalText(a board.Approval) string {
 	return fmt.Sprintf("Your approval is recorded: %d of %d approvals. The board is created when the last one arrives.", len(a.Approvals), a.Needed)
 }
 
 // updatedBlocks redraws a preview: a proposal still pending (an approval
 // was recorded or withdrawn) keeps its buttons and shows the count; a
 // decided one loses them.
-func updatedBlocks(p bot.Proposal, publicURL string) []slackapi.Block {
-	if p.State == bot.ProposalPending {
+func updatedBlocks(p board.Proposal, publicURL string) []slackapi.Block {
+	if p.State == board.ProposalPending {
 		return PreviewBlocks(p, publicURL)
 	}
 	return DecidedBlocks(p)

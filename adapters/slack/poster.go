@@ -6,11 +6,11 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 )
 
 // Reply posts text in the thread, never broadcast to the channel.
-func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
+func (a *Adapter) Reply(ctx context.Context, t board.Thread, r board.Reply) error {
 	text := escape(r.Text)
 	for _, q := range r.Questions {
 		text += "\n• " + escape(q)
@@ -18,7 +18,7 @@ func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
 	if r.BoardURL != "" {
 		text += "\n<" + r.BoardURL + "|Open the board>"
 	}
-	if r.Kind == bot.ReplyError || r.Kind == bot.ReplySlowDown {
+	if r.Kind == board.ReplyError || r.Kind == board.ReplySlowDown {
 		text = ":warning: " + text
 	}
 	// Remembered before posting: a person may answer as soon as the
@@ -36,7 +36,7 @@ func (a *Adapter) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
 }
 
 // UpdatePreview redraws a decided preview in place (chat.update).
-func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
+func (a *Adapter) UpdatePreview(ctx context.Context, p board.Proposal) error {
 	if p.Message == "" {
 		return nil
 	}
@@ -55,9 +55,9 @@ func (a *Adapter) UpdatePreview(ctx context.Context, p bot.Proposal) error {
 }
 
 // Notify tells one person something only they see, in the thread.
-func (a *Adapter) Notify(ctx context.Context, t bot.Thread, user string, r bot.Reply) error {
+func (a *Adapter) Notify(ctx context.Context, t board.Thread, user string, r board.Reply) error {
 	text := escape(r.Text)
-	if r.Kind == bot.ReplyError || r.Kind == bot.ReplySlowDown {
+	if r.Kind == board.ReplyError || r.Kind == board.ReplySlowDown {
 		text = ":warning: " + text
 	}
 	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false)}

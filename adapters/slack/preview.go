@@ -7,7 +7,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 )
 
 // previewEvent is the type of the message metadata every preview
@@ -17,7 +17,7 @@ import (
 const previewEvent = "bobnet_preview"
 
 // PostPreview posts a pending proposal's preview in its thread.
-func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+func (a *Adapter) PostPreview(ctx context.Context, p board.Proposal) (board.MessageRef, error) {
 	a.rememberThread(ctx, p.Thread)
 	if p.Reposting {
 		ts, err := a.findPreview(ctx, p)
@@ -48,12 +48,12 @@ func (a *Adapter) PostPreview(ctx context.Context, p bot.Proposal) (bot.MessageR
 		return "", fmt.Errorf("post preview: %w", err)
 	}
 	a.homeChanged(ctx, p)
-	return bot.MessageRef(ts), nil
+	return board.MessageRef(ts), nil
 }
 
 // findPreview looks in p's thread for a preview of p that was posted
 // already (conversations.replies with metadata); "" when there is none.
-func (a *Adapter) findPreview(ctx context.Context, p bot.Proposal) (bot.MessageRef, error) {
+func (a *Adapter) findPreview(ctx context.Context, p board.Proposal) (board.MessageRef, error) {
 	api, channel, err := a.web(ctx, p.Thread.Channel.ID)
 	if err != nil {
 		return "", err
@@ -68,7 +68,7 @@ func (a *Adapter) findPreview(ctx context.Context, p bot.Proposal) (bot.MessageR
 		}
 		for _, m := range msgs {
 			if m.Metadata.EventType == previewEvent && fmt.Sprint(m.Metadata.EventPayload["proposal_id"]) == string(p.ID) {
-				return bot.MessageRef(m.Timestamp), nil
+				return board.MessageRef(m.Timestamp), nil
 			}
 		}
 		if !more || next == "" {

@@ -27,7 +27,7 @@ const (
 
 // replyBlocks is a reply's message: its text, and under an announcement
 // of a card to review, the Accept / Send back buttons.
-func replyBlocks(text string, ref *bot.ReviewRef) []slackapi.Block {
+func replyBlocks(text string, ref *board.ReviewRef) []slackapi.Block {
 	blocks := []slackapi.Block{slackapi.NewSectionBlock(mrkdwn(text), nil, nil)}
 	if ref == nil || ref.Decision != "" {
 		return blocks
@@ -40,7 +40,7 @@ func replyBlocks(text string, ref *bot.ReviewRef) []slackapi.Block {
 }
 
 // reviewValue is a review button's value: run, card and round.
-func reviewValue(ref bot.ReviewRef) string {
+func reviewValue(ref board.ReviewRef) string {
 	return string(ref.Run) + " " + string(ref.Card) + " " + strconv.Itoa(ref.Round)
 }
 
@@ -49,24 +49,24 @@ var errBadReviewValue = errors.New("review button names no card")
 
 // parseReviewValue reads a review button's value back: it is a client's
 // text like any other, so every part is checked.
-func parseReviewValue(s string) (bot.ReviewRef, error) {
+func parseReviewValue(s string) (board.ReviewRef, error) {
 	parts := strings.Fields(s)
 	if len(parts) != 3 {
-		return bot.ReviewRef{}, errBadReviewValue
+		return board.ReviewRef{}, errBadReviewValue
 	}
 	run, err := board.ParseRunID(parts[0])
 	if err != nil {
-		return bot.ReviewRef{}, errBadReviewValue
+		return board.ReviewRef{}, errBadReviewValue
 	}
 	card, err := board.ParseCardID(parts[1])
 	if err != nil {
-		return bot.ReviewRef{}, errBadReviewValue
+		return board.ReviewRef{}, errBadReviewValue
 	}
 	round, err := strconv.Atoi(parts[2])
 	if err != nil || round < 0 {
-		return bot.ReviewRef{}, errBadReviewValue
+		return board.ReviewRef{}, errBadReviewValue
 	}
-	return bot.ReviewRef{Run: run, Card: card, Round: round}, nil
+	return board.ReviewRef{Run: run, Card: card, Round: round}, nil
 }
 
 // reviewText is what a refused review click tells the clicker.
@@ -88,7 +88,7 @@ func reviewedWhereAnnounced(place bot.ReviewPlace, channel string) error {
 	if bot.TenantOf(place.Thread.Channel) != slackTenant(channel) {
 		return fmt.Errorf("run %s: %w", place.Run.ID, bot.ErrNoRun)
 	}
-	if place.Thread.Channel.Source != bot.SourceSlack || place.Thread.Channel.ID != channel {
+	if place.Thread.Channel.Source != board.SourceSlack || place.Thread.Channel.ID != channel {
 		return errWrongPlace
 	}
 	return nil
@@ -194,7 +194,7 @@ func (a *Adapter) submitSendBack(ctx context.Context, cb slackapi.InteractionCal
 // second click finds the card out of Review and is refused. A refused
 // accept tells the clicker; a refused send back is returned for the
 // modal to show.
-func (a *Adapter) review(ctx context.Context, ref bot.ReviewRef, at reviewMeta, user string, accept bool, reason string) error {
+func (a *Adapter) review(ctx context.Context, ref board.ReviewRef, at reviewMeta, user string, accept bool, reason string) error {
 	place, err := a.eng.AuthorizeReview(ctx, ref, user)
 	if place.Run.ID != "" {
 		if werr := reviewedWhereAnnounced(place, at.Channel); werr != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot"
 )
 
 // TestSlackReviewButtonNamingNoCard: a review click whose value is not a
@@ -53,7 +52,7 @@ func TestSlackReviewButtonsInTwoWorkspaces(t *testing.T) {
 	w.slack.waitFor(t, "approved", func(c teamCall) bool { return c.Method == "chat.update" && c.Form.Get("ts") == prev.TS })
 
 	ctx := context.Background()
-	if _, err := w.env.Engine.StartRun(ctx, bot.Channel{Source: bot.SourceSlack, ID: "T_A/C0123"}, "U_ALICE", ""); err != nil {
+	if _, err := w.env.Engine.StartRun(ctx, board.Channel{Source: board.SourceSlack, ID: "T_A/C0123"}, "U_ALICE", ""); err != nil {
 		t.Fatal(err)
 	}
 	job := w.env.WorkForReview(t, "today's topics")

@@ -10,7 +10,7 @@ import (
 	"github.com/bobnet/bobnet/bot"
 )
 
-func (inertEngine) AuthorizeReview(context.Context, bot.ReviewRef, string) (bot.ReviewPlace, error) {
+func (inertEngine) AuthorizeReview(context.Context, board.ReviewRef, string) (bot.ReviewPlace, error) {
 	return bot.ReviewPlace{}, bot.ErrNotFound
 }
 
@@ -21,7 +21,7 @@ func (inertEngine) ReviewRunCard(context.Context, board.RunID, board.CardID, int
 // TestReviewValueRoundTrip: a review button's value reads back as the
 // card it was drawn for, and anything else names no card.
 func TestReviewValueRoundTrip(t *testing.T) {
-	ref := bot.ReviewRef{Run: board.RunID("run_" + strings.Repeat("a", 26)), Card: board.NewCardID(), Round: 2}
+	ref := board.ReviewRef{Run: board.RunID("run_" + strings.Repeat("a", 26)), Card: board.NewCardID(), Round: 2}
 	got, err := parseReviewValue(reviewValue(ref))
 	if err != nil || got != ref {
 		t.Fatalf("round trip: %+v, %v", got, err)

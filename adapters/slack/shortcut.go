@@ -7,6 +7,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -69,8 +70,8 @@ func (a *Adapter) planThis(cb slackapi.InteractionCallback) {
 			// answered nothing for it).
 			msgs = []bot.ThreadMessage{{User: cb.Message.User, Text: cb.Message.Text}}
 		}
-		t := bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: channel}, ID: root}
-		r := bot.Request{Thread: t, User: user, Text: bot.PlanThisText, Quoted: bot.QuoteThread(msgs)}
+		t := board.Thread{Channel: board.Channel{Source: board.SourceSlack, ID: channel}, ID: root}
+		r := board.Request{Thread: t, User: user, Text: bot.PlanThisText, Quoted: bot.QuoteThread(msgs)}
 		if key != "" {
 			r.DedupeKey = "slack-shortcut:" + key
 		}

@@ -11,6 +11,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -20,11 +21,11 @@ import (
 type Engine interface {
 	bot.Surface
 	HomeEngine
-	Proposal(ctx context.Context, id bot.ProposalID) (bot.Proposal, error)
+	Proposal(ctx context.Context, id board.ProposalID) (board.Proposal, error)
 }
 
 // Memory remembers event ids, the threads the bot speaks in and who
-// opened the App Home, across replicas and restarts; *pending.Store is
+// opened the App Home, across replicas and restarts; *redisstore.InFlight is
 // one.
 type Memory interface {
 	SeenOnce(ctx context.Context, key string, ttl time.Duration) (bool, error)

@@ -12,8 +12,9 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -50,11 +51,11 @@ func TestSocketModeAcksAfterQueueing(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: w.slack.srv.URL + "/api/"},
-		&failOnce{Engine: w.env.Engine}, pending.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
+		&failOnce{Engine: w.env.Engine}, redisstore.NewInFlight(w.env.Redis, w.env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	w.env.Engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	conn := &recordAcks{t: t, w: w}
 	payload := json.RawMessage(mentionEvent("EvSocket", "1690000004.000001", "plan our daily research newspaper"))
 	evt := socketmode.Event{Type: socketmode.EventTypeEventsAPI, Request: &socketmode.Request{Type: "events_api", EnvelopeID: "env-1", Payload: payload}}
@@ -94,7 +95,7 @@ func TestThreadReplyWhenRedisFailsIsRedelivered(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: w.slack.srv.URL + "/api/"},
-		w.env.Engine, forgetful{pending.NewStore(w.env.Redis, w.env.Prefix)}, storetest.Logger(t))
+		w.env.Engine, forgetful{redisstore.NewInFlight(w.env.Redis, w.env.Prefix)}, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,9 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/secretbox"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -71,7 +72,7 @@ func (f *fakeSocket) url() string {
 // until the test ends and returns the connection it made.
 func (f *fakeSocket) serve(t *testing.T, eng *bot.Engine, ad *slack.Adapter) *websocket.Conn {
 	t.Helper()
-	eng.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	eng.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = ad.RunSocketMode(ctx) }()
@@ -126,7 +127,7 @@ func TestSocketModeOverTheWire(t *testing.T) {
 	w.slack.socketURL = sock.url()
 	w.slack.mu.Unlock()
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", AppToken: "xapp-test", APIURL: w.slack.srv.URL + "/api/"},
-		w.env.Engine, pending.NewStore(w.env.Redis, w.env.Prefix), storetest.Logger(t))
+		w.env.Engine, redisstore.NewInFlight(w.env.Redis, w.env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestSocketModeWithInstalls(t *testing.T) {
 			t.Fatalf("a workspace without BobNet was answered: %+v", c)
 		}
 	}
-	if p, _ := w.env.Engine.Proposal(context.Background(), bot.ProposalID(proposalID.FindStringSubmatch(prevB.Form.Get("blocks"))[1])); p.State != bot.ProposalPending {
+	if p, _ := w.env.Engine.Proposal(context.Background(), board.ProposalID(proposalID.FindStringSubmatch(prevB.Form.Get("blocks"))[1])); p.State != board.ProposalPending {
 		t.Fatalf("team B's proposal is %s after team A's approval", p.State)
 	}
 }

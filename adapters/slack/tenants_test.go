@@ -31,8 +31,8 @@ type tenantWorld struct {
 	tokA, tokB string
 	// boardA is A's NEWS2 board: a key B does not have.
 	boardA  board.Board
-	pending bot.Proposal // A's pending proposal
-	review  board.RunJob // A's card waiting for review
+	pending board.Proposal // A's pending proposal
+	review  board.RunJob   // A's card waiting for review
 }
 
 // approveIn makes a newspaper board in team's channel and returns it.
@@ -40,7 +40,7 @@ func (w *tenantWorld) approveIn(t *testing.T, team, channel, thread string) boar
 	t.Helper()
 	w.post(t, "/slack/events", "application/json", teamMention(team, "Ev"+team+channel, channel, thread, "plan our daily research newspaper"))
 	prev := w.slack.waitFor(t, team+"'s preview in "+channel, isTeamPreview(thread))
-	pid := bot.ProposalID(proposalID.FindStringSubmatch(prev.Form.Get("blocks"))[1])
+	pid := board.ProposalID(proposalID.FindStringSubmatch(prev.Form.Get("blocks"))[1])
 	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", teamClick(team, "U_ALICE", "bobnet_approve", string(pid), channel, prev.TS, thread))
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -100,7 +100,7 @@ func newTenantWorld(t *testing.T) *tenantWorld {
 	}
 	w.post(t, "/slack/events", "application/json", teamMention("T_A", "EvApending", "C0125", "1690000000.000013", "plan our daily research newspaper"))
 	prev := w.slack.waitFor(t, "A's pending preview", isTeamPreview("1690000000.000013"))
-	p, err := w.env.Engine.Proposal(context.Background(), bot.ProposalID(proposalID.FindStringSubmatch(prev.Form.Get("blocks"))[1]))
+	p, err := w.env.Engine.Proposal(context.Background(), board.ProposalID(proposalID.FindStringSubmatch(prev.Form.Get("blocks"))[1]))
 	if err != nil {
 		t.Fatal(err)
 	}

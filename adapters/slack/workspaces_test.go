@@ -32,7 +32,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/secretbox"
 	"github.com/bobnet/bobnet/signing"
@@ -241,7 +241,7 @@ func newTeamsWorld(t *testing.T) *teamsWorld {
 	}))
 	t.Cleanup(w.app.Close)
 	w.ad = w.adapter(t, box)
-	env.Engine.Register(bot.SourceSlack, bot.Registration{Poster: w.ad, Notifier: w.ad, Reminders: w.ad, Groups: w.ad})
+	env.Engine.Register(board.SourceSlack, bot.Registration{Poster: w.ad, Notifier: w.ad, Reminders: w.ad, Groups: w.ad})
 	r := chi.NewRouter()
 	w.ad.Routes(r)
 	w.ad.InstallRoutes(r)
@@ -261,7 +261,7 @@ func (w *teamsWorld) adapter(t *testing.T, box *secretbox.Box, opts ...func(*sla
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ad, err := slack.New(context.Background(), cfg, w.env.Engine, pending.NewStore(w.env.Redis, w.env.Prefix), slog.New(slog.NewTextHandler(w.logs, nil)))
+	ad, err := slack.New(context.Background(), cfg, w.env.Engine, redisstore.NewInFlight(w.env.Redis, w.env.Prefix), slog.New(slog.NewTextHandler(w.logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func TestSlackTwoWorkspaces(t *testing.T) {
 	}
 	pidA := proposalID.FindStringSubmatch(prevA.Form.Get("blocks"))[1]
 	pidB := proposalID.FindStringSubmatch(prevB.Form.Get("blocks"))[1]
-	pa, err := w.env.Engine.Proposal(context.Background(), bot.ProposalID(pidA))
+	pa, err := w.env.Engine.Proposal(context.Background(), board.ProposalID(pidA))
 	if err != nil || pa.Thread.Channel.Key() != "slack:T_A/C0123" {
 		t.Fatalf("proposal A is in %q: %v", pa.Thread.Channel.Key(), err)
 	}
@@ -428,7 +428,7 @@ func TestSlackTwoWorkspaces(t *testing.T) {
 	if refusal.Token != tokB || refusal.Form.Get("text") != "I can't find that proposal any more." {
 		t.Fatalf("refusal = %q with %q", refusal.Form.Get("text"), refusal.Token)
 	}
-	if p, _ := w.env.Engine.Proposal(context.Background(), bot.ProposalID(pidA)); p.State != bot.ProposalPending {
+	if p, _ := w.env.Engine.Proposal(context.Background(), board.ProposalID(pidA)); p.State != board.ProposalPending {
 		t.Fatalf("team B's click decided team A's proposal: %s", p.State)
 	}
 	// Team A's requester approves in team A.
@@ -437,7 +437,7 @@ func TestSlackTwoWorkspaces(t *testing.T) {
 	if update.Token != tokA || update.Form.Get("channel") != "C0123" || update.Form.Get("ts") != prevA.TS {
 		t.Fatalf("update = %v with %q", update.Form, update.Token)
 	}
-	if p, _ := w.env.Engine.Proposal(context.Background(), bot.ProposalID(pidB)); p.State != bot.ProposalPending {
+	if p, _ := w.env.Engine.Proposal(context.Background(), board.ProposalID(pidB)); p.State != board.ProposalPending {
 		t.Fatalf("team B's proposal is %s after team A's approval", p.State)
 	}
 
@@ -609,8 +609,8 @@ func TestSlackTokenRefreshOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			th := bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: "T_A/C0123"}, ID: fmt.Sprintf("1690000000.00001%d", i)}
-			errs <- replicas[i%2].Reply(context.Background(), th, bot.Reply{Kind: bot.ReplyInfo, Text: "hello"})
+			th := board.Thread{Channel: board.Channel{Source: board.SourceSlack, ID: "T_A/C0123"}, ID: fmt.Sprintf("1690000000.00001%d", i)}
+			errs <- replicas[i%2].Reply(context.Background(), th, board.Reply{Kind: board.ReplyInfo, Text: "hello"})
 		}()
 	}
 	wg.Wait()
@@ -678,7 +678,7 @@ func TestSlackOrgWideInstall(t *testing.T) {
 	}
 	p := w.slack.waitFor(t, "preview", isTeamPreview("1690000000.000100"))
 	pid := proposalID.FindStringSubmatch(p.Form.Get("blocks"))[1]
-	pr, err := w.env.Engine.Proposal(context.Background(), bot.ProposalID(pid))
+	pr, err := w.env.Engine.Proposal(context.Background(), board.ProposalID(pid))
 	if err != nil || pr.Thread.Channel.Key() != "slack:E_ORG/C_ORG" {
 		t.Fatalf("org proposal in %q: %v", pr.Thread.Channel.Key(), err)
 	}
@@ -746,7 +746,7 @@ func TestSlackGroupDecidersPerWorkspace(t *testing.T) {
 	w.slack.waitFor(t, "U_BOB refused", func(c teamCall) bool {
 		return c.Method == "chat.postEphemeral" && c.Form.Get("user") == "U_BOB" && strings.Contains(c.Form.Get("text"), "slack_group:S_EDITORS")
 	})
-	if p, _ := w.env.Engine.Proposal(context.Background(), bot.ProposalID(pid)); p.State != bot.ProposalPending {
+	if p, _ := w.env.Engine.Proposal(context.Background(), board.ProposalID(pid)); p.State != board.ProposalPending {
 		t.Fatalf("team B's group decided in team A: %s", p.State)
 	}
 	// Team A's editor approves.

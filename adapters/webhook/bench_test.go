@@ -19,7 +19,7 @@ import (
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/signing"
@@ -85,9 +85,9 @@ func BenchmarkWebhookIngest(b *testing.B) {
 	rdb := bottest.Redis(b)
 	prefix := bottest.Prefix()
 	store := storetest.NewStore(b)
-	ps := pending.NewStore(rdb, prefix)
+	ps := redisstore.NewInFlight(rdb, prefix)
 	eng, err := bot.New(bot.Config{Profiles: planner.DefaultProfiles()},
-		bottest.Deps(nopPlanner{}, store, ps, pending.NewQueue(rdb, prefix)), storetest.Logger(b))
+		bottest.Deps(nopPlanner{}, store, ps, redisstore.NewQueue(rdb, prefix)), storetest.Logger(b))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bobnet/bobnet/adapters/webhook"
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -39,7 +39,7 @@ func (b *countingBody) Close() error { return nil }
 // noEngine is an engine no refused delivery may reach.
 type noEngine struct{ t *testing.T }
 
-func (e noEngine) Submit(context.Context, bot.Request) (bot.RequestID, error) {
+func (e noEngine) Submit(context.Context, board.Request) (board.RequestID, error) {
 	e.t.Error("a refused delivery reached the engine")
 	return "", errors.New("refused")
 }

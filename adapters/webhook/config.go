@@ -15,7 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/signing"
 )
 
@@ -84,7 +84,7 @@ type Filter struct {
 type Hook struct {
 	Name      string
 	Secret    string
-	Channel   bot.Channel
+	Channel   board.Channel
 	Deciders  []string
 	Filter    Filter
 	Template  *template.Template // nil: chosen per event
@@ -129,7 +129,7 @@ func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 	for _, name := range names {
 		// A hook's name is part of its URL and of its channel's name,
 		// console:hook-NAME: it follows the console channel rule.
-		if !bot.ValidConsoleName(name) {
+		if !board.ValidConsoleName(name) {
 			errs = append(errs, fmt.Errorf("hook name %q: use 1 to 64 lower-case letters, digits, - or _", name))
 			continue
 		}
@@ -141,7 +141,7 @@ func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 		target := c.Target
 		if target == "" {
 			target = "console:hook-" + name
-			if !bot.ValidConsoleName("hook-" + name) {
+			if !board.ValidConsoleName("hook-" + name) {
 				errs = append(errs, fmt.Errorf("hook %q: without a target in the hooks file its channel is console:hook-NAME, which leaves NAME 59 characters; shorten the name or give the hook a target", name))
 				continue
 			}
@@ -163,21 +163,21 @@ func Build(secrets map[string]string, f File) (map[string]*Hook, error) {
 }
 
 // ParseChannel reads "source:id" as a channel BobNet can post to.
-func ParseChannel(s string) (bot.Channel, error) {
+func ParseChannel(s string) (board.Channel, error) {
 	src, id, ok := strings.Cut(s, ":")
 	if !ok || id == "" {
-		return bot.Channel{}, fmt.Errorf("%q is not source:id (console:NAME, slack:CHANNEL or matrix:ROOM)", s)
+		return board.Channel{}, fmt.Errorf("%q is not source:id (console:NAME, slack:CHANNEL or matrix:ROOM)", s)
 	}
-	switch bot.Source(src) {
-	case bot.SourceConsole:
-		if !bot.ValidConsoleName(id) {
-			return bot.Channel{}, fmt.Errorf("console channel %q: use 1 to 64 lower-case letters, digits, - or _", id)
+	switch board.Source(src) {
+	case board.SourceConsole:
+		if !board.ValidConsoleName(id) {
+			return board.Channel{}, fmt.Errorf("console channel %q: use 1 to 64 lower-case letters, digits, - or _", id)
 		}
-	case bot.SourceSlack, bot.SourceMatrix:
+	case board.SourceSlack, board.SourceMatrix:
 	default:
-		return bot.Channel{}, fmt.Errorf("%q: source must be console, slack or matrix", s)
+		return board.Channel{}, fmt.Errorf("%q: source must be console, slack or matrix", s)
 	}
-	return bot.Channel{Source: bot.Source(src), ID: id}, nil
+	return board.Channel{Source: board.Source(src), ID: id}, nil
 }
 
 // Callback secrets are Standard Webhooks secrets: "whsec_" and the base64

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/signing"
 )
 
@@ -62,7 +62,7 @@ func TestReplayWithFreshDeliveryHeaderIsOneRequest(t *testing.T) {
 	}
 
 	for _, id := range []string{ids[0], ids[4]} {
-		if st := e.WaitRequest(t, bot.RequestID(id)); st.ProposalID == "" {
+		if st := e.WaitRequest(t, board.RequestID(id)); st.ProposalID == "" {
 			t.Fatalf("no proposal: %+v", st)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -247,7 +248,7 @@ func TestField(t *testing.T) {
 // written out and any other id.
 func TestWriteAcceptedMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
-	for _, id := range []bot.RequestID{bot.NewRequestID(), "r_abc-DEF_123", "", `r_"quoted"`, "r_<tag>&", "r_é", bot.RequestID(strings.Repeat("r", 100))} {
+	for _, id := range []board.RequestID{bot.NewRequestID(), "r_abc-DEF_123", "", `r_"quoted"`, "r_<tag>&", "r_é", board.RequestID(strings.Repeat("r", 100))} {
 		for _, dup := range []bool{false, true} {
 			rec := httptest.NewRecorder()
 			writeAccepted(rec, id, dup)

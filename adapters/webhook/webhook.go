@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/httpjson"
 	"github.com/bobnet/bobnet/signing"
@@ -33,7 +34,7 @@ const ReadingSlots = 64
 
 // Engine is what the adapter needs from the bot engine.
 type Engine interface {
-	Submit(ctx context.Context, r bot.Request) (bot.RequestID, error)
+	Submit(ctx context.Context, r board.Request) (board.RequestID, error)
 }
 
 // Adapter serves the hooks.
@@ -157,9 +158,9 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := bot.WithVia(r.Context(), "hook:"+hook.Name+" "+named)
 	rid := bot.NewRequestID()
-	id, dup, err := a.submit(ctx, hook, delivery, bot.Request{
+	id, dup, err := a.submit(ctx, hook, delivery, board.Request{
 		ID:     rid,
-		Thread: bot.Thread{Channel: hook.Channel, ID: threadID(hook.Channel, delivery)},
+		Thread: board.Thread{Channel: hook.Channel, ID: threadID(hook.Channel, delivery)},
 		User:   "hook:" + hook.Name, UserName: sender(ev.Payload, hook.Name),
 		Text: text, ReceivedAt: now,
 	})
@@ -197,7 +198,7 @@ func (a *Adapter) requestText(hook *Hook, ev Event) (string, error) {
 // encoder cost more than the rest of the answer on the ack path. Request
 // ids are letters, digits and "_" (bot.NewRequestID), which need no
 // escaping in JSON; any other id goes through encoding/json.
-func writeAccepted(w http.ResponseWriter, id bot.RequestID, dup bool) {
+func writeAccepted(w http.ResponseWriter, id board.RequestID, dup bool) {
 	if !plainID(string(id)) {
 		httpjson.Write(w, http.StatusAccepted, accepted{RequestID: id, Duplicate: dup})
 		return
@@ -216,8 +217,8 @@ func writeAccepted(w http.ResponseWriter, id bot.RequestID, dup bool) {
 
 // accepted is writeAccepted's answer as encoding/json writes it.
 type accepted struct {
-	RequestID bot.RequestID `json:"request_id"`
-	Duplicate bool          `json:"duplicate,omitempty"`
+	RequestID board.RequestID `json:"request_id"`
+	Duplicate bool            `json:"duplicate,omitempty"`
 }
 
 // plainID says whether id is made of ASCII letters, digits, "_" and "-"
@@ -242,10 +243,10 @@ func plainID(id string) bool {
 // a copy that failed to queue left nothing behind for the retry to trip
 // on. Postgres is not on this path: the worker records the delivery in
 // webhook_deliveries when it takes the request.
-func (a *Adapter) submit(ctx context.Context, hook *Hook, delivery string, req bot.Request) (bot.RequestID, bool, error) {
+func (a *Adapter) submit(ctx context.Context, hook *Hook, delivery string, req board.Request) (board.RequestID, bool, error) {
 	if delivery != "" {
 		req.DedupeKey = "hook:" + hook.Name + ":" + delivery
-		req.Webhook = &bot.HookOrigin{Hook: hook.Name, ID: delivery}
+		req.Webhook = &board.HookOrigin{Hook: hook.Name, ID: delivery}
 	}
 	id, err := a.eng.Submit(ctx, req)
 	if err != nil {
@@ -304,8 +305,8 @@ func deliveryID(h http.Header) string {
 // threadID is the thread a hook's request opens. Slack and Matrix need
 // their own ids (a ts, an event id), so there the request starts a new
 // message; a console thread is named after the delivery (its dedupeID).
-func threadID(ch bot.Channel, delivery string) string {
-	if ch.Source != bot.SourceConsole {
+func threadID(ch board.Channel, delivery string) string {
+	if ch.Source != board.SourceConsole {
 		return ""
 	}
 	return delivery

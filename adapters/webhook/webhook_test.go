@@ -111,7 +111,7 @@ func TestGitHubIssueBecomesProposalInTheHookChannel(t *testing.T) {
 	if status != http.StatusAccepted || out["request_id"] == nil {
 		t.Fatalf("%d %v", status, out)
 	}
-	st := e.WaitRequest(t, bot.RequestID(out["request_id"].(string)))
+	st := e.WaitRequest(t, board.RequestID(out["request_id"].(string)))
 	if st.ProposalID == "" {
 		t.Fatalf("no proposal: %+v", st)
 	}
@@ -161,7 +161,7 @@ func TestStandardWebhooksGenericPayload(t *testing.T) {
 	if status != http.StatusAccepted {
 		t.Fatalf("%d %v", status, out)
 	}
-	st := e.WaitRequest(t, bot.RequestID(out["request_id"].(string)))
+	st := e.WaitRequest(t, board.RequestID(out["request_id"].(string)))
 	p, err := e.Engine.Proposal(context.Background(), st.ProposalID)
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +249,7 @@ func TestConcurrentCopiesMakeOneRequest(t *testing.T) {
 			t.Fatalf("copies answered different request ids: %v", ids)
 		}
 	}
-	st := e.WaitRequest(t, bot.RequestID(ids[0]))
+	st := e.WaitRequest(t, board.RequestID(ids[0]))
 	if st.ProposalID == "" {
 		t.Fatalf("no proposal: %+v", st)
 	}
@@ -275,7 +275,7 @@ func TestRedeliveryPastRedisIsClosedByTheWorker(t *testing.T) {
 	if status != http.StatusAccepted {
 		t.Fatalf("%d %v", status, out)
 	}
-	first := bot.RequestID(out["request_id"].(string))
+	first := board.RequestID(out["request_id"].(string))
 	if st := e.WaitRequest(t, first); st.ProposalID == "" {
 		t.Fatalf("no proposal: %+v", st)
 	}
@@ -289,8 +289,8 @@ func TestRedeliveryPastRedisIsClosedByTheWorker(t *testing.T) {
 	if status != http.StatusAccepted || out["request_id"] == string(first) {
 		t.Fatalf("redelivery past Redis: %d %v", status, out)
 	}
-	st := e.WaitRequest(t, bot.RequestID(out["request_id"].(string)))
-	if st.State != bot.RequestDone || st.DuplicateOf != first || st.ProposalID != "" || st.Reply != nil {
+	st := e.WaitRequest(t, board.RequestID(out["request_id"].(string)))
+	if st.State != board.RequestDone || st.DuplicateOf != first || st.ProposalID != "" || st.Reply != nil {
 		t.Fatalf("redelivery's request = %+v, want done as a duplicate of %s", st, first)
 	}
 	var proposals int

@@ -17,7 +17,7 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store"
@@ -111,7 +111,7 @@ func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix st
 		o(&cfg)
 	}
 	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
-	deps := Deps(client, store, pending.NewStore(rdb, prefix), pending.NewQueue(rdb, prefix))
+	deps := Deps(client, store, redisstore.NewInFlight(rdb, prefix), redisstore.NewQueue(rdb, prefix))
 	if wrap != nil {
 		wrap(&deps)
 	}
@@ -120,9 +120,9 @@ func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix st
 		t.Fatal(err)
 	}
 	poster := &Poster{}
-	eng.Register(bot.SourceConsole, bot.Registration{Poster: poster})
+	eng.Register(board.SourceConsole, bot.Registration{Poster: poster})
 	if console.Poster != nil {
-		eng.Register(bot.SourceConsole, console)
+		eng.Register(board.SourceConsole, console)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	env := &Env{Engine: eng, Store: store, Redis: rdb, Prefix: prefix, Model: model, Poster: poster, Cancel: cancel, done: make(chan struct{})}
@@ -136,7 +136,7 @@ func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix st
 
 // Deps are an engine's dependencies as production builds them: every
 // board capability from store, every proposal one from ps.
-func Deps(pl bot.Planner, store *store.Store, ps *pending.Store, q bot.Queue) bot.Deps {
+func Deps(pl bot.Planner, store *store.Store, ps *redisstore.InFlight, q bot.Queue) bot.Deps {
 	return bot.Deps{
 		Planner: pl,
 		Boards:  store, History: store, Decisions: store, Audit: store, Deliveries: store,
@@ -170,7 +170,7 @@ func (e *Env) Stop() {
 }
 
 // WaitRequest polls a request until it is done or failed.
-func (e *Env) WaitRequest(t testing.TB, id bot.RequestID) bot.RequestStatus {
+func (e *Env) WaitRequest(t testing.TB, id board.RequestID) board.RequestStatus {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -178,13 +178,13 @@ func (e *Env) WaitRequest(t testing.TB, id bot.RequestID) bot.RequestStatus {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.State == bot.RequestDone || st.State == bot.RequestFailed {
+		if st.State == board.RequestDone || st.State == board.RequestFailed {
 			return st
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("request %s not answered in time", id)
-	return bot.RequestStatus{}
+	return board.RequestStatus{}
 }
 
 // WaitIdle waits until the request stream has nothing undelivered and
@@ -215,8 +215,8 @@ func (e *Env) WaitIdle(t testing.TB) {
 type Poster struct {
 	mu       sync.Mutex
 	Replies  []PostedReply
-	Previews []bot.Proposal
-	Updates  []bot.Proposal
+	Previews []board.Proposal
+	Updates  []board.Proposal
 	// changed is closed (and replaced) whenever something is posted, so
 	// WaitFor wakes on events rather than polling.
 	changed chan struct{}
@@ -233,7 +233,7 @@ func (p *Poster) posted() {
 // WaitFor waits until cond holds for what was posted, failing the test
 // after 20 s. The engine posts off the caller's path, so a test waits for
 // a message rather than expecting it when a call returns.
-func (p *Poster) WaitFor(t testing.TB, what string, cond func(replies []PostedReply, previews, updates []bot.Proposal) bool) {
+func (p *Poster) WaitFor(t testing.TB, what string, cond func(replies []PostedReply, previews, updates []board.Proposal) bool) {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
@@ -242,7 +242,7 @@ func (p *Poster) WaitFor(t testing.TB, what string, cond func(replies []PostedRe
 			p.changed = make(chan struct{})
 		}
 		ch := p.changed
-		ok := cond(append([]PostedReply(nil), p.Replies...), append([]bot.Proposal(nil), p.Previews...), append([]bot.Proposal(nil), p.Updates...))
+		ok := cond(append([]PostedReply(nil), p.Replies...), append([]board.Proposal(nil), p.Previews...), append([]board.Proposal(nil), p.Updates...))
 		p.mu.Unlock()
 		if ok {
 			return
@@ -258,12 +258,12 @@ func (p *Poster) WaitFor(t testing.TB, what string, cond func(replies []PostedRe
 
 // PostedReply is one reply with its thread.
 type PostedReply struct {
-	Thread bot.Thread
-	Reply  bot.Reply
+	Thread board.Thread
+	Reply  board.Reply
 }
 
 // Reply records a reply.
-func (p *Poster) Reply(_ context.Context, t bot.Thread, r bot.Reply) error {
+func (p *Poster) Reply(_ context.Context, t board.Thread, r board.Reply) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.Replies = append(p.Replies, PostedReply{t, r})
@@ -272,16 +272,16 @@ func (p *Poster) Reply(_ context.Context, t bot.Thread, r bot.Reply) error {
 }
 
 // PostPreview records a preview and returns a message ref.
-func (p *Poster) PostPreview(_ context.Context, pr bot.Proposal) (bot.MessageRef, error) {
+func (p *Poster) PostPreview(_ context.Context, pr board.Proposal) (board.MessageRef, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.Previews = append(p.Previews, pr)
 	p.posted()
-	return bot.MessageRef("msg-" + string(pr.ID)), nil
+	return board.MessageRef("msg-" + string(pr.ID)), nil
 }
 
 // UpdatePreview records an update.
-func (p *Poster) UpdatePreview(_ context.Context, pr bot.Proposal) error {
+func (p *Poster) UpdatePreview(_ context.Context, pr board.Proposal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.Updates = append(p.Updates, pr)
@@ -290,8 +290,8 @@ func (p *Poster) UpdatePreview(_ context.Context, pr bot.Proposal) error {
 }
 
 // Snapshot returns copies of what was posted so far.
-func (p *Poster) Snapshot() (replies []PostedReply, previews, updates []bot.Proposal) {
+func (p *Poster) Snapshot() (replies []PostedReply, previews, updates []board.Proposal) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]PostedReply(nil), p.Replies...), append([]bot.Proposal(nil), p.Previews...), append([]bot.Proposal(nil), p.Updates...)
+	return append([]PostedReply(nil), p.Replies...), append([]board.Proposal(nil), p.Previews...), append([]board.Proposal(nil), p.Updates...)
 }

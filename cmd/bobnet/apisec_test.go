@@ -105,7 +105,7 @@ func TestBoundTokenCannotApproveAsAnother(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	alice, err := apitoken.NewStore(db).Create(context.Background(), "alice-bot", apitoken.Scopes, "alice")
+	alice, err := apitoken.NewTokens(db).Create(context.Background(), "alice-bot", apitoken.Scopes, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}

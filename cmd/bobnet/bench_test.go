@@ -23,7 +23,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -50,7 +50,7 @@ func benchPlan() plan.Envelope {
 type benchServer struct {
 	url      string
 	store    *store.Store
-	proposal *pending.Store
+	proposal *redisstore.InFlight
 	client   *http.Client
 }
 
@@ -94,23 +94,23 @@ func newBenchServer(b testing.TB) *benchServer {
 		b.Fatal(err)
 	}
 	b.Cleanup(store.Close)
-	return &benchServer{url: srv.URL, store: store, proposal: pending.NewStore(bottest.Redis(b), prefix),
+	return &benchServer{url: srv.URL, store: store, proposal: redisstore.NewInFlight(bottest.Redis(b), prefix),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}
 }
 
 // benchChannel is the console channel the benchmark's proposals are in;
 // writeBaseline writes its boards there too.
-var benchChannel = bot.Channel{Source: bot.SourceConsole, ID: "bench"}
+var benchChannel = board.Channel{Source: board.SourceConsole, ID: "bench"}
 
 // seed stores a pending 64-card proposal as the engine would.
-func (s *benchServer) seed(b testing.TB, env plan.Envelope, planJSON []byte) bot.ProposalID {
+func (s *benchServer) seed(b testing.TB, env plan.Envelope, planJSON []byte) board.ProposalID {
 	b.Helper()
 	ctx := context.Background()
 	// An id of the shape the engine makes: the API refuses any other.
-	id := bot.ProposalID("p_" + strings.TrimPrefix(string(bot.NewRequestID()), "r_"))
+	id := board.ProposalID("p_" + strings.TrimPrefix(string(bot.NewRequestID()), "r_"))
 	now := time.Now()
-	p := bot.Proposal{ID: id, Version: 1, RequestedBy: "alice", Thread: bot.Thread{Channel: benchChannel},
-		Plan: env, State: bot.ProposalPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Warnings: []plan.Issue{}}
+	p := board.Proposal{ID: id, Version: 1, RequestedBy: "alice", Thread: board.Thread{Channel: benchChannel},
+		Plan: env, State: board.ProposalPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Warnings: []plan.Issue{}}
 	if err := s.store.SaveProposal(ctx, board.ProposalRecord{ID: id, Channel: benchChannel.Key(), RequestedBy: "alice", Plan: planJSON, ExpiresAt: p.ExpiresAt}); err != nil {
 		b.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func (s *benchServer) seed(b testing.TB, env plan.Envelope, planJSON []byte) bot
 // requests are not held to loopback host names.
 const benchToken = "bench-token"
 
-func (s *benchServer) approve(id bot.ProposalID) (int, error) {
+func (s *benchServer) approve(id board.ProposalID) (int, error) {
 	req, _ := http.NewRequest("POST", s.url+"/api/v1/proposals/"+string(id)+"/approve", bytes.NewReader([]byte(`{"user":"alice"}`)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+benchToken)
@@ -204,7 +204,7 @@ func BenchmarkApprove64Baseline(b *testing.B) {
 	b.ReportAllocs()
 	for i := range b.N {
 		b.StopTimer()
-		id := bot.ProposalID(fmt.Sprint("p_baseline_", i))
+		id := board.ProposalID(fmt.Sprint("p_baseline_", i))
 		if err := rdb.Set(ctx, prefix+string(id), planJSON, time.Hour).Err(); err != nil {
 			b.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 )
 
 // runCmd runs the command line as main does and returns its exit code and
@@ -259,10 +259,10 @@ func TestRatesAndLogSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.UserRate != (bot.RateLimit{N: 20, Per: time.Minute}) || c.ChannelRate != (bot.RateLimit{N: 60, Per: time.Minute}) || c.LogFormat != "text" || c.LogLevel != slog.LevelInfo {
+	if c.UserRate != (board.RateLimit{N: 20, Per: time.Minute}) || c.ChannelRate != (board.RateLimit{N: 60, Per: time.Minute}) || c.LogFormat != "text" || c.LogLevel != slog.LevelInfo {
 		t.Fatalf("defaults: %+v %+v %q %v", c.UserRate, c.ChannelRate, c.LogFormat, c.LogLevel)
 	}
-	good := map[string]bot.RateLimit{"5/10s": {N: 5, Per: 10 * time.Second}, "100/h": {N: 100, Per: time.Hour}, " 3 / 1m ": {N: 3, Per: time.Minute}}
+	good := map[string]board.RateLimit{"5/10s": {N: 5, Per: 10 * time.Second}, "100/h": {N: 100, Per: time.Hour}, " 3 / 1m ": {N: 3, Per: time.Minute}}
 	for in, want := range good {
 		if got, err := parseRate(in); err != nil || got != want {
 			t.Errorf("parseRate(%q) = %+v, %v", in, got, err)

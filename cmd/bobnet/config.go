@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/adapters/webhook"
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/secretbox"
 )
 
@@ -72,8 +72,8 @@ type Config struct {
 	// inbound secret.
 	CallbackSecret string
 
-	UserRate    bot.RateLimit
-	ChannelRate bot.RateLimit
+	UserRate    board.RateLimit
+	ChannelRate board.RateLimit
 	LogFormat   string
 	LogLevel    slog.Level
 
@@ -286,15 +286,15 @@ var settings = []setting{
 
 // parseRate reads a rate limit written as N/duration ("20/1m", "5/10s");
 // a bare unit stands for one of it ("20/m").
-func parseRate(v string) (bot.RateLimit, error) {
+func parseRate(v string) (board.RateLimit, error) {
 	bad := fmt.Errorf("not a rate like 20/1m: %q", v)
 	n, per, ok := strings.Cut(strings.TrimSpace(v), "/")
 	if !ok {
-		return bot.RateLimit{}, bad
+		return board.RateLimit{}, bad
 	}
 	count, err := strconv.Atoi(strings.TrimSpace(n))
 	if err != nil || count < 1 {
-		return bot.RateLimit{}, bad
+		return board.RateLimit{}, bad
 	}
 	per = strings.TrimSpace(per)
 	if per != "" && (per[0] < '0' || per[0] > '9') {
@@ -302,9 +302,9 @@ func parseRate(v string) (bot.RateLimit, error) {
 	}
 	d, err := time.ParseDuration(per)
 	if err != nil || d < time.Second || d > 24*time.Hour {
-		return bot.RateLimit{}, fmt.Errorf("not a rate like 20/1m with a period from 1s to 24h: %q", v)
+		return board.RateLimit{}, fmt.Errorf("not a rate like 20/1m with a period from 1s to 24h: %q", v)
 	}
-	return bot.RateLimit{N: count, Per: d}, nil
+	return board.RateLimit{N: count, Per: d}, nil
 }
 
 func splitList(v string) []string {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
@@ -27,7 +27,7 @@ import (
 func TestSlowUnsignedUploadsAreBounded(t *testing.T) {
 	env := bottest.New(t)
 	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: "s3cret", APIURL: "http://127.0.0.1:1/api/"},
-		env.Engine, pending.NewStore(env.Redis, env.Prefix), storetest.Logger(t))
+		env.Engine, redisstore.NewInFlight(env.Redis, env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ type importRule struct {
 // gets a rule of its own (see adapterRules). Storage speaks SQL and
 // nothing else: store serves no HTTP and board, the types every layer
 // shares, has neither SQL nor HTTP; the board page lives in web. The same
-// goes for the Redis store, bot/pending. web draws every HTML page from
+// goes for the Redis store, bot/redisstore. web draws every HTML page from
 // what each page's owner hands it through interfaces web declares, so it
 // reaches no adapter, no storage and not the engine (the console turns
 // the engine's proposals into web.ProposalView, cmd hands *store.Store to
@@ -44,9 +44,8 @@ var importRules = []importRule{
 	{"migrations", []string{"bot", "board", "store", "planner", "adapters", "cmd", "metrics"}, nil},
 	{"bot", []string{"adapters", "cmd", "metrics"}, nil},
 	// The Redis store implements the engine's interfaces with the engine's
-	// records (bot/record) and nothing of the engine: no model client.
-	{"bot/pending", []string{"planner", "store", "web", "httpapi", "adapters", "cmd", "metrics"}, []string{"net/http"}},
-	{"bot/record", []string{"planner", "bot/pending", "store", "web", "httpapi", "adapters", "cmd", "metrics"}, []string{"net/http", "github.com/jackc/pgx", "github.com/redis"}},
+	// records (in board) and nothing of the engine: no model client.
+	{"bot/redisstore", []string{"planner", "store", "web", "httpapi", "adapters", "cmd", "metrics"}, []string{"net/http"}},
 	{"web", []string{"adapters", "cmd", "store", "bot", "planner", "run", "httpapi", "migrations", "metrics", "apitoken", "secretbox"}, nil},
 	{"metrics", []string{"adapters", "cmd"}, nil},
 	{"apitoken", []string{"adapters", "cmd", "metrics"}, nil},
@@ -59,7 +58,7 @@ var importRules = []importRule{
 // adapterForbidden are what no adapter may depend on besides another
 // adapter: they reach storage through interfaces they declare, satisfied
 // by *store.Store in cmd, and proposals through the engine.
-var adapterForbidden = []string{"cmd", "store", "bot/pending"}
+var adapterForbidden = []string{"cmd", "store", "bot/redisstore"}
 
 // adapterRules forbids every adapter under root/adapters from depending on
 // another adapter or on adapterForbidden, whichever adapters exist.
@@ -247,13 +246,13 @@ func TestImportRulesCatchATransitiveViolation(t *testing.T) {
 	t.Parallel()
 	// planner imports a harmless-looking package that imports bot.
 	root := writeModule(t, map[string]string{
-		"planner/p.go":     "package planner\n\nimport _ \"" + modulePath + "/text\"\n",
-		"text/text.go":     "package text\n\nimport _ \"" + modulePath + "/bot/pending\"\n",
-		"bot/pending/p.go": "package pending\n",
+		"planner/p.go":        "package planner\n\nimport _ \"" + modulePath + "/text\"\n",
+		"text/text.go":        "package text\n\nimport _ \"" + modulePath + "/bot/redisstore\"\n",
+		"bot/redisstore/p.go": "package redisstore\n",
 	})
 	rules := []importRule{{"planner", []string{"bot"}, nil}}
 	violations, packages, err := importViolations(root, rules)
-	if err != nil || packages != 3 || len(violations) != 1 || !strings.Contains(violations[0], "planner depends on bot/pending: planner must not depend on bot") {
+	if err != nil || packages != 3 || len(violations) != 1 || !strings.Contains(violations[0], "planner depends on bot/redisstore: planner must not depend on bot") {
 		t.Fatalf("violations = %q, packages = %d, err = %v", violations, packages, err)
 	}
 	// Test files may reach further.
@@ -280,12 +279,12 @@ func TestImportRuleNamingAMissingFolderFails(t *testing.T) {
 func TestAdapterRulesCoverEveryAdapter(t *testing.T) {
 	t.Parallel()
 	root := writeModule(t, map[string]string{
-		"adapters/a/a.go":  "package a\n\nimport _ \"" + modulePath + "/adapters/b\"\n",
-		"adapters/b/b.go":  "package b\n\nimport _ \"" + modulePath + "/text\"\n",
-		"text/text.go":     "package text\n\nimport _ \"" + modulePath + "/store\"\n",
-		"store/s.go":       "package store\n",
-		"bot/pending/p.go": "package pending\n",
-		"cmd/x/main.go":    "package main\n\nfunc main() {}\n",
+		"adapters/a/a.go":     "package a\n\nimport _ \"" + modulePath + "/adapters/b\"\n",
+		"adapters/b/b.go":     "package b\n\nimport _ \"" + modulePath + "/text\"\n",
+		"text/text.go":        "package text\n\nimport _ \"" + modulePath + "/store\"\n",
+		"store/s.go":          "package store\n",
+		"bot/redisstore/p.go": "package redisstore\n",
+		"cmd/x/main.go":       "package main\n\nfunc main() {}\n",
 	})
 	rules, err := adapterRules(root)
 	if err != nil || len(rules) != 2 {

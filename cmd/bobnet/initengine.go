@@ -6,6 +6,7 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/console"
 	"github.com/bobnet/bobnet/adapters/webhook"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/metrics"
 	"github.com/bobnet/bobnet/planner"
@@ -18,7 +19,7 @@ type planning struct {
 	profiles []planner.Profile
 	series   *metrics.Metrics
 	// console is the web console's chat surface, registered with the
-	// engine as bot.SourceConsole.
+	// engine as board.SourceConsole.
 	console *console.Console
 }
 
@@ -67,6 +68,6 @@ func initEngine(cfg Config, st *stores, ext *integrations, logger *slog.Logger) 
 	// is built with the engine; the engine learns of it by Register (a
 	// bot.Registration of small interfaces), before Run starts it.
 	con := console.New(engine, db, logger)
-	engine.Register(bot.SourceConsole, bot.Registration{Poster: con})
+	engine.Register(board.SourceConsole, bot.Registration{Poster: con})
 	return &planning{engine: engine, model: model, profiles: profiles, series: series, console: con}, nil
 }

@@ -25,7 +25,7 @@ type integrations struct {
 	hooks  map[string]*webhook.Hook
 	outbox *outbox.Outbox
 	guard  *apitoken.Guard
-	tokens *apitoken.Store
+	tokens *apitoken.Tokens
 	// cardKeys make the tokens of cards dispatched to each hook.
 	cardKeys map[string][]byte
 }
@@ -46,7 +46,7 @@ func initHooks(cfg Config, db *store.Store, logger *slog.Logger) (*integrations,
 	if err != nil {
 		return nil, err
 	}
-	tokens := apitoken.NewStore(db)
+	tokens := apitoken.NewTokens(db)
 	return &integrations{
 		hooks:    hooks,
 		outbox:   outbox.New(ocfg, db, logger),

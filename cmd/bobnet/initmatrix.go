@@ -8,6 +8,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/bobnet/bobnet/adapters/matrix"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 )
 
@@ -37,7 +38,7 @@ func initMatrix(ctx context.Context, cfg Config, st *stores, engine *bot.Engine,
 	if err != nil {
 		return nil, fmt.Errorf("matrix (MATRIX_HOMESERVER %s): %w", cfg.MatrixHomeserver, err)
 	}
-	engine.Register(bot.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad})
+	engine.Register(board.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad})
 	return ad, nil
 }
 

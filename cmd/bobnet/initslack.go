@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/store"
 )
@@ -36,6 +37,6 @@ func initSlack(ctx context.Context, cfg Config, st *stores, engine *bot.Engine, 
 	}
 	// The adapter submits to the engine, and the engine posts through it:
 	// see initEngine on Register.
-	engine.Register(bot.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	return ad, stop, nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/migrations"
 	"github.com/bobnet/bobnet/store"
 )
@@ -18,8 +18,8 @@ import (
 type stores struct {
 	db      *store.Store
 	rdb     *redis.Client
-	pending *pending.Store // proposals, requests, reminders
-	queue   *pending.Queue // the request stream the engine's workers read
+	pending *redisstore.InFlight // proposals, requests, reminders
+	queue   *redisstore.Queue    // the request stream the engine's workers read
 }
 
 // initStores connects to Postgres, migrates it, and connects to Redis.
@@ -47,7 +47,7 @@ func initStores(ctx context.Context, cfg Config, logger *slog.Logger) (_ *stores
 		_ = rdb.Close()
 		return nil, fmt.Errorf("REDIS_URL: cannot reach Redis: %w", err)
 	}
-	return &stores{db: db, rdb: rdb, pending: pending.NewStore(rdb, cfg.RedisPrefix), queue: pending.NewQueue(rdb, cfg.RedisPrefix)}, nil
+	return &stores{db: db, rdb: rdb, pending: redisstore.NewInFlight(rdb, cfg.RedisPrefix), queue: redisstore.NewQueue(rdb, cfg.RedisPrefix)}, nil
 }
 
 // close closes Redis, then Postgres: the reverse of their opening.

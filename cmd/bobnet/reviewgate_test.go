@@ -32,7 +32,7 @@ func TestReviewsCannotBeSkippedThroughTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	carol, err := apitoken.NewStore(db).Create(ctx, "carol-writes", []apitoken.Scope{apitoken.ScopeRead, apitoken.ScopeWrite}, "carol")
+	carol, err := apitoken.NewTokens(db).Create(ctx, "carol-writes", []apitoken.Scope{apitoken.ScopeRead, apitoken.ScopeWrite}, "carol")
 	if err != nil {
 		t.Fatal(err)
 	}

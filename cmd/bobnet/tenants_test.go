@@ -232,7 +232,7 @@ func TestUsageAndMetricsNeedTheAdminScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	tokens := apitoken.NewStore(db)
+	tokens := apitoken.NewTokens(db)
 	reader, err := tokens.Create(ctx, "reader", []apitoken.Scope{apitoken.ScopeRead, apitoken.ScopePropose, apitoken.ScopeApprove, apitoken.ScopeWrite}, "")
 	if err != nil {
 		t.Fatal(err)

@@ -95,7 +95,7 @@ func runToken(args []string, getenv func(string) string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "bobnet token: %v\n", err)
 		return 1
 	}
-	tokens := apitoken.NewStore(db)
+	tokens := apitoken.NewTokens(db)
 	switch verb {
 	case "create":
 		secret, err := tokens.CreateLimited(ctx, names[0], parsed, *user, patterns)

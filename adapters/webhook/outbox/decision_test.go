@@ -18,7 +18,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store"
@@ -51,7 +51,7 @@ func engineWith(t *testing.T, store *store.Store, decisions bot.Decisions, o *ou
 	plan := plannertest.NewspaperPlan(t)
 	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
-	deps := bottest.Deps(client, store, pending.NewStore(rdb, prefix), pending.NewQueue(rdb, prefix))
+	deps := bottest.Deps(client, store, redisstore.NewInFlight(rdb, prefix), redisstore.NewQueue(rdb, prefix))
 	deps.Decisions = decisions
 	deps.Events = bot.Events{Sink: o, Encoder: o}
 	eng, err := bot.New(bot.Config{
@@ -61,7 +61,7 @@ func engineWith(t *testing.T, store *store.Store, decisions bot.Decisions, o *ou
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng.Register(bot.SourceConsole, bot.Registration{Poster: &bottest.Poster{}})
+	eng.Register(board.SourceConsole, bot.Registration{Poster: &bottest.Poster{}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()
@@ -71,10 +71,10 @@ func engineWith(t *testing.T, store *store.Store, decisions bot.Decisions, o *ou
 
 // proposeIn asks eng for the newspaper board in console:news and returns
 // the pending proposal.
-func proposeIn(t *testing.T, eng *bot.Engine) bot.Proposal {
+func proposeIn(t *testing.T, eng *bot.Engine) board.Proposal {
 	t.Helper()
 	ctx := context.Background()
-	id, err := eng.Submit(ctx, bot.Request{Thread: bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "news"}, ID: "t1"},
+	id, err := eng.Submit(ctx, board.Request{Thread: board.Thread{Channel: board.Channel{Source: board.SourceConsole, ID: "news"}, ID: "t1"},
 		User: "alice", Text: "Plan a daily research newspaper"})
 	if err != nil {
 		t.Fatal(err)
@@ -85,14 +85,14 @@ func proposeIn(t *testing.T, eng *bot.Engine) bot.Proposal {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.State == bot.RequestDone && st.ProposalID != "" {
+		if st.State == board.RequestDone && st.ProposalID != "" {
 			p, err := eng.Proposal(ctx, st.ProposalID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return p
 		}
-		if st.State == bot.RequestFailed || time.Now().After(deadline) {
+		if st.State == board.RequestFailed || time.Now().After(deadline) {
 			t.Fatalf("request = %+v", st)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -141,7 +141,7 @@ func TestApprovalEventsSurviveACrashAfterCommit(t *testing.T) {
 	if len(got) != 3 || got[1].Payload.Type != bot.EventProposalApproved || got[2].Payload.Type != bot.EventBoardCreated {
 		t.Fatalf("got %+v", got)
 	}
-	if d := got[2].Payload.Data; d.BoardID != string(a.BoardID) || d.BoardURL != a.BoardURL || d.Actor != "alice" || d.State != bot.ProposalApproved {
+	if d := got[2].Payload.Data; d.BoardID != string(a.BoardID) || d.BoardURL != a.BoardURL || d.Actor != "alice" || d.State != board.ProposalApproved {
 		t.Fatalf("board.created = %+v, approval %+v", d, a)
 	}
 }

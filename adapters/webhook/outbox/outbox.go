@@ -197,20 +197,20 @@ type Payload struct {
 // card.changed event is about no proposal, so it leaves the proposal's
 // fields out rather than sending them empty.
 type Data struct {
-	ProposalID  bot.ProposalID    `json:"proposal_id,omitempty"`
-	State       bot.ProposalState `json:"state,omitempty"`
-	Version     int               `json:"version,omitempty"`
-	Channel     string            `json:"channel"`
-	RequestID   bot.RequestID     `json:"request_id,omitempty"`
-	RequestedBy string            `json:"requested_by,omitempty"`
-	Request     string            `json:"request,omitempty"`
-	Actor       string            `json:"actor,omitempty"`
-	BoardName   string            `json:"board_name,omitempty"`
-	Cards       int               `json:"cards,omitempty"`
-	Links       int               `json:"links,omitempty"`
-	ExpiresAt   time.Time         `json:"expires_at,omitzero"`
-	BoardID     string            `json:"board_id,omitempty"`
-	BoardURL    string            `json:"board_url,omitempty"`
+	ProposalID  board.ProposalID    `json:"proposal_id,omitempty"`
+	State       board.ProposalState `json:"state,omitempty"`
+	Version     int                 `json:"version,omitempty"`
+	Channel     string              `json:"channel"`
+	RequestID   board.RequestID     `json:"request_id,omitempty"`
+	RequestedBy string              `json:"requested_by,omitempty"`
+	Request     string              `json:"request,omitempty"`
+	Actor       string              `json:"actor,omitempty"`
+	BoardName   string              `json:"board_name,omitempty"`
+	Cards       int                 `json:"cards,omitempty"`
+	Links       int                 `json:"links,omitempty"`
+	ExpiresAt   time.Time           `json:"expires_at,omitzero"`
+	BoardID     string              `json:"board_id,omitempty"`
+	BoardURL    string              `json:"board_url,omitempty"`
 	// Reason is why a cancelled proposal was cancelled, as its canceller
 	// wrote it (at most bot.MaxCancelReason characters).
 	Reason string `json:"reason,omitempty"`
@@ -297,7 +297,7 @@ func (o *Outbox) Encode(ev bot.Event) ([]board.OutboundEvent, error) {
 		RequestedBy: p.RequestedBy, Request: p.Request, Actor: ev.Actor, Cards: st.Cards, Links: st.Links,
 		BoardID: string(ev.BoardID), BoardURL: ev.BoardURL, Reason: p.Reason,
 	}
-	if p.State == bot.ProposalPending {
+	if p.State == board.ProposalPending {
 		d.ExpiresAt = p.ExpiresAt
 	}
 	for _, a := range p.Plan.Actions {

@@ -110,9 +110,9 @@ func config(urls ...string) outbox.Config {
 }
 
 func event(typ bot.EventType, id string) bot.Event {
-	return bot.Event{Type: typ, At: time.Now(), Actor: "alice", Proposal: bot.Proposal{
-		ID: bot.ProposalID(id), State: bot.ProposalPending, Version: 1, RequestedBy: "alice",
-		Thread: bot.Thread{Channel: bot.Channel{Source: bot.SourceConsole, ID: "news"}},
+	return bot.Event{Type: typ, At: time.Now(), Actor: "alice", Proposal: board.Proposal{
+		ID: board.ProposalID(id), State: board.ProposalPending, Version: 1, RequestedBy: "alice",
+		Thread: board.Thread{Channel: board.Channel{Source: board.SourceConsole, ID: "news"}},
 	}}
 }
 

@@ -1,4 +1,4 @@
-package pending
+package redisstore
 
 import (
 	"encoding/json"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -15,7 +14,7 @@ import (
 
 // fullProposal has every field set, and text that needs escaping, so the
 // comparison below covers the whole type.
-func fullProposal(t *testing.T) bot.Proposal {
+func fullProposal(t *testing.T) board.Proposal {
 	t.Helper()
 	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{})
 	if !res.Valid {
@@ -23,26 +22,26 @@ func fullProposal(t *testing.T) bot.Proposal {
 	}
 	env := *res.Plan
 	now := time.Date(2026, 11, 23, 10, 4, 5, 123456789, time.UTC)
-	return bot.Proposal{
+	return board.Proposal{
 		ID: "p_abc", Version: 2, Supersedes: "p_old", RequestID: "r_abc",
-		Thread:      bot.Thread{Channel: bot.Channel{Source: bot.SourceSlack, ID: "C1"}, ID: "1700000000.000100"},
+		Thread:      board.Thread{Channel: board.Channel{Source: board.SourceSlack, ID: "C1"}, ID: "1700000000.000100"},
 		RequestedBy: "alice", Request: "plan <our> \"daily\" newspaper & more \u2028 é 🗞",
 		Plan: env, Warnings: []plan.Issue{{Path: "$.actions[0]", Message: "a warning"}},
-		Changes:      &bot.Changes{Added: []string{"A"}, Retitled: []bot.Change{{From: "x", To: "y"}}, BoardChanged: &bot.Change{From: "a", To: "b"}},
-		BoardChanges: []bot.BoardChange{{Card: "NEWS-1", Title: "t", Field: "status", From: "Backlog", To: "Done"}},
-		State:        bot.ProposalApproved, CreatedAt: now, ExpiresAt: now.Add(time.Hour), DecidedBy: "bob", DecidedAt: now.Add(time.Minute),
+		Changes:      &board.Changes{Added: []string{"A"}, Retitled: []board.Change{{From: "x", To: "y"}}, BoardChanged: &board.Change{From: "a", To: "b"}},
+		BoardChanges: []board.BoardChange{{Card: "NEWS-1", Title: "t", Field: "status", From: "Backlog", To: "Done"}},
+		State:        board.ProposalApproved, CreatedAt: now, ExpiresAt: now.Add(time.Hour), DecidedBy: "bob", DecidedAt: now.Add(time.Minute),
 		BoardID: "b_1", BoardURL: "http://bobnet.test/boards/b_1", TargetBoard: "b_0", Message: "1700000000.000200", Chain: "p_first",
-		Quorum: &bot.Quorum{Key: "slack:C1", Policy: board.Policy{Deciders: []string{"requester", "U2"}, Approvals: 2, SelfApproval: true}, Needed: 2, Approvals: []string{"U2"}},
+		Quorum: &board.Quorum{Key: "slack:C1", Policy: board.Policy{Deciders: []string{"requester", "U2"}, Approvals: 2, SelfApproval: true}, Needed: 2, Approvals: []string{"U2"}},
 	}
 }
 
 func TestDecodeProposalMatchesEncodingJSON(t *testing.T) {
-	for name, p := range map[string]bot.Proposal{"full": fullProposal(t), "empty": {}, "pending": {ID: "p_1", State: bot.ProposalPending}} {
+	for name, p := range map[string]board.Proposal{"full": fullProposal(t), "empty": {}, "pending": {ID: "p_1", State: board.ProposalPending}} {
 		raw, err := json.Marshal(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want bot.Proposal
+		var want board.Proposal
 		if err := json.Unmarshal(raw, &want); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package pending
+package redisstore
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 const maxTurns = 20
 
 // AppendTurn adds a message to a thread's history.
-func (s *Store) AppendTurn(ctx context.Context, thread string, t plan.Turn) error {
+func (s *InFlight) AppendTurn(ctx context.Context, thread string, t plan.Turn) error {
 	b, err := json.Marshal(t)
 	if err != nil {
 		return err
@@ -28,7 +28,7 @@ func (s *Store) AppendTurn(ctx context.Context, thread string, t plan.Turn) erro
 }
 
 // Turns returns a thread's history, oldest first.
-func (s *Store) Turns(ctx context.Context, thread string) ([]plan.Turn, error) {
+func (s *InFlight) Turns(ctx context.Context, thread string) ([]plan.Turn, error) {
 	items, err := s.rdb.LRange(ctx, s.key("thread", thread), 0, -1).Result()
 	if err != nil {
 		return nil, wrap("turns", err)

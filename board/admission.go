@@ -1,4 +1,4 @@
-package record
+package board
 
 import "time"
 

@@ -1,4 +1,4 @@
-package pending
+package redisstore
 
 import (
 	"context"
@@ -8,27 +8,27 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/bot/record"
+	"github.com/bobnet/bobnet/board"
 )
 
 // Claim takes the proposal's decision lock for holder. Exactly one caller
 // gets true until the lock is released or ttl passes; that caller alone may
 // change the proposal's state.
-func (s *Store) Claim(ctx context.Context, id record.ProposalID, holder string, ttl time.Duration) (bool, error) {
+func (s *InFlight) Claim(ctx context.Context, id board.ProposalID, holder string, ttl time.Duration) (bool, error) {
 	ok, err := s.rdb.SetNX(ctx, s.key("claim", string(id)), holder, ttl).Result()
 	return ok, wrap("claim proposal", err)
 }
 
 // ClaimProposal takes the proposal's decision lock for holder, like Claim,
 // and returns the proposal as it is under the lock (or, when someone else
-// holds it, as it is now). record.ErrNotFound when Redis has no such proposal;
+// holds it, as it is now). board.ErrNotFound when Redis has no such proposal;
 // then nothing is claimed.
 //
 // The lock and the read are one MULTI/EXEC, one round trip, rather than a
 // Lua script: a script copies the whole proposal into Lua and back, which
 // for a large plan costs more than the round trip itself. MULTI takes the lock
 // even for a proposal Redis does not have; it is given back at once.
-func (s *Store) ClaimProposal(ctx context.Context, id record.ProposalID, holder string, ttl time.Duration) (record.Proposal, bool, error) {
+func (s *InFlight) ClaimProposal(ctx context.Context, id board.ProposalID, holder string, ttl time.Duration) (board.Proposal, bool, error) {
 	var lock *redis.BoolCmd
 	var vals *redis.SliceCmd
 	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -37,7 +37,7 @@ func (s *Store) ClaimProposal(ctx context.Context, id record.ProposalID, holder 
 		return nil
 	})
 	if err != nil {
-		return record.Proposal{}, false, wrap("claim proposal", err)
+		return board.Proposal{}, false, wrap("claim proposal", err)
 	}
 	claimed := lock.Val()
 	p, held, err := readProposal(id, vals.Val())
@@ -45,7 +45,7 @@ func (s *Store) ClaimProposal(ctx context.Context, id record.ProposalID, holder 
 		if claimed {
 			_ = s.Release(ctx, id, holder)
 		}
-		return record.Proposal{}, false, err
+		return board.Proposal{}, false, err
 	}
 	if !claimed {
 		p.ClaimHolder, _ = held.(string)
@@ -55,24 +55,24 @@ func (s *Store) ClaimProposal(ctx context.Context, id record.ProposalID, holder 
 
 // Release gives holder's claim back, so a decision that failed can be
 // retried. A claim someone else holds (holder's own ran out and another
-// took it) is left: record.ErrNotHolder.
-func (s *Store) Release(ctx context.Context, id record.ProposalID, holder string) error {
+// took it) is left: board.ErrNotHolder.
+func (s *InFlight) Release(ctx context.Context, id board.ProposalID, holder string) error {
 	return s.ifHolder(ctx, releaseScript, "release proposal", id, holder)
 }
 
 // RenewClaim extends holder's claim to ttl from now, while its decision is
-// still working. record.ErrNotHolder when holder no longer holds it.
-func (s *Store) RenewClaim(ctx context.Context, id record.ProposalID, holder string, ttl time.Duration) error {
+// still working. board.ErrNotHolder when holder no longer holds it.
+func (s *InFlight) RenewClaim(ctx context.Context, id board.ProposalID, holder string, ttl time.Duration) error {
 	return s.ifHolder(ctx, renewScript, "renew claim", id, holder, max(ttl, time.Millisecond).Milliseconds())
 }
 
-func (s *Store) ifHolder(ctx context.Context, script *redis.Script, op string, id record.ProposalID, holder string, args ...any) error {
+func (s *InFlight) ifHolder(ctx context.Context, script *redis.Script, op string, id board.ProposalID, holder string, args ...any) error {
 	n, err := script.Run(ctx, s.rdb, []string{s.key("claim", string(id))}, append([]any{holder}, args...)...).Int()
 	if err != nil {
 		return wrap(op, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("%s %s: %w", op, id, record.ErrNotHolder)
+		return fmt.Errorf("%s %s: %w", op, id, board.ErrNotHolder)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package pending
+package redisstore
 
 import (
 	"context"
@@ -7,31 +7,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/bot/record"
+	"github.com/bobnet/bobnet/board"
 )
-
-// SeenOnce reports whether this is the first time key is seen within ttl;
-// adapters use it for platform event ids.
-func (s *Store) SeenOnce(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	ok, err := s.rdb.SetNX(ctx, s.key("seen", key), 1, ttl).Result()
-	return ok, wrap("seen once", err)
-}
-
-// Mark sets a flag for ttl.
-func (s *Store) Mark(ctx context.Context, key string, ttl time.Duration) error {
-	return wrap("mark", s.rdb.Set(ctx, s.key("mark", key), 1, ttl).Err())
-}
-
-// Marked reports whether a flag is set.
-func (s *Store) Marked(ctx context.Context, key string) (bool, error) {
-	n, err := s.rdb.Exists(ctx, s.key("mark", key)).Result()
-	return n == 1, wrap("marked", err)
-}
 
 // Allow counts one event against limit for key in a fixed window and
 // reports whether it is within the limit. Requests are limited by Admit;
 // this is for everything else that must not flood (board events).
-func (s *Store) Allow(ctx context.Context, key string, limit record.RateLimit) (bool, error) {
+func (s *InFlight) Allow(ctx context.Context, key string, limit board.RateLimit) (bool, error) {
 	if limit.N <= 0 || limit.Per <= 0 {
 		return true, nil
 	}

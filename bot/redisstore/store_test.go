@@ -1,4 +1,4 @@
-package pending_test
+package redisstore_test
 
 import (
 	"context"
@@ -9,15 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 )
 
-func newStore(t *testing.T) *pending.Store {
+func newStore(t *testing.T) *redisstore.InFlight {
 	t.Helper()
-	return pending.NewStore(bottest.Redis(t), bottest.Prefix())
+	return redisstore.NewInFlight(bottest.Redis(t), bottest.Prefix())
 }
 
 func TestClaimHasOneWinnerAndCanBeGivenBack(t *testing.T) {
@@ -62,7 +63,7 @@ func TestClaimIsReleasedAndRenewedOnlyByItsHolder(t *testing.T) {
 	t.Parallel()
 	rdb := bottest.Redis(t)
 	prefix := bottest.Prefix()
-	s := pending.NewStore(rdb, prefix)
+	s := redisstore.NewInFlight(rdb, prefix)
 	ctx := context.Background()
 	key := prefix + ":claim:p_x"
 	if ok, err := s.Claim(ctx, "p_x", "c_1 approve:alice", time.Minute); err != nil || !ok {
@@ -118,16 +119,16 @@ func TestProposalsAndExpirySchedule(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	now := time.Now()
-	put := func(id string, state bot.ProposalState, expires time.Time) {
+	put := func(id string, state board.ProposalState, expires time.Time) {
 		t.Helper()
-		if err := s.PutProposal(ctx, bot.Proposal{ID: bot.ProposalID(id), State: state, Version: 1, ExpiresAt: expires}); err != nil {
+		if err := s.PutProposal(ctx, board.Proposal{ID: board.ProposalID(id), State: state, Version: 1, ExpiresAt: expires}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	put("p_due", bot.ProposalPending, now.Add(-time.Second))
-	put("p_later", bot.ProposalPending, now.Add(time.Hour))
-	put("p_done", bot.ProposalPending, now.Add(-time.Second))
-	put("p_done", bot.ProposalApproved, now.Add(-time.Second)) // decided: off the schedule
+	put("p_due", board.ProposalPending, now.Add(-time.Second))
+	put("p_later", board.ProposalPending, now.Add(time.Hour))
+	put("p_done", board.ProposalPending, now.Add(-time.Second))
+	put("p_done", board.ProposalApproved, now.Add(-time.Second)) // decided: off the schedule
 
 	due, err := s.DueExpiries(ctx, now, 10)
 	if err != nil {
@@ -143,7 +144,7 @@ func TestProposalsAndExpirySchedule(t *testing.T) {
 		t.Fatalf("due after remove = %v", due)
 	}
 	p, err := s.Proposal(ctx, "p_done")
-	if err != nil || p.State != bot.ProposalApproved {
+	if err != nil || p.State != board.ProposalApproved {
 		t.Fatalf("p_done = %+v, %v", p, err)
 	}
 	if _, err := s.Proposal(ctx, "p_missing"); !errors.Is(err, bot.ErrNotFound) {
@@ -154,38 +155,38 @@ func TestProposalsAndExpirySchedule(t *testing.T) {
 func TestAdmitDedupesAndLimits(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	s := pending.NewStore(rdb, prefix)
+	s := redisstore.NewInFlight(rdb, prefix)
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-	adm := func(id bot.RequestID, user, dedupe string) bot.AdmitResult {
+	adm := func(id board.RequestID, user, dedupe string) board.AdmitResult {
 		t.Helper()
-		res, err := s.Admit(ctx, bot.Admission{
-			Record: bot.RequestRecord{Request: bot.Request{ID: id, User: user}}, DedupeKey: dedupe, DedupeTTL: time.Minute,
-			UserKey: "user:" + user, UserLimit: bot.RateLimit{N: 2, Per: time.Minute},
-			ChannelKey: "channel:c", ChannelLimit: bot.RateLimit{N: 4, Per: time.Minute}, ChannelNotices: 2, Now: now,
+		res, err := s.Admit(ctx, board.Admission{
+			Record: board.RequestRecord{Request: board.Request{ID: id, User: user}}, DedupeKey: dedupe, DedupeTTL: time.Minute,
+			UserKey: "user:" + user, UserLimit: board.RateLimit{N: 2, Per: time.Minute},
+			ChannelKey: "channel:c", ChannelLimit: board.RateLimit{N: 4, Per: time.Minute}, ChannelNotices: 2, Now: now,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
-	if res := adm("r_1", "alice", "evt1"); res.Outcome != bot.AdmitNew || res.RequestID != "r_1" {
+	if res := adm("r_1", "alice", "evt1"); res.Outcome != board.AdmitNew || res.RequestID != "r_1" {
 		t.Fatalf("first = %+v", res)
 	}
-	if res := adm("r_2", "alice", "evt1"); res.Outcome != bot.AdmitDuplicate || res.RequestID != "r_1" {
+	if res := adm("r_2", "alice", "evt1"); res.Outcome != board.AdmitDuplicate || res.RequestID != "r_1" {
 		t.Fatalf("same dedupe key = %+v; want duplicate of r_1", res)
 	}
 	if _, err := s.Request(ctx, "r_2"); !errors.Is(err, bot.ErrNotFound) {
 		t.Fatalf("a duplicate stored a record: %v", err)
 	}
-	if res := adm("r_3", "alice", ""); res.Outcome != bot.AdmitNew {
+	if res := adm("r_3", "alice", ""); res.Outcome != board.AdmitNew {
 		t.Fatalf("second of two allowed = %+v", res)
 	}
 	// Alice is over her 2 per minute: told once, then not again.
-	if res := adm("r_4", "alice", ""); res.Outcome != bot.AdmitThrottled || res.Limit != "user" || !res.Notify {
+	if res := adm("r_4", "alice", ""); res.Outcome != board.AdmitThrottled || res.Limit != "user" || !res.Notify {
 		t.Fatalf("third = %+v; want throttled by user, notify", res)
 	}
-	if res := adm("r_5", "alice", ""); res.Outcome != bot.AdmitThrottled || res.Notify {
+	if res := adm("r_5", "alice", ""); res.Outcome != board.AdmitThrottled || res.Notify {
 		t.Fatalf("fourth = %+v; want throttled, no second notice", res)
 	}
 	// The channel fills up (4 per minute), then throttles everyone; only
@@ -194,8 +195,8 @@ func TestAdmitDedupesAndLimits(t *testing.T) {
 	adm("r_7", "bob", "")
 	notified := 0
 	for i, user := range []string{"carol", "dave", "erin", "frank"} {
-		res := adm(bot.RequestID(fmt.Sprint("r_c", i)), user, "")
-		if res.Outcome != bot.AdmitThrottled || res.Limit != "channel" {
+		res := adm(board.RequestID(fmt.Sprint("r_c", i)), user, "")
+		if res.Outcome != board.AdmitThrottled || res.Limit != "channel" {
 			t.Fatalf("%s = %+v; want throttled by channel", user, res)
 		}
 		if res.Notify {
@@ -215,7 +216,7 @@ func TestAdmitDedupesAndLimits(t *testing.T) {
 	}
 	// A throttled request stored nothing and marked nothing: its dedupe key
 	// is free for the platform's retry once the window has room.
-	for _, id := range []bot.RequestID{"r_4", "r_5", "r_c0", "r_c3"} {
+	for _, id := range []board.RequestID{"r_4", "r_5", "r_c0", "r_c3"} {
 		if _, err := s.Request(ctx, id); !errors.Is(err, bot.ErrNotFound) {
 			t.Fatalf("throttled request %s stored a record: %v", id, err)
 		}
@@ -223,43 +224,43 @@ func TestAdmitDedupesAndLimits(t *testing.T) {
 	// A throttled request's dedupe key is left free: the retry goes
 	// through once there is room, in the next window, and is then a
 	// request like any other.
-	adm2 := func(id bot.RequestID, at time.Time) bot.AdmitResult {
+	adm2 := func(id board.RequestID, at time.Time) board.AdmitResult {
 		t.Helper()
-		res, err := s.Admit(ctx, bot.Admission{
-			Record: bot.RequestRecord{Request: bot.Request{ID: id, User: "gina"}}, DedupeKey: "evt-retry", DedupeTTL: time.Hour,
-			UserKey: "user:gina", UserLimit: bot.RateLimit{N: 2, Per: time.Minute},
-			ChannelKey: "channel:c", ChannelLimit: bot.RateLimit{N: 4, Per: time.Minute}, ChannelNotices: 2, Now: at,
+		res, err := s.Admit(ctx, board.Admission{
+			Record: board.RequestRecord{Request: board.Request{ID: id, User: "gina"}}, DedupeKey: "evt-retry", DedupeTTL: time.Hour,
+			UserKey: "user:gina", UserLimit: board.RateLimit{N: 2, Per: time.Minute},
+			ChannelKey: "channel:c", ChannelLimit: board.RateLimit{N: 4, Per: time.Minute}, ChannelNotices: 2, Now: at,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
-	if res := adm2("r_g1", now); res.Outcome != bot.AdmitThrottled || res.Limit != "channel" {
+	if res := adm2("r_g1", now); res.Outcome != board.AdmitThrottled || res.Limit != "channel" {
 		t.Fatalf("gina in a full channel = %+v; want throttled by channel", res)
 	}
-	if res := adm2("r_g2", now.Add(time.Minute)); res.Outcome != bot.AdmitNew || res.RequestID != "r_g2" {
+	if res := adm2("r_g2", now.Add(time.Minute)); res.Outcome != board.AdmitNew || res.RequestID != "r_g2" {
 		t.Fatalf("gina's retry in the next window = %+v; want a new request", res)
 	}
-	if res := adm2("r_g3", now.Add(time.Minute)); res.Outcome != bot.AdmitDuplicate || res.RequestID != "r_g2" {
+	if res := adm2("r_g3", now.Add(time.Minute)); res.Outcome != board.AdmitDuplicate || res.RequestID != "r_g2" {
 		t.Fatalf("a second retry = %+v; want a duplicate of r_g2", res)
 	}
 	// Refused by the channel, gina was not counted against her own limit:
 	// her two requests this window are her first two.
 	for i := range 2 {
-		res, err := s.Admit(ctx, bot.Admission{
-			Record:  bot.RequestRecord{Request: bot.Request{ID: bot.RequestID(fmt.Sprint("r_gin", i)), User: "gina"}},
-			UserKey: "user:gina", UserLimit: bot.RateLimit{N: 2, Per: time.Minute},
-			ChannelKey: "channel:d", ChannelLimit: bot.RateLimit{N: 4, Per: time.Minute}, ChannelNotices: 2, Now: now,
+		res, err := s.Admit(ctx, board.Admission{
+			Record:  board.RequestRecord{Request: board.Request{ID: board.RequestID(fmt.Sprint("r_gin", i)), User: "gina"}},
+			UserKey: "user:gina", UserLimit: board.RateLimit{N: 2, Per: time.Minute},
+			ChannelKey: "channel:d", ChannelLimit: board.RateLimit{N: 4, Per: time.Minute}, ChannelNotices: 2, Now: now,
 		})
-		if err != nil || res.Outcome != bot.AdmitNew {
+		if err != nil || res.Outcome != board.AdmitNew {
 			t.Fatalf("gina's request %d in another channel = %+v, %v; want new", i, res, err)
 		}
 	}
 	// Unlimited: no limits at all.
 	for i := range 5 {
-		res, err := s.Admit(ctx, bot.Admission{Record: bot.RequestRecord{Request: bot.Request{ID: bot.RequestID(fmt.Sprint("r_u", i))}}, UserKey: "u", ChannelKey: "c2", Now: now})
-		if err != nil || res.Outcome != bot.AdmitNew {
+		res, err := s.Admit(ctx, board.Admission{Record: board.RequestRecord{Request: board.Request{ID: board.RequestID(fmt.Sprint("r_u", i))}}, UserKey: "u", ChannelKey: "c2", Now: now})
+		if err != nil || res.Outcome != board.AdmitNew {
 			t.Fatalf("unlimited admit %d = %+v, %v", i, res, err)
 		}
 	}
@@ -272,13 +273,13 @@ func TestAdmitIsAtomic(t *testing.T) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	ids := map[bot.RequestID]int{}
+	ids := map[board.RequestID]int{}
 	news := 0
 	for i := range 50 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := s.Admit(ctx, bot.Admission{Record: bot.RequestRecord{Request: bot.Request{ID: bot.RequestID(fmt.Sprint("r_", i))}},
+			res, err := s.Admit(ctx, board.Admission{Record: board.RequestRecord{Request: board.Request{ID: board.RequestID(fmt.Sprint("r_", i))}},
 				DedupeKey: "evt", DedupeTTL: time.Minute, UserKey: "u", ChannelKey: "c"})
 			if err != nil {
 				t.Error(err)
@@ -287,7 +288,7 @@ func TestAdmitIsAtomic(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			ids[res.RequestID]++
-			if res.Outcome == bot.AdmitNew {
+			if res.Outcome == board.AdmitNew {
 				news++
 			}
 		}()
@@ -299,7 +300,7 @@ func TestAdmitIsAtomic(t *testing.T) {
 	// Only the admitted copy keeps its record.
 	records := 0
 	for i := range 50 {
-		if _, err := s.Request(ctx, bot.RequestID(fmt.Sprint("r_", i))); err == nil {
+		if _, err := s.Request(ctx, board.RequestID(fmt.Sprint("r_", i))); err == nil {
 			records++
 		}
 	}
@@ -318,7 +319,7 @@ func TestClaimProposalLoadsUnderTheClaim(t *testing.T) {
 	if ok, _ := s.Claim(ctx, "p_none", "b", time.Minute); !ok {
 		t.Fatal("a missing proposal was left claimed")
 	}
-	p := bot.Proposal{ID: "p_1", State: bot.ProposalPending, ExpiresAt: time.Now().Add(time.Hour)}
+	p := board.Proposal{ID: "p_1", State: board.ProposalPending, ExpiresAt: time.Now().Add(time.Hour)}
 	if err := s.PutProposal(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestDecisionAndPreviewSurviveAStaleCopy(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	now := time.Now()
-	stale := bot.Proposal{ID: "p_d", Version: 1, RequestedBy: "alice", State: bot.ProposalPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	stale := board.Proposal{ID: "p_d", Version: 1, RequestedBy: "alice", State: board.ProposalPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	if err := s.PutProposal(ctx, stale); err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +367,7 @@ func TestDecisionAndPreviewSurviveAStaleCopy(t *testing.T) {
 		t.Fatalf("set preview: missed %v, %v", missed, err)
 	}
 	decided := stale
-	decided.State, decided.DecidedBy, decided.DecidedAt, decided.BoardID, decided.BoardURL = bot.ProposalApproved, "bob", now, "b_1", "http://x/boards/b_1"
+	decided.State, decided.DecidedBy, decided.DecidedAt, decided.BoardID, decided.BoardURL = board.ProposalApproved, "bob", now, "b_1", "http://x/boards/b_1"
 	if err := s.PutDecision(ctx, decided); err != nil {
 		t.Fatal(err)
 	}
@@ -382,9 +383,9 @@ func TestDecisionAndPreviewSurviveAStaleCopy(t *testing.T) {
 	if err := s.PutProposal(ctx, stale); err != nil { // a copy from before both
 		t.Fatal(err)
 	}
-	check := func(how string, p bot.Proposal) {
+	check := func(how string, p board.Proposal) {
 		t.Helper()
-		if p.State != bot.ProposalApproved || p.DecidedBy != "bob" || p.BoardID != "b_1" || p.BoardURL != decided.BoardURL || !p.DecidedAt.Equal(now) || p.Message != "ts-1" {
+		if p.State != board.ProposalApproved || p.DecidedBy != "bob" || p.BoardID != "b_1" || p.BoardURL != decided.BoardURL || !p.DecidedAt.Equal(now) || p.Message != "ts-1" {
 			t.Errorf("%s: %+v", how, p)
 		}
 	}
@@ -426,7 +427,7 @@ func TestPreviewRedrawnByExactlyOneSide(t *testing.T) {
 	}
 	// At once, many times: exactly one side redraws each time.
 	for i := range 50 {
-		id := bot.ProposalID(fmt.Sprint("p_race", i))
+		id := board.ProposalID(fmt.Sprint("p_race", i))
 		var redraws atomic.Int32
 		var wg sync.WaitGroup
 		wg.Add(2)

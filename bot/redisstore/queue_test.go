@@ -1,4 +1,4 @@
-package pending_test
+package redisstore_test
 
 import (
 	"context"
@@ -7,27 +7,27 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 )
 
 // admit queues request id through the store's one-round-trip intake.
-func admit(t *testing.T, rdb *redis.Client, prefix string, id bot.RequestID) {
+func admit(t *testing.T, rdb *redis.Client, prefix string, id board.RequestID) {
 	t.Helper()
-	res, err := pending.NewStore(rdb, prefix).Admit(context.Background(), bot.Admission{
-		Record: bot.RequestRecord{Request: bot.Request{ID: id}}, UserKey: "u", ChannelKey: "c",
+	res, err := redisstore.NewInFlight(rdb, prefix).Admit(context.Background(), board.Admission{
+		Record: board.RequestRecord{Request: board.Request{ID: id}}, UserKey: "u", ChannelKey: "c",
 	})
-	if err != nil || res.Outcome != bot.AdmitNew {
+	if err != nil || res.Outcome != board.AdmitNew {
 		t.Fatalf("admit = %+v, %v", res, err)
 	}
 }
 
 // newQueue returns a fresh request stream with its consumer group.
-func newQueue(t *testing.T) (*redis.Client, string, *pending.Queue) {
+func newQueue(t *testing.T) (*redis.Client, string, *redisstore.Queue) {
 	t.Helper()
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	q := pending.NewQueue(rdb, prefix)
+	q := redisstore.NewQueue(rdb, prefix)
 	if err := q.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func newQueue(t *testing.T) (*redis.Client, string, *pending.Queue) {
 }
 
 // readOne reads the next request for consumer and requires it to be want.
-func readOne(t *testing.T, q *pending.Queue, consumer string, want bot.RequestID) bot.QueuedRequest {
+func readOne(t *testing.T, q *redisstore.Queue, consumer string, want board.RequestID) board.QueuedRequest {
 	t.Helper()
 	got, err := q.Read(context.Background(), consumer, 100*time.Millisecond)
 	if err != nil || len(got) != 1 || got[0].RequestID != want {
@@ -77,7 +77,7 @@ func TestAckDeletesTheEntry(t *testing.T) {
 	t.Parallel()
 	rdb, prefix, q := newQueue(t)
 	ctx := context.Background()
-	for _, id := range []bot.RequestID{"r_1", "r_2", "r_3"} {
+	for _, id := range []board.RequestID{"r_1", "r_2", "r_3"} {
 		admit(t, rdb, prefix, id)
 	}
 	first := readOne(t, q, "w", "r_1")

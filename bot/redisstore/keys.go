@@ -1,4 +1,4 @@
-package pending
+package redisstore
 
 // Key is one family of Redis keys this package writes: its pattern after
 // the deployment's prefix (BOBNET_REDIS_PREFIX and a colon), what its keys

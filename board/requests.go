@@ -1,26 +1,15 @@
-// Package record holds the records BobNet's engine (package bot) trades
-// with its stores and surfaces: requests and their admission, replies,
-// proposals with their changes and quorum, and the errors a store
-// reports. It imports no engine, planner client or network code, so a
-// store (bot/pending, on Redis) can implement the engine's interfaces
-// without them; package bot names each of these with an alias.
-package record
+package board
+
+// The records the engine (package bot) trades with its Redis store and its
+// surfaces: requests, channels, threads and replies here; their admission
+// in admission.go; pending proposals with their changes and quorum in
+// pending.go.
 
 import (
 	"time"
 
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
 )
-
-// RequestID identifies one request to the bot (a mention, a webhook, a
-// console message, a revision). It is board's type, so ids cross between
-// the engine and the board store without conversions.
-type RequestID = board.RequestID
-
-// ProposalID identifies one version of a proposed plan; it is board's type
-// too.
-type ProposalID = board.ProposalID
 
 // Source names the surface a request came from.
 type Source string
@@ -153,9 +142,9 @@ type Reply struct {
 // away. A poster that draws no controls shows Reply.Text alone, which says
 // the commands.
 type ReviewRef struct {
-	Run    board.RunID  `json:"run_id"`
-	Card   board.CardID `json:"card_id"`
-	Handle string       `json:"handle"`
+	Run    RunID  `json:"run_id"`
+	Card   CardID `json:"card_id"`
+	Handle string `json:"handle"`
 	// Round is how often the card had been sent back when it was
 	// announced: controls of an earlier round decide nothing.
 	Round int `json:"round"`

@@ -1,7 +1,9 @@
 // Package board holds what BobNet's boards are made of, for every package
 // that reads or changes them: boards, cards and their changes, proposals,
-// policies, runs and schedules, the errors that say why a change was
-// refused, and every id with its parser and its minting. It holds no SQL
+// policies, runs and schedules, the records the engine trades with its
+// Redis store and its surfaces (requests, replies, pending proposals),
+// the errors that say why a change was refused and the stores' sentinels,
+// and every id with its parser and its minting. It holds no SQL
 // and no HTTP: package store keeps these in Postgres, package web shows
 // them to people.
 package board

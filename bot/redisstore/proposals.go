@@ -1,4 +1,4 @@
-package pending
+package redisstore
 
 import (
 	"context"
@@ -10,12 +10,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bobnet/bobnet/board"
-	"github.com/bobnet/bobnet/bot/record"
 )
 
 // PutProposal stores a proposal until ttl after its expiry time and puts it
 // on the expiry schedule.
-func (s *Store) PutProposal(ctx context.Context, p record.Proposal) error {
+func (s *InFlight) PutProposal(ctx context.Context, p board.Proposal) error {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -23,7 +22,7 @@ func (s *Store) PutProposal(ctx context.Context, p record.Proposal) error {
 	ttl := keepFor(p.ExpiresAt)
 	_, err = s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.Set(ctx, s.key("proposal", string(p.ID)), b, ttl)
-		if p.State == record.ProposalPending {
+		if p.State == board.ProposalPending {
 			pipe.ZAdd(ctx, s.key("expiries"), redis.Z{Score: float64(p.ExpiresAt.UnixMilli()), Member: string(p.ID)})
 		} else {
 			pipe.ZRem(ctx, s.key("expiries"), string(p.ID))
@@ -34,44 +33,44 @@ func (s *Store) PutProposal(ctx context.Context, p record.Proposal) error {
 	return wrap("put proposal", err)
 }
 
-// Proposal returns a stored proposal; record.ErrNotFound when Redis has none
+// Proposal returns a stored proposal; board.ErrNotFound when Redis has none
 // (never stored, or gone after its expiry). Deciding is set on a pending
 // proposal whose claim is held.
-func (s *Store) Proposal(ctx context.Context, id record.ProposalID) (record.Proposal, error) {
+func (s *InFlight) Proposal(ctx context.Context, id board.ProposalID) (board.Proposal, error) {
 	vals, err := s.rdb.MGet(ctx, s.proposalKeys(id)...).Result()
 	if err != nil {
-		return record.Proposal{}, wrap("get proposal", err)
+		return board.Proposal{}, wrap("get proposal", err)
 	}
 	p, held, err := readProposal(id, vals)
 	if err != nil {
-		return record.Proposal{}, err
+		return board.Proposal{}, err
 	}
-	p.Deciding = held != nil && p.State == record.ProposalPending
+	p.Deciding = held != nil && p.State == board.ProposalPending
 	return p, nil
 }
 
 // proposalKeys are the keys a proposal is read from, in the order
 // readProposal takes their values: the proposal, the message its preview
 // was posted as, its decision and its claim.
-func (s *Store) proposalKeys(id record.ProposalID) []string {
+func (s *InFlight) proposalKeys(id board.ProposalID) []string {
 	return []string{s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id)), s.key("claim", string(id))}
 }
 
 // readProposal builds a proposal from the values of proposalKeys, and
 // returns the claim's holder (nil when none holds it) beside it.
-// record.ErrNotFound when Redis has no such proposal.
-func readProposal(id record.ProposalID, vals []any) (record.Proposal, any, error) {
+// board.ErrNotFound when Redis has no such proposal.
+func readProposal(id board.ProposalID, vals []any) (board.Proposal, any, error) {
 	raw, ok := vals[0].(string)
 	if !ok {
-		return record.Proposal{}, nil, fmt.Errorf("proposal %s: %w", id, record.ErrNotFound)
+		return board.Proposal{}, nil, fmt.Errorf("proposal %s: %w", id, board.ErrNotFound)
 	}
 	p, err := decodeProposal(id, raw)
 	if err != nil {
-		return record.Proposal{}, nil, err
+		return board.Proposal{}, nil, err
 	}
 	withPreview(&p, vals[1])
 	if err := withDecision(&p, vals[2]); err != nil {
-		return record.Proposal{}, nil, err
+		return board.Proposal{}, nil, err
 	}
 	return p, vals[3], nil
 }
@@ -81,16 +80,16 @@ func readProposal(id record.ProposalID, vals []any) (record.Proposal, any, error
 // and send again for five fields, on the path between an approval and its
 // answer.
 type decision struct {
-	State     record.ProposalState `json:"state"`
-	DecidedBy string               `json:"decided_by,omitempty"`
-	DecidedAt time.Time            `json:"decided_at,omitzero"`
-	BoardID   board.ID             `json:"board_id,omitempty"`
-	BoardURL  string               `json:"board_url,omitempty"`
-	Reason    string               `json:"reason,omitempty"`
+	State     board.ProposalState `json:"state"`
+	DecidedBy string              `json:"decided_by,omitempty"`
+	DecidedAt time.Time           `json:"decided_at,omitzero"`
+	BoardID   board.ID            `json:"board_id,omitempty"`
+	BoardURL  string              `json:"board_url,omitempty"`
+	Reason    string              `json:"reason,omitempty"`
 }
 
 // withDecision lays a proposal's recorded decision over it.
-func withDecision(p *record.Proposal, raw any) error {
+func withDecision(p *board.Proposal, raw any) error {
 	s, ok := raw.(string)
 	if !ok || s == "" {
 		return nil
@@ -107,7 +106,7 @@ func withDecision(p *record.Proposal, raw any) error {
 // and the board) and takes it off the expiry schedule. Proposal and
 // ClaimProposal return the proposal with it; a decision is final, so it
 // wins over the state PutProposal last wrote.
-func (s *Store) PutDecision(ctx context.Context, p record.Proposal) error {
+func (s *InFlight) PutDecision(ctx context.Context, p board.Proposal) error {
 	b, err := json.Marshal(decision{State: p.State, DecidedBy: p.DecidedBy, DecidedAt: p.DecidedAt, BoardID: p.BoardID, BoardURL: p.BoardURL, Reason: p.Reason})
 	if err != nil {
 		return err
@@ -124,22 +123,22 @@ func (s *Store) PutDecision(ctx context.Context, p record.Proposal) error {
 
 // DueExpiries returns up to limit pending proposals whose expiry time has
 // passed.
-func (s *Store) DueExpiries(ctx context.Context, now time.Time, limit int) ([]record.ProposalID, error) {
+func (s *InFlight) DueExpiries(ctx context.Context, now time.Time, limit int) ([]board.ProposalID, error) {
 	ids, err := s.rdb.ZRangeByScore(ctx, s.key("expiries"), &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(limit),
 	}).Result()
 	if err != nil {
 		return nil, wrap("due expiries", err)
 	}
-	out := make([]record.ProposalID, len(ids))
+	out := make([]board.ProposalID, len(ids))
 	for i, id := range ids {
-		out[i] = record.ProposalID(id)
+		out[i] = board.ProposalID(id)
 	}
 	return out, nil
 }
 
 // RemoveExpiry takes a proposal off the expiry schedule.
-func (s *Store) RemoveExpiry(ctx context.Context, id record.ProposalID) error {
+func (s *InFlight) RemoveExpiry(ctx context.Context, id board.ProposalID) error {
 	return wrap("remove expiry", s.rdb.ZRem(ctx, s.key("expiries"), string(id)).Err())
 }
 
@@ -148,7 +147,7 @@ func (s *Store) RemoveExpiry(ctx context.Context, id record.ProposalID) error {
 // schedule holds exactly the pending proposals (a decision takes its
 // proposal off it), so no second index has to be kept in step with it.
 // Entries whose proposal Redis no longer has are skipped.
-func (s *Store) PendingProposals(ctx context.Context, now time.Time, limit int) ([]record.Proposal, error) {
+func (s *InFlight) PendingProposals(ctx context.Context, now time.Time, limit int) ([]board.Proposal, error) {
 	ids, err := s.rdb.ZRangeByScore(ctx, s.key("expiries"), &redis.ZRangeBy{
 		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf", Count: int64(limit),
 	}).Result()
@@ -161,15 +160,15 @@ func (s *Store) PendingProposals(ctx context.Context, now time.Time, limit int) 
 	pipe := s.rdb.Pipeline()
 	gets := make([]*redis.SliceCmd, len(ids))
 	for i, id := range ids {
-		gets[i] = pipe.MGet(ctx, s.proposalKeys(record.ProposalID(id))...)
+		gets[i] = pipe.MGet(ctx, s.proposalKeys(board.ProposalID(id))...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, wrap("read pending proposals", err)
 	}
-	out := make([]record.Proposal, 0, len(ids))
+	out := make([]board.Proposal, 0, len(ids))
 	for i, id := range ids {
-		p, held, err := readProposal(record.ProposalID(id), gets[i].Val())
-		if err != nil || p.State != record.ProposalPending {
+		p, held, err := readProposal(board.ProposalID(id), gets[i].Val())
+		if err != nil || p.State != board.ProposalPending {
 			continue // gone, unreadable or decided since the range was read
 		}
 		p.Deciding = held != nil

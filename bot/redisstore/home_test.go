@@ -1,4 +1,4 @@
-package pending_test
+package redisstore_test
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 )
 
 func TestHomeViewers(t *testing.T) {
 	ctx := context.Background()
-	s := pending.NewStore(bottest.Redis(t), bottest.Prefix())
+	s := redisstore.NewInFlight(bottest.Redis(t), bottest.Prefix())
 	now := time.Now()
 	for i, u := range []string{"U_OLD", "U_A", "U_B"} {
 		if err := s.AddHomeViewer(ctx, "slack", u, now.Add(time.Duration(i-2)*time.Hour)); err != nil {

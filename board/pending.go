@@ -1,10 +1,9 @@
-package record
+package board
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
 )
 
@@ -47,9 +46,9 @@ type Proposal struct {
 	DecidedBy    string        `json:"decided_by,omitempty"`
 	DecidedAt    time.Time     `json:"decided_at,omitzero"`
 	Reason       string        `json:"reason,omitempty"` // why it was cancelled, in its canceller's words
-	BoardID      board.ID      `json:"board_id,omitempty"`
+	BoardID      ID            `json:"board_id,omitempty"`
 	BoardURL     string        `json:"board_url,omitempty"`
-	TargetBoard  board.ID      `json:"target_board,omitempty"` // for card/batch actions
+	TargetBoard  ID            `json:"target_board,omitempty"` // for card/batch actions
 	Message      MessageRef    `json:"message,omitempty"`      // the posted preview
 	// Chain is the id of the first version of this request's proposals
 	// (empty for a first version): at most one version of a chain is ever
@@ -103,7 +102,7 @@ type Change struct {
 // in all); then there is no board yet.
 type Approval struct {
 	ProposalID ProposalID    `json:"proposal_id"`
-	BoardID    board.ID      `json:"board_id"`
+	BoardID    ID            `json:"board_id"`
 	BoardURL   string        `json:"board_url"`
 	State      ProposalState `json:"state,omitempty"`
 	Approvals  []string      `json:"approvals,omitempty"`
@@ -169,10 +168,10 @@ func (p Proposal) RemindAt() time.Time {
 type Quorum struct {
 	// Key is where the policy came from: the channel, "<source>:*",
 	// "default" or "built-in".
-	Key       string       `json:"key"`
-	Policy    board.Policy `json:"policy"`
-	Needed    int          `json:"needed"`
-	Approvals []string     `json:"approvals"`
+	Key       string   `json:"key"`
+	Policy    Policy   `json:"policy"`
+	Needed    int      `json:"needed"`
+	Approvals []string `json:"approvals"`
 }
 
 // Multi reports whether the proposal needs more than one approval; nil

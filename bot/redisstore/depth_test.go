@@ -1,20 +1,20 @@
-package pending_test
+package redisstore_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 )
 
 func TestDepthCountsWaitingAndInFlightRequests(t *testing.T) {
 	t.Parallel()
 	rdb := bottest.Redis(t)
 	prefix := bottest.Prefix()
-	q := pending.NewQueue(rdb, prefix)
+	q := redisstore.NewQueue(rdb, prefix)
 	ctx := context.Background()
 	depth := func(wantWaiting, wantInFlight int64) {
 		t.Helper()
@@ -25,7 +25,7 @@ func TestDepthCountsWaitingAndInFlightRequests(t *testing.T) {
 	}
 	depth(0, 0) // no stream yet
 	for _, id := range []string{"r_1", "r_2", "r_3"} {
-		admit(t, rdb, prefix, bot.RequestID(id))
+		admit(t, rdb, prefix, board.RequestID(id))
 	}
 	depth(3, 0) // no group yet: everything waits
 	if err := q.Init(ctx); err != nil {

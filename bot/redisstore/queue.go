@@ -1,4 +1,4 @@
-package pending
+package redisstore
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/bot/record"
+	"github.com/bobnet/bobnet/board"
 )
 
 // group is the stream's consumer group: every engine replica reads from it,
@@ -38,7 +38,7 @@ func (q *Queue) Init(ctx context.Context) error {
 }
 
 // Read waits up to block for new requests for consumer.
-func (q *Queue) Read(ctx context.Context, consumer string, block time.Duration) ([]record.QueuedRequest, error) {
+func (q *Queue) Read(ctx context.Context, consumer string, block time.Duration) ([]board.QueuedRequest, error) {
 	streams, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: group, Consumer: consumer, Streams: []string{q.stream, ">"}, Count: 1, Block: block,
 	}).Result()
@@ -54,7 +54,7 @@ func (q *Queue) Read(ctx context.Context, consumer string, block time.Duration) 
 	if err != nil {
 		return nil, wrap("read requests", err)
 	}
-	var out []record.QueuedRequest
+	var out []board.QueuedRequest
 	for _, s := range streams {
 		out = append(out, deliveries(s.Messages)...)
 	}
@@ -69,7 +69,7 @@ func (q *Queue) Read(ctx context.Context, consumer string, block time.Duration) 
 // time (COUNT 1): the worker leases only the request in hand, so a second
 // one taken with it would sit unrenewed while the first is planned, be
 // reclaimed by another worker once idle and be planned by both.
-func (q *Queue) Reclaim(ctx context.Context, consumer string, idle time.Duration) ([]record.QueuedRequest, error) {
+func (q *Queue) Reclaim(ctx context.Context, consumer string, idle time.Duration) ([]board.QueuedRequest, error) {
 	msgs, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: q.stream, Group: group, Consumer: consumer, MinIdle: idle, Start: "0-0", Count: 1,
 	}).Result()
@@ -123,11 +123,11 @@ func (q *Queue) Ack(ctx context.Context, messageID string) error {
 	return wrap("ack request", err)
 }
 
-func deliveries(msgs []redis.XMessage) []record.QueuedRequest {
-	out := make([]record.QueuedRequest, 0, len(msgs))
+func deliveries(msgs []redis.XMessage) []board.QueuedRequest {
+	out := make([]board.QueuedRequest, 0, len(msgs))
 	for _, m := range msgs {
 		id, _ := m.Values["request"].(string)
-		out = append(out, record.QueuedRequest{MessageID: m.ID, RequestID: record.RequestID(id)})
+		out = append(out, board.QueuedRequest{MessageID: m.ID, RequestID: board.RequestID(id)})
 	}
 	return out
 }

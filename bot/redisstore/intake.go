@@ -1,4 +1,4 @@
-package pending
+package redisstore
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/bot/record"
+	"github.com/bobnet/bobnet/board"
 )
 
 // PutRequest stores a request record.
-func (s *Store) PutRequest(ctx context.Context, r record.RequestRecord) error {
+func (s *InFlight) PutRequest(ctx context.Context, r board.RequestRecord) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -24,18 +24,18 @@ func (s *Store) PutRequest(ctx context.Context, r record.RequestRecord) error {
 	return wrap("put request", s.rdb.Set(ctx, s.key("request", string(r.Request.ID)), b, requestTTL).Err())
 }
 
-// Request returns a request record; record.ErrNotFound when there is none.
-func (s *Store) Request(ctx context.Context, id record.RequestID) (record.RequestRecord, error) {
+// Request returns a request record; board.ErrNotFound when there is none.
+func (s *InFlight) Request(ctx context.Context, id board.RequestID) (board.RequestRecord, error) {
 	b, err := s.rdb.Get(ctx, s.key("request", string(id))).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return record.RequestRecord{}, fmt.Errorf("request %s: %w", id, record.ErrNotFound)
+		return board.RequestRecord{}, fmt.Errorf("request %s: %w", id, board.ErrNotFound)
 	}
 	if err != nil {
-		return record.RequestRecord{}, wrap("get request", err)
+		return board.RequestRecord{}, wrap("get request", err)
 	}
-	var r record.RequestRecord
+	var r board.RequestRecord
 	if err := json.Unmarshal(b, &r); err != nil {
-		return record.RequestRecord{}, fmt.Errorf("request %s: %w", id, err)
+		return board.RequestRecord{}, fmt.Errorf("request %s: %w", id, err)
 	}
 	return r, nil
 }
@@ -77,11 +77,11 @@ const admitRecordKey = 3
 // to tell the person: once per window each, and at most ChannelNotices
 // people per channel window); otherwise its record is stored and it is
 // queued on the request stream.
-func (s *Store) Admit(ctx context.Context, a record.Admission) (record.AdmitResult, error) {
+func (s *InFlight) Admit(ctx context.Context, a board.Admission) (board.AdmitResult, error) {
 	c := s.admits.call()
 	rec, err := json.Marshal(a.Record)
 	if err != nil {
-		return record.AdmitResult{}, err
+		return board.AdmitResult{}, err
 	}
 	now := a.Now
 	if now.IsZero() {
@@ -99,24 +99,24 @@ func (s *Store) Admit(ctx context.Context, a record.Admission) (record.AdmitResu
 	}
 	res, err := s.admits.run(ctx, c)
 	if err != nil {
-		return record.AdmitResult{}, wrap("admit request", err)
+		return board.AdmitResult{}, wrap("admit request", err)
 	}
 	outcome, detail, _ := strings.Cut(res, " ")
 	switch outcome {
 	case "new":
-		return record.AdmitResult{Outcome: record.AdmitNew, RequestID: a.Record.Request.ID}, nil
+		return board.AdmitResult{Outcome: board.AdmitNew, RequestID: a.Record.Request.ID}, nil
 	case "duplicate":
-		return record.AdmitResult{Outcome: record.AdmitDuplicate, RequestID: record.RequestID(detail)}, nil
+		return board.AdmitResult{Outcome: board.AdmitDuplicate, RequestID: board.RequestID(detail)}, nil
 	case "throttled":
 		limit, notify, _ := strings.Cut(detail, " ")
-		return record.AdmitResult{Outcome: record.AdmitThrottled, Limit: limit, Notify: notify == "1"}, nil
+		return board.AdmitResult{Outcome: board.AdmitThrottled, Limit: limit, Notify: notify == "1"}, nil
 	}
-	return record.AdmitResult{}, fmt.Errorf("admit request: unexpected reply %q", res)
+	return board.AdmitResult{}, fmt.Errorf("admit request: unexpected reply %q", res)
 }
 
 // admitKeys names admitScript's KEYS for a, in the order it takes them,
 // all in one string: seven allocations on the ack path become one.
-func (s *Store) admitKeys(c *admitCall, a record.Admission, now time.Time) {
+func (s *InFlight) admitKeys(c *admitCall, a board.Admission, now time.Time) {
 	dedupe := a.DedupeKey
 	if dedupe == "" {
 		dedupe = "none"

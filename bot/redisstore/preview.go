@@ -1,4 +1,4 @@
-package pending
+package redisstore
 
 import (
 	"context"
@@ -7,14 +7,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/bot/record"
+	"github.com/bobnet/bobnet/board"
 )
 
 // withPreview fills in the message a proposal's preview was posted as,
 // kept under its own key (see SetPreviewMessage).
-func withPreview(p *record.Proposal, ref any) {
+func withPreview(p *board.Proposal, ref any) {
 	if s, ok := ref.(string); ok && s != "" && p.Message == "" {
-		p.Message = record.MessageRef(s)
+		p.Message = board.MessageRef(s)
 	}
 }
 
@@ -26,7 +26,7 @@ func withPreview(p *record.Proposal, ref any) {
 // post returned, must not erase the message, and the post must not put
 // back the pending state a decision just replaced. Both steps are one
 // script, so exactly one side redraws.
-func (s *Store) SetPreviewMessage(ctx context.Context, id record.ProposalID, ref record.MessageRef, expires time.Time) (missed bool, err error) {
+func (s *InFlight) SetPreviewMessage(ctx context.Context, id board.ProposalID, ref board.MessageRef, expires time.Time) (missed bool, err error) {
 	n, err := setPreviewScript.Run(ctx, s.rdb, []string{s.key("preview", string(id)), s.key("preview-missed", string(id))},
 		string(ref), keepFor(expires).Milliseconds()).Int()
 	return n == 1, wrap("set preview message", err)
@@ -35,10 +35,10 @@ func (s *Store) SetPreviewMessage(ctx context.Context, id record.ProposalID, ref
 // PreviewMessage returns the message a proposal's preview was posted as.
 // When there is none yet it notes that a redraw missed it, so that
 // SetPreviewMessage's caller redraws once the post returns.
-func (s *Store) PreviewMessage(ctx context.Context, id record.ProposalID, expires time.Time) (record.MessageRef, error) {
+func (s *InFlight) PreviewMessage(ctx context.Context, id board.ProposalID, expires time.Time) (board.MessageRef, error) {
 	ref, err := previewScript.Run(ctx, s.rdb, []string{s.key("preview", string(id)), s.key("preview-missed", string(id))},
 		keepFor(expires).Milliseconds()).Text()
-	return record.MessageRef(ref), wrap("get preview message", err)
+	return board.MessageRef(ref), wrap("get preview message", err)
 }
 
 // setPreviewScript (SetPreviewMessage) and previewScript (PreviewMessage)

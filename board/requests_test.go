@@ -1,11 +1,11 @@
-package record_test
+package board_test
 
 import (
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/bobnet/bobnet/bot/record"
+	"github.com/bobnet/bobnet/board"
 )
 
 // TestValidConsoleName holds the loop to the rule as a pattern says it.
@@ -18,7 +18,7 @@ func TestValidConsoleName(t *testing.T) {
 		names = append(names, "a"+string(rune(c)), string([]byte{byte(c)}))
 	}
 	for _, n := range names {
-		if got, want := record.ValidConsoleName(n), rule.MatchString(n); got != want {
+		if got, want := board.ValidConsoleName(n), rule.MatchString(n); got != want {
 			t.Errorf("ValidConsoleName(%q) = %v, the rule says %v", n, got, want)
 		}
 	}

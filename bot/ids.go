@@ -14,7 +14,7 @@ import (
 // is shaped like a proposal id. A malformed one names no proposal: its
 // error matches ErrNotFound, as an unknown proposal's does, and
 // board.ErrMalformedID.
-func ParseProposalID(s string) (ProposalID, error) {
+func ParseProposalID(s string) (board.ProposalID, error) {
 	id, err := board.ParseProposalID(s)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", err, ErrNoProposal)
@@ -23,7 +23,7 @@ func ParseProposalID(s string) (ProposalID, error) {
 }
 
 // ParseRequestID is ParseProposalID for request ids.
-func ParseRequestID(s string) (RequestID, error) {
+func ParseRequestID(s string) (board.RequestID, error) {
 	id, err := board.ParseRequestID(s)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", err, ErrNotFound)

@@ -1,11 +1,11 @@
-package pending
+package redisstore
 
 import (
 	"fmt"
 
 	gojson "github.com/goccy/go-json"
 
-	"github.com/bobnet/bobnet/bot/record"
+	"github.com/bobnet/bobnet/board"
 )
 
 // decodeProposal reads a proposal this store wrote with encoding/json.
@@ -17,10 +17,10 @@ import (
 // figures. Only decoding changes, and only for data the store encoded
 // itself; TestDecodeProposalMatchesEncodingJSON holds the two decoders to
 // the same result.
-func decodeProposal(id record.ProposalID, raw string) (record.Proposal, error) {
-	var p record.Proposal
+func decodeProposal(id board.ProposalID, raw string) (board.Proposal, error) {
+	var p board.Proposal
 	if err := gojson.Unmarshal([]byte(raw), &p); err != nil {
-		return record.Proposal{}, fmt.Errorf("proposal %s: %w", id, err)
+		return board.Proposal{}, fmt.Errorf("proposal %s: %w", id, err)
 	}
 	return p, nil
 }

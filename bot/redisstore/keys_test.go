@@ -1,4 +1,4 @@
-package pending_test
+package redisstore_test
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/plan"
 )
 
@@ -50,8 +50,8 @@ func TestKeysTableCoversEveryKeyWritten(t *testing.T) {
 	opts.DB = keysTestDB
 	rdb, prefix := redis.NewClient(&opts), bottest.Prefix()
 	t.Cleanup(func() { _ = rdb.Close() })
-	s := pending.NewStore(rdb, prefix)
-	q := pending.NewQueue(rdb, prefix)
+	s := redisstore.NewInFlight(rdb, prefix)
+	q := redisstore.NewQueue(rdb, prefix)
 	ctx := context.Background()
 	now := time.Now()
 	must := func(err error) {
@@ -60,7 +60,7 @@ func TestKeysTableCoversEveryKeyWritten(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := bot.Proposal{ID: "p_keys", State: bot.ProposalPending, Version: 1, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	p := board.Proposal{ID: "p_keys", State: board.ProposalPending, Version: 1, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	must(s.PutProposal(ctx, p))
 	_, err := s.PreviewMessage(ctx, p.ID, p.ExpiresAt) // before the post: marks the miss
 	must(err)
@@ -71,41 +71,41 @@ func TestKeysTableCoversEveryKeyWritten(t *testing.T) {
 	_, err = s.Claim(ctx, p.ID, "alice", time.Minute)
 	must(err)
 	decided := p
-	decided.ID, decided.State, decided.DecidedBy = "p_decided", bot.ProposalApproved, "alice"
+	decided.ID, decided.State, decided.DecidedBy = "p_decided", board.ProposalApproved, "alice"
 	must(s.PutDecision(ctx, decided))
 
 	must(q.Init(ctx))
-	admit := func(id bot.RequestID, user string) bot.AdmitResult {
+	admit := func(id board.RequestID, user string) board.AdmitResult {
 		t.Helper()
-		res, err := s.Admit(ctx, bot.Admission{
-			Record:    bot.RequestRecord{Request: bot.Request{ID: id, User: user, Text: "plan"}},
+		res, err := s.Admit(ctx, board.Admission{
+			Record:    board.RequestRecord{Request: board.Request{ID: id, User: user, Text: "plan"}},
 			DedupeKey: "console:c:" + string(id), DedupeTTL: time.Minute,
-			UserKey: "user:console:" + user, UserLimit: bot.RateLimit{N: 1, Per: time.Minute},
-			ChannelKey: "channel:console:c", ChannelLimit: bot.RateLimit{N: 5, Per: time.Minute}, ChannelNotices: 2, Now: now,
+			UserKey: "user:console:" + user, UserLimit: board.RateLimit{N: 1, Per: time.Minute},
+			ChannelKey: "channel:console:c", ChannelLimit: board.RateLimit{N: 5, Per: time.Minute}, ChannelNotices: 2, Now: now,
 		})
 		must(err)
 		return res
 	}
-	if res := admit("r_1", "bob"); res.Outcome != bot.AdmitNew {
+	if res := admit("r_1", "bob"); res.Outcome != board.AdmitNew {
 		t.Fatalf("first admission = %+v", res)
 	}
-	if res := admit("r_2", "bob"); res.Outcome != bot.AdmitThrottled || !res.Notify {
+	if res := admit("r_2", "bob"); res.Outcome != board.AdmitThrottled || !res.Notify {
 		t.Fatalf("second admission = %+v; want throttled and told", res)
 	}
-	must(s.PutRequest(ctx, bot.RequestRecord{Request: bot.Request{ID: "r_3", User: "bob"}}))
+	must(s.PutRequest(ctx, board.RequestRecord{Request: board.Request{ID: "r_3", User: "bob"}}))
 	_, err = s.SeenOnce(ctx, "slack:Ev1", time.Minute)
 	must(err)
 	must(s.Mark(ctx, "slack-thread:C1:1.2", time.Minute))
-	_, err = s.Allow(ctx, "board-events:b_1", bot.RateLimit{N: 5, Per: time.Minute})
+	_, err = s.Allow(ctx, "board-events:b_1", board.RateLimit{N: 5, Per: time.Minute})
 	must(err)
 	must(s.AddHomeViewer(ctx, "slack:T1", "U1", now))
 	must(s.AppendTurn(ctx, "console:c:t", plan.Turn{Role: "user", User: "bob", Text: "plan"}))
 
-	patterns := make([]*regexp.Regexp, len(pending.Keys))
-	for i, k := range pending.Keys {
+	patterns := make([]*regexp.Regexp, len(redisstore.Keys))
+	for i, k := range redisstore.Keys {
 		patterns[i] = keyPattern(k.Pattern)
 	}
-	written := make([]bool, len(pending.Keys))
+	written := make([]bool, len(redisstore.Keys))
 	keys, err := scanAll(ctx, rdb, prefix+":*")
 	must(err)
 	t.Cleanup(func() { rdb.Del(context.Background(), keys...) })
@@ -118,12 +118,12 @@ func TestKeysTableCoversEveryKeyWritten(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("key %q matches no pattern of pending.Keys", rest)
+			t.Errorf("key %q matches no pattern of redisstore.Keys", rest)
 		}
 	}
-	for i, k := range pending.Keys {
+	for i, k := range redisstore.Keys {
 		if !written[i] {
-			t.Errorf("pending.Keys lists %q, but no call wrote such a key", k.Pattern)
+			t.Errorf("redisstore.Keys lists %q, but no call wrote such a key", k.Pattern)
 		}
 	}
 }
@@ -138,17 +138,17 @@ func scanAll(ctx context.Context, rdb redis.UniversalClient, match string) ([]st
 	return out, iter.Err()
 }
 
-// docTable renders pending.Keys as docs/architecture.md shows it.
+// docTable renders redisstore.Keys as docs/architecture.md shows it.
 func docTable() string {
 	var b strings.Builder
 	b.WriteString("| key | what | lifetime |\n|---|---|---|\n")
-	for _, k := range pending.Keys {
+	for _, k := range redisstore.Keys {
 		b.WriteString("| `" + k.Pattern + "` | " + k.Holds + " | " + k.Lifetime + " |\n")
 	}
 	return b.String()
 }
 
-// docs/architecture.md's Redis table is pending.Keys rendered: a key added
+// docs/architecture.md's Redis table is redisstore.Keys rendered: a key added
 // to, changed in or removed from the code and not the docs fails here, and
 // the failure prints the table to paste.
 func TestArchitectureDocListsTheKeysTable(t *testing.T) {
@@ -176,6 +176,6 @@ func TestArchitectureDocListsTheKeysTable(t *testing.T) {
 		}
 	}
 	if want := docTable(); table.String() != want {
-		t.Errorf("docs/architecture.md's Redis table is not pending.Keys; replace it with:\n\n%s", want)
+		t.Errorf("docs/architecture.md's Redis table is not redisstore.Keys; replace it with:\n\n%s", want)
 	}
 }

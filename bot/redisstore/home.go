@@ -1,4 +1,4 @@
-package pending
+package redisstore
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 // homeViewers names the sorted set of people who opened BobNet's home
 // (a Slack App Home), scored by when they last did.
-func (s *Store) homeViewers(surface string) string { return s.key("home-viewers", surface) }
+func (s *InFlight) homeViewers(surface string) string { return s.key("home-viewers", surface) }
 
 // maxHomeViewers bounds the viewers kept per surface; the ones who looked
 // longest ago drop out first.
@@ -18,7 +18,7 @@ const maxHomeViewers = 1000
 
 // AddHomeViewer notes that user opened their home on surface now, so a
 // change they would see there can refresh it.
-func (s *Store) AddHomeViewer(ctx context.Context, surface, user string, now time.Time) error {
+func (s *InFlight) AddHomeViewer(ctx context.Context, surface, user string, now time.Time) error {
 	key := s.homeViewers(surface)
 	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.ZAdd(ctx, key, redis.Z{Score: float64(now.UnixMilli()), Member: user})
@@ -31,7 +31,7 @@ func (s *Store) AddHomeViewer(ctx context.Context, surface, user string, now tim
 
 // HomeViewers returns who opened their home on surface since then, most
 // recent first, at most limit of them.
-func (s *Store) HomeViewers(ctx context.Context, surface string, since time.Time, limit int) ([]string, error) {
+func (s *InFlight) HomeViewers(ctx context.Context, surface string, since time.Time, limit int) ([]string, error) {
 	users, err := s.rdb.ZRevRangeByScore(ctx, s.homeViewers(surface), &redis.ZRangeBy{
 		Min: strconv.FormatInt(since.UnixMilli(), 10), Max: "+inf", Count: int64(limit),
 	}).Result()

@@ -1,13 +1,14 @@
-// Package pending keeps BobNet's short-lived state in Redis. Its files
+// Package redisstore keeps BobNet's short-lived state in Redis. Its files
 // follow the key families of keys.go, which lists every key it writes:
 // proposals.go and preview.go (proposals waiting for a decision, with a
 // TTL), claims.go (the atomic claim that lets exactly one decision win),
 // intake.go and admit.go (request records, dedupe keys and the rate limits
 // of taking a request in), queue.go (the request stream), threads.go
-// (thread history), marks.go, remind.go and home.go (once-only marks, rate
-// limits, reminders, home viewers). Its Lua scripts are the .lua files
-// beside them.
-package pending
+// (thread history), ratelimit.go (the fixed-window rate limits of
+// everything else), marks.go, remind.go and home.go (once-only marks,
+// reminders, home viewers). Its Lua scripts are the .lua files beside
+// them.
+package redisstore
 
 import (
 	"context"
@@ -17,7 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/bobnet/bobnet/bot/record"
+	"github.com/bobnet/bobnet/board"
 )
 
 // grace is how long a proposal stays readable in Redis after it expires,
@@ -25,22 +26,22 @@ import (
 // "expired" rather than "not found".
 const grace = time.Hour
 
-// Store is the Redis store for proposals and requests. Keys all start with
+// InFlight is the Redis store for proposals and requests. Keys all start with
 // its prefix, so several deployments (or tests) can share one Redis.
-type Store struct {
+type InFlight struct {
 	rdb    redis.UniversalClient
 	prefix string
 	admits *admitter
 }
 
-// NewStore returns a store on rdb with keys under prefix.
-func NewStore(rdb redis.UniversalClient, prefix string) *Store {
-	return &Store{rdb: rdb, prefix: prefix + ":", admits: newAdmitter(rdb)}
+// NewInFlight returns a store on rdb with keys under prefix.
+func NewInFlight(rdb redis.UniversalClient, prefix string) *InFlight {
+	return &InFlight{rdb: rdb, prefix: prefix + ":", admits: newAdmitter(rdb)}
 }
 
 // key joins the prefix and parts with ":" in one allocation. (Intake
 // names its seven keys in one string of their own: admitKeys.)
-func (s *Store) key(parts ...string) string {
+func (s *InFlight) key(parts ...string) string {
 	n := len(s.prefix) + len(parts)
 	for _, p := range parts {
 		n += len(p)
@@ -57,17 +58,17 @@ func (s *Store) key(parts ...string) string {
 	return b.String()
 }
 
-// wrap marks Redis failures as record.ErrUnavailable, so the engine can tell
+// wrap marks Redis failures as board.ErrUnavailable, so the engine can tell
 // the user to try again rather than that something is wrong with the input.
 func wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%s: %w: redis: %w", op, record.ErrUnavailable, err)
+	return fmt.Errorf("%s: %w: redis: %w", op, board.ErrUnavailable, err)
 }
 
 // Ping reports whether Redis answers.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *InFlight) Ping(ctx context.Context) error {
 	return wrap("ping", s.rdb.Ping(ctx).Err())
 }
 

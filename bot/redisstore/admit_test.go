@@ -1,4 +1,4 @@
-package pending_test
+package redisstore_test
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/pending"
+	"github.com/bobnet/bobnet/bot/redisstore"
 )
 
 // A burst of admissions, pipelined together, answers each caller with its
@@ -17,18 +17,18 @@ import (
 func TestBurstOfAdmissionsAnswersEachCaller(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	s := pending.NewStore(rdb, prefix)
+	s := redisstore.NewInFlight(rdb, prefix)
 	ctx := context.Background()
 	const n = 300
-	got := make([]bot.AdmitResult, n)
+	got := make([]board.AdmitResult, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			// Every third is a copy of the one before it; users 0-9 share a
 			// limit of 20 per minute.
 			key := fmt.Sprint("evt-", i-i%3/2)
-			res, err := s.Admit(ctx, bot.Admission{Record: bot.RequestRecord{Request: bot.Request{ID: bot.RequestID(fmt.Sprint("r_", i))}},
-				DedupeKey: key, DedupeTTL: time.Minute, UserKey: fmt.Sprint("u", i%10), UserLimit: bot.RateLimit{N: 20, Per: time.Minute}, ChannelKey: "c"})
+			res, err := s.Admit(ctx, board.Admission{Record: board.RequestRecord{Request: board.Request{ID: board.RequestID(fmt.Sprint("r_", i))}},
+				DedupeKey: key, DedupeTTL: time.Minute, UserKey: fmt.Sprint("u", i%10), UserLimit: board.RateLimit{N: 20, Per: time.Minute}, ChannelKey: "c"})
 			if err != nil {
 				t.Error(err)
 				return
@@ -40,14 +40,14 @@ func TestBurstOfAdmissionsAnswersEachCaller(t *testing.T) {
 	news, dups, throttled := 0, 0, 0
 	for i, r := range got {
 		switch r.Outcome {
-		case bot.AdmitNew:
+		case board.AdmitNew:
 			news++
-			if r.RequestID != bot.RequestID(fmt.Sprint("r_", i)) {
+			if r.RequestID != board.RequestID(fmt.Sprint("r_", i)) {
 				t.Errorf("admission %d answered %s", i, r.RequestID)
 			}
-		case bot.AdmitDuplicate:
+		case board.AdmitDuplicate:
 			dups++
-		case bot.AdmitThrottled:
+		case board.AdmitThrottled:
 			throttled++
 		}
 	}
@@ -62,11 +62,11 @@ func TestBurstOfAdmissionsAnswersEachCaller(t *testing.T) {
 // A Redis that lost its scripts (restarted, or SCRIPT FLUSH) still admits.
 func TestAdmitAfterRedisLostItsScripts(t *testing.T) {
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	s := pending.NewStore(rdb, prefix)
+	s := redisstore.NewInFlight(rdb, prefix)
 	ctx := context.Background()
-	admit := func(id string) bot.AdmitResult {
+	admit := func(id string) board.AdmitResult {
 		t.Helper()
-		res, err := s.Admit(ctx, bot.Admission{Record: bot.RequestRecord{Request: bot.Request{ID: bot.RequestID(id)}}, UserKey: "u", ChannelKey: "c"})
+		res, err := s.Admit(ctx, board.Admission{Record: board.RequestRecord{Request: board.Request{ID: board.RequestID(id)}}, UserKey: "u", ChannelKey: "c"})
 		if err != nil {
 			t.Fatalf("admit %s: %v", id, err)
 		}
@@ -76,7 +76,7 @@ func TestAdmitAfterRedisLostItsScripts(t *testing.T) {
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if res := admit("r_2"); res.Outcome != bot.AdmitNew || res.RequestID != "r_2" {
+	if res := admit("r_2"); res.Outcome != board.AdmitNew || res.RequestID != "r_2" {
 		t.Fatalf("after SCRIPT FLUSH: %+v", res)
 	}
 }
