@@ -25,7 +25,7 @@ type refusingPoster struct {
 	fails int
 }
 
-func (p *refusingPoster) Reply(ctx context.Context, t bot.Thread, r bot.Reply) error {
+func (p *refusingPoster) Reply(ctx context.Context, t board.Thread, r board.Reply) error {
 	p.mu.Lock()
 	if p.fails > 0 {
 		p.fails--
@@ -48,10 +48,10 @@ func TestRunNewsIsTriedAgain(t *testing.T) {
 	if _, err := env.Store.Execute(ctx, board.Execution{ProposalID: "p_news", Channel: "console:news", Thread: "T1", ApprovedBy: "alice", Plan: *res.Plan}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Engine.StartRun(ctx, bot.Channel{Source: bot.SourceConsole, ID: "news"}, "alice", ""); err != nil {
+	if _, err := env.Engine.StartRun(ctx, board.Channel{Source: board.SourceConsole, ID: "news"}, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
-	rp.Poster.WaitFor(t, "the run's start told", func(replies []bottest.PostedReply, _, _ []bot.Proposal) bool {
+	rp.Poster.WaitFor(t, "the run's start told", func(replies []bottest.PostedReply, _, _ []board.Proposal) bool {
 		for _, r := range replies {
 			if strings.Contains(r.Reply.Text, "Run 1 started") {
 				return true

@@ -202,7 +202,7 @@ func (e *Engine) tellOn(b board.Board, text func(board.Source) string, link stri
 // (postAttempts, a little later each time) when the chat platform
 // refuses: a run's start, end or review said once and lost to one 500
 // leaves a thread that never hears how its run went.
-func (e *Engine) tellTries(ctx context.Context, src Source, t Thread, r Reply) error {
+func (e *Engine) tellTries(ctx context.Context, src board.Source, t board.Thread, r board.Reply) error {
 	var err error
 	for attempt := range postAttempts {
 		if attempt > 0 {

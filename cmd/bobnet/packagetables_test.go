@@ -14,7 +14,7 @@ import (
 // The package tables of docs/architecture.md and README.md are the map a
 // newcomer reads first; TestPackageTablesMatchTheTree keeps them true to
 // the tree. Every package of the module is named in both (a cell may name
-// several, `bot/`, `bot/record`), and every name there is a folder of Go
+// several, `store/`, `migrations/`), and every name there is a folder of Go
 // code. Test helpers (packages named …test, such as store/storetest) go
 // with the package they serve and need no row.
 
