@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/plan"
-	"github.com/bobnet/bobnet/planner"
-	"github.com/bobnet/bobnet/planner/plannertest"
 )
 
 // TestStaleReviewControlDecidesNothing: a review control of round 0 is
@@ -24,15 +20,7 @@ func TestStaleReviewControlDecidesNothing(t *testing.T) {
 	t.Parallel()
 	env := bottest.New(t)
 	ctx := context.Background()
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
-	ex, err := env.Store.Execute(ctx, board.Execution{ProposalID: "p_review_round", Channel: "console:round", Thread: "T1", ApprovedBy: "alice", Plan: *res.Plan})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Store.StartRun(ctx, board.RunStart{Board: ex.BoardID, User: "alice", Trigger: "manual",
-		Runners: planner.RunnersOf(planner.DefaultProfiles()), Deadline: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
+	env.RunningNewspaper(t, "p_review_round", "console:round")
 	job := env.WorkForReview(t, "first draft")
 	ref := board.ReviewRef{Run: job.Run.ID, Card: job.Card.ID, Handle: job.Card.Handle, Round: 0}
 	if _, err := env.Engine.AuthorizeReview(ctx, ref, "alice"); err != nil {
@@ -47,7 +35,7 @@ func TestStaleReviewControlDecidesNothing(t *testing.T) {
 	if again.Card.ID != job.Card.ID {
 		t.Fatalf("worked %s, want %s again", again.Card.Handle, job.Card.Handle)
 	}
-	_, err = env.Engine.ReviewRunCard(ctx, job.Run.ID, job.Card.ID, ref.Round, "alice", true, "")
+	_, err := env.Engine.ReviewRunCard(ctx, job.Run.ID, job.Card.ID, ref.Round, "alice", true, "")
 	if !errors.Is(err, bot.ErrStaleReview) || errors.Is(err, bot.ErrUnavailable) {
 		t.Fatalf("the round-0 accept on round 1: %v", err)
 	}

@@ -10,8 +10,6 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/plan"
-	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -44,10 +42,7 @@ func TestRunNewsIsTriedAgain(t *testing.T) {
 	rp := &refusingPoster{Poster: &bottest.Poster{}, fails: 2}
 	env := bottest.StartPosting(t, storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), nil, bot.Registration{Poster: rp})
 	ctx := context.Background()
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
-	if _, err := env.Store.Execute(ctx, board.Execution{ProposalID: "p_news", Channel: "console:news", Thread: "T1", ApprovedBy: "alice", Plan: *res.Plan}); err != nil {
-		t.Fatal(err)
-	}
+	env.NewspaperBoard(t, "p_news", "console:news")
 	if _, err := env.Engine.StartRun(ctx, board.Channel{Source: board.SourceConsole, ID: "news"}, "alice", ""); err != nil {
 		t.Fatal(err)
 	}

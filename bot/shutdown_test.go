@@ -11,9 +11,6 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/plan"
-	"github.com/bobnet/bobnet/planner"
-	"github.com/bobnet/bobnet/planner/plannertest"
 )
 
 // TestReviewNewsAtShutdownIsPosted: a runs worker commits a card to
@@ -26,15 +23,7 @@ func TestReviewNewsAtShutdownIsPosted(t *testing.T) {
 	t.Parallel()
 	env := bottest.New(t)
 	ctx := context.Background()
-	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
-	id, err := env.Store.Execute(ctx, board.Execution{ProposalID: "p_shutdown_news", Channel: "console:news", Thread: "T1", ApprovedBy: "alice", Plan: *res.Plan})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Store.StartRun(ctx, board.RunStart{Board: id.BoardID, User: "alice", Trigger: "manual",
-		Runners: planner.RunnersOf(planner.DefaultProfiles()), Deadline: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
+	env.RunningNewspaper(t, "p_shutdown_news", "console:news")
 	job, ok, err := env.Store.ClaimRunCard(ctx, "model", time.Minute)
 	if err != nil || !ok {
 		t.Fatal(ok, err)

@@ -102,12 +102,6 @@ FROM cards c WHERE c.id = rc.card_id AND rc.run_id = $1 AND rc.runner = $2 AND r
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND rc.holder = $3 AND rc.lease_until IS NOT NULL AND r.id = rc.run_id AND r.state = 'running'`
 	failRunCard = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
 
-	// The card's row is locked too: a review waiting on another then reads
-	// the card's status as that one left it, so two accepts decide once.
-	reviewRunCard = `SELECT rc.rounds, c.status FROM run_cards rc JOIN runs r ON r.id = rc.run_id JOIN cards c ON c.id = rc.card_id
-WHERE rc.run_id = $1 AND rc.card_id = $2 AND r.state = 'running' FOR UPDATE OF rc, c`
-	sendBack = `UPDATE run_cards SET rounds = rounds + 1, feedback = $3, attempts = 0, finished_at = NULL WHERE run_id = $1 AND card_id = $2 AND rounds = $4`
-
 	endRun = `UPDATE runs SET state = $2, reason = $3, ended_at = now() WHERE id = $1 AND state = 'running' RETURNING board_id, number`
 
 	// Runs that have ended by themselves: every card Done; past the
@@ -287,62 +281,6 @@ func (s *Store) RenewRunCard(ctx context.Context, job board.RunJob, lease time.D
 		return fmt.Errorf("renew %s in run %s: %w", job.Card.ID, job.Run.ID, board.ErrNotRunnable)
 	}
 	return nil
-}
-
-// ReviewRunCard accepts a card in Review (it goes to Done) or sends it
-// back with a reason (to Ready, worked again with the reason; at most
-// three times). round is the round the decision was shown (the card's
-// Rounds when its output was announced), or board.AnyRound. The card's
-// row is locked and its round compared in the decision's transaction, so
-// a decision on an earlier round changes nothing: ErrStaleReview.
-// ErrNotRunnable when the card is not in Review of a running run or was
-// sent back three times already.
-func (s *Store) ReviewRunCard(ctx context.Context, run board.RunID, card board.CardID, round int, user string, accept bool, reason string) (board.CardUpdate, error) {
-	var up board.CardUpdate
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var rounds int
-		var status string
-		if err := tx.QueryRow(ctx, reviewRunCard, run, card).Scan(&rounds, &status); errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: no such card in a running run", board.ErrNotRunnable)
-		} else if err != nil {
-			return err
-		}
-		if round != board.AnyRound && rounds != round {
-			return fmt.Errorf("round %d, the card is in round %d: %w", round, rounds, board.ErrStaleReview)
-		}
-		if status != "Review" {
-			return fmt.Errorf("%w: the card is in %s, not Review", board.ErrNotRunnable, status)
-		}
-		next := "Done"
-		if !accept {
-			if rounds >= maxRounds {
-				return fmt.Errorf("%w: the card was sent back %d times already; accept it or stop the run", board.ErrNotRunnable, maxRounds)
-			}
-			// The row is locked since the read; its round is compared
-			// again all the same, so the send back moves only the round
-			// it was decided on.
-			tag, err := tx.Exec(ctx, sendBack, run, card, reason, rounds)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				return fmt.Errorf("round %d: %w", rounds, board.ErrStaleReview)
-			}
-			next = "Ready"
-		}
-		var err error
-		up, err = changeCardAs(ctx, tx, board.CardChange{Card: card, Actor: user, Via: "review", Status: &next}, true)
-		if err != nil {
-			return err
-		}
-		detail, _ := json.Marshal(map[string]any{"run_id": run, "card": card, "accepted": accept, "reason": reason})
-		_, err = tx.Exec(ctx, insertRunAu, user, "run_card_reviewed", detail, up.Card.BoardID)
-		return err
-	})
-	if err != nil {
-		return board.CardUpdate{}, fmt.Errorf("review %s in run %s: %w", card, run, err)
-	}
-	return up, nil
 }
 
 // StopRun ends a running run as stopped. ErrNotRunnable when it has

@@ -18,6 +18,7 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/redisstore"
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store"
@@ -161,6 +162,30 @@ func (e *Env) WorkForReview(t testing.TB, output string) board.RunJob {
 	}
 	e.Engine.Reviewing(ctx, job, up)
 	return job
+}
+
+// NewspaperBoard writes the newspaper plan as a board made in channel
+// (its thread T1), approved by alice, as an approval would.
+func (e *Env) NewspaperBoard(t testing.TB, proposal board.ProposalID, channel string) board.ID {
+	t.Helper()
+	res := planner.Check([]byte(plannertest.NewspaperPlan(t)), plan.Options{Profiles: planner.ProfileNames(planner.DefaultProfiles())})
+	ex, err := e.Store.Execute(context.Background(), board.Execution{ProposalID: proposal, Channel: channel, Thread: "T1", ApprovedBy: "alice", Plan: *res.Plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ex.BoardID
+}
+
+// RunningNewspaper is NewspaperBoard with a run of it started by alice,
+// its cards worked by the default profiles' runners.
+func (e *Env) RunningNewspaper(t testing.TB, proposal board.ProposalID, channel string) board.ID {
+	t.Helper()
+	id := e.NewspaperBoard(t, proposal, channel)
+	if _, err := e.Store.StartRun(context.Background(), board.RunStart{Board: id, User: "alice", Trigger: "manual",
+		Runners: planner.RunnersOf(planner.DefaultProfiles()), Deadline: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // Stop stops the engine's workers and waits for them.
