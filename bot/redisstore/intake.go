@@ -46,18 +46,13 @@ func (s *InFlight) Request(ctx context.Context, id board.RequestID) (board.Reque
 // not taken has its record deleted again. A failure leaves nothing marked,
 // so the platform's retry goes through.
 //
-// Each step is written to cost the fewest Redis calls for a request that
-// is taken, which is most of them: every call a script makes costs Redis
-// about as much as a command sent on its own, and the ack path waits for
-// the script. So the dedupe key is claimed with one SET NX rather than a
-// GET and a SET, and a window counts with one call in its usual case
-// rather than a GET to check and a SET NX or INCR to count: a request
-// counts first and is refused when that took the window over its limit.
-// A refused request then undoes what it claimed: its dedupe key (the
-// platform's retry must go through once there is room), its record, and
-// its count in the user window when the channel's refused it. The reply
-// is one string, not a table, for the same reason: "new", "duplicate
-// <first request id>" or "throttled <user|channel> <notify: 0|1>".
+// Each step makes as few Redis calls as a taken request needs (most are
+// taken, and the ack waits for the script): a SET NX claims the dedupe
+// key, a window counts first and refuses when that took it over its
+// limit, and a refused request undoes what it claimed (its dedupe key,
+// so the platform's retry goes through; its record; its count in the
+// user window). The reply is one string: "new", "duplicate <first
+// request id>" or "throttled <user|channel> <notify: 0|1>".
 //
 // Its KEYS and ARGV are listed at the top of admit.lua.
 var admitScript = redis.NewScript(admitSource)

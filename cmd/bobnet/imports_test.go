@@ -48,6 +48,21 @@ var importRules = []importRule{
 	{"bot/redisstore", []string{"planner", "store", "web", "httpapi", "adapters", "cmd", "metrics"}, []string{"net/http"}},
 	{"web", []string{"adapters", "cmd", "store", "bot", "planner", "run", "httpapi", "migrations", "metrics", "apitoken", "secretbox"}, nil},
 	{"metrics", []string{"adapters", "cmd"}, nil},
+	// run works runs through the engine's interfaces and storage's rows; it
+	// draws no page (web does) and serves no route (httpapi does).
+	{"run", []string{"adapters", "cmd", "httpapi", "web", "bot/redisstore"}, nil},
+	// The API reaches the engine and storage through interfaces it declares
+	// and is mounted by cmd; it knows no chat platform.
+	{"httpapi", []string{"adapters", "cmd", "web", "store", "bot/redisstore", "migrations"}, nil},
+	// Event streams and sealing are tools every layer may use: they know
+	// nothing of boards.
+	{"sse", []string{"adapters", "cmd", "bot", "board", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations"}, nil},
+	{"secretbox", []string{"adapters", "cmd", "bot", "board", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations"}, nil},
+	{"soak", []string{"adapters", "bot", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations"}, nil},
+	// The soak drives the built binary from outside, as do the scripts'
+	// tools and the chart's test: none links BobNet's packages.
+	{"scripts", []string{"adapters", "bot", "board", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations"}, nil},
+	{"deploy", []string{"adapters", "bot", "board", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations"}, nil},
 	{"apitoken", []string{"adapters", "cmd", "metrics"}, nil},
 	// The binary writes its metrics with github.com/VictoriaMetrics/metrics:
 	// client_golang and the protobuf it links cost idle resident memory.
@@ -221,6 +236,36 @@ func TestImportRules(t *testing.T) {
 	}
 	for _, v := range violations {
 		t.Error(v)
+	}
+}
+
+// TestEveryPackageHasAnImportRule: a package added to the tree is under
+// a rule (its own or its parent folder's, an adapter's or a leaf's), so
+// no package escapes the direction of imports by being new.
+func TestEveryPackageHasAnImportRule(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	adapters, err := adapterRules(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaves, err := leafRules(root, leafPackages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := append(append(slices.Clone(importRules), adapters...), leaves...)
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, modulePath), "/")
+		covered := slices.ContainsFunc(rules, func(r importRule) bool { return rel == r.dir || strings.HasPrefix(rel, r.dir+"/") })
+		if !covered {
+			t.Errorf("%s has no import rule: add one to importRules", rel)
+		}
 	}
 }
 
