@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
@@ -58,5 +59,56 @@ func TestRunNewsIsTriedAgain(t *testing.T) {
 	defer rp.mu.Unlock()
 	if rp.fails != 0 {
 		t.Errorf("%d refusals left: the news was not tried again", rp.fails)
+	}
+}
+
+// TestRunEndIsRecordedAsTold: a run's end, once posted, is recorded as
+// told, so no replica tells it again; one left untold (its replica died)
+// is told by RetellEnded without a second run.finished.
+func TestRunEndIsRecordedAsTold(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	ctx := context.Background()
+	id := env.RunningNewspaper(t, "p_told", "console:told")
+	runs, err := env.Store.Runs(ctx, id, 1)
+	if err != nil || len(runs) != 1 {
+		t.Fatal(runs, err)
+	}
+	r, err := env.Store.StopRun(ctx, runs[0].ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := func() bool {
+		var at *time.Time
+		if err := env.Store.Pool().QueryRow(ctx, `SELECT end_told_at FROM runs WHERE id = $1`, r.ID).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at != nil
+	}
+	env.Engine.Ended(ctx, r)
+	deadline := time.Now().Add(20 * time.Second)
+	for !told() {
+		if time.Now().After(deadline) {
+			t.Fatal("the run's end was posted but never recorded as told")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := env.Store.Pool().Exec(ctx, `UPDATE runs SET end_told_at = NULL WHERE id = $1`, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	env.Engine.RetellEnded(ctx, r)
+	env.Poster.WaitFor(t, "the end told twice", func(replies []bottest.PostedReply, _, _ []board.Proposal) bool {
+		n := 0
+		for _, rp := range replies {
+			if strings.Contains(rp.Reply.Text, "Run 1 stopped") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	for deadline := time.Now().Add(20 * time.Second); !told(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the retold end was not recorded as told")
+		}
 	}
 }

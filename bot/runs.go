@@ -22,6 +22,7 @@ type RunStore interface {
 	SetSchedule(ctx context.Context, sc board.Schedule) error
 	DeleteSchedule(ctx context.Context, id board.ID, user string) error
 	ScheduleOf(ctx context.Context, id board.ID) (board.Schedule, error)
+	RunEndTold(ctx context.Context, id board.RunID) error
 }
 
 // ErrNoRuns means this BobNet was started without runs.
@@ -121,22 +122,48 @@ func (e *Engine) Reviewing(ctx context.Context, job board.RunJob, up board.CardU
 	}, RunURL(e.cfg.PublicURL, job.Run), ref)
 }
 
-// Ended tells the board's thread how a run ended.
+// Ended tells the board's thread how a run ended, emits run.finished, and
+// records that the end was told once it was.
 func (e *Engine) Ended(ctx context.Context, r board.Run) {
+	b, ok := e.newsBoard(ctx, r.Board)
+	if !ok {
+		return
+	}
+	e.tellOnThen(b, func(board.Source) string { return endText(r) }, RunURL(e.cfg.PublicURL, r), nil, e.endTold(r.ID))
+	e.emitRun(ctx, EventRunFinished, r, b)
+}
+
+// RetellEnded tells the thread how a run ended when the replica that
+// ended it did not record telling it (it died in between, or every try
+// was refused); run.finished was emitted with the end.
+func (e *Engine) RetellEnded(ctx context.Context, r board.Run) {
+	if b, ok := e.newsBoard(ctx, r.Board); ok {
+		e.tellOnThen(b, func(board.Source) string { return endText(r) }, RunURL(e.cfg.PublicURL, r), nil, e.endTold(r.ID))
+	}
+}
+
+// endTold records that run id's end was told.
+func (e *Engine) endTold(id board.RunID) func(context.Context) {
+	return func(ctx context.Context) {
+		if err := e.deps.Runs.RunEndTold(ctx, id); err != nil {
+			e.logger.Warn("record a run's end told", "run", id, "err", err)
+		}
+	}
+}
+
+// endText says how a run ended.
+func endText(r board.Run) string {
 	took := ""
 	if r.EndedAt != nil {
 		took = " in " + r.EndedAt.Sub(r.StartedAt).Round(time.Minute).String()
 	}
-	var text string
 	switch r.State {
 	case board.RunDone:
-		text = fmt.Sprintf("Run %d done%s: %d cards. The edition is on the run page.", r.Number, took, len(r.Cards))
+		return fmt.Sprintf("Run %d done%s: %d cards. The edition is on the run page.", r.Number, took, len(r.Cards))
 	case board.RunTimedOut:
-		text = fmt.Sprintf("Run %d timed out%s.", r.Number, took)
-	default:
-		text = fmt.Sprintf("Run %d stopped%s: %s.", r.Number, took, r.Reason)
+		return fmt.Sprintf("Run %d timed out%s.", r.Number, took)
 	}
-	e.runNews(ctx, EventRunFinished, r, text)
+	return fmt.Sprintf("Run %d stopped%s: %s.", r.Number, took, r.Reason)
 }
 
 // tellRun posts a run's news in the thread where its board was made, off
@@ -183,8 +210,19 @@ func (e *Engine) newsBoard(ctx context.Context, id board.ID) (board.Board, bool)
 
 // tellOn posts news in b's thread, off the caller's path.
 func (e *Engine) tellOn(b board.Board, text func(board.Source) string, link string, ref *board.ReviewRef) {
+	e.tellOnThen(b, text, link, ref, nil)
+}
+
+// tellOnThen is tellOn calling told (when not nil) once the news is
+// posted.
+func (e *Engine) tellOnThen(b board.Board, text func(board.Source) string, link string, ref *board.ReviewRef, told func(context.Context)) {
 	ch := channelOf(b.Channel)
 	if ch.ID == "" {
+		if told != nil { // a board with no thread: nothing to tell
+			ctx, cancel := context.WithTimeout(context.Background(), emitTimeout)
+			defer cancel()
+			told(ctx)
+		}
 		return
 	}
 	t := board.Thread{Channel: ch, ID: b.Thread}
@@ -192,6 +230,8 @@ func (e *Engine) tellOn(b board.Board, text func(board.Source) string, link stri
 	if err := e.out.send(b.Channel, func(ctx context.Context) {
 		if err := e.tellTries(ctx, ch.Source, t, r); err != nil {
 			e.logger.Warn("tell run news", "board", b.ID, "err", err)
+		} else if told != nil {
+			told(ctx)
 		}
 	}); err != nil {
 		e.logger.Warn("run news not told: "+err.Error(), "board", b.ID)

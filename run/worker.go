@@ -28,6 +28,7 @@ type RunCards interface {
 	ReleaseRunCard(ctx context.Context, job board.RunJob, wait time.Duration) error
 	RenewRunCard(ctx context.Context, job board.RunJob, lease time.Duration) error
 	SweepRuns(ctx context.Context) ([]board.Run, error)
+	UntoldRunEnds(ctx context.Context, limit int) ([]board.Run, error)
 }
 
 // Model writes a card's output; *planner.Client is one.
@@ -43,6 +44,7 @@ type Teller interface {
 	CardOutput(ctx context.Context, job board.RunJob, up board.CardUpdate)
 	Waiting(ctx context.Context, job board.RunJob, why error)
 	Ended(ctx context.Context, r board.Run)
+	RetellEnded(ctx context.Context, r board.Run)
 }
 
 // Budget keeps runner model calls within the channel's model budget, as
@@ -161,13 +163,23 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// Sweep ends the runs that have ended and tells their threads.
+// Sweep ends the runs that have ended and tells their threads, and tells
+// again the ends a replica that died (or a chat platform that refused)
+// left untold.
 func (w *Worker) Sweep(ctx context.Context) ([]board.Run, error) {
 	ended, err := w.store.SweepRuns(ctx)
 	for _, r := range ended {
 		w.logger.Info("run ended", "board", r.Board, "run", r.ID, "number", r.Number, "state", r.State, "reason", r.Reason)
 		w.obs.RunEnded(r.State)
 		w.tell.Ended(ctx, r)
+	}
+	if err != nil {
+		return ended, err
+	}
+	untold, err := w.store.UntoldRunEnds(ctx, 10)
+	for _, r := range untold {
+		w.logger.Info("run's end not told; telling it", "board", r.Board, "run", r.ID, "number", r.Number)
+		w.tell.RetellEnded(ctx, r)
 	}
 	return ended, err
 }

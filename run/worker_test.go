@@ -27,6 +27,7 @@ type teller struct {
 	reviewing []string
 	outputs   []board.RunJob
 	ended     []board.Run
+	retold    []board.Run
 	states    []string
 	worked    int
 	waiting   []string
@@ -81,6 +82,12 @@ func (t *teller) Ended(_ context.Context, r board.Run) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.ended = append(t.ended, r)
+}
+
+func (t *teller) RetellEnded(_ context.Context, r board.Run) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.retold = append(t.retold, r)
 }
 
 func newspaperBoard(t *testing.T, s *store.Store) (board.ID, map[string]board.Card) {

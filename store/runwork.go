@@ -102,7 +102,10 @@ FROM cards c WHERE c.id = rc.card_id AND rc.run_id = $1 AND rc.runner = $2 AND r
 WHERE rc.run_id = $1 AND rc.card_id = $2 AND rc.holder = $3 AND rc.lease_until IS NOT NULL AND r.id = rc.run_id AND r.state = 'running'`
 	failRunCard = `UPDATE run_cards SET error = $3, lease_until = NULL WHERE run_id = $1 AND card_id = $2 AND holder = $4 AND lease_until IS NOT NULL`
 
-	endRun = `UPDATE runs SET state = $2, reason = $3, ended_at = now() WHERE id = $1 AND state = 'running' RETURNING board_id, number`
+	// The replica that ends a run tells its thread at once; should it die
+	// first, another tells it once end_tell_after has passed.
+	endRun = `UPDATE runs SET state = $2, reason = $3, ended_at = now(), end_tell_after = now() + $4::interval
+WHERE id = $1 AND state = 'running' RETURNING board_id, number`
 
 	// Runs that have ended by themselves: every card Done; past the
 	// deadline; a card its runner failed maxAttempts times, a lost lease
@@ -296,7 +299,7 @@ func (s *Store) endRun(ctx context.Context, id board.RunID, state, reason, actor
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var b board.ID
 		var n int
-		if err := tx.QueryRow(ctx, endRun, id, state, reason).Scan(&b, &n); errors.Is(err, pgx.ErrNoRows) {
+		if err := tx.QueryRow(ctx, endRun, id, state, reason, RetellRunEndAfter).Scan(&b, &n); errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("run %s: %w: it has ended", id, board.ErrNotRunnable)
 		} else if err != nil {
 			return fmt.Errorf("end run %s: %w", id, err)
