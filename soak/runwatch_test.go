@@ -114,7 +114,10 @@ func runsGoing(ctx context.Context, svc *services) int {
 	}
 	defer conn.Close(ctx)
 	var n int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM runs WHERE state = 'running'`).Scan(&n); err != nil {
+	// A run whose end is not yet told is still going as far as its
+	// thread knows: its replica may have died before telling it, and
+	// another tells it once its retelling is due.
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM runs WHERE state = 'running' OR end_told_at IS NULL`).Scan(&n); err != nil {
 		return -1
 	}
 	return n

@@ -130,8 +130,10 @@ outbound:
 	check(t, svc, replicas, mdl, slk, rcv, led, runs)
 }
 
-// settleRuns waits until no run is going: each ends done, stopped, or at
-// its deadline (a minute), or two minutes pass.
+// settleRuns waits until no run is going and every end is told (each
+// ends done, stopped, or at its deadline, a minute; an end a killed
+// replica left untold is told by another within a minute), or two minutes
+// pass.
 func settleRuns(t *testing.T, svc *services) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
