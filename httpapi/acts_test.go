@@ -131,16 +131,7 @@ func TestBoundTokenActsOnlyAsItsUser(t *testing.T) {
 	}
 	send := func(t *testing.T, method, path, token, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return bearerCall(t, srv.URL, token, method, path, body)
 	}
 	for _, rt := range routes {
 		t.Run(rt.what, func(t *testing.T) {

@@ -161,16 +161,7 @@ func TestConsoleCommandScopes(t *testing.T) {
 	t.Cleanup(srv.Close)
 	send := func(token, text string) (int, string) {
 		body, _ := json.Marshal(map[string]string{"user": "alice", "text": text})
-		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/channels/general/messages", strings.NewReader(string(body)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(raw)
+		return bearerCall(t, srv.URL, token, "POST", "/api/v1/channels/general/messages", string(body))
 	}
 	for _, tc := range []struct {
 		token, text string

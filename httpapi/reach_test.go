@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -77,22 +76,8 @@ func newTenantAPI(t *testing.T) *tenantAPI {
 // call sends a request with token and answers its status and body.
 func (a *tenantAPI) call(t *testing.T, token, method, path, body string) (int, string) {
 	t.Helper()
-	// A stream that opens where it must not answers nothing more: the
-	// timeout fails the call instead of hanging the test.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, method, a.srv.URL+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, strings.TrimSpace(string(b))
+	code, b := bearerCall(t, a.srv.URL, token, method, path, body)
+	return code, strings.TrimSpace(b)
 }
 
 // token makes a token with every scope, limited to channels.

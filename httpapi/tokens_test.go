@@ -3,8 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -35,16 +33,7 @@ func TestTokenRoutes(t *testing.T) {
 	t.Cleanup(srv.Close)
 	call := func(token, method, path, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return bearerCall(t, srv.URL, token, method, path, body)
 	}
 
 	code, body := call("boot", "POST", "/api/v1/tokens", `{"name":"ci","scopes":["read","approve"],"user":"alice","channels":["slack:T0ONE/*"," console:*"]}`)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -18,18 +17,7 @@ func TestReviewsAtOnceDecideOnce(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := context.Background()
-	id, _ := newspaperBoard(t, s, "console:review-race")
-	run, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: allModel, Deadline: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job, ok, err := s.ClaimRunCard(ctx, "model", time.Minute)
-	if err != nil || !ok {
-		t.Fatal(ok, err)
-	}
-	if _, err := s.CompleteRunCard(ctx, job, "Planner", "draft"); err != nil {
-		t.Fatal(err)
-	}
+	run, job := inReview(t, s, "console:review-race", "draft")
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make(chan error, n)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/store"
@@ -21,27 +20,12 @@ func TestStaleReviewChangesNothing(t *testing.T) {
 	pool := storetest.NewPool(t)
 	s := store.New(pool, storetest.Logger(t))
 	ctx := context.Background()
-	id, _ := newspaperBoard(t, s, "console:review-round")
-	run, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: allModel, Deadline: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job, ok, err := s.ClaimRunCard(ctx, "model", time.Minute)
-	if err != nil || !ok {
-		t.Fatal(ok, err)
-	}
-	if _, err := s.CompleteRunCard(ctx, job, "Planner", "draft"); err != nil {
-		t.Fatal(err)
-	}
+	run, job := inReview(t, s, "console:review-round", "draft")
 	if _, err := s.ReviewRunCard(ctx, run.ID, job.Card.ID, 0, "alice", false, "cite sources"); err != nil {
 		t.Fatalf("send back round 0: %v", err)
 	}
-	again, ok, err := s.ClaimRunCard(ctx, "model", time.Minute)
-	if err != nil || !ok || again.Card.ID != job.Card.ID {
-		t.Fatal(ok, err)
-	}
-	if _, err := s.CompleteRunCard(ctx, again, "Planner", "better"); err != nil {
-		t.Fatal(err)
+	if again := workOne(t, s, "Planner", "better"); again.Card.ID != job.Card.ID {
+		t.Fatalf("worked %s, want %s again", again.Card.Handle, job.Card.Handle)
 	}
 	audits := func() int {
 		var n int

@@ -11,11 +11,39 @@ import (
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
+	"github.com/bobnet/bobnet/store"
 	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // allModel has the model work every card, with review.
 var allModel = plan.Runners{Others: plan.Runner{Name: "model"}}
+
+// workOne claims the next card for the model and keeps output as its
+// output, as a runner does: the card goes to Review (or Done).
+func workOne(t *testing.T, s *store.Store, actor, output string) board.RunJob {
+	t.Helper()
+	ctx := context.Background()
+	job, ok, err := s.ClaimRunCard(ctx, "model", time.Minute)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, err := s.CompleteRunCard(ctx, job, actor, output); err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+// inReview starts a run, every card the model's, of a newspaper board
+// made in channel, and works its first card into Review with output.
+func inReview(t *testing.T, s *store.Store, channel, output string) (board.Run, board.RunJob) {
+	t.Helper()
+	id, _ := newspaperBoard(t, s, channel)
+	run, err := s.StartRun(context.Background(), board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: allModel, Deadline: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run, workOne(t, s, "Planner", output)
+}
 
 // TestRunWorksTheBoardInDependencyOrder: a run resets the cards, hands
 // them to the runner in dependency order with the outputs of what they
@@ -127,18 +155,7 @@ func TestRunSendBackAndFailures(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := context.Background()
-	id, _ := newspaperBoard(t, s, "console:sendback")
-	run, err := s.StartRun(ctx, board.RunStart{Board: id, User: "alice", Trigger: "manual", Runners: allModel, Deadline: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job, ok, err := s.ClaimRunCard(ctx, "model", time.Minute)
-	if err != nil || !ok {
-		t.Fatal(ok, err)
-	}
-	if _, err := s.CompleteRunCard(ctx, job, "Planner", "draft"); err != nil {
-		t.Fatal(err)
-	}
+	run, job := inReview(t, s, "console:sendback", "draft")
 	for i := 1; i <= 3; i++ {
 		if _, err := s.ReviewRunCard(ctx, run.ID, job.Card.ID, board.AnyRound, "alice", false, "cite sources"); err != nil {
 			t.Fatalf("send back %d: %v", i, err)
