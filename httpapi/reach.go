@@ -52,6 +52,21 @@ func boardChannel(ctx context.Context, boards BoardReader, id board.ID) (string,
 	return b.Channel, err
 }
 
+// reachBoardErr is nil when the request may reach board id: always for a
+// token not limited to channels (without a read), else when the board
+// exists and its channel is the token's; board.ErrNotFound otherwise, as
+// for an unknown board, or the read's error.
+func reachBoardErr(r *http.Request, boards BoardReader, id board.ID) error {
+	if !limited(r) {
+		return nil
+	}
+	channel, err := boardChannel(r.Context(), boards, id)
+	if err == nil && !reaches(r, channel) {
+		err = board.ErrNotFound
+	}
+	return err
+}
+
 // How a route finds the channel of what it serves.
 type reach string
 

@@ -150,14 +150,7 @@ func (x *Runs) reachRun(w http.ResponseWriter, r *http.Request, id board.RunID) 
 // token limited to channels names a board it may not reach or that does
 // not exist; other requests go on without a read.
 func (x *Runs) reachBoard(w http.ResponseWriter, r *http.Request, id board.ID) bool {
-	if !limited(r) {
-		return true
-	}
-	channel, err := boardChannel(r.Context(), x.store, id)
-	if err == nil && !reaches(r, channel) {
-		err = board.ErrNotFound
-	}
-	if err != nil {
+	if err := reachBoardErr(r, x.store, id); err != nil {
 		x.fail(w, err)
 		return false
 	}

@@ -24,7 +24,8 @@ type UsageEngine interface {
 
 // Usage serves GET /api/v1/usage: one channel's model use, which /metrics
 // does not show (its series name no channel). It needs the admin scope
-// (apitoken.RequiredScope): the answer is about any channel.
+// (apitoken.RequiredScope); a token limited to channels reads only its
+// own channels' use.
 type Usage struct {
 	engine UsageEngine
 	logger *slog.Logger
