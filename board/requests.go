@@ -133,6 +133,10 @@ type Reply struct {
 	// BoardURL is set on the reply that announces a created board.
 	BoardURL string     `json:"board_url,omitempty"`
 	Review   *ReviewRef `json:"review,omitempty"` // a run's card under review, for posters' controls
+	// Request is the request this reply answers, when it answers one: a
+	// surface that drew the request's draft turns the draft into this
+	// reply.
+	Request RequestID `json:"request,omitempty"`
 }
 
 // ReviewRef names a runner's card in Review in one run. It rides on the

@@ -42,6 +42,12 @@ type Registration struct {
 	PowerLevels PowerLevels
 	// Groups reads Slack user groups for "slack_group:" deciders.
 	Groups SlackGroups
+	// Drafts shows a plan while the model writes it; nil: only the answer
+	// (showing.go).
+	Drafts Drafter
+	// Runs shows a run's progress as one message; nil: the run's replies
+	// alone.
+	Runs RunShower
 }
 
 // Register registers the surface of src, replacing the one before.
