@@ -38,7 +38,9 @@ func (l line) median(unit string) (float64, bool) {
 
 // ratio is l's figure against base's: the median of the rounds' ratios
 // when both ran the same number of rounds, else the ratio of the medians.
-func ratio(l, base line, unit string) (float64, bool) {
+// lo and hi are the smallest and largest of the rounds' ratios (both the
+// ratio when the rounds cannot be paired): the spread a change must beat.
+func ratio(l, base line, unit string) (r, lo, hi float64, ok bool) {
 	v, b := l.values[unit], base.values[unit]
 	if len(v) > 0 && len(v) == len(b) {
 		rs := make([]float64, 0, len(v))
@@ -48,15 +50,16 @@ func ratio(l, base line, unit string) (float64, bool) {
 			}
 		}
 		if len(rs) == len(v) {
-			return median(rs)
+			m, _ := median(rs)
+			return m, slices.Min(rs), slices.Max(rs), true
 		}
 	}
 	m, ok1 := median(v)
 	n, ok2 := median(b)
 	if !ok1 || !ok2 || n == 0 {
-		return 0, false
+		return 0, 0, 0, false
 	}
-	return m / n, true
+	return m / n, m / n, m / n, true
 }
 
 func median(values []float64) (float64, bool) {
@@ -135,7 +138,7 @@ func main() {
 		runs = max(runs, l.runs)
 	}
 	if runs > 1 {
-		fmt.Printf("Each figure is the median of %d runs; each ratio is the median of the %d runs' ratios, a run of a benchmark beside the run of its baseline that followed it.\n\n", runs, runs)
+		fmt.Printf("Each figure is the median of %d runs; each ratio is the median of the %d runs' ratios (their range in brackets), a run of a benchmark beside the run of its baseline that followed it.\n\n", runs, runs)
 	}
 	fmt.Println("| benchmark | figure | BobNet | baseline (same run) | ratio |")
 	fmt.Println("|---|---|---|---|---|")
@@ -155,7 +158,7 @@ func main() {
 				continue
 			}
 			b, _ := base.median(u)
-			r, ok := ratio(l, base, u)
+			r, lo, hi, ok := ratio(l, base, u)
 			if !ok {
 				fmt.Printf("| %s | %s | %s | | |\n", name, u, format(v))
 				continue
@@ -164,7 +167,11 @@ func main() {
 			if higherIsBetter[u] {
 				note = "x (higher is better)"
 			}
-			fmt.Printf("| %s | %s | %s | %s | %.2f%s |\n", name, u, format(v), format(b), r, note)
+			spread := ""
+			if lo != hi {
+				spread = fmt.Sprintf(" (%.2f–%.2f)", lo, hi)
+			}
+			fmt.Printf("| %s | %s | %s | %s | %.2f%s%s |\n", name, u, format(v), format(b), r, note, spread)
 		}
 	}
 }

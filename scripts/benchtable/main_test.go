@@ -66,13 +66,16 @@ BenchmarkIngest-2	 100	 10 ns/op	 900 req/s
 BenchmarkIngestBaseline-2	 100	 10 ns/op	 1200 req/s
 `
 	res, _ := parse(strings.NewReader(out))
-	r, ok := ratio(res["Ingest"], res["IngestBaseline"], "req/s")
+	r, lo, hi, ok := ratio(res["Ingest"], res["IngestBaseline"], "req/s")
 	if !ok || r != 0.8 {
 		t.Fatalf("ratio = %v, %v; want the middle round's 0.8", r, ok)
 	}
+	if lo != 0.75 || hi != 0.8 {
+		t.Fatalf("spread = %v–%v; want the rounds' 0.75–0.8", lo, hi)
+	}
 	// Rounds out of step (one missing) fall back to the medians.
 	res["Ingest"] = line{name: "Ingest", values: map[string][]float64{"req/s": {800, 1200}}}
-	if r, ok := ratio(res["Ingest"], res["IngestBaseline"], "req/s"); !ok || r != 1000.0/1200 {
+	if r, _, _, ok := ratio(res["Ingest"], res["IngestBaseline"], "req/s"); !ok || r != 1000.0/1200 {
 		t.Fatalf("ratio of medians = %v, %v; want 1000/1200", r, ok)
 	}
 }
