@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -145,7 +145,7 @@ var settings = []setting{
 		return nil
 	}},
 	{"BOBNET_ADMINS", "admins", "", "comma-separated user ids who may decide any proposal (a `list`)", func(c *Config, v string) error {
-		c.Admins = splitList(v)
+		c.Admins = SplitList(v)
 		return nil
 	}},
 	{"BOBNET_ANY_MEMBER_DECIDES", "any-member-decides", "false", "let anyone in the channel approve, revise or cancel", func(c *Config, v string) error {
@@ -217,7 +217,7 @@ var settings = []setting{
 		return err
 	}},
 	{"BOBNET_ENCRYPTION_KEYS_OLD", "encryption-keys-old", "", "earlier BOBNET_ENCRYPTION_KEY values, comma-separated, still opened while what they sealed is sealed again under the newest key, at start and every minute (a `list`)", func(c *Config, v string) error {
-		c.EncryptionKeysOld = splitList(v)
+		c.EncryptionKeysOld = SplitList(v)
 		for i, k := range c.EncryptionKeysOld {
 			if _, err := secretbox.ParseKey(k); err != nil {
 				return fmt.Errorf("key %d: %w", i+1, err)
@@ -230,17 +230,17 @@ var settings = []setting{
 	{"MATRIX_ACCESS_TOKEN", "matrix-access-token", "", "the bot's Matrix access token", str(func(c *Config) *string { return &c.MatrixAccessToken })},
 	{"MATRIX_PASSWORD", "matrix-password", "", "the bot's Matrix password (when no access token)", str(func(c *Config) *string { return &c.MatrixPassword })},
 	{"MATRIX_ALLOWED_SERVERS", "matrix-allowed-servers", "", "servers whose users may invite the bot (default: the bot's own)", func(c *Config, v string) error {
-		c.MatrixAllowedServers = splitList(v)
+		c.MatrixAllowedServers = SplitList(v)
 		return nil
 	}},
 	{"MATRIX_ALLOWED_ROOMS", "matrix-allowed-rooms", "", "room ids the bot joins when invited, whoever invites", func(c *Config, v string) error {
-		c.MatrixAllowedRooms = splitList(v)
+		c.MatrixAllowedRooms = SplitList(v)
 		return nil
 	}},
 	{"MATRIX_PICKLE_KEY", "matrix-pickle-key", "", "secret that seals the bot's encryption keys in Postgres; setting it turns on end-to-end encryption", str(func(c *Config) *string { return &c.MatrixPickleKey })},
 	{"BOBNET_HOOK_SECRETS", "hook-secrets", "", "webhook secrets as name=secret,name=secret (a `list`)", func(c *Config, v string) error {
 		c.HookSecrets = map[string]string{}
-		for _, item := range splitList(v) {
+		for _, item := range SplitList(v) {
 			name, secret, ok := strings.Cut(item, "=")
 			name, secret = strings.TrimSpace(name), strings.TrimSpace(secret)
 			if !ok || name == "" || secret == "" {
@@ -307,7 +307,9 @@ func parseRate(v string) (board.RateLimit, error) {
 	return board.RateLimit{N: count, Per: d}, nil
 }
 
-func splitList(v string) []string {
+// SplitList reads a comma-separated setting: its items, trimmed, without
+// empty ones. Every list of BobNet's command line is read this way.
+func SplitList(v string) []string {
 	var out []string
 	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s != "" {

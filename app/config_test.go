@@ -1,18 +1,21 @@
-package main
+package app
 
 import (
 	"flag"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bobnet/bobnet/board"
 )
 
 func testConfig(t *testing.T, env map[string]string, args ...string) (Config, error) {
 	t.Helper()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	return loadConfig(fs, args, func(k string) string { return env[k] })
+	return LoadConfig(fs, args, func(k string) string { return env[k] })
 }
 
 func TestConfigDefaults(t *testing.T) {
@@ -27,8 +30,8 @@ func TestConfigDefaults(t *testing.T) {
 	if c.PublicURL != "http://127.0.0.1:8080" {
 		t.Errorf("public URL default = %q", c.PublicURL)
 	}
-	if err := c.requireServices(true); err == nil || !strings.Contains(err.Error(), "DATABASE_URL") || !strings.Contains(err.Error(), "REDIS_URL") {
-		t.Errorf("requireServices = %v", err)
+	if err := c.RequireServices(true); err == nil || !strings.Contains(err.Error(), "DATABASE_URL") || !strings.Contains(err.Error(), "REDIS_URL") {
+		t.Errorf("RequireServices = %v", err)
 	}
 }
 
@@ -163,5 +166,66 @@ func TestConfigURLErrorsNeverQuoteTheValue(t *testing.T) {
 				t.Fatalf("error %q: want %s named with %q and no part of the value", msg, tt.env, tt.says)
 			}
 		})
+	}
+}
+
+func TestRatesAndLogSettings(t *testing.T) {
+	t.Parallel()
+	c, err := testConfig(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.UserRate != (board.RateLimit{N: 20, Per: time.Minute}) || c.ChannelRate != (board.RateLimit{N: 60, Per: time.Minute}) || c.LogFormat != "text" || c.LogLevel != slog.LevelInfo {
+		t.Fatalf("defaults: %+v %+v %q %v", c.UserRate, c.ChannelRate, c.LogFormat, c.LogLevel)
+	}
+	good := map[string]board.RateLimit{"5/10s": {N: 5, Per: 10 * time.Second}, "100/h": {N: 100, Per: time.Hour}, " 3 / 1m ": {N: 3, Per: time.Minute}}
+	for in, want := range good {
+		if got, err := parseRate(in); err != nil || got != want {
+			t.Errorf("parseRate(%q) = %+v, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "20", "0/1m", "-1/1m", "x/1m", "20/", "20/soon", "20/1ms", "20/48h"} {
+		if _, err := parseRate(in); err == nil {
+			t.Errorf("parseRate(%q) accepted", in)
+		}
+	}
+	for env, bad := range map[string]string{"BOBNET_USER_RATE": "lots", "BOBNET_CHANNEL_RATE": "60", "BOBNET_LOG_FORMAT": "xml", "BOBNET_LOG_LEVEL": "loud"} {
+		if _, err := testConfig(t, map[string]string{env: bad}); err == nil || !strings.Contains(err.Error(), env) {
+			t.Errorf("%s=%s: %v", env, bad, err)
+		}
+	}
+}
+
+func TestConfigMatrix(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"MATRIX_HOMESERVER": "https://matrix.example.org", "MATRIX_USER_ID": "@bobnet:example.org", "MATRIX_PASSWORD": "pw"}
+	with := func(k, v string) map[string]string {
+		env := map[string]string{k: v}
+		for bk, bv := range base {
+			if _, ok := env[bk]; !ok {
+				env[bk] = bv
+			}
+		}
+		return env
+	}
+	c, err := testConfig(t, with("MATRIX_ALLOWED_SERVERS", "example.org, partner.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.MatrixAllowedServers, "|") != "example.org|partner.example" {
+		t.Errorf("allowed servers = %q", c.MatrixAllowedServers)
+	}
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"bad user id":       {with("MATRIX_USER_ID", "bobnet"), "MATRIX_USER_ID"},
+		"bad room":          {with("MATRIX_ALLOWED_ROOMS", "#general:example.org"), "MATRIX_ALLOWED_ROOMS"},
+		"bad homeserver":    {with("MATRIX_HOMESERVER", "matrix.example.org"), "MATRIX_HOMESERVER"},
+		"no token/password": {map[string]string{"MATRIX_HOMESERVER": "https://m.example.org", "MATRIX_USER_ID": "@b:example.org"}, "MATRIX_ACCESS_TOKEN"},
+	} {
+		if _, err := testConfig(t, tc.env); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one naming %s", name, err, tc.want)
+		}
 	}
 }

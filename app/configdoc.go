@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"flag"
@@ -45,9 +45,27 @@ var whenWrong = map[string]string{
 	"BOBNET_ANY_MEMBER_DECIDES":  "Not `true` or `false`: BobNet does not start.",
 }
 
-// configDoc is docs/configuration.md, made from the settings table so the
+// ConfigVar is one environment variable BobNet reads, and whether its
+// value must be kept in a secret store (a secret, or a URL that may carry
+// a password).
+type ConfigVar struct {
+	Env    string
+	Secret bool
+}
+
+// ConfigVars lists every environment variable serve reads, in the order
+// of the settings table (`bobnet config vars`).
+func ConfigVars() []ConfigVar {
+	vars := make([]ConfigVar, len(settings))
+	for i, s := range settings {
+		vars[i] = ConfigVar{Env: s.env, Secret: holdsSecret(s.env)}
+	}
+	return vars
+}
+
+// ConfigDoc is docs/configuration.md, made from the settings table so the
 // reference cannot drift from what BobNet reads (a test compares them).
-func configDoc() string {
+func ConfigDoc() string {
 	var b strings.Builder
 	b.WriteString(`# Configuration
 

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -70,9 +70,9 @@ func (v *settingValue) display() string {
 	}
 }
 
-// loadConfig reads the environment (through getenv) and then the flags in
+// LoadConfig reads the environment (through getenv) and then the flags in
 // args, and validates the result. All problems are reported together.
-func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
+func LoadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
 	var c Config
 	vals := make([]*settingValue, len(settings))
 	for i := range settings {
@@ -98,7 +98,7 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (Co
 		}
 		if secretEnv(s.env) && vals[i].v != "" {
 			c.secretValues = append(c.secretValues, vals[i].v)
-			for _, item := range splitList(vals[i].v) {
+			for _, item := range SplitList(vals[i].v) {
 				_, val, _ := strings.Cut(item, "=")
 				c.secretValues = append(c.secretValues, item, strings.TrimSpace(val))
 			}
@@ -172,10 +172,10 @@ func (c *Config) validate() []error {
 	host, _, err := net.SplitHostPort(c.Listen)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("BOBNET_LISTEN: %q is not host:port", c.Listen))
-	} else if c.APIToken == "" && !isLoopback(host) {
+	} else if c.APIToken == "" && !IsLoopback(host) {
 		errs = append(errs, fmt.Errorf("BOBNET_LISTEN: %q is not a loopback address and BOBNET_API_TOKEN is not set; set a token to serve beyond this machine", c.Listen))
 	}
-	if c.TestClock != "" && (err != nil || !isLoopback(host)) {
+	if c.TestClock != "" && (err != nil || !IsLoopback(host)) {
 		errs = append(errs, fmt.Errorf("BOBNET_TEST_CLOCK: a test clock is for tests only, and BOBNET_LISTEN %q is not a loopback address; unset it", c.Listen))
 	}
 	if c.AdminListen != "" && sameListener(c.Listen, c.AdminListen) {
@@ -226,8 +226,8 @@ func (c *Config) validate() []error {
 	return errs
 }
 
-// requireServices reports the variables a command needs but lacks.
-func (c *Config) requireServices(needRedis bool) error {
+// RequireServices reports the variables a command needs but lacks.
+func (c *Config) RequireServices(needRedis bool) error {
 	var errs []error
 	if c.DatabaseURL == "" {
 		errs = append(errs, errors.New("DATABASE_URL: required (e.g. postgres://user@127.0.0.1:5432/bobnet)"))
@@ -254,7 +254,9 @@ func sameListener(a, b string) bool {
 	return strings.EqualFold(ha, hb) || every(ha) || every(hb)
 }
 
-func isLoopback(host string) bool {
+// IsLoopback reports whether host names this machine only (localhost or a
+// loopback address).
+func IsLoopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}

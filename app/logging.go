@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 	"strings"
 )
 
-// newLogger is the one logger BobNet passes down: text or JSON at the
+// NewLogger is the one logger BobNet passes down: text or JSON at the
 // configured level. Every message and string value it writes has URL
 // passwords masked and the configured secrets removed, so a connection
 // string or token that reaches a log line by way of an error still does
 // not reach the log.
-func newLogger(w io.Writer, cfg Config) *slog.Logger {
-	scrub := cfg.scrubber()
+func NewLogger(w io.Writer, cfg Config) *slog.Logger {
+	scrub := cfg.Scrubber()
 	opts := &slog.HandlerOptions{
 		Level: cfg.LogLevel,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
@@ -41,9 +41,9 @@ func newLogger(w io.Writer, cfg Config) *slog.Logger {
 	return slog.New(scrubHandler{Handler: h, scrub: scrub})
 }
 
-// scrubber returns a function that masks URL passwords and removes the
+// Scrubber returns a function that masks URL passwords and removes the
 // configured secrets from a text.
-func (c *Config) scrubber() func(string) string {
+func (c *Config) Scrubber() func(string) string {
 	secrets := c.secrets()
 	return func(s string) string {
 		s = redactURLs(s)

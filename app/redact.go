@@ -1,6 +1,7 @@
-package main
+package app
 
 import (
+	"errors"
 	"regexp"
 	"strings"
 )
@@ -50,4 +51,20 @@ func newConfigError(errs []error) error {
 		return nil
 	}
 	return configError{errs}
+}
+
+// ConfigProblems lists what LoadConfig or RequireServices found wrong in
+// the settings, one line per problem with URL passwords masked, and
+// reports whether err is such a finding (false: the flag package refused
+// the command line, and has said so already).
+func ConfigProblems(err error) ([]string, bool) {
+	var ce configError
+	if !errors.As(err, &ce) {
+		return nil, false
+	}
+	out := make([]string, len(ce.errs))
+	for i, e := range ce.errs {
+		out[i] = redactURLs(e.Error())
+	}
+	return out, true
 }

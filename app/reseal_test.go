@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -63,15 +63,15 @@ func TestRotationReplicasStartAndConverge(t *testing.T) {
 		if len(old) > 0 {
 			vars["BOBNET_ENCRYPTION_KEYS_OLD"] = old[0]
 		}
-		cfg, err := loadConfig(flag.NewFlagSet("t", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
+		cfg, err := LoadConfig(flag.NewFlagSet("t", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := newApp(ctx, cfg, storetest.Logger(t))
+		a, err := New(ctx, cfg, storetest.Logger(t))
 		if err != nil {
 			t.Fatalf("a replica with BOBNET_ENCRYPTION_KEY and %d old keys did not start: %v", len(old), err)
 		}
-		a.close()
+		a.Close()
 	}
 
 	save("T_A")

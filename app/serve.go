@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/bobnet/bobnet/store"
 )
 
-// runMigrate applies the migrations.
-func runMigrate(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	if err := cfg.requireServices(false); err != nil {
+// Migrate applies the migrations: `bobnet migrate`.
+func Migrate(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	if err := cfg.RequireServices(false); err != nil {
 		return err
 	}
 	db, err := store.Open(ctx, cfg.DatabaseURL, logger)
@@ -38,14 +38,14 @@ type pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// runServe starts everything configured and serves until ctx is done,
-// then shuts down in order (shutdown.go).
-func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	a, err := newApp(ctx, cfg, logger)
+// Run is `bobnet serve`: it builds BobNet, opens its listeners, and
+// serves until ctx is done, then shuts down in order (shutdown.go).
+func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	a, err := New(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	defer a.close()
+	defer a.Close()
 	ln, err := listen("BOBNET_LISTEN", cfg.Listen)
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func runServe(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			return err
 		}
 	}
-	return a.serve(ctx, ln, adminLn, cfg, logger)
+	return a.Serve(ctx, ln, adminLn)
 }
 
 // serverLimits bound how long a connection may take over each part of an

@@ -1,8 +1,9 @@
-package main
+package app
 
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,5 +34,18 @@ func TestReadyHandler(t *testing.T) {
 	readyHandler(map[string]pinger{"postgres": fakePinger{}}, storetest.Logger(t))(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("%d", rec.Code)
+	}
+}
+
+func TestListenAddressInUseIsAClearError(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = listen("BOBNET_LISTEN", ln.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), "BOBNET_LISTEN: "+ln.Addr().String()+" is already in use") {
+		t.Fatalf("err = %v", err)
 	}
 }

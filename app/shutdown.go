@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -21,7 +21,7 @@ const (
 	stopIntakeAtLatest = 2 * time.Second
 )
 
-// serve starts a (startup.go's start, in the reverse of the order below)
+// Serve starts a (startup.go's start, in the reverse of the order below)
 // on ln, runs it until ctx is done, then shuts down in this order, so
 // that nothing still working needs a part already stopped:
 //
@@ -42,9 +42,10 @@ const (
 //     within flushOutboxFor (what is left stays in Postgres for the next
 //     start), and the outbox stops;
 //
-// and the caller closes the pools (a.close) last. adminLn is the internal
-// listener (BOBNET_ADMIN_LISTEN), nil without one; serve closes both.
-func (a *app) serve(ctx context.Context, ln, adminLn net.Listener, cfg Config, logger *slog.Logger) error {
+// and the caller closes the pools (Close) last. adminLn is the internal
+// listener (BOBNET_ADMIN_LISTEN), nil without one; Serve closes both.
+func (a *App) Serve(ctx context.Context, ln, adminLn net.Listener) error {
+	cfg, logger := a.cfg, a.logger
 	// Every part runs under its own context, ended by the shutdown below
 	// in order, never by the signal itself (startup.go's start).
 	r := a.start(ctx, ln, adminLn, cfg, logger)

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -13,11 +13,16 @@ import (
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/planner"
-	boardrun "github.com/bobnet/bobnet/run" // main has a func run
+	boardrun "github.com/bobnet/bobnet/run" // as in initruns.go
 )
 
-// app is BobNet wired together: its HTTP handler and the engine to run.
-type app struct {
+// App is BobNet wired together: its HTTP handlers and the parts to run.
+// New builds it, Serve runs it until its context ends and shuts it down
+// in order, Close closes what New opened. `bobnet serve` (Run) and the
+// system tests start BobNet this one way.
+type App struct {
+	cfg     Config
+	logger  *slog.Logger
 	handler http.Handler
 	// admin is what the internal listener serves (BOBNET_ADMIN_LISTEN),
 	// nil without one.
@@ -30,10 +35,10 @@ type app struct {
 	runs      *boardrun.Worker
 	schedules *boardrun.Scheduler
 	clock     *scheduleClock
-	close     func()
+	closeAll  func()
 }
 
-// newApp builds BobNet, one subsystem at a time (the init*.go files), in
+// New builds BobNet, one subsystem at a time (the init*.go files), in
 // the order of their dependencies; each takes what it needs of the ones
 // before it as constructor arguments:
 //
@@ -53,11 +58,11 @@ type app struct {
 //  8. the live board feed, and the HTTP routes over all of the above.
 //
 // Nothing runs yet but the background loops of steps 4 (re-sealing Slack
-// tokens) and 8 (the feed); app.serve starts the rest (start, below) and
-// shuts it down in reverse (shutdown.go). On an error newApp
-// closes what it built, in reverse; otherwise a.close does, last.
-func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err error) {
-	if err := cfg.requireServices(true); err != nil {
+// tokens) and 8 (the feed); Serve starts the rest (start, below) and
+// shuts it down in reverse (shutdown.go). On an error New closes what it
+// built, in reverse; otherwise Close does, last.
+func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err error) {
+	if err := cfg.RequireServices(true); err != nil {
 		return nil, err
 	}
 	var closers []func()
@@ -101,11 +106,18 @@ func newApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *app, err e
 	feed, stopFeed := startLiveBoards(ctx, st.db, logger) // 8
 	closers = append(closers, stopFeed)
 	handler, admin := initHTTP(cfg, routed{stores: st, planning: p, ext: ext, hooks: hooks, slack: slackAdapter, runs: runs, feed: feed}, logger)
-	return &app{
-		handler: handler, admin: admin, engine: p.engine, model: p.model, slack: slackAdapter, matrix: matrixAdapter,
-		ext: ext, runs: runs.worker, schedules: runs.schedules, clock: runs.clock, close: closeAll,
+	return &App{
+		cfg: cfg, logger: logger, handler: handler, admin: admin, engine: p.engine, model: p.model, slack: slackAdapter, matrix: matrixAdapter,
+		ext: ext, runs: runs.worker, schedules: runs.schedules, clock: runs.clock, closeAll: closeAll,
 	}, nil
 }
+
+// Close closes what New opened (the pools, the background loops), in
+// reverse; after Serve has returned.
+func (a *App) Close() { a.closeAll() }
+
+// Handler is what the public listener serves: every route of BobNet.
+func (a *App) Handler() http.Handler { return a.handler }
 
 // running is what start started, for serve's shutdown (shutdown.go) to
 // stop in its numbered order.
@@ -145,7 +157,7 @@ type running struct {
 // (as the engine takes requests already, a slow answer delays nothing
 // but the listeners).
 // Each part runs under a context of its own, ended by the shutdown.
-func (a *app) start(ctx context.Context, ln, adminLn net.Listener, cfg Config, logger *slog.Logger) *running {
+func (a *App) start(ctx context.Context, ln, adminLn net.Listener, cfg Config, logger *slog.Logger) *running {
 	r := &running{base: context.WithoutCancel(ctx), served: make(chan error, 2)}
 	// 5. The outbox.
 	var outboxCtx context.Context

@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"bufio"
@@ -78,7 +78,7 @@ func startAppLogged(t *testing.T, env map[string]string, logger func(Config) *sl
 		vars[k] = v
 	}
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	cfg, err := loadConfig(fs, nil, func(k string) string { return vars[k] })
+	cfg, err := LoadConfig(fs, nil, func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"bytes"
@@ -62,7 +62,7 @@ func newBenchServer(b testing.TB) *benchServer {
 		"DATABASE_URL": storetest.NewDatabase(b), "REDIS_URL": os.Getenv("REDIS_URL"), "BOBNET_REDIS_PREFIX": prefix,
 		"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "BOBNET_PUBLIC_URL": "http://bobnet.bench", "BOBNET_API_TOKEN": benchToken,
 	}
-	cfg, err := loadConfig(flag.NewFlagSet("bench", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
+	cfg, err := LoadConfig(flag.NewFlagSet("bench", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"context"
@@ -128,7 +128,7 @@ func TestCallbackSecretIsRequiredAndOwn(t *testing.T) {
 			t.Parallel()
 			b := newBobNet(t, tc.file)
 			b.vars["BOBNET_CALLBACK_SECRET"] = tc.secret
-			cfg, err := loadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
+			cfg, err := LoadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
 			if err == nil {
 				var a *app
 				a, err = newApp(context.Background(), cfg, storetest.Logger(t))
@@ -143,7 +143,7 @@ func TestCallbackSecretIsRequiredAndOwn(t *testing.T) {
 	}
 	// Without callbacks the variable is not needed.
 	b := newBobNet(t, "")
-	cfg, err := loadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
+	cfg, err := LoadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"encoding/json"
@@ -173,7 +173,7 @@ func TestLogOfAFullRunHoldsNoSecret(t *testing.T) {
 		env[k] = v
 	}
 	var log lockedBuffer
-	a := startAppLogged(t, env, func(cfg Config) *slog.Logger { return newLogger(&log, cfg) })
+	a := startAppLogged(t, env, func(cfg Config) *slog.Logger { return NewLogger(&log, cfg) })
 
 	// The REST API: a wrong token, then the whole flow with the right one.
 	a.token = "wrong-token-3a4b"

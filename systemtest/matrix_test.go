@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func matrixConfig(t *testing.T, extra map[string]string) (Config, error) {
 	for k, v := range extra {
 		vars[k] = v
 	}
-	return loadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
+	return LoadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
 }
 
 func TestServeAnswersInMatrix(t *testing.T) {
@@ -130,39 +130,5 @@ func TestServeRefusesABadMatrixToken(t *testing.T) {
 	_, err = newApp(context.Background(), cfg, storetest.Logger(t))
 	if err == nil || !strings.Contains(err.Error(), "MATRIX_ACCESS_TOKEN") {
 		t.Fatalf("newApp = %v, want an error naming MATRIX_ACCESS_TOKEN", err)
-	}
-}
-
-func TestConfigMatrix(t *testing.T) {
-	t.Parallel()
-	base := map[string]string{"MATRIX_HOMESERVER": "https://matrix.example.org", "MATRIX_USER_ID": "@bobnet:example.org", "MATRIX_PASSWORD": "pw"}
-	with := func(k, v string) map[string]string {
-		env := map[string]string{k: v}
-		for bk, bv := range base {
-			if _, ok := env[bk]; !ok {
-				env[bk] = bv
-			}
-		}
-		return env
-	}
-	c, err := testConfig(t, with("MATRIX_ALLOWED_SERVERS", "example.org, partner.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(c.MatrixAllowedServers, "|") != "example.org|partner.example" {
-		t.Errorf("allowed servers = %q", c.MatrixAllowedServers)
-	}
-	for name, tc := range map[string]struct {
-		env  map[string]string
-		want string
-	}{
-		"bad user id":       {with("MATRIX_USER_ID", "bobnet"), "MATRIX_USER_ID"},
-		"bad room":          {with("MATRIX_ALLOWED_ROOMS", "#general:example.org"), "MATRIX_ALLOWED_ROOMS"},
-		"bad homeserver":    {with("MATRIX_HOMESERVER", "matrix.example.org"), "MATRIX_HOMESERVER"},
-		"no token/password": {map[string]string{"MATRIX_HOMESERVER": "https://m.example.org", "MATRIX_USER_ID": "@b:example.org"}, "MATRIX_ACCESS_TOKEN"},
-	} {
-		if _, err := testConfig(t, tc.env); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want one naming %s", name, err, tc.want)
-		}
 	}
 }

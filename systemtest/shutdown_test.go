@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"bytes"
@@ -132,7 +132,7 @@ func serveApp(t *testing.T, env map[string]string, logger *slog.Logger) *servedA
 		t.Cleanup(func() { _ = adminLn.Close() }) // serve closes it; this is for a failed start
 		vars["BOBNET_ADMIN_LISTEN"] = adminLn.Addr().String()
 	}
-	cfg, err := loadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
+	cfg, err := LoadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"bytes"
@@ -143,7 +143,7 @@ func (b *bobnet) boot(t *testing.T) {
 	}
 	b.url = "http://" + ln.Addr().String()
 	b.vars["BOBNET_PUBLIC_URL"] = b.url
-	cfg, err := loadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
+	cfg, err := LoadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestBadHooksFileStopsStartNamingTheSetting(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := newBobNet(t, tc.file)
-			cfg, err := loadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
+			cfg, err := LoadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
 			if err != nil {
 				t.Fatal(err)
 			}
