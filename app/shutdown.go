@@ -15,7 +15,7 @@ import (
 // (the Helm chart's terminationGracePeriodSeconds); the engine's flush of
 // queued messages (bot.Config.FlushTimeout, 10 s) comes between them.
 const (
-	drainHTTPFor       = 10 * time.Second
+	DrainHTTPFor       = 10 * time.Second
 	finishAdaptersFor  = 5 * time.Second
 	flushOutboxFor     = 3 * time.Second
 	stopIntakeAtLatest = 2 * time.Second
@@ -30,7 +30,7 @@ const (
 //     requests, no new event streams, no new scrapes on the admin
 //     listener);
 //  2. drain HTTP: requests in flight on both listeners finish, within
-//     drainHTTPFor; event streams end at once (their requests' base
+//     DrainHTTPFor; event streams end at once (their requests' base
 //     context is cancelled);
 //  3. finish the adapters' work: Slack decisions started after their ack
 //     and Matrix reactions being handled, within finishAdaptersFor;
@@ -61,7 +61,7 @@ func (a *App) Serve(ctx context.Context, ln, adminLn net.Listener) error {
 	r.stopIntake()
 	waitGroupFor(&r.intakes, stopIntakeAtLatest, logger, "chat intake still stopping")
 	// 2. Drain HTTP, on both listeners at once.
-	drain, cancelDrain := context.WithTimeout(r.base, drainHTTPFor)
+	drain, cancelDrain := context.WithTimeout(r.base, DrainHTTPFor)
 	var drains sync.WaitGroup
 	if r.adminSrv != nil {
 		drains.Go(func() { shutdownServer(drain, r.adminSrv, logger, "admin") })
@@ -108,7 +108,7 @@ func (a *App) Serve(ctx context.Context, ln, adminLn net.Listener) error {
 // shutdownServer drains srv within ctx, then closes what still runs.
 func shutdownServer(ctx context.Context, srv *http.Server, logger *slog.Logger, which string) {
 	if err := srv.Shutdown(ctx); err != nil {
-		logger.Warn("HTTP requests still running after the drain time; closing them", "listener", which, "err", err, "drain", drainHTTPFor)
+		logger.Warn("HTTP requests still running after the drain time; closing them", "listener", which, "err", err, "drain", DrainHTTPFor)
 		_ = srv.Close()
 	}
 }

@@ -18,7 +18,7 @@ import (
 // checked as a plan's is (a NUL is a 400 naming it, not a 503).
 func TestAppHardening(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"BOBNET_API_TOKEN": "tok-apisec"})
+	a := start(t, withEnv(map[string]string{"BOBNET_API_TOKEN": "tok-apisec"}))
 	var accepted struct {
 		RequestID string `json:"request_id"`
 	}
@@ -99,7 +99,7 @@ func TestAppHardening(t *testing.T) {
 // stays pending until alice approves it as herself.
 func TestBoundTokenCannotApproveAsAnother(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"BOBNET_API_TOKEN": "tok-boot", "BOBNET_ANY_MEMBER_DECIDES": "true"})
+	a := start(t, withEnv(map[string]string{"BOBNET_API_TOKEN": "tok-boot", "BOBNET_ANY_MEMBER_DECIDES": "true"}))
 	db, err := store.Open(context.Background(), a.DB, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)

@@ -5,116 +5,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/signing"
-	"github.com/bobnet/bobnet/store/storetest"
 )
-
-// testApp is the whole of BobNet on real Postgres and Redis, with the
-// scripted model, served by httptest.
-type testApp struct {
-	URL   string
-	Model *plannertest.Server
-	DB    string // the app's own DATABASE_URL
-	token string
-	// stop shuts the app down as a restart does (HTTP, engine, pools);
-	// the test's cleanup calls it too.
-	stop func()
-}
-
-func startApp(t *testing.T, env map[string]string) *testApp {
-	t.Helper()
-	return startAppLogged(t, env, nil)
-}
-
-// startAppLogged is startApp with the logger logger makes from the
-// configuration (nil: the tests' quiet logger).
-func startAppLogged(t *testing.T, env map[string]string, logger func(Config) *slog.Logger) *testApp {
-	t.Helper()
-	model := plannertest.NewServer(t)
-	plan := plannertest.NewspaperPlan(t)
-	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
-	var handler http.Handler = http.NotFoundHandler()
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	// As in serve: closing ends the event streams, which would
-	// otherwise hold Close until their browsers go.
-	base, endStreams := context.WithCancel(context.Background())
-	srv.Config.BaseContext = func(net.Listener) context.Context { return base }
-	srv.Start()
-	var stopHTTP sync.Once
-	closeHTTP := func() {
-		stopHTTP.Do(func() {
-			endStreams()
-			srv.Close()
-		})
-	}
-	t.Cleanup(closeHTTP)
-	bottest.Redis(t) // skips without REDIS_URL
-	vars := map[string]string{
-		"DATABASE_URL":        storetest.NewDatabase(t),
-		"REDIS_URL":           os.Getenv("REDIS_URL"),
-		"BOBNET_REDIS_PREFIX": bottest.Prefix(),
-		"OPENAI_BASE_URL":     model.URL(),
-		"BOBNET_PUBLIC_URL":   srv.URL,
-		"BOBNET_MODEL":        "test-model",
-	}
-	for k, v := range env {
-		vars[k] = v
-	}
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	cfg, err := LoadConfig(fs, nil, func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := storetest.Logger(t)
-	if logger != nil {
-		log = logger(cfg)
-	}
-	a, err := newApp(context.Background(), cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	handler = a.handler
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = a.engine.Run(ctx)
-	}()
-	runsDone := make(chan struct{})
-	go func() {
-		defer close(runsDone)
-		_ = a.runs.Run(ctx)
-	}()
-	var stopApp sync.Once
-	stop := func() {
-		closeHTTP()
-		stopApp.Do(func() {
-			cancel()
-			<-runsDone
-			<-done
-			a.close()
-		})
-	}
-	t.Cleanup(stop)
-	return &testApp{URL: srv.URL, Model: model, DB: vars["DATABASE_URL"], token: vars["BOBNET_API_TOKEN"], stop: stop}
-}
 
 // call sends a JSON request and decodes the JSON answer into out.
 func (a *testApp) call(t *testing.T, method, path string, body any, out any) int {
@@ -227,7 +127,7 @@ func (a *testApp) events(t *testing.T, channel string) <-chan sseEvent {
 
 func TestAPIEndToEnd(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, nil)
+	a := start(t)
 	events := a.events(t, "general")
 
 	var accepted struct {
@@ -344,7 +244,7 @@ func TestAPIEndToEnd(t *testing.T) {
 
 func TestAPIRejectsBadInput(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"BOBNET_ADMINS": "root"})
+	a := start(t, withEnv(map[string]string{"BOBNET_ADMINS": "root"}))
 	var accepted struct {
 		RequestID string `json:"request_id"`
 	}
@@ -391,7 +291,7 @@ func TestAPIRejectsBadInput(t *testing.T) {
 
 func TestAPIToken(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"BOBNET_API_TOKEN": "tok-123"})
+	a := start(t, withEnv(map[string]string{"BOBNET_API_TOKEN": "tok-123"}))
 	var out struct{ Error string }
 	a.token = ""
 	if code := a.call(t, "GET", "/api/v1/requests/r1", nil, &out); code != http.StatusUnauthorized || !strings.Contains(out.Error, "BOBNET_API_TOKEN") {
@@ -413,7 +313,7 @@ func TestAPIToken(t *testing.T) {
 
 func TestModelUnreachableNamesTheSetting(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"})
+	a := start(t, withEnv(map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}))
 	var accepted struct {
 		RequestID string `json:"request_id"`
 	}
@@ -433,7 +333,7 @@ func TestModelUnreachableNamesTheSetting(t *testing.T) {
 
 func TestSlackIsServedWhenConfigured(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "shh", "SLACK_API_URL": "http://127.0.0.1:1/api/"})
+	a := start(t, withEnv(map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "shh", "SLACK_API_URL": "http://127.0.0.1:1/api/"}))
 	body := `{"type":"url_verification","challenge":"c-42"}`
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	send := func(sig string) (int, string) {

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bobnet/bobnet/app"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
@@ -56,45 +55,20 @@ type benchServer struct {
 
 func newBenchServer(b testing.TB) *benchServer {
 	b.Helper()
-	bottest.Redis(b)
 	prefix := bottest.Prefix()
-	vars := map[string]string{
-		"DATABASE_URL": storetest.NewDatabase(b), "REDIS_URL": os.Getenv("REDIS_URL"), "BOBNET_REDIS_PREFIX": prefix,
-		"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "BOBNET_PUBLIC_URL": "http://bobnet.bench", "BOBNET_API_TOKEN": benchToken,
-	}
-	cfg, err := LoadConfig(flag.NewFlagSet("bench", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
-	if err != nil {
-		b.Fatal(err)
-	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := newApp(context.Background(), cfg, logger)
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The engine runs as serve runs it, and stops as serve stops it:
-	// the server first, then the engine, which waits for the work a
-	// decision leaves after its answer (recording it in Redis, the
-	// announcement), then the pools. Closed under that work, the Redis
-	// client logged into the benchmark's output and cut its result line.
-	ctx, cancel := context.WithCancel(context.Background())
-	engineDone := make(chan struct{})
-	go func() {
-		defer close(engineDone)
-		_ = a.engine.Run(ctx)
-	}()
-	srv := httptest.NewServer(a.handler)
-	b.Cleanup(func() {
-		srv.Close()
-		cancel()
-		<-engineDone
-		a.close()
-	})
-	store, err := store.Open(context.Background(), vars["DATABASE_URL"], logger)
+	// Served as serve serves it, and stopped as serve stops it: the
+	// server first, then the engine, which waits for the work a decision
+	// leaves after its answer (recording it in Redis, the announcement),
+	// then the pools. Closed under that work, the Redis client logged
+	// into the benchmark's output and cut its result line.
+	a := start(b, withEnv(map[string]string{"BOBNET_REDIS_PREFIX": prefix, "BOBNET_API_TOKEN": benchToken}), withLogger(func(app.Config) *slog.Logger { return logger }))
+	store, err := store.Open(context.Background(), a.DB, logger)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(store.Close)
-	return &benchServer{url: srv.URL, store: store, proposal: redisstore.NewInFlight(bottest.Redis(b), prefix),
+	return &benchServer{url: a.URL, store: store, proposal: redisstore.NewInFlight(bottest.Redis(b), prefix),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}
 }
 

@@ -54,7 +54,7 @@ func dragTo(t *testing.T, browser context.Context, cardID, status string, drop b
 func TestDragCardsOnTheBoardPage(t *testing.T) {
 	t.Parallel()
 	browser := webtest.Browser(t)
-	a := startApp(t, map[string]string{"BOBNET_API_TOKEN": "test-token"})
+	a := start(t, withEnv(map[string]string{"BOBNET_API_TOKEN": "test-token"}))
 	var sub struct {
 		RequestID string `json:"request_id"`
 	}

@@ -128,9 +128,9 @@ func TestMoveCardsEverywhere(t *testing.T) {
 	t.Parallel()
 	browser := webtest.Browser(t)
 	sink := newSlackSink(t)
-	a := startApp(t, map[string]string{
+	a := start(t, withEnv(map[string]string{
 		"BOBNET_API_TOKEN": "test-token", "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "shh", "SLACK_API_URL": sink.srv.URL + "/api/",
-	})
+	}))
 	ctx := context.Background()
 
 	// The newspaper board, approved in the console and shared with a

@@ -1,9 +1,7 @@
 package systemtest
 
 import (
-	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook/outbox/outboxtest"
 	"github.com/bobnet/bobnet/signing"
-	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // callbacksFile sends both hooks' callbacks to url without a secret of
@@ -52,7 +49,7 @@ func TestCallbacksVerifyWithTheOfficialLibrary(t *testing.T) {
 	b.vars["BOBNET_CALLBACK_SECRET"] = callbackSecret
 	b.boot(t)
 
-	body, _ := os.ReadFile(filepath.Join("..", "..", "testdata", "webhook", "github-issues-labeled.json"))
+	body, _ := os.ReadFile(filepath.Join("..", "testdata", "webhook", "github-issues-labeled.json"))
 	h := http.Header{}
 	h.Set("X-GitHub-Event", "issues")
 	h.Set("X-GitHub-Delivery", "node-1")
@@ -128,14 +125,8 @@ func TestCallbackSecretIsRequiredAndOwn(t *testing.T) {
 			t.Parallel()
 			b := newBobNet(t, tc.file)
 			b.vars["BOBNET_CALLBACK_SECRET"] = tc.secret
-			cfg, err := LoadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
-			if err == nil {
-				var a *app
-				a, err = newApp(context.Background(), cfg, storetest.Logger(t))
-				if a != nil {
-					a.close()
-				}
-			}
+			var err error
+			start(t, withEnv(b.vars), startFails(&err))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("start = %v, want %q", err, tc.want)
 			}
@@ -143,13 +134,9 @@ func TestCallbackSecretIsRequiredAndOwn(t *testing.T) {
 	}
 	// Without callbacks the variable is not needed.
 	b := newBobNet(t, "")
-	cfg, err := LoadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := newApp(context.Background(), cfg, storetest.Logger(t))
+	var err error
+	start(t, withEnv(b.vars), startFails(&err))
 	if err != nil {
 		t.Fatalf("no callbacks, no BOBNET_CALLBACK_SECRET: %v", err)
 	}
-	a.close()
 }

@@ -59,7 +59,7 @@ func waitFor(t *testing.T, ctx context.Context, what, expr string) {
 func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
 	ctx := webtest.Browser(t)
-	a := startApp(t, nil)
+	a := start(t)
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/c/newsroom"), chromedp.WaitVisible(chromedp.CSS("#text"))); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 func TestConsoleCommandsInBrowser(t *testing.T) {
 	t.Parallel()
 	ctx := webtest.Browser(t)
-	a := startApp(t, nil)
+	a := start(t)
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/c/commands"), chromedp.WaitVisible(chromedp.CSS("#text"))); err != nil {
 		t.Fatal(err)

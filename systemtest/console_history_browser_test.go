@@ -22,7 +22,7 @@ func TestConsoleRemembersAcrossARestart(t *testing.T) {
 	t.Parallel()
 	ctx := webtest.Browser(t)
 	env := map[string]string{"DATABASE_URL": storetest.NewDatabase(t), "BOBNET_REDIS_PREFIX": bottest.Prefix()}
-	first := startApp(t, env)
+	first := start(t, withEnv(env))
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(first.URL+"/c/newsroom"), chromedp.WaitVisible(chromedp.CSS("#text"))); err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestConsoleRemembersAcrossARestart(t *testing.T) {
 
 	// Restart BobNet on the same database and Redis.
 	first.stop()
-	second := startApp(t, env)
+	second := start(t, withEnv(env))
 	if err := chromedp.Do(ctx, chromedp.Navigate(second.URL+"/c/newsroom"), chromedp.WaitVisible(chromedp.CSS("#text"))); err != nil {
 		t.Fatal(err)
 	}

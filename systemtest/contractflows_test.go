@@ -107,7 +107,7 @@ func TestContractMainFlows(t *testing.T) {
 	}
 
 	// Hooks: accepted, redelivered, ignored, unsigned, unknown, not JSON.
-	form, _ := os.ReadFile(filepath.Join("..", "..", "testdata", "webhook", "generic-text.json"))
+	form, _ := os.ReadFile(filepath.Join("..", "testdata", "webhook", "generic-text.json"))
 	std, _ := signing.StandardHeaders(formsSecret, "msg_contract_1", time.Now(), form)
 	hook := func(name string, h http.Header, body []byte) (int, map[string]any) {
 		t.Helper()

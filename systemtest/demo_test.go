@@ -19,13 +19,13 @@ import (
 // articles rendered.
 func TestDemoMorningEdition(t *testing.T) {
 	t.Parallel()
-	m, err := demomodel.Load("../../testdata/plans", "../../testdata/demo/articles")
+	m, err := demomodel.Load("../testdata/plans", "../testdata/demo/articles")
 	if err != nil {
 		t.Fatal(err)
 	}
 	model := httptest.NewServer(m)
 	t.Cleanup(model.Close)
-	a := startApp(t, map[string]string{"OPENAI_BASE_URL": model.URL + "/v1", "BOBNET_MODEL": demomodel.Name})
+	a := start(t, withEnv(map[string]string{"OPENAI_BASE_URL": model.URL + "/v1", "BOBNET_MODEL": demomodel.Name}))
 
 	var accepted struct {
 		RequestID string `json:"request_id"`

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -90,11 +89,7 @@ outbound:
 	b.vars["BOBNET_HOOK_SECRETS"] += ",tool=" + toolSecret
 	b.vars["BOBNET_CALLBACK_SECRET"] = callbackSecret
 	b.vars["BOBNET_PROFILES_DIR"] = toolProfilesDir(t)
-	b.boot(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = b.app.runs.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	b.boot(t) // its runs' worker hands the tool's cards to the hook
 
 	status, msg := b.api(t, bootstrap, "POST", "/api/v1/channels/newsroom/messages", map[string]string{"user": "alice", "text": "plan our daily research newspaper"})
 	if status != http.StatusAccepted {

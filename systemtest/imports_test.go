@@ -202,7 +202,7 @@ func importViolations(root string, rules []importRule) (violations []string, pac
 
 func moduleRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}

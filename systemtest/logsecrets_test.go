@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bobnet/bobnet/app"
 	"github.com/bobnet/bobnet/signing"
 	"github.com/bobnet/bobnet/store/storetest"
 )
@@ -173,7 +174,7 @@ func TestLogOfAFullRunHoldsNoSecret(t *testing.T) {
 		env[k] = v
 	}
 	var log lockedBuffer
-	a := startAppLogged(t, env, func(cfg Config) *slog.Logger { return NewLogger(&log, cfg) })
+	a := start(t, withEnv(env), withLogger(func(cfg app.Config) *slog.Logger { return app.NewLogger(&log, cfg) }))
 
 	// The REST API: a wrong token, then the whole flow with the right one.
 	a.token = "wrong-token-3a4b"

@@ -4,21 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"flag"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 	"maunium.net/go/mautrix/synapseadmin"
-
-	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/planner/plannertest"
-	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // registerMatrix creates an account on the test homeserver, skipping
@@ -46,42 +40,14 @@ func registerMatrix(t *testing.T, prefix string) (*mautrix.Client, string) {
 	return cli, password
 }
 
-func matrixConfig(t *testing.T, extra map[string]string) (Config, error) {
-	model := plannertest.NewServer(t)
-	plan := plannertest.NewspaperPlan(t)
-	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
-	bottest.Redis(t)
-	vars := map[string]string{
-		"DATABASE_URL": storetest.NewDatabase(t), "REDIS_URL": os.Getenv("REDIS_URL"), "BOBNET_REDIS_PREFIX": bottest.Prefix(),
-		"OPENAI_BASE_URL": model.URL(), "BOBNET_MODEL": "test-model",
-	}
-	for k, v := range extra {
-		vars[k] = v
-	}
-	return LoadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
-}
-
 func TestServeAnswersInMatrix(t *testing.T) {
 	botCli, password := registerMatrix(t, "bobnet-")
 	alice, _ := registerMatrix(t, "alice-")
-	cfg, err := matrixConfig(t, map[string]string{
+	// Serve runs Matrix's sync as its intake: the bot joins the room it
+	// is invited to and answers there.
+	start(t, withEnv(map[string]string{
 		"MATRIX_HOMESERVER": os.Getenv("MATRIX_TEST_HOMESERVER"), "MATRIX_USER_ID": string(botCli.UserID), "MATRIX_PASSWORD": password,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := newApp(context.Background(), cfg, storetest.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.matrix == nil {
-		t.Fatal("MATRIX_* set but the Matrix adapter is off")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	engineDone, matrixDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(engineDone); _ = a.engine.Run(ctx) }()
-	go func() { defer close(matrixDone); runMatrix(ctx, a.matrix, storetest.Logger(t)) }()
-	t.Cleanup(func() { cancel(); <-matrixDone; <-engineDone; a.matrix.Close(); a.close() })
+	}))
 
 	cctx, ccancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer ccancel()
@@ -121,14 +87,11 @@ func TestServeAnswersInMatrix(t *testing.T) {
 
 func TestServeRefusesABadMatrixToken(t *testing.T) {
 	botCli, _ := registerMatrix(t, "bobnet-")
-	cfg, err := matrixConfig(t, map[string]string{
+	var err error
+	start(t, withEnv(map[string]string{
 		"MATRIX_HOMESERVER": os.Getenv("MATRIX_TEST_HOMESERVER"), "MATRIX_USER_ID": string(botCli.UserID), "MATRIX_ACCESS_TOKEN": "not-a-token",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = newApp(context.Background(), cfg, storetest.Logger(t))
+	}), startFails(&err))
 	if err == nil || !strings.Contains(err.Error(), "MATRIX_ACCESS_TOKEN") {
-		t.Fatalf("newApp = %v, want an error naming MATRIX_ACCESS_TOKEN", err)
+		t.Fatalf("start = %v, want an error naming MATRIX_ACCESS_TOKEN", err)
 	}
 }

@@ -50,7 +50,7 @@ func (a *testApp) scrape(t *testing.T) map[string]float64 {
 // BobNet's own series from /metrics.
 func TestMetricsAfterAnEndToEndRun(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"BOBNET_USER_RATE": "3/1h"})
+	a := start(t, withEnv(map[string]string{"BOBNET_USER_RATE": "3/1h"}))
 	propose := func() string {
 		var accepted struct {
 			RequestID string `json:"request_id"`

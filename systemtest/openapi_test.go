@@ -30,9 +30,8 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	b := newBobNet(t, hooksFile(rc.srv.URL))
 	b.vars["SLACK_BOT_TOKEN"], b.vars["SLACK_SIGNING_SECRET"] = "xoxb-test", "slack-secret"
 	b.boot(t)
-	a := b.app
 	methods := map[string][]string{}
-	err := chi.Walk(a.handler.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+	err := chi.Walk(b.app.App.Handler().(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		route = strings.Replace(route, "/*", "/{path}", 1)
 		methods[route] = append(methods[route], method)
 		return nil

@@ -67,7 +67,7 @@ func TestRedisOutageAndRecovery(t *testing.T) {
 	rs := &redisServer{port: freePort(t), dir: t.TempDir()}
 	rs.start(t)
 	t.Cleanup(rs.stop)
-	a := startApp(t, map[string]string{"REDIS_URL": fmt.Sprintf("redis://127.0.0.1:%d/0", rs.port)})
+	a := start(t, withEnv(map[string]string{"REDIS_URL": fmt.Sprintf("redis://127.0.0.1:%d/0", rs.port)}))
 	post := func() (int, string) {
 		var out struct {
 			Error     string
@@ -184,7 +184,7 @@ func TestPostgresOutageAndRecovery(t *testing.T) {
 	}
 	proxy := newTCPProxy(t, dbURL.Host)
 	dbURL.Host = proxy.addr
-	a := startApp(t, map[string]string{"DATABASE_URL": dbURL.String(), "BOBNET_RECLAIM_IDLE": "3s"})
+	a := start(t, withEnv(map[string]string{"DATABASE_URL": dbURL.String(), "BOBNET_RECLAIM_IDLE": "3s"}))
 	submit := func() string {
 		var out struct {
 			RequestID string `json:"request_id"`

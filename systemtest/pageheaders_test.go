@@ -17,7 +17,7 @@ var pageHeaders = []string{"Content-Type", "Content-Security-Policy", "X-Frame-O
 // route's headers fails here.
 func TestPageSecurityHeaders(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"SLACK_CLIENT_ID": "1234.5678", "SLACK_CLIENT_SECRET": "cs", "SLACK_SIGNING_SECRET": "ss", "BOBNET_ENCRYPTION_KEY": randomKey()})
+	a := start(t, withEnv(map[string]string{"SLACK_CLIENT_ID": "1234.5678", "SLACK_CLIENT_SECRET": "cs", "SLACK_SIGNING_SECRET": "ss", "BOBNET_ENCRYPTION_KEY": randomKey()}))
 	var accepted struct {
 		RequestID string `json:"request_id"`
 	}

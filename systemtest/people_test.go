@@ -18,7 +18,7 @@ import (
 // changes nothing. The board page shows a person by a readable label.
 func TestAssignPeopleOverAPI(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"BOBNET_API_TOKEN": "test-token"})
+	a := start(t, withEnv(map[string]string{"BOBNET_API_TOKEN": "test-token"}))
 	code, approved := a.approve(t, a.propose(t, "newsroom", "alice"), "alice")
 	if code != http.StatusOK {
 		t.Fatalf("approve: %d %+v", code, approved)

@@ -43,7 +43,7 @@ func startPolicyApp(t *testing.T) *testApp {
 	if err := os.WriteFile(path, []byte(testPolicyFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return startApp(t, map[string]string{"BOBNET_POLICY_FILE": path})
+	return start(t, withEnv(map[string]string{"BOBNET_POLICY_FILE": path}))
 }
 
 // propose asks for the newspaper plan in channel as user and returns the

@@ -32,7 +32,7 @@ const changePlan = `{"kind":"propose_actions","answer":"Research marked done; a 
 func TestConsolePreviewShowsWhatIsApproved(t *testing.T) {
 	t.Parallel()
 	ctx := webtest.Browser(t)
-	a := startApp(t, nil)
+	a := start(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/c/previews"), chromedp.WaitVisible(chromedp.CSS("#text"))); err != nil {
 		t.Fatal(err)
 	}

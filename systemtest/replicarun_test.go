@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -54,10 +53,7 @@ func modelProfilesDir(t *testing.T) string {
 func TestReplicaKilledMidRun(t *testing.T) {
 	t.Parallel()
 	bottest.Redis(t)
-	bin := filepath.Join(t.TempDir(), "bobnet")
-	if out, err := exec.Command("go", "build", "-tags", "goolm", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBobnet(t)
 	model := plannertest.NewServer(t)
 	plan := plannertest.NewspaperPlan(t)
 	var mu sync.Mutex

@@ -157,10 +157,7 @@ func countRows(t *testing.T, pool *pgxpool.Pool, q string, args ...any) int {
 func TestTwoReplicas(t *testing.T) {
 	t.Parallel()
 	bottest.Redis(t)
-	bin := filepath.Join(t.TempDir(), "bobnet")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBobnet(t)
 	model := plannertest.NewServer(t)
 	plan := plannertest.NewspaperPlan(t)
 	var delay atomic.Int64

@@ -31,7 +31,7 @@ type reviewJSON struct {
 // card's announcements decide it, and the buttons give way to who decided.
 func TestConsoleReviewButtons(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, nil)
+	a := start(t)
 	events := a.events(t, "newsroom")
 	var sub struct {
 		RequestID string `json:"request_id"`

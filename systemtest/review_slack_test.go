@@ -148,10 +148,10 @@ func TestSlackReviewButtons(t *testing.T) {
 	if err := os.WriteFile(policy, []byte(reviewPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := startApp(t, map[string]string{
+	a := start(t, withEnv(map[string]string{
 		"BOBNET_API_TOKEN": "test-token", "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "shh", "SLACK_API_URL": sink.srv.URL + "/api/",
 		"BOBNET_POLICY_FILE": policy,
-	})
+	}))
 	ctx := context.Background()
 	store, err := store.Open(ctx, a.DB, storetest.Logger(t))
 	if err != nil {

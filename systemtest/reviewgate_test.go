@@ -23,7 +23,7 @@ import (
 // stays in Review, and the run goes on; a decider's review moves it.
 func TestReviewsCannotBeSkippedThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"BOBNET_API_TOKEN": "tok-boot"})
+	a := start(t, withEnv(map[string]string{"BOBNET_API_TOKEN": "tok-boot"}))
 	ctx := context.Background()
 	_, run, id := runToReview(t, a)
 	cardIn := func(handle string) (string, string) { return runCard(t, a, run.ID, handle) }
@@ -142,7 +142,7 @@ func runCard(t *testing.T, a *testApp, run, handle string) (id, status string) {
 func TestDraggingACardInReviewOnTheBoardPage(t *testing.T) {
 	t.Parallel()
 	browser := webtest.Browser(t)
-	a := startApp(t, map[string]string{"BOBNET_API_TOKEN": "tok-boot"})
+	a := start(t, withEnv(map[string]string{"BOBNET_API_TOKEN": "tok-boot"}))
 	boardID, run, news1 := runToReview(t, a)
 	if err := chromedp.Do(browser, chromedp.Navigate(a.URL+"/")); err != nil {
 		t.Fatal(err)

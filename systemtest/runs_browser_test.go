@@ -40,7 +40,7 @@ type runJSON struct {
 func TestRunTheNewspaperFromTheBoardPage(t *testing.T) {
 	t.Parallel()
 	browser := webtest.Browser(t)
-	a := startApp(t, map[string]string{"BOBNET_API_TOKEN": "test-token"})
+	a := start(t, withEnv(map[string]string{"BOBNET_API_TOKEN": "test-token"}))
 	plan := plannertest.NewspaperPlan(t)
 	a.Model.Handle(func(req openai.ChatCompletionRequest) plannertest.Reply {
 		if user := plannertest.LastUserMessage(req); strings.HasPrefix(user, "Card NEWS-") {

@@ -19,9 +19,9 @@ import (
 func TestRunsFromSlackCommands(t *testing.T) {
 	t.Parallel()
 	sink := newSlackSink(t)
-	a := startApp(t, map[string]string{
+	a := start(t, withEnv(map[string]string{
 		"BOBNET_API_TOKEN": "test-token", "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "shh", "SLACK_API_URL": sink.srv.URL + "/api/",
-	})
+	}))
 	ctx := context.Background()
 	var sub struct {
 		RequestID string `json:"request_id"`

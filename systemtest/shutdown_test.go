@@ -2,16 +2,12 @@ package systemtest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"flag"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,12 +16,8 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/app"
 	"github.com/bobnet/bobnet/signing"
-	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // slowSlack is a Slack Web API that takes delay over every call and keeps
@@ -88,83 +80,6 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
-}
-
-// servedApp is BobNet run as `bobnet serve` runs it, on a listener of the
-// test's; stop cancels the serve context as SIGTERM does and returns once
-// serve has returned and the pools are closed.
-type servedApp struct {
-	URL string
-	// AdminURL is the admin listener's, when env asked for one.
-	AdminURL string
-	stop     func() error
-}
-
-func serveApp(t *testing.T, env map[string]string, logger *slog.Logger) *servedApp {
-	t.Helper()
-	bottest.Redis(t) // skips without REDIS_URL
-	model := plannertest.NewServer(t)
-	plan := plannertest.NewspaperPlan(t)
-	model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	vars := map[string]string{
-		"DATABASE_URL":        storetest.NewDatabase(t),
-		"REDIS_URL":           os.Getenv("REDIS_URL"),
-		"BOBNET_REDIS_PREFIX": bottest.Prefix(),
-		"OPENAI_BASE_URL":     model.URL(),
-		"BOBNET_PUBLIC_URL":   base,
-		"BOBNET_MODEL":        "test-model",
-	}
-	for k, v := range env {
-		vars[k] = v
-	}
-	// BOBNET_ADMIN_LISTEN in env (whatever its value) asks for an admin
-	// listener, on a free port of the test's.
-	var adminLn net.Listener
-	if _, ok := env["BOBNET_ADMIN_LISTEN"]; ok {
-		if adminLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = adminLn.Close() }) // serve closes it; this is for a failed start
-		vars["BOBNET_ADMIN_LISTEN"] = adminLn.Addr().String()
-	}
-	cfg, err := LoadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := newApp(context.Background(), cfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		defer a.close()
-		done <- a.serve(ctx, ln, adminLn, cfg, logger)
-	}()
-	var once sync.Once
-	var serveErr error
-	stop := func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case serveErr = <-done:
-			case <-time.After(time.Minute):
-				t.Error("serve did not return within a minute of the signal")
-			}
-		})
-		return serveErr
-	}
-	t.Cleanup(func() { _ = stop() })
-	served := &servedApp{URL: base, stop: stop}
-	if adminLn != nil {
-		served.AdminURL = "http://" + adminLn.Addr().String()
-	}
-	return served
 }
 
 // signedHeader is the header of body signed as Slack signs it, and body.
@@ -248,7 +163,7 @@ func TestShutdownPostsDecisionsInFlight(t *testing.T) {
 	sink := newSlowSlack(t)
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	a := serveApp(t, map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "shh", "SLACK_API_URL": sink.srv.URL + "/api/"}, logger)
+	a := start(t, withEnv(map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "shh", "SLACK_API_URL": sink.srv.URL + "/api/"}), withLogger(func(app.Config) *slog.Logger { return logger }))
 
 	const n = 4
 	for i := range n {
@@ -323,8 +238,8 @@ func TestShutdownPostsDecisionsInFlight(t *testing.T) {
 	default:
 		t.Error("the event stream is still open after serve returned")
 	}
-	if took := time.Since(begin); took >= drainHTTPFor {
-		t.Errorf("the shutdown took %v: something held the HTTP drain to its %v limit", took, drainHTTPFor)
+	if took := time.Since(begin); took >= app.DrainHTTPFor {
+		t.Errorf("the shutdown took %v: something held the HTTP drain to its %v limit", took, app.DrainHTTPFor)
 	}
 
 	approved := map[string]bool{}

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,10 +30,7 @@ const shutdownGrace = 30 * time.Second
 func TestSIGTERMWithRedisAndPostgresGone(t *testing.T) {
 	t.Parallel()
 	bottest.Redis(t) // the services are there to test with
-	bin := filepath.Join(t.TempDir(), "bobnet")
-	if out, err := exec.Command("go", "build", "-tags", "goolm", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBobnet(t)
 	rs := &redisServer{port: freePort(t), dir: t.TempDir()}
 	rs.start(t)
 	t.Cleanup(rs.stop)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"flag"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -52,23 +50,12 @@ func TestSlackOAuthServeReseals(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": db, "SLACK_CLIENT_ID": "1234.5678", "SLACK_CLIENT_SECRET": "cs", "SLACK_SIGNING_SECRET": "ss", "BOBNET_ENCRYPTION_KEY": newKey}
 
 	// The old key forgotten: serve does not start.
-	vars := map[string]string{"REDIS_URL": os.Getenv("REDIS_URL"), "BOBNET_REDIS_PREFIX": bottest.Prefix()}
-	for k, v := range env {
-		vars[k] = v
-	}
-	cfg, err := LoadConfig(flag.NewFlagSet("t", flag.ContinueOnError), nil, func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a, err := newApp(context.Background(), cfg, storetest.Logger(t)); err == nil || !strings.Contains(err.Error(), "BOBNET_ENCRYPTION_KEYS_OLD") {
-		if a != nil {
-			a.close()
-		}
+	if start(t, withEnv(env), startFails(&err)); err == nil || !strings.Contains(err.Error(), "BOBNET_ENCRYPTION_KEYS_OLD") {
 		t.Fatalf("started without the key the installation was sealed with: %v", err)
 	}
 
 	env["BOBNET_ENCRYPTION_KEYS_OLD"] = oldKey
-	app := startApp(t, env)
+	app := start(t, withEnv(env))
 	newBox, _ := secretbox.New(newKey)
 	in, err := store.SlackInstallations(newBox).Installation(context.Background(), "T_A")
 	if err != nil || in.BotToken != "xoxb-old-sealed" || in.RefreshToken != "xoxe-1-r" {

@@ -14,7 +14,7 @@ import (
 // BOBNET_STREAMS_PER_CALLER and BOBNET_STREAMS set the event stream caps.
 func TestStreamCapsAreSettings(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"BOBNET_STREAMS_PER_CALLER": "1", "BOBNET_STREAMS": "2"})
+	a := start(t, withEnv(map[string]string{"BOBNET_STREAMS_PER_CALLER": "1", "BOBNET_STREAMS": "2"}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Callers without a token are told apart by address: the loopback
@@ -45,7 +45,7 @@ func TestStreamCapsAreSettings(t *testing.T) {
 func TestConsoleRetriesARefusedStream(t *testing.T) {
 	t.Parallel()
 	browser := webtest.Browser(t)
-	a := startApp(t, map[string]string{"BOBNET_STREAMS_PER_CALLER": "1"})
+	a := start(t, withEnv(map[string]string{"BOBNET_STREAMS_PER_CALLER": "1"}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", a.URL+"/api/v1/channels/other/events", nil)

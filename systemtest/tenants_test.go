@@ -60,11 +60,11 @@ func startTwoWorkspaces(t *testing.T) (*testApp, *reviewSlack) {
 			t.Fatal(err)
 		}
 	}
-	a := startApp(t, map[string]string{
+	a := start(t, withEnv(map[string]string{
 		"DATABASE_URL": db, "BOBNET_API_TOKEN": adminToken,
 		"SLACK_CLIENT_ID": "1234.5678", "SLACK_CLIENT_SECRET": "cs", "SLACK_SIGNING_SECRET": "shh", "BOBNET_ENCRYPTION_KEY": key,
 		"SLACK_API_URL": sink.srv.URL + "/api/",
-	})
+	}))
 	plan := plannertest.NewspaperPlan(t)
 	a.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply {
 		return plannertest.Reply{Content: plan, Tokens: tokensPerCall}
@@ -225,7 +225,7 @@ func TestMetricsNameNoTenant(t *testing.T) {
 // token and to a token with admin; a bad channel is a 400 that says why.
 func TestUsageAndMetricsNeedTheAdminScope(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"BOBNET_API_TOKEN": adminToken})
+	a := start(t, withEnv(map[string]string{"BOBNET_API_TOKEN": adminToken}))
 	ctx := context.Background()
 	db, err := store.Open(ctx, a.DB, storetest.Logger(t))
 	if err != nil {
@@ -308,7 +308,7 @@ func TestUsageAndMetricsNeedTheAdminScope(t *testing.T) {
 func TestAdminListener(t *testing.T) {
 	t.Parallel()
 	sink := newReviewSlack(t)
-	s := serveApp(t, map[string]string{"BOBNET_API_TOKEN": adminToken, "BOBNET_ADMIN_LISTEN": "", "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "shh", "SLACK_API_URL": sink.srv.URL + "/api/"}, storetest.Logger(t))
+	s := start(t, withAdminListener(), withEnv(map[string]string{"BOBNET_API_TOKEN": adminToken, "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "shh", "SLACK_API_URL": sink.srv.URL + "/api/"}))
 	if s.AdminURL == "" {
 		t.Fatal("no admin listener")
 	}

@@ -4,27 +4,48 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/bobnet/bobnet/store/storetest"
 )
 
-// token runs `bobnet token ...` against b's database.
+// token runs `bobnet token ...` against b's database and returns what it
+// printed (trimmed) and its exit code; it logs what a failure said.
 func (b *bobnet) token(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := runToken(args, func(k string) string { return b.vars[k] }, &out, &errb)
+	out, errs, code := b.tokenCmd(t, args...)
 	if code != 0 {
-		t.Logf("bobnet token %v: %s", args, errb.String())
+		t.Logf("bobnet token %v: %s", args, errs)
 	}
-	return strings.TrimSpace(out.String()), code
+	return strings.TrimSpace(out), code
+}
+
+// tokenCmd runs `bobnet token ...`, the built command (built on its first
+// use), against b's database, and returns its output, its errors and its
+// exit code.
+func (b *bobnet) tokenCmd(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	if b.bin == "" {
+		b.bin = buildBobnet(t)
+	}
+	var out, errb bytes.Buffer
+	cmd := exec.Command(b.bin, append([]string{"token"}, args...)...)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+b.vars["DATABASE_URL"])
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("bobnet token %v: %v", args, err)
+		}
+		code = exit.ExitCode()
+	}
+	return out.String(), errb.String(), code
 }
 
 func TestTokensScopesRevocationAndJSONErrors(t *testing.T) {
@@ -130,32 +151,5 @@ func TestTokensScopesRevocationAndJSONErrors(t *testing.T) {
 	}
 	if status, out := b.api(t, bootstrap, "DELETE", approve, nil); status != http.StatusMethodNotAllowed || out["error"] == nil {
 		t.Fatalf("wrong method: %d %v", status, out)
-	}
-}
-
-// TestTokenFindsTheDatabaseOfMakeRun: beside a running `make run`, whose
-// folder holds the services' addresses, `bobnet token` needs no
-// DATABASE_URL; with none running it says how to give it one.
-func TestTokenFindsTheDatabaseOfMakeRun(t *testing.T) {
-	t.Parallel()
-	if os.Getenv("DATABASE_URL") == "" {
-		t.Skip("DATABASE_URL is not set")
-	}
-	runDir := t.TempDir()
-	env := map[string]string{"BOBNET_RUN_DIR": runDir}
-	var out, errb bytes.Buffer
-	if code := runToken([]string{"list"}, func(k string) string { return env[k] }, &out, &errb); code != 2 ||
-		!strings.Contains(errb.String(), "DATABASE_URL: required") || !strings.Contains(errb.String(), "make run") {
-		t.Fatalf("no make run: code %d, %q", code, errb.String())
-	}
-	line := "DATABASE_URL=" + storetest.NewDatabase(t) + "\nREDIS_URL=redis://127.0.0.1:1/0\n"
-	if err := os.WriteFile(filepath.Join(runDir, "env"), []byte(line), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out.Reset()
-	errb.Reset()
-	if code := runToken([]string{"create", "ci", "--scopes", "read"}, func(k string) string { return env[k] }, &out, &errb); code != 0 ||
-		!strings.HasPrefix(out.String(), "bobnet_") || !strings.Contains(errb.String(), "using the database of `make run`") {
-		t.Fatalf("beside make run: code %d, out %q, err %q", code, out.String(), errb.String())
 	}
 }

@@ -1,7 +1,6 @@
 package systemtest
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"strings"
@@ -21,7 +20,6 @@ func TestTokenChannels(t *testing.T) {
 	rc := newCallbackReceiver(t)
 	b := newBobNet(t, hooksFile(rc.srv.URL))
 	b.boot(t)
-	env := func(k string) string { return b.vars[k] }
 
 	for _, tc := range []struct{ channels, says string }{
 		{"slack:*/C1", "* may only end"},
@@ -29,10 +27,9 @@ func TestTokenChannels(t *testing.T) {
 		{"console:newsroom,,slack:T0ONE/*", "it is empty"},
 		{"console:", "names no channel"},
 	} {
-		var out, errb bytes.Buffer
-		code := runToken([]string{"create", "bad", "--scopes", "read", "--channels", tc.channels}, env, &out, &errb)
-		if code != 2 || !strings.Contains(errb.String(), "--channels") || !strings.Contains(errb.String(), tc.says) || out.Len() != 0 {
-			t.Errorf("--channels %q: exit %d, %q, want 2 saying %q", tc.channels, code, errb.String(), tc.says)
+		out, errs, code := b.tokenCmd(t, "create", "bad", "--scopes", "read", "--channels", tc.channels)
+		if code != 2 || !strings.Contains(errs, "--channels") || !strings.Contains(errs, tc.says) || out != "" {
+			t.Errorf("--channels %q: exit %d, %q, want 2 saying %q", tc.channels, code, errs, tc.says)
 		}
 	}
 	newsroom, code := b.token(t, "create", "newsroom-bot", "--scopes", "read,propose,approve,write", "--channels", "console:newsroom, console:hook-*")

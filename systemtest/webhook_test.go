@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -108,8 +106,9 @@ type bobnet struct {
 	vars  map[string]string
 	model *plannertest.Server
 	url   string
-	app   *app
+	app   *testApp
 	stop  func()
+	bin   string // the built command, once a test ran it (tokenCmd)
 }
 
 func newBobNet(t *testing.T, hooksFile string) *bobnet {
@@ -124,51 +123,20 @@ func newBobNet(t *testing.T, hooksFile string) *bobnet {
 	}
 	return &bobnet{model: model, vars: map[string]string{
 		"DATABASE_URL":        storetest.NewDatabase(t),
-		"REDIS_URL":           os.Getenv("REDIS_URL"),
 		"BOBNET_REDIS_PREFIX": bottest.Prefix(),
 		"OPENAI_BASE_URL":     model.URL(),
-		"BOBNET_MODEL":        "test-model",
 		"BOBNET_API_TOKEN":    bootstrap,
 		"BOBNET_HOOK_SECRETS": "github=" + ghHookSecret + ",forms=" + formsSecret,
 		"BOBNET_HOOKS_FILE":   path,
 	}}
 }
 
-// boot starts BobNet: HTTP, engine and outbox, as runServe does.
+// boot starts BobNet on b's settings (start).
 func (b *bobnet) boot(t *testing.T) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.url = "http://" + ln.Addr().String()
-	b.vars["BOBNET_PUBLIC_URL"] = b.url
-	cfg, err := LoadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := newApp(context.Background(), cfg, storetest.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.app = a
-	srv := &http.Server{Handler: a.handler}
-	go func() { _ = srv.Serve(ln) }()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = a.engine.Run(ctx) }()
-	a.ext.run(ctx, &wg)
-	var once sync.Once
-	b.stop = func() {
-		once.Do(func() {
-			_ = srv.Close()
-			cancel()
-			wg.Wait()
-			a.close()
-		})
-	}
-	t.Cleanup(b.stop)
+	b.app = start(t, withEnv(b.vars))
+	b.url = b.app.URL
+	b.stop = func() { _ = b.app.stop() }
 }
 
 // api calls the REST API with token and decodes the JSON answer.
@@ -267,8 +235,8 @@ outbound:
 // once BobNet has restarted.
 func TestHooksEndToEndThroughARestart(t *testing.T) {
 	t.Parallel()
-	gh, _ := os.ReadFile(filepath.Join("..", "..", "testdata", "webhook", "github-issues-labeled.json"))
-	form, _ := os.ReadFile(filepath.Join("..", "..", "testdata", "webhook", "generic-text.json"))
+	gh, _ := os.ReadFile(filepath.Join("..", "testdata", "webhook", "github-issues-labeled.json"))
+	form, _ := os.ReadFile(filepath.Join("..", "testdata", "webhook", "generic-text.json"))
 	for _, tc := range []struct {
 		name, hook, channel, text string
 		headers                   func(body []byte) http.Header
@@ -333,7 +301,7 @@ func TestConcurrentHookCopiesThroughTheServer(t *testing.T) {
 	rc := newCallbackReceiver(t)
 	b := newBobNet(t, hooksFile(rc.srv.URL))
 	b.boot(t)
-	body, _ := os.ReadFile(filepath.Join("..", "..", "testdata", "webhook", "github-issues-labeled.json"))
+	body, _ := os.ReadFile(filepath.Join("..", "testdata", "webhook", "github-issues-labeled.json"))
 	h := http.Header{}
 	h.Set("X-GitHub-Event", "issues")
 	h.Set("X-GitHub-Delivery", "copy-me")
@@ -387,13 +355,10 @@ func TestBadHooksFileStopsStartNamingTheSetting(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := newBobNet(t, tc.file)
-			cfg, err := LoadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, func(k string) string { return b.vars[k] })
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = newApp(context.Background(), cfg, storetest.Logger(t))
+			var err error
+			start(t, withEnv(b.vars), startFails(&err))
 			if err == nil || !strings.Contains(err.Error(), "BOBNET_HOOKS_FILE") || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("newApp = %v, want BOBNET_HOOKS_FILE and %q", err, tc.want)
+				t.Fatalf("start = %v, want BOBNET_HOOKS_FILE and %q", err, tc.want)
 			}
 		})
 	}
