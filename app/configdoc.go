@@ -69,7 +69,7 @@ func ConfigDoc() string {
 	var b strings.Builder
 	b.WriteString(`# Configuration
 
-<!-- Generated from the settings in cmd/bobnet/config.go by
+<!-- Generated from the settings in app/config.go by
      go run ./cmd/bobnet config doc > docs/configuration.md
      A test fails when this file is out of date. -->
 

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"strings"
-	"sync"
 
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/adapters/webhook/outbox"
@@ -145,13 +143,4 @@ func outboxConfig(f webhook.File, hooks map[string]*webhook.Hook, callbackSecret
 		errs = append(errs, errors.New("BOBNET_CALLBACK_SECRET: required, BOBNET_HOOKS_FILE has callbacks; set a whsec_ secret of 24 to 64 random bytes (e.g. whsec_$(openssl rand -base64 32))"))
 	}
 	return c, errors.Join(errs...)
-}
-
-// run sends outbound events until ctx is done.
-func (x *integrations) run(ctx context.Context, wg *sync.WaitGroup) {
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		x.outbox.Run(ctx)
-	}()
 }

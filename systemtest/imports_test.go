@@ -35,45 +35,49 @@ type importRule struct {
 // goes for the Redis store, bot/redisstore. web draws every HTML page from
 // what each page's owner hands it through interfaces web declares, so it
 // reaches no adapter, no storage and not the engine (the console turns
-// the engine's proposals into web.ProposalView, cmd hands *store.Store to
+// the engine's proposals into web.ProposalView, app hands *store.Store to
 // the board and run pages).
 var importRules = []importRule{
-	{"planner", []string{"bot", "board", "store", "web", "migrations", "adapters", "cmd", "metrics"}, nil},
-	{"board", []string{"planner", "store", "web", "httpapi", "bot", "adapters", "cmd", "metrics"}, []string{"github.com/jackc/pgx", "net/http"}},
-	{"store", []string{"planner", "bot", "adapters", "cmd", "httpapi", "web", "metrics"}, []string{"net/http"}},
-	{"migrations", []string{"bot", "board", "store", "planner", "adapters", "cmd", "metrics"}, nil},
-	{"bot", []string{"adapters", "cmd", "metrics"}, nil},
+	{"planner", []string{"bot", "board", "store", "web", "migrations", "adapters", "cmd", "metrics", "app"}, nil},
+	{"board", []string{"planner", "store", "web", "httpapi", "bot", "adapters", "cmd", "metrics", "app"}, []string{"github.com/jackc/pgx", "net/http"}},
+	{"store", []string{"planner", "bot", "adapters", "cmd", "httpapi", "web", "metrics", "app"}, []string{"net/http"}},
+	{"migrations", []string{"bot", "board", "store", "planner", "adapters", "cmd", "metrics", "app"}, nil},
+	{"bot", []string{"adapters", "cmd", "metrics", "app"}, nil},
 	// The Redis store implements the engine's interfaces with the engine's
 	// records (in board) and nothing of the engine: no model client.
-	{"bot/redisstore", []string{"planner", "store", "web", "httpapi", "adapters", "cmd", "metrics"}, []string{"net/http"}},
-	{"web", []string{"adapters", "cmd", "store", "bot", "planner", "run", "httpapi", "migrations", "metrics", "apitoken", "secretbox"}, nil},
-	{"metrics", []string{"adapters", "cmd"}, nil},
+	{"bot/redisstore", []string{"planner", "store", "web", "httpapi", "adapters", "cmd", "metrics", "app"}, []string{"net/http"}},
+	{"web", []string{"adapters", "cmd", "store", "bot", "planner", "run", "httpapi", "migrations", "metrics", "apitoken", "secretbox", "app"}, nil},
+	{"metrics", []string{"adapters", "cmd", "app"}, nil},
 	// run works runs through the engine's interfaces and storage's rows; it
 	// draws no page (web does) and serves no route (httpapi does).
-	{"run", []string{"adapters", "cmd", "httpapi", "web", "bot/redisstore"}, nil},
+	{"run", []string{"adapters", "cmd", "httpapi", "web", "bot/redisstore", "app"}, nil},
 	// The API reaches the engine and storage through interfaces it declares
-	// and is mounted by cmd; it knows no chat platform.
-	{"httpapi", []string{"adapters", "cmd", "web", "store", "bot/redisstore", "migrations"}, nil},
+	// and is mounted by app; it knows no chat platform.
+	{"httpapi", []string{"adapters", "cmd", "web", "store", "bot/redisstore", "migrations", "app"}, nil},
 	// Event streams and sealing are tools every layer may use: they know
 	// nothing of boards.
-	{"sse", []string{"adapters", "cmd", "bot", "board", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations"}, nil},
-	{"secretbox", []string{"adapters", "cmd", "bot", "board", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations"}, nil},
-	{"soak", []string{"adapters", "bot", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations"}, nil},
+	{"sse", []string{"adapters", "cmd", "bot", "board", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations", "app"}, nil},
+	{"secretbox", []string{"adapters", "cmd", "bot", "board", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations", "app"}, nil},
+	{"soak", []string{"adapters", "bot", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations", "app"}, nil},
 	// The soak drives the built binary from outside, as do the scripts'
 	// tools and the chart's test: none links BobNet's packages.
-	{"scripts", []string{"adapters", "bot", "board", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations"}, nil},
-	{"deploy", []string{"adapters", "bot", "board", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations"}, nil},
-	{"apitoken", []string{"adapters", "cmd", "metrics"}, nil},
+	{"scripts", []string{"adapters", "bot", "board", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations", "app"}, nil},
+	{"deploy", []string{"adapters", "bot", "board", "store", "planner", "run", "httpapi", "web", "apitoken", "metrics", "migrations", "app"}, nil},
+	{"apitoken", []string{"adapters", "cmd", "metrics", "app"}, nil},
+	// app wires every part together and is what cmd starts; no part of
+	// BobNet depends on it (each part's rule above names it), and it
+	// drives none of the tools that run the built binary from outside.
+	{"app", []string{"cmd", "soak", "scripts", "deploy"}, []string{"github.com/prometheus", "google.golang.org/protobuf"}},
 	// The binary writes its metrics with github.com/VictoriaMetrics/metrics:
 	// client_golang and the protobuf it links cost idle resident memory.
 	// Tests may still parse /metrics with github.com/prometheus/common.
-	{"cmd", nil, []string{"github.com/prometheus", "google.golang.org/protobuf"}},
+	{"cmd", []string{"soak", "scripts", "deploy"}, []string{"github.com/prometheus", "google.golang.org/protobuf"}},
 }
 
 // adapterForbidden are what no adapter may depend on besides another
 // adapter: they reach storage through interfaces they declare, satisfied
-// by *store.Store in cmd, and proposals through the engine.
-var adapterForbidden = []string{"cmd", "store", "bot/redisstore"}
+// by *store.Store in app, and proposals through the engine.
+var adapterForbidden = []string{"cmd", "app", "store", "bot/redisstore"}
 
 // adapterRules forbids every adapter under root/adapters from depending on
 // another adapter or on adapterForbidden, whichever adapters exist.
@@ -104,8 +108,11 @@ func adapterRules(root string) ([]importRule, error) {
 // leafPackages import nothing of ours: they hold what every layer may use
 // (plan's shapes, signing's checks), so one import of ours would tie
 // every layer to it. Their rules name every other package, whichever
-// exist (leafRules), so a package added later is covered too.
-var leafPackages = []string{"plan", "signing", "httpjson"}
+// exist (leafRules), so a package added later is covered too. systemtest
+// is one too: its code is all tests (which reach BobNet through app, as
+// cmd does, and from outside), so nothing of it is linked into BobNet,
+// and every leaf's rule forbids the others, systemtest included.
+var leafPackages = []string{"plan", "signing", "httpjson", "systemtest"}
 
 // leafRules forbids each of leaves from depending on any other top-level
 // folder of root that holds Go code, whichever folders exist.
@@ -330,6 +337,7 @@ func TestAdapterRulesCoverEveryAdapter(t *testing.T) {
 		"store/s.go":          "package store\n",
 		"bot/redisstore/p.go": "package redisstore\n",
 		"cmd/x/main.go":       "package main\n\nfunc main() {}\n",
+		"app/app.go":          "package app\n",
 	})
 	rules, err := adapterRules(root)
 	if err != nil || len(rules) != 2 {
