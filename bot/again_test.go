@@ -16,7 +16,7 @@ import (
 // requester approve their own plan under self_approval: false.
 func TestProposeAgainKeepsTheRequester(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t, func(c *bot.Config) { c.ProposalTTL = 300 * time.Millisecond })
+	env := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.ProposalTTL = 300 * time.Millisecond }))
 	setPolicy(t, env, "console:general", board.Policy{Deciders: []string{board.DeciderAnyMember}, Approvals: 1, SelfApproval: false})
 	answerNewspaper(t, env)
 	ctx := context.Background()

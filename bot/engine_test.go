@@ -137,7 +137,7 @@ func TestNewspaperEndToEnd(t *testing.T) {
 
 func TestConcurrentApprovesCreateOneBoard(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t, func(c *bot.Config) { c.AnyMemberMayDecide = true })
+	env := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.AnyMemberMayDecide = true }))
 	answerNewspaper(t, env)
 	p := propose(t, env, "alice")
 	var wg sync.WaitGroup
@@ -175,7 +175,7 @@ func TestConcurrentApprovesCreateOneBoard(t *testing.T) {
 
 func TestOnlyRequesterOrAdminDecides(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t, func(c *bot.Config) { c.Admins = []string{"root"} })
+	env := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.Admins = []string{"root"} }))
 	answerNewspaper(t, env)
 	ctx := context.Background()
 	p := propose(t, env, "alice")
@@ -324,7 +324,7 @@ func TestCancelLeavesNoBoard(t *testing.T) {
 
 func TestExpiryAndProposeAgain(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t, func(c *bot.Config) { c.ProposalTTL = 300 * time.Millisecond })
+	env := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.ProposalTTL = 300 * time.Millisecond }))
 	answerNewspaper(t, env)
 	ctx := context.Background()
 	p := propose(t, env, "alice")
@@ -460,7 +460,7 @@ func TestWorkerKilledMidPlanIsAnsweredOnce(t *testing.T) {
 	}
 	first.Stop() // the worker dies mid-plan; its stream entry stays unacknowledged
 
-	second := bottest.Start(t, first.Store, rdb, first.Prefix, first.Model)
+	second := bottest.New(t, bottest.WithStore(first.Store), bottest.WithRedis(rdb, first.Prefix), bottest.WithModel(first.Model))
 	st := second.WaitRequest(t, id)
 	if st.State != board.RequestDone || st.ProposalID == "" {
 		t.Fatalf("status = %+v", st)
@@ -478,7 +478,7 @@ func TestWorkerKilledMidPlanIsAnsweredOnce(t *testing.T) {
 
 func TestDedupeAndRateLimit(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t, func(c *bot.Config) { c.UserRate = board.RateLimit{N: 3, Per: time.Minute} })
+	env := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.UserRate = board.RateLimit{N: 3, Per: time.Minute} }))
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply {
 		return plannertest.Reply{Content: `{"kind":"answer","answer":"Hello!"}`}
 	})

@@ -40,7 +40,7 @@ func (s *sink) types() []bot.EventType {
 func TestEventsOfApproveCancelAndExpire(t *testing.T) {
 	t.Parallel()
 	s := &sink{}
-	env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }, func(c *bot.Config) { c.ProposalTTL = time.Hour })
+	env := bottest.New(t, bottest.WithDeps(func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }), bottest.WithConfig(func(c *bot.Config) { c.ProposalTTL = time.Hour }))
 	answerNewspaper(t, env)
 	ctx := context.Background()
 
@@ -73,7 +73,7 @@ func TestEventsOfApproveCancelAndExpire(t *testing.T) {
 func TestEventsOfExpiry(t *testing.T) {
 	t.Parallel()
 	s := &sink{}
-	env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }, func(c *bot.Config) { c.ProposalTTL = time.Second })
+	env := bottest.New(t, bottest.WithDeps(func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }), bottest.WithConfig(func(c *bot.Config) { c.ProposalTTL = time.Second }))
 	answerNewspaper(t, env)
 	propose(t, env, "alice")
 	want := []bot.EventType{bot.EventProposalCreated, bot.EventProposalExpired}
@@ -88,7 +88,7 @@ func TestEventsOfExpiry(t *testing.T) {
 
 func TestChannelDecidersAndVia(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t, func(c *bot.Config) { c.ChannelDeciders = map[string][]string{"console:general": {"bob"}} })
+	env := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.ChannelDeciders = map[string][]string{"console:general": {"bob"}} }))
 	answerNewspaper(t, env)
 	ctx := context.Background()
 	p := propose(t, env, "hook:github")

@@ -22,7 +22,7 @@ import (
 func TestSlowModelIsPlannedOnce(t *testing.T) {
 	t.Parallel()
 	first := bottest.New(t)
-	second := bottest.Start(t, first.Store, first.Redis, first.Prefix, first.Model)
+	second := bottest.New(t, bottest.ReplicaOf(first))
 	plan := plannertest.NewspaperPlan(t)
 	// 3.5 s against a reclaim time of 1 s: three reclaims' worth.
 	first.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply {
@@ -71,7 +71,7 @@ func (s *stallingPoster) PostPreview(ctx context.Context, _ board.Proposal) (boa
 // one preview is posted.
 func TestKilledWhilePostingIsAnsweredAfterRestart(t *testing.T) {
 	t.Parallel()
-	first := bottest.New(t, func(c *bot.Config) { c.PostTimeout = time.Second })
+	first := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.PostTimeout = time.Second }))
 	answerNewspaper(t, first)
 	stall := &stallingPoster{stalled: make(chan struct{})}
 	first.Engine.Register(board.SourceConsole, bot.Registration{Poster: stall})
@@ -89,7 +89,7 @@ func TestKilledWhilePostingIsAnsweredAfterRestart(t *testing.T) {
 		t.Fatalf("a request whose preview was never posted reads %s", st.State)
 	}
 
-	second := bottest.Start(t, first.Store, first.Redis, first.Prefix, first.Model)
+	second := bottest.New(t, bottest.ReplicaOf(first))
 	st := second.WaitRequest(t, id)
 	if st.State != board.RequestDone || st.ProposalID == "" {
 		t.Fatalf("status after restart = %+v", st)

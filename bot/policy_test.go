@@ -27,7 +27,7 @@ func setPolicy(t *testing.T, env *bottest.Env, key string, p board.Policy) {
 func TestQuorumTwoReplicas(t *testing.T) {
 	t.Parallel()
 	one := bottest.New(t)
-	two := bottest.Start(t, one.Store, one.Redis, one.Prefix, one.Model)
+	two := bottest.New(t, bottest.ReplicaOf(one))
 	answerNewspaper(t, one)
 	setPolicy(t, one, "console:general", board.Policy{Deciders: []string{"any_member"}, Approvals: 2})
 	ctx := context.Background()

@@ -32,7 +32,7 @@ func (l latePoster) PostPreview(ctx context.Context, p board.Proposal) (board.Me
 // reclaimed and previewed again.
 func TestLatePostIsPostedOnce(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t, func(c *bot.Config) { c.PostTimeout = 300 * time.Millisecond })
+	env := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.PostTimeout = 300 * time.Millisecond }))
 	answerNewspaper(t, env)
 	env.Engine.Register(board.SourceConsole, bot.Registration{Poster: latePoster{Poster: env.Poster, late: 700 * time.Millisecond}})
 	id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
@@ -104,7 +104,7 @@ func (s *stuckPoster) PostPreview(ctx context.Context, _ board.Proposal) (board.
 // times; then it is closed as failed instead of being posted forever.
 func TestPostingIsBoundedAcrossReclaims(t *testing.T) {
 	t.Parallel()
-	short := func(c *bot.Config) { c.PostTimeout = 200 * time.Millisecond }
+	short := bottest.WithConfig(func(c *bot.Config) { c.PostTimeout = 200 * time.Millisecond })
 	env := bottest.New(t, short)
 	answerNewspaper(t, env)
 	stuck := &stuckPoster{started: make(chan struct{}, 1)}
@@ -137,7 +137,7 @@ func TestPostingIsBoundedAcrossReclaims(t *testing.T) {
 		}
 		// The stuck poster from the start: set after, the replica could
 		// post with the recording one first.
-		cur = bottest.StartPosting(t, env.Store, env.Redis, env.Prefix, env.Model, nil, bot.Registration{Poster: stuck}, short)
+		cur = bottest.New(t, bottest.ReplicaOf(env), bottest.WithConsole(bot.Registration{Poster: stuck}), short)
 	}
 	st := cur.WaitRequest(t, id)
 	if st.State != board.RequestFailed || !strings.Contains(st.Error, "given up") {
@@ -172,7 +172,7 @@ func TestPreviewRefRecordedAfterARedisBlip(t *testing.T) {
 	t.Parallel()
 	flaky := &flakyPreviewRef{}
 	flaky.fails.Store(3)
-	env := bottest.NewWrapped(t, func(d *bot.Deps) { flaky.Proposals = d.Proposals; d.Proposals = flaky })
+	env := bottest.New(t, bottest.WithDeps(func(d *bot.Deps) { flaky.Proposals = d.Proposals; d.Proposals = flaky }))
 	answerNewspaper(t, env)
 	id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
@@ -211,7 +211,7 @@ func (b *blockingPoster) PostPreview(ctx context.Context, p board.Proposal) (boa
 // renewed in time.
 func TestTakenOverRequestIsNotPostedTwice(t *testing.T) {
 	t.Parallel()
-	first := bottest.New(t, func(c *bot.Config) { c.PostTimeout = 20 * time.Second })
+	first := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.PostTimeout = 20 * time.Second }))
 	answerNewspaper(t, first)
 	slow := &blockingPoster{Poster: first.Poster, entered: make(chan struct{}, 1), release: make(chan struct{})}
 	var releaseOnce sync.Once
@@ -230,7 +230,7 @@ func TestTakenOverRequestIsNotPostedTwice(t *testing.T) {
 	// The first worker stops renewing its lease; a second replica takes
 	// the request over.
 	first.Cancel()
-	second := bottest.Start(t, first.Store, first.Redis, first.Prefix, first.Model)
+	second := bottest.New(t, bottest.ReplicaOf(first))
 	time.Sleep(3 * time.Second) // past the reclaim time (1 s), a few sweeps
 	if _, previews, _ := second.Poster.Snapshot(); len(previews) != 0 {
 		t.Fatalf("the second replica posted %d previews while the first was posting", len(previews))

@@ -42,7 +42,7 @@ func TestDecisionWhilePreviewIsPostedRedrawsIt(t *testing.T) {
 		t.Run(map[int]string{1: "approve", 2: "first of two approvals"}[quorum], func(t *testing.T) {
 			t.Parallel()
 			one := bottest.New(t)
-			two := bottest.Start(t, one.Store, one.Redis, one.Prefix, one.Model)
+			two := bottest.New(t, bottest.ReplicaOf(one))
 			answerNewspaper(t, one)
 			if quorum > 1 {
 				setPolicy(t, one, "console:general", board.Policy{Deciders: []string{"any_member"}, Approvals: quorum})

@@ -62,9 +62,9 @@ func TestReclaimedRequestsArePlannedOnce(t *testing.T) {
 		t.Fatalf("dead worker's read = %v, %v", got, err)
 	}
 
-	one := func(c *bot.Config) { c.Workers = 1 }
-	first := bottest.Start(t, dead.Store, dead.Redis, dead.Prefix, dead.Model, one)
-	second := bottest.Start(t, dead.Store, dead.Redis, dead.Prefix, dead.Model, one)
+	one := bottest.WithConfig(func(c *bot.Config) { c.Workers = 1 })
+	first := bottest.New(t, bottest.ReplicaOf(dead), one)
+	second := bottest.New(t, bottest.ReplicaOf(dead), one)
 	// Twice the reclaim time (1 s) per call.
 	numberedPlans(t, first, 2*time.Second)
 	for _, id := range ids {

@@ -39,9 +39,10 @@ func (c *clock) Add(d time.Duration) {
 }
 
 // withClock makes the engine read time from c.
-func withClock(c *clock) func(*bot.Deps) { return func(d *bot.Deps) { d.Now = c.Now } }
+func withClock(c *clock) bottest.Option { return bottest.WithDeps(func(d *bot.Deps) { d.Now = c.Now }) }
 
-func withAdmins(c *bot.Config) { c.Admins = []string{"root"} }
+// withAdmins makes root an admin.
+var withAdmins = bottest.WithConfig(func(c *bot.Config) { c.Admins = []string{"root"} })
 
 // reminders are the reminder lines among a poster's replies.
 func reminders(p *bottest.Poster) []bottest.PostedReply {
@@ -78,8 +79,7 @@ func TestReminderSentOnceAcrossThreeReplicas(t *testing.T) {
 	store, rdb, prefix, model := storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t)
 	var envs []*bottest.Env
 	for range 3 {
-		envs = append(envs, bottest.StartWrapped(t, store, rdb, prefix, model, withClock(clk), withAdmins,
-			func(c *bot.Config) { c.SweepInterval = 10 * time.Millisecond }))
+		envs = append(envs, bottest.New(t, bottest.WithStore(store), bottest.WithRedis(rdb, prefix), bottest.WithModel(model), withClock(clk), withAdmins, bottest.WithConfig(func(c *bot.Config) { c.SweepInterval = 10 * time.Millisecond })))
 	}
 	answerNewspaper(t, envs[0])
 	p := propose(t, envs[0], "alice")
@@ -119,7 +119,7 @@ func TestReminderSentOnceAcrossThreeReplicas(t *testing.T) {
 func TestProposalDecidedBeforeItsReminderIsNeverReminded(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
-	env := bottest.NewWrapped(t, withClock(clk), withAdmins)
+	env := bottest.New(t, withClock(clk), withAdmins)
 	answerNewspaper(t, env)
 	ctx := context.Background()
 	cancelled := propose(t, env, "alice")
@@ -230,8 +230,7 @@ func TestReminderNeverFollowsARacingDecision(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
 	poster := &ordered{}
-	env := bottest.StartPosting(t, storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), bot.Registration{Poster: poster, Reminders: poster},
-		func(c *bot.Config) { c.SweepInterval = time.Millisecond })
+	env := bottest.New(t, withClock(clk), bottest.WithConsole(bot.Registration{Poster: poster, Reminders: poster}), bottest.WithConfig(func(c *bot.Config) { c.SweepInterval = time.Millisecond }))
 	answerNewspaper(t, env)
 	ctx := context.Background()
 	var ps []board.Proposal
@@ -277,7 +276,7 @@ func TestDecisionAfterTheMarkStopsTheReminder(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
 	poster := &ordered{gate: make(chan struct{}), held: make(chan struct{})}
-	env := bottest.StartPosting(t, storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), withClock(clk), bot.Registration{Poster: poster, Reminders: poster})
+	env := bottest.New(t, withClock(clk), bottest.WithConsole(bot.Registration{Poster: poster, Reminders: poster}))
 	answerNewspaper(t, env)
 	ctx := context.Background()
 	first := propose(t, env, "alice")
@@ -311,7 +310,7 @@ func TestDecisionAfterTheMarkStopsTheReminder(t *testing.T) {
 func TestCancelWithReason(t *testing.T) {
 	t.Parallel()
 	s := &sink{}
-	env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} })
+	env := bottest.New(t, bottest.WithDeps(func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }))
 	answerNewspaper(t, env)
 	ctx := context.Background()
 	p := propose(t, env, "alice")

@@ -11,8 +11,6 @@ import (
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/planner/plannertest"
-	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // refusingPoster is a chat platform that answers the first fails posts
@@ -41,7 +39,7 @@ func (p *refusingPoster) Reply(ctx context.Context, t board.Thread, r board.Repl
 func TestRunNewsIsTriedAgain(t *testing.T) {
 	t.Parallel()
 	rp := &refusingPoster{Poster: &bottest.Poster{}, fails: 2}
-	env := bottest.StartPosting(t, storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), nil, bot.Registration{Poster: rp})
+	env := bottest.New(t, bottest.WithConsole(bot.Registration{Poster: rp}))
 	ctx := context.Background()
 	env.NewspaperBoard(t, "p_news", "console:news")
 	if _, err := env.Engine.StartRun(ctx, board.Channel{Source: board.SourceConsole, ID: "news"}, "alice", ""); err != nil {

@@ -66,8 +66,7 @@ func TestStopWithRedisGoneAfterAPreview(t *testing.T) {
 	t.Parallel()
 	gone := &goneRedis{}
 	const flush = time.Second
-	env := bottest.NewWrapped(t, func(d *bot.Deps) { gone.Proposals = d.Proposals; d.Proposals = gone },
-		func(c *bot.Config) { c.FlushTimeout = flush })
+	env := bottest.New(t, bottest.WithDeps(func(d *bot.Deps) { gone.Proposals = d.Proposals; d.Proposals = gone }), bottest.WithConfig(func(c *bot.Config) { c.FlushTimeout = flush }))
 	answerNewspaper(t, env)
 	if _, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest}); err != nil {
 		t.Fatal(err)

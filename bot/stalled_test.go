@@ -82,7 +82,7 @@ func TestCancelBesideASlowApprove(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				s := &sink{}
-				env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }, func(c *bot.Config) { c.ClaimTTL = shortClaim })
+				env := bottest.New(t, bottest.WithDeps(func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }), bottest.WithConfig(func(c *bot.Config) { c.ClaimTTL = shortClaim }))
 				ctx := context.Background()
 				p := path.propose(t, env)
 				boardsBefore, cardsBefore := count(t, env, "boards"), count(t, env, "cards")
@@ -189,7 +189,7 @@ func TestExpiryBesideASlowApprove(t *testing.T) {
 			t.Parallel()
 			const ttl = 2 * time.Second
 			s := &sink{}
-			env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }, func(c *bot.Config) { c.ClaimTTL, c.ProposalTTL = shortClaim, ttl })
+			env := bottest.New(t, bottest.WithDeps(func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }), bottest.WithConfig(func(c *bot.Config) { c.ClaimTTL, c.ProposalTTL = shortClaim, ttl }))
 			ctx := context.Background()
 			answerNewspaper(t, env)
 			p := propose(t, env, "alice")
@@ -240,7 +240,7 @@ func TestRevisionBesideASlowApprove(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			env := bottest.New(t, func(c *bot.Config) { c.ClaimTTL = shortClaim })
+			env := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.ClaimTTL = shortClaim }))
 			ctx := context.Background()
 			answerNewspaper(t, env)
 			v1 := propose(t, env, "alice")
@@ -317,7 +317,7 @@ func TestWithdrawBesideASlowApprove(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			env := bottest.New(t, func(c *bot.Config) { c.ClaimTTL = shortClaim })
+			env := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.ClaimTTL = shortClaim }))
 			ctx := context.Background()
 			answerNewspaper(t, env)
 			setPolicy(t, env, "console:general", board.Policy{Deciders: []string{"bob", "carol"}, Approvals: 2})
@@ -373,7 +373,7 @@ func TestWithdrawBesideASlowApprove(t *testing.T) {
 func TestLostCloseGivesRedisTheWinner(t *testing.T) {
 	t.Parallel()
 	s := &sink{}
-	env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }, func(c *bot.Config) { c.ClaimTTL = shortClaim })
+	env := bottest.New(t, bottest.WithDeps(func(d *bot.Deps) { d.Events = bot.Events{Sink: s} }), bottest.WithConfig(func(c *bot.Config) { c.ClaimTTL = shortClaim }))
 	ctx := context.Background()
 	answerNewspaper(t, env)
 	p := propose(t, env, "alice")

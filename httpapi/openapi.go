@@ -6,7 +6,7 @@ import (
 )
 
 // OpenAPI describes every route BobNet serves, the API's and the others
-// (pages, health, chat platforms' callbacks); a test in cmd/bobnet walks
+// (pages, health, chat platforms' callbacks); a test in systemtest walks
 // the router and fails when a route is missing from it.
 //
 //go:embed openapi.json

@@ -149,7 +149,7 @@ func TestMatrixReviseCancelAndThreadReplies(t *testing.T) {
 }
 
 func TestMatrixExpiredProposeAgain(t *testing.T) {
-	w := newWorld(t, func(c *bot.Config) { c.ProposalTTL = 3 * time.Second })
+	w := newWorld(t, bottest.WithConfig(func(c *bot.Config) { c.ProposalTTL = 3 * time.Second }))
 	w.start()
 	w.openRoom()
 	req := w.say(w.alice, "!bobnet plan our daily research newspaper", "", false)

@@ -33,7 +33,7 @@ type Memory interface {
 }
 
 // State is where the adapter keeps its state in Postgres; *store.Store is
-// one, wired in cmd/bobnet. Each part is declared beside the code that
+// one, wired in app. Each part is declared beside the code that
 // uses it. A row that is not there is board.ErrNotFound.
 type State interface {
 	Sessions

@@ -106,7 +106,7 @@ func (c *clock) Add(d time.Duration) {
 // user) as admins.
 func clockWorld(t *testing.T, clk *clock) *world {
 	t.Helper()
-	env := bottest.NewWrapped(t, func(d *bot.Deps) { d.Now = clk.Now }, func(c *bot.Config) { c.Admins = []string{"U_ROOT", "root"} })
+	env := bottest.New(t, bottest.WithDeps(func(d *bot.Deps) { d.Now = clk.Now }), bottest.WithConfig(func(c *bot.Config) { c.Admins = []string{"U_ROOT", "root"} }))
 	plan := plannertest.NewspaperPlan(t)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	fs := newFakeSlack(t)

@@ -596,7 +596,7 @@ func TestThreadReplyMentioningAColleague(t *testing.T) {
 // the thread by its metadata instead of posting a second one.
 func TestLatePreviewIsFoundNotPostedAgain(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, func(c *bot.Config) { c.PostTimeout = 300 * time.Millisecond })
+	w := newWorld(t, bottest.WithConfig(func(c *bot.Config) { c.PostTimeout = 300 * time.Millisecond }))
 	var once sync.Once
 	w.slack.late = func(c call) time.Duration {
 		wait := time.Duration(0)

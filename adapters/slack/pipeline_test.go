@@ -19,6 +19,7 @@ import (
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -62,7 +63,7 @@ func method(m string) func(call) bool { return func(c call) bool { return c.Meth
 // throttled mentions from one person tell that person once, privately.
 func TestFloodFromOnePersonIsToldOnce(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, func(c *bot.Config) { c.UserRate = board.RateLimit{N: 2, Per: time.Hour} })
+	w := newWorld(t, bottest.WithConfig(func(c *bot.Config) { c.UserRate = board.RateLimit{N: 2, Per: time.Hour} }))
 	flood(t, w, 1000, func(i int) string {
 		return mentionFrom(fmt.Sprint("EvF", i), "U_SPAM", "C_NEWS", fmt.Sprintf("1690000001.%06d", i), "plan something")
 	})
@@ -83,10 +84,10 @@ func TestFloodFromOnePersonIsToldOnce(t *testing.T) {
 // handful of them are told.
 func TestFloodFromManyPeopleIsToldAFew(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, func(c *bot.Config) {
+	w := newWorld(t, bottest.WithConfig(func(c *bot.Config) {
 		c.ChannelRate = board.RateLimit{N: 3, Per: time.Hour}
 		c.UserRate = board.RateLimit{N: 5, Per: time.Hour}
-	})
+	}))
 	flood(t, w, 1000, func(i int) string {
 		return mentionFrom(fmt.Sprint("EvM", i), fmt.Sprint("U_", i), "C_BUSY", fmt.Sprintf("1690000002.%06d", i), "plan something")
 	})
@@ -159,10 +160,10 @@ func TestFailedSubmitThenRetryMakesOneRequest(t *testing.T) {
 // planned and answered.
 func TestStalledSlackDelaysOnlyItsChannel(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, func(c *bot.Config) {
+	w := newWorld(t, bottest.WithConfig(func(c *bot.Config) {
 		c.PostTimeout = time.Minute
 		c.UserRate = board.RateLimit{N: 6, Per: time.Hour}
-	})
+	}))
 	w.slack.mu.Lock()
 	w.slack.stall = func(c call) bool { return c.Form.Get("channel") == "C_STALL" }
 	w.slack.mu.Unlock()

@@ -46,7 +46,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := bottest.New(t, func(c *bot.Config) { c.ChannelDeciders = webhook.Deciders(hooks) })
+	env := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.ChannelDeciders = webhook.Deciders(hooks) }))
 	plan := plannertest.NewspaperPlan(t)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	r := chi.NewRouter()

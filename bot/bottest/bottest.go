@@ -37,9 +37,6 @@ type Env struct {
 	done   chan struct{}
 }
 
-// Option changes the engine's config before it starts.
-type Option func(*bot.Config)
-
 // Redis returns a client on REDIS_URL, skipping the test when it is unset.
 func Redis(t testing.TB) *redis.Client {
 	t.Helper()
@@ -63,42 +60,72 @@ func Prefix() string {
 	return "bobnet-test-" + hex.EncodeToString(b)
 }
 
-// New starts an engine whose model is a fresh scripted server, registers a
-// recording poster for the console surface, and stops it when the test
-// ends.
+// Option sets one part of the engine New starts, or changes its config.
+type Option func(*setup)
+
+// setup is what New starts an engine on.
+type setup struct {
+	store   *store.Store
+	rdb     *redis.Client
+	prefix  string
+	model   *plannertest.Server
+	wrap    []func(*bot.Deps)
+	console bot.Registration
+	config  []func(*bot.Config)
+}
+
+// WithStore starts the engine on store rather than on a fresh database.
+func WithStore(store *store.Store) Option { return func(s *setup) { s.store = store } }
+
+// WithRedis starts the engine on rdb under prefix rather than on REDIS_URL
+// under a fresh prefix.
+func WithRedis(rdb *redis.Client, prefix string) Option {
+	return func(s *setup) { s.rdb, s.prefix = rdb, prefix }
+}
+
+// WithModel has the engine ask model rather than a fresh scripted server.
+func WithModel(model *plannertest.Server) Option { return func(s *setup) { s.model = model } }
+
+// ReplicaOf starts the engine on e's store, Redis, prefix and model: a
+// second replica beside e, or e restarted.
+func ReplicaOf(e *Env) Option {
+	return func(s *setup) { s.store, s.rdb, s.prefix, s.model = e.Store, e.Redis, e.Prefix, e.Model }
+}
+
+// WithDeps passes the engine's dependencies through wrap before it is
+// built, to put a failing or slow part in front of a real one. Several
+// apply in order.
+func WithDeps(wrap func(*bot.Deps)) Option { return func(s *setup) { s.wrap = append(s.wrap, wrap) } }
+
+// WithConsole registers reg for the console surface before the engine
+// runs (a nil Poster keeps the recording Poster), so a replica started to
+// take over a request cannot post with another poster first.
+func WithConsole(reg bot.Registration) Option { return func(s *setup) { s.console = reg } }
+
+// WithConfig changes the engine's config before it starts. Several apply
+// in order.
+func WithConfig(f func(*bot.Config)) Option { return func(s *setup) { s.config = append(s.config, f) } }
+
+// New starts an engine, by default on a fresh database, REDIS_URL under a
+// fresh prefix and a fresh scripted model, with a recording Poster for
+// the console surface, and stops it when the test ends. opts change any
+// of these; New(t, ReplicaOf(e)) is a second replica beside e.
 func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
-	rdb := Redis(t)
-	store := storetest.NewStore(t)
-	model := plannertest.NewServer(t)
-	return Start(t, store, rdb, Prefix(), model, opts...)
-}
-
-// Start starts an engine on the given parts; a second Start on the same
-// parts is a second replica (or a restarted one).
-func Start(t testing.TB, store *store.Store, rdb *redis.Client, prefix string, model *plannertest.Server, opts ...Option) *Env {
-	t.Helper()
-	return StartWrapped(t, store, rdb, prefix, model, nil, opts...)
-}
-
-// NewWrapped is New with the engine's dependencies passed through wrap
-// first, to put a failing or slow part in front of a real one.
-func NewWrapped(t testing.TB, wrap func(*bot.Deps), opts ...Option) *Env {
-	t.Helper()
-	return StartWrapped(t, storetest.NewStore(t), Redis(t), Prefix(), plannertest.NewServer(t), wrap, opts...)
-}
-
-// StartWrapped is Start with the dependencies passed through wrap.
-func StartWrapped(t testing.TB, store *store.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), opts ...Option) *Env {
-	t.Helper()
-	return StartPosting(t, store, rdb, prefix, model, wrap, bot.Registration{}, opts...)
-}
-
-// StartPosting is StartWrapped with the console's surface set before the
-// engine runs (its Poster nil: the recording Poster), so a replica started
-// to take over a request cannot post with another poster first.
-func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix string, model *plannertest.Server, wrap func(*bot.Deps), console bot.Registration, opts ...Option) *Env {
-	t.Helper()
+	var o setup
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.store == nil {
+		o.store = storetest.NewStore(t)
+	}
+	if o.rdb == nil {
+		o.rdb, o.prefix = Redis(t), Prefix()
+	}
+	if o.model == nil {
+		o.model = plannertest.NewServer(t)
+	}
+	store, rdb, prefix, model := o.store, o.rdb, o.prefix, o.model
 	cfg := bot.Config{
 		ProposalTTL:   time.Hour,
 		PublicURL:     "http://bobnet.test",
@@ -108,12 +135,12 @@ func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix st
 		SweepInterval: 50 * time.Millisecond,
 		ConsumerName:  "test-" + Prefix(),
 	}
-	for _, o := range opts {
-		o(&cfg)
+	for _, f := range o.config {
+		f(&cfg)
 	}
 	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
 	deps := Deps(client, store, redisstore.NewInFlight(rdb, prefix), redisstore.NewQueue(rdb, prefix))
-	if wrap != nil {
+	for _, wrap := range o.wrap {
 		wrap(&deps)
 	}
 	eng, err := bot.New(cfg, deps, storetest.Logger(t))
@@ -122,8 +149,8 @@ func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix st
 	}
 	poster := &Poster{}
 	eng.Register(board.SourceConsole, bot.Registration{Poster: poster})
-	if console.Poster != nil {
-		eng.Register(board.SourceConsole, console)
+	if o.console.Poster != nil {
+		eng.Register(board.SourceConsole, o.console)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	env := &Env{Engine: eng, Store: store, Redis: rdb, Prefix: prefix, Model: model, Poster: poster, Cancel: cancel, done: make(chan struct{})}

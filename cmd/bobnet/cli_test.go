@@ -2,16 +2,11 @@ package main
 
 import (
 	"bytes"
-	"log/slog"
-	"net"
-	"os"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/app"
 )
 
 // runCmd runs the command line as main does and returns its exit code and
@@ -167,14 +162,15 @@ func TestConfigVarsListsEverySetting(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
-	if len(lines) != len(settings) {
-		t.Fatalf("%d variables, %d settings", len(lines), len(settings))
+	vars := app.ConfigVars()
+	if len(lines) != len(vars) {
+		t.Fatalf("%d variables, %d settings", len(lines), len(vars))
 	}
 	secret := map[string]bool{}
-	for i, s := range settings {
+	for i, v := range vars {
 		name, mark, _ := strings.Cut(lines[i], " ")
-		if name != s.env {
-			t.Errorf("line %d = %s, want %s", i, lines[i], s.env)
+		if name != v.Env {
+			t.Errorf("line %d = %s, want %s", i, lines[i], v.Env)
 		}
 		secret[name] = mark == "secret"
 	}
@@ -186,133 +182,6 @@ func TestConfigVarsListsEverySetting(t *testing.T) {
 	for _, env := range []string{"BOBNET_LISTEN", "BOBNET_PUBLIC_URL", "OPENAI_BASE_URL", "BOBNET_MODEL"} {
 		if secret[env] {
 			t.Errorf("%s is marked secret", env)
-		}
-	}
-}
-
-func TestRedactURLs(t *testing.T) {
-	t.Parallel()
-	tests := []struct{ in, want string }{
-		{"postgres://bob:s3cret@db:5432/x", "postgres://bob:xxxxx@db:5432/x"},
-		{"redis://:s3cret@r:6379/0", "redis://:xxxxx@r:6379/0"},
-		{`dial "rediss://u:p%40ss@r/0": refused`, `dial "rediss://u:xxxxx@r/0": refused`},
-		{"postgres://bob@db/x", "postgres://bob@db/x"},
-		{"http://host/path?q=a:b@c", "http://host/path?q=a:b@c"},
-		{"postgres://db/x?sslmode=disable&password=s3cret", "postgres://db/x?sslmode=disable&password=xxxxx"},
-		{"two: postgres://a:one@h/x and redis://b:two@h/0", "two: postgres://a:xxxxx@h/x and redis://b:xxxxx@h/0"},
-		{"no url here", "no url here"},
-	}
-	for _, tt := range tests {
-		if got := redactURLs(tt.in); got != tt.want {
-			t.Errorf("redactURLs(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestLoggerMasksURLPasswordsAndConfiguredSecrets(t *testing.T) {
-	t.Parallel()
-	for _, format := range []string{"text", "json"} {
-		cfg, err := testConfig(t, map[string]string{"BOBNET_LOG_FORMAT": format, "BOBNET_API_TOKEN": "tok-abcdef-123", "BOBNET_HOOK_SECRETS": "ci=hooksecret-1-for-logs"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		logger := newLogger(&buf, cfg)
-		logger.Info("cannot reach postgres://u:pw-in-msg@db/x", "url", "redis://:pw-in-attr@r/0", "err", os.ErrNotExist, "header", "Bearer tok-abcdef-123")
-		logger.With("hook", "ci=hooksecret-1-for-logs").WithGroup("g").Warn("w", "e", errString("dial postgres://u:pw-in-err@db/x"))
-		out := buf.String()
-		assertNoSecret(t, format+" log", out, []string{"pw-in-msg", "pw-in-attr", "pw-in-err", "tok-abcdef-123", "hooksecret-1-for-logs"})
-		if !strings.Contains(out, "xxxxx") {
-			t.Errorf("nothing masked:\n%s", out)
-		}
-		if format == "json" && !strings.HasPrefix(out, `{"time":`) {
-			t.Errorf("not JSON:\n%s", out)
-		}
-	}
-}
-
-type errString string
-
-func (e errString) Error() string { return string(e) }
-
-func TestLogLevelHidesLessImportantLines(t *testing.T) {
-	t.Parallel()
-	cfg, err := testConfig(t, map[string]string{"BOBNET_LOG_LEVEL": "warn"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	logger := newLogger(&buf, cfg)
-	logger.Info("quiet")
-	logger.Warn("loud")
-	if strings.Contains(buf.String(), "quiet") || !strings.Contains(buf.String(), "loud") {
-		t.Fatalf("log at warn:\n%s", buf.String())
-	}
-	if !logger.Enabled(t.Context(), slog.LevelWarn) || logger.Enabled(t.Context(), slog.LevelInfo) {
-		t.Error("levels")
-	}
-}
-
-func TestRatesAndLogSettings(t *testing.T) {
-	t.Parallel()
-	c, err := testConfig(t, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.UserRate != (board.RateLimit{N: 20, Per: time.Minute}) || c.ChannelRate != (board.RateLimit{N: 60, Per: time.Minute}) || c.LogFormat != "text" || c.LogLevel != slog.LevelInfo {
-		t.Fatalf("defaults: %+v %+v %q %v", c.UserRate, c.ChannelRate, c.LogFormat, c.LogLevel)
-	}
-	good := map[string]board.RateLimit{"5/10s": {N: 5, Per: 10 * time.Second}, "100/h": {N: 100, Per: time.Hour}, " 3 / 1m ": {N: 3, Per: time.Minute}}
-	for in, want := range good {
-		if got, err := parseRate(in); err != nil || got != want {
-			t.Errorf("parseRate(%q) = %+v, %v", in, got, err)
-		}
-	}
-	for _, in := range []string{"", "20", "0/1m", "-1/1m", "x/1m", "20/", "20/soon", "20/1ms", "20/48h"} {
-		if _, err := parseRate(in); err == nil {
-			t.Errorf("parseRate(%q) accepted", in)
-		}
-	}
-	for env, bad := range map[string]string{"BOBNET_USER_RATE": "lots", "BOBNET_CHANNEL_RATE": "60", "BOBNET_LOG_FORMAT": "xml", "BOBNET_LOG_LEVEL": "loud"} {
-		if _, err := testConfig(t, map[string]string{env: bad}); err == nil || !strings.Contains(err.Error(), env) {
-			t.Errorf("%s=%s: %v", env, bad, err)
-		}
-	}
-}
-
-func TestListenAddressInUseIsAClearError(t *testing.T) {
-	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, err = listen("BOBNET_LISTEN", ln.Addr().String())
-	if err == nil || !strings.Contains(err.Error(), "BOBNET_LISTEN: "+ln.Addr().String()+" is already in use") {
-		t.Fatalf("err = %v", err)
-	}
-}
-
-// TestConfigurationDocIsCurrent fails when docs/configuration.md no longer
-// matches the settings; regenerate it with
-// go run ./cmd/bobnet config doc > docs/configuration.md.
-func TestConfigurationDocIsCurrent(t *testing.T) {
-	t.Parallel()
-	got, err := os.ReadFile("../../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != configDoc() {
-		t.Fatal("docs/configuration.md is out of date: go run ./cmd/bobnet config doc > docs/configuration.md")
-	}
-	for _, s := range settings {
-		if !strings.Contains(string(got), "\n## "+s.env+"\n") {
-			t.Errorf("no section for %s", s.env)
-		}
-	}
-	for env := range whenWrong {
-		if !slices.ContainsFunc(settings, func(s setting) bool { return s.env == env }) {
-			t.Errorf("whenWrong describes %s, which is not a setting", env)
 		}
 	}
 }

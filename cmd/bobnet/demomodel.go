@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bobnet/bobnet/app"
 	"github.com/bobnet/bobnet/planner/demomodel"
 )
 
@@ -42,7 +43,7 @@ func runDemoModel(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	host, _, err := net.SplitHostPort(*listen)
-	if err != nil || !isLoopback(host) {
+	if err != nil || !app.IsLoopback(host) {
 		fmt.Fprintf(stderr, "bobnet demo-model: --listen %q: a loopback address is required\n", *listen)
 		return 2
 	}

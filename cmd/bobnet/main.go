@@ -25,6 +25,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/bobnet/bobnet/app"
 )
 
 func main() {
@@ -72,7 +74,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runDemoModel(args[1:], stdout, stderr)
 	case "config":
 		if len(args) == 2 && args[1] == "doc" {
-			fmt.Fprint(stdout, configDoc())
+			fmt.Fprint(stdout, app.ConfigDoc())
 			return 0
 		}
 		if len(args) != 2 || args[1] != "vars" {
@@ -82,11 +84,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// One variable a line; those holding a secret (or a URL that may
 		// carry a password) say so, for deployments to keep them in
 		// secret stores.
-		for _, s := range settings {
-			if holdsSecret(s.env) {
-				fmt.Fprintf(stdout, "%s secret\n", s.env)
+		for _, v := range app.ConfigVars() {
+			if v.Secret {
+				fmt.Fprintf(stdout, "%s secret\n", v.Env)
 			} else {
-				fmt.Fprintln(stdout, s.env)
+				fmt.Fprintln(stdout, v.Env)
 			}
 		}
 		return 0
@@ -110,28 +112,32 @@ func runService(cmd string, args []string, stdout, stderr io.Writer) int {
 	if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
 		fs.SetOutput(stdout) // asked for: help is the output
 	}
-	cfg, err := loadConfig(fs, args, os.Getenv)
+	cfg, err := app.LoadConfig(fs, args, os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err == nil {
-		err = cfg.requireServices(cmd == "serve")
+		err = cfg.RequireServices(cmd == "serve")
 	}
 	if err != nil {
 		// A flag the flag package rejected has been reported already,
-		// with the usage.
-		if !isFlagError(err) {
-			printConfigErrors(stderr, "bobnet "+cmd, err)
+		// with the usage; the settings' problems are listed one a line,
+		// the same block whether a variable is missing or wrong.
+		if problems, ok := app.ConfigProblems(err); ok {
+			fmt.Fprintf(stderr, "bobnet %s: invalid configuration:\n", cmd)
+			for _, p := range problems {
+				fmt.Fprintf(stderr, "  %s\n", p)
+			}
 		}
 		return 2
 	}
-	logger := newLogger(stderr, cfg)
+	logger := app.NewLogger(stderr, cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if cmd == "migrate" {
-		err = runMigrate(ctx, cfg, logger)
+		err = app.Migrate(ctx, cfg, logger)
 	} else {
-		err = runServe(ctx, cfg, logger)
+		err = app.Run(ctx, cfg, logger)
 	}
 	if err != nil {
 		// A person at a terminal reads text logs: give them the error as
@@ -139,34 +145,11 @@ func runService(cmd string, args []string, stdout, stderr io.Writer) int {
 		if cfg.LogFormat == "json" {
 			logger.Error(cmd+" failed", "err", err)
 		} else {
-			fmt.Fprintf(stderr, "bobnet %s: %s\n", cmd, cfg.scrubber()(err.Error()))
+			fmt.Fprintf(stderr, "bobnet %s: %s\n", cmd, cfg.Scrubber()(err.Error()))
 		}
 		return 1
 	}
 	return 0
-}
-
-// printConfigErrors writes one configuration problem per line under a
-// heading, the same block whether a variable is missing or wrong.
-func printConfigErrors(w io.Writer, cmd string, err error) {
-	fmt.Fprintf(w, "%s: invalid configuration:\n", cmd)
-	var joined interface{ Unwrap() []error }
-	var errs []error
-	if errors.As(err, &joined) {
-		errs = joined.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	for _, e := range errs {
-		fmt.Fprintf(w, "  %s\n", redactURLs(e.Error()))
-	}
-}
-
-// isFlagError reports whether err came from the flag package parsing the
-// command line rather than from checking the settings.
-func isFlagError(err error) bool {
-	var ce configError
-	return !errors.As(err, &ce)
 }
 
 // version describes this build: the module version and, when built from a

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bobnet/bobnet/app"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 )
@@ -59,7 +60,7 @@ func runPlanCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "bobnet plan check: %v\n", err)
 		return 2
 	}
-	opts := plan.Options{Profiles: splitList(*profiles), HasTargetBoard: *hasBoard}
+	opts := plan.Options{Profiles: app.SplitList(*profiles), HasTargetBoard: *hasBoard}
 	var res plan.Result
 	if *hasBoard || *noBoard {
 		res = planner.Check(raw, opts)

@@ -1,0 +1,57 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bobnet/bobnet/bot/redisstore"
+	"github.com/bobnet/bobnet/migrations"
+	"github.com/bobnet/bobnet/store"
+)
+
+// stores are the connections every other part works through: Postgres
+// (boards, runs, the outbox; migrated on start) and Redis (proposals,
+// requests and their queue, reminders).
+type stores struct {
+	db      *store.Store
+	rdb     *redis.Client
+	pending *redisstore.InFlight // proposals, requests, reminders
+	queue   *redisstore.Queue    // the request stream the engine's workers read
+}
+
+// initStores connects to Postgres, migrates it, and connects to Redis.
+// On an error it closes what it opened; otherwise the caller closes both
+// with close, last of all (shutdown.go).
+func initStores(ctx context.Context, cfg Config, logger *slog.Logger) (_ *stores, err error) {
+	db, err := store.Open(ctx, cfg.DatabaseURL, logger)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
+	if _, err := migrations.Apply(ctx, db.Pool(), logger); err != nil {
+		return nil, err
+	}
+	ropts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	rdb := redis.NewClient(ropts)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("REDIS_URL: cannot reach Redis: %w", err)
+	}
+	return &stores{db: db, rdb: rdb, pending: redisstore.NewInFlight(rdb, cfg.RedisPrefix), queue: redisstore.NewQueue(rdb, cfg.RedisPrefix)}, nil
+}
+
+// close closes Redis, then Postgres: the reverse of their opening.
+func (s *stores) close() {
+	_ = s.rdb.Close()
+	s.db.Close()
+}
