@@ -36,7 +36,7 @@ func initEngine(cfg Config, st *stores, ext *integrations, logger *slog.Logger) 
 		}
 	}
 	model := planner.NewClient(planner.ClientConfig{
-		BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.Model, Timeout: cfg.PlanTimeout,
+		BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.Model, Timeout: cfg.PlanTimeout, Stream: cfg.ModelStream,
 	}, logger)
 	series := metrics.New()
 	series.WatchQueue(st.queue, logger)

@@ -39,6 +39,14 @@ type Reply struct {
 	Ollama bool
 	// Chunks splits a streamed answer into this many pieces (default 5).
 	Chunks int
+	// ChunkDelay waits between a streamed answer's pieces, as a model
+	// writing slowly does (or until the request is abandoned).
+	ChunkDelay time.Duration
+	// IgnoreStream answers a streamed request with a plain JSON answer,
+	// as servers that do not stream do; RefuseStream answers it with
+	// that status (such as 404 or 501) instead.
+	IgnoreStream bool
+	RefuseStream int
 	// Tokens, when set, is the total_tokens the answer reports; NoUsage
 	// leaves usage out, as some servers do.
 	Tokens  int
@@ -152,8 +160,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if reply.Ollama {
 		fingerprint = "fp_ollama"
 	}
+	if req.Stream && reply.RefuseStream != 0 {
+		writeError(w, reply.RefuseStream, "streaming is not supported")
+		return
+	}
 	created := time.Now().Unix()
-	if !req.Stream {
+	if !req.Stream || reply.IgnoreStream {
 		answer := map[string]any{
 			"id": "chatcmpl-test", "object": "chat.completion", "created": created, "model": req.Model,
 			"system_fingerprint": fingerprint,
@@ -186,7 +198,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			f.Flush()
 		}
 	}
-	for _, piece := range split(reply.Content, n) {
+	for i, piece := range split(reply.Content, n) {
+		if i > 0 && reply.ChunkDelay > 0 {
+			select {
+			case <-time.After(reply.ChunkDelay):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		chunk(piece, nil)
 	}
 	if reply.Ollama {
