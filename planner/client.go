@@ -92,7 +92,7 @@ func (c *Client) Plan(ctx context.Context, in PromptInput, opts plan.Options) (O
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	msgs := BuildPrompt(in)
-	raw, tokens, err := c.complete(ctx, msgs, true, nil)
+	raw, tokens, err := c.complete(ctx, msgs, true, draftSinkFor(in.OnDraft))
 	if errors.Is(err, ErrOutputTooLarge) {
 		return tooLarge(raw, tokens, err)
 	}

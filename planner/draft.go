@@ -89,6 +89,29 @@ func (r *DraftReader) Draft() Draft {
 	return Draft{Title: r.draft.Title, Cards: append([]plan.CardDraft(nil), r.draft.Cards...)}
 }
 
+// draftSink reads a streamed answer into drafts for on.
+type draftSink struct {
+	r  DraftReader
+	on func(Draft)
+}
+
+// draftSinkFor is the sink that tells on the drafts of a streamed
+// answer; nil for none.
+func draftSinkFor(on func(Draft)) textSink {
+	if on == nil {
+		return nil
+	}
+	return &draftSink{on: on}
+}
+
+func (s *draftSink) start() { s.r.Reset() }
+
+func (s *draftSink) text(piece string) {
+	if s.r.Write(piece) {
+		s.on(s.r.Draft())
+	}
+}
+
 // reasoningTags are the blocks some models think aloud in before the
 // answer; a '{' in them is not the plan's.
 var reasoningTags = []string{"think", "thinking", "reasoning"}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
@@ -88,4 +89,46 @@ func TestStreamAutoFallsBackAndRemembers(t *testing.T) {
 			t.Errorf("requests = %d, the second streamed = %v; want 2, streamed", len(reqs), len(reqs) == 2 && reqs[1].Stream)
 		}
 	})
+}
+
+// A streamed plan is told card by card while it comes, all before Plan
+// returns; a plan asked plainly is told never.
+func TestPlanTellsDraftsWhileStreaming(t *testing.T) {
+	t.Parallel()
+	newspaper := plannertest.NewspaperPlan(t)
+	for _, mode := range []planner.StreamMode{planner.StreamOn, planner.StreamOff} {
+		srv := plannertest.NewServer(t, plannertest.Reply{Content: newspaper, Chunks: 20, ChunkDelay: 10 * time.Millisecond})
+		c := newClient(srv.URL(), func(c *planner.ClientConfig) { c.Stream = mode })
+		var drafts []planner.Draft
+		returned := false
+		in := planner.PromptInput{Message: "plan", Profiles: planner.DefaultProfiles(), OnDraft: func(d planner.Draft) {
+			if returned {
+				t.Error("a draft after Plan returned")
+			}
+			drafts = append(drafts, d)
+		}}
+		out, err := c.Plan(context.Background(), in, opts)
+		returned = true
+		if err != nil || !out.Result.Valid {
+			t.Fatalf("%s: %v %+v", mode, err, out.Result.Errors)
+		}
+		if mode == planner.StreamOff {
+			if len(drafts) != 0 {
+				t.Errorf("off: %d drafts", len(drafts))
+			}
+			continue
+		}
+		if len(drafts) < 5 {
+			t.Fatalf("on: %d drafts, want one per piece with a new card or the title", len(drafts))
+		}
+		last := drafts[len(drafts)-1]
+		if len(last.Cards) != 10 || last.Title != out.Result.Plan.Actions[0].Board.Name {
+			t.Errorf("last draft: %d cards, title %q", len(last.Cards), last.Title)
+		}
+		for i := 1; i < len(drafts); i++ {
+			if len(drafts[i].Cards) < len(drafts[i-1].Cards) {
+				t.Errorf("draft %d has fewer cards than the one before", i)
+			}
+		}
+	}
 }

@@ -111,7 +111,10 @@ func StartPosting(t testing.TB, store *store.Store, rdb *redis.Client, prefix st
 	for _, o := range opts {
 		o(&cfg)
 	}
-	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
+	// The model is asked as serve asks it by default: streamed where it
+	// streams.
+	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second,
+		Stream: planner.StreamAuto}, storetest.Logger(t))
 	deps := Deps(client, store, redisstore.NewInFlight(rdb, prefix), redisstore.NewQueue(rdb, prefix))
 	if wrap != nil {
 		wrap(&deps)

@@ -170,10 +170,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"id": "chatcmpl-test", "object": "chat.completion", "created": created, "model": req.Model,
 			"system_fingerprint": fingerprint,
 			"choices":            []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": reply.Content}, "finish_reason": "stop"}},
-			"usage":              map[string]any{"prompt_tokens": 100, "completion_tokens": len(reply.Content) / 4, "total_tokens": 100 + len(reply.Content)/4},
-		}
-		if reply.Tokens > 0 {
-			answer["usage"] = map[string]any{"prompt_tokens": reply.Tokens / 2, "completion_tokens": reply.Tokens - reply.Tokens/2, "total_tokens": reply.Tokens}
+			"usage":              usage(reply),
 		}
 		if reply.NoUsage {
 			delete(answer, "usage")
@@ -211,7 +208,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if reply.Ollama {
 		chunk("", "stop")
 	}
+	if !reply.NoUsage {
+		// The usage comes last, in a chunk with no choices, as OpenAI
+		// sends it with stream_options.include_usage.
+		b, _ := json.Marshal(map[string]any{
+			"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": created, "model": req.Model,
+			"choices": []any{}, "usage": usage(reply),
+		})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// usage is what reply says it cost: Tokens, or 100 for the prompt and
+// a token for every four characters of the answer.
+func usage(reply Reply) map[string]any {
+	if reply.Tokens > 0 {
+		return map[string]any{"prompt_tokens": reply.Tokens / 2, "completion_tokens": reply.Tokens - reply.Tokens/2, "total_tokens": reply.Tokens}
+	}
+	return map[string]any{"prompt_tokens": 100, "completion_tokens": len(reply.Content) / 4, "total_tokens": 100 + len(reply.Content)/4}
 }
 
 // split cuts s into n pieces of about equal size, on rune boundaries.
