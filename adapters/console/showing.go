@@ -3,6 +3,8 @@ package console
 import (
 	"context"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
@@ -123,10 +125,20 @@ func (c *Console) answered(name string, id board.RequestID) {
 	}
 }
 
-// liveAfter is ch's live events after lastID, in order; c.mu is held.
+// draftLife is how long a draft is held without news: a request whose
+// answer this replica never posts (another replica took it over) leaves
+// no draft behind for good.
+const draftLife = 10 * time.Minute
+
+// liveAfter is ch's live events after lastID, in order, forgetting
+// drafts older than draftLife; c.mu is held.
 func (ch *channel) liveAfter(lastID int64) []Event {
 	var out []Event
-	for _, ev := range ch.live {
+	for key, ev := range ch.live {
+		if at, err := time.Parse(time.RFC3339, ev.At); strings.HasPrefix(key, "draft:") && (err != nil || time.Since(at) > draftLife) {
+			delete(ch.live, key)
+			continue
+		}
 		if ev.ID > lastID {
 			out = append(out, ev)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
@@ -79,6 +80,20 @@ func TestDraftsAreLiveUntilAnswered(t *testing.T) {
 	stop3()
 	if got := types(past); len(got) != 4 || got[0] != "working" || got[3] != "proposal" {
 		t.Fatalf("after the answers: %v, want no draft left", got)
+	}
+	// A draft whose answer never comes here (another replica posted it)
+	// is dropped after a while.
+	_ = c.Draft(ctx, bot.Draft{Request: "r_lost", Thread: th, Cards: []plan.CardDraft{{Title: "Lost"}}})
+	c.mu.Lock()
+	ev := c.channels["newsroom"].live["draft:r_lost"]
+	ev.At = time.Now().Add(-draftLife - time.Minute).UTC().Format(time.RFC3339)
+	c.channels["newsroom"].live["draft:r_lost"] = ev
+	c.mu.Unlock()
+	if past, _, stop := c.Follow("newsroom", 0); len(past) != 4 {
+		stop()
+		t.Fatalf("a stale draft is still shown: %v", types(past))
+	} else {
+		stop()
 	}
 	b, _ = json.Marshal(past[3].Data)
 	var p struct {
