@@ -262,3 +262,32 @@ func TestNoDraftWithoutCards(t *testing.T) {
 		t.Errorf("shown %d things, want only the answer", n)
 	}
 }
+
+// An answer that never asked the model (the channel is over its model
+// budget) names its request too, and no draft was drawn for it.
+func TestAnOverBudgetAnswerNamesItsRequest(t *testing.T) {
+	t.Parallel()
+	env, d := startDrafting(t, 20*time.Second)
+	env.Model.Push(plannertest.Reply{Content: plannertest.NewspaperPlan(t), Tokens: 600})
+	setPolicy(t, env, "console:general", board.Policy{Deciders: []string{"requester"}, Approvals: 1, SelfApproval: true, Budget: &board.Budget{TokensPerDay: 500}})
+	ctx := context.Background()
+	first, err := env.Engine.Submit(ctx, board.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.WaitRequest(t, first)
+	second, err := env.Engine.Submit(ctx, board.Request{Thread: general, User: "alice", Text: "plan another thing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := env.WaitRequest(t, second); st.State != board.RequestFailed || st.Reply == nil || st.Reply.Request != second {
+		t.Fatalf("over budget: %+v %+v", st, st.Reply)
+	}
+	env.WaitIdle(t)
+	if got := checkDrafts(t, d, second, 0, "reply"); got.reply.Request != second || !strings.Contains(got.reply.Text, "model budget") {
+		t.Errorf("reply = %+v", got.reply)
+	}
+	if n := len(d.of(second)); n != 1 {
+		t.Errorf("shown %d things for the request over budget, want only its answer", n)
+	}
+}
