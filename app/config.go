@@ -10,6 +10,7 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/secretbox"
 )
 
@@ -34,9 +35,12 @@ type Config struct {
 	OpenAIBaseURL string
 	OpenAIAPIKey  string
 	Model         string
-	PlanTimeout   time.Duration
-	ReclaimIdle   time.Duration
-	Workers       int
+	// ModelStream is whether the model is asked for streamed answers
+	// (BOBNET_MODEL_STREAM), so a plan shows card by card as it comes.
+	ModelStream planner.StreamMode
+	PlanTimeout time.Duration
+	ReclaimIdle time.Duration
+	Workers     int
 	// RunWorkers and RunDeadline: how many cards of runs this replica
 	// works at once, and how long a run may take.
 	RunWorkers  int
@@ -160,6 +164,14 @@ var settings = []setting{
 	{"OPENAI_BASE_URL", "openai-base-url", "http://127.0.0.1:11434/v1", "OpenAI-compatible API base `URL` (OpenAI, Ollama, vLLM, llama.cpp)", str(func(c *Config) *string { return &c.OpenAIBaseURL })},
 	{"OPENAI_API_KEY", "openai-api-key", "", "API key for the model server", str(func(c *Config) *string { return &c.OpenAIAPIKey })},
 	{"BOBNET_MODEL", "model", "llama3.1", "model name", str(func(c *Config) *string { return &c.Model })},
+	{"BOBNET_MODEL_STREAM", "model-stream", "auto", "ask the model for streamed answers, so chat shows a plan card by card while it is written: auto (stream, and ask plainly from then on where the server refuses or ignores streamed requests), on or off", func(c *Config, v string) error {
+		m, err := planner.ParseStreamMode(v)
+		if err != nil {
+			return err
+		}
+		c.ModelStream = m
+		return nil
+	}},
 	{"BOBNET_PLAN_TIMEOUT", "plan-timeout", "120s", "how long one planning call may take (a `duration`)", func(c *Config, v string) error {
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d <= 0 {

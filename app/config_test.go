@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/planner"
 )
 
 func testConfig(t *testing.T, env map[string]string, args ...string) (Config, error) {
@@ -29,6 +30,9 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if c.PublicURL != "http://127.0.0.1:8080" {
 		t.Errorf("public URL default = %q", c.PublicURL)
+	}
+	if c.ModelStream != planner.StreamAuto {
+		t.Errorf("model stream default = %q, want auto", c.ModelStream)
 	}
 	if err := c.RequireServices(true); err == nil || !strings.Contains(err.Error(), "DATABASE_URL") || !strings.Contains(err.Error(), "REDIS_URL") {
 		t.Errorf("RequireServices = %v", err)
@@ -58,6 +62,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	}{
 		{"bad ttl", map[string]string{"BOBNET_PROPOSAL_TTL": "tomorrow"}, []string{"BOBNET_PROPOSAL_TTL"}},
 		{"ttl too short", map[string]string{"BOBNET_PROPOSAL_TTL": "1s"}, []string{"BOBNET_PROPOSAL_TTL"}},
+		{"bad model stream", map[string]string{"BOBNET_MODEL_STREAM": "yes"}, []string{"BOBNET_MODEL_STREAM", "auto, on or off"}},
 		{"bad database url", map[string]string{"DATABASE_URL": "mysql://x"}, []string{"DATABASE_URL"}},
 		{"bad redis url", map[string]string{"REDIS_URL": "localhost:6379"}, []string{"REDIS_URL"}},
 		{"public listen without token", map[string]string{"BOBNET_LISTEN": "0.0.0.0:8080"}, []string{"BOBNET_LISTEN", "BOBNET_API_TOKEN"}},

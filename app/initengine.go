@@ -36,7 +36,7 @@ func initEngine(cfg Config, st *stores, ext *integrations, logger *slog.Logger) 
 		}
 	}
 	model := planner.NewClient(planner.ClientConfig{
-		BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.Model, Timeout: cfg.PlanTimeout,
+		BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.Model, Timeout: cfg.PlanTimeout, Stream: cfg.ModelStream,
 	}, logger)
 	series := metrics.New()
 	series.WatchQueue(st.queue, logger)
@@ -68,6 +68,6 @@ func initEngine(cfg Config, st *stores, ext *integrations, logger *slog.Logger) 
 	// is built with the engine; the engine learns of it by Register (a
 	// bot.Registration of small interfaces), before Run starts it.
 	con := console.New(engine, db, logger)
-	engine.Register(board.SourceConsole, bot.Registration{Poster: con})
+	engine.Register(board.SourceConsole, bot.Registration{Poster: con, Drafts: con, Runs: con})
 	return &planning{engine: engine, model: model, profiles: profiles, series: series, console: con}, nil
 }

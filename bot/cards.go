@@ -115,6 +115,12 @@ func (e *Engine) EditCard(ctx context.Context, ed CardEdit) (board.CardUpdate, e
 		e.emitCard(ctx, up, ed.User)
 	}
 	for _, c := range up.Changes {
+		if c.Field == "status" {
+			e.cardMoved(up) // a run's card moved by a person
+			break
+		}
+	}
+	for _, c := range up.Changes {
 		if c.Field == "status" && (c.To == "Done" || c.To == "Blocked") {
 			// Off the caller's path: a slash command must be answered in
 			// three seconds whatever the chat platform is doing.

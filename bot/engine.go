@@ -206,6 +206,7 @@ type Engine struct {
 
 	out    *outbound
 	leases *leases
+	shows  *runShows
 }
 
 // New returns an engine. Nothing runs until Run.
@@ -255,7 +256,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Engine, error) {
 	cfg.ChannelDeciders = deciders
 	return &Engine{
 		cfg: cfg, deps: deps, logger: logger, surfaces: map[board.Source]Registration{},
-		out: newOutbound(cfg.PostTimeout, cfg.FlushTimeout, logger), leases: newLeases(),
+		out: newOutbound(cfg.PostTimeout, cfg.FlushTimeout, logger), leases: newLeases(), shows: newRunShows(),
 	}, nil
 }
 

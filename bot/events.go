@@ -87,6 +87,7 @@ func (e *Engine) CardOutput(ctx context.Context, job board.RunJob, up board.Card
 	if up.Card.Status == "Review" {
 		e.Reviewing(ctx, job, up)
 	}
+	e.showRun(job.Run.ID, job.Board)
 	sink := e.eventSink()
 	if sink == nil {
 		return

@@ -11,9 +11,18 @@ import (
 	"github.com/bobnet/bobnet/planner"
 )
 
-// answer plans a request's answer. A request whose proposal was already
-// stored (planned before a crash) is not planned again.
+// answer plans a request's answer, whose reply names the request (a
+// surface turns the request's draft into it). A request whose proposal
+// was already stored (planned before a crash) is not planned again.
 func (e *Engine) answer(ctx context.Context, r board.Request) board.Answer {
+	ans := e.answerOf(ctx, r)
+	if ans.Reply != nil {
+		ans.Reply.Request = r.ID
+	}
+	return ans
+}
+
+func (e *Engine) answerOf(ctx context.Context, r board.Request) board.Answer {
 	pid := board.ProposalIDFor(r.ID)
 	if p, err := e.deps.Proposals.Proposal(ctx, pid); err == nil {
 		return board.Answer{ProposalID: p.ID, Reply: &board.Reply{Kind: board.ReplyProposal, Text: p.Plan.Answer}}
@@ -89,7 +98,10 @@ func (e *Engine) plan(ctx context.Context, r board.Request) (reply *board.Reply,
 	if in.Board != nil {
 		opts.Board = in.Board.State
 	}
+	drafts := e.startDrafting(r)
+	in.OnDraft = drafts.onDraft()
 	out, err := e.deps.Planner.Plan(ctx, in, opts)
+	drafts.stop()
 	e.chargeTokens(ctx, r, out)
 	if err != nil {
 		if ctx.Err() != nil {

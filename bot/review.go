@@ -59,6 +59,7 @@ func (e *Engine) ReviewRunCard(ctx context.Context, runID board.RunID, card boar
 	}
 	text := fmt.Sprintf("%s “%s” %s.", up.Card.Handle, up.Card.Title, verdict)
 	e.tellOn(b, func(board.Source) string { return text }, RunURL(e.cfg.PublicURL, r), ref)
+	e.showRun(r.ID, b)
 	return up, nil
 }
 

@@ -130,6 +130,7 @@ func (e *Engine) Ended(ctx context.Context, r board.Run) {
 		return
 	}
 	e.tellOnThen(b, func(board.Source) string { return endText(r) }, RunURL(e.cfg.PublicURL, r), nil, e.endTold(r.ID))
+	e.showRun(r.ID, b)
 	e.emitRun(ctx, EventRunFinished, r, b)
 }
 
@@ -139,6 +140,7 @@ func (e *Engine) Ended(ctx context.Context, r board.Run) {
 func (e *Engine) RetellEnded(ctx context.Context, r board.Run) {
 	if b, ok := e.newsBoard(ctx, r.Board); ok {
 		e.tellOnThen(b, func(board.Source) string { return endText(r) }, RunURL(e.cfg.PublicURL, r), nil, e.endTold(r.ID))
+		e.showRun(r.ID, b)
 	}
 }
 
@@ -270,6 +272,7 @@ func (e *Engine) runNews(ctx context.Context, typ EventType, r board.Run, text s
 		return
 	}
 	e.tellOn(b, func(board.Source) string { return text }, RunURL(e.cfg.PublicURL, r), nil)
+	e.showRun(r.ID, b)
 	e.emitRun(ctx, typ, r, b)
 }
 

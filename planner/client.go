@@ -36,9 +36,10 @@ type ClientConfig struct {
 	// Backoff is the first retry's delay; it doubles each time, with
 	// jitter, up to 10 s. Zero means 500 ms.
 	Backoff time.Duration
-	// Stream asks for a streamed answer and joins the pieces; some servers
-	// answer sooner or only that way.
-	Stream      bool
+	// Stream says whether to ask for streamed answers (stream.go): a
+	// streamed plan can be shown card by card while the model writes it.
+	// "" is StreamOff.
+	Stream      StreamMode
 	Temperature float32
 	HTTPClient  *http.Client
 }
@@ -52,6 +53,9 @@ type Client struct {
 	// noJSONMode is set once the server has refused response_format, so
 	// later calls do not pay for the refusal again.
 	noJSONMode atomic.Bool
+	// noStream is set once a server asked in StreamAuto refused or
+	// ignored a streamed request and answered a plain one.
+	noStream atomic.Bool
 }
 
 // NewClient returns a client for cfg.
@@ -88,7 +92,7 @@ func (c *Client) Plan(ctx context.Context, in PromptInput, opts plan.Options) (O
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	msgs := BuildPrompt(in)
-	raw, tokens, err := c.complete(ctx, msgs, true)
+	raw, tokens, err := c.complete(ctx, msgs, true, draftSinkFor(in.OnDraft))
 	if errors.Is(err, ErrOutputTooLarge) {
 		return tooLarge(raw, tokens, err)
 	}
@@ -100,7 +104,7 @@ func (c *Client) Plan(ctx context.Context, in PromptInput, opts plan.Options) (O
 		return Outcome{Result: res, Raw: raw, Tokens: tokens}, nil
 	}
 	c.logger.Info("model output invalid; asking for a repair", "errors", len(res.Errors), "first", res.Errors[0].Message)
-	raw2, tokens2, err := c.complete(ctx, RepairMessages(msgs, raw, res.Errors), true)
+	raw2, tokens2, err := c.complete(ctx, RepairMessages(msgs, raw, res.Errors), true, nil)
 	if errors.Is(err, ErrOutputTooLarge) {
 		out, err := tooLarge(raw2, tokens2, err)
 		out.Tokens += tokens
@@ -143,14 +147,15 @@ func (c *Client) Ping(ctx context.Context) error {
 func (c *Client) Write(ctx context.Context, msgs []Message) (string, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	return c.complete(ctx, msgs, false)
+	return c.complete(ctx, msgs, false, nil)
 }
 
 // complete sends one chat request, retrying what is worth retrying, and
 // returns the answer and the tokens it cost: the server's usage, or an
-// estimate from the prompt and answer when the server sends none.
-func (c *Client) complete(ctx context.Context, msgs []Message, wantJSON bool) (string, int, error) {
-	out, tokens, err := c.completeOnce(ctx, msgs, wantJSON)
+// estimate from the prompt and answer when the server sends none. sink,
+// when not nil, hears a streamed answer as it comes.
+func (c *Client) complete(ctx context.Context, msgs []Message, wantJSON bool, sink textSink) (string, int, error) {
+	out, tokens, err := c.completeOnce(ctx, msgs, wantJSON, sink)
 	if (err == nil || errors.Is(err, ErrOutputTooLarge)) && tokens <= 0 {
 		n := 0
 		for _, m := range msgs {
@@ -165,7 +170,7 @@ func (c *Client) complete(ctx context.Context, msgs []Message, wantJSON bool) (s
 	return out, tokens, err
 }
 
-func (c *Client) completeOnce(ctx context.Context, msgs []Message, wantJSON bool) (string, int, error) {
+func (c *Client) completeOnce(ctx context.Context, msgs []Message, wantJSON bool, sink textSink) (string, int, error) {
 	req := openai.ChatCompletionRequest{
 		Model:       c.cfg.Model,
 		Temperature: c.cfg.Temperature,
@@ -180,7 +185,7 @@ func (c *Client) completeOnce(ctx context.Context, msgs []Message, wantJSON bool
 		if jsonMode {
 			req.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
 		}
-		out, tokens, err := c.send(ctx, req)
+		out, tokens, err := c.send(ctx, req, sink)
 		if err == nil {
 			return out, tokens, nil
 		}
@@ -216,50 +221,36 @@ func (c *Client) completeOnce(ctx context.Context, msgs []Message, wantJSON bool
 	}
 }
 
-func (c *Client) send(ctx context.Context, req openai.ChatCompletionRequest) (string, int, error) {
-	if !c.cfg.Stream {
-		resp, err := c.api.CreateChatCompletion(ctx, req)
-		if errors.Is(err, ErrOutputTooLarge) {
-			return "", 0, fmt.Errorf("%w: an answer of more than %d KiB", ErrOutputTooLarge, MaxResponseBody>>10)
-		}
-		if err != nil {
-			return "", 0, err
-		}
-		if len(resp.Choices) == 0 {
-			return "", 0, errors.New("the answer has no choices")
-		}
-		return resp.Choices[0].Message.Content, resp.Usage.TotalTokens, nil
+func (c *Client) send(ctx context.Context, req openai.ChatCompletionRequest, sink textSink) (string, int, error) {
+	if !c.streaming() {
+		return c.sendPlain(ctx, req)
 	}
-	req.Stream = true
-	stream, err := c.api.CreateChatCompletionStream(ctx, req)
+	out, tokens, err := c.sendStream(ctx, req, sink)
+	if c.cfg.Stream != StreamAuto || !refusedStream(err) {
+		return out, tokens, err
+	}
+	// The server will not stream: ask plainly, and once that works keep
+	// asking plainly for the rest of the process.
+	c.logger.Info("model server does not answer streamed requests; asking without streaming", "base_url", c.cfg.BaseURL, "err", err)
+	out, tokens, err = c.sendPlain(ctx, req)
+	if err == nil {
+		c.noStream.Store(true)
+	}
+	return out, tokens, err
+}
+
+func (c *Client) sendPlain(ctx context.Context, req openai.ChatCompletionRequest) (string, int, error) {
+	resp, err := c.api.CreateChatCompletion(ctx, req)
+	if errors.Is(err, ErrOutputTooLarge) {
+		return "", 0, fmt.Errorf("%w: an answer of more than %d KiB", ErrOutputTooLarge, MaxResponseBody>>10)
+	}
 	if err != nil {
 		return "", 0, err
 	}
-	defer stream.Close()
-	var b strings.Builder
-	tokens := 0
-	for {
-		resp, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return b.String(), tokens, nil
-		}
-		if err != nil {
-			return "", 0, err
-		}
-		if resp.Usage != nil {
-			tokens = resp.Usage.TotalTokens
-		}
-		for _, ch := range resp.Choices {
-			if ch.Index == 0 {
-				b.WriteString(ch.Delta.Content)
-			}
-		}
-		if b.Len() > MaxRawOutput {
-			// Past the cap the parser refuses it anyway: stop reading, and
-			// keep what was read for the audit log.
-			return b.String(), tokens, fmt.Errorf("%w: more than %d KiB streamed", ErrOutputTooLarge, MaxRawOutput>>10)
-		}
+	if len(resp.Choices) == 0 {
+		return "", 0, errors.New("the answer has no choices")
 	}
+	return resp.Choices[0].Message.Content, resp.Usage.TotalTokens, nil
 }
 
 func (c *Client) backoff(attempt int) time.Duration {

@@ -45,7 +45,11 @@ func TestClientPlans(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv := plannertest.NewServer(t, tt.reply)
-			c := newClient(srv.URL(), func(c *planner.ClientConfig) { c.Stream = tt.stream })
+			mode := planner.StreamOff
+			if tt.stream {
+				mode = planner.StreamOn
+			}
+			c := newClient(srv.URL(), func(c *planner.ClientConfig) { c.Stream = mode })
 			out, err := c.Plan(context.Background(), planner.PromptInput{Message: "plan our daily research newspaper", Profiles: planner.DefaultProfiles()}, opts)
 			if err != nil {
 				t.Fatal(err)

@@ -17,6 +17,12 @@ type PromptInput struct {
 	// proposal: the model sees the old plan (as data) and the feedback.
 	PreviousPlan *plan.Envelope
 	Feedback     string
+	// OnDraft, when set, hears the plan as read so far while the model
+	// streams its answer (the first answer, not a repair's), each time
+	// the board's title or a card is complete. It is called on the
+	// planning goroutine, so it must return quickly, and never after
+	// Plan has returned. A model that does not stream calls it never.
+	OnDraft func(Draft)
 }
 
 // Outcome is what a planning call produced: the validated result, the raw

@@ -42,9 +42,9 @@ func (b countingBody) Read(p []byte) (int, error) {
 func TestHugeOutputIsCutOff(t *testing.T) {
 	t.Parallel()
 	huge := `{"kind":"answer","answer":"` + strings.Repeat("a", 20<<20) + `"}`
-	for _, stream := range []bool{false, true} {
+	for _, stream := range []planner.StreamMode{planner.StreamOff, planner.StreamOn} {
 		name := "plain"
-		if stream {
+		if stream == planner.StreamOn {
 			name = "streamed"
 		}
 		t.Run(name, func(t *testing.T) {

@@ -112,12 +112,14 @@ func (w *Worker) DispatchOne(ctx context.Context, hook string) (sent bool, err e
 	})
 	if errors.Is(err, board.ErrNotRunnable) {
 		w.logger.Warn("run card not dispatched", "hook", hook, "card", job.Card.Handle, "run", job.Run.ID, "attempt", job.Attempt, "err", err)
+		w.tell.RunCardMoved(ctx, job) // its attempt failed
 		return true, nil
 	}
 	if err != nil || !ok {
 		return false, err
 	}
 	w.hooks.events.Wake()
+	w.tell.RunCardMoved(ctx, job)
 	w.logger.Info("run card dispatched", "hook", hook, "card", job.Card.Handle, "run", job.Run.ID, "attempt", job.Attempt, "round", job.RunCard.Rounds)
 	return true, nil
 }

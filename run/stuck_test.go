@@ -104,6 +104,10 @@ func TestAnOutputThatCannotBeKeptStopsTheRun(t *testing.T) {
 	if len(tell.ended) != 1 || tell.ended[0].Reason != ended[0].Reason {
 		t.Fatalf("told %+v", tell.ended)
 	}
+	// Each attempt is told taken, then failed.
+	if len(tell.moved) != 6 {
+		t.Fatalf("moves told: %v, want 3 takings and 3 failures", tell.moved)
+	}
 }
 
 // TestLostLeasesStopTheRun: a card whose runner lost it three times (its

@@ -36,12 +36,15 @@ type Model interface {
 	Write(ctx context.Context, msgs []planner.Message) (string, int, error)
 }
 
-// Teller tells people what a run did: a runner's output kept (and, when
-// the card went to Review, that it waits for them), a run waiting for
-// the model budget, a run that ended. It is called after the change is
+// Teller tells people what a run did: a card taken or failed, a runner's
+// output kept (and, when the card went to Review, that it waits for
+// them), a run waiting for the model budget, a run that ended. It is called after the change is
 // committed.
 type Teller interface {
 	CardOutput(ctx context.Context, job board.RunJob, up board.CardUpdate)
+	// RunCardMoved: a runner took a card of job's run (In Progress), or
+	// failed it.
+	RunCardMoved(ctx context.Context, job board.RunJob)
 	Waiting(ctx context.Context, job board.RunJob, why error)
 	Ended(ctx context.Context, r board.Run)
 	RetellEnded(ctx context.Context, r board.Run)
@@ -194,7 +197,7 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 	p, known := w.profiles[plan.RunnerKey(job.Card.Assignee)]
 	if !known || p.Runner != "model" {
 		// The profile changed since the run started; people work it.
-		return true, w.store.FailRunCard(ctx, job, fmt.Sprintf("%q is no longer a profile the model works", job.Card.Assignee))
+		return true, w.fail(ctx, job, fmt.Sprintf("%q is no longer a profile the model works", job.Card.Assignee))
 	}
 	if err := w.budget.ModelBudget(ctx, job.Board.Channel); err != nil {
 		// The run waits rather than spend past the budget: the card goes
@@ -206,6 +209,7 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 		w.tell.Waiting(ctx, job, err)
 		return true, nil
 	}
+	w.tell.RunCardMoved(ctx, job)
 	start := time.Now()
 	held, release := w.hold(ctx, job)
 	out, tokens, err := w.model.Write(held, Messages(p, job))
@@ -225,7 +229,7 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 			return true, nil
 		}
 		w.logger.Warn("model runner failed", "card", job.Card.Handle, "run", job.Run.ID, "attempt", job.Attempt, "err", err)
-		return true, w.store.FailRunCard(context.WithoutCancel(ctx), job, failure(err))
+		return true, w.fail(context.WithoutCancel(ctx), job, failure(err))
 	}
 	up, err := w.store.CompleteRunCard(ctx, job, p.Name, out)
 	if errors.Is(err, board.ErrNotRunnable) {
@@ -237,7 +241,7 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 		// reason kept for the thread should the run stop over it, rather
 		// than the card waiting for its lease to run out.
 		w.logger.Warn("run card output not kept", "card", job.Card.Handle, "run", job.Run.ID, "attempt", job.Attempt, "err", err)
-		if ferr := w.store.FailRunCard(context.WithoutCancel(ctx), job, "its output could not be kept: "+err.Error()); ferr != nil {
+		if ferr := w.fail(context.WithoutCancel(ctx), job, "its output could not be kept: "+err.Error()); ferr != nil {
 			return true, errors.Join(err, ferr)
 		}
 		return true, nil
@@ -247,6 +251,15 @@ func (w *Worker) WorkOne(ctx context.Context) (worked bool, err error) {
 	job.Card, job.RunCard.Status, job.RunCard.Output = up.Card, up.Card.Status, out
 	w.tell.CardOutput(ctx, job, up)
 	return true, nil
+}
+
+// fail fails job's attempt with why and shows it.
+func (w *Worker) fail(ctx context.Context, job board.RunJob, why string) error {
+	if err := w.store.FailRunCard(ctx, job, why); err != nil {
+		return err
+	}
+	w.tell.RunCardMoved(ctx, job)
+	return nil
 }
 
 // BudgetRecheck is the longest a run whose channel spent its model budget

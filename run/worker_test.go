@@ -31,6 +31,14 @@ type teller struct {
 	states    []string
 	worked    int
 	waiting   []string
+	// moved is each card taken or failed, as handle:status:error.
+	moved []string
+}
+
+func (t *teller) RunCardMoved(_ context.Context, job board.RunJob) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.moved = append(t.moved, job.Card.Handle+":"+job.Card.Status)
 }
 
 func (t *teller) Waiting(_ context.Context, job board.RunJob, why error) {
@@ -207,6 +215,14 @@ func TestTheModelWorksTheNewspaper(t *testing.T) {
 	}
 	if len(tell.reviewing) == 0 || len(tell.ended) != 1 || len(tell.states) != 1 || tell.states[0] != "done" || tell.worked != 8 {
 		t.Errorf("told: reviewing %v, ended %d, observed %v and %d cards worked", tell.reviewing, len(tell.ended), tell.states, tell.worked)
+	}
+	if len(tell.moved) != 8 {
+		t.Errorf("cards told taken: %v, want the 8 the model worked", tell.moved)
+	}
+	for _, m := range tell.moved {
+		if !strings.HasSuffix(m, ":In Progress") {
+			t.Errorf("told %s, want a card taken In Progress", m)
+		}
 	}
 }
 

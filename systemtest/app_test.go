@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,6 +229,13 @@ func TestAPIEndToEnd(t *testing.T) {
 	for {
 		select {
 		case ev := <-events:
+			if ev.Type == "draft" {
+				// The plan as the model streamed it, before its preview.
+				if slices.Contains(seen, "proposal") {
+					t.Errorf("a draft after the preview: %v", seen)
+				}
+				continue
+			}
 			seen = append(seen, ev.Type)
 			if ev.Type == "reply" && strings.Contains(string(ev.Data), boardURL) {
 				got := strings.Join(seen, ",")

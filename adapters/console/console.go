@@ -57,7 +57,7 @@ func New(eng Engine, history History, logger *slog.Logger) *Console {
 const maxChannels = 1000
 
 // Event is one thing shown in a channel: its type is message, working,
-// reply, proposal or proposal_updated.
+// reply, proposal, proposal_updated, draft or run_progress.
 type Event = sse.Event
 
 // channel is one channel's history and subscribers.
@@ -66,6 +66,10 @@ type channel struct {
 	history  []Event
 	subs     map[chan Event]struct{}
 	lastUsed time.Time
+	// live holds the latest draft of each request not yet answered and
+	// the latest progress of each run, by "draft:<request>" and
+	// "run:<run>" (showing.go); they are not history.
+	live map[string]Event
 }
 
 // channel returns a channel's state, creating it (and dropping the least
@@ -113,12 +117,18 @@ func (c *Console) append(name, typ string, data any) Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := c.channel(name)
-	ev := Event{ID: ch.nextID, Type: typ, At: time.Now().UTC().Format(time.RFC3339), Data: data}
-	ch.nextID++
+	ev := c.emit(ch, typ, data)
 	ch.history = append(ch.history, ev)
 	if len(ch.history) > historySize {
 		ch.history = ch.history[len(ch.history)-historySize:]
 	}
+	return ev
+}
+
+// emit numbers an event and hands it to ch's subscribers; c.mu is held.
+func (c *Console) emit(ch *channel, typ string, data any) Event {
+	ev := Event{ID: ch.nextID, Type: typ, At: time.Now().UTC().Format(time.RFC3339), Data: data}
+	ch.nextID++
 	for sub := range ch.subs {
 		select {
 		case sub <- ev:
@@ -141,6 +151,10 @@ func (c *Console) subscribe(name string, lastID int64) ([]Event, chan Event) {
 		if ev.ID > lastID {
 			past = append(past, ev)
 		}
+	}
+	if live := ch.liveAfter(lastID); len(live) > 0 {
+		past = append(past, live...)
+		sort.Slice(past, func(i, j int) bool { return past[i].ID < past[j].ID })
 	}
 	sub := make(chan Event, 64)
 	ch.subs[sub] = struct{}{}
@@ -187,15 +201,19 @@ func (c *Console) unsubscribe(name string, sub chan Event) {
 	}
 }
 
-// Reply shows a bot reply in the channel.
+// Reply shows a bot reply in the channel, in place of the draft of the
+// request it answers.
 func (c *Console) Reply(_ context.Context, t board.Thread, r board.Reply) error {
+	c.answered(t.Channel.ID, r.Request)
 	c.Publish(t.Channel.ID, "reply", r)
 	return nil
 }
 
-// PostPreview shows a proposal's preview in the channel.
+// PostPreview shows a proposal's preview in the channel, in place of the
+// draft of the request it answers.
 func (c *Console) PostPreview(_ context.Context, p board.Proposal) (board.MessageRef, error) {
-	c.Publish(p.Thread.Channel.ID, "proposal", httpapi.ViewProposal(p))
+	c.answered(p.Thread.Channel.ID, p.RequestID)
+	c.Publish(p.Thread.Channel.ID, "proposal", proposalEvent{ProposalView: httpapi.ViewProposal(p), RequestID: p.RequestID})
 	return board.MessageRef(p.ID), nil
 }
 

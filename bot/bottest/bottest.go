@@ -138,7 +138,10 @@ func New(t testing.TB, opts ...Option) *Env {
 	for _, f := range o.config {
 		f(&cfg)
 	}
-	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second}, storetest.Logger(t))
+	// The model is asked as serve asks it by default: streamed where it
+	// streams.
+	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second,
+		Stream: planner.StreamAuto}, storetest.Logger(t))
 	deps := Deps(client, store, redisstore.NewInFlight(rdb, prefix), redisstore.NewQueue(rdb, prefix))
 	for _, wrap := range o.wrap {
 		wrap(&deps)

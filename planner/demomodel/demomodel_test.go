@@ -27,7 +27,7 @@ func TestDemoModelPlansThroughTheRealClient(t *testing.T) {
 	}
 	srv := httptest.NewServer(m)
 	t.Cleanup(srv.Close)
-	for _, stream := range []bool{false, true} {
+	for _, stream := range []planner.StreamMode{planner.StreamOff, planner.StreamOn} {
 		c := planner.NewClient(planner.ClientConfig{BaseURL: srv.URL + "/v1", Model: demomodel.Name, Stream: stream, MaxRetries: -1},
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		for _, tc := range []struct {

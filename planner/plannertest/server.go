@@ -39,6 +39,14 @@ type Reply struct {
 	Ollama bool
 	// Chunks splits a streamed answer into this many pieces (default 5).
 	Chunks int
+	// ChunkDelay waits between a streamed answer's pieces, as a model
+	// writing slowly does (or until the request is abandoned).
+	ChunkDelay time.Duration
+	// IgnoreStream answers a streamed request with a plain JSON answer,
+	// as servers that do not stream do; RefuseStream answers it with
+	// that status (such as 404 or 501) instead.
+	IgnoreStream bool
+	RefuseStream int
 	// Tokens, when set, is the total_tokens the answer reports; NoUsage
 	// leaves usage out, as some servers do.
 	Tokens  int
@@ -152,16 +160,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if reply.Ollama {
 		fingerprint = "fp_ollama"
 	}
+	if req.Stream && reply.RefuseStream != 0 {
+		writeError(w, reply.RefuseStream, "streaming is not supported")
+		return
+	}
 	created := time.Now().Unix()
-	if !req.Stream {
+	if !req.Stream || reply.IgnoreStream {
 		answer := map[string]any{
 			"id": "chatcmpl-test", "object": "chat.completion", "created": created, "model": req.Model,
 			"system_fingerprint": fingerprint,
 			"choices":            []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": reply.Content}, "finish_reason": "stop"}},
-			"usage":              map[string]any{"prompt_tokens": 100, "completion_tokens": len(reply.Content) / 4, "total_tokens": 100 + len(reply.Content)/4},
-		}
-		if reply.Tokens > 0 {
-			answer["usage"] = map[string]any{"prompt_tokens": reply.Tokens / 2, "completion_tokens": reply.Tokens - reply.Tokens/2, "total_tokens": reply.Tokens}
+			"usage":              usage(reply),
 		}
 		if reply.NoUsage {
 			delete(answer, "usage")
@@ -186,13 +195,38 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			f.Flush()
 		}
 	}
-	for _, piece := range split(reply.Content, n) {
+	for i, piece := range split(reply.Content, n) {
+		if i > 0 && reply.ChunkDelay > 0 {
+			select {
+			case <-time.After(reply.ChunkDelay):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		chunk(piece, nil)
 	}
 	if reply.Ollama {
 		chunk("", "stop")
 	}
+	if !reply.NoUsage {
+		// The usage comes last, in a chunk with no choices, as OpenAI
+		// sends it with stream_options.include_usage.
+		b, _ := json.Marshal(map[string]any{
+			"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": created, "model": req.Model,
+			"choices": []any{}, "usage": usage(reply),
+		})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// usage is what reply says it cost: Tokens, or 100 for the prompt and
+// a token for every four characters of the answer.
+func usage(reply Reply) map[string]any {
+	if reply.Tokens > 0 {
+		return map[string]any{"prompt_tokens": reply.Tokens / 2, "completion_tokens": reply.Tokens - reply.Tokens/2, "total_tokens": reply.Tokens}
+	}
+	return map[string]any{"prompt_tokens": 100, "completion_tokens": len(reply.Content) / 4, "total_tokens": 100 + len(reply.Content)/4}
 }
 
 // split cuts s into n pieces of about equal size, on rune boundaries.

@@ -64,8 +64,12 @@
     log.appendChild(m);
   }
 
+  // Drafts of plans being written and runs' progress (showing.js).
+  const showing = window.BobNetShowing({ el, log, labelled, safeURL, clearWorking });
+
   function renderReply(d) {
     clearWorking();
+    showing.answered(d.request);
     const m = el("div", "msg" + (d.kind === "error" || d.kind === "slow_down" ? " error" : ""));
     m.dataset.testid = "reply";
     m.dataset.kind = d.kind;
@@ -199,6 +203,7 @@
 
   function renderPreview(p) {
     clearWorking();
+    showing.answered(p.request_id);
     const m = el("div", "msg preview");
     m.dataset.testid = "preview";
     m.dataset.proposal = p.id;
@@ -427,6 +432,8 @@
       case "reply": renderReply(d); homeSoon(); break;
       case "proposal": renderPreview(d); break;
       case "proposal_updated": updatePreview(d); break;
+      case "draft": showing.draft(d); break;
+      case "run_progress": showing.run(d); break;
     }
     scroll();
   }
@@ -437,12 +444,13 @@
     log.replaceChildren();
     previews.clear();
     reviews.clear();
+    showing.clear();
     localStorage.setItem("bobnet.channel", ch);
     if (location.pathname !== "/c/" + ch) history.replaceState(null, "", "/c/" + ch);
     let url = "/api/v1/channels/" + encodeURIComponent(ch) + "/events";
     if (token()) url += "?access_token=" + encodeURIComponent(token());
     source = new EventSource(url);
-    ["message", "working", "reply", "proposal", "proposal_updated"].forEach((t) => source.addEventListener(t, handle));
+    ["message", "working", "reply", "proposal", "proposal_updated", "draft", "run_progress"].forEach((t) => source.addEventListener(t, handle));
     source.onopen = () => { $("conn").textContent = "connected to #" + ch; loadHome(); };
     const mine = source;
     source.onerror = () => {
