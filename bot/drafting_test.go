@@ -91,7 +91,7 @@ func startDrafting(t *testing.T, timeout time.Duration) (*bottest.Env, *drafter)
 		deps.Planner = planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond,
 			Timeout: timeout, Stream: planner.StreamAuto}, storetest.Logger(t))
 	}
-	env := bottest.StartPosting(t, storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), model, wrap, bot.Registration{Poster: d, Drafts: d})
+	env := bottest.New(t, bottest.WithModel(model), bottest.WithDeps(wrap), bottest.WithConsole(bot.Registration{Poster: d, Drafts: d}))
 	return env, d
 }
 

@@ -88,8 +88,7 @@ func (noObserver) CardWorked(time.Duration) {}
 func runEnv(t *testing.T, model func(openai.ChatCompletionRequest) plannertest.Reply) (*bottest.Env, *shower, board.ID) {
 	t.Helper()
 	s := &shower{}
-	env := bottest.StartPosting(t, storetest.NewStore(t), bottest.Redis(t), bottest.Prefix(), plannertest.NewServer(t), nil,
-		bot.Registration{Poster: s, Runs: s})
+	env := bottest.New(t, bottest.WithConsole(bot.Registration{Poster: s, Runs: s}))
 	env.Model.Handle(model)
 	client := planner.NewClient(planner.ClientConfig{BaseURL: env.Model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 10 * time.Second, MaxRetries: -1}, storetest.Logger(t))
 	w := run.NewWorker(env.Store, client, env.Engine, env.Engine, noObserver{}, planner.DefaultProfiles(),
