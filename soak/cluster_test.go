@@ -25,6 +25,9 @@ type services struct {
 	root, dir   string
 	databaseURL string
 	redisURL    string
+	// pairDir is the Postgres primary and standby's folder of the
+	// failover soak (databaseURL then names both); empty otherwise.
+	pairDir string
 
 	mu        sync.Mutex
 	restarted time.Time // when the latest restart of Postgres ended
