@@ -28,6 +28,9 @@ type services struct {
 	// pairDir is the Postgres primary and standby's folder of the
 	// failover soak (databaseURL then names both); empty otherwise.
 	pairDir string
+	// redisEnv is what the replicas need besides REDIS_URL to reach
+	// this Redis (the cluster's BOBNET_REDIS_MODE); none for one Redis.
+	redisEnv []string
 
 	mu        sync.Mutex
 	restarted time.Time // when the latest restart of Postgres ended

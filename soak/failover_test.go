@@ -26,9 +26,11 @@ import (
 // approval were refused, and the longest window of refusals.
 //
 // Redis: a single Redis, restarted, until BobNet's cluster mode
-// (BOBNET_REDIS_MODE=cluster, scripts/rediscluster.sh) is in; then the
-// replicas run on the cluster and the fault is a SIGKILL of a master whose
-// replica is promoted (services.redisFault).
+// (BOBNET_REDIS_MODE=cluster, scripts/rediscluster.sh) is in. Then three
+// things change, each in one place: startServices' Redis becomes the
+// cluster (redisURL in the cluster form, redisEnv with
+// BOBNET_REDIS_MODE=cluster, which soak hands the replicas), and
+// redisFault SIGKILLs a master whose replica the cluster promotes.
 func TestSoakFailover(t *testing.T) {
 	length := soakLength(t)
 	root := moduleRoot(t)

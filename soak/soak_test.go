@@ -97,6 +97,7 @@ outbound:
 		"BOBNET_LOG_LEVEL=debug",
 		"BOBNET_TEST_CLOCK=" + clock.path, "BOBNET_PROFILES_DIR=" + profiles, "BOBNET_RUN_DEADLINE=1m", "BOBNET_RUN_WORKERS=2",
 	}
+	env = append(env, svc.redisEnv...)
 	var replicas []*replica
 	for _, name := range []string{"a", "b", "c"} {
 		// Each replica names the model after itself, so the scripted
