@@ -104,7 +104,7 @@ ON CONFLICT (dedupe_key) DO NOTHING`
 // start, as every change of a proposal's state does (SetProposalState,
 // AddApproval, WithdrawApproval): a cancellation arriving meanwhile waits
 // for it and then finds the proposal approved. An error that lost the
-// connection is a *lostConnError (Execute retries it once).
+// transaction's connection is a *lostConnError (Execute retries it once).
 func (s *Store) executeOnce(ctx context.Context, ex board.Execution) (board.ExecResult, error) {
 	if ex.ProposalID == "" {
 		return board.ExecResult{}, fmt.Errorf("%w: no proposal id", board.ErrInvalidPlan)
@@ -115,13 +115,11 @@ func (s *Store) executeOnce(ctx context.Context, ex board.Execution) (board.Exec
 	if ex.Chain == "" {
 		ex.Chain = ex.ProposalID
 	}
+	// No connection at all: nothing began, nothing to retry; the
+	// decision is refused at once, as in any outage.
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		err = fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
-		if connectionLost(nil, err) {
-			return board.ExecResult{}, &lostConnError{err}
-		}
-		return board.ExecResult{}, err
+		return board.ExecResult{}, fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
 	}
 	defer conn.Release()
 	res, err := s.execute(ctx, conn.Conn(), ex)

@@ -61,14 +61,16 @@ func poolConfig(databaseURL string) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// Execute runs an approval's transaction (execute), and once more when the
-// first attempt lost its connection before Postgres answered its commit:
-// a failover cut it, or no primary could be reached as it began. The
-// retry waits for a writable Postgres (at most failoverWait), then runs
-// the same execution, which is idempotent by proposal id: if the first
-// attempt's commit landed after all, the retry finds its result and
-// returns it (Replayed), so the decision still makes one board. Any other
-// error, or a second loss, is returned as it is.
+// Execute runs an approval's transaction (executeOnce), and once more
+// when the first attempt lost its connection before Postgres answered its
+// commit (a failover cut it): whether it committed is unknown. The retry
+// waits for a writable Postgres (at most failoverWait), then runs the same
+// execution, which is idempotent by proposal id: if the first attempt's
+// commit landed after all, the retry finds its result and returns it
+// (Replayed), so the decision still makes one board. An execution that
+// got no connection at all began nothing and is not retried (the decision
+// is refused at once, as in any outage); any other error, or a second
+// loss, is returned as it is.
 func (s *Store) Execute(ctx context.Context, ex board.Execution) (board.ExecResult, error) {
 	res, err := s.executeOnce(ctx, ex)
 	var lost *lostConnError
