@@ -26,8 +26,11 @@ test:
 # Three replicas under a mixed workload while replicas are killed and
 # Postgres and Redis restarted; prints what it checked as a table. make test
 # runs the same for 60 s. BOBNET_SOAK_DURATION=20m make soak for longer.
+# BOBNET_SOAK_CLUSTER=1: the soak through failovers instead (Postgres with a
+# synchronous standby, Redis's master lost, then the Postgres primary).
 soak:
-	BOBNET_SOAK_DURATION=$${BOBNET_SOAK_DURATION:-5m} $(GO) test -tags goolm -count=1 -v -run '^TestSoak$$' -timeout 90m ./soak/
+	test=TestSoak; [ "$${BOBNET_SOAK_CLUSTER:-}" = 1 ] && test=TestSoakFailover; \
+	BOBNET_SOAK_DURATION=$${BOBNET_SOAK_DURATION:-5m} $(GO) test -tags goolm -count=1 -v -run "^$$test\$$" -timeout 90m ./soak/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -35,10 +35,14 @@ fi
 
 . scripts/throwaway.sh
 # A throwaway Dendrite homeserver for the Matrix adapter's tests (built once
-# into a cache folder), stopped before the services' folder is removed.
+# into a cache folder), and a Postgres primary with a synchronous standby
+# (PG_FAILOVER_URL names both), stopped before the services' folder is
+# removed.
 eval "$(scripts/dendrite.sh start "$throwaway_dir/dendrite")"
 export MATRIX_TEST_HOMESERVER MATRIX_TEST_SHARED_SECRET
-trap 'scripts/dendrite.sh stop "$throwaway_dir/dendrite" || true; throwaway_cleanup' EXIT
+eval "$(scripts/pgstandby.sh start "$throwaway_dir/pgpair")"
+export PG_FAILOVER_URL
+trap 'scripts/dendrite.sh stop "$throwaway_dir/dendrite" || true; scripts/pgstandby.sh stop "$throwaway_dir/pgpair" || true; throwaway_cleanup' EXIT
 export BOBNET_CHROMIUM=${BOBNET_CHROMIUM:-$(command -v chromium)}
 
 echo "test: gofmt, go vet, staticcheck" >&2
@@ -67,6 +71,14 @@ export REDOCLY
 
 echo "test: go test -race ./..." >&2
 go test -tags goolm -race -count=1 -timeout 20m "$@" ./...
+
+# The engine's, the pipeline's and the exactly-once tests once more on the
+# primary with its synchronous standby, through the multi-host URL (the
+# failover tests start pairs of their own, since they stop the primary).
+echo "test: the engine, pipeline and exactly-once tests on a primary with a synchronous standby" >&2
+# README.md lists them.
+pair_tests='^(TestNewspaperEndToEnd|TestConcurrentApprovesCreateOneBoard|TestSlowModelIsPlannedOnce|TestWorkerKilledMidPlanIsAnsweredOnce|TestKilledWhilePostingIsAnsweredAfterRestart|TestConcurrentRevisesMakeOneVersion|TestExecuteConcurrentlyCreatesOneBoard|TestCloseWaitsForAStalledApproval|TestExecuteRetriesATransactionCutBeforeCommit|TestExecuteReplaysACommitWhoseAnswerWasLost)$'
+DATABASE_URL=$PG_FAILOVER_URL go test -tags goolm -race -count=1 -timeout 10m -run "$pair_tests" ./bot ./store
 
 # The fuzz targets of what outsiders send, each run briefly beyond its seed
 # corpus (which every go test above already ran). The budget is a count of

@@ -34,8 +34,9 @@ func pendingDeliveries(t *testing.T, svc *services) int {
 }
 
 // check compares what the clients saw with what BobNet wrote and sent,
-// and prints the figures as a table.
-func check(t *testing.T, svc *services, replicas []*replica, mdl *model, slk *slackAPI, rcv *receiver, led *ledger, runs *runDriver) {
+// and prints the figures as a table, extra (the faults' own figures)
+// last.
+func check(t *testing.T, svc *services, replicas []*replica, mdl *model, slk *slackAPI, rcv *receiver, led *ledger, runs *runDriver, extra [][2]string) {
 	t.Helper()
 	ctx := context.Background()
 	api := replicas[0]
@@ -279,6 +280,7 @@ func check(t *testing.T, svc *services, replicas []*replica, mdl *model, slk *sl
 		row("model calls per request (mean / max)", fmt.Sprintf("%.2f / %d", float64(calls)/float64(len(tags)), most))
 	}
 	rows = append(rows, checkRuns(t, conn, runs, mdl, slk, rcv)...)
+	rows = append(rows, extra...)
 	t.Logf("soak figures:\n%s", table(rows))
 }
 

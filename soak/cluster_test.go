@@ -25,6 +25,12 @@ type services struct {
 	root, dir   string
 	databaseURL string
 	redisURL    string
+	// pairDir is the Postgres primary and standby's folder of the
+	// failover soak (databaseURL then names both); empty otherwise.
+	pairDir string
+	// redisEnv is what the replicas need besides REDIS_URL to reach
+	// this Redis (the cluster's BOBNET_REDIS_MODE); none for one Redis.
+	redisEnv []string
 
 	mu        sync.Mutex
 	restarted time.Time // when the latest restart of Postgres ended

@@ -29,8 +29,19 @@ const (
 // TestSoak: BOBNET_SOAK_DURATION sets the length of the workload (make
 // soak: 5m); 60s when unset. It needs the machine's Postgres and Redis
 // packages, which make test installs; like the other integration tests it
-// runs when DATABASE_URL is set.
+// runs when DATABASE_URL is set. Replicas are killed and stopped, Redis
+// and Postgres restarted, in turn (runFaults).
 func TestSoak(t *testing.T) {
+	length := soakLength(t)
+	root := moduleRoot(t)
+	svc := startServices(t, root)
+	soak(t, root, svc, length, runFaults, nil)
+}
+
+// soakLength is BOBNET_SOAK_DURATION, 60 s when unset; it skips the test
+// when neither it nor DATABASE_URL is set.
+func soakLength(t *testing.T) time.Duration {
+	t.Helper()
 	if os.Getenv("DATABASE_URL") == "" && os.Getenv("BOBNET_SOAK_DURATION") == "" {
 		t.Skip("DATABASE_URL is unset: make test sets it (the soak starts servers of its own)")
 	}
@@ -42,9 +53,20 @@ func TestSoak(t *testing.T) {
 		}
 		length = d
 	}
-	root := moduleRoot(t)
+	return length
+}
+
+// faultFunc makes faults while the workload runs, until ctx ends; the
+// channel it returns closes when it has stopped.
+type faultFunc func(ctx context.Context, t *testing.T, svc *services, replicas []*replica, mdl *model, length time.Duration) <-chan struct{}
+
+// soak runs three replicas on svc under the mixed workload for length
+// while faults runs, lets them settle, and checks the promise. intake,
+// when not nil, records every attempt to hand BobNet a request, and
+// figures turns it into rows of the table once the workload ended. It
+// returns what the clients saw.
+func soak(t *testing.T, root string, svc *services, length time.Duration, faults faultFunc, intake *intakeLog) *ledger {
 	bin := buildBobNet(t, root)
-	svc := startServices(t, root)
 
 	// The model is sometimes slower than the reclaim time (3s) and the
 	// Slack API sometimes takes most of a post's time.
@@ -75,6 +97,7 @@ outbound:
 		"BOBNET_LOG_LEVEL=debug",
 		"BOBNET_TEST_CLOCK=" + clock.path, "BOBNET_PROFILES_DIR=" + profiles, "BOBNET_RUN_DEADLINE=1m", "BOBNET_RUN_WORKERS=2",
 	}
+	env = append(env, svc.redisEnv...)
 	var replicas []*replica
 	for _, name := range []string{"a", "b", "c"} {
 		// Each replica names the model after itself, so the scripted
@@ -97,7 +120,7 @@ outbound:
 	}
 
 	led := &ledger{decided: map[string]string{}}
-	w := &workload{replicas: replicas, ledger: led, hookSecret: hookSecret, slackSecret: slackSecret, answerTimeout: 90 * time.Second}
+	w := &workload{replicas: replicas, ledger: led, hookSecret: hookSecret, slackSecret: slackSecret, answerTimeout: 90 * time.Second, intake: intake}
 	runs := setupRuns(t, w, svc, slk, clock)
 	people, stopPeople := context.WithCancel(ctx)
 	defer stopPeople()
@@ -112,10 +135,10 @@ outbound:
 		wg.Go(func() { w.run(work) })
 	}
 	wg.Go(func() { runs.clockLoop(work, t, length, 3*time.Second) })
-	faults := runFaults(work, t, svc, replicas, mdl, length)
+	faulted := faults(work, t, svc, replicas, mdl, length)
 
 	wg.Wait()
-	<-faults
+	<-faulted
 	// Everything back up; let the stragglers (reclaimed requests, event
 	// retries) finish.
 	for _, r := range replicas {
@@ -127,7 +150,8 @@ outbound:
 	settleRuns(t, svc)
 	stopPeople()
 	around.Wait()
-	check(t, svc, replicas, mdl, slk, rcv, led, runs)
+	check(t, svc, replicas, mdl, slk, rcv, led, runs, intake.figures(t))
+	return led
 }
 
 // settleRuns waits until no run is going and every end is told (each

@@ -53,6 +53,22 @@ type workload struct {
 	hookSecret    string
 	slackSecret   string
 	answerTimeout time.Duration
+	// intake, when not nil, records each attempt to hand in a request
+	// and whether it was taken.
+	intake *intakeLog
+}
+
+// pickIntake is pick for handing in a request: each attempt is recorded
+// in w.intake, taken (2xx) or refused.
+func (w *workload) pickIntake(ctx context.Context, f func(r *replica) int) int {
+	return w.pick(ctx, func(r *replica) int {
+		sent := time.Now()
+		code := f(r)
+		if ctx.Err() == nil { // not the end of the workload cutting it
+			w.intake.record("request", sent, code)
+		}
+		return code
+	})
 }
 
 // pick calls f on random replicas until one answers (status != 0).
@@ -84,7 +100,7 @@ func (w *workload) consoleRequest(ctx context.Context) {
 	tag := w.ledger.tag("c")
 	channel := []string{"soak-a", "soak-b", "soak-q"}[rand.IntN(3)]
 	var id string
-	w.pick(ctx, func(r *replica) int {
+	w.pickIntake(ctx, func(r *replica) int {
 		code, out := r.call(ctx, "POST", "/api/v1/channels/"+channel+"/messages", map[string]string{"user": "carol", "text": "plan our daily research newspaper " + tag})
 		if code == http.StatusAccepted {
 			id, _ = out["request_id"].(string)
@@ -110,7 +126,7 @@ func (w *workload) hookDelivery(ctx context.Context) {
 	msgID := "msg_" + tag
 	var id string
 	for range 1 + rand.IntN(3) {
-		w.pick(ctx, func(r *replica) int {
+		w.pickIntake(ctx, func(r *replica) int {
 			h, _ := signing.StandardHeaders(w.hookSecret, msgID, time.Now(), body)
 			h.Set("Content-Type", "application/json")
 			code, out := postJSON(ctx, r, "/api/v1/hooks/forms", h, body)
@@ -140,7 +156,7 @@ func (w *workload) slackMention(ctx context.Context) {
 	body := fmt.Appendf(nil, `{"type":"event_callback","team_id":"T1","event_id":"Ev%s","event":{"type":"app_mention","user":"U_CAROL","text":"<@UBOT> plan our daily research newspaper %s","ts":%q,"channel":"C_SOAK"}}`, strconv.FormatInt(n, 10), tag, ts)
 	acked := false
 	for retry := range 1 + rand.IntN(3) {
-		w.pick(ctx, func(r *replica) int {
+		w.pickIntake(ctx, func(r *replica) int {
 			now := strconv.FormatInt(time.Now().Unix(), 10)
 			h := http.Header{}
 			h.Set("Content-Type", "application/json")
@@ -190,7 +206,12 @@ func (w *workload) proposalOf(ctx context.Context, id string) string {
 // quorum of two, or nothing.
 func (w *workload) decide(ctx context.Context, p string, quorum bool, tag string) {
 	approve := func(r *replica, user string) (int, map[string]any) {
-		return r.call(ctx, "POST", "/api/v1/proposals/"+p+"/approve", map[string]string{"user": user})
+		sent := time.Now()
+		code, out := r.call(ctx, "POST", "/api/v1/proposals/"+p+"/approve", map[string]string{"user": user})
+		if ctx.Err() == nil {
+			w.intake.record("approval", sent, code)
+		}
+		return code, out
 	}
 	one := func() *replica { return w.replicas[rand.IntN(len(w.replicas))] }
 	two := func() (*replica, *replica) {

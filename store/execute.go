@@ -93,8 +93,8 @@ VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''))
 ON CONFLICT (dedupe_key) DO NOTHING`
 )
 
-// Execute writes an approved, validated plan in one transaction: the boards
-// it creates, every card and link (temp ids mapped to new ids), the
+// executeOnce writes an approved, validated plan in one transaction: the
+// boards it creates, every card and link (temp ids mapped to new ids), the
 // channel's binding to the last board created, the proposal's record as
 // approved and an "executed" audit event. Executing a proposal that was
 // already executed writes nothing and returns the first result with
@@ -103,8 +103,9 @@ ON CONFLICT (dedupe_key) DO NOTHING`
 // expired or superseded. The transaction holds the chain's lock from its
 // start, as every change of a proposal's state does (SetProposalState,
 // AddApproval, WithdrawApproval): a cancellation arriving meanwhile waits
-// for it and then finds the proposal approved.
-func (s *Store) Execute(ctx context.Context, ex board.Execution) (board.ExecResult, error) {
+// for it and then finds the proposal approved. An error that lost the
+// transaction's connection is a *lostConnError (Execute retries it once).
+func (s *Store) executeOnce(ctx context.Context, ex board.Execution) (board.ExecResult, error) {
 	if ex.ProposalID == "" {
 		return board.ExecResult{}, fmt.Errorf("%w: no proposal id", board.ErrInvalidPlan)
 	}
@@ -114,13 +115,19 @@ func (s *Store) Execute(ctx context.Context, ex board.Execution) (board.ExecResu
 	if ex.Chain == "" {
 		ex.Chain = ex.ProposalID
 	}
+	// No connection at all: nothing began, nothing to retry; the
+	// decision is refused at once, as in any outage.
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return board.ExecResult{}, fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
 	}
 	defer conn.Release()
 	res, err := s.execute(ctx, conn.Conn(), ex)
+	if err == nil && s.afterCommit != nil {
+		err = s.afterCommit(conn.Conn())
+	}
 	if err != nil {
+		lost := connectionLost(conn.Conn(), err)
 		// Whatever state the batch left the transaction in, end it; on a
 		// broken connection this fails too and the pool drops it.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -128,7 +135,11 @@ func (s *Store) Execute(ctx context.Context, ex board.Execution) (board.ExecResu
 		if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
 			_ = conn.Conn().Close(rctx) // the pool discards a closed connection
 		}
-		return board.ExecResult{}, fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
+		err = fmt.Errorf("execute proposal %s: %w", ex.ProposalID, err)
+		if lost {
+			return board.ExecResult{}, &lostConnError{err}
+		}
+		return board.ExecResult{}, err
 	}
 	return res, nil
 }

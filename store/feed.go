@@ -24,6 +24,9 @@ type Feed struct {
 	// must not miss the first change) can wait for it.
 	ready chan struct{}
 	once  sync.Once
+	// listened is set once the feed first listens (Run's goroutine
+	// alone reads and writes it).
+	listened bool
 }
 
 // NewFeed returns a feed on store's database; it delivers nothing until
@@ -36,8 +39,11 @@ func NewFeed(store *Store, logger *slog.Logger) *Feed {
 func (f *Feed) Ready() <-chan struct{} { return f.ready }
 
 // Run listens for card changes until ctx ends, reconnecting after a lost
-// connection; a change made while it was disconnected is not replayed
-// (viewers reload what they see on reconnect).
+// connection (a Postgres restart or failover: a multi-host DATABASE_URL
+// reconnects to the promoted primary). A change made while it was
+// disconnected is not replayed; instead, once it listens again, every
+// subscription open then is ended, so each viewer reconnects and reloads
+// the board as it is now and misses nothing.
 func (f *Feed) Run(ctx context.Context) error {
 	for {
 		err := f.listen(ctx)
@@ -65,6 +71,10 @@ func (f *Feed) listen(ctx context.Context) error {
 	if _, err := pc.Exec(ctx, "LISTEN "+changesChannel); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if f.listened {
+		f.endAll()
+	}
+	f.listened = true
 	f.once.Do(func() { close(f.ready) })
 	for {
 		n, err := pc.WaitForNotification(ctx)
@@ -134,9 +144,22 @@ func (f *Feed) publish(ev board.CardEvent) {
 	}
 }
 
+// endAll ends every subscription: their viewers reconnect and reload.
+func (f *Feed) endAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id, subs := range f.subs {
+		for sub := range subs {
+			close(sub)
+		}
+		delete(f.subs, id)
+	}
+}
+
 // Subscribe returns the changes of a board from now on and a function that
 // ends the subscription. The channel is closed when the subscriber falls
-// too far behind or cancel is called.
+// too far behind, when the feed listens again after losing its connection
+// (Run), or when cancel is called.
 func (f *Feed) Subscribe(id board.ID) (<-chan board.CardEvent, func()) {
 	sub := make(chan board.CardEvent, 64)
 	f.mu.Lock()

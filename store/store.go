@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -23,11 +24,18 @@ type Store struct {
 	// failBeforeCommit, when set by a test in this package, fails an
 	// execution after all its rows are written but before commit.
 	failBeforeCommit func() error
+	// afterCommit, when set by a test in this package, runs on the
+	// execution's connection after its commit was answered; its error
+	// fails the execution as if the answer had been lost.
+	afterCommit func(*pgx.Conn) error
 }
 
-// Open connects to databaseURL and checks the connection.
+// Open connects to databaseURL and checks the connection. The URL may name
+// several hosts with target_session_attrs=read-write (a primary and its
+// standbys): the pool connects to whichever is the primary, and after a
+// failover to the promoted one (poolConfig).
 func Open(ctx context.Context, databaseURL string, logger *slog.Logger) (*Store, error) {
-	cfg, err := pgxpool.ParseConfig(databaseURL)
+	cfg, err := poolConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}

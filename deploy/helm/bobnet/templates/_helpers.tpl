@@ -30,12 +30,27 @@ secrets only as references to the operator's Secret. */}}
 - name: {{ $name }}
   value: {{ $value | toString | quote }}
 {{- end }}
+{{- $pg := .Values.postgres }}
+{{- if $pg.hosts }}
+{{- if and (gt (len $pg.hosts) 1) (not (contains "target_session_attrs=read-write" $pg.options)) }}
+{{- fail "postgres.hosts names several hosts: postgres.options must hold target_session_attrs=read-write, or BobNet may connect to a standby" }}
+{{- end }}
+- name: DATABASE_URL
+  value: {{ printf "postgres://%s@%s/%s?%s" $pg.user (join "," $pg.hosts) $pg.database $pg.options | quote }}
+- name: PGPASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $.Values.secret.name }}
+      key: {{ $pg.passwordKey }}
+{{- end }}
 {{- range $name, $key := .Values.secret.required }}
+{{- if not (and $pg.hosts (eq $name "DATABASE_URL")) }}
 - name: {{ $name }}
   valueFrom:
     secretKeyRef:
       name: {{ $.Values.secret.name }}
       key: {{ $key }}
+{{- end }}
 {{- end }}
 {{- range $name, $key := .Values.secret.optional }}
 - name: {{ $name }}

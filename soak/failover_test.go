@@ -1,0 +1,289 @@
+package soak
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestSoakFailover is the soak through failovers (make soak with
+// BOBNET_SOAK_CLUSTER=1; make test runs it for 60 s): three replicas on a
+// Postgres primary with a synchronous standby behind one multi-host
+// DATABASE_URL, under the mixed workload, while Redis loses its master (a
+// quarter in) and, later (half way), the Postgres primary is stopped and
+// the standby promoted. Beside the soak's checks (every acknowledged
+// request answered, each approval one board, nothing doubled), the table
+// shows for each fault how many attempts to hand in a request or an
+// approval were refused, and the longest window of refusals.
+//
+// Redis: a single Redis, restarted, until BobNet's cluster mode
+// (BOBNET_REDIS_MODE=cluster, scripts/rediscluster.sh) is in. Then three
+// things change, each in one place: startServices' Redis becomes the
+// cluster (redisURL in the cluster form, redisEnv with
+// BOBNET_REDIS_MODE=cluster, which soak hands the replicas), and
+// redisFault SIGKILLs a master whose replica the cluster promotes.
+func TestSoakFailover(t *testing.T) {
+	length := soakLength(t)
+	root := moduleRoot(t)
+	svc := startServices(t, root)
+	svc.startPair(t)
+	intake := &intakeLog{}
+	led := soak(t, root, svc, length, failoverFaults(intake), intake)
+	// For the capacity note: what Redis holds per request it took, by key
+	// family (every key is still within its lifetime: requests and their
+	// dedupe keys 7 days, proposals a day).
+	if n := len(led.requests) + len(led.mentions); n > 0 {
+		fams, err := redisFootprint(svc.redisURL)
+		if err != nil {
+			t.Logf("redis footprint: %v", err)
+		}
+		var parts []string
+		for _, f := range fams {
+			parts = append(parts, fmt.Sprintf("%s %.2f", f.family, float64(f.bytes)/float64(n)/1024))
+		}
+		t.Logf("redis KiB per request taken (%d), by key family: %s", n, strings.Join(parts, ", "))
+	}
+}
+
+type keyFamily struct {
+	family string
+	bytes  int64
+}
+
+// redisFootprint sums MEMORY USAGE over the keys of each family (the
+// part of the key after BobNet's prefix, up to the next colon), largest
+// first.
+func redisFootprint(url string) ([]keyFamily, error) {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx := context.Background()
+	sums := map[string]int64{}
+	iter := rdb.Scan(ctx, 0, "*", 500).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		parts := strings.SplitN(key, ":", 3)
+		fam := key
+		if len(parts) > 1 {
+			fam = parts[1]
+		}
+		n, err := rdb.MemoryUsage(ctx, key).Result()
+		if err != nil {
+			continue // expired meanwhile
+		}
+		sums[fam] += n
+	}
+	if err := iter.Err(); err != nil {
+		return nil, err
+	}
+	var out []keyFamily
+	for f, n := range sums {
+		out = append(out, keyFamily{f, n})
+	}
+	slices.SortFunc(out, func(a, b keyFamily) int { return int(b.bytes - a.bytes) })
+	return out, nil
+}
+
+// startPair starts the Postgres primary with its synchronous standby
+// (scripts/pgstandby.sh) beside the services, and points databaseURL at
+// both.
+func (s *services) startPair(t *testing.T) {
+	t.Helper()
+	s.pairDir = filepath.Join(filepath.Dir(s.dir), "pgpair")
+	t.Cleanup(func() { s.pair(t, "stop") })
+	out := s.pair(t, "start")
+	for line := range strings.Lines(out) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "export PG_FAILOVER_URL="); ok {
+			s.databaseURL = strings.Trim(v, "'")
+		}
+	}
+	if !strings.Contains(s.databaseURL, "target_session_attrs=read-write") {
+		t.Fatalf("pgstandby.sh start printed %q", out)
+	}
+}
+
+// pair runs scripts/pgstandby.sh cmd on the soak's pair and returns what
+// it printed on stdout.
+func (s *services) pair(t *testing.T, cmd string) string {
+	t.Helper()
+	c := exec.Command(filepath.Join(s.root, "scripts", "pgstandby.sh"), cmd, s.pairDir)
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Run(); err != nil {
+		t.Errorf("pgstandby.sh %s: %v\n%s", cmd, err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// redisFault takes Redis's master away and says what it did. With the
+// single Redis it is restarted (SIGTERM: its append-only file written,
+// nothing acknowledged lost); on the cluster the fault is a SIGKILL of a
+// master, whose replica the cluster promotes.
+func (s *services) redisFault(t *testing.T) string {
+	s.restart(t, "redis", time.Second)
+	return "redis restarted (single Redis)"
+}
+
+// failoverFaults is the failover soak's faults: Redis's master a quarter
+// in, the Postgres failover half way (the primary stopped, two seconds
+// with no primary, the standby promoted); each noted in intake.
+func failoverFaults(intake *intakeLog) faultFunc {
+	return func(ctx context.Context, t *testing.T, svc *services, _ []*replica, _ *model, length time.Duration) <-chan struct{} {
+		done := make(chan struct{})
+		start := time.Now()
+		at := func(d time.Duration) bool {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(time.Until(start.Add(d))):
+				return true
+			}
+		}
+		go func() {
+			defer close(done)
+			if !at(length / 4) {
+				return
+			}
+			began := time.Now()
+			what := svc.redisFault(t)
+			t.Logf("fault: %s", what)
+			intake.fault(what, began)
+			if !at(length / 2) {
+				return
+			}
+			began = time.Now()
+			svc.pair(t, "stop-primary")
+			time.Sleep(2 * time.Second)
+			svc.pair(t, "promote")
+			svc.mu.Lock()
+			svc.restarted = time.Now()
+			svc.mu.Unlock()
+			t.Logf("fault: postgres primary stopped, standby promoted")
+			intake.fault("postgres failover (primary stopped, standby promoted 2 s later)", began)
+		}()
+		return done
+	}
+}
+
+// intakeLog records each attempt to hand BobNet a request or an approval
+// (taken, or refused: no answer or a 5xx) and the faults, to measure how
+// long each fault kept BobNet refusing. A nil log records nothing.
+type intakeLog struct {
+	mu       sync.Mutex
+	attempts []attempt
+	faults   []faultMark
+}
+
+type attempt struct {
+	kind    string // "request" or "approval"
+	at      time.Time
+	took    time.Duration // until its answer (or none)
+	refused bool
+}
+
+type faultMark struct {
+	what string
+	at   time.Time
+}
+
+// record notes an attempt of kind sent at sent and answered code now.
+func (l *intakeLog) record(kind string, sent time.Time, code int) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.attempts = append(l.attempts, attempt{kind: kind, at: sent, took: time.Since(sent), refused: code == 0 || code >= 500})
+}
+
+func (l *intakeLog) fault(what string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.faults = append(l.faults, faultMark{what, at})
+}
+
+// figures are the table's rows: for each fault and kind of attempt, the
+// refusals between it and the next fault, and the longest window of
+// refusals (from the first refused attempt of a run of them to the first
+// attempt taken after it).
+func (l *intakeLog) figures(t *testing.T) [][2]string {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	attempts := slices.Clone(l.attempts)
+	slices.SortFunc(attempts, func(a, b attempt) int { return a.at.Compare(b.at) })
+	var rows [][2]string
+	if len(l.faults) == 0 {
+		t.Errorf("the failover soak made no fault: too short a run?")
+	}
+	for i, f := range l.faults {
+		end := time.Now()
+		if i+1 < len(l.faults) {
+			end = l.faults[i+1].at
+		}
+		for _, kind := range []string{"request", "approval"} {
+			w := refusalWindows(attempts, kind, f.at, end)
+			v := fmt.Sprintf("%d / %d / %s / %s", w.attempts, w.refused, w.longest.Round(100*time.Millisecond), w.slowest.Round(100*time.Millisecond))
+			if w.attempts == 0 {
+				t.Errorf("no %s was sent after %q: its figures say nothing", kind, f.what)
+			}
+			if w.open {
+				v += " (still refusing at the next fault)"
+				t.Errorf("after %q, %ss were still refused at the next fault or the end", f.what, kind)
+			}
+			rows = append(rows, [2]string{fmt.Sprintf("after %s: %ss sent / refused / longest refusal / slowest answer", f.what, kind), v})
+		}
+	}
+	return rows
+}
+
+// window is what the attempts of one kind met between two faults.
+type window struct {
+	attempts, refused int
+	// longest is the longest run of refusals, from its first refused
+	// attempt to the first attempt taken after it; open says the last
+	// run had none taken after it.
+	longest time.Duration
+	open    bool
+	// slowest is the longest any attempt waited for its answer.
+	slowest time.Duration
+}
+
+// refusalWindows measures the attempts of kind sent in [from, to).
+func refusalWindows(attempts []attempt, kind string, from, to time.Time) window {
+	var w window
+	var runStart time.Time
+	for _, a := range attempts {
+		if a.kind != kind || a.at.Before(from) || !a.at.Before(to) {
+			continue
+		}
+		w.attempts++
+		w.slowest = max(w.slowest, a.took)
+		switch {
+		case a.refused:
+			w.refused++
+			if runStart.IsZero() {
+				runStart = a.at
+			}
+		case !runStart.IsZero():
+			w.longest = max(w.longest, a.at.Sub(runStart))
+			runStart = time.Time{}
+		}
+	}
+	w.open = !runStart.IsZero()
+	return w
+}
