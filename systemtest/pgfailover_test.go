@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 func TestAppRidesOutAPostgresFailover(t *testing.T) {
 	t.Parallel()
 	pair := storetest.NewPair(t)
-	a := startApp(t, map[string]string{"DATABASE_URL": pair.URL})
+	a := start(t, withEnv(map[string]string{"DATABASE_URL": pair.URL}))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ready := func() int {
