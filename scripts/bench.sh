@@ -17,8 +17,10 @@
 # LOADBENCH_REDIS_URL (with LOADBENCH_REDIS_MODE=cluster for a cluster)
 # measures against that Redis instead of the throwaway one; BobNet gets
 # it as REDIS_URL, with any BOBNET_REDIS_* of the environment. LOADBENCH_ARGS
-# adds flags (scripts/loadbench -h), e.g. -workloads approve or -pprof DIR
-# with a binary built with -tags pprof.
+# adds flags (scripts/loadbench -h), e.g. -workloads approve.
+# BENCH_PPROF=DIR profiles BobNet instead: it builds bin/bobnet-pprof
+# (-tags pprof: net/http/pprof on the admin listener) and writes each
+# workload's CPU and allocation profiles into DIR (go tool pprof reads them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/throwaway.sh
@@ -36,7 +38,12 @@ fi
 if [ -n "${LOADBENCH_REDIS_URL:-}" ]; then
 	REDIS_URL=$LOADBENCH_REDIS_URL
 fi
-make --no-print-directory build
 go build -o bin/loadbench ./scripts/loadbench
+if [ -n "${BENCH_PPROF:-}" ]; then
+	CGO_ENABLED=0 go build -tags goolm,pprof -o bin/bobnet-pprof ./cmd/bobnet
+	# shellcheck disable=SC2086
+	exec bin/loadbench -rounds "${BENCH_COUNT:-5}" -bin bin/bobnet-pprof -pprof "$BENCH_PPROF" ${LOADBENCH_ARGS:-}
+fi
+make --no-print-directory build
 # shellcheck disable=SC2086
 bin/loadbench -rounds "${BENCH_COUNT:-5}" ${LOADBENCH_ARGS:-} | tee bin/bench.md
