@@ -8,7 +8,7 @@
 # of its own with the same client, interleaved, and prints one table: each
 # figure's median over BENCH_COUNT rounds (5) with their range, and the
 # median of the rounds' ratios. The table is kept in bin/bench.md, the
-# processes' logs in bin/loadbench/.
+# processes' logs in bin/loadbench-logs/.
 #
 #   scripts/bench.sh          the process-level table (make bench)
 #   scripts/bench.sh go       the in-process go benchmarks, for profiling

@@ -141,6 +141,15 @@ func TestBarePreviewPostsTheModelsPlan(t *testing.T) {
 			t.Errorf("a preview %s before its model answered", d)
 		}
 	}
+	before, after := phases(acks, m, slack)
+	if len(before) != previewMentions || len(after) != previewMentions {
+		t.Errorf("phases of %d and %d previews; want %d (the model tells each request's call by its ref)", len(before), len(after), previewMentions)
+	}
+	for i := range after {
+		if before[i] < 0 || after[i] < 0 {
+			t.Errorf("preview %d: %s before its model call, %s after its answer; want neither negative", i, before[i], after[i])
+		}
+	}
 	if pending, err := rdb.XPending(ctx, stream, "bare").Result(); err != nil || pending.Count != 0 {
 		t.Errorf("pending after the previews: %v %v; want every entry acknowledged", pending, err)
 	}

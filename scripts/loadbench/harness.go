@@ -43,7 +43,7 @@ func runHarness(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	workloads := fs.String("workloads", "approve,ingest,preview", "the workloads to run, comma-separated")
 	ingestTime := fs.Duration("ingest-time", 3*time.Second, "how long each side of an ingest round sends events")
 	previewWorkers := fs.Int("preview-workers", 32, "BOBNET_WORKERS of the preview workload, and the bare path's workers")
-	logDir := fs.String("logs", "bin/loadbench", "folder for the processes' logs")
+	logDir := fs.String("logs", "bin/loadbench-logs", "folder for the processes' logs")
 	pprofDir := fs.String("pprof", "", "folder for BobNet's CPU and allocation profiles of each workload (a -tags pprof build)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -281,7 +281,8 @@ func (h *harness) ingest(ctx context.Context) ([]*figure, error) {
 // 20 channels at once, beside the bare path (XREADGROUP, the model, one
 // chat.postMessage).
 func (h *harness) preview(ctx context.Context) ([]*figure, error) {
-	model := httptest.NewServer(newModel(modelTime, false))
+	m := newModel(modelTime, false)
+	model := httptest.NewServer(m)
 	defer model.Close()
 	bob, err := startBobnet(h.bin, "preview", h.run, h.logDir, model.URL, h.slackURL, fmt.Sprint("BOBNET_WORKERS=", h.previewWorkers))
 	if err != nil {
@@ -297,6 +298,9 @@ func (h *harness) preview(ctx context.Context) ([]*figure, error) {
 	defer bare.stop()
 	p50 := &figure{Name: fmt.Sprintf("preview after its model, 20 mentions, %d workers, p50", h.previewWorkers), Unit: "ms", Goal: goal{Abs: 50}}
 	p99 := &figure{Name: fmt.Sprintf("preview after its model, 20 mentions, %d workers, p99", h.previewWorkers), Unit: "ms", Goal: goal{Abs: 200}}
+	before := &figure{Name: "preview: acknowledged → its model call, p50", Unit: "ms"}
+	after := &figure{Name: "preview: the model's answer → the preview at Slack, p50", Unit: "ms"}
+	var split [2][2][]time.Duration // [side][before, after]
 	side := func(r int, bobSide bool) ([]time.Duration, error) {
 		var acks map[string]time.Time
 		var err error
@@ -308,7 +312,10 @@ func (h *harness) preview(ctx context.Context) ([]*figure, error) {
 		if err != nil {
 			return nil, err
 		}
-		return afterModel(acks, h.slack, modelTime, 30*time.Second)
+		lat, err := afterModel(acks, h.slack, modelTime, 30*time.Second)
+		i := map[bool]int{true: 0, false: 1}[bobSide]
+		split[i][0], split[i][1] = phases(acks, m, h.slack)
+		return lat, err
 	}
 	h.logf("preview: warming up")
 	for _, s := range []bool{true, false} {
@@ -333,8 +340,10 @@ func (h *harness) preview(ctx context.Context) ([]*figure, error) {
 		}
 		p50.add(ms(percentile(lat[0], 50)), ms(percentile(lat[1], 50)))
 		p99.add(ms(percentile(lat[0], 99)), ms(percentile(lat[1], 99)))
+		before.add(ms(percentile(split[0][0], 50)), ms(percentile(split[1][0], 50)))
+		after.add(ms(percentile(split[0][1], 50)), ms(percentile(split[1][1], 50)))
 		h.logf("preview round %d: p50 %.1f ms p99 %.1f ms, bare p50 %.1f ms p99 %.1f ms", r+1, p50.Bob[r], p99.Bob[r], p50.Bare[r], p99.Bare[r])
 	}
 	stopProfile()
-	return []*figure{p50, p99}, nil
+	return []*figure{p50, p99, before, after}, nil
 }

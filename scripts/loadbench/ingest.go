@@ -22,11 +22,13 @@ const ingestClients = 64
 // eventFunc makes the n-th event body of a run.
 type eventFunc func(run string, n int64) []byte
 
-// mention is the n-th app_mention of a run, by user Un in channel.
+// mention is the n-th app_mention of a run, by user Un in channel; its
+// text names the channel, so the stand-in model can tell whose call it
+// answers.
 func mention(run string, n int64, channel string) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"type": "event_callback", "team_id": "T1", "api_app_id": "A1", "event_id": fmt.Sprint("Ev", run, "_", n),
-		"event": map[string]any{"type": "app_mention", "user": fmt.Sprint("U", n), "text": "<@UBOBNET> plan our daily research newspaper",
+		"event": map[string]any{"type": "app_mention", "user": fmt.Sprint("U", n), "text": "<@UBOBNET> plan our daily research newspaper (ref " + channel + ")",
 			"ts": fmt.Sprintf("1700000000.%06d", n), "channel": channel},
 	})
 	return b

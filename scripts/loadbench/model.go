@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,11 +44,26 @@ type model struct {
 	Hold   bool
 	output string
 	calls  atomic.Int64
+
+	mu    sync.Mutex
+	spans map[string]span // by the "(ref …)" a request's message carries
+	ref   *regexp.Regexp
+}
+
+// span is when the model took a request and when it answered.
+type span struct{ Start, End time.Time }
+
+// spanOf is the model call of the request whose message carried ref.
+func (m *model) spanOf(ref string) (span, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.spans[ref]
+	return s, ok
 }
 
 func newModel(delay time.Duration, hold bool) *model {
 	raw, _ := json.Marshal(benchPlan())
-	return &model{Delay: delay, Hold: hold, output: string(raw)}
+	return &model{Delay: delay, Hold: hold, output: string(raw), spans: map[string]span{}, ref: regexp.MustCompile(`\(ref ([A-Za-z0-9_-]+)\)`)}
 }
 
 func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -65,6 +82,13 @@ func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.calls.Add(1)
+	start := time.Now()
+	ref := ""
+	for _, msg := range req.Messages {
+		if mm := m.ref.FindStringSubmatch(msg.Content); mm != nil {
+			ref = mm[1]
+		}
+	}
 	if m.Hold {
 		<-r.Context().Done()
 		return
@@ -73,6 +97,11 @@ func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case <-time.After(m.Delay):
 	case <-r.Context().Done():
 		return
+	}
+	if ref != "" {
+		m.mu.Lock()
+		m.spans[ref] = span{Start: start, End: time.Now()}
+		m.mu.Unlock()
 	}
 	id, created := fmt.Sprint("bench-", time.Now().UnixNano()), time.Now().Unix()
 	if req.Stream {

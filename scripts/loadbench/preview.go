@@ -15,6 +15,21 @@ import (
 // once, each in a channel of its own.
 const previewMentions = 20
 
+// phases splits each preview's time into the wait before its model call
+// (the queue, and the work before the call) and the time from the
+// model's answer to the preview's arrival.
+func phases(acks map[string]time.Time, m *model, slack *slackStub) (before, after []time.Duration) {
+	for ch, ack := range acks {
+		s, ok := m.spanOf(ch)
+		at, ok2 := slack.previewAt(ch)
+		if ok && ok2 {
+			before = append(before, s.Start.Sub(ack))
+			after = append(after, at.Sub(s.End))
+		}
+	}
+	return before, after
+}
+
 // afterModel are the times from each acknowledgement to its preview's
 // arrival at the stand-in Slack, less the model's time; an error names
 // the channels whose preview did not come.
@@ -90,7 +105,7 @@ func previewBare(ctx context.Context, rdb redis.UniversalClient, stream, run str
 		channel := fmt.Sprintf("CPB_%s_%d", run, i)
 		wg.Go(func() {
 			<-start
-			err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: map[string]any{"channel": channel, "text": "plan our daily research newspaper"}}).Err()
+			err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: map[string]any{"channel": channel, "text": "plan our daily research newspaper (ref " + channel + ")"}}).Err()
 			at := time.Now()
 			if err != nil {
 				errs <- fmt.Errorf("xadd: %w", err)
