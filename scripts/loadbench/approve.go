@@ -16,6 +16,9 @@ import (
 // approveCount is how many proposals each approve round decides.
 const approveCount = 40
 
+// approveGap is the pause before each timed approval.
+const approveGap = 30 * time.Millisecond
+
 // newClient is the harness's HTTP client, the same for every server, so
 // BobNet and the bare implementations are timed alike.
 func newClient(conns int) *http.Client {
@@ -25,6 +28,11 @@ func newClient(conns int) *http.Client {
 // call sends method url with body (JSON) and the bench token; it returns
 // the status and the answer.
 func call(ctx context.Context, c *http.Client, method, url string, body any) (int, []byte, error) {
+	return callAs(ctx, c, benchToken, method, url, body)
+}
+
+// callAs is call with token.
+func callAs(ctx context.Context, c *http.Client, token, method, url string, body any) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		raw, _ := json.Marshal(body)
@@ -35,7 +43,7 @@ func call(ctx context.Context, c *http.Client, method, url string, body any) (in
 		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+benchToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -48,8 +56,8 @@ func call(ctx context.Context, c *http.Client, method, url string, body any) (in
 // propose makes one proposal the way a person does: a message in a fresh
 // console channel, planned by a worker with the stand-in model, until its
 // request names the proposal.
-func propose(ctx context.Context, c *http.Client, base, channel, user string) (string, error) {
-	code, out, err := call(ctx, c, http.MethodPost, base+"/api/v1/channels/"+channel+"/messages",
+func propose(ctx context.Context, c *http.Client, base, token, channel, user string) (string, error) {
+	code, out, err := callAs(ctx, c, token, http.MethodPost, base+"/api/v1/channels/"+channel+"/messages",
 		map[string]string{"user": user, "text": "plan our daily research newspaper with a big board"})
 	if err != nil || code != http.StatusAccepted {
 		return "", fmt.Errorf("post message in %s: %d %s %v", channel, code, out, err)
@@ -62,7 +70,7 @@ func propose(ctx context.Context, c *http.Client, base, channel, user string) (s
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		code, out, err := call(ctx, c, http.MethodGet, base+"/api/v1/requests/"+req.RequestID, nil)
+		code, out, err := callAs(ctx, c, token, http.MethodGet, base+"/api/v1/requests/"+req.RequestID, nil)
 		if err != nil || code != http.StatusOK {
 			return "", fmt.Errorf("request %s: %d %s %v", req.RequestID, code, out, err)
 		}
@@ -85,11 +93,34 @@ func propose(ctx context.Context, c *http.Client, base, channel, user string) (s
 	return "", fmt.Errorf("request %s: no proposal within a minute", req.RequestID)
 }
 
-// approveRound makes approveCount proposals through BobNet's pipeline and
+// proposerTokens makes n API tokens that may post messages and read
+// requests: BobNet takes at most 60 messages a minute from one client,
+// and a round makes 40 proposals in seconds, so the proposal of index i
+// is made with token i, as if by 40 people.
+func proposerTokens(ctx context.Context, c *http.Client, base, run string, n int) ([]string, error) {
+	tokens := make([]string, n)
+	for i := range tokens {
+		code, out, err := call(ctx, c, http.MethodPost, base+"/api/v1/tokens",
+			map[string]any{"name": fmt.Sprintf("lb-%s-%d", run, i), "scopes": []string{"read", "propose"}})
+		var tok struct {
+			Secret string `json:"secret"`
+		}
+		if err == nil {
+			err = json.Unmarshal(out, &tok)
+		}
+		if err != nil || code != http.StatusCreated || tok.Secret == "" {
+			return nil, fmt.Errorf("create an API token: %d %s %v", code, out, err)
+		}
+		tokens[i] = tok.Secret
+	}
+	return tokens, nil
+}
+
+// approveRound makes count proposals through BobNet's pipeline and
 // stores as many plans for the bare implementation, then approves each
 // pair back to back, alternating which goes first, and returns the
 // latencies of each side.
-func approveRound(ctx context.Context, c *http.Client, bob, bare string, rdb redis.UniversalClient, barePrefix, run string, round, count int) (bobLat, bareLat []time.Duration, err error) {
+func approveRound(ctx context.Context, c *http.Client, tokens []string, bob, bare string, rdb redis.UniversalClient, barePrefix, run string, round, count int) (bobLat, bareLat []time.Duration, err error) {
 	ids := make([]string, count)
 	users := make([]string, count)
 	var wg sync.WaitGroup
@@ -100,7 +131,7 @@ func approveRound(ctx context.Context, c *http.Client, bob, bare string, rdb red
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			id, err := propose(ctx, c, bob, fmt.Sprintf("lb-%s-%d-%d", run, round, i), users[i])
+			id, err := propose(ctx, c, bob, tokens[i%len(tokens)], fmt.Sprintf("lb-%s-%d-%d", run, round, i), users[i])
 			ids[i] = id
 			if err != nil {
 				errs <- err
@@ -121,6 +152,10 @@ func approveRound(ctx context.Context, c *http.Client, bob, bare string, rdb red
 		}
 	}
 	approve := func(base, id, user string) (time.Duration, error) {
+		// A pause first, so neither side is timed while the other's work
+		// after its answer (BobNet's announcement, outbox and live feed)
+		// still runs.
+		time.Sleep(approveGap)
 		t0 := time.Now()
 		code, out, err := call(ctx, c, http.MethodPost, base+"/api/v1/proposals/"+id+"/approve", map[string]string{"user": user})
 		d := time.Since(t0)

@@ -198,14 +198,18 @@ func (h *harness) approve(ctx context.Context) ([]*figure, error) {
 		return nil, err
 	}
 	defer bare.stop()
+	tokens, err := proposerTokens(ctx, h.client, bob.url, h.run, approveCount)
+	if err != nil {
+		return nil, err
+	}
 	h.logf("approve: warming up")
-	if _, _, err := approveRound(ctx, h.client, bob.url, bareURL, h.rdb, prefix, h.run, -1, 5); err != nil {
+	if _, _, err := approveRound(ctx, h.client, tokens, bob.url, bareURL, h.rdb, prefix, h.run, -1, 5); err != nil {
 		return nil, err
 	}
 	fig := &figure{Name: "approve → committed 64-card board, p50", Unit: "ms", Goal: goal{Ratio: 1.3}}
 	stopProfile := h.profile(ctx, bob, "approve", 10*h.rounds)
 	for r := range h.rounds {
-		bl, ba, err := approveRound(ctx, h.client, bob.url, bareURL, h.rdb, prefix, h.run, r, approveCount)
+		bl, ba, err := approveRound(ctx, h.client, tokens, bob.url, bareURL, h.rdb, prefix, h.run, r, approveCount)
 		if err != nil {
 			return nil, err
 		}
@@ -233,6 +237,7 @@ func (h *harness) ingest(ctx context.Context) ([]*figure, error) {
 		return nil, err
 	}
 	defer bare.stop()
+	pids := []int{bob.cmd.Process.Pid, bare.cmd.Process.Pid}
 	kinds := []struct {
 		name  string
 		event eventFunc
@@ -241,7 +246,9 @@ func (h *harness) ingest(ctx context.Context) ([]*figure, error) {
 	for _, k := range kinds {
 		figs = append(figs,
 			&figure{Name: "signed Slack events, 64 clients, " + k.name + ", throughput", Unit: "req/s", Goal: goal{Ratio: 0.9, AtLeast: true}},
-			&figure{Name: "signed Slack events, 64 clients, " + k.name + ", p99", Unit: "ms", Goal: goal{Ratio: 1.5}})
+			&figure{Name: "signed Slack events, 64 clients, " + k.name + ", p99", Unit: "ms", Goal: goal{Ratio: 1.5}},
+			&figure{Name: "signed Slack events, " + k.name + ": the server's CPU per event", Unit: "µs"},
+			&figure{Name: "signed Slack events, " + k.name + ": Redis's CPU per event", Unit: "µs"})
 	}
 	h.logf("ingest: warming up")
 	for i, k := range kinds {
@@ -255,19 +262,25 @@ func (h *harness) ingest(ctx context.Context) ([]*figure, error) {
 	for r := range h.rounds {
 		for i, k := range kinds {
 			var res [2]ingestResult
+			var cpu, rcpu [2]float64
 			order := []int{0, 1}
 			if r%2 == 1 {
 				order = []int{1, 0}
 			}
 			for _, side := range order {
 				u := []string{bob.url, bareURL}[side]
+				meter := &cpuMeter{pid: pids[side], rdb: h.rdb}
+				meter.start(ctx)
 				res[side], err = ingestRun(ctx, h.client, u+"/slack/events", fmt.Sprint(h.run, "r", r, "k", i, "s", side), h.ingestTime, k.event)
 				if err != nil {
 					return nil, err
 				}
+				cpu[side], rcpu[side] = meter.perRequest(ctx, res[side].N)
 			}
-			figs[2*i].add(res[0].PerSecond, res[1].PerSecond)
-			figs[2*i+1].add(ms(res[0].P99), ms(res[1].P99))
+			figs[4*i].add(res[0].PerSecond, res[1].PerSecond)
+			figs[4*i+1].add(ms(res[0].P99), ms(res[1].P99))
+			figs[4*i+2].add(cpu[0], cpu[1])
+			figs[4*i+3].add(rcpu[0], rcpu[1])
 			h.logf("ingest round %d, %s: %.0f req/s p99 %.2f ms, bare %.0f req/s p99 %.2f ms", r+1, k.name,
 				res[0].PerSecond, ms(res[0].P99), res[1].PerSecond, ms(res[1].P99))
 		}
