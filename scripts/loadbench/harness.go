@@ -313,10 +313,15 @@ func (h *harness) preview(ctx context.Context) ([]*figure, error) {
 	p99 := &figure{Name: fmt.Sprintf("preview after its model, 20 mentions, %d workers, p99", h.previewWorkers), Unit: "ms", Goal: goal{Abs: 200}}
 	before := &figure{Name: "preview: acknowledged → its model call, p50", Unit: "ms"}
 	after := &figure{Name: "preview: the model's answer → the preview at Slack, p50", Unit: "ms"}
+	cpuFig := &figure{Name: "preview: the server's CPU per preview", Unit: "µs"}
+	pids := map[bool]int{true: bob.cmd.Process.Pid, false: bare.cmd.Process.Pid}
+	var cpu [2]float64
 	var split [2][2][]time.Duration // [side][before, after]
 	side := func(r int, bobSide bool) ([]time.Duration, error) {
 		var acks map[string]time.Time
 		var err error
+		meter := &cpuMeter{pid: pids[bobSide], rdb: h.rdb}
+		meter.start(ctx)
 		if bobSide {
 			acks, err = previewBobnet(ctx, h.client, bob.url, fmt.Sprint(h.run, "r", r))
 		} else {
@@ -327,6 +332,8 @@ func (h *harness) preview(ctx context.Context) ([]*figure, error) {
 		}
 		lat, err := afterModel(acks, h.slack, modelTime, 30*time.Second)
 		i := map[bool]int{true: 0, false: 1}[bobSide]
+		time.Sleep(500 * time.Millisecond) // the work after a preview (the Home tab) is done, and counted
+		cpu[i], _ = meter.perRequest(ctx, len(acks))
 		split[i][0], split[i][1] = phases(acks, m, h.slack)
 		return lat, err
 	}
@@ -349,14 +356,14 @@ func (h *harness) preview(ctx context.Context) ([]*figure, error) {
 			} else {
 				lat[1] = l
 			}
-			time.Sleep(500 * time.Millisecond) // the work after a preview (the Home tab) is done
 		}
 		p50.add(ms(percentile(lat[0], 50)), ms(percentile(lat[1], 50)))
 		p99.add(ms(percentile(lat[0], 99)), ms(percentile(lat[1], 99)))
 		before.add(ms(percentile(split[0][0], 50)), ms(percentile(split[1][0], 50)))
 		after.add(ms(percentile(split[0][1], 50)), ms(percentile(split[1][1], 50)))
+		cpuFig.add(cpu[0], cpu[1])
 		h.logf("preview round %d: p50 %.1f ms p99 %.1f ms, bare p50 %.1f ms p99 %.1f ms", r+1, p50.Bob[r], p99.Bob[r], p50.Bare[r], p99.Bare[r])
 	}
 	stopProfile()
-	return []*figure{p50, p99, before, after}, nil
+	return []*figure{p50, p99, before, after, cpuFig}, nil
 }
