@@ -24,7 +24,7 @@ var whenWrong = map[string]string{
 	"OPENAI_API_KEY":             "Wrong or missing where the server needs one: the model server refuses, and requests are answered with the same friendly error as an unreachable server.",
 	"BOBNET_MODEL":               "A model the server does not serve: requests are answered with the model server's refusal as a friendly error.",
 	"BOBNET_PLAN_TIMEOUT":        "Not a positive duration: BobNet does not start. Too short for the model: requests are answered \"the model took too long\".",
-	"BOBNET_WORKERS":             "Outside 1..256: BobNet does not start. Too few for the load: requests wait longer in the queue (see `bobnet_queue_depth`).",
+	"BOBNET_WORKERS":             "Outside 1..256: BobNet does not start. Too few for the load: requests wait longer in the queue (see `bobnet_queue_depth`). Each worker holds a Redis connection while it waits for a request, so the Redis client's pool is the workers plus 10 per core (a `pool_size` in `REDIS_URL` replaces it).",
 	"BOBNET_STREAMS_PER_CALLER":  "Outside 1..100000: BobNet does not start. Past it a caller's next stream is answered 429 (the board page tries again a few seconds later). Behind a proxy that hides viewers' addresses, every viewer without a token (the public board page) is one caller, the proxy: raise it to the viewers you expect per replica.",
 	"BOBNET_STREAMS":             "Outside 1..100000: BobNet does not start. Past it new streams are answered 503 with Retry-After. Each open stream holds a goroutine and its buffers.",
 	"SLACK_BOT_TOKEN":            "Set without `SLACK_SIGNING_SECRET` or `SLACK_APP_TOKEN` (or the other way round): BobNet does not start. Revoked or wrong: Slack refuses BobNet's messages, which is logged; nothing else breaks.",
