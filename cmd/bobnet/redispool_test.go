@@ -42,7 +42,7 @@ func poolConfig(t *testing.T, redisURL string, workers int, model string) Config
 // TestRedisPoolHasAConnectionForEveryBlockedWorker: each engine worker
 // holds a connection while it waits on the request stream, so the pool
 // has one per worker beyond go-redis's default; a pool_size in REDIS_URL
-// is kept.
+// is kept. The Postgres pool grows with the workers too.
 func TestRedisPoolHasAConnectionForEveryBlockedWorker(t *testing.T) {
 	bottest.Redis(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -61,6 +61,10 @@ func TestRedisPoolHasAConnectionForEveryBlockedWorker(t *testing.T) {
 		}
 		if got := st.rdb.Options().PoolSize; got != c.want {
 			t.Errorf("REDIS_URL %s with %d workers: pool of %d; want %d", c.url, c.workers, got, c.want)
+		}
+		// Postgres: pgx's default and one connection for every other worker.
+		if got, want := st.db.Pool().Config().MaxConns, int32(max(4, runtime.NumCPU())+c.workers/2); got != want {
+			t.Errorf("%d workers: a Postgres pool of %d; want %d", c.workers, got, want)
 		}
 		st.close()
 	}
