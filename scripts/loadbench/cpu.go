@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -14,14 +15,50 @@ import (
 // clockTick is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
 const clockTick = 10 * time.Millisecond
 
-// procCPU is the CPU time process pid has used so far (user and system,
-// every thread), from /proc/PID/stat.
+// procCPU is the CPU time process pid has used so far: the sum of its
+// threads' time on a CPU in nanoseconds (/proc/PID/task/*/schedstat),
+// or, where the kernel keeps no schedstat, user and system time in clock
+// ticks (/proc/PID/stat).
 func procCPU(pid int) (time.Duration, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err == nil && len(tasks) > 0 {
+		var total time.Duration
+		ok := true
+		for _, t := range tasks {
+			raw, err := os.ReadFile(t)
+			if err != nil {
+				continue // a thread that just ended
+			}
+			d, err := parseSchedstat(string(raw))
+			if err != nil {
+				ok = false
+				break
+			}
+			total += d
+		}
+		if ok {
+			return total, nil
+		}
+	}
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
 	return parseStatCPU(string(raw))
+}
+
+// parseSchedstat reads the time on a CPU (the first field, in
+// nanoseconds) from a /proc/…/schedstat line.
+func parseSchedstat(line string) (time.Duration, error) {
+	f := strings.Fields(line)
+	if len(f) < 1 {
+		return 0, fmt.Errorf("unexpected schedstat line %q", line)
+	}
+	ns, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("unexpected schedstat line %q", line)
+	}
+	return time.Duration(ns), nil
 }
 
 // parseStatCPU reads utime and stime (fields 14 and 15) from a
