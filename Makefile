@@ -3,7 +3,7 @@
 GO ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run demo test soak lint bench fmt clean
+.PHONY: all build run demo test soak lint bench bench-go fmt clean
 
 all: build
 
@@ -38,8 +38,14 @@ lint:
 	$(STATICCHECK) -tags goolm ./...
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
+# The built binary in its own process, driven over HTTP beside bare
+# implementations in theirs (scripts/loadbench): the table of
+# docs/operations.md. bench-go: the in-process go benchmarks, for profiling.
 bench:
 	scripts/bench.sh
+
+bench-go:
+	scripts/bench.sh go
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

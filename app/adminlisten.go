@@ -20,7 +20,8 @@ func healthRoutes(r chi.Router, ready http.Handler) {
 }
 
 // adminHandler is what the internal listener (BOBNET_ADMIN_LISTEN)
-// serves: /metrics without a token, the health routes, and nothing else.
+// serves: /metrics without a token, the health routes, and nothing else
+// (a binary built with -tags pprof adds /debug/pprof/: profiling.go).
 // Whatever reaches that address is trusted to read the metrics, so no
 // route of the public listener (API, console, pages, Slack, hooks) may be
 // answered there: every other path is a 404.
@@ -29,6 +30,7 @@ func adminHandler(metrics, ready http.Handler, logger *slog.Logger) http.Handler
 	r.Use(logRequests(logger), web.SecurityHeaders)
 	healthRoutes(r, ready)
 	r.Method(http.MethodGet, "/metrics", metrics)
+	profiling(r)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusNotFound, "no such route on the admin listener (BOBNET_ADMIN_LISTEN): it serves GET /metrics, /healthz and /readyz only")
 	})

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,14 +31,32 @@ type Store struct {
 	afterCommit func(*pgx.Conn) error
 }
 
+// Option changes how Open sets up the connection pool.
+type Option func(cfg *pgxpool.Config, databaseURL string)
+
+// PoolAtLeast raises the pool's most connections to n, unless
+// databaseURL sets pool_max_conns (which then wins) or pgx's own default
+// (the larger of 4 and the cores) is more.
+func PoolAtLeast(n int) Option {
+	return func(cfg *pgxpool.Config, databaseURL string) {
+		if strings.Contains(databaseURL, "pool_max_conns") || n <= int(cfg.MaxConns) {
+			return
+		}
+		cfg.MaxConns = int32(min(n, 1<<15))
+	}
+}
+
 // Open connects to databaseURL and checks the connection. The URL may name
 // several hosts with target_session_attrs=read-write (a primary and its
 // standbys): the pool connects to whichever is the primary, and after a
 // failover to the promoted one (poolConfig).
-func Open(ctx context.Context, databaseURL string, logger *slog.Logger) (*Store, error) {
+func Open(ctx context.Context, databaseURL string, logger *slog.Logger, opts ...Option) (*Store, error) {
 	cfg, err := poolConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
+	}
+	for _, o := range opts {
+		o(cfg, databaseURL)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
