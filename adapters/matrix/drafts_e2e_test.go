@@ -208,3 +208,71 @@ func TestMatrixDraftAnsweredByAnotherReplica(t *testing.T) {
 		t.Fatalf("%d notices in the thread, want the draft turned question and the other reply", n)
 	}
 }
+
+// TestMatrixRunProgressIsOneNotice: a run's progress is one notice in the
+// board's thread, edited as its cards move (two moves within a second are
+// one edit, the later), last with the run's end and the edition link;
+// another replica edits the same notice.
+func TestMatrixRunProgressIsOneNotice(t *testing.T) {
+	w := newWorld(t)
+	first := w.start()
+	second := w.start()
+	w.openRoom()
+	root := w.say(w.alice, "our board's thread", "", false)
+	w.runProgress(first.ad, second.ad, root)
+}
+
+// runProgress shows a run of three cards moving in root's thread: first
+// from one adapter, the end from another, and checks what alice's client
+// sees. It returns the notice.
+func (w *world) runProgress(first, second bot.RunShower, root id.EventID) *event.Event {
+	t := w.t
+	t.Helper()
+	ctx := ctx30(t)
+	thread := board.Thread{Channel: board.Channel{Source: board.SourceMatrix, ID: string(w.room)}, ID: string(root)}
+	run := board.Run{ID: board.NewRunID(), Number: 1, State: board.RunRunning}
+	for i, title := range []string{"Define daily topic", "Research", "Write the edition"} {
+		run.Cards = append(run.Cards, board.RunCard{Handle: fmt.Sprint("BN-", i+1), Title: title, Status: "Ready"})
+	}
+	show := func(a bot.RunShower, p bot.RunProgress) {
+		t.Helper()
+		if err := a.RunProgress(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	progress := func(statuses ...string) bot.RunProgress {
+		r := run
+		r.Cards = append([]board.RunCard(nil), run.Cards...)
+		for i, s := range statuses {
+			r.Cards[i].Status = s
+		}
+		return bot.RunProgress{Thread: thread, BoardTitle: "Daily Research Newspaper", Run: r}
+	}
+	show(first, progress())
+	note := w.waitFor("run progress notice", w.fromBot(root, "Run 1 of Daily Research Newspaper"))
+	if b := note.Content.AsMessage().Body; !strings.Contains(b, "0 of 3 cards complete") || strings.Count(b, "· pending") != 3 {
+		t.Fatalf("a run just started: %q", b)
+	}
+	show(first, progress("In Progress"))
+	show(first, progress("Done", "In Progress"))
+	w.waitFor("progress edited", w.edit(note.ID, "1 of 3 cards complete · 1 in progress"))
+	if n := w.count(w.edit(note.ID, "0 of 3 cards complete · 1 in progress")); n != 0 {
+		t.Fatalf("a move replaced within the second was sent %d times", n)
+	}
+	end := progress("Done", "Done", "Done")
+	end.Run.State, end.Ended, end.EditionURL = board.RunDone, true, publicURL+"/boards/b_x/runs/1"
+	show(second, end)
+	w.waitFor("progress at the run's end", w.edit(note.ID, "run done"))
+	m := w.shown(note.ID)
+	if !strings.Contains(m.Body, "3 of 3 cards complete") || strings.Count(m.Body, "· complete") != 3 ||
+		!strings.Contains(m.FormattedBody, `<a href="`+publicURL+`/boards/b_x/runs/1">Read the edition</a>`) {
+		t.Fatalf("the run's end as shown: %q\n%q", m.Body, m.FormattedBody)
+	}
+	if n := len(w.notices(root, "Run 1 of")); n != 1 {
+		t.Fatalf("%d run progress notices in the thread, want one", n)
+	}
+	if n := w.edits(note.ID); n != 2 {
+		t.Fatalf("%d edits, want 2: the coalesced move and the end", n)
+	}
+	return note
+}

@@ -156,7 +156,7 @@ func (w *world) start(wrap ...leaseFunc) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.env.Engine.Register(board.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad, Drafts: ad})
+	w.env.Engine.Register(board.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad, Drafts: ad, Runs: ad})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
