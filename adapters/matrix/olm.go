@@ -160,12 +160,14 @@ func (o *olm) handleEncrypted(ctx context.Context, evt *event.Event) {
 	}
 }
 
-// waitAndDecrypt waits for evt's room key, asking the sender's devices
-// (and the bot's own) for it after the first wait, then decrypts.
+// waitAndDecrypt waits for evt's room key, asking all the sender's devices
+// (and the bot's own) for it after the first wait, then decrypts. Every
+// device of the sender's is asked: the event's device id is deprecated
+// (Matrix v1.3) and clients no longer send it.
 func (o *olm) waitAndDecrypt(ctx context.Context, evt *event.Event) {
 	c := evt.Content.AsEncrypted()
 	if !o.mach.WaitForSession(ctx, evt.RoomID, c.SenderKey, c.SessionID, keyWait) {
-		o.RequestSession(ctx, evt.RoomID, c.SenderKey, c.SessionID, evt.Sender, c.DeviceID)
+		o.RequestSession(ctx, evt.RoomID, c.SenderKey, c.SessionID, evt.Sender, "")
 		if !o.mach.WaitForSession(ctx, evt.RoomID, c.SenderKey, c.SessionID, keyWaitLonger) {
 			o.undecryptable(evt, crypto.ErrNoSessionFound)
 			return
