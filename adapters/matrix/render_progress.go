@@ -3,6 +3,7 @@ package matrix
 import (
 	"bytes"
 	"fmt"
+	"html/template"
 	"strings"
 
 	"github.com/bobnet/bobnet/bot"
@@ -16,16 +17,20 @@ import (
 const maxNoteCards = 40
 
 var (
-	draftHTML = lazyTemplate("draft",
-		`<h4>📝 Drafting{{if .Title}}: {{inert .Title}}{{else}} a plan{{end}}…</h4>`+
-			`<p><i>{{if .Cards}}{{len .Cards}} draft card{{if ne (len .Cards) 1}}s{{end}} so far{{if .More}} (and {{.More}} more){{end}}, not checked yet{{else}}The model is writing the plan{{end}}: the preview replaces this message.</i></p>`+
-			`{{if .Cards}}<ol>{{range .Cards}}<li>{{inert .Title}}{{if .Assignee}} — {{inert .Assignee}}{{end}} <i>(draft)</i></li>{{end}}</ol>{{end}}`)
-	progressHTML = lazyTemplate("progress",
-		`<h4>{{.Icon}} Run {{.Number}} of {{inert .Board}}</h4>`+
-			`<p>{{.Summary}}</p>`+
-			`{{if .Cards}}<ul>{{range .Cards}}<li>{{.Icon}} <code>{{inert .Handle}}</code> {{inert .Title}}{{if .Assignee}} — {{inert .Assignee}}{{end}} · {{.Status}}</li>{{end}}</ul>{{end}}`+
-			`{{if .More}}<p>…and {{.More}} more cards</p>{{end}}`+
-			`{{if .EditionURL}}<p><a href="{{.EditionURL}}">Read the edition</a></p>{{end}}`)
+	draftHTML = &lazy[*template.Template]{make: func() *template.Template {
+		return parseTemplate("draft",
+			`<h4>📝 Drafting{{if .Title}}: {{inert .Title}}{{else}} a plan{{end}}…</h4>`+
+				`<p><i>{{if .Cards}}{{len .Cards}} draft card{{if ne (len .Cards) 1}}s{{end}} so far{{if .More}} (and {{.More}} more){{end}}, not checked yet{{else}}The model is writing the plan{{end}}: the preview replaces this message.</i></p>`+
+				`{{if .Cards}}<ol>{{range .Cards}}<li>{{inert .Title}}{{if .Assignee}} — {{inert .Assignee}}{{end}} <i>(draft)</i></li>{{end}}</ol>{{end}}`)
+	}}
+	progressHTML = &lazy[*template.Template]{make: func() *template.Template {
+		return parseTemplate("progress",
+			`<h4>{{.Icon}} Run {{.Number}} of {{inert .Board}}</h4>`+
+				`<p>{{.Summary}}</p>`+
+				`{{if .Cards}}<ul>{{range .Cards}}<li>{{.Icon}} <code>{{inert .Handle}}</code> {{inert .Title}}{{if .Assignee}} — {{inert .Assignee}}{{end}} · {{.Status}}</li>{{end}}</ul>{{end}}`+
+				`{{if .More}}<p>…and {{.More}} more cards</p>{{end}}`+
+				`{{if .EditionURL}}<p><a href="{{.EditionURL}}">Read the edition</a></p>{{end}}`)
+	}}
 )
 
 type draftCard struct{ Title, Assignee string }
@@ -48,7 +53,7 @@ func renderDraft(d bot.Draft) message {
 		v.Cards = append(v.Cards, draftCard{Title: c.Title, Assignee: c.Assignee})
 	}
 	var h bytes.Buffer
-	if err := draftHTML().Execute(&h, v); err != nil {
+	if err := draftHTML.get().Execute(&h, v); err != nil {
 		panic(err) // a fixed template over plain strings
 	}
 	var b strings.Builder
@@ -72,20 +77,18 @@ func renderDraft(d bot.Draft) message {
 	return message{Plain: b.String(), HTML: h.String()}
 }
 
-// taskIcons show a card's status in a run's notice.
-var taskIcons = map[bot.TaskStatus]string{
-	bot.TaskPending:    "⏳",
-	bot.TaskInProgress: "🔄",
-	bot.TaskComplete:   "✔️",
-	bot.TaskError:      "⚠️",
-}
-
-// taskWords say a card's status in words, for clients without icons.
-var taskWords = map[bot.TaskStatus]string{
-	bot.TaskPending:    "pending",
-	bot.TaskInProgress: "in progress",
-	bot.TaskComplete:   "complete",
-	bot.TaskError:      "error",
+// taskIcon shows a card's status in a run's notice, and says it in
+// words, for clients without icons.
+func taskIcon(st bot.TaskStatus) (icon, words string) {
+	switch st {
+	case bot.TaskInProgress:
+		return "🔄", "in progress"
+	case bot.TaskComplete:
+		return "✔️", "complete"
+	case bot.TaskError:
+		return "⚠️", "error"
+	}
+	return "⏳", "pending"
 }
 
 type progressCard struct {
@@ -111,7 +114,8 @@ func renderRunProgress(p bot.RunProgress) message {
 			v.More++
 			continue
 		}
-		v.Cards = append(v.Cards, progressCard{Icon: taskIcons[st], Handle: c.Handle, Title: c.Title, Assignee: c.Assignee, Status: taskWords[st]})
+		icon, words := taskIcon(st)
+		v.Cards = append(v.Cards, progressCard{Icon: icon, Handle: c.Handle, Title: c.Title, Assignee: c.Assignee, Status: words})
 	}
 	v.Summary = fmt.Sprintf("%d of %d cards complete", counts[bot.TaskComplete], len(p.Run.Cards))
 	if n := counts[bot.TaskInProgress]; n > 0 {
@@ -125,7 +129,7 @@ func renderRunProgress(p bot.RunProgress) message {
 		v.Summary += " · run " + ended(p)
 	}
 	var h bytes.Buffer
-	if err := progressHTML().Execute(&h, v); err != nil {
+	if err := progressHTML.get().Execute(&h, v); err != nil {
 		panic(err)
 	}
 	var b strings.Builder

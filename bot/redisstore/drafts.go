@@ -68,17 +68,19 @@ func (s *InFlight) DraftMessage(ctx context.Context, req board.RequestID) (ref b
 // request with no draft recorded keeps none.
 func (s *InFlight) SetDraftAnswer(ctx context.Context, req board.RequestID, answer string) error {
 	key := s.draftKey(req)
-	_, err := setDraftAnswerScript.Run(ctx, s.rdb, []string{key}, answer).Result()
+	// The script is made here, not when the program starts: most
+	// deployments never draw a draft, and a package's start-up code
+	// stays resident (docs/operations.md).
+	_, err := redis.NewScript(setDraftAnswerSource).Run(ctx, s.rdb, []string{key}, answer).Result()
 	if errors.Is(err, redis.Nil) {
 		err = nil
 	}
 	return wrap("set draft answer", err)
 }
 
-// setDraftAnswerScript sets the answer only on a draft that exists, so a
+// setDraftAnswerSource sets the answer only on a draft that exists, so a
 // draft key that ran out is not brought back without its message.
-var setDraftAnswerScript = redis.NewScript(setDraftAnswerSource)
-
+//
 //go:embed draft_answer.lua
 var setDraftAnswerSource string
 
