@@ -11,7 +11,7 @@ import (
 
 // pillAtEnd is a user pill ending a message's HTML: a matrix.to link to a
 // user id (perhaps percent-encoded) and the text shown for it.
-var pillAtEnd = &lazy[*regexp.Regexp]{make: func() *regexp.Regexp {
+var pillAtEnd = &lazy[*regexp.Regexp]{build: func() *regexp.Regexp {
 	return regexp.MustCompile(`<a href="https://matrix\.to/#/([^"?/]+)[^"]*">([^<]*)</a>\s*$`)
 }}
 

@@ -101,7 +101,7 @@ func (a *Adapter) leave(ctx context.Context, room id.RoomID, why string) {
 
 // replyFallback is the quoted part of a reply's body that older clients
 // put in front of the text.
-var replyFallback = &lazy[*regexp.Regexp]{make: func() *regexp.Regexp { return regexp.MustCompile(`(?s)^(> [^\n]*\n)+\n?`) }}
+var replyFallback = &lazy[*regexp.Regexp]{build: func() *regexp.Regexp { return regexp.MustCompile(`(?s)^(> [^\n]*\n)+\n?`) }}
 
 func (a *Adapter) onMessage(ctx context.Context, evt *event.Event) {
 	if isOld(ctx, evt) || evt.Sender == a.cfg.UserID {
@@ -211,7 +211,7 @@ func (a *Adapter) stripMention(body string) string {
 }
 
 // spaces is a run of blanks a removed mention leaves behind.
-var spaces = &lazy[*regexp.Regexp]{make: func() *regexp.Regexp { return regexp.MustCompile(`[ \t]{2,}`) }}
+var spaces = &lazy[*regexp.Regexp]{build: func() *regexp.Regexp { return regexp.MustCompile(`[ \t]{2,}`) }}
 
 // notice posts a reply off the sync loop.
 func (a *Adapter) notice(thread board.Thread, r board.Reply) {

@@ -6,16 +6,16 @@ import "sync"
 // starts: a server that does not speak Matrix never makes it, and its
 // start-up runs none of the code that would (a package's start-up code
 // and what it touches stay resident: idle memory, docs/operations.md).
-// Declared as &lazy[T]{make: func() T {…}}, with a function that captures
+// Declared as &lazy[T]{build: func() T {…}}, with a function that captures
 // nothing, it is laid out by the linker and costs nothing at start.
 type lazy[T any] struct {
-	once sync.Once
-	v    T
-	make func() T
+	once  sync.Once
+	v     T
+	build func() T
 }
 
 // get makes the value the first time and returns it.
 func (l *lazy[T]) get() T {
-	l.once.Do(func() { l.v = l.make() })
+	l.once.Do(func() { l.v = l.build() })
 	return l.v
 }

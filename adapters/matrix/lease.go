@@ -41,7 +41,7 @@ func (l *RedisLease) Acquire(ctx context.Context) (bool, error) {
 }
 
 // renewScript extends the lease only while we hold it.
-var renewScript = &lazy[*redis.Script]{make: func() *redis.Script {
+var renewScript = &lazy[*redis.Script]{build: func() *redis.Script {
 	return redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then
   return redis.call("PEXPIRE", KEYS[1], ARGV[2])
 end
@@ -57,7 +57,7 @@ func (l *RedisLease) Renew(ctx context.Context) (bool, error) {
 	return n == 1, nil
 }
 
-var releaseScript = &lazy[*redis.Script]{make: func() *redis.Script {
+var releaseScript = &lazy[*redis.Script]{build: func() *redis.Script {
 	return redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then
   return redis.call("DEL", KEYS[1])
 end

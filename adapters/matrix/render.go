@@ -22,7 +22,7 @@ type message struct {
 // linkish matches what clients turn into links or pings on their own even
 // in escaped text: a scheme's "://", "www.", a dot between a name and a
 // top-level domain, and the @room keyword.
-var linkish = &lazy[*regexp.Regexp]{make: func() *regexp.Regexp { return regexp.MustCompile(`(?i)://|www\.|[a-z0-9]\.[a-z]|@room`) }}
+var linkish = &lazy[*regexp.Regexp]{build: func() *regexp.Regexp { return regexp.MustCompile(`(?i)://|www\.|[a-z0-9]\.[a-z]|@room`) }}
 
 // inert makes model text safe to show on top of HTML escaping: clients
 // linkify URLs and bare domains in text and notify everyone on "@room", so
@@ -47,7 +47,7 @@ func inert(s string) string {
 // escaping; the only links are BobNet's own URLs. The templates are
 // parsed when first used: a server without Matrix never does.
 var (
-	previewHTML = &lazy[*template.Template]{make: func() *template.Template {
+	previewHTML = &lazy[*template.Template]{build: func() *template.Template {
 		return parseTemplate("preview",
 			`<h4>📋 {{inert .Title}}</h4>`+
 				`{{if .Goal}}<p><b>Goal:</b> {{inert .Goal}}</p>{{end}}`+
@@ -64,13 +64,13 @@ var (
 				`{{else}}<p>React ✅ to approve, ✏️ to revise, ❌ to cancel — or reply in this thread with <code>!approve</code>, <code>!revise &lt;what to change&gt;</code> or <code>!cancel</code>. Nothing changes until someone approves. Expires {{.Expires}}.</p>`+
 				`{{if .ProposalURL}}<p><a href="{{.ProposalURL}}">Read the whole proposal</a></p>{{end}}{{end}}`)
 	}}
-	replyHTML = &lazy[*template.Template]{make: func() *template.Template {
+	replyHTML = &lazy[*template.Template]{build: func() *template.Template {
 		return parseTemplate("reply",
 			`{{if .Warn}}⚠️ {{end}}{{inert .Text}}`+
 				`{{if .Questions}}<ul>{{range .Questions}}<li>{{inert .}}</li>{{end}}</ul>{{end}}`+
 				`{{if .BoardURL}}<br><a href="{{.BoardURL}}">Open the board</a>{{end}}`)
 	}}
-	statusHTML = &lazy[*template.Template]{make: func() *template.Template {
+	statusHTML = &lazy[*template.Template]{build: func() *template.Template {
 		return parseTemplate("status",
 			`<h4>{{inert .Name}}</h4><p>{{.Counts}} — <a href="{{.URL}}">Open the board</a></p>`+
 				`<p><b>Ready to start:</b>{{if not .Ready}} none{{end}}</p>{{if .Ready}}<ul>{{range .Ready}}<li>{{inert .}}</li>{{end}}</ul>{{end}}`+

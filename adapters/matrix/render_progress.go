@@ -17,13 +17,13 @@ import (
 const maxNoteCards = 40
 
 var (
-	draftHTML = &lazy[*template.Template]{make: func() *template.Template {
+	draftHTML = &lazy[*template.Template]{build: func() *template.Template {
 		return parseTemplate("draft",
 			`<h4>📝 Drafting{{if .Title}}: {{inert .Title}}{{else}} a plan{{end}}…</h4>`+
 				`<p><i>{{if .Cards}}{{len .Cards}} draft card{{if ne (len .Cards) 1}}s{{end}} so far{{if .More}} (and {{.More}} more){{end}}, not checked yet{{else}}The model is writing the plan{{end}}: the preview replaces this message.</i></p>`+
 				`{{if .Cards}}<ol>{{range .Cards}}<li>{{inert .Title}}{{if .Assignee}} — {{inert .Assignee}}{{end}} <i>(draft)</i></li>{{end}}</ol>{{end}}`)
 	}}
-	progressHTML = &lazy[*template.Template]{make: func() *template.Template {
+	progressHTML = &lazy[*template.Template]{build: func() *template.Template {
 		return parseTemplate("progress",
 			`<h4>{{.Icon}} Run {{.Number}} of {{inert .Board}}</h4>`+
 				`<p>{{.Summary}}</p>`+
