@@ -38,7 +38,7 @@ func initMatrix(ctx context.Context, cfg Config, st *stores, engine *bot.Engine,
 	if err != nil {
 		return nil, fmt.Errorf("matrix (MATRIX_HOMESERVER %s): %w", cfg.MatrixHomeserver, err)
 	}
-	engine.Register(board.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad})
+	engine.Register(board.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad, Drafts: ad, Runs: ad})
 	return ad, nil
 }
 

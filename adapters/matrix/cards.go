@@ -11,7 +11,9 @@ import (
 
 // pillAtEnd is a user pill ending a message's HTML: a matrix.to link to a
 // user id (perhaps percent-encoded) and the text shown for it.
-var pillAtEnd = regexp.MustCompile(`<a href="https://matrix\.to/#/([^"?/]+)[^"]*">([^<]*)</a>\s*$`)
+var pillAtEnd = &lazy[*regexp.Regexp]{build: func() *regexp.Regexp {
+	return regexp.MustCompile(`<a href="https://matrix\.to/#/([^"?/]+)[^"]*">([^<]*)</a>\s*$`)
+}}
 
 // assignArgs reads `!bobnet assign`'s arguments as the card and, last,
 // whom to assign it to: a person as their person id (matrix:@alice:server)
@@ -19,7 +21,7 @@ var pillAtEnd = regexp.MustCompile(`<a href="https://matrix\.to/#/([^"?/]+)[^"]*
 // user's display name), else the last word as it is (a profile, none, or
 // something the engine refuses). formatted is the message's HTML, if any.
 func assignArgs(args []string, formatted string) []string {
-	if m := pillAtEnd.FindStringSubmatch(formatted); m != nil {
+	if m := pillAtEnd.get().FindStringSubmatch(formatted); m != nil {
 		user, err := url.PathUnescape(m[1])
 		shown := strings.Fields(html.UnescapeString(m[2]))
 		if err == nil && board.MatrixUserID(user) && len(shown) > 0 && len(args) > len(shown) &&

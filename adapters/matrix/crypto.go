@@ -11,19 +11,18 @@ import (
 	// through.
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"go.mau.fi/util/dbutil"
-	"maunium.net/go/mautrix/crypto/cryptohelper"
 	"maunium.net/go/mautrix/event"
 )
 
 // cryptoCloser is the encryption machinery's shutdown.
 type cryptoCloser interface{ Close() error }
 
-// initCrypto turns on end-to-end encryption with mautrix's crypto helper
-// (pure-Go Olm, the goolm build tag) and its Postgres stores: Olm account,
-// sessions and room state live in BobNet's database in tables of their
-// own (crypto_*, mx_*), sealed with the pickle key. The helper decrypts
-// incoming events and hands them to the same handlers as plain ones, and
-// encrypts what BobNet sends in encrypted rooms, sharing the room key with
+// initCrypto turns on end-to-end encryption (pure-Go Olm, the goolm
+// build tag) with mautrix's Postgres stores: Olm account, sessions and
+// room state live in BobNet's database in tables of their own (crypto_*,
+// mx_*), sealed with the pickle key (olm.go). Incoming encrypted events
+// are decrypted and handed to the same handlers as plain ones, and what
+// BobNet sends in encrypted rooms is encrypted, the room key shared with
 // the members' devices. The device is then cross-signed (crosssign.go).
 func (a *Adapter) initCrypto(ctx context.Context, enc Encryption) error {
 	if enc.PickleKey == "" {
@@ -39,22 +38,16 @@ func (a *Adapter) initCrypto(ctx context.Context, enc Encryption) error {
 		_ = db.Close()
 		return fmt.Errorf("matrix crypto store: %w", err)
 	}
-	helper, err := cryptohelper.NewCryptoHelper(a.cli, []byte(enc.PickleKey), store)
-	if err != nil {
-		_ = db.Close()
-		return fmt.Errorf("matrix crypto: %w", err)
-	}
-	helper.DBAccountID = string(a.cfg.UserID)
-	helper.DecryptErrorCallback = a.undecryptable
+	o := newOlm(a.cli, store, string(a.cfg.UserID), []byte(enc.PickleKey), a.undecryptable)
 	ictx, cancel := context.WithTimeout(ctx, 2*a.cfg.CallTimeout)
 	defer cancel()
-	if err := helper.Init(ictx); err != nil {
+	if err := o.Init(ictx); err != nil {
 		_ = db.Close()
-		return fmt.Errorf("matrix crypto: %w", err)
+		return err
 	}
-	a.cli.Crypto = helper
-	a.crypto = helper
-	if err := a.crossSign(ctx, helper.Machine(), enc.PickleKey); err != nil {
+	a.cli.Crypto = o
+	a.crypto = o
+	if err := a.crossSign(ctx, o.Machine(), enc.PickleKey); err != nil {
 		// Encryption works without it; people's clients show the device
 		// as not verified by its owner.
 		a.logger.Warn("matrix: the bot's device is not cross-signed; Element marks its messages as from an unverified device", "err", err)

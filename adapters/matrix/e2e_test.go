@@ -202,6 +202,19 @@ func TestMatrixRefusesInvitesFromOtherServers(t *testing.T) {
 type nopMemory struct{}
 
 func (nopMemory) SeenOnce(context.Context, string, time.Duration) (bool, error) { return true, nil }
+func (nopMemory) ClaimDraftMessage(_ context.Context, _ board.RequestID, ref board.MessageRef) (board.MessageRef, error) {
+	return ref, nil
+}
+func (nopMemory) DraftMessage(context.Context, board.RequestID) (board.MessageRef, string, error) {
+	return "", "", nil
+}
+func (nopMemory) SetDraftAnswer(context.Context, board.RequestID, string) error { return nil }
+func (nopMemory) ClaimRunProgressMessage(_ context.Context, _ board.RunID, ref board.MessageRef) (board.MessageRef, error) {
+	return ref, nil
+}
+func (nopMemory) RunProgressMessage(context.Context, board.RunID) (board.MessageRef, error) {
+	return "", nil
+}
 
 func TestMatrixRestartNeitherRepeatsNorMisses(t *testing.T) {
 	w := newWorld(t)

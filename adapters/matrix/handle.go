@@ -101,7 +101,7 @@ func (a *Adapter) leave(ctx context.Context, room id.RoomID, why string) {
 
 // replyFallback is the quoted part of a reply's body that older clients
 // put in front of the text.
-var replyFallback = regexp.MustCompile(`(?s)^(> [^\n]*\n)+\n?`)
+var replyFallback = &lazy[*regexp.Regexp]{build: func() *regexp.Regexp { return regexp.MustCompile(`(?s)^(> [^\n]*\n)+\n?`) }}
 
 func (a *Adapter) onMessage(ctx context.Context, evt *event.Event) {
 	if isOld(ctx, evt) || evt.Sender == a.cfg.UserID {
@@ -121,7 +121,7 @@ func (a *Adapter) onMessage(ctx context.Context, evt *event.Event) {
 	if rel != nil && rel.Type == event.RelThread && rel.EventID != "" {
 		root, inThread = rel.EventID, true
 	}
-	body := strings.TrimSpace(replyFallback.ReplaceAllString(c.Body, ""))
+	body := strings.TrimSpace(replyFallback.get().ReplaceAllString(c.Body, ""))
 	// A command names the bot itself (!bobnet …): it is no mention.
 	mentioned := !strings.HasPrefix(body, "!") && a.mentioned(c)
 	text := body
@@ -207,11 +207,11 @@ func (a *Adapter) stripMention(body string) string {
 		pats = append(pats, `@?`+regexp.QuoteMeta(a.name))
 	}
 	re := regexp.MustCompile(`(?i)(` + strings.Join(pats, "|") + `)[:,]?`)
-	return strings.TrimSpace(spaces.ReplaceAllString(re.ReplaceAllString(body, ""), " "))
+	return strings.TrimSpace(spaces.get().ReplaceAllString(re.ReplaceAllString(body, ""), " "))
 }
 
 // spaces is a run of blanks a removed mention leaves behind.
-var spaces = regexp.MustCompile(`[ \t]{2,}`)
+var spaces = &lazy[*regexp.Regexp]{build: func() *regexp.Regexp { return regexp.MustCompile(`[ \t]{2,}`) }}
 
 // notice posts a reply off the sync loop.
 func (a *Adapter) notice(thread board.Thread, r board.Reply) {

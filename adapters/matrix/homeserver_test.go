@@ -156,7 +156,7 @@ func (w *world) start(wrap ...leaseFunc) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.env.Engine.Register(board.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad})
+	w.env.Engine.Register(board.SourceMatrix, bot.Registration{Poster: ad, Reminders: ad, PowerLevels: ad, Drafts: ad, Runs: ad})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -239,8 +239,42 @@ func (w *world) react(u *user, target id.EventID, key string) {
 }
 
 // events returns the room's recent events as alice sees them, oldest
-// first, decrypted where needed.
+// first, decrypted where needed. Each edit (m.replace) of a message is
+// followed by a version of that message as the edit leaves it: the
+// original's id, sender and relations with the edit's new content (and
+// the edit's encryption), so a preview drawn by editing a draft is found
+// as the event people react to, as clients show it.
 func (w *world) events() []*event.Event {
+	var out []*event.Event
+	byID := map[id.EventID]*event.Event{}
+	for _, e := range w.rawEvents() {
+		out = append(out, e)
+		byID[e.ID] = e
+		m, ok := e.Content.Parsed.(*event.MessageEventContent)
+		if !ok || m.RelatesTo == nil || m.RelatesTo.Type != event.RelReplace || m.NewContent == nil {
+			continue
+		}
+		orig, ok := byID[m.RelatesTo.EventID]
+		if !ok || orig.Sender != e.Sender {
+			continue
+		}
+		om, ok := orig.Content.Parsed.(*event.MessageEventContent)
+		if !ok {
+			continue
+		}
+		nc := *m.NewContent
+		nc.RelatesTo = om.RelatesTo
+		v := *orig
+		v.Content = event.Content{Parsed: &nc}
+		v.Mautrix.WasEncrypted = e.Mautrix.WasEncrypted
+		out = append(out, &v)
+	}
+	return out
+}
+
+// rawEvents are the room's events as the homeserver sends them, oldest
+// first, decrypted where needed.
+func (w *world) rawEvents() []*event.Event {
 	t := w.t
 	t.Helper()
 	resp, err := w.alice.cli.Messages(ctx30(t), w.room, "", "", mautrix.DirectionBackward, nil, 500)

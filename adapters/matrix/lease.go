@@ -41,28 +41,32 @@ func (l *RedisLease) Acquire(ctx context.Context) (bool, error) {
 }
 
 // renewScript extends the lease only while we hold it.
-var renewScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then
+var renewScript = &lazy[*redis.Script]{build: func() *redis.Script {
+	return redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then
   return redis.call("PEXPIRE", KEYS[1], ARGV[2])
 end
 return 0`)
+}}
 
 // Renew extends the lease; false when another replica holds it now.
 func (l *RedisLease) Renew(ctx context.Context) (bool, error) {
-	n, err := renewScript.Run(ctx, l.rdb, []string{l.key}, l.holder, l.ttl.Milliseconds()).Int()
+	n, err := renewScript.get().Run(ctx, l.rdb, []string{l.key}, l.holder, l.ttl.Milliseconds()).Int()
 	if err != nil {
 		return false, fmt.Errorf("renew lease %s: %w", l.key, err)
 	}
 	return n == 1, nil
 }
 
-var releaseScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then
+var releaseScript = &lazy[*redis.Script]{build: func() *redis.Script {
+	return redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then
   return redis.call("DEL", KEYS[1])
 end
 return 0`)
+}}
 
 // Release frees the lease if we hold it.
 func (l *RedisLease) Release(ctx context.Context) error {
-	if err := releaseScript.Run(ctx, l.rdb, []string{l.key}, l.holder).Err(); err != nil {
+	if err := releaseScript.get().Run(ctx, l.rdb, []string{l.key}, l.holder).Err(); err != nil {
 		return fmt.Errorf("release lease %s: %w", l.key, err)
 	}
 	return nil

@@ -27,9 +27,11 @@ import (
 type Engine = bot.Surface
 
 // Memory remembers event ids across replicas and restarts, so a
-// redelivered reaction or command acts once; *redisstore.InFlight is one.
+// redelivered reaction or command acts once, and the notices of work in
+// progress (Notes, drafts.go); *redisstore.InFlight is one.
 type Memory interface {
 	SeenOnce(ctx context.Context, key string, ttl time.Duration) (bool, error)
+	Notes
 }
 
 // State is where the adapter keeps its state in Postgres; *store.Store is
@@ -89,6 +91,8 @@ type Adapter struct {
 	syncing chan struct{}
 	started time.Time
 	power   powerCache
+	// pace keeps edits of drafts and run progress to one a second each.
+	pace *pacer
 
 	// relogin is set once New is done, when there is a password to log
 	// in again with after the token is revoked.
@@ -139,6 +143,7 @@ func New(ctx context.Context, cfg Config, eng Engine, store State, memory Memory
 	work, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a := &Adapter{cfg: cfg, cli: cli, eng: eng, store: store, memory: memory, lease: lease, logger: logger,
 		syncing: make(chan struct{}, 1), work: work, stop: stop, started: time.Now()}
+	a.pace = newPacer(editEvery, a.async, logger)
 	if err := a.login(ctx); err != nil {
 		stop()
 		return nil, err

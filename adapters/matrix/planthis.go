@@ -123,6 +123,6 @@ func (a *Adapter) messageOf(ctx context.Context, e *event.Event) (bot.ThreadMess
 	if c.RelatesTo != nil && c.RelatesTo.Type == event.RelReplace {
 		return bot.ThreadMessage{}, false // an edit: the original is in the thread
 	}
-	text := strings.TrimSpace(replyFallback.ReplaceAllString(c.Body, ""))
+	text := strings.TrimSpace(replyFallback.get().ReplaceAllString(c.Body, ""))
 	return bot.ThreadMessage{User: string(e.Sender), Text: text}, text != ""
 }

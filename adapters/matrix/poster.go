@@ -68,19 +68,34 @@ func (a *Adapter) send(ctx context.Context, thread board.Thread, msg message, op
 	return evt, nil
 }
 
-// Reply posts a text reply as a notice in the thread.
+// Reply posts a text reply as a notice in the thread; the reply that
+// answers a request whose draft was drawn replaces the draft instead.
 func (a *Adapter) Reply(ctx context.Context, t board.Thread, r board.Reply) error {
-	evt, err := a.send(ctx, t, renderReply(r))
+	msg := renderReply(r)
+	evt, err := a.answerDraft(ctx, r.Request, t, msg, answerReply)
+	if err != nil {
+		return err
+	}
+	if evt == "" {
+		evt, err = a.send(ctx, t, msg)
+	}
 	if err == nil && r.Review != nil {
 		a.reviewPosted(ctx, t, evt, *r.Review)
 	}
 	return err
 }
 
-// PostPreview posts a pending proposal's preview in its thread and seeds
-// the ✅ ✏️ ❌ reactions.
+// PostPreview posts a pending proposal's preview in its thread, or
+// turns the request's draft into it, and seeds the ✅ ✏️ ❌ reactions. The
+// preview's event is the one people react to: the draft's, when there
+// was one, since a reaction relates to the event first sent, not to its
+// edits.
 func (a *Adapter) PostPreview(ctx context.Context, p board.Proposal) (board.MessageRef, error) {
-	evt, err := a.send(ctx, p.Thread, renderPreview(p, a.cfg.PublicURL))
+	msg := renderPreview(p, a.cfg.PublicURL)
+	evt, err := a.answerDraft(ctx, p.RequestID, p.Thread, msg, answerPreview)
+	if err == nil && evt == "" {
+		evt, err = a.send(ctx, p.Thread, msg)
+	}
 	if err != nil {
 		return "", fmt.Errorf("post preview: %w", err)
 	}
@@ -113,18 +128,11 @@ func (a *Adapter) PostPreview(ctx context.Context, p board.Proposal) (board.Mess
 // it: approved by whom with the board link, cancelled, superseded, or
 // expired with how to propose it again.
 func (a *Adapter) UpdatePreview(ctx context.Context, p board.Proposal) error {
-	room := id.RoomID(p.Thread.Channel.ID)
 	target := id.EventID(p.Message)
 	if target == "" {
 		// The engine redraws a preview it could not find once the post
 		// has returned its id.
 		return nil
 	}
-	msg := renderPreview(p, a.cfg.PublicURL)
-	c := content(board.Thread{}, msg)
-	c.SetEdit(target)
-	return a.call(ctx, "edit preview", func(ctx context.Context) error {
-		_, err := a.cli.SendMessageEvent(ctx, room, event.EventMessage, c)
-		return err
-	})
+	return a.edit(ctx, p.Thread, target, renderPreview(p, a.cfg.PublicURL))
 }

@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
@@ -23,14 +22,14 @@ type message struct {
 // linkish matches what clients turn into links or pings on their own even
 // in escaped text: a scheme's "://", "www.", a dot between a name and a
 // top-level domain, and the @room keyword.
-var linkish = regexp.MustCompile(`(?i)://|www\.|[a-z0-9]\.[a-z]|@room`)
+var linkish = &lazy[*regexp.Regexp]{build: func() *regexp.Regexp { return regexp.MustCompile(`(?i)://|www\.|[a-z0-9]\.[a-z]|@room`) }}
 
 // inert makes model text safe to show on top of HTML escaping: clients
 // linkify URLs and bare domains in text and notify everyone on "@room", so
 // a zero-width space or word joiner is slipped into each such spot. The
 // text reads the same; nothing in it is live.
 func inert(s string) string {
-	return linkish.ReplaceAllStringFunc(s, func(m string) string {
+	return linkish.get().ReplaceAllStringFunc(s, func(m string) string {
 		switch {
 		case m == "://":
 			return ":\u200b//"
@@ -44,41 +43,44 @@ func inert(s string) string {
 	})
 }
 
-var funcs = template.FuncMap{"inert": inert}
-
 // Every piece of model text goes through inert and then html/template's
 // escaping; the only links are BobNet's own URLs. The templates are
 // parsed when first used: a server without Matrix never does.
 var (
-	previewHTML = lazyTemplate("preview",
-		`<h4>📋 {{inert .Title}}</h4>`+
-			`{{if .Goal}}<p><b>Goal:</b> {{inert .Goal}}</p>{{end}}`+
-			`<p>{{.Cards}} cards, {{.Links}} dependencies · v{{.Version}} requested by {{inert .Requester}}</p>`+
-			`{{if .Quorum}}<p>🗳️ {{inert .Quorum}}</p>{{end}}`+
-			`{{if .Changes}}<p><i>{{inert .Changes}}</i></p>{{end}}`+
-			`{{if .CardList}}<ol>{{range .CardList}}<li><b>{{inert .Title}}</b> — {{if .Assignee}}{{inert .Assignee}}{{else}}⚠️ Unassigned{{end}}{{if .Unknown}} (unknown profile){{end}} · {{inert .Status}} · {{inert .Mode}}`+
-			`{{if .Criteria}}<ul>{{range .Criteria}}<li>{{inert .}}</li>{{end}}</ul>{{end}}`+
-			`{{if .DependsOn}}<br><i>Depends on:</i> {{inert .DependsOn}}{{end}}</li>{{end}}</ol>{{end}}`+
-			`{{if .Schedule}}<p>⏰ {{inert .Schedule}}</p>{{end}}`+
-			`{{if .Assumptions}}<p><i>Assumptions:</i> {{inert .Assumptions}}</p>{{end}}`+
-			`{{if .Warnings}}<p>⚠️ {{inert .Warnings}}</p>{{end}}`+
-			`{{if .State}}<p><b>{{.State}}</b>{{if .BoardURL}} — <a href="{{.BoardURL}}">Open the board</a>{{end}}</p>`+
-			`{{else}}<p>React ✅ to approve, ✏️ to revise, ❌ to cancel — or reply in this thread with <code>!approve</code>, <code>!revise &lt;what to change&gt;</code> or <code>!cancel</code>. Nothing changes until someone approves. Expires {{.Expires}}.</p>`+
-			`{{if .ProposalURL}}<p><a href="{{.ProposalURL}}">Read the whole proposal</a></p>{{end}}{{end}}`)
-	replyHTML = lazyTemplate("reply",
-		`{{if .Warn}}⚠️ {{end}}{{inert .Text}}`+
-			`{{if .Questions}}<ul>{{range .Questions}}<li>{{inert .}}</li>{{end}}</ul>{{end}}`+
-			`{{if .BoardURL}}<br><a href="{{.BoardURL}}">Open the board</a>{{end}}`)
-	statusHTML = lazyTemplate("status",
-		`<h4>{{inert .Name}}</h4><p>{{.Counts}} — <a href="{{.URL}}">Open the board</a></p>`+
-			`<p><b>Ready to start:</b>{{if not .Ready}} none{{end}}</p>{{if .Ready}}<ul>{{range .Ready}}<li>{{inert .}}</li>{{end}}</ul>{{end}}`+
-			`<p><b>Waiting on dependencies:</b>{{if not .Blocked}} none{{end}}</p>{{if .Blocked}}<ul>{{range .Blocked}}<li>{{inert .}}</li>{{end}}</ul>{{end}}`)
+	previewHTML = &lazy[*template.Template]{build: func() *template.Template {
+		return parseTemplate("preview",
+			`<h4>📋 {{inert .Title}}</h4>`+
+				`{{if .Goal}}<p><b>Goal:</b> {{inert .Goal}}</p>{{end}}`+
+				`<p>{{.Cards}} cards, {{.Links}} dependencies · v{{.Version}} requested by {{inert .Requester}}</p>`+
+				`{{if .Quorum}}<p>🗳️ {{inert .Quorum}}</p>{{end}}`+
+				`{{if .Changes}}<p><i>{{inert .Changes}}</i></p>{{end}}`+
+				`{{if .CardList}}<ol>{{range .CardList}}<li><b>{{inert .Title}}</b> — {{if .Assignee}}{{inert .Assignee}}{{else}}⚠️ Unassigned{{end}}{{if .Unknown}} (unknown profile){{end}} · {{inert .Status}} · {{inert .Mode}}`+
+				`{{if .Criteria}}<ul>{{range .Criteria}}<li>{{inert .}}</li>{{end}}</ul>{{end}}`+
+				`{{if .DependsOn}}<br><i>Depends on:</i> {{inert .DependsOn}}{{end}}</li>{{end}}</ol>{{end}}`+
+				`{{if .Schedule}}<p>⏰ {{inert .Schedule}}</p>{{end}}`+
+				`{{if .Assumptions}}<p><i>Assumptions:</i> {{inert .Assumptions}}</p>{{end}}`+
+				`{{if .Warnings}}<p>⚠️ {{inert .Warnings}}</p>{{end}}`+
+				`{{if .State}}<p><b>{{.State}}</b>{{if .BoardURL}} — <a href="{{.BoardURL}}">Open the board</a>{{end}}</p>`+
+				`{{else}}<p>React ✅ to approve, ✏️ to revise, ❌ to cancel — or reply in this thread with <code>!approve</code>, <code>!revise &lt;what to change&gt;</code> or <code>!cancel</code>. Nothing changes until someone approves. Expires {{.Expires}}.</p>`+
+				`{{if .ProposalURL}}<p><a href="{{.ProposalURL}}">Read the whole proposal</a></p>{{end}}{{end}}`)
+	}}
+	replyHTML = &lazy[*template.Template]{build: func() *template.Template {
+		return parseTemplate("reply",
+			`{{if .Warn}}⚠️ {{end}}{{inert .Text}}`+
+				`{{if .Questions}}<ul>{{range .Questions}}<li>{{inert .}}</li>{{end}}</ul>{{end}}`+
+				`{{if .BoardURL}}<br><a href="{{.BoardURL}}">Open the board</a>{{end}}`)
+	}}
+	statusHTML = &lazy[*template.Template]{build: func() *template.Template {
+		return parseTemplate("status",
+			`<h4>{{inert .Name}}</h4><p>{{.Counts}} — <a href="{{.URL}}">Open the board</a></p>`+
+				`<p><b>Ready to start:</b>{{if not .Ready}} none{{end}}</p>{{if .Ready}}<ul>{{range .Ready}}<li>{{inert .}}</li>{{end}}</ul>{{end}}`+
+				`<p><b>Waiting on dependencies:</b>{{if not .Blocked}} none{{end}}</p>{{if .Blocked}}<ul>{{range .Blocked}}<li>{{inert .}}</li>{{end}}</ul>{{end}}`)
+	}}
 )
 
-func lazyTemplate(name, text string) func() *template.Template {
-	return sync.OnceValue(func() *template.Template {
-		return template.Must(template.New(name).Funcs(funcs).Parse(text))
-	})
+// parseTemplate parses one of the notices' templates, with inert.
+func parseTemplate(name, text string) *template.Template {
+	return template.Must(template.New(name).Funcs(template.FuncMap{"inert": inert}).Parse(text))
 }
 
 type cardView struct {
@@ -232,7 +234,7 @@ func renderPreview(p board.Proposal, publicURL string) message {
 		v.BoardURL = p.BoardURL
 	}
 	var h bytes.Buffer
-	if err := previewHTML().Execute(&h, v); err != nil {
+	if err := previewHTML.get().Execute(&h, v); err != nil {
 		// The template is fixed and its data plain strings: this cannot
 		// happen short of a programming error.
 		panic(err)
@@ -279,7 +281,7 @@ type replyView struct {
 func renderReply(r board.Reply) message {
 	v := replyView{Warn: r.Kind == board.ReplyError || r.Kind == board.ReplySlowDown, Text: r.Text, Questions: r.Questions, BoardURL: r.BoardURL}
 	var h bytes.Buffer
-	if err := replyHTML().Execute(&h, v); err != nil {
+	if err := replyHTML.get().Execute(&h, v); err != nil {
 		panic(err)
 	}
 	plain := inert(r.Text)
@@ -325,7 +327,7 @@ func renderStatus(st board.Status, boardURL string) message {
 	}
 	v := statusView{Name: st.Board.Name, Counts: strings.Join(counts, " · "), URL: boardURL, Ready: cardLines(st.Ready), Blocked: cardLines(st.Waiting)}
 	var h bytes.Buffer
-	if err := statusHTML().Execute(&h, v); err != nil {
+	if err := statusHTML.get().Execute(&h, v); err != nil {
 		panic(err)
 	}
 	plain := inert(v.Name) + "\n" + v.Counts + "\n" + boardURL

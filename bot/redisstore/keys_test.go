@@ -100,6 +100,10 @@ func TestKeysTableCoversEveryKeyWritten(t *testing.T) {
 	must(err)
 	must(s.AddHomeViewer(ctx, "slack:T1", "U1", now))
 	must(s.AppendTurn(ctx, "console:c:t", plan.Turn{Role: "user", User: "bob", Text: "plan"}))
+	_, err = s.ClaimDraftMessage(ctx, "r_1", "m_draft")
+	must(err)
+	_, err = s.ClaimRunProgressMessage(ctx, "u_1", "m_run")
+	must(err)
 
 	patterns := make([]*regexp.Regexp, len(redisstore.Keys))
 	for i, k := range redisstore.Keys {
