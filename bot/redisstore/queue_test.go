@@ -13,9 +13,9 @@ import (
 )
 
 // admit queues request id through the store's one-round-trip intake.
-func admit(t *testing.T, rdb *redis.Client, prefix string, id board.RequestID) {
+func admit(t *testing.T, rdb redis.UniversalClient, prefix string, id board.RequestID) {
 	t.Helper()
-	res, err := redisstore.NewInFlight(rdb, prefix).Admit(context.Background(), board.Admission{
+	res, err := redisstore.NewInFlightIn(rdb, bottest.Layout(t, prefix)).Admit(context.Background(), board.Admission{
 		Record: board.RequestRecord{Request: board.Request{ID: id}}, UserKey: "u", ChannelKey: "c",
 	})
 	if err != nil || res.Outcome != board.AdmitNew {
@@ -23,11 +23,18 @@ func admit(t *testing.T, rdb *redis.Client, prefix string, id board.RequestID) {
 	}
 }
 
+// newStore returns a store on rdb under prefix, laid out for the tests'
+// Redis mode.
+func newStore(t *testing.T, rdb redis.UniversalClient, prefix string) *redisstore.InFlight {
+	t.Helper()
+	return redisstore.NewInFlightIn(rdb, bottest.Layout(t, prefix))
+}
+
 // newQueue returns a fresh request stream with its consumer group.
-func newQueue(t *testing.T) (*redis.Client, string, *redisstore.Queue) {
+func newQueue(t *testing.T) (redis.UniversalClient, string, *redisstore.Queue) {
 	t.Helper()
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	q := redisstore.NewQueue(rdb, prefix)
+	q := redisstore.NewQueueIn(rdb, bottest.Layout(t, prefix))
 	if err := q.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +91,7 @@ func TestAckDeletesTheEntry(t *testing.T) {
 	if err := q.Ack(ctx, first.MessageID); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := rdb.XLen(ctx, prefix+":requests").Result(); err != nil || n != 2 {
+	if n, err := q.Len(ctx); err != nil || n != 2 {
 		t.Fatalf("stream length after one ack = %d, %v; want 2", n, err)
 	}
 	waiting, inFlight, err := q.Depth(ctx)

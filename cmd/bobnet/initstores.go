@@ -17,7 +17,7 @@ import (
 // requests and their queue, reminders).
 type stores struct {
 	db      *store.Store
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	pending *redisstore.InFlight // proposals, requests, reminders
 	queue   *redisstore.Queue    // the request stream the engine's workers read
 }
@@ -38,16 +38,20 @@ func initStores(ctx context.Context, cfg Config, logger *slog.Logger) (_ *stores
 	if _, err := migrations.Apply(ctx, db.Pool(), logger); err != nil {
 		return nil, err
 	}
-	ropts, err := redis.ParseURL(cfg.RedisURL)
+	ropts, err := redisstore.ParseURL(cfg.RedisMode, cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
-	rdb := redis.NewClient(ropts)
+	// Each worker and each stream shard's blocking reader holds a
+	// connection while it waits; the pool has room for them beside the
+	// rest (admissions, decisions, sweeps).
+	rdb := redisstore.Connect(ropts, cfg.Workers+cfg.RedisStreams)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("REDIS_URL: cannot reach Redis: %w", err)
+		return nil, fmt.Errorf("REDIS_URL: cannot reach Redis (BOBNET_REDIS_MODE=%s): %w", cfg.RedisMode, err)
 	}
-	return &stores{db: db, rdb: rdb, pending: redisstore.NewInFlight(rdb, cfg.RedisPrefix), queue: redisstore.NewQueue(rdb, cfg.RedisPrefix)}, nil
+	layout := redisstore.Layout{Prefix: cfg.RedisPrefix, Streams: cfg.RedisStreams, Mode: cfg.RedisMode}
+	return &stores{db: db, rdb: rdb, pending: redisstore.NewInFlightIn(rdb, layout), queue: redisstore.NewQueueIn(rdb, layout)}, nil
 }
 
 // close closes Redis, then Postgres: the reverse of their opening.

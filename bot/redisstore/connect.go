@@ -1,0 +1,158 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Mode is how BobNet reaches Redis (BOBNET_REDIS_MODE).
+type Mode string
+
+// The modes: one server; a Redis Cluster; a master and its replicas
+// watched by Redis Sentinel.
+const (
+	ModeSingle   Mode = "single"
+	ModeCluster  Mode = "cluster"
+	ModeSentinel Mode = "sentinel"
+)
+
+// ParseMode reads a mode; "" is single.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case "", ModeSingle:
+		return ModeSingle, nil
+	case ModeCluster, ModeSentinel:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("%q is not single, cluster or sentinel", s)
+}
+
+// DefaultStreams is how many request stream shards a mode has unless told
+// otherwise (BOBNET_REDIS_STREAMS): one on a single server or a sentinel
+// set (one master takes every write anyway), 16 on a cluster, so that the
+// streams spread over its masters.
+func DefaultStreams(m Mode) int {
+	if m == ModeCluster {
+		return 16
+	}
+	return 1
+}
+
+// ClusterReload is how often a cluster client reloads its slot map even
+// when no command failed: a master that died is no longer dialled once the
+// map says its replica took over, within seconds rather than go-redis's
+// default minute.
+const ClusterReload = 3 * time.Second
+
+// Options is a Redis client's settings, parsed from REDIS_URL for a mode.
+type Options struct {
+	mode     Mode
+	single   *redis.Options
+	cluster  *redis.ClusterOptions
+	failover *redis.FailoverOptions
+}
+
+// ParseURL parses url in the form mode takes: a redis:// URL for single; go-redis's
+// cluster form (redis://h1:p1?addr=h2:p2&addr=h3:p3) for cluster; its
+// failover form (redis://sentinel1:26379?addr=sentinel2:26379&master_name=mymaster,
+// the master's password as password=) for sentinel.
+func ParseURL(mode Mode, url string) (Options, error) {
+	o := Options{mode: mode}
+	var err error
+	switch mode {
+	case ModeCluster:
+		o.cluster, err = redis.ParseClusterURL(url)
+	case ModeSentinel:
+		o.failover, err = redis.ParseFailoverURL(url)
+		if err == nil && o.failover.MasterName == "" {
+			err = errors.New("a sentinel URL names its master: add master_name=NAME")
+		}
+	default:
+		o.single, err = redis.ParseURL(url)
+	}
+	if err != nil {
+		return Options{}, fmt.Errorf("not a %s Redis URL: %w", mode, err)
+	}
+	return o, nil
+}
+
+// Connect returns a client with o's settings and a pool per server of
+// go-redis's default (10 per CPU) plus extra connections: the blocking
+// request stream readers and the workers hold one each for as long as they
+// wait, which must not starve the rest.
+func Connect(o Options, extra int) redis.UniversalClient {
+	pool := 10*runtime.GOMAXPROCS(0) + max(extra, 0)
+	switch o.mode {
+	case ModeCluster:
+		opts := *o.cluster
+		opts.PoolSize = max(opts.PoolSize, pool)
+		opts.ClusterStateReloadInterval = ClusterReload
+		c := redis.NewClusterClient(&opts)
+		c.AddHook(reloadOnConnError{c: c})
+		return c
+	case ModeSentinel:
+		opts := *o.failover
+		opts.PoolSize = max(opts.PoolSize, pool)
+		return redis.NewFailoverClient(&opts)
+	default:
+		opts := *o.single
+		opts.PoolSize = max(opts.PoolSize, pool)
+		return redis.NewClient(&opts)
+	}
+}
+
+// reloadOnConnError reloads a cluster client's slot map when a command
+// fails on its connection: go-redis reloads on MOVED and READONLY, but a
+// master that died answers neither, so without this the client keeps
+// dialling it until the next periodic reload. Reloads are coalesced by
+// go-redis (one at a time, 200 ms apart).
+type reloadOnConnError struct{ c *redis.ClusterClient }
+
+func (h reloadOnConnError) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			h.c.ReloadState(ctx)
+		}
+		return conn, err
+	}
+}
+
+func (h reloadOnConnError) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if connError(err) {
+			h.c.ReloadState(ctx)
+		}
+		return err
+	}
+}
+
+func (h reloadOnConnError) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if connError(err) {
+			h.c.ReloadState(ctx)
+		}
+		return err
+	}
+}
+
+// connError reports whether err is a lost or refused connection rather
+// than an answer of Redis's.
+func connError(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
