@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -95,8 +96,23 @@ func Connect(o Options, extra int) redis.UniversalClient {
 		opts := *o.cluster
 		opts.PoolSize = max(opts.PoolSize, pool)
 		opts.ClusterStateReloadInterval = ClusterReload
+		// The node clients too: admissions run their pipelines on a
+		// node's client (durable.go), past the cluster client's hooks.
+		var made atomic.Pointer[redis.ClusterClient]
+		newNode := opts.NewClient
+		opts.NewClient = func(o *redis.Options) *redis.Client {
+			var n *redis.Client
+			if newNode != nil {
+				n = newNode(o)
+			} else {
+				n = redis.NewClient(o)
+			}
+			n.AddHook(reloadOnConnError{c: &made})
+			return n
+		}
 		c := redis.NewClusterClient(&opts)
-		c.AddHook(reloadOnConnError{c: c})
+		made.Store(c)
+		c.AddHook(reloadOnConnError{c: &made})
 		return c
 	case ModeSentinel:
 		opts := *o.failover
@@ -114,13 +130,21 @@ func Connect(o Options, extra int) redis.UniversalClient {
 // master that died answers neither, so without this the client keeps
 // dialling it until the next periodic reload. Reloads are coalesced by
 // go-redis (one at a time, 200 ms apart).
-type reloadOnConnError struct{ c *redis.ClusterClient }
+type reloadOnConnError struct {
+	c *atomic.Pointer[redis.ClusterClient] // the cluster client, once made
+}
+
+func (h reloadOnConnError) reload(ctx context.Context) {
+	if c := h.c.Load(); c != nil {
+		c.ReloadState(ctx)
+	}
+}
 
 func (h reloadOnConnError) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
 		if err != nil {
-			h.c.ReloadState(ctx)
+			h.reload(ctx)
 		}
 		return conn, err
 	}
@@ -130,7 +154,7 @@ func (h reloadOnConnError) ProcessHook(next redis.ProcessHook) redis.ProcessHook
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		if connError(err) {
-			h.c.ReloadState(ctx)
+			h.reload(ctx)
 		}
 		return err
 	}
@@ -140,7 +164,7 @@ func (h reloadOnConnError) ProcessPipelineHook(next redis.ProcessPipelineHook) r
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		if connError(err) {
-			h.c.ReloadState(ctx)
+			h.reload(ctx)
 		}
 		return err
 	}

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	_ "embed"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -67,14 +68,18 @@ func (s *InFlight) upgradeProposal(ctx context.Context, id board.ProposalID) (bo
 	if err != nil || n == 0 {
 		return false, wrap("read old proposal", err)
 	}
-	_, err = s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for _, f := range legacyFamilies {
-			pipe.RenameNX(ctx, s.key(f, string(id)), s.pkey(f, id))
+	cmds := make([]*redis.BoolCmd, len(legacyFamilies))
+	_, _ = s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, f := range legacyFamilies {
+			cmds[i] = pipe.RenameNX(ctx, s.key(f, string(id)), s.pkey(f, id))
 		}
 		return nil
 	})
-	if err != nil && !redis.HasErrorPrefix(err, "ERR no such key") {
-		return false, wrap("move old proposal", err)
+	for _, c := range cmds {
+		// A family the proposal never had is no such key.
+		if err := c.Err(); err != nil && !strings.Contains(err.Error(), "no such key") {
+			return false, wrap("move old proposal", err)
+		}
 	}
 	return true, nil
 }
