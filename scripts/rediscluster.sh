@@ -8,12 +8,15 @@
 #   - a sentinel set: a master, its replica and 3 sentinels watching them
 #     (master name "bobnet", down after 1 s).
 #
-#   scripts/rediscluster.sh start DIR   start both, print env lines
-#   scripts/rediscluster.sh stop DIR    stop both
+#   scripts/rediscluster.sh start DIR     start both, print env lines
+#   scripts/rediscluster.sh cluster DIR   start the cluster alone (a test
+#                                         that kills a master starts its own)
+#   scripts/rediscluster.sh stop DIR      stop what DIR holds
 #
 # `start` prints `export REDIS_CLUSTER_URL=…` (go-redis's cluster URL form),
-# `export REDIS_SENTINEL_URL=…` (its failover form) and
-# `export REDIS_SENTINEL_DIR=…` on stdout; everything else goes to stderr.
+# `export REDIS_SENTINEL_URL=…` (its failover form) and the folder as
+# `export REDIS_CLUSTER_DIR=…` and `export REDIS_SENTINEL_DIR=…` on stdout;
+# everything else goes to stderr.
 # Each server writes DIR/<port>.pid and keeps its configuration in
 # DIR/<port>.conf, so a test that kills one can start it again with
 # `redis-server DIR/<port>.conf`.
@@ -77,7 +80,21 @@ server() {
 	redis-server "$dir/$port.conf" >&2
 }
 
-start() {
+# wait_replicated PORT…: waits until each master has a replica online and
+# each replica's link to its master is up (30 s at most).
+wait_replicated() {
+	local p info
+	for p in "$@"; do
+		for _ in $(seq 300); do
+			info=$(redis-cli -p "$p" info replication 2>/dev/null || true)
+			grep -q 'state=online' <<<"$info" && break
+			grep -q 'master_link_status:up' <<<"$info" && break
+			sleep 0.1
+		done
+	done
+}
+
+start_cluster() {
 	command -v redis-server >/dev/null || { log "redis-server is missing: scripts/services.sh installs it"; exit 1; }
 	mkdir -p "$dir"
 	dir=$(cd "$dir" && pwd)
@@ -100,15 +117,27 @@ start() {
 		[ "$ok" = 6 ] && break
 		sleep 0.1
 	done
+	# Every replica in sync with its master: BobNet acknowledges a request
+	# only once a replica has it (WAIT), so a cluster without them
+	# refuses everything.
+	wait_replicated "${ports[@]}"
 	echo "${ports[*]}" >"$dir/cluster.ports"
+	local rest=""
+	for p in "${addrs[@]:1}"; do rest+="${rest:+&}addr=$p"; done
+	echo "export REDIS_CLUSTER_URL='redis://${addrs[0]}?$rest'"
+	echo "export REDIS_CLUSTER_DIR=$dir"
+}
 
-	local master replica
+start() {
+	start_cluster
+	local master replica p
 	master=$(free_port)
 	replica=$(free_port)
 	server "$master"
 	wait_ping "$master"
 	server "$replica" "replicaof 127.0.0.1 $master"
 	wait_ping "$replica"
+	wait_replicated "$master" "$replica"
 	local sentinels=()
 	for _ in 1 2 3; do
 		p=$(free_port)
@@ -132,9 +161,6 @@ EOF
 	echo "$master $replica ${sentinels[*]}" >"$dir/sentinel.ports"
 	log "sentinel set: master $master, replica $replica, sentinels ${sentinels[*]}"
 
-	local rest=""
-	for p in "${addrs[@]:1}"; do rest+="${rest:+&}addr=$p"; done
-	echo "export REDIS_CLUSTER_URL='redis://${addrs[0]}?$rest'"
 	echo "export REDIS_SENTINEL_URL='redis://127.0.0.1:${sentinels[0]}?addr=127.0.0.1:${sentinels[1]}&addr=127.0.0.1:${sentinels[2]}&master_name=bobnet'"
 	echo "export REDIS_SENTINEL_DIR=$dir"
 }
@@ -157,6 +183,7 @@ stop() {
 
 case "$cmd" in
 start) start ;;
+cluster) start_cluster ;;
 stop) stop ;;
-*) echo "usage: rediscluster.sh start|stop DIR" >&2; exit 2 ;;
+*) echo "usage: rediscluster.sh start|cluster|stop DIR" >&2; exit 2 ;;
 esac

@@ -44,7 +44,7 @@ trap 'scripts/dendrite.sh stop "$throwaway_dir/dendrite" || true; throwaway_clea
 # The Redis Cluster and the sentinel set, stopped before the services'
 # folder is removed.
 eval "$(scripts/rediscluster.sh start "$throwaway_dir/rediscluster")"
-export REDIS_CLUSTER_URL REDIS_SENTINEL_URL REDIS_SENTINEL_DIR
+export REDIS_CLUSTER_URL REDIS_CLUSTER_DIR REDIS_SENTINEL_URL REDIS_SENTINEL_DIR
 trap 'scripts/rediscluster.sh stop "$throwaway_dir/rediscluster" || true; scripts/dendrite.sh stop "$throwaway_dir/dendrite" || true; throwaway_cleanup' EXIT
 export BOBNET_CHROMIUM=${BOBNET_CHROMIUM:-$(command -v chromium)}
 
@@ -77,10 +77,11 @@ go test -tags goolm -race -count=1 -timeout 20m "$@" ./...
 
 # The same engine, pipeline and exactly-once tests on the Redis Cluster
 # (bottest reads BOBNET_TEST_REDIS_MODE); keep this list and README.md's
-# in step. The sentinel tests ran above, once.
+# in step. The sentinel tests and the cluster failover (on a cluster of its
+# own) ran above, once.
 echo "test: the engine's tests again on the Redis Cluster" >&2
 BOBNET_TEST_REDIS_MODE=cluster go test -tags goolm -race -count=1 -timeout 10m "$@" \
-	-skip 'Sentinel' ./bot/redisstore/
+	-skip 'Sentinel|ClusterFailover' ./bot/redisstore/
 BOBNET_TEST_REDIS_MODE=cluster go test -tags goolm -race -count=1 -timeout 10m "$@" \
 	-run "$(scripts/clustertests.sh bot)" ./bot/
 BOBNET_TEST_REDIS_MODE=cluster go test -tags goolm -race -count=1 -timeout 10m "$@" \

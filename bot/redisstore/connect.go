@@ -128,7 +128,8 @@ func Connect(o Options, extra int) redis.UniversalClient {
 // reloadOnConnError reloads a cluster client's slot map when a command
 // fails on its connection: go-redis reloads on MOVED and READONLY, but a
 // master that died answers neither, so without this the client keeps
-// dialling it until the next periodic reload. Reloads are coalesced by
+// dialling it until the next periodic reload. On the node clients it
+// reloads on MOVED and READONLY too (staleMap). Reloads are coalesced by
 // go-redis (one at a time, 200 ms apart).
 type reloadOnConnError struct {
 	c *atomic.Pointer[redis.ClusterClient] // the cluster client, once made
@@ -153,7 +154,7 @@ func (h reloadOnConnError) DialHook(next redis.DialHook) redis.DialHook {
 func (h reloadOnConnError) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if connError(err) {
+		if staleMap(err) {
 			h.reload(ctx)
 		}
 		return err
@@ -163,18 +164,30 @@ func (h reloadOnConnError) ProcessHook(next redis.ProcessHook) redis.ProcessHook
 func (h reloadOnConnError) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		if connError(err) {
+		stale := staleMap(err)
+		for _, c := range cmds {
+			stale = stale || staleMap(c.Err())
+		}
+		if stale {
 			h.reload(ctx)
 		}
 		return err
 	}
 }
 
-// connError reports whether err is a lost or refused connection rather
-// than an answer of Redis's.
-func connError(err error) bool {
+// staleMap reports whether err says the slot map may be out of date: a
+// lost or refused connection (a master that died), or a node's answer
+// that the slot is elsewhere or it is no longer a master. The cluster
+// client handles MOVED and READONLY on its own commands; the node
+// clients, which admissions use directly, do not.
+func staleMap(err error) bool {
 	if err == nil || errors.Is(err, redis.Nil) {
 		return false
+	}
+	for _, p := range []string{"MOVED", "ASK", "READONLY", "CLUSTERDOWN", "TRYAGAIN"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
 	}
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||

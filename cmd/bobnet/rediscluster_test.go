@@ -82,7 +82,9 @@ func TestRedisClusterServesTheWholeFlow(t *testing.T) {
 	if n := countRows(t, pool, "SELECT count(*) FROM audit_events WHERE action = 'requested'"); n != 1 {
 		t.Fatalf("%d requests recorded for one mention delivered twice; want one", n)
 	}
-	if n := len(sink.matching(func(c reviewCall) bool { return previewApprove.MatchString(c.Form.Get("blocks")) && c.Method == "chat.postMessage" })); n != 1 {
+	if n := len(sink.matching(func(c reviewCall) bool {
+		return previewApprove.MatchString(c.Form.Get("blocks")) && c.Method == "chat.postMessage"
+	})); n != 1 {
 		t.Fatalf("%d previews posted; want one", n)
 	}
 
