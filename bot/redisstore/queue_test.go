@@ -160,3 +160,33 @@ func TestReclaimTakesOneAndCountsDeliveries(t *testing.T) {
 		t.Fatalf("second reclaim = %+v, %v; want r_2, handed out twice (its renewal not counted)", re, err)
 	}
 }
+
+// A shard's reader blocked in XREADGROUP outlives its engine's context by
+// up to a second; an entry it reads then is left to the other replicas at
+// once (marked idle), not after the reclaim time.
+func TestEntryReadAsReadersStopIsLeftForOthersAtOnce(t *testing.T) {
+	t.Parallel()
+	rdb, prefix, q := newQueue(t)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = q.Read(ctx, "w", 5*time.Second) // a worker waits: the reader blocks
+	}()
+	time.Sleep(100 * time.Millisecond)
+	stop() // the engine stops; the reader's read still blocks
+	<-done
+	admit(t, rdb, prefix, "r_late")
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		re, err := q.Reclaim(context.Background(), "other", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(re) == 1 && re[0].RequestID == "r_late" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the entry read as the readers stopped was not left for a reclaim")
+}

@@ -178,11 +178,23 @@ func (r *readers) read(n int, drain bool) {
 				case r.hand <- h:
 					<-h.taken
 				case <-r.ctx.Done():
-					return // left pending: reclaimed by another worker once idle
+					r.giveBack(n, m.ID)
+					return
 				}
 			}
 		}
 	}
+}
+
+// giveBack leaves an entry read as the readers stopped (a blocked read
+// outlives its context by up to readBlock) to the other replicas at once:
+// XCLAIM … IDLE marks it idle for a day, so the next Reclaim anywhere takes
+// it, instead of after the reclaim time. JUSTID keeps its delivery count.
+func (r *readers) giveBack(shard int, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = r.q.rdb.Do(ctx, "xclaim", r.q.streamOf(shard), group, r.consumer, 0, id,
+		"idle", (24 * time.Hour).Milliseconds(), "justid").Err()
 }
 
 // fail hands err to a waiting worker (which logs it) and pauses the
