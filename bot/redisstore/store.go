@@ -3,11 +3,15 @@
 // proposals.go and preview.go (proposals waiting for a decision, with a
 // TTL), claims.go (the atomic claim that lets exactly one decision win),
 // intake.go and admit.go (request records, dedupe keys and the rate limits
-// of taking a request in), queue.go (the request stream), threads.go
-// (thread history), ratelimit.go (the fixed-window rate limits of
-// everything else), marks.go, remind.go and home.go (once-only marks,
-// reminders, home viewers). Its Lua scripts are the .lua files beside
-// them.
+// of taking a request in; durable.go waits for a replica), queue.go and
+// readers.go (the request stream's shards and their blocking readers),
+// threads.go (thread history), ratelimit.go (the fixed-window rate limits
+// of everything else), marks.go, remind.go and home.go (once-only marks,
+// reminders, home viewers). layout.go says where keys live and their hash
+// tags, connect.go how Redis is reached (single, cluster, sentinel), and
+// legacy.go how the keys of before hash tags are upgraded. Its Lua
+// scripts are the .lua files beside them; each touches keys of one hash
+// slot.
 package redisstore
 
 import (
