@@ -137,7 +137,7 @@ func TestClusterFailoverCostsSeconds(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("the master was marked failed %s after its SIGKILL; requests were refused for %s in all", failed.Round(100*time.Millisecond), window.Round(100*time.Millisecond))
-	if window > 15*time.Second {
+	if window > 20*time.Second { // 7.6 s on an idle 2-core machine; the race detector and a busy machine slow it
 		t.Errorf("a failover cost %s; want seconds", window)
 	}
 	total, err := q.Len(ctx) // those before and those after
