@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -189,4 +190,24 @@ func TestEntryReadAsReadersStopIsLeftForOthersAtOnce(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatal("the entry read as the readers stopped was not left for a reclaim")
+}
+
+// Every entry a reader hands over reaches the worker, however soon: a
+// hand-over within the entry's first millisecond in its group is not
+// mistaken for one another replica reclaimed meanwhile.
+func TestEveryHandedOverEntryIsTaken(t *testing.T) {
+	t.Parallel()
+	rdb, prefix, q := newQueue(t)
+	ctx := context.Background()
+	for i := range 200 {
+		id := board.RequestID(fmt.Sprint("r_", i))
+		admit(t, rdb, prefix, id)
+		got, err := q.Read(ctx, "w", 2*time.Second)
+		if err != nil || len(got) != 1 || got[0].RequestID != id {
+			t.Fatalf("read %d = %+v, %v; want %s", i, got, err, id)
+		}
+		if err := q.Ack(ctx, got[0].MessageID); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -102,6 +102,9 @@ func (r *readers) take(ctx context.Context, consumer string, block time.Duration
 // claim moves a held entry to consumer, unless it changed hands since
 // the reader read it.
 func (r *readers) claim(ctx context.Context, consumer string, h held) ([]board.QueuedRequest, error) {
+	// go-redis sends whole milliseconds, rounding down, as Redis counts
+	// idle time: an entry handed over within its first millisecond asks
+	// for MIN-IDLE 0.
 	ids, err := r.q.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
 		Stream: r.q.streamOf(h.shard), Group: group, Consumer: consumer, MinIdle: time.Since(h.at), Messages: []string{h.id},
 	}).Result()
