@@ -10,6 +10,7 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/webhook"
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/secretbox"
 )
@@ -21,7 +22,12 @@ type Config struct {
 	DatabaseURL string
 	RedisURL    string
 	RedisPrefix string
-	Listen      string
+	// RedisMode is how REDIS_URL is read and Redis reached: one server,
+	// a cluster or a sentinel set; RedisStreams how many shards the
+	// request stream has (0 until validate: the mode's default).
+	RedisMode    redisstore.Mode
+	RedisStreams int
+	Listen       string
 	// AdminListen is the internal listener's address (/metrics without a
 	// token), "" for none.
 	AdminListen      string
@@ -120,6 +126,18 @@ var settings = []setting{
 	{"DATABASE_URL", "database-url", "", "Postgres connection `URL`", str(func(c *Config) *string { return &c.DatabaseURL })},
 	{"REDIS_URL", "redis-url", "", "Redis `URL`", str(func(c *Config) *string { return &c.RedisURL })},
 	{"BOBNET_REDIS_PREFIX", "redis-prefix", "bobnet", "prefix of BobNet's Redis keys", str(func(c *Config) *string { return &c.RedisPrefix })},
+	{"BOBNET_REDIS_MODE", "redis-mode", "single", "how REDIS_URL names Redis: `single` (one server), cluster (a Redis Cluster: redis://h1:p1?addr=h2:p2&addr=h3:p3) or sentinel (sentinels watching a master: redis://s1:26379?addr=s2:26379&master_name=NAME)", func(c *Config, v string) error {
+		m, err := redisstore.ParseMode(strings.TrimSpace(v))
+		c.RedisMode = m
+		return err
+	}},
+	{"BOBNET_REDIS_STREAMS", "redis-streams", "", "shards of the request stream, by channel (an `int` from 1 to 256; default 1, 16 when BOBNET_REDIS_MODE is cluster)", func(c *Config, v string) error {
+		if strings.TrimSpace(v) == "" {
+			c.RedisStreams = 0
+			return nil
+		}
+		return intIn(1, 256, func(c *Config) *int { return &c.RedisStreams })(c, v)
+	}},
 	{"BOBNET_LISTEN", "listen", "127.0.0.1:8080", "`host:port` to serve HTTP on", str(func(c *Config) *string { return &c.Listen })},
 	{"BOBNET_ADMIN_LISTEN", "admin-listen", "", "`host:port` of a second, internal listener that serves /metrics, /healthz and /readyz without a token and nothing else, e.g. 127.0.0.1:9090 (unset: none; on BOBNET_LISTEN /metrics needs an admin token, as the API does)", func(c *Config, v string) error {
 		c.AdminListen = strings.TrimSpace(v)

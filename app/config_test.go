@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner"
 )
 
@@ -65,6 +66,11 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"bad model stream", map[string]string{"BOBNET_MODEL_STREAM": "yes"}, []string{"BOBNET_MODEL_STREAM", "auto, on or off"}},
 		{"bad database url", map[string]string{"DATABASE_URL": "mysql://x"}, []string{"DATABASE_URL"}},
 		{"bad redis url", map[string]string{"REDIS_URL": "localhost:6379"}, []string{"REDIS_URL"}},
+		{"unknown redis mode", map[string]string{"BOBNET_REDIS_MODE": "replicated"}, []string{"BOBNET_REDIS_MODE"}},
+		{"sentinel url without its master", map[string]string{"BOBNET_REDIS_MODE": "sentinel", "REDIS_URL": "redis://127.0.0.1:26379?addr=127.0.0.1:26380"}, []string{"REDIS_URL", "master_name", "sentinel"}},
+		{"cluster url with an unknown option", map[string]string{"BOBNET_REDIS_MODE": "cluster", "REDIS_URL": "redis://127.0.0.1:7000?addr=127.0.0.1:7001&bogus=1"}, []string{"REDIS_URL", "cluster"}},
+		{"streams out of range", map[string]string{"BOBNET_REDIS_STREAMS": "0"}, []string{"BOBNET_REDIS_STREAMS"}},
+		{"streams not a number", map[string]string{"BOBNET_REDIS_STREAMS": "many"}, []string{"BOBNET_REDIS_STREAMS"}},
 		{"public listen without token", map[string]string{"BOBNET_LISTEN": "0.0.0.0:8080"}, []string{"BOBNET_LISTEN", "BOBNET_API_TOKEN"}},
 		{"bad hook secrets", map[string]string{"BOBNET_HOOK_SECRETS": "github"}, []string{"BOBNET_HOOK_SECRETS"}},
 		{"slack without bot token", map[string]string{"SLACK_SIGNING_SECRET": "s"}, []string{"SLACK_BOT_TOKEN"}},
@@ -85,6 +91,31 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The Redis modes: REDIS_URL in each mode's form, and the stream shards
+// each mode has unless told.
+func TestConfigRedisModes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		env     map[string]string
+		mode    redisstore.Mode
+		streams int
+	}{
+		{map[string]string{}, redisstore.ModeSingle, 1},
+		{map[string]string{"BOBNET_REDIS_MODE": "cluster", "REDIS_URL": "redis://10.0.0.1:7000?addr=10.0.0.2:7000&addr=10.0.0.3:7000"}, redisstore.ModeCluster, 16},
+		{map[string]string{"BOBNET_REDIS_MODE": "cluster", "BOBNET_REDIS_STREAMS": "6"}, redisstore.ModeCluster, 6},
+		{map[string]string{"BOBNET_REDIS_MODE": "sentinel", "REDIS_URL": "redis://10.0.0.1:26379?addr=10.0.0.2:26379&master_name=bobnet&password=pw"}, redisstore.ModeSentinel, 1},
+	}
+	for _, tt := range tests {
+		c, err := testConfig(t, tt.env)
+		if err != nil {
+			t.Fatalf("%v: %v", tt.env, err)
+		}
+		if c.RedisMode != tt.mode || c.RedisStreams != tt.streams {
+			t.Errorf("%v: mode %s with %d streams; want %s with %d", tt.env, c.RedisMode, c.RedisStreams, tt.mode, tt.streams)
+		}
 	}
 }
 

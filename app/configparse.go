@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/signing"
 )
 
@@ -164,6 +165,14 @@ func (c *Config) validate() []error {
 	}
 	checkURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql")
 	checkURL("REDIS_URL", c.RedisURL, "redis", "rediss")
+	if c.RedisURL != "" && urlProblem(c.RedisURL, []string{"redis", "rediss"}) == "" {
+		if _, err := redisstore.ParseURL(c.RedisMode, c.RedisURL); err != nil {
+			errs = append(errs, fmt.Errorf("REDIS_URL: with BOBNET_REDIS_MODE=%s: %w", c.RedisMode, err))
+		}
+	}
+	if c.RedisStreams == 0 {
+		c.RedisStreams = redisstore.DefaultStreams(c.RedisMode)
+	}
 	checkURL("BOBNET_PUBLIC_URL", c.PublicURL, "http", "https")
 	checkURL("OPENAI_BASE_URL", c.OpenAIBaseURL, "http", "https")
 	checkURL("SLACK_API_URL", c.SlackAPIURL, "http", "https")

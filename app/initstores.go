@@ -18,7 +18,7 @@ import (
 // requests and their queue, reminders).
 type stores struct {
 	db      *store.Store
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	pending *redisstore.InFlight // proposals, requests, reminders
 	queue   *redisstore.Queue    // the request stream the engine's workers read
 }
@@ -39,30 +39,21 @@ func initStores(ctx context.Context, cfg Config, logger *slog.Logger) (_ *stores
 	if _, err := migrations.Apply(ctx, db.Pool(), logger); err != nil {
 		return nil, err
 	}
-	ropts, err := redis.ParseURL(cfg.RedisURL)
+	ropts, err := redisstore.ParseURL(cfg.RedisMode, cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
-	if ropts.PoolSize == 0 { // pool_size in REDIS_URL wins
-		ropts.PoolSize = redisPoolSize(cfg.Workers)
-	}
-	rdb := redis.NewClient(ropts)
+	// Each worker and each stream shard's blocking reader holds a
+	// connection while it waits; the pool has room for them beside the
+	// rest (admissions, decisions, sweeps). A pool_size in REDIS_URL wins.
+	rdb := redisstore.Connect(ropts, cfg.Workers+cfg.RedisStreams)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("REDIS_URL: cannot reach Redis: %w", err)
+		return nil, fmt.Errorf("REDIS_URL: cannot reach Redis (BOBNET_REDIS_MODE=%s): %w", cfg.RedisMode, err)
 	}
-	return &stores{db: db, rdb: rdb, pending: redisstore.NewInFlight(rdb, cfg.RedisPrefix), queue: redisstore.NewQueue(rdb, cfg.RedisPrefix)}, nil
+	layout := redisstore.Layout{Prefix: cfg.RedisPrefix, Streams: cfg.RedisStreams, Mode: cfg.RedisMode}
+	return &stores{db: db, rdb: rdb, pending: redisstore.NewInFlightIn(rdb, layout), queue: redisstore.NewQueueIn(rdb, layout)}, nil
 }
-
-// redisPoolSize is how many connections the Redis client may open: one
-// for each engine worker, which holds one for up to a second while it
-// waits on the request stream (XREADGROUP BLOCK), on top of go-redis's
-// own default (10 per core) for everything else. With the default alone,
-// 32 workers on 2 cores (a pool of 20) left the work after a model's
-// answer (saving the proposal, the preview's post and record) waiting
-// for a blocked read to give a connection back: previews reached Slack
-// in one-second waves, 2-3 s after their model.
-func redisPoolSize(workers int) int { return workers + 10*runtime.GOMAXPROCS(0) }
 
 // postgresPoolSize is the least the Postgres pool may open: pgx's own
 // default (the larger of 4 and the cores) and one connection for every

@@ -83,7 +83,7 @@ func TestDecisionWhilePreviewIsPostedRedrawsIt(t *testing.T) {
 			}
 			// The decision's redraw runs on the other replica, finds no
 			// message and says so; only then does the post return.
-			missed := one.Prefix + ":preview-missed:" + string(at.proposal)
+			missed := one.Prefix + ":preview-missed:{" + string(at.proposal) + "}"
 			for deadline := time.Now().Add(20 * time.Second); one.Redis.Exists(context.Background(), missed).Val() == 0; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatal("the decision never tried to redraw the preview")

@@ -111,7 +111,7 @@ func TestReminderSentOnceAcrossThreeReplicas(t *testing.T) {
 	if r := all[0]; r.Thread != general || !strings.HasPrefix(r.Reply.Text, want) {
 		t.Fatalf("reminder = %+v, want %q in %v", r, want, general)
 	}
-	if ttl := rdb.PTTL(context.Background(), prefix+":reminded:"+string(p.ID)).Val(); ttl <= 0 || ttl > 15*time.Minute {
+	if ttl := rdb.PTTL(context.Background(), prefix+":reminded:{"+string(p.ID)+"}").Val(); ttl <= 0 || ttl > 15*time.Minute {
 		t.Errorf("once-mark lives %v, want the proposal's remaining life", ttl)
 	}
 }
@@ -290,7 +290,7 @@ func TestDecisionAfterTheMarkStopsTheReminder(t *testing.T) {
 	}
 	<-poster.held
 	clk.Add(46 * time.Minute)
-	mark := env.Prefix + ":reminded:" + string(first.ID)
+	mark := env.Prefix + ":reminded:{" + string(first.ID) + "}"
 	for deadline := time.Now().Add(20 * time.Second); env.Redis.Exists(ctx, mark).Val() == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("the reminder was never taken")

@@ -99,7 +99,7 @@ func TestCancelBesideASlowApprove(t *testing.T) {
 				storetest.WaitLockWaiters(t, env.Store, 1, nil)
 				time.Sleep(3 * shortClaim)
 				if lose {
-					if err := env.Redis.Del(ctx, env.Prefix+":claim:"+string(p.ID)).Err(); err != nil {
+					if err := env.Redis.Del(ctx, env.Prefix+":claim:{"+string(p.ID)+"}").Err(); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -201,7 +201,7 @@ func TestExpiryBesideASlowApprove(t *testing.T) {
 			}()
 			storetest.WaitLockWaiters(t, env.Store, 1, nil)
 			if lose {
-				if err := env.Redis.Del(ctx, env.Prefix+":claim:"+string(p.ID)).Err(); err != nil {
+				if err := env.Redis.Del(ctx, env.Prefix+":claim:{"+string(p.ID)+"}").Err(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -253,7 +253,7 @@ func TestRevisionBesideASlowApprove(t *testing.T) {
 			storetest.WaitLockWaiters(t, env.Store, 1, nil)
 			time.Sleep(3 * shortClaim)
 			if lose {
-				if err := env.Redis.Del(ctx, env.Prefix+":claim:"+string(v1.ID)).Err(); err != nil {
+				if err := env.Redis.Del(ctx, env.Prefix+":claim:{"+string(v1.ID)+"}").Err(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -338,7 +338,7 @@ func TestWithdrawBesideASlowApprove(t *testing.T) {
 			storetest.WaitLockWaiters(t, env.Store, 1, nil)
 			time.Sleep(3 * shortClaim)
 			if lose {
-				if err := env.Redis.Del(ctx, env.Prefix+":claim:"+string(p.ID)).Err(); err != nil {
+				if err := env.Redis.Del(ctx, env.Prefix+":claim:{"+string(p.ID)+"}").Err(); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -362,6 +362,38 @@ func helmErr(t *testing.T, args ...string) (string, error) {
 // TestEveryVariableSetIsOneBobNetKnows checks the chart, the compose file
 // and the example env file against the variables bobnet serve reads, so a
 // renamed or misspelt variable fails here instead of being ignored.
+// The chart's redis values become BOBNET_REDIS_MODE and
+// BOBNET_REDIS_STREAMS; a mode BobNet does not know stops the render.
+func TestChartRedisModes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		set           []string
+		mode, streams string
+	}{
+		{nil, "single", ""},
+		{[]string{"redis.mode=cluster"}, "cluster", ""},
+		{[]string{"redis.mode=sentinel", "redis.streams=4"}, "sentinel", "4"},
+	} {
+		got := map[string]string{}
+		for _, e := range envOf(container(t, find(render(t, tc.set...), "Deployment")[0])) {
+			got[e.Name] = e.Value
+		}
+		if got["BOBNET_REDIS_MODE"] != tc.mode || got["BOBNET_REDIS_STREAMS"] != tc.streams {
+			t.Errorf("%v: BOBNET_REDIS_MODE %q, BOBNET_REDIS_STREAMS %q; want %q, %q", tc.set, got["BOBNET_REDIS_MODE"], got["BOBNET_REDIS_STREAMS"], tc.mode, tc.streams)
+		}
+	}
+	bin := os.Getenv("HELM")
+	if bin == "" {
+		t.Skip("HELM is not set (make test builds helm and sets it)")
+	}
+	for _, bad := range []string{"redis.mode=replicated", "env.BOBNET_REDIS_MODE=cluster"} {
+		out, err := exec.Command(bin, "template", "bobnet", "helm/bobnet", "--set", bad).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "redis.mode") {
+			t.Errorf("--set %s rendered (%v): %s", bad, err, out)
+		}
+	}
+}
+
 func TestEveryVariableSetIsOneBobNetKnows(t *testing.T) {
 	t.Parallel()
 	known := vars(t)

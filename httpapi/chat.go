@@ -133,6 +133,9 @@ func engineError(w http.ResponseWriter, logger *slog.Logger, err error) {
 		httpjson.Error(w, http.StatusTooManyRequests, err.Error())
 	case errors.Is(err, bot.ErrUnavailable):
 		logger.Warn("engine unavailable", "err", err)
+		// A moment: a database restarting, a Redis failing over, or no
+		// replica confirming a request (docs/operations.md).
+		w.Header().Set("Retry-After", "5")
 		httpjson.Error(w, http.StatusServiceUnavailable, "BobNet's database is unavailable right now; try again shortly")
 	default:
 		httpjson.Error(w, http.StatusBadRequest, err.Error())

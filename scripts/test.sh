@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test.sh is `make test`: it starts a throwaway Postgres and Redis (installing
-# them from Debian's packages when missing), makes sure headless Chromium is
-# there for the browser tests, then runs go vet and go test -race over the
-# whole module. The services are stopped and their data removed afterwards,
+# them from Debian's packages when missing), a 6-node Redis Cluster and a
+# Redis sentinel set (scripts/rediscluster.sh), makes sure headless Chromium
+# is there for the browser tests, then runs go vet and go test -race over
+# the whole module, and the engine's, the pipelines' and the exactly-once
+# tests a second time on the cluster (the list is in README.md). The services are stopped and their data removed afterwards,
 # whether the tests pass or fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,14 +37,17 @@ fi
 
 . scripts/throwaway.sh
 # A throwaway Dendrite homeserver for the Matrix adapter's tests (built once
-# into a cache folder), and a Postgres primary with a synchronous standby
-# (PG_FAILOVER_URL names both), stopped before the services' folder is
-# removed.
+# into a cache folder), a Postgres primary with a synchronous standby
+# (PG_FAILOVER_URL names both), a 6-node Redis Cluster and a sentinel set,
+# all stopped before the services' folder is removed.
 eval "$(scripts/dendrite.sh start "$throwaway_dir/dendrite")"
 export MATRIX_TEST_HOMESERVER MATRIX_TEST_SHARED_SECRET
 eval "$(scripts/pgstandby.sh start "$throwaway_dir/pgpair")"
 export PG_FAILOVER_URL
-trap 'scripts/dendrite.sh stop "$throwaway_dir/dendrite" || true; scripts/pgstandby.sh stop "$throwaway_dir/pgpair" || true; throwaway_cleanup' EXIT
+# The Redis Cluster and the sentinel set.
+eval "$(scripts/rediscluster.sh start "$throwaway_dir/rediscluster")"
+export REDIS_CLUSTER_URL REDIS_CLUSTER_DIR REDIS_SENTINEL_URL REDIS_SENTINEL_DIR
+trap 'scripts/rediscluster.sh stop "$throwaway_dir/rediscluster" || true; scripts/dendrite.sh stop "$throwaway_dir/dendrite" || true; scripts/pgstandby.sh stop "$throwaway_dir/pgpair" || true; throwaway_cleanup' EXIT
 export BOBNET_CHROMIUM=${BOBNET_CHROMIUM:-$(command -v chromium)}
 
 echo "test: gofmt, go vet, staticcheck" >&2
@@ -79,6 +84,18 @@ echo "test: the engine, pipeline and exactly-once tests on a primary with a sync
 # README.md lists them.
 pair_tests='^(TestNewspaperEndToEnd|TestConcurrentApprovesCreateOneBoard|TestSlowModelIsPlannedOnce|TestWorkerKilledMidPlanIsAnsweredOnce|TestKilledWhilePostingIsAnsweredAfterRestart|TestConcurrentRevisesMakeOneVersion|TestExecuteConcurrentlyCreatesOneBoard|TestCloseWaitsForAStalledApproval|TestExecuteRetriesATransactionCutBeforeCommit|TestExecuteReplaysACommitWhoseAnswerWasLost)$'
 DATABASE_URL=$PG_FAILOVER_URL go test -tags goolm -race -count=1 -timeout 10m -run "$pair_tests" ./bot ./store
+
+# The same engine, pipeline and exactly-once tests on the Redis Cluster
+# (bottest reads BOBNET_TEST_REDIS_MODE); keep this list and README.md's
+# in step. The sentinel tests and the cluster failover (on a cluster of its
+# own) ran above, once.
+echo "test: the engine's tests again on the Redis Cluster" >&2
+BOBNET_TEST_REDIS_MODE=cluster go test -tags goolm -race -count=1 -timeout 10m "$@" \
+	-skip 'Sentinel|ClusterFailover' ./bot/redisstore/
+BOBNET_TEST_REDIS_MODE=cluster go test -tags goolm -race -count=1 -timeout 10m "$@" \
+	-run "$(scripts/clustertests.sh bot)" ./bot/
+BOBNET_TEST_REDIS_MODE=cluster go test -tags goolm -race -count=1 -timeout 10m "$@" \
+	-run "$(scripts/clustertests.sh slack)" ./adapters/slack/
 
 # The fuzz targets of what outsiders send, each run briefly beyond its seed
 # corpus (which every go test above already ran). The budget is a count of

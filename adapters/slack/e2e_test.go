@@ -484,7 +484,7 @@ func TestSlackRejectsBadSignatures(t *testing.T) {
 	}
 	// A refused request is refused before the engine: the stream never
 	// got an entry, so nothing can be planned later either.
-	if n, _ := w.env.Redis.XLen(context.Background(), w.env.Prefix+":requests").Result(); n != 0 {
+	if n, _ := w.env.Queue.Len(context.Background()); n != 0 {
 		t.Fatalf("stream entries = %d", n)
 	}
 	if n := len(w.env.Model.Requests()); n != 0 {

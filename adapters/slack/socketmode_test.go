@@ -28,7 +28,7 @@ type recordAcks struct {
 }
 
 func (r *recordAcks) Ack(req socketmode.Request, _ ...any) error {
-	n, err := r.w.env.Redis.XLen(context.Background(), r.w.env.Prefix+":requests").Result()
+	n, err := r.w.env.Queue.Len(context.Background())
 	if err != nil {
 		r.t.Errorf("read the request stream: %v", err)
 	}

@@ -579,7 +579,7 @@ func TestSlackInstallRefusesReplays(t *testing.T) {
 	if n := w.logs.count("not installed in"); n != 1 {
 		t.Fatalf("unknown workspace logged %d times for 3 events", n)
 	}
-	if n, _ := w.env.Redis.XLen(context.Background(), w.env.Prefix+":requests").Result(); n != 0 {
+	if n, _ := w.env.Queue.Len(context.Background()); n != 0 {
 		t.Fatalf("%d requests queued for an unknown workspace", n)
 	}
 }

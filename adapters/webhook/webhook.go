@@ -171,6 +171,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil:
 		a.logger.Warn("webhook not queued", "request", rid, "hook", hook.Name, "err", err)
+		w.Header().Set("Retry-After", "5")
 		httpjson.Error(w, http.StatusServiceUnavailable, "BobNet could not queue the request; deliver it again shortly")
 		return
 	}

@@ -2,6 +2,11 @@
 // (a fresh database), real Redis (a fresh key prefix), the scripted model
 // server, and a poster that records what the engine said. Tests skip only
 // when DATABASE_URL or REDIS_URL is unset; `make test` sets both.
+//
+// BOBNET_TEST_REDIS_MODE=cluster runs the same tests on the Redis Cluster
+// of REDIS_CLUSTER_URL, sentinel on the sentinel set of
+// REDIS_SENTINEL_URL (scripts/rediscluster.sh starts both; scripts/test.sh
+// runs the engine's tests on the cluster too).
 package bottest
 
 import (
@@ -29,7 +34,8 @@ import (
 type Env struct {
 	Engine *bot.Engine
 	Store  *store.Store
-	Redis  *redis.Client
+	Redis  redis.UniversalClient
+	Queue  *redisstore.Queue // the engine's request stream
 	Prefix string
 	Model  *plannertest.Server
 	Poster *Poster
@@ -37,20 +43,52 @@ type Env struct {
 	done   chan struct{}
 }
 
-// Redis returns a client on REDIS_URL, skipping the test when it is unset.
-func Redis(t testing.TB) *redis.Client {
+// RedisMode is the mode the tests reach Redis in: BOBNET_TEST_REDIS_MODE,
+// single by default.
+func RedisMode(t testing.TB) redisstore.Mode {
 	t.Helper()
-	u := os.Getenv("REDIS_URL")
-	if u == "" {
-		t.Skip("REDIS_URL is not set; `make test` starts a Redis and sets it")
-	}
-	opts, err := redis.ParseURL(u)
+	m, err := redisstore.ParseMode(os.Getenv("BOBNET_TEST_REDIS_MODE"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("BOBNET_TEST_REDIS_MODE: %v", err)
 	}
-	c := redis.NewClient(opts)
+	return m
+}
+
+// redisURLs names the variable of each mode's URL.
+var redisURLs = map[redisstore.Mode]string{
+	redisstore.ModeSingle: "REDIS_URL", redisstore.ModeCluster: "REDIS_CLUSTER_URL", redisstore.ModeSentinel: "REDIS_SENTINEL_URL",
+}
+
+// Redis returns a client in RedisMode on its URL (REDIS_URL,
+// REDIS_CLUSTER_URL or REDIS_SENTINEL_URL), skipping the test when it is
+// unset.
+func Redis(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	return RedisIn(t, RedisMode(t))
+}
+
+// RedisIn returns a client in mode m, whatever BOBNET_TEST_REDIS_MODE
+// says: for the tests of one mode.
+func RedisIn(t testing.TB, m redisstore.Mode) redis.UniversalClient {
+	t.Helper()
+	env := redisURLs[m]
+	u := os.Getenv(env)
+	if u == "" {
+		t.Skip(env + " is not set; `make test` starts Redis and sets it")
+	}
+	opts, err := redisstore.ParseURL(m, u)
+	if err != nil {
+		t.Fatalf("%s: %v", env, err)
+	}
+	c := redisstore.Connect(opts, 8)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// Layout is the store's layout for a test's prefix in RedisMode.
+func Layout(t testing.TB, prefix string) redisstore.Layout {
+	t.Helper()
+	return redisstore.Layout{Prefix: prefix, Mode: RedisMode(t)}
 }
 
 // Prefix returns a fresh Redis key prefix for one test.
@@ -66,7 +104,7 @@ type Option func(*setup)
 // setup is what New starts an engine on.
 type setup struct {
 	store   *store.Store
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	prefix  string
 	model   *plannertest.Server
 	wrap    []func(*bot.Deps)
@@ -79,7 +117,7 @@ func WithStore(store *store.Store) Option { return func(s *setup) { s.store = st
 
 // WithRedis starts the engine on rdb under prefix rather than on REDIS_URL
 // under a fresh prefix.
-func WithRedis(rdb *redis.Client, prefix string) Option {
+func WithRedis(rdb redis.UniversalClient, prefix string) Option {
 	return func(s *setup) { s.rdb, s.prefix = rdb, prefix }
 }
 
@@ -142,7 +180,8 @@ func New(t testing.TB, opts ...Option) *Env {
 	// streams.
 	client := planner.NewClient(planner.ClientConfig{BaseURL: model.URL(), Model: "test-model", Backoff: time.Millisecond, Timeout: 20 * time.Second,
 		Stream: planner.StreamAuto}, storetest.Logger(t))
-	deps := Deps(client, store, redisstore.NewInFlight(rdb, prefix), redisstore.NewQueue(rdb, prefix))
+	queue := redisstore.NewQueueIn(rdb, Layout(t, prefix))
+	deps := Deps(client, store, redisstore.NewInFlightIn(rdb, Layout(t, prefix)), queue)
 	for _, wrap := range o.wrap {
 		wrap(&deps)
 	}
@@ -156,7 +195,7 @@ func New(t testing.TB, opts ...Option) *Env {
 		eng.Register(board.SourceConsole, o.console)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	env := &Env{Engine: eng, Store: store, Redis: rdb, Prefix: prefix, Model: model, Poster: poster, Cancel: cancel, done: make(chan struct{})}
+	env := &Env{Engine: eng, Store: store, Redis: rdb, Queue: queue, Prefix: prefix, Model: model, Poster: poster, Cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(env.done)
 		_ = eng.Run(ctx)
@@ -250,15 +289,11 @@ func (e *Env) WaitIdle(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		groups, err := e.Redis.XInfoGroups(context.Background(), e.Prefix+":requests").Result()
+		waiting, inFlight, err := e.Queue.Depth(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		idle := len(groups) > 0
-		for _, g := range groups {
-			idle = idle && g.Pending == 0 && g.Lag == 0
-		}
-		if idle {
+		if waiting == 0 && inFlight == 0 {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -15,12 +15,12 @@ import (
 // throughput ratio moves with the neighbours' load; CPU per request moves
 // much less, so it says where a difference in req/s comes from.
 type CPU struct {
-	rdb          *redis.Client
+	rdb          redis.UniversalClient
 	proc, server float64
 }
 
 // StartCPU notes the CPU used so far by this process and by rdb's server.
-func StartCPU(b *testing.B, rdb *redis.Client) *CPU {
+func StartCPU(b *testing.B, rdb redis.UniversalClient) *CPU {
 	b.Helper()
 	c := &CPU{rdb: rdb}
 	c.proc, c.server = processCPU(b), redisCPU(b, rdb)
@@ -50,7 +50,7 @@ func processCPU(b *testing.B) float64 {
 
 // redisCPU is the user and system time the Redis server has used, in
 // seconds.
-func redisCPU(b *testing.B, rdb *redis.Client) float64 {
+func redisCPU(b *testing.B, rdb redis.UniversalClient) float64 {
 	info, err := rdb.Info(b.Context(), "cpu").Result()
 	if err != nil {
 		b.Fatal(err)

@@ -2,82 +2,113 @@ package redisstore
 
 import (
 	"context"
+	_ "embed"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// maxAdmitBatch bounds how many admissions one pipeline carries.
+// maxAdmitBatch bounds how many admissions one round of pipelines carries.
 const maxAdmitBatch = 64
 
-// admitTimeout bounds one pipeline of admissions; a caller whose own
-// context ends sooner stops waiting for it.
+// admitTimeout bounds the rounds of one batch of admissions; a caller
+// whose own context ends sooner stops waiting for them.
 const admitTimeout = 5 * time.Second
 
-// admitter pipelines concurrent admissions. While one pipeline is in
-// flight the next admissions queue, and the next pipeline takes them all:
-// under a burst Redis and this client pay a network round trip (two
-// syscalls each side) once per pipeline instead of once per request, which
-// is most of what taking a request in costs them. Each admission is still
-// its own atomic script, answered in the order queued, and still one round
-// trip for its caller; a lone admission goes out at once, with no waiting
-// window. go-redis has no such batching of independent callers, so it is
-// written here.
+// admitter takes requests in. A Redis Cluster runs a script only on keys
+// of one slot, and a request's keys belong to two families — its user's
+// rate window (tagged by the user: the limit spans channels) and its
+// channel's keys (tagged by the channel's stream shard) — so admission is
+// two steps, each one script on one slot, and a third that only undoes:
+//
+//  1. the request record is stored (its own key) and the user's window
+//     counts the request (admit_user.lua); on a cluster these run on
+//     their two servers at once;
+//  2. in the shard's slot, one script: a seen dedupe key answers
+//     "duplicate"; a user over its limit (step 1's answer) or a channel
+//     over its own is throttled, with the notices; otherwise the dedupe
+//     mark is set and the stream entry added, together
+//     (admit_channel.lua);
+//  3. a request not taken has its record deleted and its count in its
+//     user's window given back.
+//
+// Why this order is safe: the record is stored before the entry that
+// names it, so a worker never reads an entry whose record is missing.
+// The dedupe mark and the entry are written by one script in one slot,
+// so neither exists without the other: a retry is never answered
+// "duplicate" of a request that was never queued, and a failure before
+// step 2 leaves nothing marked, so the platform's retry goes through. A
+// failure after step 1 leaves the user's window one request higher than
+// it should be (the limit errs on the strict side, for one window) and a
+// record under an id nobody was given, until its TTL. Step 3 only gives
+// back what steps 1 and 2 took for a refused request; when it fails the
+// same holds.
+//
+// In cluster and sentinel modes each server's writes of steps 1 and 2
+// end with WAIT 1: a request is acknowledged only once a replica has its
+// record and its entry (durable.go).
+//
+// Concurrent admissions are batched: while one batch is in flight the
+// next admissions queue, and the next batch takes them all, so under a
+// burst Redis and this client pay each round trip once per batch instead
+// of once per request. Each admission is still its own scripts, answered
+// in the order queued; a lone admission goes out at once.
 type admitter struct {
-	rdb redis.UniversalClient
-	// sha and src are admitScript's, held here so that a command can
-	// point at them (see admitCall).
-	sha, src string
+	rdb  redis.UniversalClient
+	wait bool // WAIT for a replica (cluster and sentinel modes)
 
 	mu       sync.Mutex
 	queue    []*admitCall
 	flushing bool
 }
 
-func newAdmitter(rdb redis.UniversalClient) *admitter {
-	return &admitter{rdb: rdb, sha: admitScript.Hash(), src: admitSource}
+func newAdmitter(rdb redis.UniversalClient, wait bool) *admitter {
+	return &admitter{rdb: rdb, wait: wait}
 }
 
-// call is a new admitCall to fill in.
-func (a *admitter) call() *admitCall { return &admitCall{done: make(chan admitReply, 1)} }
-
-// admitKeyCount and admitArgCount are how many KEYS and ARGV admitScript
-// takes.
-const (
-	admitKeyCount = 7
-	admitArgCount = 8
+// admitUserScript and admitChannelScript are steps 1 and 2.
+var (
+	admitUserScript    = redis.NewScript(admitUserSource)
+	admitChannelScript = redis.NewScript(admitChannelSource)
 )
 
-// numKeys is admitScript's key count as EVALSHA takes it; a variable, so
-// commands can point at it.
-var numKeys int64 = admitKeyCount
+var (
+	//go:embed admit_user.lua
+	admitUserSource string
+	//go:embed admit_channel.lua
+	admitChannelSource string
+	// admitUndoSource is step 3's, sent as EVAL: it runs only for
+	// refused requests.
+	//go:embed admit_undo.lua
+	admitUndoSource string
+)
 
-// admitCall is one admission: the request record and the script's keys
-// and arguments. Its commands' arguments point into it (go-redis writes a
-// *string or *int64 as the value it points at), because each string or
-// number handed to go-redis as a value is boxed in an allocation of its
-// own: some twenty per request, which the garbage collector then paid for
-// on the ack path. Laid out here they cost the one allocation of the call.
+// admitCall is one admission: its keys, its arguments, and the answers
+// of its steps.
 type admitCall struct {
 	record    []byte
-	keys      [admitKeyCount]string
 	id        string
-	hasDedupe string
-	nums      [6]int64 // dedupe TTL ms, user N, user window ms, channel N, channel window ms, notices
-	ttl       int64    // the record's TTL in ms
-	setArgs   [5]any
-	evalArgs  [3 + admitKeyCount + admitArgCount]any
-	done      chan admitReply // buffered: the flusher never blocks on it
+	recordKey string
+	userKey   string // "" when users are not limited
+	// dedupe, channel window, stream shard, user notice, channel notice
+	// count: admit_channel.lua's KEYS.
+	chanKeys [5]string
+	// request id, has dedupe, dedupe TTL ms, user over (step 1's), channel
+	// N, channel window ms, user window ms, notices: its ARGV.
+	chanArgs [8]any
+	userArgs [2]any
+	ttl      time.Duration // the record's
+
+	user string // step 1's answer: "", "opened", "counted" or "over"
+	res  string
+	err  error
+	done chan struct{}
 }
 
-type admitReply struct {
-	res string
-	err error
-}
-
-// run admits one request: its script's reply, or the error that stopped it.
+// run admits one request: step 2's reply, or the error that stopped it.
 func (a *admitter) run(ctx context.Context, c *admitCall) (string, error) {
+	c.done = make(chan struct{})
 	a.mu.Lock()
 	a.queue = append(a.queue, c)
 	if !a.flushing {
@@ -86,8 +117,8 @@ func (a *admitter) run(ctx context.Context, c *admitCall) (string, error) {
 	}
 	a.mu.Unlock()
 	select {
-	case r := <-c.done:
-		return r.res, r.err
+	case <-c.done:
+		return c.res, c.err
 	case <-ctx.Done():
 		// The admission may still land: a retry of it is then answered
 		// as a duplicate of it, as after any lost reply.
@@ -95,7 +126,7 @@ func (a *admitter) run(ctx context.Context, c *admitCall) (string, error) {
 	}
 }
 
-// flush sends pipelines until the queue is empty.
+// flush sends batches until the queue is empty.
 func (a *admitter) flush() {
 	for {
 		a.mu.Lock()
@@ -112,66 +143,139 @@ func (a *admitter) flush() {
 		}
 		a.mu.Unlock()
 		a.send(batch)
+		for _, c := range batch {
+			close(c.done)
+		}
 	}
 }
 
-// commands lays out c's two commands: SET of the request record and
-// EVALSHA of admitScript (EVAL with its source when eval is "eval").
-func (a *admitter) commands(c *admitCall, eval string) (set, script []any) {
-	c.setArgs = [5]any{"set", &c.keys[admitRecordKey], c.record, "px", &c.ttl}
-	script = c.evalArgs[:0]
-	if eval == "eval" {
-		script = append(script, eval, &a.src)
-	} else {
-		script = append(script, eval, &a.sha)
-	}
-	script = append(script, &numKeys)
-	for i := range c.keys {
-		script = append(script, &c.keys[i])
-	}
-	script = append(script, &c.id, &c.hasDedupe)
-	for i := range c.nums {
-		script = append(script, &c.nums[i])
-	}
-	return c.setArgs[:], script
-}
-
-// send runs one pipeline of admissions and answers each caller. A Redis
-// that lost its scripts (restarted) answers NOSCRIPT; those admissions are
-// sent again with the script's source.
-//
-// Each admission is two commands: the request record is stored under its
-// new, random id, then the script decides and deletes the record again
-// unless the request was taken. The record stays out of the script because
-// every byte passed to Lua is copied into a Lua string and collected
-// again, which costs Redis more than a plain SET of the record. A script
-// that fails leaves that record behind under an id nobody was given, until
-// its TTL.
+// send runs the steps of a batch of admissions and fills in each answer.
 func (a *admitter) send(batch []*admitCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), admitTimeout)
 	defer cancel()
-	cmds := make([]*redis.Cmd, len(batch))
-	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, c := range batch {
-			set, script := a.commands(c, "evalsha")
-			_ = p.Process(ctx, redis.NewStatusCmd(ctx, set...))
-			cmds[i] = redis.NewCmd(ctx, script...)
-			_ = p.Process(ctx, cmds[i])
-		}
-		return nil
-	})
+	// Step 1: the records and the user windows.
+	var one batches
+	sets := make([]*redis.StatusCmd, len(batch))
+	users := make([]*redis.Cmd, len(batch))
 	for i, c := range batch {
-		cmd := cmds[i]
-		if cmd == nil {
-			c.done <- admitReply{err: err}
+		sets[i] = redis.NewStatusCmd(ctx, "set", c.recordKey, c.record, "px", c.ttl.Milliseconds())
+		// The record must outlive its master once acknowledged: on a
+		// cluster it is on a server of its own, which WAITs too.
+		if c.err = one.add(ctx, a.rdb, c.recordKey, sets[i], a.wait && modeOf(a.rdb) == ModeCluster); c.err != nil {
 			continue
 		}
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			_, script := a.commands(c, "eval")
-			cmd = redis.NewCmd(ctx, script...)
-			_ = a.rdb.Process(ctx, cmd)
+		if c.userKey != "" {
+			users[i] = a.evalCmd(ctx, admitUserScript, []string{c.userKey}, c.userArgs[:])
+			c.err = one.add(ctx, a.rdb, c.userKey, users[i], false)
 		}
-		res, rerr := cmd.Text()
-		c.done <- admitReply{res: res, err: rerr}
 	}
+	one.run(ctx)
+	a.retryNoScript(ctx, admitUserScript, users, batch, func(c *admitCall) string { return c.userKey })
+	for i, c := range batch {
+		if c.err != nil {
+			continue
+		}
+		if c.err = sets[i].Err(); c.err == nil && !one.replicatedFor(c.recordKey, sets[i]) {
+			c.err = ErrNotReplicated
+		}
+		if c.err == nil && users[i] != nil {
+			c.user, c.err = users[i].Text()
+		}
+	}
+	// Step 2: the channel's slot, for those step 1 took.
+	var two batches
+	chans := make([]*redis.Cmd, len(batch))
+	for i, c := range batch {
+		if c.err != nil {
+			continue
+		}
+		if c.user == "over" {
+			c.chanArgs[3] = "1"
+		}
+		chans[i] = a.evalCmd(ctx, admitChannelScript, c.chanKeys[:], c.chanArgs[:])
+		c.err = two.add(ctx, a.rdb, c.chanKeys[2], chans[i], a.wait)
+	}
+	two.run(ctx)
+	a.retryNoScript(ctx, admitChannelScript, chans, batch, func(c *admitCall) string { return c.chanKeys[2] })
+	for i, c := range batch {
+		if c.err != nil || chans[i] == nil {
+			continue
+		}
+		c.res, c.err = chans[i].Text()
+		if c.err == nil && c.res == "new" && !two.replicatedFor(c.chanKeys[2], chans[i]) {
+			c.res, c.err = "", ErrNotReplicated
+		}
+	}
+	a.undo(ctx, batch)
+}
+
+// undo is step 3: a request step 2 did not take has its record deleted
+// and, unless its user's own limit refused it, its count given back.
+func (a *admitter) undo(ctx context.Context, batch []*admitCall) {
+	var three batches
+	for _, c := range batch {
+		if c.err != nil || c.res == "new" || c.res == "" {
+			continue // taken, or not known to be refused: nothing to undo
+		}
+		_ = three.add(ctx, a.rdb, c.recordKey, redis.NewIntCmd(ctx, "del", c.recordKey), false)
+		if c.user == "opened" || c.user == "counted" || c.user == "over" && c.res != "" && c.res[0] == 'd' {
+			_ = three.add(ctx, a.rdb, c.userKey, redis.NewCmd(ctx, "eval", admitUndoSource, 1, c.userKey), false)
+		}
+	}
+	three.run(ctx)
+}
+
+// evalCmd is EVALSHA of script on keys and args.
+func (a *admitter) evalCmd(ctx context.Context, script *redis.Script, keys []string, args []any) *redis.Cmd {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", script.Hash(), len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	return redis.NewCmd(ctx, cmdArgs...)
+}
+
+// retryNoScript sends again, as EVAL with the script's source, the
+// commands a Redis without the script (restarted, or a replica promoted)
+// answered NOSCRIPT, and puts the new commands in their place. The WAIT
+// of their batch is sent again with them.
+func (a *admitter) retryNoScript(ctx context.Context, script *redis.Script, cmds []*redis.Cmd, batch []*admitCall, key func(*admitCall) string) {
+	for i, cmd := range cmds {
+		if cmd == nil || !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			continue
+		}
+		script.Load(ctx, a.rdb) // for the admissions after this one
+		args := append([]any{"eval", scriptSource(script)}, cmd.Args()[2:]...)
+		var again batches
+		cmds[i] = redis.NewCmd(ctx, args...)
+		if batch[i].err = again.add(ctx, a.rdb, key(batch[i]), cmds[i], a.wait); batch[i].err != nil {
+			continue
+		}
+		again.run(ctx)
+		if !again.replicatedFor(key(batch[i]), cmds[i]) && cmds[i].Err() == nil && cmds[i].Val() == "new" {
+			batch[i].err = ErrNotReplicated
+		}
+	}
+}
+
+// scriptSource is the Lua of one of admission's scripts.
+func scriptSource(s *redis.Script) string {
+	if s == admitUserScript {
+		return admitUserSource
+	}
+	return admitChannelSource
+}
+
+// replicatedFor reports whether the batch that carried cmd reached a
+// replica.
+func (bs batches) replicatedFor(_ string, cmd redis.Cmder) bool {
+	for _, b := range bs {
+		for _, c := range b.cmds {
+			if c == cmd {
+				return b.replicated()
+			}
+		}
+	}
+	return true
 }

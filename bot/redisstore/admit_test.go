@@ -17,7 +17,8 @@ import (
 func TestBurstOfAdmissionsAnswersEachCaller(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	s := redisstore.NewInFlight(rdb, prefix)
+	s := redisstore.NewInFlightIn(rdb, bottest.Layout(t, prefix))
+	q := redisstore.NewQueueIn(rdb, bottest.Layout(t, prefix))
 	ctx := context.Background()
 	const n = 300
 	got := make([]board.AdmitResult, n)
@@ -54,7 +55,7 @@ func TestBurstOfAdmissionsAnswersEachCaller(t *testing.T) {
 	if news > 200 || news+dups+throttled != n {
 		t.Fatalf("new %d, duplicate %d, throttled %d of %d; at most 200 new (10 users x 20)", news, dups, throttled, n)
 	}
-	if l, err := rdb.XLen(ctx, prefix+":requests").Result(); err != nil || l != int64(news) {
+	if l, err := q.Len(ctx); err != nil || l != int64(news) {
 		t.Fatalf("stream has %d entries (%v), want one per new admission (%d)", l, err, news)
 	}
 }
@@ -62,7 +63,7 @@ func TestBurstOfAdmissionsAnswersEachCaller(t *testing.T) {
 // A Redis that lost its scripts (restarted, or SCRIPT FLUSH) still admits.
 func TestAdmitAfterRedisLostItsScripts(t *testing.T) {
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	s := redisstore.NewInFlight(rdb, prefix)
+	s := redisstore.NewInFlightIn(rdb, bottest.Layout(t, prefix))
 	ctx := context.Background()
 	admit := func(id string) board.AdmitResult {
 		t.Helper()

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 // gets true until the lock is released or ttl passes; that caller alone may
 // change the proposal's state.
 func (s *InFlight) Claim(ctx context.Context, id board.ProposalID, holder string, ttl time.Duration) (bool, error) {
-	ok, err := s.rdb.SetNX(ctx, s.key("claim", string(id)), holder, ttl).Result()
+	ok, err := s.rdb.SetNX(ctx, s.pkey("claim", id), holder, ttl).Result()
 	return ok, wrap("claim proposal", err)
 }
 
@@ -32,7 +33,7 @@ func (s *InFlight) ClaimProposal(ctx context.Context, id board.ProposalID, holde
 	var lock *redis.BoolCmd
 	var vals *redis.SliceCmd
 	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		lock = pipe.SetNX(ctx, s.key("claim", string(id)), holder, max(ttl, time.Millisecond))
+		lock = pipe.SetNX(ctx, s.pkey("claim", id), holder, max(ttl, time.Millisecond))
 		vals = pipe.MGet(ctx, s.proposalKeys(id)...)
 		return nil
 	})
@@ -44,6 +45,13 @@ func (s *InFlight) ClaimProposal(ctx context.Context, id board.ProposalID, holde
 	if err != nil {
 		if claimed {
 			_ = s.Release(ctx, id, holder)
+		}
+		if errors.Is(err, board.ErrNotFound) {
+			// Kept under the keys of before hash tags: moved, then
+			// claimed under the new ones.
+			if moved, uerr := s.upgradeProposal(ctx, id); uerr == nil && moved {
+				return s.ClaimProposal(ctx, id, holder, ttl)
+			}
 		}
 		return board.Proposal{}, false, err
 	}
@@ -67,7 +75,7 @@ func (s *InFlight) RenewClaim(ctx context.Context, id board.ProposalID, holder s
 }
 
 func (s *InFlight) ifHolder(ctx context.Context, script *redis.Script, op string, id board.ProposalID, holder string, args ...any) error {
-	n, err := script.Run(ctx, s.rdb, []string{s.key("claim", string(id))}, append([]any{holder}, args...)...).Int()
+	n, err := script.Run(ctx, s.rdb, []string{s.pkey("claim", id)}, append([]any{holder}, args...)...).Int()
 	if err != nil {
 		return wrap(op, err)
 	}

@@ -11,11 +11,22 @@ import (
 // cannot say the lag itself.
 const maxCountedLag = 10000
 
-// Depth returns how many requests wait in the stream for a worker and how
-// many a worker holds but has not finished, across every replica. A stream
-// not created yet is empty.
+// Depth returns how many requests wait in the streams for a worker and how
+// many a worker holds but has not finished, across every replica and
+// every shard. A stream not created yet is empty.
 func (q *Queue) Depth(ctx context.Context) (waiting, inFlight int64, err error) {
-	groups, err := q.rdb.XInfoGroups(ctx, q.stream).Result()
+	for _, n := range q.streams() {
+		w, f, err := q.shardDepth(ctx, q.streamOf(n))
+		if err != nil {
+			return 0, 0, err
+		}
+		waiting, inFlight = waiting+w, inFlight+f
+	}
+	return waiting, inFlight, nil
+}
+
+func (q *Queue) shardDepth(ctx context.Context, stream string) (waiting, inFlight int64, err error) {
+	groups, err := q.rdb.XInfoGroups(ctx, stream).Result()
 	if err != nil {
 		if strings.Contains(err.Error(), "no such key") {
 			return 0, 0, nil
@@ -30,7 +41,7 @@ func (q *Queue) Depth(ctx context.Context) (waiting, inFlight int64, err error) 
 		if waiting < 0 {
 			// Redis cannot tell after entries were deleted: count what
 			// comes after the last delivered entry.
-			msgs, err := q.rdb.XRangeN(ctx, q.stream, "("+g.LastDeliveredID, "+", maxCountedLag).Result()
+			msgs, err := q.rdb.XRangeN(ctx, stream, "("+g.LastDeliveredID, "+", maxCountedLag).Result()
 			if err != nil && err != redis.Nil {
 				return 0, 0, wrap("queue depth", err)
 			}
@@ -39,6 +50,6 @@ func (q *Queue) Depth(ctx context.Context) (waiting, inFlight int64, err error) 
 		return waiting, g.Pending, nil
 	}
 	// No group yet: nothing was ever read, so every entry waits.
-	n, err := q.rdb.XLen(ctx, q.stream).Result()
+	n, err := q.rdb.XLen(ctx, stream).Result()
 	return n, 0, wrap("queue depth", err)
 }

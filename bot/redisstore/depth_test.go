@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ func TestDepthCountsWaitingAndInFlightRequests(t *testing.T) {
 	t.Parallel()
 	rdb := bottest.Redis(t)
 	prefix := bottest.Prefix()
-	q := redisstore.NewQueue(rdb, prefix)
+	q := redisstore.NewQueueIn(rdb, bottest.Layout(t, prefix))
 	ctx := context.Background()
 	depth := func(wantWaiting, wantInFlight int64) {
 		t.Helper()
@@ -42,7 +43,8 @@ func TestDepthCountsWaitingAndInFlightRequests(t *testing.T) {
 	}
 	depth(2, 0)
 	// Deleting an entry makes Redis unsure of the lag; Depth counts.
-	if err := rdb.XDel(ctx, prefix+":requests", got[0].MessageID).Err(); err != nil {
+	id, shard, _ := strings.Cut(got[0].MessageID, "@")
+	if err := rdb.XDel(ctx, prefix+":requests:{"+shard+"}", id).Err(); err != nil {
 		t.Fatal(err)
 	}
 	depth(2, 0)

@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/bot/redisstore"
 )
 
 func TestHomeViewers(t *testing.T) {
 	ctx := context.Background()
-	s := redisstore.NewInFlight(bottest.Redis(t), bottest.Prefix())
+	s := newStore(t, bottest.Redis(t), bottest.Prefix())
 	now := time.Now()
 	for i, u := range []string{"U_OLD", "U_A", "U_B"} {
 		if err := s.AddHomeViewer(ctx, "slack", u, now.Add(time.Duration(i-2)*time.Hour)); err != nil {

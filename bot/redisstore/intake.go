@@ -40,40 +40,15 @@ func (s *InFlight) Request(ctx context.Context, id board.RequestID) (board.Reque
 	return r, nil
 }
 
-// admitScript admits a request in one round trip: dedupe, both rate-limit
-// windows and the stream entry, all or nothing. The request record was
-// stored just before it in the same pipeline (see admitter.send); a request
-// not taken has its record deleted again. A failure leaves nothing marked,
-// so the platform's retry goes through.
-//
-// Each step makes as few Redis calls as a taken request needs (most are
-// taken, and the ack waits for the script): a SET NX claims the dedupe
-// key, a window counts first and refuses when that took it over its
-// limit, and a refused request undoes what it claimed (its dedupe key,
-// so the platform's retry goes through; its record; its count in the
-// user window). The reply is one string: "new", "duplicate <first
-// request id>" or "throttled <user|channel> <notify: 0|1>".
-//
-// Its KEYS and ARGV are listed at the top of admit.lua.
-var admitScript = redis.NewScript(admitSource)
-
-// admitSource is admitScript's Lua.
-//
-//go:embed admit.lua
-var admitSource string
-
-// admitRecordKey is the index of the request record among admitScript's
-// KEYS.
-const admitRecordKey = 3
-
-// Admit takes a request in, or tells why not, in one Redis round trip:
-// a request whose dedupe key was seen answers the first request's id; one
-// over its user's or channel's rate limit is throttled (Notify says whether
-// to tell the person: once per window each, and at most ChannelNotices
-// people per channel window); otherwise its record is stored and it is
-// queued on the request stream.
+// Admit takes a request in, or tells why not (the steps are admitter's,
+// in admit.go): a request whose dedupe key was seen answers the first
+// request's id; one over its user's or channel's rate limit is throttled
+// (Notify says whether to tell the person: once per window each, and at
+// most ChannelNotices people per channel window); otherwise its record is
+// stored and it is queued on its channel's stream shard. In cluster and
+// sentinel modes a request no replica confirmed is refused with
+// ErrNotReplicated.
 func (s *InFlight) Admit(ctx context.Context, a board.Admission) (board.AdmitResult, error) {
-	c := s.admits.call()
 	rec, err := json.Marshal(a.Record)
 	if err != nil {
 		return board.AdmitResult{}, err
@@ -82,16 +57,8 @@ func (s *InFlight) Admit(ctx context.Context, a board.Admission) (board.AdmitRes
 	if now.IsZero() {
 		now = time.Now()
 	}
-	c.record, c.id, c.hasDedupe, c.ttl = rec, string(a.Record.Request.ID), "0", requestTTL.Milliseconds()
-	if a.DedupeKey != "" {
-		c.hasDedupe = "1"
-	}
-	s.admitKeys(c, a, now)
-	c.nums = [6]int64{
-		max(a.DedupeTTL, time.Millisecond).Milliseconds(),
-		int64(max(a.UserLimit.N, 0)), max(a.UserLimit.Per, time.Millisecond).Milliseconds(),
-		int64(max(a.ChannelLimit.N, 0)), max(a.ChannelLimit.Per, time.Millisecond).Milliseconds(), int64(a.ChannelNotices),
-	}
+	c := s.admitCall(a, now)
+	c.record = rec
 	res, err := s.admits.run(ctx, c)
 	if err != nil {
 		return board.AdmitResult{}, wrap("admit request", err)
@@ -109,59 +76,39 @@ func (s *InFlight) Admit(ctx context.Context, a board.Admission) (board.AdmitRes
 	return board.AdmitResult{}, fmt.Errorf("admit request: unexpected reply %q", res)
 }
 
-// admitKeys names admitScript's KEYS for a, in the order it takes them,
-// all in one string: seven allocations on the ack path become one.
-func (s *InFlight) admitKeys(c *admitCall, a board.Admission, now time.Time) {
-	dedupe := a.DedupeKey
-	if dedupe == "" {
-		dedupe = "none"
-	}
+// admitCall lays out a's keys and arguments. The user's window is tagged
+// by the user; everything else admission writes for the channel by the
+// channel's stream shard, the stream's own tag.
+func (s *InFlight) admitCall(a board.Admission, now time.Time) *admitCall {
+	id := string(a.Record.Request.ID)
 	userWin, chanWin := windowIndex(now, a.UserLimit.Per), windowIndex(now, a.ChannelLimit.Per)
 	noticeWin := userWin
 	if a.ChannelLimit.Per > a.UserLimit.Per {
 		noticeWin = chanWin
 	}
-	var b strings.Builder
-	b.Grow(7*len(s.prefix) + 80 + len(dedupe) + 4*len(a.ChannelKey) + 2*len(a.UserKey) + len(c.id))
-	var ends [admitKeyCount]int
-	// Each key is its parts, maybe a window number, then end: KEYS order.
-	n := 0
-	key := func(parts ...string) {
-		b.WriteString(s.prefix)
-		for j, p := range parts {
-			if j > 0 {
-				b.WriteByte(':')
-			}
-			b.WriteString(p)
-		}
+	shard := shardOf(a.ChannelKey, s.layout.Streams)
+	tag := shardTag(shard)
+	dedupe, hasDedupe := a.DedupeKey, "1"
+	if dedupe == "" {
+		dedupe, hasDedupe = "none", "0"
 	}
-	num := func(w int64) {
-		var scratch [20]byte
-		b.WriteByte(':')
-		b.Write(strconv.AppendInt(scratch[:0], w, 10))
+	userPer := max(a.UserLimit.Per, time.Millisecond).Milliseconds()
+	chanPer := max(a.ChannelLimit.Per, time.Millisecond).Milliseconds()
+	c := &admitCall{
+		id: id, recordKey: s.key("request", id), ttl: requestTTL,
+		chanKeys: [5]string{
+			s.prefix + "dedupe:" + tag + ":" + dedupe,
+			s.prefix + "rate:" + tag + ":" + a.ChannelKey + ":" + strconv.FormatInt(chanWin, 10),
+			streamKey(s.prefix, shard),
+			s.prefix + "notice:" + tag + ":" + a.UserKey + ":" + a.ChannelKey + ":" + strconv.FormatInt(noticeWin, 10),
+			s.prefix + "notices:" + tag + ":" + a.ChannelKey + ":" + strconv.FormatInt(chanWin, 10),
+		},
+		chanArgs: [8]any{id, hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(), "0",
+			int64(max(a.ChannelLimit.N, 0)), chanPer, userPer, int64(a.ChannelNotices)},
 	}
-	end := func() { ends[n] = b.Len(); n++ }
-	key("dedupe", dedupe)
-	end()
-	key("rate", a.UserKey)
-	num(userWin)
-	end()
-	key("rate", a.ChannelKey)
-	num(chanWin)
-	end()
-	key("request", c.id) // admitRecordKey
-	end()
-	key("requests")
-	end()
-	key("notice", a.UserKey, a.ChannelKey)
-	num(noticeWin)
-	end()
-	key("notices", a.ChannelKey)
-	num(chanWin)
-	end()
-	all, from := b.String(), 0
-	for i, to := range ends {
-		c.keys[i] = all[from:to]
-		from = to
+	if a.UserLimit.N > 0 {
+		c.userKey = s.prefix + "rate:{" + a.UserKey + "}:" + strconv.FormatInt(userWin, 10)
+		c.userArgs = [2]any{int64(a.UserLimit.N), userPer}
 	}
+	return c
 }

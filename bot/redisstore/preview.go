@@ -27,7 +27,7 @@ func withPreview(p *board.Proposal, ref any) {
 // back the pending state a decision just replaced. Both steps are one
 // script, so exactly one side redraws.
 func (s *InFlight) SetPreviewMessage(ctx context.Context, id board.ProposalID, ref board.MessageRef, expires time.Time) (missed bool, err error) {
-	n, err := setPreviewScript.Run(ctx, s.rdb, []string{s.key("preview", string(id)), s.key("preview-missed", string(id))},
+	n, err := setPreviewScript.Run(ctx, s.rdb, []string{s.pkey("preview", id), s.pkey("preview-missed", id)},
 		string(ref), keepFor(expires).Milliseconds()).Int()
 	return n == 1, wrap("set preview message", err)
 }
@@ -36,7 +36,7 @@ func (s *InFlight) SetPreviewMessage(ctx context.Context, id board.ProposalID, r
 // When there is none yet it notes that a redraw missed it, so that
 // SetPreviewMessage's caller redraws once the post returns.
 func (s *InFlight) PreviewMessage(ctx context.Context, id board.ProposalID, expires time.Time) (board.MessageRef, error) {
-	ref, err := previewScript.Run(ctx, s.rdb, []string{s.key("preview", string(id)), s.key("preview-missed", string(id))},
+	ref, err := previewScript.Run(ctx, s.rdb, []string{s.pkey("preview", id), s.pkey("preview-missed", id)},
 		keepFor(expires).Milliseconds()).Text()
 	return board.MessageRef(ref), wrap("get preview message", err)
 }

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -19,16 +20,18 @@ func (s *InFlight) PutProposal(ctx context.Context, p board.Proposal) error {
 	if err != nil {
 		return err
 	}
-	ttl := keepFor(p.ExpiresAt)
-	_, err = s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.Set(ctx, s.key("proposal", string(p.ID)), b, ttl)
+	// The schedules first: an entry whose proposal is missing (the SET
+	// failed) finds nothing to expire or remind, while a pending proposal
+	// missing from them would never be announced as expired.
+	err = s.ordered(ctx, func(pipe redis.Pipeliner) {
 		if p.State == board.ProposalPending {
 			pipe.ZAdd(ctx, s.key("expiries"), redis.Z{Score: float64(p.ExpiresAt.UnixMilli()), Member: string(p.ID)})
 		} else {
 			pipe.ZRem(ctx, s.key("expiries"), string(p.ID))
 		}
 		s.scheduleReminder(ctx, pipe, p) // remind.go
-		return nil
+	}, func(pipe redis.Pipeliner) {
+		pipe.Set(ctx, s.pkey("proposal", p.ID), b, keepFor(p.ExpiresAt))
 	})
 	return wrap("put proposal", err)
 }
@@ -42,6 +45,14 @@ func (s *InFlight) Proposal(ctx context.Context, id board.ProposalID) (board.Pro
 		return board.Proposal{}, wrap("get proposal", err)
 	}
 	p, held, err := readProposal(id, vals)
+	if errors.Is(err, board.ErrNotFound) {
+		if moved, uerr := s.upgradeProposal(ctx, id); uerr != nil || moved {
+			if uerr != nil {
+				return board.Proposal{}, uerr
+			}
+			return s.Proposal(ctx, id)
+		}
+	}
 	if err != nil {
 		return board.Proposal{}, err
 	}
@@ -53,7 +64,7 @@ func (s *InFlight) Proposal(ctx context.Context, id board.ProposalID) (board.Pro
 // readProposal takes their values: the proposal, the message its preview
 // was posted as, its decision and its claim.
 func (s *InFlight) proposalKeys(id board.ProposalID) []string {
-	return []string{s.key("proposal", string(id)), s.key("preview", string(id)), s.key("decision", string(id)), s.key("claim", string(id))}
+	return []string{s.pkey("proposal", id), s.pkey("preview", id), s.pkey("decision", id), s.pkey("claim", id)}
 }
 
 // readProposal builds a proposal from the values of proposalKeys, and
@@ -111,12 +122,13 @@ func (s *InFlight) PutDecision(ctx context.Context, p board.Proposal) error {
 	if err != nil {
 		return err
 	}
-	ttl := keepFor(p.ExpiresAt)
-	_, err = s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.Set(ctx, s.key("decision", string(p.ID)), b, ttl)
+	// The decision first: a decided proposal left on a schedule is
+	// dropped by the sweeper, which reads its state.
+	err = s.ordered(ctx, func(pipe redis.Pipeliner) {
+		pipe.Set(ctx, s.pkey("decision", p.ID), b, keepFor(p.ExpiresAt))
+	}, func(pipe redis.Pipeliner) {
 		pipe.ZRem(ctx, s.key("expiries"), string(p.ID))
 		pipe.ZRem(ctx, s.key("reminders"), string(p.ID)) // remind.go
-		return nil
 	})
 	return wrap("put decision", err)
 }
@@ -168,6 +180,14 @@ func (s *InFlight) PendingProposals(ctx context.Context, now time.Time, limit in
 	out := make([]board.Proposal, 0, len(ids))
 	for i, id := range ids {
 		p, held, err := readProposal(board.ProposalID(id), gets[i].Val())
+		if errors.Is(err, board.ErrNotFound) {
+			var again error
+			p, again = s.Proposal(ctx, board.ProposalID(id)) // kept under the keys of before hash tags?
+			err, held = again, nil
+			if again == nil && p.Deciding {
+				held = true
+			}
+		}
 		if err != nil || p.State != board.ProposalPending {
 			continue // gone, unreadable or decided since the range was read
 		}

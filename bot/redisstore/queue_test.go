@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,9 +14,9 @@ import (
 )
 
 // admit queues request id through the store's one-round-trip intake.
-func admit(t *testing.T, rdb *redis.Client, prefix string, id board.RequestID) {
+func admit(t *testing.T, rdb redis.UniversalClient, prefix string, id board.RequestID) {
 	t.Helper()
-	res, err := redisstore.NewInFlight(rdb, prefix).Admit(context.Background(), board.Admission{
+	res, err := redisstore.NewInFlightIn(rdb, bottest.Layout(t, prefix)).Admit(context.Background(), board.Admission{
 		Record: board.RequestRecord{Request: board.Request{ID: id}}, UserKey: "u", ChannelKey: "c",
 	})
 	if err != nil || res.Outcome != board.AdmitNew {
@@ -23,11 +24,18 @@ func admit(t *testing.T, rdb *redis.Client, prefix string, id board.RequestID) {
 	}
 }
 
+// newStore returns a store on rdb under prefix, laid out for the tests'
+// Redis mode.
+func newStore(t *testing.T, rdb redis.UniversalClient, prefix string) *redisstore.InFlight {
+	t.Helper()
+	return redisstore.NewInFlightIn(rdb, bottest.Layout(t, prefix))
+}
+
 // newQueue returns a fresh request stream with its consumer group.
-func newQueue(t *testing.T) (*redis.Client, string, *redisstore.Queue) {
+func newQueue(t *testing.T) (redis.UniversalClient, string, *redisstore.Queue) {
 	t.Helper()
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	q := redisstore.NewQueue(rdb, prefix)
+	q := redisstore.NewQueueIn(rdb, bottest.Layout(t, prefix))
 	if err := q.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +92,7 @@ func TestAckDeletesTheEntry(t *testing.T) {
 	if err := q.Ack(ctx, first.MessageID); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := rdb.XLen(ctx, prefix+":requests").Result(); err != nil || n != 2 {
+	if n, err := q.Len(ctx); err != nil || n != 2 {
 		t.Fatalf("stream length after one ack = %d, %v; want 2", n, err)
 	}
 	waiting, inFlight, err := q.Depth(ctx)
@@ -151,5 +159,55 @@ func TestReclaimTakesOneAndCountsDeliveries(t *testing.T) {
 	re, err = q.Reclaim(ctx, "alive", 50*time.Millisecond)
 	if err != nil || len(re) != 1 || re[0].RequestID != "r_2" || re[0].Count != 2 {
 		t.Fatalf("second reclaim = %+v, %v; want r_2, handed out twice (its renewal not counted)", re, err)
+	}
+}
+
+// A shard's reader blocked in XREADGROUP outlives its engine's context by
+// up to a second; an entry it reads then is left to the other replicas at
+// once (marked idle), not after the reclaim time.
+func TestEntryReadAsReadersStopIsLeftForOthersAtOnce(t *testing.T) {
+	t.Parallel()
+	rdb, prefix, q := newQueue(t)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = q.Read(ctx, "w", 5*time.Second) // a worker waits: the reader blocks
+	}()
+	time.Sleep(100 * time.Millisecond)
+	stop() // the engine stops; the reader's read still blocks
+	<-done
+	admit(t, rdb, prefix, "r_late")
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		re, err := q.Reclaim(context.Background(), "other", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(re) == 1 && re[0].RequestID == "r_late" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the entry read as the readers stopped was not left for a reclaim")
+}
+
+// Every entry a reader hands over reaches the worker, however soon: a
+// hand-over within the entry's first millisecond in its group is not
+// mistaken for one another replica reclaimed meanwhile.
+func TestEveryHandedOverEntryIsTaken(t *testing.T) {
+	t.Parallel()
+	rdb, prefix, q := newQueue(t)
+	ctx := context.Background()
+	for i := range 200 {
+		id := board.RequestID(fmt.Sprint("r_", i))
+		admit(t, rdb, prefix, id)
+		got, err := q.Read(ctx, "w", 2*time.Second)
+		if err != nil || len(got) != 1 || got[0].RequestID != id {
+			t.Fatalf("read %d = %+v, %v; want %s", i, got, err, id)
+		}
+		if err := q.Ack(ctx, got[0].MessageID); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

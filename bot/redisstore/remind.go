@@ -51,6 +51,6 @@ func (s *InFlight) RemoveReminder(ctx context.Context, id board.ProposalID) erro
 // with SET NX, and reports whether this call set it: of any number of
 // replicas asking at once, one gets true.
 func (s *InFlight) MarkReminded(ctx context.Context, id board.ProposalID, ttl time.Duration) (bool, error) {
-	ok, err := s.rdb.SetNX(ctx, s.key("reminded", string(id)), 1, max(ttl, time.Second)).Result()
+	ok, err := s.rdb.SetNX(ctx, s.pkey("reminded", id), 1, max(ttl, time.Second)).Result()
 	return ok, wrap("mark reminded", err)
 }

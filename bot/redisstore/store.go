@@ -3,11 +3,15 @@
 // proposals.go and preview.go (proposals waiting for a decision, with a
 // TTL), claims.go (the atomic claim that lets exactly one decision win),
 // intake.go and admit.go (request records, dedupe keys and the rate limits
-// of taking a request in), queue.go (the request stream), threads.go
-// (thread history), ratelimit.go (the fixed-window rate limits of
-// everything else), marks.go, remind.go and home.go (once-only marks,
-// reminders, home viewers). Its Lua scripts are the .lua files beside
-// them.
+// of taking a request in; durable.go waits for a replica), queue.go and
+// readers.go (the request stream's shards and their blocking readers),
+// threads.go (thread history), ratelimit.go (the fixed-window rate limits
+// of everything else), marks.go, remind.go and home.go (once-only marks,
+// reminders, home viewers). layout.go says where keys live and their hash
+// tags, connect.go how Redis is reached (single, cluster, sentinel), and
+// legacy.go how the keys of before hash tags are upgraded. Its Lua
+// scripts are the .lua files beside them; each touches keys of one hash
+// slot.
 package redisstore
 
 import (
@@ -31,16 +35,31 @@ const grace = time.Hour
 type InFlight struct {
 	rdb    redis.UniversalClient
 	prefix string
+	layout Layout
 	admits *admitter
 }
 
-// NewInFlight returns a store on rdb with keys under prefix.
+// NewInFlight returns a store on rdb with keys under prefix, the request
+// stream in the default number of shards for rdb's kind (one, or 16 on a
+// cluster).
 func NewInFlight(rdb redis.UniversalClient, prefix string) *InFlight {
-	return &InFlight{rdb: rdb, prefix: prefix + ":", admits: newAdmitter(rdb)}
+	return NewInFlightIn(rdb, Layout{Prefix: prefix, Mode: modeOf(rdb)})
+}
+
+// NewInFlightIn returns a store on rdb laid out as l.
+func NewInFlightIn(rdb redis.UniversalClient, l Layout) *InFlight {
+	l = l.norm()
+	return &InFlight{rdb: rdb, prefix: l.Prefix + ":", layout: l, admits: newAdmitter(rdb, durableIn(l.Mode))}
+}
+
+// pkey is the key of a proposal's family (proposal, decision, preview,
+// claim…), tagged with its id so that all of them share its slot.
+func (s *InFlight) pkey(family string, id board.ProposalID) string {
+	return s.prefix + family + ":{" + string(id) + "}"
 }
 
 // key joins the prefix and parts with ":" in one allocation. (Intake
-// names its seven keys in one string of their own: admitKeys.)
+// names its keys in one string of their own: admitKeys.)
 func (s *InFlight) key(parts ...string) string {
 	n := len(s.prefix) + len(parts)
 	for _, p := range parts {
@@ -56,6 +75,28 @@ func (s *InFlight) key(parts ...string) string {
 		b.WriteString(p)
 	}
 	return b.String()
+}
+
+// ordered runs first's commands, then then's: in one pipeline on one
+// server (one connection keeps their order), in two round trips on a
+// cluster, whose pipelines run each node's commands apart and at once.
+// These are not transactions: each key family keeps its own slot, and
+// the order is what makes a failure between the two steps harmless (see
+// the callers).
+func (s *InFlight) ordered(ctx context.Context, first, then func(redis.Pipeliner)) error {
+	if s.layout.Mode != ModeCluster {
+		_, err := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			first(pipe)
+			then(pipe)
+			return nil
+		})
+		return err
+	}
+	if _, err := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error { first(pipe); return nil }); err != nil {
+		return err
+	}
+	_, err := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error { then(pipe); return nil })
+	return err
 }
 
 // wrap marks Redis failures as board.ErrUnavailable, so the engine can tell

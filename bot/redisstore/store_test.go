@@ -16,14 +16,14 @@ import (
 	"github.com/bobnet/bobnet/plan"
 )
 
-func newStore(t *testing.T) *redisstore.InFlight {
+func newFreshStore(t *testing.T) *redisstore.InFlight {
 	t.Helper()
-	return redisstore.NewInFlight(bottest.Redis(t), bottest.Prefix())
+	return newStore(t, bottest.Redis(t), bottest.Prefix())
 }
 
 func TestClaimHasOneWinnerAndCanBeGivenBack(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := newFreshStore(t)
 	ctx := context.Background()
 	var wins atomic.Int32
 	var wg sync.WaitGroup
@@ -63,9 +63,9 @@ func TestClaimIsReleasedAndRenewedOnlyByItsHolder(t *testing.T) {
 	t.Parallel()
 	rdb := bottest.Redis(t)
 	prefix := bottest.Prefix()
-	s := redisstore.NewInFlight(rdb, prefix)
+	s := newStore(t, rdb, prefix)
 	ctx := context.Background()
-	key := prefix + ":claim:p_x"
+	key := prefix + ":claim:{p_x}"
 	if ok, err := s.Claim(ctx, "p_x", "c_1 approve:alice", time.Minute); err != nil || !ok {
 		t.Fatalf("claim = %v, %v", ok, err)
 	}
@@ -116,7 +116,7 @@ func TestClaimIsReleasedAndRenewedOnlyByItsHolder(t *testing.T) {
 
 func TestProposalsAndExpirySchedule(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := newFreshStore(t)
 	ctx := context.Background()
 	now := time.Now()
 	put := func(id string, state board.ProposalState, expires time.Time) {
@@ -155,7 +155,7 @@ func TestProposalsAndExpirySchedule(t *testing.T) {
 func TestAdmitDedupesAndLimits(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
-	s := redisstore.NewInFlight(rdb, prefix)
+	s := newStore(t, rdb, prefix)
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 	adm := func(id board.RequestID, user, dedupe string) board.AdmitResult {
@@ -210,8 +210,9 @@ func TestAdmitDedupesAndLimits(t *testing.T) {
 	// Refused by the channel, they were not counted in windows of their
 	// own: a flood from many people leaves no key per person.
 	for _, user := range []string{"carol", "dave", "erin", "frank"} {
-		if keys, err := rdb.Keys(ctx, prefix+":rate:user:"+user+":*").Result(); err != nil || len(keys) != 0 {
-			t.Fatalf("%s's window is left behind: %v, %v", user, keys, err)
+		window := prefix + ":rate:{user:" + user + "}:" + fmt.Sprint(now.UnixMilli()/time.Minute.Milliseconds())
+		if n, err := rdb.Exists(ctx, window).Result(); err != nil || n != 0 {
+			t.Fatalf("%s's window is left behind: %d, %v", user, n, err)
 		}
 	}
 	// A throttled request stored nothing and marked nothing: its dedupe key
@@ -269,7 +270,7 @@ func TestAdmitDedupesAndLimits(t *testing.T) {
 // One dedupe key admitted from many goroutines at once is one request.
 func TestAdmitIsAtomic(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := newFreshStore(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -311,7 +312,7 @@ func TestAdmitIsAtomic(t *testing.T) {
 
 func TestClaimProposalLoadsUnderTheClaim(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := newFreshStore(t)
 	ctx := context.Background()
 	if _, _, err := s.ClaimProposal(ctx, "p_none", "a", time.Minute); !errors.Is(err, bot.ErrNotFound) {
 		t.Fatalf("claim of a missing proposal: %v; want not found", err)
@@ -335,7 +336,7 @@ func TestClaimProposalLoadsUnderTheClaim(t *testing.T) {
 
 func TestThreadHistoryIsBounded(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := newFreshStore(t)
 	ctx := context.Background()
 	for i := range 25 {
 		if err := s.AppendTurn(ctx, "console:general:t1", plan.Turn{Role: "user", User: "alice", Text: fmt.Sprint("m", i)}); err != nil {
@@ -356,7 +357,7 @@ func TestThreadHistoryIsBounded(t *testing.T) {
 // a decision loaded before the post returned) erases neither.
 func TestDecisionAndPreviewSurviveAStaleCopy(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := newFreshStore(t)
 	ctx := context.Background()
 	now := time.Now()
 	stale := board.Proposal{ID: "p_d", Version: 1, RequestedBy: "alice", State: board.ProposalPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
@@ -405,7 +406,7 @@ func TestDecisionAndPreviewSurviveAStaleCopy(t *testing.T) {
 // one side is told to redraw, in whichever order they come.
 func TestPreviewRedrawnByExactlyOneSide(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := newFreshStore(t)
 	ctx := context.Background()
 	exp := time.Now().Add(time.Hour)
 	// The redraw first: it finds nothing, so the post redraws.

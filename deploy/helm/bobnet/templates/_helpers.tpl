@@ -26,6 +26,18 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{/* The environment of every BobNet container: plain settings as values,
 secrets only as references to the operator's Secret. */}}
 {{- define "bobnet.env" -}}
+{{- if not (has .Values.redis.mode (list "single" "cluster" "sentinel")) }}
+{{- fail (printf "redis.mode is %q: set single, cluster or sentinel" .Values.redis.mode) }}
+{{- end }}
+{{- if or (hasKey .Values.env "BOBNET_REDIS_MODE") (hasKey .Values.env "BOBNET_REDIS_STREAMS") }}
+{{- fail "set redis.mode and redis.streams, not env.BOBNET_REDIS_MODE or env.BOBNET_REDIS_STREAMS" }}
+{{- end }}
+- name: BOBNET_REDIS_MODE
+  value: {{ .Values.redis.mode | quote }}
+{{- with .Values.redis.streams }}
+- name: BOBNET_REDIS_STREAMS
+  value: {{ . | toString | quote }}
+{{- end }}
 {{- range $name, $value := .Values.env }}
 - name: {{ $name }}
   value: {{ $value | toString | quote }}

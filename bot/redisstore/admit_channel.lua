@@ -1,0 +1,35 @@
+-- Admit, step 2 (the slot of the channel's stream shard): the dedupe mark,
+-- the channel's rate window, the notices of throttled people and the
+-- stream entry, all or nothing. See admitter in admit.go for the steps and
+-- why their order is safe.
+-- KEYS: 1 dedupe, 2 channel window, 3 stream shard, 4 user notice,
+-- 5 channel notice count.
+-- ARGV: 1 request id, 2 has dedupe (0/1), 3 dedupe TTL ms, 4 user over
+-- its limit (0/1, step 1's answer), 5 channel N (0: no limit), 6 channel
+-- window ms, 7 user window ms, 8 notices per channel window.
+-- Returns "new", "duplicate <first request id>" or
+-- "throttled <user|channel> <notify: 0|1>".
+if ARGV[2] == '1' then
+  local first = redis.call('GET', KEYS[1])
+  if first then return 'duplicate ' .. first end
+end
+local which, window = false, 0
+if ARGV[4] == '1' then
+  which, window = 'user', ARGV[7]
+elseif ARGV[5] ~= '0' and not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[6]) then
+  if redis.call('INCR', KEYS[2]) > tonumber(ARGV[5]) then which, window = 'channel', ARGV[6] end
+end
+if which then
+  local notify = '0'
+  -- Once the channel's notices are used up, a throttled request adds no
+  -- key that stays: a flood costs Redis these few calls.
+  if tonumber(redis.call('GET', KEYS[5]) or '0') < tonumber(ARGV[8]) and redis.call('SET', KEYS[4], '1', 'NX', 'PX', window) then
+    local n = redis.call('INCR', KEYS[5])
+    if n == 1 then redis.call('PEXPIRE', KEYS[5], ARGV[6]) end
+    if n <= tonumber(ARGV[8]) then notify = '1' end
+  end
+  return 'throttled ' .. which .. ' ' .. notify
+end
+if ARGV[2] == '1' then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3]) end
+redis.call('XADD', KEYS[3], '*', 'request', ARGV[1])
+return 'new'
