@@ -55,6 +55,14 @@ func planBlock(blockID, title string, tasks []planTask) (block *slackapi.PlanBlo
 	return slackapi.NewPlanBlock(clip(plain(title), maxPlanTitle), slackapi.PlanBlockOptionBlockID(blockID)).WithTasks(cards...), folded
 }
 
+// taskChunk is t as a streamed message's task_update chunk.
+func taskChunk(t planTask) slackapi.TaskUpdateChunk {
+	c := slackapi.NewTaskUpdateChunk(t.ID, clip(plain(t.Title), maxTaskTitle))
+	c.Status = slackapi.TaskCardStatus(t.Status)
+	c.Details = clip(plain(t.Details), maxTaskDetails)
+	return c
+}
+
 // richText is s as a rich text block of plain text: nothing in it is
 // parsed as markup, so model text cannot mention or link.
 func richText(s string) *slackapi.RichTextBlock {

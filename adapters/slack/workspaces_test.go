@@ -152,8 +152,12 @@ func (f *teamSlack) serve(w http.ResponseWriter, r *http.Request) {
 	c.TS = fmt.Sprintf("1700000000.%06d", f.ts)
 	f.record(c)
 	switch method {
-	case "chat.postMessage", "chat.update":
+	case "chat.postMessage", "chat.update", "chat.startStream":
 		reply(map[string]any{"ok": true, "channel": form.Get("channel"), "ts": c.TS})
+	case "chat.appendStream", "chat.stopStream", "chat.delete":
+		reply(map[string]any{"ok": true, "channel": form.Get("channel"), "ts": form.Get("ts")})
+	case "assistant.threads.setStatus":
+		reply(map[string]any{"ok": true})
 	case "chat.postEphemeral":
 		reply(map[string]any{"ok": true, "message_ts": c.TS})
 	case "conversations.replies":

@@ -99,6 +99,7 @@ func TestKeysTableCoversEveryKeyWritten(t *testing.T) {
 	_, err = s.Allow(ctx, "board-events:b_1", board.RateLimit{N: 5, Per: time.Minute})
 	must(err)
 	must(s.AddHomeViewer(ctx, "slack:T1", "U1", now))
+	must(s.ShowingSet(ctx, "r_1", map[string]string{"status": "set"}, time.Minute))
 	must(s.AppendTurn(ctx, "console:c:t", plan.Turn{Role: "user", User: "bob", Text: "plan"}))
 
 	patterns := make([]*regexp.Regexp, len(redisstore.Keys))
