@@ -36,7 +36,7 @@ const answerWait = 3 * time.Second
 // message refuse the answer, the answer is posted and the draft deleted:
 // none is left behind.
 func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.Thread, ans answer) (string, bool, error) {
-	var shown []string
+	shown, _ := a.finishDraft(ctx, id)
 	first, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgAnswer, showingTTL)
 	if err != nil || first {
 		return "", false, nil
