@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,6 +76,7 @@ func (a *Adapter) Draft(_ context.Context, d bot.Draft) error {
 		go a.pump(dr)
 	}
 	a.drafts.mu.Unlock()
+	d.Cards = slices.Clone(d.Cards) // shown later, by another goroutine
 	dr.mu.Lock()
 	if !dr.finished && len(d.Cards) >= len(dr.latest.Cards) {
 		dr.latest, dr.fresh = d, true
