@@ -211,7 +211,7 @@ func newWorld(t *testing.T, opts ...bottest.Option) *world {
 }
 
 // newWorldWith is newWorld with the adapter's settings adjusted first;
-// the adapter shows drafts as the server registers it.
+// the adapter shows drafts and runs as the server registers it.
 func newWorldWith(t *testing.T, adjust func(*slack.Config), opts ...bottest.Option) *world {
 	t.Helper()
 	env := bottest.New(t, opts...)
@@ -226,7 +226,7 @@ func newWorldWith(t *testing.T, adjust func(*slack.Config), opts ...bottest.Opti
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad, Drafts: ad})
+	env.Engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad, Drafts: ad, Runs: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w := &world{env: env, slack: fs, handler: r, ad: ad}

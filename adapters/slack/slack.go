@@ -78,10 +78,12 @@ type Adapter struct {
 	homes   homeLocks // App Home publishes: home.go
 	// pace is the per-channel budget of the calls that show work in
 	// progress (pace.go); statuses the thread statuses being renewed
-	// (status.go); drafts the drafts being shown (drafts.go).
+	// (status.go); drafts the drafts being shown (drafts.go); runs the
+	// runs' progress messages (runs.go).
 	pace     *pacer
 	statuses *statuses
 	drafts   *drafts
+	runs     *runMessages
 }
 
 // backgroundSlots is how many after-the-ack jobs (decisions, help
@@ -110,7 +112,7 @@ func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *sl
 		cfg: cfg, eng: eng, memory: memory,
 		logger: logger, work: work,
 		slots: make(chan struct{}, backgroundSlots), reading: make(chan struct{}, readingSlots),
-		statuses: newStatuses(), drafts: newDrafts(),
+		statuses: newStatuses(), drafts: newDrafts(), runs: newRunMessages(),
 	}
 	a.pace = newPacer(time.Now)
 	if cfg.OAuth != nil {
