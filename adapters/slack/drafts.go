@@ -180,6 +180,12 @@ func (a *Adapter) showDraft(ctx context.Context, dr *drafting, d bot.Draft) {
 		a.startDraft(ctx, api, channel, dr, d)
 		return
 	}
+	if a.answeredAs(ctx, dr.id) != "" {
+		// Answered through another replica: a draft now would draw over
+		// the answer.
+		dr.kind = msgFailed
+		return
+	}
 	tasks := draftTasks(d.Cards)
 	switch dr.kind {
 	case postNext:

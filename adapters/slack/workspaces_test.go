@@ -71,6 +71,9 @@ type teamSlack struct {
 	groups    map[string][]string // "team/S…" -> the user group's members
 	names     map[string]string   // "team/U…" -> the display name the user set
 	socketURL string              // apps.connections.open's answer to xapp-test
+	// refuse, when set, names the error a call is refused with ("" lets
+	// it through).
+	refuse func(team string, c teamCall) string
 	callLog[teamCall]
 	ts int
 }
@@ -151,6 +154,12 @@ func (f *teamSlack) serve(w http.ResponseWriter, r *http.Request) {
 	f.ts++
 	c.TS = fmt.Sprintf("1700000000.%06d", f.ts)
 	f.record(c)
+	if f.refuse != nil {
+		if e := f.refuse(f.tokens[c.Token], c); e != "" {
+			reply(map[string]any{"ok": false, "error": e})
+			return
+		}
+	}
 	switch method {
 	case "chat.postMessage", "chat.update", "chat.startStream":
 		reply(map[string]any{"ok": true, "channel": form.Get("channel"), "ts": c.TS})
