@@ -197,6 +197,12 @@ type world struct {
 	handler http.Handler
 }
 
+// showing registers the adapter as the server does: the engine shows
+// drafts and runs through it too.
+func (w *world) showing() {
+	w.env.Engine.Register(board.SourceSlack, bot.Registration{Poster: w.ad, Notifier: w.ad, Reminders: w.ad, Groups: w.ad, Drafts: w.ad, Runs: w.ad})
+}
+
 // serve swaps the handler behind the world's server, for tests that wrap
 // the engine or change the adapter's settings.
 func (w *world) serve(h http.Handler) {
@@ -210,8 +216,9 @@ func newWorld(t *testing.T, opts ...bottest.Option) *world {
 	return newWorldWith(t, nil, opts...)
 }
 
-// newWorldWith is newWorld with the adapter's settings adjusted first;
-// the adapter shows drafts and runs as the server registers it.
+// newWorldWith is newWorld with the adapter's settings adjusted first.
+// Its engine shows neither drafts nor runs through the adapter (the
+// previews are posted as messages); showing registers them.
 func newWorldWith(t *testing.T, adjust func(*slack.Config), opts ...bottest.Option) *world {
 	t.Helper()
 	env := bottest.New(t, opts...)
@@ -226,7 +233,7 @@ func newWorldWith(t *testing.T, adjust func(*slack.Config), opts ...bottest.Opti
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad, Drafts: ad, Runs: ad})
+	env.Engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
 	w := &world{env: env, slack: fs, handler: r, ad: ad}

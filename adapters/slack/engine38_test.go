@@ -24,6 +24,7 @@ import (
 func TestSlackDraftThroughTheEngine(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
+	w.showing()
 	plan := plannertest.NewspaperPlan(t)
 	w.env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply {
 		return plannertest.Reply{Content: plan, Chunks: 30, ChunkDelay: 100 * time.Millisecond}
