@@ -197,12 +197,6 @@ type world struct {
 	handler http.Handler
 }
 
-// showing registers the adapter as the server does: the engine shows
-// drafts and runs through it too.
-func (w *world) showing() {
-	w.env.Engine.Register(board.SourceSlack, bot.Registration{Poster: w.ad, Notifier: w.ad, Reminders: w.ad, Groups: w.ad, Drafts: w.ad, Runs: w.ad})
-}
-
 // serve swaps the handler behind the world's server, for tests that wrap
 // the engine or change the adapter's settings.
 func (w *world) serve(h http.Handler) {

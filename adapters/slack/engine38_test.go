@@ -14,8 +14,16 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
+
+// showing registers the adapter as the server does: the engine shows
+// drafts and runs through it too.
+func (w *world) showing() {
+	w.env.Engine.Register(board.SourceSlack, bot.Registration{Poster: w.ad, Notifier: w.ad, Reminders: w.ad, Groups: w.ad, Drafts: w.ad, Runs: w.ad})
+}
 
 // Through the engine: a model streaming the newspaper plan over 3 s
 // shows in the thread within a second of the ack (the status), then as a

@@ -56,18 +56,6 @@ func (p *pacer) reserve(channel string) time.Duration {
 	return at.Sub(now)
 }
 
-// tryReserve takes the channel's slot only when it is free now.
-func (p *pacer) tryReserve(channel string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := p.now()
-	if p.next[channel].After(now) {
-		return false
-	}
-	p.next[channel] = now.Add(paceEvery)
-	return true
-}
-
 // hold keeps the channel closed for d (a 429's Retry-After).
 func (p *pacer) hold(channel string, d time.Duration) {
 	p.mu.Lock()
@@ -106,21 +94,6 @@ func (a *Adapter) unpaced(ctx context.Context, channel string, call func(context
 	}
 	a.pace.hold(channel, max(rl.RetryAfter, paceEvery))
 	return a.paced(ctx, channel, call)
-}
-
-// pacedIfFree makes call only when channel's budget has room now; false
-// when it had none (the call was not made). A 429 closes the channel for
-// its Retry-After and counts as made.
-func (a *Adapter) pacedIfFree(ctx context.Context, channel string, call func(context.Context) error) (bool, error) {
-	if !a.pace.tryReserve(channel) {
-		return false, nil
-	}
-	err := call(ctx)
-	var rl *slackapi.RateLimitedError
-	if errors.As(err, &rl) {
-		a.pace.hold(channel, max(rl.RetryAfter, paceEvery))
-	}
-	return true, err
 }
 
 // sleep waits d, or until ctx ends.
