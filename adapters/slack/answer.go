@@ -139,7 +139,11 @@ func (a *Adapter) answered(ctx context.Context, id board.RequestID, ts string) {
 		return
 	}
 	a.statuses.drop(id)
-	a.setShowing(ctx, id, map[string]string{fieldAnswered: ts})
+	// The first answer is the request's; a later reply naming it (a
+	// note after a decision) is not.
+	if _, err := a.memory.ShowingClaim(ctx, id, fieldAnswered, ts, showingTTL); err != nil {
+		a.logger.Warn("slack: note the answer", "request", id, "err", err)
+	}
 }
 
 // answeredAs is the message request id's answer went out as, if it did.
