@@ -73,9 +73,12 @@ func (a *Adapter) UpdatePreview(ctx context.Context, p board.Proposal) error {
 	if err != nil {
 		return fmt.Errorf("update preview: %w", err)
 	}
-	_, _, _, err = api.UpdateMessageContext(ctx, channel, string(p.Message),
-		slackapi.MsgOptionText(fallback("Proposal "+string(p.State)), false),
-		slackapi.MsgOptionBlocks(updatedBlocks(p, a.cfg.PublicURL)...))
+	err = a.unpaced(ctx, p.Thread.Channel.ID, func(ctx context.Context) error {
+		_, _, _, err := api.UpdateMessageContext(ctx, channel, string(p.Message),
+			slackapi.MsgOptionText(fallback("Proposal "+string(p.State)), false),
+			slackapi.MsgOptionBlocks(updatedBlocks(p, a.cfg.PublicURL)...))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("update preview: %w", err)
 	}

@@ -133,3 +133,28 @@ func TestStatusRenewedWhilePlanning(t *testing.T) {
 		t.Errorf("statuses went on after the answer: %d, then %d", answered, n)
 	}
 }
+
+// A 429 on the status is waited out as Slack asks (Retry-After), and the
+// status set then.
+func TestStatusHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	slowModel(t, w, 3*time.Second)
+	w.slack.mu.Lock()
+	w.slack.limit = func(c call) time.Duration {
+		if isStatus(c) && w.slack.count(isStatus) == 0 {
+			return time.Second
+		}
+		return 0
+	}
+	w.slack.mu.Unlock()
+	w.post(t, "/slack/events", "application/json", mentionEvent("EvT1", "1690000000.000311", "plan our daily research newspaper"))
+	limited := w.slack.waitFor(t, "limited status", func(c call) bool { return isStatus(c) && c.Limited > 0 })
+	set := w.slack.waitFor(t, "status", func(c call) bool { return isStatus(c) && c.Limited == 0 })
+	if gap := set.At.Sub(limited.At); gap < 950*time.Millisecond {
+		t.Errorf("status asked again %s after a 429 asking for 1 s", gap)
+	}
+	if n := w.slack.count(isPlaceholder); n != 0 {
+		t.Errorf("%d placeholders: a 429 is no refusal", n)
+	}
+}
