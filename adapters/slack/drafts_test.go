@@ -86,10 +86,13 @@ func inThread(calls []call, thread string) func(call) bool {
 }
 
 // paceOf fails when two of calls came less than about a second apart.
+// (The stand-in notes when a call arrives, not when it was sent: a call
+// slowed on its way shortens the gap to the next, so a little is
+// allowed.)
 func paceOf(t *testing.T, calls []call) {
 	t.Helper()
 	for i := 1; i < len(calls); i++ {
-		if gap := calls[i].At.Sub(calls[i-1].At); gap < 950*time.Millisecond {
+		if gap := calls[i].At.Sub(calls[i-1].At); gap < 850*time.Millisecond {
 			t.Errorf("%s %s after %s: more than one call a second in the thread", calls[i].Method, gap, calls[i-1].Method)
 		}
 	}
