@@ -48,7 +48,9 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 		}
 		sh, err = a.memory.Showing(ctx, id)
 	}
-	if err != nil || sh[fieldTS] == "" {
+	if err != nil || sh[fieldTS] == "" || sh[fieldAnswered] != "" {
+		// No draft to turn, or it was turned already: a second reply
+		// naming the request is a message of its own.
 		return "", false, nil
 	}
 	api, channel, err := a.web(ctx, t.Channel.ID)

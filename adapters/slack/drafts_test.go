@@ -307,6 +307,17 @@ func TestNoDraftLeftBehind(t *testing.T) {
 				if posted != 0 {
 					t.Errorf("%s: %d messages besides the draft", end.name, posted)
 				}
+				// A second reply naming the request is a message of its
+				// own: the answer stays.
+				before := len(w.slack.snapshot())
+				if err := w.ad.Reply(context.Background(), th, board.Reply{Kind: board.ReplyInfo, Text: "Noted.", Request: p.RequestID}); err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range w.slack.snapshot()[before:] {
+					if c.Form.Get("ts") == first.TS {
+						t.Errorf("%s: a later reply touched the answer: %s", end.name, c.Method)
+					}
+				}
 			}
 		})
 	}
