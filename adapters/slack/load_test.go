@@ -19,10 +19,7 @@ import (
 // thread status and one preview per request.
 func TestMentionFloodShowsEachRequestOnce(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, func(c *bot.Config) {
-		c.UserRate = board.RateLimit{N: 100, Per: time.Hour}
-		c.ChannelRate = board.RateLimit{N: 100, Per: time.Hour}
-	})
+	w := newWorld(t) // no rate limits
 	const requests = 30
 	flood(t, w, 3*requests, func(i int) string {
 		n := i % requests
