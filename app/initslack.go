@@ -37,6 +37,6 @@ func initSlack(ctx context.Context, cfg Config, st *stores, engine *bot.Engine, 
 	}
 	// The adapter submits to the engine, and the engine posts through it:
 	// see initEngine on Register.
-	engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
+	engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad, Drafts: ad, Runs: ad})
 	return ad, stop, nil
 }

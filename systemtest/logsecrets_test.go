@@ -165,10 +165,12 @@ func TestLogOfAFullRunHoldsNoSecret(t *testing.T) {
 		"BOBNET_HOOK_SECRETS":  "github=hook-secret-1e2f",
 	}
 	env := map[string]string{
-		"DATABASE_URL":      dbURL.String(),
-		"SLACK_API_URL":     slackAPI.URL + "/api/",
-		"BOBNET_LOG_FORMAT": "json",
-		"BOBNET_LOG_LEVEL":  "debug",
+		"DATABASE_URL":  dbURL.String(),
+		"SLACK_API_URL": slackAPI.URL + "/api/",
+		// Not about drafts: the preview is posted as a message.
+		"BOBNET_MODEL_STREAM": "off",
+		"BOBNET_LOG_FORMAT":   "json",
+		"BOBNET_LOG_LEVEL":    "debug",
 	}
 	for k, v := range secrets {
 		env[k] = v

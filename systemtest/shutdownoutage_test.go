@@ -71,6 +71,7 @@ func TestSIGTERMWithRedisAndPostgresGone(t *testing.T) {
 		"DATABASE_URL=" + dbURL.String(), fmt.Sprintf("REDIS_URL=redis://127.0.0.1:%d/0", rs.port), "BOBNET_REDIS_PREFIX=" + bottest.Prefix(),
 		"OPENAI_BASE_URL=" + model.URL(), "BOBNET_MODEL=test-model",
 		"SLACK_BOT_TOKEN=xoxb-1", "SLACK_SIGNING_SECRET=shh", "SLACK_API_URL=" + slackAPI.URL + "/api/",
+		"BOBNET_MODEL_STREAM=off", // not about drafts: the preview is posted as a message
 	})
 	ts := "1700000200.000001"
 	event, _ := json.Marshal(map[string]any{

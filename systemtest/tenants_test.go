@@ -64,6 +64,8 @@ func startTwoWorkspaces(t *testing.T) (*testApp, *reviewSlack) {
 		"DATABASE_URL": db, "BOBNET_API_TOKEN": adminToken,
 		"SLACK_CLIENT_ID": "1234.5678", "SLACK_CLIENT_SECRET": "cs", "SLACK_SIGNING_SECRET": "shh", "BOBNET_ENCRYPTION_KEY": key,
 		"SLACK_API_URL": sink.srv.URL + "/api/",
+		// Not about drafts: previews are posted as messages.
+		"BOBNET_MODEL_STREAM": "off",
 	}))
 	plan := plannertest.NewspaperPlan(t)
 	a.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply {

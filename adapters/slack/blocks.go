@@ -82,39 +82,41 @@ func previewURL(publicURL string, id board.ProposalID) string {
 	return strings.TrimRight(publicURL, "/") + "/proposals/" + string(id)
 }
 
-// PreviewBlocks renders a pending proposal: header, goal, a section per card,
-// changes, assumptions and warnings, and the buttons. It stays within
-// Slack's limits by folding cards into a last line that links the full
-// proposal.
+// PreviewBlocks renders a pending proposal: the goal and who asked, the
+// changes, the plan as a plan block (one pending task card per card,
+// titled with the handle it will have), assumptions and warnings, and
+// the buttons. It stays within Slack's limits by folding cards into a
+// line that links the full proposal.
 func PreviewBlocks(p board.Proposal, publicURL string) []slackapi.Block {
-	var head, tail []slackapi.Block
-	title := "Proposed plan"
-	var goal string
-	if b := p.Plan.NewBoard(); b != nil {
-		title, goal = b.Name, b.Goal
-	} else {
-		for _, a := range p.Plan.Actions {
-			if a.Type.NeedsTargetBoard() {
-				title = "Changes to this channel's board"
-			}
-		}
-	}
-	head = append(head, slackapi.NewHeaderBlock(plainText(title, maxHeaderText)))
+	blocks := previewHead(p)
+	blocks = append(blocks, proposalPlan(p, publicURL, pending)...)
+	return append(blocks, previewTail(p)...)
+}
+
+// previewHead is a preview's blocks above its plan: the goal and who
+// asked, what changed since the last version, the board's changes and
+// the approvals it needs.
+func previewHead(p board.Proposal) []slackapi.Block {
 	intro := ""
-	if goal != "" {
-		intro = "*Goal:* " + escape(goal) + "\n"
+	if b := p.Plan.NewBoard(); b != nil && b.Goal != "" {
+		intro = "*Goal:* " + escape(b.Goal) + "\n"
 	}
 	st := p.Plan.Stats()
 	intro += fmt.Sprintf("%d cards, %d dependencies · v%d requested by <@%s>", st.Cards, st.Links, p.Version, escape(p.RequestedBy))
-	head = append(head, slackapi.NewSectionBlock(mrkdwn(intro), nil, nil))
+	head := []slackapi.Block{slackapi.NewSectionBlock(mrkdwn(intro), nil, nil)}
 	if p.Changes != nil {
 		head = append(head, contextBlock(changesText(p)))
 	}
 	if len(p.BoardChanges) > 0 {
 		head = append(head, slackapi.NewSectionBlock(mrkdwn(boardChangesText(p.BoardChanges)), nil, nil))
 	}
-	head = append(head, quorumBlocks(p)...)
+	return append(head, quorumBlocks(p)...)
+}
 
+// previewTail is a preview's blocks below its plan: the schedule,
+// assumptions and warnings, the buttons and the expiry.
+func previewTail(p board.Proposal) []slackapi.Block {
+	var tail []slackapi.Block
 	if line := bot.PlannedScheduleText(p.Plan); line != "" {
 		tail = append(tail, contextBlock(":alarm_clock: "+escape(line)))
 	}
@@ -129,51 +131,8 @@ func PreviewBlocks(p board.Proposal, publicURL string) []slackapi.Block {
 		slackapi.NewButtonBlockElement(actionRevise, string(p.ID), plainText("Revise", maxButtonText)),
 		slackapi.NewButtonBlockElement(actionCancel, string(p.ID), plainText("Cancel", maxButtonText)).WithStyle(slackapi.StyleDanger),
 	))
-	tail = append(tail, contextBlock(fmt.Sprintf("Nothing changes until someone approves. Expires <!date^%d^{date_short_pretty} at {time}|%s>.",
+	return append(tail, contextBlock(fmt.Sprintf("Nothing changes until someone approves. Expires <!date^%d^{date_short_pretty} at {time}|%s>.",
 		p.ExpiresAt.Unix(), p.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"))))
-
-	cards := cardSections(p)
-	room := maxBlocks - len(head) - len(tail) - 1 // one for the fold line
-	if len(cards) > room {
-		folded := len(cards) - room
-		cards = append(cards[:room], slackapi.NewSectionBlock(mrkdwn(fmt.Sprintf("…and %d more cards. <%s|Read the whole proposal>", folded, previewURL(publicURL, p.ID))), nil, nil))
-	}
-	blocks := append(head, cards...)
-	return append(blocks, tail...)
-}
-
-func cardSections(p board.Proposal) []slackapi.Block {
-	warned := map[string]bool{}
-	for _, w := range p.Warnings {
-		warned[w.Path] = true
-	}
-	var out []slackapi.Block
-	for ai, a := range p.Plan.Actions {
-		deps := a.DependsOnTitles()
-		for ci, c := range a.Cards {
-			assignee := escape(c.Assignee)
-			switch {
-			case c.Assignee == "":
-				assignee = ":warning: Unassigned"
-			case warned[fmt.Sprintf("actions[%d].cards[%d].assignee", ai, ci)]:
-				assignee = ":warning: " + assignee + " (unknown profile)"
-			}
-			var b strings.Builder
-			fmt.Fprintf(&b, "*%s*\n%s · %s · %s", escape(c.Title), assignee, c.Status, c.WorkspaceMode)
-			for _, ac := range c.AcceptanceCriteria {
-				b.WriteString("\n• " + escape(ac))
-			}
-			if d := deps[c.TempID]; len(d) > 0 {
-				escaped := make([]string, len(d))
-				for i, t := range d {
-					escaped[i] = escape(t)
-				}
-				b.WriteString("\n_Depends on:_ " + strings.Join(escaped, ", "))
-			}
-			out = append(out, slackapi.NewSectionBlock(mrkdwn(b.String()), nil, nil))
-		}
-	}
-	return out
 }
 
 // boardChangesText lists what a proposal would change on the current
@@ -230,14 +189,18 @@ func warningsText(ws []plan.Issue) string {
 	return strings.Join(out, " · ")
 }
 
-// DecidedBlocks redraws a preview once decided: the header and summary
-// stay, the cards and buttons go, and a line says what happened.
+// DecidedBlocks redraws a preview once decided: the summary stays, the
+// buttons go, and a line says what happened. An approved plan shows its
+// cards with the statuses they start with on the board; a closed one
+// (cancelled, superseded, expired) shows them greyed, without a status.
 func DecidedBlocks(p board.Proposal) []slackapi.Block {
-	blocks := PreviewBlocks(p, "")[:2]
+	blocks := previewHead(p)[:1]
 	var line string
+	status := func(plan.CardDraft) bot.TaskStatus { return "" }
 	switch p.State {
 	case board.ProposalApproved:
 		line = fmt.Sprintf(":white_check_mark: Approved by <@%s> — <%s|Open board>", escape(p.DecidedBy), p.BoardURL)
+		status = func(c plan.CardDraft) bot.TaskStatus { return bot.TaskStatusOf(c.Status, false) }
 	case board.ProposalCancelled:
 		line = cancelledLine(p) // cancel.go
 	case board.ProposalSuperseded:
@@ -247,6 +210,7 @@ func DecidedBlocks(p board.Proposal) []slackapi.Block {
 	default:
 		line = "State: " + string(p.State)
 	}
+	blocks = append(blocks, proposalPlan(p, "", status)...)
 	blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(line), nil, nil))
 	if p.State == board.ProposalExpired {
 		blocks = append(blocks, slackapi.NewActionBlock("bobnet_expired:"+string(p.ID),

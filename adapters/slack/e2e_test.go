@@ -36,6 +36,11 @@ type call struct {
 	Form   url.Values     // form-encoded calls
 	JSON   map[string]any // JSON calls (views.open)
 	TS     string         // the ts Slack answered with
+	At     time.Time      // when Slack took it
+	// Refused is the error Slack answered with (a refusal), Limited the
+	// Retry-After of a 429; both empty when the call went through.
+	Refused string
+	Limited time.Duration
 }
 
 // blocks is the call's blocks as Slack reads their text (JSON escapes of
@@ -61,6 +66,11 @@ type fakeSlack struct {
 	// socketURL is what apps.connections.open answers to the app token
 	// xapp-test: a Socket Mode server's URL.
 	socketURL string
+	// refuse, when set, names the error Slack answers a call with
+	// (not_allowed_token_type, …); "" lets it through.
+	refuse func(call) string
+	// limit, when set, answers a call with a 429 and this Retry-After.
+	limit func(call) time.Duration
 }
 
 func newFakeSlack(t *testing.T) *fakeSlack {
@@ -106,7 +116,13 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 		f.mu.Lock()
 		f.ts++
 		ts := fmt.Sprintf("1700000000.%06d", f.ts)
-		c.TS = ts
+		c.TS, c.At = ts, time.Now()
+		if f.limit != nil {
+			c.Limited = f.limit(c)
+		}
+		if f.refuse != nil && c.Limited == 0 {
+			c.Refused = f.refuse(c)
+		}
 		f.record(c)
 		var wait time.Duration
 		if f.late != nil {
@@ -117,6 +133,16 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 			time.Sleep(wait)
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if c.Limited > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(c.Limited/time.Second)))
+			w.WriteHeader(http.StatusTooManyRequests)
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "ratelimited"})
+			return
+		}
+		if c.Refused != "" {
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": c.Refused})
+			return
+		}
 		switch method {
 		case "conversations.replies":
 			// The thread's messages as Slack lists them, metadata
@@ -135,8 +161,13 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 				msgs = append(msgs, m)
 			}
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "messages": msgs, "has_more": false})
-		case "chat.postMessage", "chat.update":
+		case "chat.postMessage", "chat.update", "chat.startStream", "chat.appendStream", "chat.stopStream", "chat.delete":
+			if m := method; m != "chat.postMessage" && m != "chat.startStream" {
+				ts = c.Form.Get("ts") // the message's own
+			}
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": ts})
+		case "assistant.threads.setStatus":
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true})
 		case "chat.postEphemeral":
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "message_ts": ts})
 		case "usergroups.users.list":
@@ -160,6 +191,7 @@ type world struct {
 	env   *bottest.Env
 	slack *fakeSlack
 	app   *httptest.Server
+	ad    *slack.Adapter
 
 	mu      sync.Mutex
 	handler http.Handler
@@ -175,19 +207,30 @@ func (w *world) serve(h http.Handler) {
 
 func newWorld(t *testing.T, opts ...bottest.Option) *world {
 	t.Helper()
+	return newWorldWith(t, nil, opts...)
+}
+
+// newWorldWith is newWorld with the adapter's settings adjusted first.
+// Its engine shows neither drafts nor runs through the adapter (the
+// previews are posted as messages); showing registers them.
+func newWorldWith(t *testing.T, adjust func(*slack.Config), opts ...bottest.Option) *world {
+	t.Helper()
 	env := bottest.New(t, opts...)
 	plan := plannertest.NewspaperPlan(t)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
 	fs := newFakeSlack(t)
-	ad, err := slack.New(context.Background(), slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"},
-		env.Engine, redisstore.NewInFlight(env.Redis, env.Prefix), storetest.Logger(t))
+	cfg := slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	ad, err := slack.New(context.Background(), cfg, env.Engine, redisstore.NewInFlight(env.Redis, env.Prefix), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	env.Engine.Register(board.SourceSlack, bot.Registration{Poster: ad, Notifier: ad, Reminders: ad, Groups: ad})
 	r := chi.NewRouter()
 	ad.Routes(r)
-	w := &world{env: env, slack: fs, handler: r}
+	w := &world{env: env, slack: fs, handler: r, ad: ad}
 	w.app = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
 		w.mu.Lock()
 		h := w.handler

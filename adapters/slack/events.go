@@ -198,9 +198,12 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 	case env.EventID != "":
 		r.DedupeKey = "slack:" + env.EventID
 	}
-	_, err := a.eng.Submit(ctx, r)
+	id, err := a.eng.Submit(ctx, r)
 	if errors.Is(err, bot.ErrRateLimited) {
 		return nil // the engine tells the person, off this path
+	}
+	if err == nil && id != "" {
+		a.showPlanning(t, id, ev.User, env.TeamID)
 	}
 	return err
 }

@@ -40,6 +40,9 @@ func (inertEngine) ProposeAgain(context.Context, board.ProposalID, string) (boar
 func (inertEngine) Authorize(context.Context, board.ProposalID, string) (board.Proposal, error) {
 	return board.Proposal{}, bot.ErrNotFound
 }
+func (inertEngine) Request(context.Context, board.RequestID) (board.RequestStatus, error) {
+	return board.RequestStatus{}, bot.ErrNotFound
+}
 func (inertEngine) Proposal(context.Context, board.ProposalID) (board.Proposal, error) {
 	return board.Proposal{}, bot.ErrNotFound
 }
@@ -129,6 +132,15 @@ func (m *marks) AddHomeViewer(context.Context, string, string, time.Time) error 
 func (m *marks) HomeViewers(context.Context, string, time.Time, int) ([]string, error) {
 	return nil, nil
 }
+
+// The showing of a request is never kept: Slack is unreachable here.
+func (m *marks) ShowingSet(context.Context, board.RequestID, map[string]string, time.Duration) error {
+	return nil
+}
+func (m *marks) ShowingClaim(context.Context, board.RequestID, string, string, time.Duration) (bool, error) {
+	return false, nil
+}
+func (m *marks) Showing(context.Context, board.RequestID) (map[string]string, error) { return nil, nil }
 
 func (m *marks) Marked(_ context.Context, key string) (bool, error) {
 	m.mu.Lock()

@@ -82,6 +82,8 @@ func newHomeSlack(t *testing.T) *homeSlack {
 			answer = map[string]any{"ok": true, "view": map[string]any{"id": "V_HOME", "type": "home"}}
 		case "chat.postMessage", "chat.update":
 			answer = map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": c.TS}
+		case "assistant.threads.setStatus":
+			answer = map[string]any{"ok": true}
 		case "chat.postEphemeral":
 			answer = map[string]any{"ok": true, "message_ts": c.TS}
 		default:

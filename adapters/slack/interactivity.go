@@ -165,7 +165,10 @@ func (a *Adapter) decide(ctx context.Context, action string, id board.ProposalID
 			a.ephemeral(ctx, channel, thread, user, approvalText(ap))
 		}
 	case actionProposeAgain:
-		_, err = a.eng.ProposeAgain(ctx, id, user)
+		var rid board.RequestID
+		if rid, err = a.eng.ProposeAgain(ctx, id, user); err == nil {
+			a.showPlanning(p.Thread, rid, user, "")
+		}
 	case actionWithdraw:
 		err = a.withdraw(ctx, id, user, channel, thread)
 	}

@@ -105,7 +105,10 @@ func (a *Adapter) submitView(ctx context.Context, cb slackapi.InteractionCallbac
 		err = clickedWhereProposed(p, meta.Channel, "")
 	}
 	if err == nil {
-		_, err = a.eng.Revise(ctx, id, cb.User.ID, feedback)
+		var rid board.RequestID
+		if rid, err = a.eng.Revise(ctx, id, cb.User.ID, feedback); err == nil {
+			a.showPlanning(p.Thread, rid, cb.User.ID, cb.Team.ID)
+		}
 	}
 	if err != nil {
 		return map[string]any{"response_action": "errors", "errors": map[string]string{feedbackBlock: decisionText(err)}}

@@ -75,8 +75,11 @@ func TestFloodFromOnePersonIsToldOnce(t *testing.T) {
 	if n := w.slack.count(isPreview); n != 2 {
 		t.Errorf("previews = %d, want the 2 allowed", n)
 	}
-	if n := len(w.slack.snapshot()); n != 3 {
-		t.Errorf("Web API calls = %d, want 3", n)
+	if n := w.slack.count(method("assistant.threads.setStatus")); n != 2 {
+		t.Errorf("thread statuses = %d, want one for each of the 2 requests", n)
+	}
+	if n := len(w.slack.snapshot()); n != 5 {
+		t.Errorf("Web API calls = %d, want 5", n)
 	}
 }
 
@@ -105,8 +108,11 @@ func TestFloodFromManyPeopleIsToldAFew(t *testing.T) {
 	if n := w.slack.count(isPreview); n != 3 {
 		t.Errorf("previews = %d, want the 3 the channel allows", n)
 	}
-	if n := len(w.slack.snapshot()); n > 8 {
-		t.Errorf("Web API calls = %d, want at most 8 for 1,000 events", n)
+	if n := w.slack.count(method("assistant.threads.setStatus")); n != 3 {
+		t.Errorf("thread statuses = %d, want one for each of the 3 requests", n)
+	}
+	if n := len(w.slack.snapshot()); n > 11 {
+		t.Errorf("Web API calls = %d, want at most 11 for 1,000 events", n)
 	}
 }
 

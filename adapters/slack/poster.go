@@ -24,15 +24,44 @@ func (a *Adapter) Reply(ctx context.Context, t board.Thread, r board.Reply) erro
 	// Remembered before posting: a person may answer as soon as the
 	// message shows.
 	a.rememberThread(ctx, t)
+	blocks := replyBlocks(text, r.Review)
+	if r.Request != "" {
+		_, done, err := a.answerDraft(ctx, r.Request, t, answer{
+			text: fallback(r.Text), blocks: blocks, below: blocks,
+			settle: setAside,
+		})
+		if done {
+			return err
+		}
+	}
 	api, channel, err := a.web(ctx, t.Channel.ID)
 	if err != nil {
 		return err
 	}
-	_, _, err = api.PostMessageContext(ctx, channel,
+	_, ts, err := api.PostMessageContext(ctx, channel,
 		slackapi.MsgOptionText(fallback(r.Text), false),
-		slackapi.MsgOptionBlocks(replyBlocks(text, r.Review)...),
+		slackapi.MsgOptionBlocks(blocks...),
 		slackapi.MsgOptionTS(t.ID))
+	if err == nil {
+		a.answered(ctx, r.Request, ts)
+	}
 	return err
+}
+
+// setAside settles a streamed draft whose request was answered without a
+// plan (a question, a refusal, an error): the draft's cards are shown as
+// not kept.
+func setAside(shown []string) []slackapi.StreamChunk {
+	if len(shown) == 0 {
+		return nil
+	}
+	chunks := []slackapi.StreamChunk{slackapi.NewPlanUpdateChunk("Draft set aside")}
+	for _, id := range shown {
+		c := slackapi.NewTaskUpdateChunk(id, "Not kept")
+		c.Status, c.Details = slackapi.TaskCardStatusError, "This draft card is not part of an answer: see below."
+		chunks = append(chunks, c)
+	}
+	return chunks
 }
 
 // UpdatePreview redraws a decided preview in place (chat.update).
@@ -44,9 +73,12 @@ func (a *Adapter) UpdatePreview(ctx context.Context, p board.Proposal) error {
 	if err != nil {
 		return fmt.Errorf("update preview: %w", err)
 	}
-	_, _, _, err = api.UpdateMessageContext(ctx, channel, string(p.Message),
-		slackapi.MsgOptionText(fallback("Proposal "+string(p.State)), false),
-		slackapi.MsgOptionBlocks(updatedBlocks(p, a.cfg.PublicURL)...))
+	err = a.unpaced(ctx, p.Thread.Channel.ID, func(ctx context.Context) error {
+		_, _, _, err := api.UpdateMessageContext(ctx, channel, string(p.Message),
+			slackapi.MsgOptionText(fallback("Proposal "+string(p.State)), false),
+			slackapi.MsgOptionBlocks(updatedBlocks(p, a.cfg.PublicURL)...))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("update preview: %w", err)
 	}

@@ -20,6 +20,10 @@ const previewEvent = "bobnet_preview"
 func (a *Adapter) PostPreview(ctx context.Context, p board.Proposal) (board.MessageRef, error) {
 	a.rememberThread(ctx, p.Thread)
 	if p.Reposting {
+		if ts := a.answeredAs(ctx, p.RequestID); ts != "" {
+			a.logger.Info("preview went out before as the request's draft; not posting it again", "proposal", p.ID, "message", ts)
+			return board.MessageRef(ts), nil
+		}
 		ts, err := a.findPreview(ctx, p)
 		if err != nil && ctx.Err() == nil {
 			// Once more: posting blind is the last resort.
@@ -35,20 +39,72 @@ func (a *Adapter) PostPreview(ctx context.Context, p board.Proposal) (board.Mess
 			return ts, nil
 		}
 	}
+	metadata := slackapi.SlackMetadata{EventType: previewEvent, EventPayload: map[string]any{"proposal_id": string(p.ID)}}
+	blocks := PreviewBlocks(p, a.cfg.PublicURL)
+	if p.RequestID != "" {
+		ts, done, err := a.answerDraft(ctx, p.RequestID, p.Thread, answer{
+			text: previewText(p), blocks: blocks, metadata: &metadata,
+			settle: func(shown []string) []slackapi.StreamChunk { return settlePreview(p, shown) },
+			below:  previewBelow(p, a.cfg.PublicURL),
+		})
+		if done {
+			if err != nil {
+				return "", fmt.Errorf("post preview: %w", err)
+			}
+			a.homeChanged(ctx, p)
+			return board.MessageRef(ts), nil
+		}
+	}
 	api, channel, err := a.web(ctx, p.Thread.Channel.ID)
 	if err != nil {
 		return "", fmt.Errorf("post preview: %w", err)
 	}
 	_, ts, err := api.PostMessageContext(ctx, channel,
-		slackapi.MsgOptionText(fallback("Proposed plan: "+p.Plan.Answer), false),
-		slackapi.MsgOptionBlocks(PreviewBlocks(p, a.cfg.PublicURL)...),
-		slackapi.MsgOptionMetadata(slackapi.SlackMetadata{EventType: previewEvent, EventPayload: map[string]any{"proposal_id": string(p.ID)}}),
+		slackapi.MsgOptionText(previewText(p), false),
+		slackapi.MsgOptionBlocks(blocks...),
+		slackapi.MsgOptionMetadata(metadata),
 		slackapi.MsgOptionTS(p.Thread.ID))
 	if err != nil {
 		return "", fmt.Errorf("post preview: %w", err)
 	}
+	a.answered(ctx, p.RequestID, ts)
 	a.homeChanged(ctx, p)
 	return board.MessageRef(ts), nil
+}
+
+// settlePreview settles a streamed draft with its validated plan: the
+// plan's title, every card as checked (title with its handle-to-be,
+// assignee and criteria, pending), and a draft card the checks dropped
+// shown as dropped.
+func settlePreview(p board.Proposal, shown []string) []slackapi.StreamChunk {
+	tasks := cardTasks(p.Plan, p.Warnings, pending)
+	if len(tasks) > maxPlanTasks {
+		tasks = tasks[:maxPlanTasks]
+	}
+	chunks := []slackapi.StreamChunk{slackapi.NewPlanUpdateChunk(clip(plain(planTitle(p.Plan)), maxPlanTitle))}
+	kept := map[string]bool{}
+	for _, t := range tasks {
+		kept[t.ID] = true
+		chunks = append(chunks, taskChunk(t))
+	}
+	for _, id := range shown {
+		if !kept[id] {
+			c := slackapi.NewTaskUpdateChunk(id, "Dropped from the plan")
+			c.Status, c.Details = slackapi.TaskCardStatusError, "The checks did not keep this draft card."
+			chunks = append(chunks, c)
+		}
+	}
+	return chunks
+}
+
+// previewBelow is what a streamed draft shows under its settled plan:
+// the preview but its plan block (the stream's own plan is it).
+func previewBelow(p board.Proposal, publicURL string) []slackapi.Block {
+	blocks := previewHead(p)
+	if plan := proposalPlan(p, publicURL, pending); len(plan) > 1 {
+		blocks = append(blocks, plan[1:]...) // the fold line
+	}
+	return append(blocks, previewTail(p)...)
 }
 
 // findPreview looks in p's thread for a preview of p that was posted

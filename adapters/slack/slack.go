@@ -22,6 +22,9 @@ type Engine interface {
 	bot.Surface
 	HomeEngine
 	Proposal(ctx context.Context, id board.ProposalID) (board.Proposal, error)
+	// Request is where a request stands, so a thread status is renewed
+	// only while it is planned.
+	Request(ctx context.Context, id board.RequestID) (board.RequestStatus, error)
 }
 
 // Memory remembers event ids, the threads the bot speaks in and who
@@ -32,6 +35,7 @@ type Memory interface {
 	Mark(ctx context.Context, key string, ttl time.Duration) error
 	Marked(ctx context.Context, key string) (bool, error)
 	HomeViewers
+	Showings
 }
 
 // Config is the Slack app's settings.
@@ -48,6 +52,10 @@ type Config struct {
 	// OAuth, when set, installs BobNet into many workspaces instead of
 	// using BotToken (oauth.go).
 	OAuth *OAuthConfig
+	// StatusEvery is how often a thread's "is planning…" status is set
+	// again while its request is planned (default 90s: Slack clears a
+	// status after two minutes).
+	StatusEvery time.Duration
 }
 
 // Adapter is BobNet in Slack; it is also the engine's poster for Slack
@@ -68,6 +76,14 @@ type Adapter struct {
 	// reading bounds the bodies being read before their signature is known.
 	reading chan struct{}
 	homes   homeLocks // App Home publishes: home.go
+	// pace is the per-channel budget of the calls that show work in
+	// progress (pace.go); statuses the thread statuses being renewed
+	// (status.go); drafts the drafts being shown (drafts.go); runs the
+	// runs' progress messages (runs.go).
+	pace     *pacer
+	statuses *statuses
+	drafts   *drafts
+	runs     *runMessages
 }
 
 // backgroundSlots is how many after-the-ack jobs (decisions, help
@@ -89,11 +105,16 @@ func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *sl
 	if cfg.APIURL != "" {
 		opts = append(opts, slackapi.OptionAPIURL(strings.TrimRight(cfg.APIURL, "/")+"/"))
 	}
+	if cfg.StatusEvery <= 0 {
+		cfg.StatusEvery = 90 * time.Second
+	}
 	a := &Adapter{
 		cfg: cfg, eng: eng, memory: memory,
 		logger: logger, work: work,
 		slots: make(chan struct{}, backgroundSlots), reading: make(chan struct{}, readingSlots),
+		statuses: newStatuses(), drafts: newDrafts(), runs: newRunMessages(),
 	}
+	a.pace = newPacer(time.Now)
 	if cfg.OAuth != nil {
 		if err := a.useOAuth(hc, opts); err != nil {
 			return nil, err

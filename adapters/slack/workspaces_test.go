@@ -71,6 +71,9 @@ type teamSlack struct {
 	groups    map[string][]string // "team/S…" -> the user group's members
 	names     map[string]string   // "team/U…" -> the display name the user set
 	socketURL string              // apps.connections.open's answer to xapp-test
+	// refuse, when set, names the error a call is refused with ("" lets
+	// it through).
+	refuse func(team string, c teamCall) string
 	callLog[teamCall]
 	ts int
 }
@@ -151,9 +154,19 @@ func (f *teamSlack) serve(w http.ResponseWriter, r *http.Request) {
 	f.ts++
 	c.TS = fmt.Sprintf("1700000000.%06d", f.ts)
 	f.record(c)
+	if f.refuse != nil {
+		if e := f.refuse(f.tokens[c.Token], c); e != "" {
+			reply(map[string]any{"ok": false, "error": e})
+			return
+		}
+	}
 	switch method {
-	case "chat.postMessage", "chat.update":
+	case "chat.postMessage", "chat.update", "chat.startStream":
 		reply(map[string]any{"ok": true, "channel": form.Get("channel"), "ts": c.TS})
+	case "chat.appendStream", "chat.stopStream", "chat.delete":
+		reply(map[string]any{"ok": true, "channel": form.Get("channel"), "ts": form.Get("ts")})
+	case "assistant.threads.setStatus":
+		reply(map[string]any{"ok": true})
 	case "chat.postEphemeral":
 		reply(map[string]any{"ok": true, "message_ts": c.TS})
 	case "conversations.replies":

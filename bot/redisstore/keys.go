@@ -71,4 +71,6 @@ var Keys = []Key{
 		"30 days"},
 	{"home-viewers:<surface>", "none (one key)", "who opened BobNet's Slack App Home lately, by when, so a change refreshes the Homes it shows in ([slack.md](slack.md#plan-this-and-the-app-home))",
 		"7 days, at most 1,000 people"},
+	{"showing:{r:<id>}", "the request id", "how a chat surface shows a request while it is planned: the thread status it set, the placeholder or streamed draft message its answer replaces, that the answer went out ([slack.md](slack.md#while-bobnet-plans))",
+		"1 hour"},
 }

@@ -235,6 +235,7 @@ func exercise(t *testing.T, s *redisstore.InFlight, q *redisstore.Queue) {
 	_, err = s.Allow(ctx, "board-events:b_1", board.RateLimit{N: 5, Per: time.Minute})
 	must(err)
 	must(s.AddHomeViewer(ctx, "slack:T1", "U1", now))
+	must(s.ShowingSet(ctx, "r_1", map[string]string{"status": "set"}, time.Minute))
 	must(s.AppendTurn(ctx, "console:c:t", plan.Turn{Role: "user", User: "bob", Text: "plan"}))
 	_, err = s.ClaimDraftMessage(ctx, "r_1", "m_draft")
 	must(err)

@@ -1,0 +1,161 @@
+package slack
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/bobnet/bobnet/board"
+)
+
+// answer is a request's answer as Slack is sent it: the message's blocks,
+// text and metadata, and, for a streamed draft, the chunks that settle
+// the draft's tasks (given the ids the draft showed) and the blocks
+// below them.
+type answer struct {
+	text     string
+	blocks   []slackapi.Block
+	metadata *slackapi.SlackMetadata
+	// settle and below end a streamed draft: its tasks as the answer
+	// leaves them, and the blocks shown under them.
+	settle func(shown []string) []slackapi.StreamChunk
+	below  []slackapi.Block
+}
+
+// answerWait bounds the wait for a placeholder or draft message on its
+// way when the answer comes.
+const answerWait = 3 * time.Second
+
+// answerDraft turns request id's draft message into its answer: the
+// streamed draft is stopped with it (chat.stopStream), a placeholder or
+// posted draft updated to it (chat.update). It returns the answer's
+// message and true when it did, false when there was no draft to turn
+// (the caller posts the answer, then calls answered). Should the draft's
+// message refuse the answer, the answer is posted and the draft deleted:
+// none is left behind.
+func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.Thread, ans answer) (string, bool, error) {
+	shown, _ := a.finishDraft(ctx, id)
+	first, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgAnswer, showingTTL)
+	if err != nil || first {
+		return "", false, nil
+	}
+	sh, err := a.memory.Showing(ctx, id)
+	for deadline := time.Now().Add(answerWait); err == nil && sh[fieldTS] == "" && inFlight(sh[fieldMsg]) && time.Now().Before(deadline); {
+		if sleep(ctx, 100*time.Millisecond) != nil {
+			break
+		}
+		sh, err = a.memory.Showing(ctx, id)
+	}
+	if err != nil || sh[fieldTS] == "" || sh[fieldAnswered] != "" {
+		// No draft to turn, or it was turned already: a second reply
+		// naming the request is a message of its own.
+		return "", false, nil
+	}
+	api, channel, err := a.web(ctx, t.Channel.ID)
+	if err != nil {
+		return "", true, err
+	}
+	ts := sh[fieldTS]
+	switch sh[fieldMsg] {
+	case msgStream:
+		err = a.paced(ctx, t.Channel.ID, func(ctx context.Context) error {
+			opts := []slackapi.MsgOption{slackapi.MsgOptionBlocks(ans.below...)}
+			if chunks := ans.settle(shown); len(chunks) > 0 {
+				opts = append(opts, slackapi.MsgOptionChunks(chunks...))
+			}
+			if ans.metadata != nil {
+				opts = append(opts, slackapi.MsgOptionMetadata(*ans.metadata))
+			}
+			_, _, err := api.StopStreamContext(ctx, channel, ts, opts...)
+			return err
+		})
+		if err != nil {
+			a.logger.Warn("slack: stop the draft's stream; updating it instead", "request", id, "err", err)
+			err = a.updateTo(ctx, api, channel, t, ts, ans)
+		}
+	default:
+		err = a.updateTo(ctx, api, channel, t, ts, ans)
+	}
+	if err != nil {
+		// The draft's message took no answer: post it, then take the
+		// draft away.
+		a.logger.Warn("slack: turn the draft into the answer; posting it instead", "request", id, "err", err)
+		posted, err := a.replaceDraft(ctx, api, channel, t, ts, ans)
+		if err != nil {
+			return "", true, err
+		}
+		a.answered(ctx, id, posted)
+		return posted, true, nil
+	}
+	if sh[fieldStatus] == "set" {
+		// The answer posted no new message, which is what clears a
+		// status on its own.
+		if err := a.setStatus(ctx, t, "", true); err != nil {
+			a.logger.Warn("slack: clear the thread status", "request", id, "err", err)
+		}
+	}
+	a.answered(ctx, id, ts)
+	return ts, true, nil
+}
+
+// inFlight says whether a message of kind may still be on its way.
+func inFlight(kind string) bool {
+	return slices.Contains([]string{msgPlaceholder, msgStream, msgPosted, postNext}, kind)
+}
+
+// updateTo redraws message ts as the answer.
+func (a *Adapter) updateTo(ctx context.Context, api *slackapi.Client, channel string, t board.Thread, ts string, ans answer) error {
+	return a.paced(ctx, t.Channel.ID, func(ctx context.Context) error {
+		opts := []slackapi.MsgOption{slackapi.MsgOptionText(ans.text, false), slackapi.MsgOptionBlocks(ans.blocks...)}
+		if ans.metadata != nil {
+			opts = append(opts, slackapi.MsgOptionMetadata(*ans.metadata))
+		}
+		_, _, _, err := api.UpdateMessageContext(ctx, channel, ts, opts...)
+		return err
+	})
+}
+
+// replaceDraft posts the answer and deletes the draft message ts.
+func (a *Adapter) replaceDraft(ctx context.Context, api *slackapi.Client, channel string, t board.Thread, ts string, ans answer) (string, error) {
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(ans.text, false), slackapi.MsgOptionBlocks(ans.blocks...), slackapi.MsgOptionTS(t.ID)}
+	if ans.metadata != nil {
+		opts = append(opts, slackapi.MsgOptionMetadata(*ans.metadata))
+	}
+	_, posted, err := api.PostMessageContext(ctx, channel, opts...)
+	if err != nil {
+		return "", err
+	}
+	if _, _, err := api.DeleteMessageContext(ctx, channel, ts); err != nil {
+		a.logger.Warn("slack: delete the draft the answer replaced", "message", ts, "err", err)
+	}
+	return posted, nil
+}
+
+// answered notes that request id's answer went out as message ts, for
+// every replica: a status is not renewed any more, a placeholder posted
+// late is taken away, a repost finds it.
+func (a *Adapter) answered(ctx context.Context, id board.RequestID, ts string) {
+	if id == "" {
+		return
+	}
+	a.statuses.drop(id)
+	// The first answer is the request's; a later reply naming it (a
+	// note after a decision) is not.
+	if _, err := a.memory.ShowingClaim(ctx, id, fieldAnswered, ts, showingTTL); err != nil {
+		a.logger.Warn("slack: note the answer", "request", id, "err", err)
+	}
+}
+
+// answeredAs is the message request id's answer went out as, if it did.
+func (a *Adapter) answeredAs(ctx context.Context, id board.RequestID) string {
+	if id == "" {
+		return ""
+	}
+	sh, err := a.memory.Showing(ctx, id)
+	if err != nil {
+		return ""
+	}
+	return sh[fieldAnswered]
+}

@@ -1,0 +1,327 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/bobnet/bobnet/board"
+)
+
+// Showings keeps how a request is shown while it is planned (its
+// showing: a hash of fields), for every replica: the one that
+// acknowledged the mention sets the thread status, the worker's streams
+// the draft and posts the answer. *redisstore.InFlight is one.
+type Showings interface {
+	ShowingSet(ctx context.Context, id board.RequestID, fields map[string]string, ttl time.Duration) error
+	ShowingClaim(ctx context.Context, id board.RequestID, field, value string, ttl time.Duration) (bool, error)
+	Showing(ctx context.Context, id board.RequestID) (map[string]string, error)
+}
+
+// The fields of a showing.
+const (
+	fieldUser   = "user"   // who asked: a streamed message's recipient
+	fieldTeam   = "team"   // the asker's team
+	fieldStatus = "status" // "setting", then "set" or "refused"
+	// fieldMsg is the one message the request's draft and answer use,
+	// claimed by whoever posts first: msgPlaceholder, msgStream (a
+	// streamed draft), msgPosted (a draft posted as a message, where
+	// streaming is refused), msgAnswer (the answer came first) or
+	// msgFailed (a draft whose start failed: the answer is posted), or
+	// postNext (a draft whose stream Slack refused, posted as a message
+	// in its next slot).
+	fieldMsg      = "msg"
+	fieldTS       = "ts"       // that message's ts
+	fieldAnswered = "answered" // the answer's message ts, once it went out
+)
+
+const (
+	msgPlaceholder = "placeholder"
+	msgStream      = "stream"
+	msgPosted      = "posted"
+	msgAnswer      = "answer"
+	msgFailed      = "failed"
+	postNext       = "post-next"
+)
+
+// draftEvent is the metadata type of a placeholder or draft message,
+// naming its request.
+const draftEvent = "bobnet_draft"
+
+// showingTTL is how long a request's showing is kept: longer than any
+// request is planned.
+const showingTTL = time.Hour
+
+// Thread statuses.
+const (
+	planningStatus = "is planning…"
+	// statusFor bounds how long a status is renewed, should a request
+	// never be answered.
+	statusFor = 30 * time.Minute
+	// refusalTTL is how long a workspace's refusal of a method is
+	// remembered (a reinstall with the scope is used within it).
+	refusalTTL = 6 * time.Hour
+)
+
+// showPlanning shows in t at once that BobNet is planning request id:
+// the thread's status, set right after the ack (once per request, however
+// often Slack delivers the event), or where Slack refuses it a
+// placeholder message the answer later replaces.
+func (a *Adapter) showPlanning(t board.Thread, id board.RequestID, user, team string) {
+	a.afterAck("planning status", func(ctx context.Context) {
+		if err := a.memory.ShowingSet(ctx, id, map[string]string{fieldUser: user, fieldTeam: team}, showingTTL); err != nil {
+			a.logger.Warn("slack: keep the request's showing", "request", id, "err", err)
+			return
+		}
+		first, err := a.memory.ShowingClaim(ctx, id, fieldStatus, "setting", showingTTL)
+		if err != nil || !first {
+			return
+		}
+		err = a.setStatus(ctx, t, planningStatus, false)
+		if err == nil {
+			a.setShowing(ctx, id, map[string]string{fieldStatus: "set"})
+			a.statuses.add(id, t, time.Now())
+			a.renewStatuses()
+			return
+		}
+		a.logger.Info("slack: no thread status; posting a placeholder", "request", id, "err", err)
+		a.setShowing(ctx, id, map[string]string{fieldStatus: "refused"})
+		a.postPlaceholder(ctx, t, id)
+	})
+}
+
+// setShowing records fields of id's showing, logging a failure: what is
+// shown is a courtesy, never a reason to fail the request.
+func (a *Adapter) setShowing(ctx context.Context, id board.RequestID, fields map[string]string) {
+	if err := a.memory.ShowingSet(ctx, id, fields, showingTTL); err != nil {
+		a.logger.Warn("slack: keep the request's showing", "request", id, "err", err)
+	}
+}
+
+// setStatus sets (or, with "", clears) t's thread status, unless its
+// workspace refused to before. The first status of a request goes out at
+// once; paced, it waits for the channel's budget (renewals, clearing).
+func (a *Adapter) setStatus(ctx context.Context, t board.Thread, status string, paced bool) error {
+	if a.refusedBefore(ctx, "status", t.Channel.ID) {
+		return errRefusedBefore
+	}
+	api, channel, err := a.web(ctx, t.Channel.ID)
+	if err != nil {
+		return err
+	}
+	call := func(ctx context.Context) error {
+		return api.SetAssistantThreadsStatusContext(ctx, slackapi.AssistantThreadsSetStatusParameters{ChannelID: channel, ThreadTS: t.ID, Status: status})
+	}
+	if paced {
+		err = a.paced(ctx, t.Channel.ID, call)
+	} else {
+		err = a.unpaced(ctx, t.Channel.ID, call)
+	}
+	a.noteRefusal(ctx, "status", t.Channel.ID, err)
+	return err
+}
+
+// postPlaceholder posts the message a request's answer will replace,
+// where Slack shows no status. The message's metadata names the request.
+func (a *Adapter) postPlaceholder(ctx context.Context, t board.Thread, id board.RequestID) {
+	first, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgPlaceholder, showingTTL)
+	if err != nil || !first {
+		return // a draft or the answer is there already
+	}
+	a.rememberThread(ctx, t)
+	api, channel, err := a.web(ctx, t.Channel.ID)
+	if err == nil {
+		var ts string
+		err = a.paced(ctx, t.Channel.ID, func(ctx context.Context) error {
+			_, ts, err = api.PostMessageContext(ctx, channel,
+				slackapi.MsgOptionText("BobNet is planning…", false),
+				slackapi.MsgOptionBlocks(contextBlock(":hourglass_flowing_sand: BobNet is planning…")),
+				slackapi.MsgOptionMetadata(slackapi.SlackMetadata{EventType: draftEvent, EventPayload: map[string]any{"request_id": string(id)}}),
+				slackapi.MsgOptionTS(t.ID))
+			return err
+		})
+		if err == nil {
+			a.setShowing(ctx, id, map[string]string{fieldTS: ts})
+			if a.answeredAs(ctx, id) != "" {
+				// The answer came while this was on its way, and was
+				// posted: the placeholder goes.
+				if _, _, err := api.DeleteMessageContext(ctx, channel, ts); err != nil {
+					a.logger.Warn("slack: delete a late placeholder", "request", id, "err", err)
+				}
+			}
+			return
+		}
+	}
+	a.logger.Warn("slack: post the placeholder", "request", id, "err", err)
+	a.setShowing(ctx, id, map[string]string{fieldMsg: msgFailed})
+}
+
+// errRefusedBefore is a method the workspace refused lately, not asked
+// again.
+var errRefusedBefore = errors.New("slack refused this method in this workspace lately")
+
+// refusal says whether err is Slack refusing a method for this app,
+// token, workspace or channel, rather than failing to do it.
+func refusal(err error) bool {
+	var se slackapi.SlackErrorResponse
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Err {
+	case "not_allowed_token_type", "method_not_supported_for_channel_type", "unknown_method",
+		"missing_scope", "not_allowed", "no_permission", "feature_not_enabled", "access_denied", "team_not_allowed":
+		return true
+	}
+	return false
+}
+
+// refusalKey names where a method is refused: the workspace (its
+// installation; "" with one workspace), or the channel when Slack said
+// the channel's type is the reason.
+func refusalKey(method, channel string, perChannel bool) string {
+	where, _, _ := strings.Cut(channel, "/")
+	if !strings.Contains(channel, "/") {
+		where = ""
+	}
+	if perChannel {
+		where = channel
+	}
+	return "slack-refused:" + method + ":" + where
+}
+
+// noteRefusal remembers for refusalTTL that the workspace (or the
+// channel) refused method, so it is not asked again for every request.
+func (a *Adapter) noteRefusal(ctx context.Context, method, channel string, err error) {
+	if !refusal(err) {
+		return
+	}
+	var se slackapi.SlackErrorResponse
+	errors.As(err, &se)
+	key := refusalKey(method, channel, se.Err == "method_not_supported_for_channel_type")
+	a.logger.Info("slack: method refused; using the fallback for a while", "method", method, "channel", channel, "error", se.Err)
+	if merr := a.memory.Mark(ctx, key, refusalTTL); merr != nil {
+		a.logger.Warn("slack: remember a refusal", "err", merr)
+	}
+}
+
+// refusedBefore says whether channel's workspace (or the channel) refused
+// method lately.
+func (a *Adapter) refusedBefore(ctx context.Context, method, channel string) bool {
+	for _, perChannel := range []bool{false, true} {
+		if ok, err := a.memory.Marked(ctx, refusalKey(method, channel, perChannel)); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// statuses are the thread statuses this replica set, renewed every
+// StatusEvery until their request is answered.
+type statuses struct {
+	mu      sync.Mutex
+	set     map[board.RequestID]*threadStatus
+	running bool
+}
+
+type threadStatus struct {
+	thread  board.Thread
+	since   time.Time
+	renewed time.Time
+}
+
+func newStatuses() *statuses { return &statuses{set: map[board.RequestID]*threadStatus{}} }
+
+func (s *statuses) add(id board.RequestID, t board.Thread, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.set[id] = &threadStatus{thread: t, since: now, renewed: now}
+}
+
+// due are the statuses to renew now (or drop, past statusFor).
+func (s *statuses) due(now time.Time, every time.Duration) map[board.RequestID]threadStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[board.RequestID]threadStatus{}
+	for id, st := range s.set {
+		if now.Sub(st.renewed) >= every {
+			out[id] = *st
+		}
+	}
+	return out
+}
+
+func (s *statuses) renewed(id board.RequestID, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.set[id]; ok {
+		st.renewed = now
+	}
+}
+
+func (s *statuses) drop(id board.RequestID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.set, id)
+}
+
+// renewStatuses starts the loop renewing the statuses, once; it runs for
+// the server's lifetime.
+func (a *Adapter) renewStatuses() {
+	a.statuses.mu.Lock()
+	defer a.statuses.mu.Unlock()
+	if a.statuses.running {
+		return
+	}
+	a.statuses.running = true
+	tick := min(a.cfg.StatusEvery/4, 5*time.Second)
+	go func() {
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-a.work.Done():
+				return
+			case <-t.C:
+				a.renewDue(a.work)
+			}
+		}
+	}()
+}
+
+// renewDue sets again each status due, while its request is still being
+// planned: not answered (its showing says so on every replica), not done
+// or failed in the engine, and no draft message showing it instead.
+func (a *Adapter) renewDue(ctx context.Context) {
+	now := time.Now()
+	for id, st := range a.statuses.due(now, a.cfg.StatusEvery) {
+		if now.Sub(st.since) > statusFor || !a.stillPlanning(ctx, id) {
+			a.statuses.drop(id)
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+		err := a.setStatus(cctx, st.thread, planningStatus, true)
+		cancel()
+		if err != nil {
+			a.logger.Warn("slack: renew the thread status", "request", id, "err", err)
+		}
+		a.statuses.renewed(id, now)
+	}
+}
+
+// stillPlanning says whether request id waits for its answer with
+// nothing but the status to show it.
+func (a *Adapter) stillPlanning(ctx context.Context, id board.RequestID) bool {
+	sh, err := a.memory.Showing(ctx, id)
+	if err != nil || sh[fieldAnswered] != "" || sh[fieldMsg] != "" {
+		return false
+	}
+	st, err := a.eng.Request(ctx, id)
+	if err != nil {
+		return false
+	}
+	return st.State == board.RequestQueued || st.State == board.RequestPlanning
+}

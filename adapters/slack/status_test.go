@@ -1,0 +1,160 @@
+package slack_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/planner/plannertest"
+)
+
+func isStatus(c call) bool { return c.Method == "assistant.threads.setStatus" }
+
+func isPlaceholder(c call) bool {
+	return c.Method == "chat.postMessage" && strings.Contains(c.Form.Get("metadata"), `"bobnet_draft"`)
+}
+
+// slowModel answers the newspaper plan after delay.
+func slowModel(t *testing.T, w *world, delay time.Duration) {
+	plan := plannertest.NewspaperPlan(t)
+	w.env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply {
+		return plannertest.Reply{Content: plan, Delay: delay}
+	})
+}
+
+// Within a second of a mention's ack the thread says BobNet is planning,
+// while the model still works: one status per request however often
+// Slack delivers the event, and no placeholder where the status shows.
+func TestPlanningStatusWithinASecondOfTheAck(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	slowModel(t, w, 2*time.Second)
+	event := mentionEvent("EvS1", "1690000000.000101", "plan our daily research newspaper")
+	if resp := w.post(t, "/slack/events", "application/json", event); resp.StatusCode != http.StatusOK {
+		t.Fatalf("events: %d", resp.StatusCode)
+	}
+	acked := time.Now()
+	for i := 1; i <= 2; i++ {
+		w.post(t, "/slack/events", "application/json", event, "X-Slack-Retry-Num", strconv.Itoa(i), "X-Slack-Retry-Reason", "http_timeout")
+	}
+	st := w.slack.waitFor(t, "thread status", isStatus)
+	if d := st.At.Sub(acked); d > time.Second {
+		t.Errorf("status %s after the ack", d)
+	}
+	if st.Form.Get("channel_id") != "C_NEWS" || st.Form.Get("thread_ts") != "1690000000.000101" || st.Form.Get("status") != "is planning…" {
+		t.Errorf("status = %v", st.Form)
+	}
+	if n := w.slack.count(isPreview); n != 0 {
+		t.Fatalf("the preview came before the model answered: %d", n)
+	}
+	preview := w.slack.waitFor(t, "preview", isPreview)
+	if preview.At.Before(st.At) {
+		t.Error("status after the preview")
+	}
+	w.env.WaitIdle(t)
+	if n := w.slack.count(isStatus); n != 1 {
+		t.Errorf("statuses = %d, want 1 for one request delivered three times", n)
+	}
+	if n := w.slack.count(method("chat.postMessage")); n != 1 {
+		t.Errorf("messages = %d, want the preview alone", n)
+	}
+}
+
+// Where Slack refuses the status, a placeholder says BobNet is planning,
+// and the preview replaces it: no message is left over, and the buttons
+// of the preview (the placeholder's message) decide. The refusal is
+// remembered for the workspace: the next mention goes straight to a
+// placeholder.
+func TestPlaceholderWhereTheStatusIsRefused(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	slowModel(t, w, time.Second)
+	w.slack.mu.Lock()
+	w.slack.refuse = func(c call) string {
+		if isStatus(c) {
+			return "not_allowed_token_type"
+		}
+		return ""
+	}
+	w.slack.mu.Unlock()
+	w.post(t, "/slack/events", "application/json", mentionEvent("EvP1", "1690000000.000201", "plan our daily research newspaper"))
+	acked := time.Now()
+	ph := w.slack.waitFor(t, "placeholder", isPlaceholder)
+	if d := ph.At.Sub(acked); d > time.Second {
+		t.Errorf("placeholder %s after the ack", d)
+	}
+	if ph.Form.Get("thread_ts") != "1690000000.000201" || !strings.Contains(ph.Form.Get("text"), "planning") {
+		t.Errorf("placeholder = %v", ph.Form)
+	}
+	update := w.slack.waitFor(t, "preview in the placeholder", func(c call) bool {
+		return c.Method == "chat.update" && c.Form.Get("ts") == ph.TS && strings.Contains(c.Form.Get("blocks"), "bobnet_approve")
+	})
+	if !strings.Contains(update.Form.Get("metadata"), "bobnet_preview") || !strings.Contains(update.Form.Get("blocks"), `"type":"plan"`) {
+		t.Errorf("preview update = %v", update.Form)
+	}
+	w.env.WaitIdle(t)
+	if n := w.slack.count(method("chat.postMessage")); n != 1 {
+		t.Errorf("messages = %d, want the placeholder alone (the preview replaced it)", n)
+	}
+	// The preview's buttons are the placeholder's message's.
+	pid := proposalID.FindStringSubmatch(update.Form.Get("blocks"))[1]
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_ALICE", "bobnet_approve", pid, ph.TS))
+	w.slack.waitFor(t, "approved preview", func(c call) bool {
+		return c.Method == "chat.update" && c.Form.Get("ts") == ph.TS && strings.Contains(c.blocks(), "Approved by <@U_ALICE>")
+	})
+
+	statuses := w.slack.count(isStatus)
+	w.post(t, "/slack/events", "application/json", mentionEvent("EvP2", "1690000000.000202", "plan our daily research newspaper"))
+	w.slack.waitFor(t, "second placeholder", func(c call) bool { return isPlaceholder(c) && c.Form.Get("thread_ts") == "1690000000.000202" })
+	if n := w.slack.count(isStatus); n != statuses {
+		t.Errorf("the refused status was asked again: %d calls, had %d", n, statuses)
+	}
+}
+
+// The status is set again before Slack's two-minute timeout while the
+// request is planned, and no more once it is answered.
+func TestStatusRenewedWhilePlanning(t *testing.T) {
+	t.Parallel()
+	w := newWorldWith(t, func(c *slack.Config) { c.StatusEvery = time.Second })
+	slowModel(t, w, 3500*time.Millisecond)
+	w.post(t, "/slack/events", "application/json", mentionEvent("EvR1", "1690000000.000301", "plan our daily research newspaper"))
+	w.slack.waitFor(t, "preview", isPreview)
+	if n := w.slack.count(isStatus); n < 3 {
+		t.Errorf("statuses = %d in 3.5 s of planning, want the first and at least 2 renewals", n)
+	}
+	answered := w.slack.count(isStatus)
+	time.Sleep(2500 * time.Millisecond)
+	if n := w.slack.count(isStatus); n != answered {
+		t.Errorf("statuses went on after the answer: %d, then %d", answered, n)
+	}
+}
+
+// A 429 on the status is waited out as Slack asks (Retry-After), and the
+// status set then.
+func TestStatusHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	slowModel(t, w, 3*time.Second)
+	w.slack.mu.Lock()
+	w.slack.limit = func(c call) time.Duration {
+		if isStatus(c) && w.slack.count(isStatus) == 0 {
+			return time.Second
+		}
+		return 0
+	}
+	w.slack.mu.Unlock()
+	w.post(t, "/slack/events", "application/json", mentionEvent("EvT1", "1690000000.000311", "plan our daily research newspaper"))
+	limited := w.slack.waitFor(t, "limited status", func(c call) bool { return isStatus(c) && c.Limited > 0 })
+	set := w.slack.waitFor(t, "status", func(c call) bool { return isStatus(c) && c.Limited == 0 })
+	if gap := set.At.Sub(limited.At); gap < 950*time.Millisecond {
+		t.Errorf("status asked again %s after a 429 asking for 1 s", gap)
+	}
+	if n := w.slack.count(isPlaceholder); n != 0 {
+		t.Errorf("%d placeholders: a 429 is no refusal", n)
+	}
+}

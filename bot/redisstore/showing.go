@@ -1,0 +1,58 @@
+package redisstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bobnet/bobnet/board"
+)
+
+// A request's showing is how a surface shows it while it is planned: the
+// thread status it set, the placeholder or streamed message the answer
+// replaces, and that the answer went out. It is one hash per request,
+// named with the request's hash tag ({r:<id>}) so every replica reads the
+// same one: the replica that acknowledged the mention sets the status,
+// the worker's replica streams the draft and posts the answer.
+
+// showingKey is request id's showing hash.
+func (s *InFlight) showingKey(id board.RequestID) string {
+	return s.key("showing", "{r:"+string(id)+"}")
+}
+
+// ShowingSet sets fields of request id's showing; the hash lives ttl
+// from now.
+func (s *InFlight) ShowingSet(ctx context.Context, id board.RequestID, fields map[string]string, ttl time.Duration) error {
+	key := s.showingKey(id)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, key, fields)
+		p.Expire(ctx, key, ttl)
+		return nil
+	})
+	return wrap("set showing", err)
+}
+
+// ShowingClaim sets field of request id's showing to value unless it is
+// set already, and reports whether it set it; the hash lives ttl from
+// now. Of several replicas claiming one field, one wins.
+func (s *InFlight) ShowingClaim(ctx context.Context, id board.RequestID, field, value string, ttl time.Duration) (bool, error) {
+	key := s.showingKey(id)
+	var set *redis.BoolCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.HSetNX(ctx, key, field, value)
+		p.Expire(ctx, key, ttl)
+		return nil
+	})
+	if err != nil {
+		return false, wrap("claim showing", err)
+	}
+	return set.Val(), nil
+}
+
+// Showing is request id's showing, field by field; empty when nothing was
+// shown (or it expired).
+func (s *InFlight) Showing(ctx context.Context, id board.RequestID) (map[string]string, error) {
+	m, err := s.rdb.HGetAll(ctx, s.showingKey(id)).Result()
+	return m, wrap("read showing", err)
+}
