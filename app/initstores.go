@@ -57,13 +57,10 @@ func initStores(ctx context.Context, cfg Config, logger *slog.Logger) (_ *stores
 
 // postgresPoolSize is the least the Postgres pool may open: pgx's own
 // default (the larger of 4 and the cores) and one connection for every
-// other worker. Of 20 previews planned at once by 32 workers, each
-// writes four rows after its model answers (the tokens it cost, its
-// policy read, the proposal, the audit row); with 4 connections they
-// queued some 25 ms each for one (an execution trace of the preview
-// workload), and 16 connections took the preview's p50 after its model
-// from 84–112 ms to 64–79 ms in A/B runs (scripts/loadbench, 3 pairs).
-// A pool_max_conns in DATABASE_URL wins.
+// other worker, since each preview writes several rows right after its
+// model answers (the tokens it cost, its policy read, the proposal, the
+// audit row) and previews finish together. A pool_max_conns in
+// DATABASE_URL wins.
 func postgresPoolSize(workers int) int { return max(4, runtime.NumCPU()) + workers/2 }
 
 // close closes Redis, then Postgres: the reverse of their opening.
