@@ -19,7 +19,7 @@ import (
 // articles rendered.
 func TestDemoMorningEdition(t *testing.T) {
 	t.Parallel()
-	m, err := demomodel.Load("../testdata/plans", "../testdata/demo/articles")
+	m, err := demomodel.Load("../testdata/plans", "../testdata/demo/articles", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ func runDemoModel(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:11435", "loopback `address` to serve the OpenAI-compatible API on")
 	articles := fs.String("articles", "testdata/demo/articles", "`folder` of the canned Markdown articles a run's cards get")
+	pace := fs.Duration("pace", 3*time.Second, "how long a streamed answer takes, so the plan is drafted card by card (0: at once)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -31,13 +32,17 @@ func runDemoModel(args []string, stdout, stderr io.Writer) int {
 	}
 	dir := "testdata/plans"
 	if fs.NArg() > 1 {
-		fmt.Fprintln(stderr, "usage: bobnet demo-model [--listen ADDR] [--articles DIR] [DIR]")
+		fmt.Fprintln(stderr, "usage: bobnet demo-model [--listen ADDR] [--articles DIR] [--pace DURATION] [DIR]")
 		return 2
 	}
 	if fs.NArg() == 1 {
 		dir = fs.Arg(0)
 	}
-	m, err := demomodel.Load(dir, *articles)
+	if *pace < 0 {
+		fmt.Fprintf(stderr, "bobnet demo-model: --pace %s: not below zero\n", *pace)
+		return 2
+	}
+	m, err := demomodel.Load(dir, *articles, *pace)
 	if err != nil {
 		fmt.Fprintf(stderr, "bobnet demo-model: %v (run it at the top of the repository, or name the folders of canned plans and articles)\n", err)
 		return 2

@@ -9,6 +9,7 @@
 package demomodel
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -44,16 +45,20 @@ var DailySchedule = map[string]any{"type": "schedule_board", "cron": "0 6 * * *"
 type Model struct {
 	outputs  map[string]string
 	articles []article
+	// pace is how long a streamed answer takes from its first piece to
+	// its last, so a demo shows the plan drafted card by card.
+	pace time.Duration
 }
 
 // Load reads the canned plan outputs from plansDir and the canned
-// articles (*.md) from articlesDir, and labels each one.
-func Load(plansDir, articlesDir string) (*Model, error) {
+// articles (*.md) from articlesDir, and labels each one. A streamed
+// answer is spread over pace (0: sent at once).
+func Load(plansDir, articlesDir string, pace time.Duration) (*Model, error) {
 	articles, err := loadArticles(articlesDir)
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{outputs: map[string]string{}, articles: articles}
+	m := &Model{outputs: map[string]string{}, articles: articles, pace: pace}
 	dir := plansDir
 	for _, name := range []string{planFile, answerFile, refuseFile, clarifyFile} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -146,7 +151,7 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id, created := fmt.Sprintf("demo-%d", time.Now().UnixNano()), time.Now().Unix()
 	if req.Stream {
-		stream(w, id, created, content)
+		m.stream(r.Context(), w, id, created, content)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -157,18 +162,55 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// stream sends content as one chunk and a closing one, as servers that
-// stream do.
-func stream(w http.ResponseWriter, id string, created int64, content string) {
+// streamPieces is how many pieces a paced streamed answer is sent in.
+const streamPieces = 40
+
+// stream sends content as servers that stream do: its pieces, spread
+// over the model's pace (one piece when it has none), then a closing
+// chunk. A client that goes away ends it.
+func (m *Model) stream(ctx context.Context, w http.ResponseWriter, id string, created int64, content string) {
 	w.Header().Set("Content-Type", "text/event-stream")
-	for _, delta := range []openai.ChatCompletionStreamChoice{
-		{Delta: openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant, Content: content}},
-		{FinishReason: openai.FinishReasonStop},
-	} {
+	send := func(delta openai.ChatCompletionStreamChoice) {
 		b, _ := json.Marshal(openai.ChatCompletionStreamResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: Name, Choices: []openai.ChatCompletionStreamChoice{delta}})
 		fmt.Fprintf(w, "data: %s\n\n", b)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
 	}
+	pieces := []string{content}
+	if m.pace > 0 {
+		pieces = split(content, streamPieces)
+	}
+	for i, p := range pieces {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(m.pace / time.Duration(len(pieces))):
+			}
+		}
+		d := openai.ChatCompletionStreamChoiceDelta{Content: p}
+		if i == 0 {
+			d.Role = openai.ChatMessageRoleAssistant
+		}
+		send(openai.ChatCompletionStreamChoice{Delta: d})
+	}
+	send(openai.ChatCompletionStreamChoice{FinishReason: openai.FinishReasonStop})
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// split cuts s into at most n pieces of about equal length, on character
+// boundaries.
+func split(s string, n int) []string {
+	r := []rune(s)
+	size := max(1, (len(r)+n-1)/n)
+	var out []string
+	for len(r) > 0 {
+		k := min(size, len(r))
+		out = append(out, string(r[:k]))
+		r = r[k:]
+	}
+	return out
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

@@ -2,12 +2,15 @@ package demomodel_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
@@ -21,7 +24,7 @@ import (
 // and streamed.
 func TestDemoModelPlansThroughTheRealClient(t *testing.T) {
 	t.Parallel()
-	m, err := demomodel.Load("../../testdata/plans", "../../testdata/demo/articles")
+	m, err := demomodel.Load("../../testdata/plans", "../../testdata/demo/articles", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +71,7 @@ func TestDemoModelPlansThroughTheRealClient(t *testing.T) {
 // BobNet's start-up probe (the models list) is answered.
 func TestDemoModelWritesArticlesAndAnswersTheProbe(t *testing.T) {
 	t.Parallel()
-	m, err := demomodel.Load("../../testdata/plans", "../../testdata/demo/articles")
+	m, err := demomodel.Load("../../testdata/plans", "../../testdata/demo/articles", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +125,55 @@ func TestDemoModelWritesArticlesAndAnswersTheProbe(t *testing.T) {
 
 func TestDemoModelNeedsItsArticles(t *testing.T) {
 	t.Parallel()
-	if _, err := demomodel.Load("../../testdata/plans", t.TempDir()); err == nil || !strings.Contains(err.Error(), "no canned articles") {
+	if _, err := demomodel.Load("../../testdata/plans", t.TempDir(), 0); err == nil || !strings.Contains(err.Error(), "no canned articles") {
 		t.Fatalf("no articles: %v", err)
+	}
+}
+
+// A paced model streams its plan in many pieces over its pace, so a demo
+// shows the draft card by card; joined, they are the plan it answers
+// unstreamed.
+func TestPacedStreamComesInPieces(t *testing.T) {
+	const pace = 400 * time.Millisecond
+	m, err := demomodel.Load("../../testdata/plans", "../../testdata/demo/articles", pace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(m)
+	defer srv.Close()
+	cfg := openai.DefaultConfig("demo")
+	cfg.BaseURL = srv.URL + "/v1"
+	client := openai.NewClientWithConfig(cfg)
+	req := openai.ChatCompletionRequest{Model: demomodel.Name, Stream: true,
+		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "plan our daily research newspaper"}}}
+	start := time.Now()
+	stream, err := client.CreateChatCompletionStream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	var got strings.Builder
+	pieces := 0
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Choices) > 0 && resp.Choices[0].Delta.Content != "" {
+			pieces++
+			got.WriteString(resp.Choices[0].Delta.Content)
+		}
+	}
+	if took := time.Since(start); took < pace*3/4 {
+		t.Errorf("the stream took %s; want about its pace of %s", took, pace)
+	}
+	if pieces < 10 {
+		t.Errorf("%d pieces; want the plan in many", pieces)
+	}
+	if want := m.Choose("plan our daily research newspaper"); got.String() != want {
+		t.Errorf("the pieces joined differ from the plan answered unstreamed")
 	}
 }
