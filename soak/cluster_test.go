@@ -28,6 +28,10 @@ type services struct {
 	// pairDir is the Postgres primary and standby's folder of the
 	// failover soak (databaseURL then names both); empty otherwise.
 	pairDir string
+	// clusterDir is the Redis Cluster's folder of the failover soak
+	// (redisURL then names its nodes in go-redis's cluster form); empty
+	// otherwise.
+	clusterDir string
 	// redisEnv is what the replicas need besides REDIS_URL to reach
 	// this Redis (the cluster's BOBNET_REDIS_MODE); none for one Redis.
 	redisEnv []string
