@@ -28,7 +28,9 @@ import (
 func TestSoakFailover(t *testing.T) {
 	length := soakLength(t)
 	root := moduleRoot(t)
-	svc := startServices(t, root)
+	// The pair first: pgstandby.sh installs Postgres and Redis when
+	// missing (through services.sh).
+	svc := newServices(t, root)
 	svc.startPair(t)
 	svc.startCluster(t)
 	intake := &intakeLog{}
@@ -50,7 +52,7 @@ func TestSoakFailover(t *testing.T) {
 }
 
 // startPair starts the Postgres primary with its synchronous standby
-// (scripts/pgstandby.sh) beside the services, and points databaseURL at
+// (scripts/pgstandby.sh), and points databaseURL at
 // both.
 func (s *services) startPair(t *testing.T) {
 	t.Helper()
