@@ -119,7 +119,8 @@ func failoverFaults(intake *intakeLog) faultFunc {
 			svc.restarted = time.Now()
 			svc.mu.Unlock()
 			t.Logf("fault: postgres primary stopped, standby promoted")
-			intake.fault("postgres failover (primary stopped, standby promoted 2 s later)", began)
+			intake.fault("postgres failover", began)
+			intake.note("postgres failover: from the primary's stop to the standby promoted", time.Since(began).Round(100*time.Millisecond).String())
 		}()
 		return done
 	}
