@@ -165,22 +165,33 @@ func (s *services) waitCluster(t *testing.T, ports []string, since time.Time, do
 // busiestMaster is the port of the master holding the request stream
 // shards that took the most entries, and how many.
 func busiestMaster(ctx context.Context, rdb *redis.ClusterClient) (string, int64, error) {
-	slots, err := rdb.ClusterSlots(ctx).Result()
+	shards, err := rdb.ClusterShards(ctx).Result()
 	if err != nil {
-		return "", 0, fmt.Errorf("cluster slots: %w", err)
+		return "", 0, fmt.Errorf("cluster shards: %w", err)
+	}
+	// masterOf is the port of the master serving slot.
+	masterOf := func(slot int64) string {
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if slot < r.Start || slot > r.End {
+					continue
+				}
+				for _, n := range sh.Nodes {
+					if n.Role == "master" {
+						return strconv.FormatInt(n.Port, 10)
+					}
+				}
+			}
+		}
+		return ""
 	}
 	took := map[string]int64{}
 	for n := range soakStreams {
-		key := fmt.Sprintf("bobnet:requests:{%d}", n)
+		key := fmt.Sprintf("bobnet:requests:{%d}", n) // BOBNET_REDIS_PREFIX unset
 		slot := redisstore.Slot(key)
-		var master string
-		for _, r := range slots {
-			if slot >= r.Start && slot <= r.End && len(r.Nodes) > 0 {
-				master = r.Nodes[0].Addr
-			}
-		}
+		master := masterOf(int64(slot))
 		if master == "" {
-			return "", 0, fmt.Errorf("no master holds slot %d", slot)
+			return "", 0, fmt.Errorf("no master serves slot %d", slot)
 		}
 		if _, ok := took[master]; !ok {
 			took[master] = 0 // a master with no request yet is one too
@@ -192,13 +203,12 @@ func busiestMaster(ctx context.Context, rdb *redis.ClusterClient) (string, int64
 		took[master] += info.EntriesAdded
 	}
 	best, most := "", int64(-1)
-	for addr, n := range took {
+	for port, n := range took {
 		if n > most {
-			best, most = addr, n
+			best, most = port, n
 		}
 	}
-	_, port, _ := strings.Cut(best, ":")
-	return port, most, nil
+	return best, most, nil
 }
 
 type keyFamily struct {
