@@ -26,8 +26,9 @@ test:
 # Three replicas under a mixed workload while replicas are killed and
 # Postgres and Redis restarted; prints what it checked as a table. make test
 # runs the same for 60 s. BOBNET_SOAK_DURATION=20m make soak for longer.
-# BOBNET_SOAK_CLUSTER=1: the soak through failovers instead (Postgres with a
-# synchronous standby, Redis's master lost, then the Postgres primary).
+# BOBNET_SOAK_CLUSTER=1: the soak through failovers instead (a 6-node Redis
+# Cluster and Postgres with a synchronous standby; a Redis master SIGKILLed,
+# then the Postgres primary stopped and the standby promoted).
 soak:
 	test=TestSoak; [ "$${BOBNET_SOAK_CLUSTER:-}" = 1 ] && test=TestSoakFailover; \
 	BOBNET_SOAK_DURATION=$${BOBNET_SOAK_DURATION:-5m} $(GO) test -tags goolm -count=1 -v -run "^$$test\$$" -timeout 90m ./soak/

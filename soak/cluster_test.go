@@ -20,7 +20,9 @@ import (
 
 // services are the soak's own Postgres and Redis (append-only file on),
 // started by scripts/services.sh so that they can be stopped and started
-// again on the same ports while BobNet runs.
+// again on the same ports while BobNet runs; the failover soak's are a
+// Postgres primary with its standby (scripts/pgstandby.sh) and a 6-node
+// Redis Cluster (scripts/rediscluster.sh) instead.
 type services struct {
 	root, dir   string
 	databaseURL string
@@ -28,6 +30,10 @@ type services struct {
 	// pairDir is the Postgres primary and standby's folder of the
 	// failover soak (databaseURL then names both); empty otherwise.
 	pairDir string
+	// clusterDir is the Redis Cluster's folder of the failover soak
+	// (redisURL then names its nodes in go-redis's cluster form); empty
+	// otherwise.
+	clusterDir string
 	// redisEnv is what the replicas need besides REDIS_URL to reach
 	// this Redis (the cluster's BOBNET_REDIS_MODE); none for one Redis.
 	redisEnv []string
@@ -44,20 +50,10 @@ func (s *services) pgBackSince() time.Time {
 	return s.restarted
 }
 
+// startServices starts the soak's Postgres and Redis (services.sh).
 func startServices(t *testing.T, root string) *services {
 	t.Helper()
-	// Not t.TempDir: Postgres runs as another user (it refuses root) and
-	// must be able to reach its folder, which t.TempDir's 0700 parent
-	// forbids.
-	base, err := os.MkdirTemp("", "bobnet-soak-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	s := &services{root: root, dir: filepath.Join(base, "svc")}
+	s := newServices(t, root)
 	out := s.run(t, "start")
 	for line := range strings.Lines(out) {
 		k, v, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "export "), "=")
@@ -73,6 +69,25 @@ func startServices(t *testing.T, root string) *services {
 	}
 	t.Cleanup(func() { s.run(t, "stop") })
 	return s
+}
+
+// newServices makes the folder the soak's servers keep their data in,
+// removed at the end, and starts none: startServices starts the single
+// Postgres and Redis, the failover soak its pair and cluster instead.
+func newServices(t *testing.T, root string) *services {
+	t.Helper()
+	// Not t.TempDir: Postgres runs as another user (it refuses root) and
+	// must be able to reach its folder, which t.TempDir's 0700 parent
+	// forbids.
+	base, err := os.MkdirTemp("", "bobnet-soak-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	return &services{root: root, dir: filepath.Join(base, "svc")}
 }
 
 // run calls scripts/services.sh cmd on the soak's folder and returns what

@@ -11,38 +11,35 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // TestSoakFailover is the soak through failovers (make soak with
 // BOBNET_SOAK_CLUSTER=1; make test runs it for 60 s): three replicas on a
+// 6-node Redis Cluster of its own (BOBNET_REDIS_MODE=cluster) and a
 // Postgres primary with a synchronous standby behind one multi-host
-// DATABASE_URL, under the mixed workload, while Redis loses its master (a
-// quarter in) and, later (half way), the Postgres primary is stopped and
-// the standby promoted. Beside the soak's checks (every acknowledged
-// request answered, each approval one board, nothing doubled), the table
-// shows for each fault how many attempts to hand in a request or an
-// approval were refused, and the longest window of refusals.
-//
-// Redis: a single Redis, restarted, until BobNet's cluster mode
-// (BOBNET_REDIS_MODE=cluster, scripts/rediscluster.sh) is in. Then three
-// things change, each in one place: startServices' Redis becomes the
-// cluster (redisURL in the cluster form, redisEnv with
-// BOBNET_REDIS_MODE=cluster, which soak hands the replicas), and
-// redisFault SIGKILLs a master whose replica the cluster promotes.
+// DATABASE_URL, under the mixed workload, while the busiest Redis master
+// is SIGKILLed (a quarter in; its replica is promoted and the killed
+// server started again, rejoining as a replica) and, later (half way),
+// the Postgres primary is stopped and the standby promoted. Beside the
+// soak's checks (every acknowledged request answered, each approval one
+// board, nothing doubled), the table shows for each fault how many
+// attempts to hand in a request or an approval were refused, and the
+// longest window of refusals one channel (or one proposal) met.
 func TestSoakFailover(t *testing.T) {
 	length := soakLength(t)
 	root := moduleRoot(t)
-	svc := startServices(t, root)
+	// The pair first: pgstandby.sh installs Postgres and Redis when
+	// missing (through services.sh).
+	svc := newServices(t, root)
 	svc.startPair(t)
+	svc.startCluster(t)
 	intake := &intakeLog{}
 	led := soak(t, root, svc, length, failoverFaults(intake), intake)
 	// For the capacity note: what Redis holds per request it took, by key
 	// family (every key is still within its lifetime: requests and their
 	// dedupe keys 7 days, proposals a day).
 	if n := len(led.requests) + len(led.mentions); n > 0 {
-		fams, err := redisFootprint(svc.redisURL)
+		fams, err := redisFootprint(svc)
 		if err != nil {
 			t.Logf("redis footprint: %v", err)
 		}
@@ -54,50 +51,8 @@ func TestSoakFailover(t *testing.T) {
 	}
 }
 
-type keyFamily struct {
-	family string
-	bytes  int64
-}
-
-// redisFootprint sums MEMORY USAGE over the keys of each family (the
-// part of the key after BobNet's prefix, up to the next colon), largest
-// first.
-func redisFootprint(url string) ([]keyFamily, error) {
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, err
-	}
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
-	ctx := context.Background()
-	sums := map[string]int64{}
-	iter := rdb.Scan(ctx, 0, "*", 500).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
-		parts := strings.SplitN(key, ":", 3)
-		fam := key
-		if len(parts) > 1 {
-			fam = parts[1]
-		}
-		n, err := rdb.MemoryUsage(ctx, key).Result()
-		if err != nil {
-			continue // expired meanwhile
-		}
-		sums[fam] += n
-	}
-	if err := iter.Err(); err != nil {
-		return nil, err
-	}
-	var out []keyFamily
-	for f, n := range sums {
-		out = append(out, keyFamily{f, n})
-	}
-	slices.SortFunc(out, func(a, b keyFamily) int { return int(b.bytes - a.bytes) })
-	return out, nil
-}
-
 // startPair starts the Postgres primary with its synchronous standby
-// (scripts/pgstandby.sh) beside the services, and points databaseURL at
+// (scripts/pgstandby.sh), and points databaseURL at
 // both.
 func (s *services) startPair(t *testing.T) {
 	t.Helper()
@@ -127,17 +82,8 @@ func (s *services) pair(t *testing.T, cmd string) string {
 	return stdout.String()
 }
 
-// redisFault takes Redis's master away and says what it did. With the
-// single Redis it is restarted (SIGTERM: its append-only file written,
-// nothing acknowledged lost); on the cluster the fault is a SIGKILL of a
-// master, whose replica the cluster promotes.
-func (s *services) redisFault(t *testing.T) string {
-	s.restart(t, "redis", time.Second)
-	return "redis restarted (single Redis)"
-}
-
-// failoverFaults is the failover soak's faults: Redis's master a quarter
-// in, the Postgres failover half way (the primary stopped, two seconds
+// failoverFaults is the failover soak's faults: a Redis master killed a
+// quarter in, the Postgres failover half way (the primary stopped, two seconds
 // with no primary, the standby promoted); each noted in intake.
 func failoverFaults(intake *intakeLog) faultFunc {
 	return func(ctx context.Context, t *testing.T, svc *services, _ []*replica, _ *model, length time.Duration) <-chan struct{} {
@@ -157,9 +103,11 @@ func failoverFaults(intake *intakeLog) faultFunc {
 				return
 			}
 			began := time.Now()
-			what := svc.redisFault(t)
-			t.Logf("fault: %s", what)
+			what, times := svc.clusterFault(t)
 			intake.fault(what, began)
+			if times != "" {
+				intake.note(what+": marked failed / replica promoted / killed server back as its replica", times)
+			}
 			if !at(length / 2) {
 				return
 			}
@@ -171,7 +119,8 @@ func failoverFaults(intake *intakeLog) faultFunc {
 			svc.restarted = time.Now()
 			svc.mu.Unlock()
 			t.Logf("fault: postgres primary stopped, standby promoted")
-			intake.fault("postgres failover (primary stopped, standby promoted 2 s later)", began)
+			intake.fault("postgres failover", began)
+			intake.note("postgres failover: from the primary's stop to the standby promoted", time.Since(began).Round(100*time.Millisecond).String())
 		}()
 		return done
 	}
@@ -184,10 +133,17 @@ type intakeLog struct {
 	mu       sync.Mutex
 	attempts []attempt
 	faults   []faultMark
+	notes    [][2]string
 }
 
 type attempt struct {
-	kind    string // "request" or "approval"
+	kind string // "request" or "approval"
+	// lane is what the attempt went to: a request's channel, an
+	// approval's proposal. On a Redis Cluster a dead master refuses only
+	// the lanes whose keys it held, while the others are taken: a
+	// lane's refusals are measured to the next attempt of that lane
+	// taken.
+	lane    string
 	at      time.Time
 	took    time.Duration // until its answer (or none)
 	refused bool
@@ -198,14 +154,15 @@ type faultMark struct {
 	at   time.Time
 }
 
-// record notes an attempt of kind sent at sent and answered code now.
-func (l *intakeLog) record(kind string, sent time.Time, code int) {
+// record notes an attempt of kind to lane sent at sent and answered code
+// now.
+func (l *intakeLog) record(kind, lane string, sent time.Time, code int) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.attempts = append(l.attempts, attempt{kind: kind, at: sent, took: time.Since(sent), refused: code == 0 || code >= 500})
+	l.attempts = append(l.attempts, attempt{kind: kind, lane: lane, at: sent, took: time.Since(sent), refused: code == 0 || code >= 500})
 }
 
 func (l *intakeLog) fault(what string, at time.Time) {
@@ -214,10 +171,18 @@ func (l *intakeLog) fault(what string, at time.Time) {
 	l.faults = append(l.faults, faultMark{what, at})
 }
 
-// figures are the table's rows: for each fault and kind of attempt, the
-// refusals between it and the next fault, and the longest window of
-// refusals (from the first refused attempt of a run of them to the first
-// attempt taken after it).
+// note adds a row of the fault's own measures to the table.
+func (l *intakeLog) note(what, value string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.notes = append(l.notes, [2]string{what, value})
+}
+
+// figures are the table's rows: the faults' notes, then for each fault
+// and kind of attempt, the refusals between it and the next fault, and
+// the longest window of refusals one lane met (from the first refused
+// attempt of a run of them to the first attempt of the lane taken after
+// it).
 func (l *intakeLog) figures(t *testing.T) [][2]string {
 	if l == nil {
 		return nil
@@ -226,7 +191,7 @@ func (l *intakeLog) figures(t *testing.T) [][2]string {
 	defer l.mu.Unlock()
 	attempts := slices.Clone(l.attempts)
 	slices.SortFunc(attempts, func(a, b attempt) int { return a.at.Compare(b.at) })
-	var rows [][2]string
+	rows := slices.Clone(l.notes)
 	if len(l.faults) == 0 {
 		t.Errorf("the failover soak made no fault: too short a run?")
 	}
@@ -246,17 +211,35 @@ func (l *intakeLog) figures(t *testing.T) [][2]string {
 				t.Errorf("after %q, %ss were still refused at the next fault or the end", f.what, kind)
 			}
 			rows = append(rows, [2]string{fmt.Sprintf("after %s: %ss sent / refused / longest refusal / slowest answer", f.what, kind), v})
+			logRefusals(t, attempts, kind, f, end)
 		}
 	}
 	return rows
 }
 
+// logRefusals logs when after fault f (and before end) the attempts of
+// kind were refused, and to which lane: the timeline behind the table's
+// longest refusal.
+func logRefusals(t *testing.T, attempts []attempt, kind string, f faultMark, end time.Time) {
+	var when []string
+	for _, a := range attempts {
+		if a.kind == kind && a.refused && !a.at.Before(f.at) && a.at.Before(end) {
+			when = append(when, fmt.Sprintf("+%.1fs %s", a.at.Sub(f.at).Seconds(), a.lane))
+		}
+	}
+	if len(when) > 0 {
+		t.Logf("%ss refused after %s (since the fault): %s", kind, f.what, strings.Join(when, ", "))
+	}
+}
+
 // window is what the attempts of one kind met between two faults.
 type window struct {
 	attempts, refused int
-	// longest is the longest run of refusals, from its first refused
-	// attempt to the first attempt taken after it; open says the last
-	// run had none taken after it.
+	// longest is the longest run of refusals of one lane, from its
+	// first refused attempt to the first attempt of that lane taken
+	// after it (to its last refused attempt when no attempt of the lane
+	// followed); open says the last run of refusals of any lane had no
+	// attempt at all taken after it.
 	longest time.Duration
 	open    bool
 	// slowest is the longest any attempt waited for its answer.
@@ -266,24 +249,38 @@ type window struct {
 // refusalWindows measures the attempts of kind sent in [from, to).
 func refusalWindows(attempts []attempt, kind string, from, to time.Time) window {
 	var w window
-	var runStart time.Time
+	type run struct{ start, last time.Time }
+	runs := map[string]run{}
+	var anyRun time.Time
 	for _, a := range attempts {
 		if a.kind != kind || a.at.Before(from) || !a.at.Before(to) {
 			continue
 		}
 		w.attempts++
 		w.slowest = max(w.slowest, a.took)
+		r, inRun := runs[a.lane]
 		switch {
 		case a.refused:
 			w.refused++
-			if runStart.IsZero() {
-				runStart = a.at
+			if !inRun {
+				r.start = a.at
 			}
-		case !runStart.IsZero():
-			w.longest = max(w.longest, a.at.Sub(runStart))
-			runStart = time.Time{}
+			r.last = a.at
+			runs[a.lane] = r
+			if anyRun.IsZero() {
+				anyRun = a.at
+			}
+		default:
+			if inRun {
+				w.longest = max(w.longest, a.at.Sub(r.start))
+				delete(runs, a.lane)
+			}
+			anyRun = time.Time{}
 		}
 	}
-	w.open = !runStart.IsZero()
+	for _, r := range runs {
+		w.longest = max(w.longest, r.last.Sub(r.start))
+	}
+	w.open = !anyRun.IsZero()
 	return w
 }

@@ -33,4 +33,23 @@ func TestRefusalWindows(t *testing.T) {
 	if w := refusalWindows(attempts, "approval", at(1), at(9)); w.attempts != 1 || w.refused != 1 || !w.open {
 		t.Errorf("approvals = %+v", w)
 	}
+	// Lanes: a channel refused while another is taken is measured to
+	// its own next attempt taken; one with no attempt after its refusals
+	// to its last refused one.
+	lanes := []attempt{
+		{kind: "request", lane: "a", at: at(1), refused: true},
+		{kind: "request", lane: "b", at: at(1.5)},
+		{kind: "request", lane: "a", at: at(2), refused: true},
+		{kind: "request", lane: "b", at: at(3)},
+		{kind: "request", lane: "c", at: at(3.5), refused: true},
+		{kind: "request", lane: "a", at: at(6)},
+		{kind: "request", lane: "c", at: at(7.5), refused: true},
+		{kind: "request", lane: "b", at: at(9)},
+	}
+	if w := refusalWindows(lanes, "request", at(0), at(10)); w.open || w.refused != 4 || w.longest != 5*time.Second {
+		t.Errorf("lanes = %+v", w)
+	}
+	if w := refusalWindows(lanes, "request", at(0), at(5)); !w.open || w.longest != time.Second {
+		t.Errorf("lanes cut at the fault = %+v", w)
+	}
 }

@@ -58,14 +58,14 @@ type workload struct {
 	intake *intakeLog
 }
 
-// pickIntake is pick for handing in a request: each attempt is recorded
-// in w.intake, taken (2xx) or refused.
-func (w *workload) pickIntake(ctx context.Context, f func(r *replica) int) int {
+// pickIntake is pick for handing in a request to channel: each attempt is
+// recorded in w.intake, taken (2xx) or refused.
+func (w *workload) pickIntake(ctx context.Context, channel string, f func(r *replica) int) int {
 	return w.pick(ctx, func(r *replica) int {
 		sent := time.Now()
 		code := f(r)
 		if ctx.Err() == nil { // not the end of the workload cutting it
-			w.intake.record("request", sent, code)
+			w.intake.record("request", channel, sent, code)
 		}
 		return code
 	})
@@ -100,7 +100,7 @@ func (w *workload) consoleRequest(ctx context.Context) {
 	tag := w.ledger.tag("c")
 	channel := []string{"soak-a", "soak-b", "soak-q"}[rand.IntN(3)]
 	var id string
-	w.pickIntake(ctx, func(r *replica) int {
+	w.pickIntake(ctx, "console:"+channel, func(r *replica) int {
 		code, out := r.call(ctx, "POST", "/api/v1/channels/"+channel+"/messages", map[string]string{"user": "carol", "text": "plan our daily research newspaper " + tag})
 		if code == http.StatusAccepted {
 			id, _ = out["request_id"].(string)
@@ -126,7 +126,7 @@ func (w *workload) hookDelivery(ctx context.Context) {
 	msgID := "msg_" + tag
 	var id string
 	for range 1 + rand.IntN(3) {
-		w.pickIntake(ctx, func(r *replica) int {
+		w.pickIntake(ctx, "hook:forms", func(r *replica) int {
 			h, _ := signing.StandardHeaders(w.hookSecret, msgID, time.Now(), body)
 			h.Set("Content-Type", "application/json")
 			code, out := postJSON(ctx, r, "/api/v1/hooks/forms", h, body)
@@ -156,7 +156,7 @@ func (w *workload) slackMention(ctx context.Context) {
 	body := fmt.Appendf(nil, `{"type":"event_callback","team_id":"T1","event_id":"Ev%s","event":{"type":"app_mention","user":"U_CAROL","text":"<@UBOT> plan our daily research newspaper %s","ts":%q,"channel":"C_SOAK"}}`, strconv.FormatInt(n, 10), tag, ts)
 	acked := false
 	for retry := range 1 + rand.IntN(3) {
-		w.pickIntake(ctx, func(r *replica) int {
+		w.pickIntake(ctx, "slack:C_SOAK", func(r *replica) int {
 			now := strconv.FormatInt(time.Now().Unix(), 10)
 			h := http.Header{}
 			h.Set("Content-Type", "application/json")
@@ -209,7 +209,7 @@ func (w *workload) decide(ctx context.Context, p string, quorum bool, tag string
 		sent := time.Now()
 		code, out := r.call(ctx, "POST", "/api/v1/proposals/"+p+"/approve", map[string]string{"user": user})
 		if ctx.Err() == nil {
-			w.intake.record("approval", sent, code)
+			w.intake.record("approval", p, sent, code)
 		}
 		return code, out
 	}
