@@ -125,9 +125,10 @@ func TestPreviewsRightAfterTheModelWithMoreWorkersThanThePoolDefault(t *testing.
 	for _, d := range late {
 		slowest = max(slowest, d)
 	}
-	// Generous for the race detector on a shared machine; the waves made
-	// it 2-3 s.
-	if slowest > 1500*time.Millisecond {
+	// Generous for the race detector on a busy shared machine, where 20
+	// plans checked at once take up to a second or so of CPU; the pool
+	// too small for the blocked reads made it 6 s.
+	if slowest > 3*time.Second {
 		t.Errorf("slowest answer %s after its model (all: %v); want well under the second a blocked read holds a connection", slowest, late)
 	}
 }
