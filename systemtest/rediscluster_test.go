@@ -33,6 +33,7 @@ func TestRedisClusterServesTheWholeFlow(t *testing.T) {
 	a := start(t, withEnv(map[string]string{
 		"REDIS_URL": clusterURL, "BOBNET_REDIS_MODE": "cluster", "BOBNET_REDIS_PREFIX": prefix,
 		"BOBNET_API_TOKEN": "test-token", "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "shh", "SLACK_API_URL": sink.srv.URL + "/api/",
+		"BOBNET_MODEL_STREAM": "off", // not about drafts: the preview is posted as a message
 	}))
 	mention, _ := json.Marshal(map[string]any{
 		"type": "event_callback", "team_id": "T1", "event_id": "EvCluster1",
