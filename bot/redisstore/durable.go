@@ -82,6 +82,10 @@ func (bs *batches) add(ctx context.Context, rdb redis.UniversalClient, key strin
 // run sends every batch as one pipeline on its server, all at once, and
 // waits for them.
 func (bs batches) run(ctx context.Context) {
+	if len(bs) == 1 {
+		bs[0].exec(ctx) // one server (a single Redis): no goroutine to wait for
+		return
+	}
 	var wg sync.WaitGroup
 	for _, b := range bs {
 		wg.Add(1)
