@@ -3,7 +3,7 @@
 GO ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run demo test soak lint bench bench-go fmt clean
+.PHONY: all build run demo test soak lint bench bench-go bench-cluster fmt clean
 
 all: build
 
@@ -47,6 +47,9 @@ bench:
 
 bench-go:
 	scripts/bench.sh go
+
+bench-cluster:
+	scripts/bench.sh cluster
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

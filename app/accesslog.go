@@ -39,6 +39,9 @@ func logRequests(logger *slog.Logger) func(http.Handler) http.Handler {
 				if status >= 500 {
 					level = slog.LevelWarn
 				}
+				if !logger.Enabled(r.Context(), level) {
+					return // most requests at the default level: no line to build
+				}
 				logger.Log(r.Context(), level, "http request", "method", r.Method, "path", r.URL.Path,
 					"status", status, "bytes", rec.bytes, "duration", time.Since(start))
 			}()

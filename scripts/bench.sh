@@ -13,6 +13,11 @@
 #   scripts/bench.sh          the process-level table (make bench)
 #   scripts/bench.sh go       the in-process go benchmarks, for profiling
 #                             (go test -bench; benchtable's table of them)
+#   scripts/bench.sh cluster  BobNet on a 3-master Redis Cluster beside
+#                             BobNet on one Redis, interleaved: ingest and
+#                             approve (make bench-cluster; the cluster is
+#                             scripts/rediscluster.sh's, without append-only
+#                             files like the throwaway Redis beside it)
 #
 # LOADBENCH_REDIS_URL (with LOADBENCH_REDIS_MODE=cluster for a cluster)
 # measures against that Redis instead of the throwaway one; BobNet gets
@@ -38,6 +43,18 @@ fi
 if [ -n "${LOADBENCH_REDIS_URL:-}" ]; then
 	REDIS_URL=$LOADBENCH_REDIS_URL
 fi
+if [ "${1:-}" = cluster ]; then
+	cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/bobnet-cluster.XXXXXX")
+	cluster_cleanup() {
+		scripts/rediscluster.sh stop "$cluster_dir" || true
+		rm -rf "$cluster_dir"
+		throwaway_cleanup
+	}
+	trap cluster_cleanup EXIT
+	eval "$(BOBNET_REDIS_MEMORY_ONLY=1 scripts/rediscluster.sh cluster "$cluster_dir")"
+	export LOADBENCH_CLUSTER_URL=$REDIS_CLUSTER_URL
+	LOADBENCH_ARGS="-workloads cluster ${LOADBENCH_ARGS:-}"
+fi
 go build -o bin/loadbench ./scripts/loadbench
 if [ -n "${BENCH_PPROF:-}" ]; then
 	CGO_ENABLED=0 go build -tags goolm,pprof -o bin/bobnet-pprof ./cmd/bobnet
@@ -46,4 +63,6 @@ if [ -n "${BENCH_PPROF:-}" ]; then
 fi
 make --no-print-directory build
 # shellcheck disable=SC2086
-bin/loadbench -rounds "${BENCH_COUNT:-5}" ${LOADBENCH_ARGS:-} | tee bin/bench.md
+table=bin/bench.md
+if [ "${1:-}" = cluster ]; then table=bin/bench-cluster.md; fi
+bin/loadbench -rounds "${BENCH_COUNT:-5}" ${LOADBENCH_ARGS:-} | tee "$table"

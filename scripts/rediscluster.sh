@@ -13,6 +13,10 @@
 #                                         that kills a master starts its own)
 #   scripts/rediscluster.sh stop DIR      stop what DIR holds
 #
+# BOBNET_REDIS_MEMORY_ONLY=1 starts them without append-only files, as
+# scripts/services.sh does its throwaway Redis (`make bench`'s cluster
+# comparison, which measures the cluster beside that Redis).
+#
 # `start` prints `export REDIS_CLUSTER_URL=…` (go-redis's cluster URL form),
 # `export REDIS_SENTINEL_URL=…` (its failover form) and the folder as
 # `export REDIS_CLUSTER_DIR=…` and `export REDIS_SENTINEL_DIR=…` on stdout;
@@ -73,8 +77,12 @@ server() {
 		echo "pidfile $dir/$port.pid"
 		echo "logfile $dir/$port.log"
 		echo "save \"\""
-		echo "appendonly yes"
-		echo "appendfsync always"
+		if [ -n "${BOBNET_REDIS_MEMORY_ONLY:-}" ]; then
+			echo "appendonly no"
+		else
+			echo "appendonly yes"
+			echo "appendfsync always"
+		fi
 		for o in "$@"; do echo "$o"; done
 	} >"$dir/$port.conf"
 	redis-server "$dir/$port.conf" >&2

@@ -55,6 +55,15 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if err := CheckLength(r, limit); err != nil {
 		return nil, err
 	}
+	if n := r.ContentLength; n > 0 && n <= limit {
+		// The server hands over exactly Content-Length bytes: read them
+		// into one buffer of that size instead of growing one.
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, fmt.Errorf("reading the body: %w", err)
+		}
+		return body, nil
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	switch {

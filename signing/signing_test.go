@@ -344,6 +344,11 @@ func TestReadBody(t *testing.T) {
 	if _, err := signing.ReadBody(httptest.NewRecorder(), r, limit); !errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, signing.ErrTooLarge) {
 		t.Fatalf("ReadBody of a broken body = %v", err)
 	}
+	r = httptest.NewRequest(http.MethodPost, "/", strings.NewReader("short"))
+	r.ContentLength = 100 // declared longer than what comes
+	if body, err := signing.ReadBody(httptest.NewRecorder(), r, limit); !errors.Is(err, io.ErrUnexpectedEOF) || body != nil {
+		t.Fatalf("ReadBody of a body cut short of its Content-Length = %q, %v; want io.ErrUnexpectedEOF", body, err)
+	}
 	if err := signing.CheckLength(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(strings.Repeat("a", 3<<20))), 2<<20); err == nil || !strings.Contains(err.Error(), "2 MiB") {
 		t.Fatalf("CheckLength of 3 MiB against 2 MiB = %v", err)
 	}

@@ -81,3 +81,50 @@ func TestAdmitAfterRedisLostItsScripts(t *testing.T) {
 		t.Fatalf("after SCRIPT FLUSH: %+v", res)
 	}
 }
+
+// A user's window always has its length: the first request gives it, and
+// a window left without one (the connection dropped between the count and
+// its expiry) gets it from its next request; the limit counts across them.
+func TestUserWindowAlwaysExpires(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := bottest.Redis(t), bottest.Prefix()
+	s := redisstore.NewInFlightIn(rdb, bottest.Layout(t, prefix))
+	ctx := context.Background()
+	admit := func(i int) board.AdmitResult {
+		t.Helper()
+		res, err := s.Admit(ctx, board.Admission{Record: board.RequestRecord{Request: board.Request{ID: board.RequestID(fmt.Sprint("r_", i))}},
+			UserKey: "u-ttl", UserLimit: board.RateLimit{N: 3, Per: time.Minute}, ChannelKey: fmt.Sprint("c", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	window := func() string {
+		t.Helper()
+		keys, err := rdb.Keys(ctx, prefix+"*rate:{u-ttl}:*").Result()
+		if err != nil || len(keys) != 1 {
+			t.Fatalf("user windows = %v (%v), want one", keys, err)
+		}
+		return keys[0]
+	}
+	if res := admit(1); res.Outcome != board.AdmitNew {
+		t.Fatalf("first request: %+v", res)
+	}
+	key := window()
+	if ttl, err := rdb.PTTL(ctx, key).Result(); err != nil || ttl <= 0 || ttl > time.Minute {
+		t.Fatalf("window %s expires in %v (%v), want within a minute", key, ttl, err)
+	}
+	if err := rdb.Persist(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if res := admit(2); res.Outcome != board.AdmitNew {
+		t.Fatalf("second request: %+v", res)
+	}
+	if ttl, err := rdb.PTTL(ctx, key).Result(); err != nil || ttl <= 0 || ttl > time.Minute {
+		t.Fatalf("window %s left without a length expires in %v (%v) after the next request, want within a minute", key, ttl, err)
+	}
+	admit(3)
+	if res := admit(4); res.Outcome != board.AdmitThrottled || res.Limit != "user" {
+		t.Fatalf("fourth request of a limit of 3: %+v, want throttled by the user's limit", res)
+	}
+}

@@ -82,14 +82,16 @@ func (bs *batches) add(ctx context.Context, rdb redis.UniversalClient, key strin
 // run sends every batch as one pipeline on its server, all at once, and
 // waits for them.
 func (bs batches) run(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, b := range bs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			b.exec(ctx)
-		}()
+	if len(bs) == 0 {
+		return
 	}
+	// The last batch runs on this goroutine: one server (a single Redis)
+	// needs no goroutine at all, several need one fewer.
+	var wg sync.WaitGroup
+	for _, b := range bs[:len(bs)-1] {
+		wg.Go(func() { b.exec(ctx) })
+	}
+	bs[len(bs)-1].exec(ctx)
 	wg.Wait()
 }
 

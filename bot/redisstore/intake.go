@@ -94,21 +94,21 @@ func (s *InFlight) admitCall(a board.Admission, now time.Time) *admitCall {
 	}
 	userPer := max(a.UserLimit.Per, time.Millisecond).Milliseconds()
 	chanPer := max(a.ChannelLimit.Per, time.Millisecond).Milliseconds()
+	stream := streamKey(s.prefix, shard)
 	c := &admitCall{
-		id: id, recordKey: s.key("request", id), ttl: requestTTL,
-		chanKeys: [5]string{
+		id: id, recordKey: s.key("request", id), ttl: requestTTL, stream: stream,
+		chanCmd: channelCommand([5]string{
 			s.prefix + "dedupe:" + tag + ":" + dedupe,
 			s.prefix + "rate:" + tag + ":" + a.ChannelKey + ":" + strconv.FormatInt(chanWin, 10),
-			streamKey(s.prefix, shard),
+			stream,
 			s.prefix + "notice:" + tag + ":" + a.UserKey + ":" + a.ChannelKey + ":" + strconv.FormatInt(noticeWin, 10),
 			s.prefix + "notices:" + tag + ":" + a.ChannelKey + ":" + strconv.FormatInt(chanWin, 10),
-		},
-		chanArgs: [8]any{id, hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(), "0",
-			int64(max(a.ChannelLimit.N, 0)), chanPer, userPer, int64(a.ChannelNotices)},
+		}, [8]any{id, hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(), "0",
+			int64(max(a.ChannelLimit.N, 0)), chanPer, userPer, int64(a.ChannelNotices)}),
 	}
 	if a.UserLimit.N > 0 {
 		c.userKey = s.prefix + "rate:{" + a.UserKey + "}:" + strconv.FormatInt(userWin, 10)
-		c.userArgs = [2]any{int64(a.UserLimit.N), userPer}
+		c.userLimit, c.userPer = int64(a.UserLimit.N), userPer
 	}
 	return c
 }

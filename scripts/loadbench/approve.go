@@ -121,26 +121,8 @@ func proposerTokens(ctx context.Context, c *http.Client, base, run string, n int
 // pair back to back, alternating which goes first, and returns the
 // latencies of each side.
 func approveRound(ctx context.Context, c *http.Client, tokens []string, bob, bare string, rdb redis.UniversalClient, barePrefix, run string, round, count int) (bobLat, bareLat []time.Duration, err error) {
-	ids := make([]string, count)
-	users := make([]string, count)
-	var wg sync.WaitGroup
-	errs := make(chan error, count)
-	sem := make(chan struct{}, 8)
-	for i := range count {
-		users[i] = fmt.Sprintf("u%d", i)
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			id, err := propose(ctx, c, bob, tokens[i%len(tokens)], fmt.Sprintf("lb-%s-%d-%d", run, round, i), users[i])
-			ids[i] = id
-			if err != nil {
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	ids, users, err := proposeRound(ctx, c, tokens, bob, run, round, count)
+	if err != nil {
 		return nil, nil, err
 	}
 	planJSON, _ := json.Marshal(benchPlan())
@@ -151,19 +133,7 @@ func approveRound(ctx context.Context, c *http.Client, tokens []string, bob, bar
 			return nil, nil, fmt.Errorf("store the bare plan: %w", err)
 		}
 	}
-	approve := func(base, id, user string) (time.Duration, error) {
-		// A pause first, so neither side is timed while the other's work
-		// after its answer (BobNet's announcement, outbox and live feed)
-		// still runs.
-		time.Sleep(approveGap)
-		t0 := time.Now()
-		code, out, err := call(ctx, c, http.MethodPost, base+"/api/v1/proposals/"+id+"/approve", map[string]string{"user": user})
-		d := time.Since(t0)
-		if err != nil || code != http.StatusOK {
-			return 0, fmt.Errorf("approve %s at %s: %d %s %v", id, base, code, out, err)
-		}
-		return d, nil
-	}
+	approve := func(base, id, user string) (time.Duration, error) { return approveOne(ctx, c, base, id, user) }
 	for i := range count {
 		first := (i+round)%2 == 0
 		for _, bobTurn := range []bool{first, !first} {
@@ -183,4 +153,48 @@ func approveRound(ctx context.Context, c *http.Client, tokens []string, bob, bar
 		}
 	}
 	return bobLat, bareLat, nil
+}
+
+// proposeRound makes count proposals through the pipeline of the BobNet
+// at base, eight at a time, each in a fresh console channel of run and
+// round, and returns their ids and the users who asked.
+func proposeRound(ctx context.Context, c *http.Client, tokens []string, base, run string, round, count int) (ids, users []string, err error) {
+	ids = make([]string, count)
+	users = make([]string, count)
+	var wg sync.WaitGroup
+	errs := make(chan error, count)
+	sem := make(chan struct{}, 8)
+	for i := range count {
+		users[i] = fmt.Sprintf("u%d", i)
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			id, err := propose(ctx, c, base, tokens[i%len(tokens)], fmt.Sprintf("lb-%s-%d-%d", run, round, i), users[i])
+			ids[i] = id
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, nil, err
+	}
+	return ids, users, nil
+}
+
+// approveOne approves proposal id at base as user and returns how long
+// the answer took. A pause comes first, so neither side of a pair is
+// timed while the other's work after its answer (BobNet's announcement,
+// outbox and live feed) still runs.
+func approveOne(ctx context.Context, c *http.Client, base, id, user string) (time.Duration, error) {
+	time.Sleep(approveGap)
+	t0 := time.Now()
+	code, out, err := call(ctx, c, http.MethodPost, base+"/api/v1/proposals/"+id+"/approve", map[string]string{"user": user})
+	d := time.Since(t0)
+	if err != nil || code != http.StatusOK {
+		return 0, fmt.Errorf("approve %s at %s: %d %s %v", id, base, code, out, err)
+	}
+	return d, nil
 }

@@ -25,6 +25,7 @@ const modelTime = 2 * time.Second
 // harness is one run of the workloads.
 type harness struct {
 	bin, self, logDir, pprofDir string
+	clusterURL                  string // the Redis Cluster of the cluster workload
 	rounds, previewWorkers      int
 	ingestTime                  time.Duration
 	run                         string // this run's id, in every key and channel it makes
@@ -40,7 +41,8 @@ func runHarness(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	bin := fs.String("bin", "bin/bobnet", "the bobnet binary (make build)")
 	rounds := fs.Int("rounds", 5, "rounds of each workload, BobNet and bare interleaved in each")
-	workloads := fs.String("workloads", "approve,ingest,preview", "the workloads to run, comma-separated")
+	workloads := fs.String("workloads", "approve,ingest,preview", "the workloads to run, comma-separated (cluster: BobNet on -cluster-url beside BobNet on REDIS_URL)")
+	clusterURL := fs.String("cluster-url", os.Getenv("LOADBENCH_CLUSTER_URL"), "the Redis Cluster of the cluster workload, in go-redis's cluster URL form")
 	ingestTime := fs.Duration("ingest-time", 3*time.Second, "how long each side of an ingest round sends events")
 	previewWorkers := fs.Int("preview-workers", 32, "BOBNET_WORKERS of the preview workload, and the bare path's workers")
 	logDir := fs.String("logs", "bin/loadbench-logs", "folder for the processes' logs")
@@ -53,8 +55,11 @@ func runHarness(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	wanted := strings.Split(*workloads, ",")
 	for _, w := range wanted {
-		if !slices.Contains([]string{"approve", "ingest", "preview"}, w) {
-			return fmt.Errorf("-workloads: unknown workload %q (approve, ingest, preview)", w)
+		if !slices.Contains([]string{"approve", "ingest", "preview", "cluster"}, w) {
+			return fmt.Errorf("-workloads: unknown workload %q (approve, ingest, preview, cluster)", w)
+		}
+		if w == "cluster" && *clusterURL == "" {
+			return errors.New("-workloads cluster needs -cluster-url (or LOADBENCH_CLUSTER_URL): scripts/bench.sh cluster starts one")
 		}
 	}
 	if _, err := os.Stat(*bin); err != nil {
@@ -88,15 +93,17 @@ func runHarness(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	slackSrv := httptest.NewServer(slack)
 	defer slackSrv.Close()
 	h := &harness{
-		bin: *bin, self: self, logDir: *logDir, pprofDir: *pprofDir, rounds: *rounds, previewWorkers: *previewWorkers,
+		bin: *bin, self: self, clusterURL: *clusterURL, logDir: *logDir, pprofDir: *pprofDir, rounds: *rounds, previewWorkers: *previewWorkers,
 		ingestTime: *ingestTime, run: strconv.FormatInt(time.Now().UnixNano(), 36), rdb: rdb,
 		slack: slack, slackURL: slackSrv.URL + "/api/", client: newClient(ingestClients), stderr: stderr,
 	}
 	loadBefore := loadAverage()
-	var figs []*figure
+	var figs, clusterFigs []*figure
 	for _, w := range wanted {
 		var f []*figure
 		switch w {
+		case "cluster":
+			clusterFigs, err = h.cluster(ctx)
 		case "approve":
 			f, err = h.approve(ctx)
 		case "ingest":
@@ -111,10 +118,20 @@ func runHarness(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "\nloadbench: %d rounds, %s, %d cores, load average %s before and %s after\n\n",
 		h.rounds, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), loadBefore, loadAverage())
-	if err := writeTable(stdout, figs); err != nil {
-		return err
+	if len(figs) > 0 {
+		if err := writeTable(stdout, figs); err != nil {
+			return err
+		}
 	}
-	for _, f := range figs {
+	if len(clusterFigs) > 0 {
+		if len(figs) > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if err := writeTableOf(stdout, clusterFigs, "BobNet on the cluster", "BobNet on one Redis, same run"); err != nil {
+			return err
+		}
+	}
+	for _, f := range append(figs, clusterFigs...) {
 		if !f.Met() {
 			fmt.Fprintf(stdout, "\nloadbench: %s misses its goal (%s)\n", f.Name, f.Goal)
 		}

@@ -122,8 +122,13 @@ func valueFormat(xs []float64) string {
 // over the rounds with its range, the median of the rounds' ratios with
 // theirs, the goal and whether it is met.
 func writeTable(w io.Writer, figs []*figure) error {
+	return writeTableOf(w, figs, "BobNet", "bare, same run")
+}
+
+// writeTableOf is writeTable with its two columns of values named.
+func writeTableOf(w io.Writer, figs []*figure, bob, bare string) error {
 	var b strings.Builder
-	b.WriteString("| figure | BobNet | bare, same run | ratio | goal | met |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| figure | %s | %s | ratio | goal | met |\n|---|---|---|---|---|---|\n", bob, bare)
 	for _, f := range figs {
 		met := "yes"
 		if !f.Met() {

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"time"
+)
+
+// clusterBobnets starts two BobNets for one phase of the cluster
+// workload: one on the harness's single Redis, one on the Redis Cluster
+// at h.clusterURL (BOBNET_REDIS_MODE=cluster, so its admissions wait for
+// a replica as a deployment's do), the same in all else.
+func (h *harness) clusterBobnets(phase, modelURL string, extra ...string) (single, cluster *bobnet, err error) {
+	single, err = startBobnet(h.bin, phase+"-single", h.run, h.logDir, modelURL, h.slackURL, extra...)
+	if err != nil {
+		return nil, nil, err
+	}
+	cluster, err = startBobnet(h.bin, phase+"-cluster", h.run, h.logDir, modelURL, h.slackURL,
+		append([]string{"REDIS_URL=" + h.clusterURL, "BOBNET_REDIS_MODE=cluster"}, extra...)...)
+	if err != nil {
+		single.stop()
+		return nil, nil, err
+	}
+	return single, cluster, nil
+}
+
+// cluster is the cluster workload: BobNet on a Redis Cluster beside
+// BobNet on the single Redis, each in a process of its own, timed by the
+// same client, interleaved round by round: the ingest workload's signed
+// Slack events (both kinds) and the approve workload's approvals. Each
+// figure's ratio is the cluster's value over the single Redis's.
+func (h *harness) cluster(ctx context.Context) ([]*figure, error) {
+	figs, err := h.clusterIngest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fig, err := h.clusterApprove(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(figs, fig), nil
+}
+
+func (h *harness) clusterIngest(ctx context.Context) ([]*figure, error) {
+	model := httptest.NewServer(newModel(0, true))
+	defer model.Close()
+	single, cluster, err := h.clusterBobnets("ingest", model.URL, "BOBNET_WORKERS=1")
+	if err != nil {
+		return nil, err
+	}
+	defer single.stop()
+	defer cluster.stop()
+	sides := []*bobnet{cluster, single}
+	kinds := []struct {
+		name  string
+		event eventFunc
+	}{{"one channel (flood)", floodEvents}, {"a channel each", eachEvents}}
+	var figs []*figure
+	for _, k := range kinds {
+		figs = append(figs,
+			&figure{Name: "cluster: signed Slack events, 64 clients, " + k.name + ", throughput", Unit: "req/s", Goal: goal{Ratio: 0.9, AtLeast: true}},
+			&figure{Name: "cluster: signed Slack events, 64 clients, " + k.name + ", p99", Unit: "ms"},
+			&figure{Name: "cluster: signed Slack events, " + k.name + ": BobNet's CPU per event", Unit: "µs"})
+	}
+	h.logf("cluster ingest: warming up")
+	for i, k := range kinds {
+		for s, b := range sides {
+			if _, err := ingestRun(ctx, h.client, b.url+"/slack/events", fmt.Sprint(h.run, "cw", i, "s", s), time.Second, k.event); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for r := range h.rounds {
+		for i, k := range kinds {
+			var res [2]ingestResult
+			var cpu [2]float64
+			for _, s := range []int{r % 2, 1 - r%2} {
+				meter := &cpuMeter{pid: sides[s].cmd.Process.Pid}
+				meter.start(ctx)
+				res[s], err = ingestRun(ctx, h.client, sides[s].url+"/slack/events", fmt.Sprint(h.run, "cr", r, "k", i, "s", s), h.ingestTime, k.event)
+				if err != nil {
+					return nil, err
+				}
+				cpu[s], _ = meter.perRequest(ctx, res[s].N)
+			}
+			figs[3*i].add(res[0].PerSecond, res[1].PerSecond)
+			figs[3*i+1].add(ms(res[0].P99), ms(res[1].P99))
+			figs[3*i+2].add(cpu[0], cpu[1])
+			h.logf("cluster ingest round %d, %s: cluster %.0f req/s p99 %.2f ms, single %.0f req/s p99 %.2f ms", r+1, k.name,
+				res[0].PerSecond, ms(res[0].P99), res[1].PerSecond, ms(res[1].P99))
+		}
+	}
+	return figs, nil
+}
+
+func (h *harness) clusterApprove(ctx context.Context) (*figure, error) {
+	model := httptest.NewServer(newModel(0, false))
+	defer model.Close()
+	single, cluster, err := h.clusterBobnets("approve", model.URL)
+	if err != nil {
+		return nil, err
+	}
+	defer single.stop()
+	defer cluster.stop()
+	// Tokens live in Postgres, which both share.
+	tokens, err := proposerTokens(ctx, h.client, single.url, h.run+"c", approveCount)
+	if err != nil {
+		return nil, err
+	}
+	round := func(r, count int) (clusterLat, singleLat []time.Duration, err error) {
+		cids, users, err := proposeRound(ctx, h.client, tokens, cluster.url, h.run+"c", r, count)
+		if err != nil {
+			return nil, nil, err
+		}
+		sids, _, err := proposeRound(ctx, h.client, tokens, single.url, h.run+"s", r, count)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range count {
+			first := (i+r)%2 == 0
+			for _, clusterTurn := range []bool{first, !first} {
+				base, id := single.url, sids[i]
+				if clusterTurn {
+					base, id = cluster.url, cids[i]
+				}
+				d, err := approveOne(ctx, h.client, base, id, users[i])
+				if err != nil {
+					return nil, nil, err
+				}
+				if clusterTurn {
+					clusterLat = append(clusterLat, d)
+				} else {
+					singleLat = append(singleLat, d)
+				}
+			}
+		}
+		return clusterLat, singleLat, nil
+	}
+	h.logf("cluster approve: warming up")
+	if _, _, err := round(-1, 5); err != nil {
+		return nil, err
+	}
+	fig := &figure{Name: "cluster: approve → committed 64-card board, p50", Unit: "ms", Goal: goal{Ratio: 1.1}}
+	for r := range h.rounds {
+		cl, sl, err := round(r, approveCount)
+		if err != nil {
+			return nil, err
+		}
+		fig.add(ms(percentile(cl, 50)), ms(percentile(sl, 50)))
+		h.logf("cluster approve round %d: p50 cluster %.2f ms, single %.2f ms", r+1, fig.Bob[r], fig.Bare[r])
+	}
+	return fig, nil
+}
