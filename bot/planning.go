@@ -77,6 +77,15 @@ func (e *Engine) plan(ctx context.Context, r board.Request) (reply *board.Reply,
 		return e.proposeAgain(ctx, r, id)
 	}
 
+	// The budget is read while the channel's board and the thread are:
+	// each is a round trip of its own before the model is asked.
+	var budget *board.Reply
+	budgeted := make(chan struct{})
+	go func() {
+		defer close(budgeted)
+		budget = e.overBudget(ctx, r)
+	}()
+	defer func() { <-budgeted }()
 	in := planner.PromptInput{Profiles: e.cfg.Profiles, Message: r.Text}
 	hasBoard := false
 	var target board.ID
@@ -97,8 +106,8 @@ func (e *Engine) plan(ctx context.Context, r board.Request) (reply *board.Reply,
 	}
 	e.remember(ctx, r, "user", r.Text)
 
-	if reply := e.overBudget(ctx, r); reply != nil {
-		return reply, nil, ErrOverBudget.Error()
+	if <-budgeted; budget != nil {
+		return budget, nil, ErrOverBudget.Error()
 	}
 	opts := plan.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard}
 	if in.Board != nil {
