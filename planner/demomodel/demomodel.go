@@ -146,7 +146,7 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id, created := fmt.Sprintf("demo-%d", time.Now().UnixNano()), time.Now().Unix()
 	if req.Stream {
-		stream(w, id, created, content)
+		stream(w, id, created, content, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -158,14 +158,19 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // stream sends content as one chunk and a closing one, as servers that
-// stream do.
-func stream(w http.ResponseWriter, id string, created int64, content string) {
+// stream do, then the usage in a chunk of its own when asked for it.
+func stream(w http.ResponseWriter, id string, created int64, content string, usage bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	for _, delta := range []openai.ChatCompletionStreamChoice{
 		{Delta: openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant, Content: content}},
 		{FinishReason: openai.FinishReasonStop},
 	} {
 		b, _ := json.Marshal(openai.ChatCompletionStreamResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: Name, Choices: []openai.ChatCompletionStreamChoice{delta}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
+	if usage {
+		b, _ := json.Marshal(openai.ChatCompletionStreamResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: Name,
+			Choices: []openai.ChatCompletionStreamChoice{}, Usage: &openai.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}})
 		fmt.Fprintf(w, "data: %s\n\n", b)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
