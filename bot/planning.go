@@ -14,24 +14,30 @@ import (
 // answer plans a request's answer, whose reply names the request (a
 // surface turns the request's draft into it). A request whose proposal
 // was already stored (planned before a crash) is not planned again.
-func (e *Engine) answer(ctx context.Context, r board.Request) board.Answer {
-	ans := e.answerOf(ctx, r)
+// made is the proposal as this call stored it, when it stored one: the
+// post that follows shows it without reading it back.
+func (e *Engine) answer(ctx context.Context, r board.Request) (ans board.Answer, made *board.Proposal) {
+	ans, made = e.answerOf(ctx, r)
 	if ans.Reply != nil {
 		ans.Reply.Request = r.ID
 	}
-	return ans
+	return ans, made
 }
 
-func (e *Engine) answerOf(ctx context.Context, r board.Request) board.Answer {
+func (e *Engine) answerOf(ctx context.Context, r board.Request) (board.Answer, *board.Proposal) {
 	pid := board.ProposalIDFor(r.ID)
 	if p, err := e.deps.Proposals.Proposal(ctx, pid); err == nil {
-		return board.Answer{ProposalID: p.ID, Reply: &board.Reply{Kind: board.ReplyProposal, Text: p.Plan.Answer}}
+		return board.Answer{ProposalID: p.ID, Reply: &board.Reply{Kind: board.ReplyProposal, Text: p.Plan.Answer}}, nil
 	}
 	reply, proposal, failure := e.plan(ctx, r)
 	if proposal != nil {
-		return board.Answer{ProposalID: proposal.ID, Reply: &board.Reply{Kind: board.ReplyProposal, Text: proposal.Plan.Answer}}
+		ans := board.Answer{ProposalID: proposal.ID, Reply: &board.Reply{Kind: board.ReplyProposal, Text: proposal.Plan.Answer}}
+		if proposal.Reposting {
+			return ans, nil // adopted from another worker: not this call's to post as it stands
+		}
+		return ans, proposal
 	}
-	return board.Answer{Reply: reply, Failure: failure}
+	return board.Answer{Reply: reply, Failure: failure}, nil
 }
 
 // Failures that come from a database being away for a moment: the request
@@ -71,6 +77,15 @@ func (e *Engine) plan(ctx context.Context, r board.Request) (reply *board.Reply,
 		return e.proposeAgain(ctx, r, id)
 	}
 
+	// The budget is read while the channel's board and the thread are:
+	// each is a round trip of its own before the model is asked.
+	var budget *board.Reply
+	budgeted := make(chan struct{})
+	go func() {
+		defer close(budgeted)
+		budget = e.overBudget(ctx, r)
+	}()
+	defer func() { <-budgeted }()
 	in := planner.PromptInput{Profiles: e.cfg.Profiles, Message: r.Text}
 	hasBoard := false
 	var target board.ID
@@ -91,8 +106,8 @@ func (e *Engine) plan(ctx context.Context, r board.Request) (reply *board.Reply,
 	}
 	e.remember(ctx, r, "user", r.Text)
 
-	if reply := e.overBudget(ctx, r); reply != nil {
-		return reply, nil, ErrOverBudget.Error()
+	if <-budgeted; budget != nil {
+		return budget, nil, ErrOverBudget.Error()
 	}
 	opts := plan.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard}
 	if in.Board != nil {
@@ -102,7 +117,15 @@ func (e *Engine) plan(ctx context.Context, r board.Request) (reply *board.Reply,
 	in.OnDraft = drafts.onDraft()
 	out, err := e.deps.Planner.Plan(ctx, in, opts)
 	drafts.stop()
-	e.chargeTokens(ctx, r, out)
+	// The charge is a write of its own: it goes on beside the proposal's
+	// (the next request's budget check reads it, not this one), and the
+	// plan is answered once it is done.
+	charged := make(chan struct{})
+	go func() {
+		defer close(charged)
+		e.chargeTokens(ctx, r, out)
+	}()
+	defer func() { <-charged }()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ""

@@ -48,8 +48,11 @@ func (e *Engine) giveUp(ctx context.Context, consumer string, d board.QueuedRequ
 
 // post posts a planned answer, then marks the request done and
 // acknowledges it: posting is part of answering. Each attempt has the post
-// timeout of its own, and the bookkeeping after it its own too.
-func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedRequest, rec board.RequestRecord) {
+// timeout of its own, and the bookkeeping after it its own too. made is
+// the proposal this delivery just stored (nil: none, or stored before):
+// the first attempt of a first delivery posts it as it is in hand, since
+// no one else has had the request to post it; any other reads it back.
+func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedRequest, rec board.RequestRecord, made *board.Proposal) {
 	base, done := e.out.detached(ctx)
 	defer done()
 	r, ans := rec.Request, rec.Answer
@@ -68,7 +71,11 @@ func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedReques
 		book, bcancel := context.WithTimeout(base, e.cfg.PostTimeout+bookkeepingTimeout)
 		// A second attempt, or a request handed out before, may follow
 		// a post that went out unheard.
-		err = e.postOnce(pctx, book, poster, r, ans, attempt > 0 || d.Count > 1)
+		var fresh *board.Proposal
+		if attempt == 0 && d.Count <= 1 {
+			fresh = made
+		}
+		err = e.postOnce(pctx, book, poster, r, ans, fresh, attempt > 0 || d.Count > 1)
 		bcancel()
 		cancel()
 		if err == nil || errors.Is(err, errPostingElsewhere) {
@@ -123,8 +130,9 @@ func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedReques
 // what was posted within book, a context of its own. A preview whose
 // message came back is posted, even when the platform also reported an
 // error after sending it (an adapter's own bookkeeping): posting it again
-// would show two previews.
-func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r board.Request, ans *board.Answer, reposting bool) error {
+// would show two previews. fresh, when set, is the proposal as just
+// stored, in place of reading it back.
+func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r board.Request, ans *board.Answer, fresh *board.Proposal, reposting bool) error {
 	if ans.ProposalID == "" {
 		if ans.Reply == nil {
 			return nil
@@ -135,9 +143,14 @@ func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r board.Requ
 		e.remember(book, r, "assistant", ans.Reply.Text)
 		return nil
 	}
-	p, err := e.deps.Proposals.Proposal(book, ans.ProposalID)
-	if err != nil {
-		return err
+	var p board.Proposal
+	if fresh != nil && fresh.ID == ans.ProposalID {
+		p = *fresh
+	} else {
+		var err error
+		if p, err = e.deps.Proposals.Proposal(book, ans.ProposalID); err != nil {
+			return err
+		}
 	}
 	if p.Message != "" {
 		return nil // posted before a crash

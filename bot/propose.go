@@ -104,6 +104,13 @@ func (e *Engine) propose(ctx context.Context, r board.Request, requester string,
 			if prev != nil {
 				e.release(ctx, held)
 			}
+			if saved != nil {
+				// Stored by another worker, which may be posting it: the
+				// post reads it back rather than trusting this copy.
+				adopted := *saved
+				adopted.Reposting = true
+				saved = &adopted
+			}
 			return nil, saved, aerr
 		}
 		p, err = *saved, nil
@@ -114,15 +121,24 @@ func (e *Engine) propose(ctx context.Context, r board.Request, requester string,
 		}
 		return nil, nil, unavailable("save proposal", err)
 	}
-	if err := e.deps.Proposals.PutProposal(ctx, p); err != nil {
+	// The audit row goes to Postgres while the proposal goes to Redis: it
+	// needs only the saved proposal, and its key keeps it to one row
+	// when a failed store has the request planned again.
+	st := env.Stats()
+	audited := make(chan struct{})
+	go func() {
+		defer close(audited)
+		e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed", Channel: r.Thread.Channel.Key(), ProposalID: p.ID, DedupeKey: "proposed:" + string(p.ID)},
+			map[string]any{"request_id": r.ID, "version": p.Version, "supersedes": p.Supersedes, "cards": st.Cards, "links": st.Links})
+	}()
+	err = e.deps.Proposals.PutProposal(ctx, p)
+	<-audited
+	if err != nil {
 		if prev != nil {
 			e.release(ctx, held)
 		}
 		return nil, nil, err
 	}
-	st := env.Stats()
-	e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "proposed", Channel: r.Thread.Channel.Key(), ProposalID: p.ID, DedupeKey: "proposed:" + string(p.ID)},
-		map[string]any{"request_id": r.ID, "version": p.Version, "supersedes": p.Supersedes, "cards": st.Cards, "links": st.Links})
 	e.emit(ctx, p, false)
 	if prev != nil {
 		if cur, err := e.Proposal(ctx, prev.ID); err == nil && cur.State == board.ProposalPending {

@@ -132,8 +132,10 @@ func (e *Engine) handle(ctx context.Context, consumer string, d board.QueuedRequ
 			e.logger.Warn("store request status", "request", id, "err", err)
 		}
 	}
+	var made *board.Proposal
 	if rec.Answer == nil {
-		ans := e.answer(ctx, r)
+		var ans board.Answer
+		ans, made = e.answer(ctx, r)
 		if ctx.Err() != nil {
 			e.leases.drop(consumer, d.MessageID) // shutting down mid-plan: left for a reclaim
 			return
@@ -151,7 +153,7 @@ func (e *Engine) handle(ctx context.Context, consumer string, d board.QueuedRequ
 			e.logger.Warn("store planned answer", "request", id, "err", err)
 		}
 	}
-	if err := e.out.send(r.Thread.Channel.Key(), func(pctx context.Context) { e.post(pctx, consumer, d, rec) }); err != nil {
+	if err := e.out.send(r.Thread.Channel.Key(), func(pctx context.Context) { e.post(pctx, consumer, d, rec, made) }); err != nil {
 		e.logger.Warn("answer not posted yet: "+err.Error()+"; it will be retried", "request", id)
 		e.leases.drop(consumer, d.MessageID)
 	}

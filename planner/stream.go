@@ -81,6 +81,10 @@ func refusedStream(err error) bool {
 // sink each one.
 func (c *Client) sendStream(ctx context.Context, req openai.ChatCompletionRequest, sink textSink) (string, int, error) {
 	req.Stream = true
+	// OpenAI-compatible servers tell a stream's usage only when asked
+	// (a last chunk with no choices); without it a streamed answer would
+	// charge no tokens to the channel's budget.
+	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	stream, err := c.api.CreateChatCompletionStream(ctx, req)
 	if err != nil {
 		return "", 0, err

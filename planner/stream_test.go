@@ -132,3 +132,24 @@ func TestPlanTellsDraftsWhileStreaming(t *testing.T) {
 		}
 	}
 }
+
+// A streamed answer's tokens count as a plain one's: the client asks for
+// the usage (stream_options.include_usage), which OpenAI-compatible
+// servers send only when asked.
+func TestStreamAsksForUsage(t *testing.T) {
+	t.Parallel()
+	reply := plannertest.Reply{Content: `{"kind":"answer","answer":"Hello."}`, Tokens: 321}
+	srv := plannertest.NewServer(t, reply)
+	c := newClient(srv.URL(), func(c *planner.ClientConfig) { c.Stream = planner.StreamOn })
+	out, err := c.Plan(context.Background(), planner.PromptInput{Message: "hi"}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 || !reqs[0].Stream || reqs[0].StreamOptions == nil || !reqs[0].StreamOptions.IncludeUsage {
+		t.Fatalf("requests = %+v, want one streamed request asking for its usage", reqs)
+	}
+	if out.Tokens != 321 {
+		t.Errorf("tokens = %d, want the 321 the stream's usage said", out.Tokens)
+	}
+}

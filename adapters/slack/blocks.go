@@ -37,6 +37,9 @@ const (
 // <!channel>, <@U…> and <http…|…> are shown, not acted on), and bare
 // @channel/@here/@everyone get a zero-width joiner so they do not ping.
 func escape(s string) string {
+	if !strings.ContainsAny(s, "&<>@") {
+		return s // most text: nothing to escape, nothing copied
+	}
 	s = strings.ReplaceAll(s, "&", "&amp;")
 	s = strings.ReplaceAll(s, "<", "&lt;")
 	s = strings.ReplaceAll(s, ">", "&gt;")
@@ -49,6 +52,9 @@ func escape(s string) string {
 // plain is model text for plain_text fields: no markup is parsed there,
 // but the same words must not ping.
 func plain(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
 	for _, word := range []string{"@channel", "@here", "@everyone"} {
 		s = strings.ReplaceAll(s, word, "@\u200d"+word[1:])
 	}

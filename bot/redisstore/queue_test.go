@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,6 +209,59 @@ func TestEveryHandedOverEntryIsTaken(t *testing.T) {
 		}
 		if err := q.Ack(ctx, got[0].MessageID); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A burst of requests with as many workers waiting reaches every worker,
+// each request once: the reader reads them in batches and hands each
+// over to one worker.
+func TestBurstReachesEveryWaitingWorker(t *testing.T) {
+	t.Parallel()
+	rdb, prefix, q := newQueue(t)
+	ctx := context.Background()
+	const n = 20
+	got := make(chan board.RequestID, 2*n)
+	ready := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			ready <- struct{}{}
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) {
+				qs, err := q.Read(ctx, fmt.Sprint("w", w), time.Second)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, d := range qs {
+					got <- d.RequestID
+					if err := q.Ack(ctx, d.MessageID); err != nil {
+						t.Error(err)
+					}
+				}
+				if len(qs) > 0 {
+					return
+				}
+			}
+		})
+	}
+	for range n {
+		<-ready
+	}
+	time.Sleep(100 * time.Millisecond) // the workers wait in Read
+	for i := range n {
+		admit(t, rdb, prefix, board.RequestID(fmt.Sprint("r_", i)))
+	}
+	wg.Wait()
+	close(got)
+	seen := map[board.RequestID]int{}
+	for id := range got {
+		seen[id]++
+	}
+	for i := range n {
+		if id := board.RequestID(fmt.Sprint("r_", i)); seen[id] != 1 {
+			t.Errorf("%s taken %d times, want once", id, seen[id])
 		}
 	}
 }

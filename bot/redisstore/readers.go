@@ -16,14 +16,19 @@ import (
 // readBlock is how long one XREADGROUP of a shard's reader blocks.
 const readBlock = time.Second
 
+// maxBatch caps how many entries one read of a shard's reader takes.
+const maxBatch = 64
+
 // drainPoll is how often the reader of a drained stream that is gone
 // looks whether an older replica wrote it again.
 const drainPoll = 5 * time.Second
 
 // readers are a queue's blocking readers, one per stream, and the
 // workers' side of their hand-over. A reader reads only while some
-// worker waits in Read: a busy replica leaves its streams to replicas
-// with idle workers. An entry a reader holds while no worker takes it
+// worker waits in Read, and at most as many entries at once as workers
+// wait (shared out between the shards' readers): a busy replica leaves its
+// streams to replicas with idle workers, and a burst of requests reaches
+// idle workers in a read or two rather than a read each. An entry a reader holds while no worker takes it
 // ages in its group; the worker that takes it claims it with a MIN-IDLE
 // of that age, so an entry another replica reclaimed meanwhile (its idle
 // time reset) is not taken twice.
@@ -153,7 +158,7 @@ func (r *readers) read(n int, drain bool) {
 			return
 		}
 		res, err := r.q.rdb.XReadGroup(r.ctx, &redis.XReadGroupArgs{
-			Group: group, Consumer: r.consumer, Streams: []string{stream, ">"}, Count: 1, Block: readBlock,
+			Group: group, Consumer: r.consumer, Streams: []string{stream, ">"}, Count: r.batch(), Block: readBlock,
 		}).Result()
 		switch {
 		case err != nil && strings.Contains(err.Error(), "NOGROUP"):
@@ -173,20 +178,32 @@ func (r *readers) read(n int, drain bool) {
 			r.fail(wrap("read requests", err))
 			continue
 		}
+		at := time.Now()
+		var batch []held
 		for _, s := range res {
 			for _, m := range s.Messages {
 				id, _ := m.Values["request"].(string)
-				h := held{shard: n, id: m.ID, req: board.RequestID(id), at: time.Now(), taken: make(chan struct{})}
-				select {
-				case r.hand <- h:
-					<-h.taken
-				case <-r.ctx.Done():
-					r.giveBack(n, m.ID)
-					return
+				batch = append(batch, held{shard: n, id: m.ID, req: board.RequestID(id), at: at, taken: make(chan struct{})})
+			}
+		}
+		for i, h := range batch {
+			select {
+			case r.hand <- h:
+				<-h.taken
+			case <-r.ctx.Done():
+				for _, left := range batch[i:] {
+					r.giveBack(n, left.id)
 				}
+				return
 			}
 		}
 	}
+}
+
+// batch is how many entries a shard's reader reads at once: the workers
+// waiting, shared out between the shards, at least one.
+func (r *readers) batch() int64 {
+	return min(max(r.idle.Load()/int64(max(r.q.layout.Streams, 1)), 1), maxBatch)
 }
 
 // giveBack leaves an entry read as the readers stopped (a blocked read

@@ -151,7 +151,7 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id, created := fmt.Sprintf("demo-%d", time.Now().UnixNano()), time.Now().Unix()
 	if req.Stream {
-		m.stream(r.Context(), w, id, created, content)
+		m.stream(r.Context(), w, id, created, content, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -167,8 +167,9 @@ const streamPieces = 40
 
 // stream sends content as servers that stream do: its pieces, spread
 // over the model's pace (one piece when it has none), then a closing
-// chunk. A client that goes away ends it.
-func (m *Model) stream(ctx context.Context, w http.ResponseWriter, id string, created int64, content string) {
+// chunk, and the usage in a chunk of its own when asked for it. A client
+// that goes away ends it.
+func (m *Model) stream(ctx context.Context, w http.ResponseWriter, id string, created int64, content string, usage bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	send := func(delta openai.ChatCompletionStreamChoice) {
 		b, _ := json.Marshal(openai.ChatCompletionStreamResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: Name, Choices: []openai.ChatCompletionStreamChoice{delta}})
@@ -196,6 +197,11 @@ func (m *Model) stream(ctx context.Context, w http.ResponseWriter, id string, cr
 		send(openai.ChatCompletionStreamChoice{Delta: d})
 	}
 	send(openai.ChatCompletionStreamChoice{FinishReason: openai.FinishReasonStop})
+	if usage {
+		b, _ := json.Marshal(openai.ChatCompletionStreamResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: Name,
+			Choices: []openai.ChatCompletionStreamChoice{}, Usage: &openai.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 

@@ -46,6 +46,9 @@ func TestDemoModelPlansThroughTheRealClient(t *testing.T) {
 			if err != nil {
 				t.Fatalf("stream %v, %q: %v", stream, tc.msg, err)
 			}
+			if out.Tokens != 2 {
+				t.Errorf("stream %v, %q: %d tokens, want the 2 its usage says, streamed or not", stream, tc.msg, out.Tokens)
+			}
 			env := out.Result.Plan
 			if env.Kind != tc.kind {
 				t.Errorf("stream %v, %q: kind %s, want %s", stream, tc.msg, env.Kind, tc.kind)

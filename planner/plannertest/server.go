@@ -208,9 +208,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if reply.Ollama {
 		chunk("", "stop")
 	}
-	if !reply.NoUsage {
+	if !reply.NoUsage && req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		// The usage comes last, in a chunk with no choices, as OpenAI
-		// sends it with stream_options.include_usage.
+		// sends it: only when asked with stream_options.include_usage.
 		b, _ := json.Marshal(map[string]any{
 			"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": created, "model": req.Model,
 			"choices": []any{}, "usage": usage(reply),

@@ -50,6 +50,12 @@ type model struct {
 	ref   *regexp.Regexp
 }
 
+// streamPieces is how many pieces a streamed answer comes in, spread
+// evenly over the model's time as a server sends tokens while it writes
+// them (batched: a piece is some 80 tokens of the 64-card plan), the
+// last one at Delay.
+const streamPieces = 64
+
 // span is when the model took a request and when it answered.
 type span struct{ Start, End time.Time }
 
@@ -93,33 +99,72 @@ func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 		return
 	}
+	if req.Stream {
+		m.stream(w, r, req, ref, start)
+		return
+	}
 	select {
 	case <-time.After(m.Delay):
 	case <-r.Context().Done():
 		return
 	}
-	if ref != "" {
-		m.mu.Lock()
-		m.spans[ref] = span{Start: start, End: time.Now()}
-		m.mu.Unlock()
-	}
+	m.answered(ref, start)
 	id, created := fmt.Sprint("bench-", time.Now().UnixNano()), time.Now().Unix()
-	if req.Stream {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, c := range []openai.ChatCompletionStreamChoice{
-			{Delta: openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant, Content: m.output}},
-			{FinishReason: openai.FinishReasonStop},
-		} {
-			b, _ := json.Marshal(openai.ChatCompletionStreamResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: "bench", Choices: []openai.ChatCompletionStreamChoice{c}})
-			fmt.Fprintf(w, "data: %s\n\n", b)
-		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
-		return
-	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(openai.ChatCompletionResponse{
 		ID: id, Object: "chat.completion", Created: created, Model: "bench",
 		Choices: []openai.ChatCompletionChoice{{Message: openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: m.output}, FinishReason: openai.FinishReasonStop}},
 		Usage:   openai.Usage{PromptTokens: 1000, CompletionTokens: 3000, TotalTokens: 4000},
 	})
+}
+
+// answered notes the span of the request whose message carried ref.
+func (m *model) answered(ref string, start time.Time) {
+	if ref != "" {
+		m.mu.Lock()
+		m.spans[ref] = span{Start: start, End: time.Now()}
+		m.mu.Unlock()
+	}
+}
+
+// stream answers a streamed request the way OpenAI-compatible servers
+// do: the plan in streamPieces chunks, each flushed as it is written,
+// paced so the last comes at Delay; then a chunk with the finish reason,
+// the usage in a chunk of its own when stream_options.include_usage
+// asked for it, and [DONE]. The span ends with the last piece.
+func (m *model) stream(w http.ResponseWriter, r *http.Request, req openai.ChatCompletionRequest, ref string, start time.Time) {
+	id, created := fmt.Sprint("bench-", time.Now().UnixNano()), time.Now().Unix()
+	w.Header().Set("Content-Type", "text/event-stream")
+	flusher, _ := w.(http.Flusher)
+	send := func(c openai.ChatCompletionStreamResponse) {
+		c.ID, c.Object, c.Created, c.Model = id, "chat.completion.chunk", created, "bench"
+		b, _ := json.Marshal(c)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	size := (len(m.output) + streamPieces - 1) / streamPieces
+	for i := range streamPieces {
+		at := start.Add(m.Delay * time.Duration(i+1) / streamPieces)
+		t := time.NewTimer(time.Until(at))
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+		piece := m.output[min(i*size, len(m.output)):min((i+1)*size, len(m.output))]
+		delta := openai.ChatCompletionStreamChoiceDelta{Content: piece}
+		if i == 0 {
+			delta.Role = openai.ChatMessageRoleAssistant
+		}
+		send(openai.ChatCompletionStreamResponse{Choices: []openai.ChatCompletionStreamChoice{{Delta: delta}}})
+	}
+	m.answered(ref, start)
+	send(openai.ChatCompletionStreamResponse{Choices: []openai.ChatCompletionStreamChoice{{FinishReason: openai.FinishReasonStop}}})
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		send(openai.ChatCompletionStreamResponse{Choices: []openai.ChatCompletionStreamChoice{}, Usage: &openai.Usage{PromptTokens: 1000, CompletionTokens: 3000, TotalTokens: 4000}})
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }
