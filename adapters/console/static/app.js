@@ -5,7 +5,6 @@
   const $ = (id) => document.getElementById(id);
   const log = $("log");
   const previews = new Map(); // proposal id -> element
-  const reviews = new Map(); // "run card" -> the announcements of a card under review
   let source = null;
 
   const fromPath = location.pathname.match(/^\/c\/([a-z0-9][a-z0-9_-]{0,63})$/);
@@ -67,6 +66,12 @@
   // Drafts of plans being written and runs' progress (showing.js).
   const showing = window.BobNetShowing({ el, log, labelled, safeURL, clearWorking });
 
+  // The home list of channels and boards (home.js).
+  const home = window.BobNetHome({ $, el, api, safeURL, connect });
+
+  // Accept / Send back on run cards under review (reviews.js).
+  const reviewing = window.BobNetReviews({ el, button, user, api, alertMsg });
+
   function renderReply(d) {
     clearWorking();
     showing.answered(d.request);
@@ -88,68 +93,8 @@
       a.dataset.testid = "board-link";
       m.appendChild(a);
     }
-    if (d.review) reviewReply(m, d.review);
+    if (d.review) reviewing.reply(m, d.review);
     log.appendChild(m);
-  }
-
-  // reviewReply gives an announcement of a card under review its Accept /
-  // Send back buttons, and on a reply saying how a review ended, takes the
-  // buttons of that card's announcements away.
-  function reviewReply(m, r) {
-    const key = r.run_id + " " + r.card_id;
-    if (r.decision) {
-      (reviews.get(key) || []).forEach((a) => reviewDecided(a, r));
-      reviews.delete(key);
-      return;
-    }
-    m.classList.add("review");
-    m.dataset.testid = "review";
-    const actions = el("div", "actions");
-    actions.appendChild(button("Accept", "primary", "review-accept", () => review(actions, r, "accept")));
-    actions.appendChild(button("Send back", "", "review-sendback", () => showSendBack(actions, r)));
-    m.appendChild(actions);
-    reviews.set(key, (reviews.get(key) || []).concat([actions]));
-  }
-
-  function reviewDecided(actions, r) {
-    const by = r.decision === "accepted" ? "Accepted by " + r.by : "Sent back by " + r.by + ": “" + r.reason + "”";
-    const state = el("span", "state " + (r.decision === "accepted" ? "approved" : "cancelled"), by);
-    state.dataset.testid = "review-state";
-    actions.replaceChildren(state);
-  }
-
-  function showSendBack(actions, r) {
-    if (actions.querySelector(".revise")) return;
-    const f = el("div", "revise");
-    const input = el("input");
-    input.placeholder = "Why does it go back? (Enter sends)";
-    input.maxLength = 1000;
-    input.dataset.testid = "review-reason";
-    f.appendChild(input);
-    const send = () => { if (input.value.trim()) review(actions, r, "send_back", input.value.trim()); };
-    input.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
-    });
-    f.appendChild(button("Send back", "primary", "review-send", send));
-    actions.appendChild(f);
-    input.focus();
-  }
-
-  // review decides through the runs API; the reply that says how it was
-  // decided takes the buttons away, for everyone watching.
-  async function review(actions, r, decision, reason) {
-    const u = user();
-    if (!u) return;
-    actions.querySelectorAll("button").forEach((b) => { b.disabled = true; });
-    const body = { user: u, decision };
-    if (reason) body.reason = reason;
-    if (typeof r.round === "number") body.round = r.round; // an earlier round's buttons decide nothing
-    const path = "/api/v1/runs/" + encodeURIComponent(r.run_id) + "/cards/" + encodeURIComponent(r.card_id) + "/review";
-    const { status, data } = await api("POST", path, body);
-    if (status >= 400) {
-      alertMsg(data.error || "That did not work (" + status + ").");
-      actions.querySelectorAll("button").forEach((b) => { b.disabled = false; });
-    }
   }
 
   function cardTitles(plan) {
@@ -177,27 +122,6 @@
     return box;
   }
 
-  // changeItems turns a revision's changes into one readable line each.
-  function changeItems(c) {
-    const out = [];
-    (c.added || []).forEach((x) => out.push("Added card “" + x + "”"));
-    (c.removed || []).forEach((x) => out.push("Removed card “" + x + "”"));
-    (c.retitled || []).forEach((x) => out.push("Retitled “" + x.from + "” → “" + x.to + "”"));
-    (c.reassigned || []).forEach((x) => out.push("Reassigned “" + x.subject + "”: " + x.from + " → " + x.to));
-    (c.links_added || []).forEach((x) => out.push("New dependency: " + x));
-    (c.links_removed || []).forEach((x) => out.push("Dependency dropped: " + x));
-    (c.updates_added || []).forEach((x) => out.push("New card change: " + x));
-    (c.updates_removed || []).forEach((x) => out.push("Card change dropped: " + x));
-    if (c.board_changed) out.push("Board renamed “" + c.board_changed.from + "” → “" + c.board_changed.to + "”");
-    return out;
-  }
-
-  function boardChangeText(c) {
-    if (c.field === "depends_on") return c.card + " “" + c.title + "” will wait on " + c.to;
-    if (c.field === "body") return c.card + " “" + c.title + "”: description rewritten";
-    return c.card + " “" + c.title + "”: " + c.field + " " + c.from + " → " + c.to;
-  }
-
   function isChange(a) { return a.type === "update_card" || a.type === "add_links"; }
   function createsBoard(plan) { return ((plan || {}).actions || []).some((a) => !!a.board); }
 
@@ -214,7 +138,7 @@
     // the decision is made.
     let changesBox = null;
     if (p.changes) {
-      const items = changeItems(p.changes);
+      const items = BobNetText.changeItems(p.changes);
       if (items.length) {
         changesBox = list("changes", "What changed since v" + (p.version - 1) + ":", items);
       } else {
@@ -222,7 +146,7 @@
       }
       changesBox.dataset.testid = "changes";
     }
-    const boardChanges = (p.board_changes || []).map(boardChangeText);
+    const boardChanges = (p.board_changes || []).map(BobNetText.boardChangeText);
     if (!boardChanges.length) {
       (plan.actions || []).filter(isChange).forEach((a) => {
         if (a.type === "update_card") {
@@ -322,7 +246,7 @@
         button(createsBoard(p.plan) ? "Approve and create" : "Approve and apply", "primary", "approve", () => decide(p.id, "approve")),
         button("Revise", "", "revise", () => showRevise(p.id, actions)),
         button("Cancel", "danger", "cancel", () => showCancel(p.id, actions)));
-      const q = quorumText(p.quorum);
+      const q = BobNetText.quorumText(p.quorum);
       if (q) {
         const line = el("span", "quorum", q);
         line.dataset.testid = "quorum";
@@ -349,19 +273,7 @@
       });
       actions.appendChild(toggle);
     }
-    homeSoon();
-  }
-
-  // quorumText is the approvals line: "1 of 2 approvals: @bob · policy
-  // console:release"; empty under the built-in one-approval rule.
-  function quorumText(q) {
-    if (!q || (q.key === "built-in" && q.needed <= 1)) return "";
-    const parts = [];
-    const got = q.approvals || [];
-    if (q.needed > 1) parts.push(got.length + " of " + q.needed + " approvals" + (got.length ? ": " + got.map((u) => "@" + u).join(", ") : ""));
-    parts.push("policy " + q.key + " (deciders: " + q.policy.deciders.join(", ") + ")");
-    if (!q.policy.self_approval) parts.push("the requester's own approval does not count");
-    return parts.join(" · ");
+    home.soon();
   }
 
   function showRevise(id, actions) {
@@ -429,7 +341,7 @@
         log.appendChild(w);
         break;
       }
-      case "reply": renderReply(d); homeSoon(); break;
+      case "reply": renderReply(d); home.soon(); break;
       case "proposal": renderPreview(d); break;
       case "proposal_updated": updatePreview(d); break;
       case "draft": showing.draft(d); break;
@@ -443,7 +355,7 @@
     if (source) source.close();
     log.replaceChildren();
     previews.clear();
-    reviews.clear();
+    reviewing.clear();
     showing.clear();
     localStorage.setItem("bobnet.channel", ch);
     if (location.pathname !== "/c/" + ch) history.replaceState(null, "", "/c/" + ch);
@@ -451,7 +363,7 @@
     if (token()) url += "?access_token=" + encodeURIComponent(token());
     source = new EventSource(url);
     ["message", "working", "reply", "proposal", "proposal_updated", "draft", "run_progress"].forEach((t) => source.addEventListener(t, handle));
-    source.onopen = () => { $("conn").textContent = "connected to #" + ch; loadHome(); };
+    source.onopen = () => { $("conn").textContent = "connected to #" + ch; home.load(); };
     const mine = source;
     source.onerror = () => {
       $("conn").textContent = "reconnecting…";
@@ -479,48 +391,5 @@
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); }
   });
 
-  // The home list: console channels by latest activity and boards with
-  // their counts, fetched when the stream opens and after anything that
-  // may change them (not on a timer).
-  let homeTimer = null;
-  function homeSoon() {
-    if (homeTimer) return;
-    homeTimer = setTimeout(() => { homeTimer = null; loadHome(); }, 300);
-  }
-  async function loadHome() {
-    const current = $("channel").value.trim();
-    const [chs, bs] = await Promise.all([api("GET", "/api/v1/channels"), api("GET", "/api/v1/boards?limit=20")]);
-    if (chs.status === 200) {
-      const ul = $("channels");
-      ul.replaceChildren();
-      (chs.data.channels || []).forEach((c) => {
-        const li = el("li", c.channel === current ? "current" : "");
-        li.dataset.testid = "home-channel";
-        const a = el("a", "", "#" + c.channel);
-        a.href = "/c/" + encodeURIComponent(c.channel);
-        a.addEventListener("click", (e) => { e.preventDefault(); $("channel").value = c.channel; connect(); });
-        li.appendChild(a);
-        li.appendChild(el("span", "when", c.last_type + " · " + new Date(c.latest_at).toLocaleString()));
-        ul.appendChild(li);
-      });
-      if (!ul.children.length) ul.appendChild(el("li", "none", "No conversations yet"));
-    }
-    if (bs.status === 200) {
-      const ul = $("boards");
-      ul.replaceChildren();
-      (bs.data.boards || []).forEach((b) => {
-        const li = el("li");
-        li.dataset.testid = "home-board";
-        const a = el("a", "", b.key + " · " + b.name);
-        const href = safeURL(b.url);
-        if (href) a.href = href;
-        li.appendChild(a);
-        const counts = Object.keys(b.counts || {}).sort().map((k) => k + " " + b.counts[k]).join(", ");
-        li.appendChild(el("span", "counts", b.cards + " cards" + (counts ? ": " + counts : "")));
-        ul.appendChild(li);
-      });
-      if (!ul.children.length) ul.appendChild(el("li", "none", "No boards yet"));
-    }
-  }
   connect();
 })();
