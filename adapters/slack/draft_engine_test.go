@@ -1,6 +1,7 @@
 package slack_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -71,4 +72,69 @@ func TestSlackDraftThroughTheEngine(t *testing.T) {
 	w.slack.waitFor(t, "approved", func(c call) bool {
 		return c.Method == "chat.update" && c.Form.Get("ts") == start.TS && strings.Contains(c.blocks(), "Approved by <@U_ALICE>")
 	})
+}
+
+// Through the engine: once the board is approved, a run shows as one
+// message in the board's thread whose tasks move as the run goes: the
+// first card in progress once its runner's output waits for review,
+// complete once accepted.
+func TestSlackRunProgressThroughTheEngine(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.showing()
+	plan := plannertest.NewspaperPlan(t)
+	w.env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
+	if resp := w.post(t, "/slack/events", "application/json", mentionEvent("EvR1", "1690000000.000992", "plan our daily research newspaper")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("events: %d", resp.StatusCode)
+	}
+	preview := w.slack.waitFor(t, "the preview", func(c call) bool {
+		return (c.Method == "chat.stopStream" || c.Method == "chat.postMessage" || c.Method == "chat.update") && strings.Contains(c.Form.Get("blocks"), "bobnet_approve")
+	})
+	ts := preview.Form.Get("ts")
+	if ts == "" {
+		ts = preview.TS
+	}
+	pid := proposalID.FindStringSubmatch(preview.Form.Get("blocks"))[1]
+	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_ALICE", "bobnet_approve", pid, ts))
+	w.slack.waitFor(t, "approved", func(c call) bool {
+		return c.Method == "chat.update" && strings.Contains(c.blocks(), "Approved by <@U_ALICE>")
+	})
+	ctx := context.Background()
+	if _, err := w.env.Engine.StartRun(ctx, board.Channel{Source: board.SourceSlack, ID: "C_NEWS"}, "U_ALICE", ""); err != nil {
+		t.Fatal(err)
+	}
+	first := w.slack.waitFor(t, "the run's message", isRunMessage)
+	if title, st := runTasks(t, first); !strings.HasPrefix(title, "Run 1 of") || len(st) != 10 {
+		t.Fatalf("first draw %q with %d tasks; want run 1 and the board's 10 cards", title, len(st))
+	}
+	job, ok, err := w.env.Store.ClaimRunCard(ctx, "model", time.Minute)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	up, err := w.env.Store.CompleteRunCard(ctx, job, "Planner", "today's topics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.env.Engine.CardOutput(ctx, job, up) // as the run worker does
+	// Its output waits for review, in progress; accepted, it is done.
+	w.slack.waitFor(t, "the run's message redrawn with the card under review", func(c call) bool {
+		if c.Method != "chat.update" || c.Form.Get("ts") != first.TS {
+			return false
+		}
+		_, st := runTasks(t, c)
+		return st["NEWS-1 · Define daily topic and source policy"] == "in_progress"
+	})
+	if _, err := w.env.Engine.ReviewRunCard(ctx, job.Run.ID, job.RunCard.Card, 0, "U_ALICE", true, ""); err != nil {
+		t.Fatal(err)
+	}
+	w.slack.waitFor(t, "the run's message redrawn with a card complete", func(c call) bool {
+		if c.Method != "chat.update" || c.Form.Get("ts") != first.TS {
+			return false
+		}
+		_, st := runTasks(t, c)
+		return st["NEWS-1 · Define daily topic and source policy"] == "complete"
+	})
+	if n := w.slack.count(isRunMessage); n != 1 {
+		t.Errorf("%d run messages; want one, redrawn", n)
+	}
 }
