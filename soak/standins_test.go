@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -138,12 +139,35 @@ func (m *model) callsFor(tag string) int {
 	return m.calls[tag]
 }
 
-// slackMessage is one chat.postMessage Slack accepted.
+// slackMessage is one message Slack holds, as last drawn: posted
+// (chat.postMessage) or streamed (chat.startStream), then perhaps
+// redrawn (chat.update, chat.stopStream) or deleted (chat.delete), as
+// the thread status's placeholder and a streamed draft become their
+// answer.
 type slackMessage struct {
 	Channel, ThreadTS, Text, TS string
 	Proposal                    string // the proposal a preview's Approve button names
 	Review                      string // "run card round" of a Review announcement's Accept button
 	Metadata                    string // as posted (JSON)
+	deleted                     bool
+}
+
+// draw takes a post's or redraw's text and metadata, where it has them,
+// and the proposal or review its buttons name: a redraw that takes the
+// buttons away (decided) leaves the message the preview it was.
+func (m *slackMessage) draw(form url.Values) {
+	if t := form.Get("text"); t != "" {
+		m.Text = t
+	}
+	if p := buttonValue(form.Get("blocks"), "bobnet_approve"); p != "" {
+		m.Proposal = p
+	}
+	if r := buttonValue(form.Get("blocks"), "bobnet_review_accept"); r != "" {
+		m.Review = r
+	}
+	if md := form.Get("metadata"); md != "" {
+		m.Metadata = md
+	}
 }
 
 // slackAPI stands in for Slack's Web API: it answers in Slack's format,
@@ -174,12 +198,17 @@ func newSlackAPI(t *testing.T, slow time.Duration) *slackAPI {
 		s.ts++
 		ts := "1700000000." + padTS(s.ts)
 		switch r.URL.Path {
-		case "/api/chat.postMessage":
-			s.sent = append(s.sent, slackMessage{
-				Channel: r.PostForm.Get("channel"), ThreadTS: r.PostForm.Get("thread_ts"), Text: r.PostForm.Get("text"), TS: ts,
-				Proposal: buttonValue(r.PostForm.Get("blocks"), "bobnet_approve"), Review: buttonValue(r.PostForm.Get("blocks"), "bobnet_review_accept"),
-				Metadata: r.PostForm.Get("metadata"),
-			})
+		case "/api/chat.postMessage", "/api/chat.startStream":
+			m := slackMessage{Channel: r.PostForm.Get("channel"), ThreadTS: r.PostForm.Get("thread_ts"), TS: ts}
+			m.draw(r.PostForm)
+			s.sent = append(s.sent, m)
+		case "/api/chat.update", "/api/chat.stopStream", "/api/chat.delete":
+			for i := range s.sent {
+				if s.sent[i].TS == r.PostForm.Get("ts") && s.sent[i].Channel == r.PostForm.Get("channel") {
+					s.sent[i].draw(r.PostForm)
+					s.sent[i].deleted = r.URL.Path == "/api/chat.delete"
+				}
+			}
 		case "/api/conversations.replies":
 			var msgs []map[string]any
 			for _, m := range s.sent {
@@ -246,10 +275,17 @@ func buttonValue(blocks, action string) string {
 	return find(v)
 }
 
+// messages are the messages Slack holds (not deleted), as last drawn.
 func (s *slackAPI) messages() []slackMessage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]slackMessage(nil), s.sent...)
+	var out []slackMessage
+	for _, m := range s.sent {
+		if !m.deleted {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // callback is one event delivery the receiver accepted.
