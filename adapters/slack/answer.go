@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -38,26 +39,40 @@ const answerWait = 3 * time.Second
 func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.Thread, ans answer) (string, bool, error) {
 	shown, _ := a.finishDraft(ctx, id)
 	first, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgAnswer, showingTTL)
-	if err != nil || first {
+	if err != nil {
 		return "", false, nil
 	}
 	sh, err := a.memory.Showing(ctx, id)
-	for deadline := time.Now().Add(answerWait); err == nil && sh[fieldTS] == "" && inFlight(sh[fieldMsg]) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(answerWait); !first && err == nil && sh[fieldTS] == "" && inFlight(sh[fieldMsg]) && time.Now().Before(deadline); {
 		if sleep(ctx, 100*time.Millisecond) != nil {
 			break
 		}
 		sh, err = a.memory.Showing(ctx, id)
 	}
-	if err != nil || sh[fieldTS] == "" || sh[fieldAnswered] != "" {
-		// No draft to turn, or it was turned already: a second reply
-		// naming the request is a message of its own.
+	if err != nil || sh[fieldAnswered] != "" {
+		// It was turned already: a second reply naming the request is a
+		// message of its own.
 		return "", false, nil
+	}
+	ts := sh[fieldTS]
+	if ts == "" {
+		// No draft message recorded. Where Slack refused the thread
+		// status, a placeholder may still be in the thread, posted by a
+		// replica that died before recording it: its metadata names the
+		// request.
+		if sh[fieldStatus] != "refused" && sh[fieldMsg] != msgPlaceholder {
+			return "", false, nil
+		}
+		found, err := a.findDraft(ctx, t, id)
+		if err != nil || found == "" {
+			return "", false, nil
+		}
+		ts, sh[fieldMsg] = found, msgPlaceholder
 	}
 	api, channel, err := a.web(ctx, t.Channel.ID)
 	if err != nil {
 		return "", true, err
 	}
-	ts := sh[fieldTS]
 	switch sh[fieldMsg] {
 	case msgStream:
 		err = a.paced(ctx, t.Channel.ID, func(ctx context.Context) error {
@@ -158,4 +173,25 @@ func (a *Adapter) answeredAs(ctx context.Context, id board.RequestID) string {
 		return ""
 	}
 	return sh[fieldAnswered]
+}
+
+// findDraft looks in t for the placeholder or posted draft of request id
+// (conversations.replies with metadata); "" when there is none.
+func (a *Adapter) findDraft(ctx context.Context, t board.Thread, id board.RequestID) (string, error) {
+	api, channel, err := a.web(ctx, t.Channel.ID)
+	if err != nil {
+		return "", err
+	}
+	msgs, _, _, err := api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
+		ChannelID: channel, Timestamp: t.ID, Limit: 200, IncludeAllMetadata: true,
+	})
+	if err != nil {
+		return "", fmt.Errorf("conversations.replies: %w", err)
+	}
+	for _, m := range msgs {
+		if m.Metadata.EventType == draftEvent && fmt.Sprint(m.Metadata.EventPayload["request_id"]) == string(id) {
+			return m.Timestamp, nil
+		}
+	}
+	return "", nil
 }
