@@ -1,6 +1,8 @@
 package slack_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -156,5 +158,48 @@ func TestStatusHonoursRetryAfter(t *testing.T) {
 	}
 	if n := w.slack.count(isPlaceholder); n != 0 {
 		t.Errorf("%d placeholders: a 429 is no refusal", n)
+	}
+}
+
+// A placeholder whose replica died between posting it and recording it
+// (its ts lost) is found in the thread by its metadata and becomes the
+// preview: no placeholder is left beside the answer.
+func TestPlaceholderFoundWhenItsRecordIsLost(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	slowModel(t, w, time.Second)
+	w.slack.mu.Lock()
+	w.slack.refuse = func(c call) string {
+		if isStatus(c) {
+			return "not_allowed_token_type"
+		}
+		return ""
+	}
+	w.slack.mu.Unlock()
+	w.post(t, "/slack/events", "application/json", mentionEvent("EvL1", "1690000000.000301", "plan our daily research newspaper"))
+	ph := w.slack.waitFor(t, "placeholder", isPlaceholder)
+	var md struct {
+		Payload struct {
+			Request string `json:"request_id"`
+		} `json:"event_payload"`
+	}
+	if err := json.Unmarshal([]byte(ph.Form.Get("metadata")), &md); err != nil || md.Payload.Request == "" {
+		t.Fatalf("placeholder metadata %q: %v", ph.Form.Get("metadata"), err)
+	}
+	// The placeholder's ts, as if its replica had died before writing it.
+	ctx := context.Background()
+	keys, err := w.env.Redis.Keys(ctx, w.env.Prefix+"*showing*"+md.Payload.Request+"*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("showing keys %v: %v", keys, err)
+	}
+	if err := w.env.Redis.HDel(ctx, keys[0], "ts").Err(); err != nil {
+		t.Fatal(err)
+	}
+	w.slack.waitFor(t, "preview in the placeholder", func(c call) bool {
+		return c.Method == "chat.update" && c.Form.Get("ts") == ph.TS && strings.Contains(c.Form.Get("blocks"), "bobnet_approve")
+	})
+	w.env.WaitIdle(t)
+	if n := w.slack.count(method("chat.postMessage")); n != 1 {
+		t.Errorf("messages = %d, want the placeholder alone (the preview replaced it)", n)
 	}
 }
