@@ -67,6 +67,19 @@ func TestPlanningStatusWithinASecondOfTheAck(t *testing.T) {
 	}
 }
 
+// refuseStatus has the stand-in Slack refuse every thread status, as a
+// workspace without the scope does.
+func refuseStatus(w *world) {
+	w.slack.mu.Lock()
+	w.slack.refuse = func(c call) string {
+		if isStatus(c) {
+			return "not_allowed_token_type"
+		}
+		return ""
+	}
+	w.slack.mu.Unlock()
+}
+
 // Where Slack refuses the status, a placeholder says BobNet is planning,
 // and the preview replaces it: no message is left over, and the buttons
 // of the preview (the placeholder's message) decide. The refusal is
@@ -76,14 +89,7 @@ func TestPlaceholderWhereTheStatusIsRefused(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	slowModel(t, w, time.Second)
-	w.slack.mu.Lock()
-	w.slack.refuse = func(c call) string {
-		if isStatus(c) {
-			return "not_allowed_token_type"
-		}
-		return ""
-	}
-	w.slack.mu.Unlock()
+	refuseStatus(w)
 	w.post(t, "/slack/events", "application/json", mentionEvent("EvP1", "1690000000.000201", "plan our daily research newspaper"))
 	acked := time.Now()
 	ph := w.slack.waitFor(t, "placeholder", isPlaceholder)
@@ -168,14 +174,7 @@ func TestPlaceholderFoundWhenItsRecordIsLost(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	slowModel(t, w, time.Second)
-	w.slack.mu.Lock()
-	w.slack.refuse = func(c call) string {
-		if isStatus(c) {
-			return "not_allowed_token_type"
-		}
-		return ""
-	}
-	w.slack.mu.Unlock()
+	refuseStatus(w)
 	w.post(t, "/slack/events", "application/json", mentionEvent("EvL1", "1690000000.000301", "plan our daily research newspaper"))
 	ph := w.slack.waitFor(t, "placeholder", isPlaceholder)
 	var md struct {
