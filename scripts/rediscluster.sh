@@ -176,14 +176,14 @@ EOF
 stop() {
 	[ -d "$dir" ] || return 0
 	local f pid
+	# A server removes its pid file as it exits, so a file may go between
+	# the listing and the read.
 	for f in "$dir"/*.pid; do
-		[ -f "$f" ] || continue
-		pid=$(cat "$f")
+		pid=$(cat "$f" 2>/dev/null) || continue
 		kill "$pid" 2>/dev/null || true
 	done
 	for f in "$dir"/*.pid; do
-		[ -f "$f" ] || continue
-		pid=$(cat "$f")
+		pid=$(cat "$f" 2>/dev/null) || continue
 		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		rm -f "$f"
 	done
