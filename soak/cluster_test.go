@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -215,22 +216,36 @@ func (r *replica) wait(d time.Duration) bool {
 	}
 }
 
-// grepLog returns the lines of the replica's log that hold any of words.
+// grepLog returns the lines of the replica's log that hold any of words,
+// and the lines naming a request those lines named (request=r_…), so a
+// Slack event's log leads to its request's.
 func (r *replica) grepLog(words ...string) []string {
 	b, err := os.ReadFile(r.logPath)
 	if err != nil {
 		return nil
 	}
-	var out []string
-	for line := range strings.Lines(string(b)) {
-		for _, w := range words {
-			if w != "" && strings.Contains(line, w) {
-				out = append(out, r.name+": "+strings.TrimSpace(line))
-				break
+	log := string(b)
+	match := func(words []string) (lines, requests []string) {
+		for line := range strings.Lines(log) {
+			for _, w := range words {
+				if w != "" && strings.Contains(line, w) {
+					lines = append(lines, r.name+": "+strings.TrimSpace(line))
+					for f := range strings.FieldsSeq(line) {
+						if id, ok := strings.CutPrefix(f, "request="); ok && !slices.Contains(words, id) {
+							requests = append(requests, id)
+						}
+					}
+					break
+				}
 			}
 		}
+		return lines, requests
 	}
-	return out
+	lines, requests := match(words)
+	if len(requests) > 0 {
+		lines, _ = match(append(words, requests...))
+	}
+	return lines
 }
 
 // exited says whether the process has ended.

@@ -203,6 +203,7 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 		return nil // the engine tells the person, off this path
 	}
 	if err == nil && id != "" {
+		a.logger.Debug("slack event taken", "event_id", env.EventID, "ts", ev.TS, "request", id)
 		a.showPlanning(t, id, ev.User, env.TeamID)
 	}
 	return err

@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	_ "embed"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -203,12 +205,19 @@ func (a *admitter) send(batch []*admitCall) {
 			continue
 		}
 		c.res, c.err = chans[i].Text()
-		if c.err == nil && c.res == "new" && !two.replicatedFor(c.stream, chans[i]) {
+		if c.err == nil && answersTaken(c.res) && !two.replicatedFor(c.stream, chans[i]) {
 			c.res, c.err = "", ErrNotReplicated
 		}
 	}
 	a.undo(ctx, batch)
 }
+
+// answersTaken says whether step 2's reply res acknowledges a request as
+// queued: new, or a duplicate of one queued before. Either is
+// acknowledged only once a replica has the entry: a duplicate's script
+// writes too, so its WAIT covers the entry it duplicates, which an
+// attempt refused as not replicated may have left on its master alone.
+func answersTaken(res string) bool { return res == "new" || strings.HasPrefix(res, "duplicate ") }
 
 // userStep reads step 1's count of a user's window: "opened" (the
 // window's first request), "counted" or "over" (past limit).
@@ -279,7 +288,7 @@ func (a *admitter) retryNoScript(ctx context.Context, cmds []*redis.Cmd, batch [
 			continue
 		}
 		again.run(ctx)
-		if !again.replicatedFor(key(batch[i]), cmds[i]) && cmds[i].Err() == nil && cmds[i].Val() == "new" {
+		if !again.replicatedFor(key(batch[i]), cmds[i]) && cmds[i].Err() == nil && answersTaken(fmt.Sprint(cmds[i].Val())) {
 			batch[i].err = ErrNotReplicated
 		}
 	}

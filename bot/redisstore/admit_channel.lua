@@ -11,7 +11,13 @@
 -- "throttled <user|channel> <notify: 0|1>".
 if ARGV[2] == '1' then
   local first = redis.call('GET', KEYS[1])
-  if first then return 'duplicate ' .. first end
+  if first then
+    -- A write, so that the WAIT after this script covers the first
+    -- request's entry too (replication is in order): a duplicate is
+    -- acknowledged only once a replica has what it duplicates.
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+    return 'duplicate ' .. first
+  end
 end
 local which, window = false, 0
 if ARGV[4] == '1' then

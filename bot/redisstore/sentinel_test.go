@@ -92,7 +92,8 @@ func sentinelAdmission(id string) board.Admission {
 // is killed (SIGKILL) right after the acknowledgements, the sentinels
 // promote the replica, and every acknowledged request is on the stream,
 // with its record, and is read from the new master. The killed server is
-// started again and rejoins as a replica.
+// started again and rejoins as a replica; a retry is a duplicate once it
+// has.
 func TestSentinelFailoverKeepsAcknowledgedRequests(t *testing.T) {
 	set := newSentinelSet(t)
 	rdb := bottest.RedisIn(t, redisstore.ModeSentinel)
@@ -110,9 +111,11 @@ func TestSentinelFailoverKeepsAcknowledgedRequests(t *testing.T) {
 	}
 	old := set.master(t)
 	set.signal(t, old, syscall.SIGKILL)
-	t.Cleanup(func() {
-		// Started again from its own configuration: the sentinels make
-		// it a replica of the new master.
+	rejoined := false
+	// Started again from its own configuration, the old master is made a
+	// replica of the new one by the sentinels.
+	rejoin := func() {
+		rejoined = true
 		if out, err := exec.Command("redis-server", filepath.Join(set.dir, old+".conf")).CombinedOutput(); err != nil {
 			t.Errorf("restart %s: %v %s", old, err, out)
 		}
@@ -127,6 +130,11 @@ func TestSentinelFailoverKeepsAcknowledgedRequests(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 		t.Errorf("the old master %s did not rejoin as a replica", old)
+	}
+	t.Cleanup(func() {
+		if !rejoined {
+			rejoin()
+		}
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for set.master(t) == old {
@@ -155,7 +163,14 @@ func TestSentinelFailoverKeepsAcknowledgedRequests(t *testing.T) {
 	if len(seen) != n {
 		t.Fatalf("after the failover %d of %d acknowledged requests are on the stream", len(seen), n)
 	}
-	// A platform's retry of one of them is still a duplicate.
+	// A platform's retry of one of them, while the new master has no
+	// replica, is refused as a new request would be (what it duplicates
+	// cannot be shown to be on a replica); once the old master is back
+	// as its replica, the retry is a duplicate.
+	if res, err := s.Admit(ctx, sentinelAdmission("r_3")); !errors.Is(err, redisstore.ErrNotReplicated) {
+		t.Fatalf("retry after the failover, no replica yet = %+v, %v; want ErrNotReplicated", res, err)
+	}
+	rejoin()
 	if res, err := s.Admit(ctx, sentinelAdmission("r_3")); err != nil || res.Outcome != board.AdmitDuplicate {
 		t.Fatalf("retry after the failover = %+v, %v; want a duplicate", res, err)
 	}
@@ -163,8 +178,9 @@ func TestSentinelFailoverKeepsAcknowledgedRequests(t *testing.T) {
 
 // With its replica stopped, a sentinel set's master takes a request but
 // no replica confirms it: the admission is refused as unavailable
-// (ErrNotReplicated, 503 with Retry-After at the edge), and the platform's
-// retry once the replica is back is acknowledged as that same request,
+// (ErrNotReplicated, 503 with Retry-After at the edge), and so is a retry
+// while the replica is still away; the platform's retry once the replica
+// is back is acknowledged as that same request,
 // never as a second one.
 func TestSentinelAdmissionRefusedWhenNoReplicaConfirms(t *testing.T) {
 	set := newSentinelSet(t)
@@ -183,6 +199,14 @@ func TestSentinelAdmissionRefusedWhenNoReplicaConfirms(t *testing.T) {
 	_, err := s.Admit(ctx, sentinelAdmission("r_lonely"))
 	if !errors.Is(err, redisstore.ErrNotReplicated) || !errors.Is(err, board.ErrUnavailable) {
 		t.Fatalf("admission with no replica = %v; want ErrNotReplicated, unavailable", err)
+	}
+	// The platform retries while the replica is still away: the first
+	// attempt's entry is on the master alone, so acknowledging the retry
+	// as its duplicate would lose it with the master.
+	early := sentinelAdmission("r_early")
+	early.DedupeKey = "console:c:r_lonely"
+	if res, err := s.Admit(ctx, early); !errors.Is(err, redisstore.ErrNotReplicated) {
+		t.Fatalf("a retry with no replica = %+v, %v; want ErrNotReplicated (not a duplicate of an entry only the master has)", res, err)
 	}
 	set.signal(t, replica, syscall.SIGCONT)
 	stopped = false
