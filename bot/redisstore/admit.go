@@ -32,7 +32,7 @@ const admitTimeout = 5 * time.Second
 //     "duplicate"; a user over its limit (step 1's answer) or a channel
 //     over its own is throttled, with the notices; otherwise the dedupe
 //     mark is set and the stream entry added, together
-//     (admit_channel.lua);
+//     (admit.lua);
 //  3. a request not taken has its record deleted and its count in its
 //     user's window given back.
 //
@@ -48,6 +48,11 @@ const admitTimeout = 5 * time.Second
 // back what steps 1 and 2 took for a refused request; when it fails the
 // same holds.
 //
+// On one server (single and sentinel modes) no slot has to be respected:
+// the three steps are one run of admit.lua, which also counts the user's
+// window and stores the record, only for a request taken. One round trip
+// per batch, and a refused request writes nothing that must be undone.
+//
 // In cluster and sentinel modes each server's writes of steps 1 and 2
 // end with WAIT 1: a request is acknowledged only once a replica has its
 // record and its entry (durable.go).
@@ -60,22 +65,25 @@ const admitTimeout = 5 * time.Second
 type admitter struct {
 	rdb  redis.UniversalClient
 	wait bool // WAIT for a replica (cluster and sentinel modes)
+	// one: every key on one server (single and sentinel modes), so one
+	// script admits.
+	one bool
 
 	mu       sync.Mutex
 	queue    []*admitCall
 	flushing bool
 }
 
-func newAdmitter(rdb redis.UniversalClient, wait bool) *admitter {
-	return &admitter{rdb: rdb, wait: wait}
+func newAdmitter(rdb redis.UniversalClient, wait, one bool) *admitter {
+	return &admitter{rdb: rdb, wait: wait, one: one}
 }
 
-// admitChannelScript is step 2.
-var admitChannelScript = redis.NewScript(admitChannelSource)
+// admitScript is step 2 on a cluster, the whole admission on one server.
+var admitScript = redis.NewScript(admitSource)
 
 var (
-	//go:embed admit_channel.lua
-	admitChannelSource string
+	//go:embed admit.lua
+	admitSource string
 	// admitUndoSource is step 3's, sent as EVAL: it runs only for
 	// refused requests.
 	//go:embed admit_undo.lua
@@ -91,13 +99,10 @@ type admitCall struct {
 	userKey   string // "" when users are not limited
 	// stream is the channel's stream shard: step 2 goes to its server.
 	stream string
-	// chanCmd is step 2's whole command, EVALSHA of admit_channel.lua:
-	// the script's hash, 5, its KEYS (dedupe, channel window, stream
-	// shard, user notice, channel notice count) and its ARGV (request
-	// id, has dedupe, dedupe TTL ms, user over (step 1's answer, at
-	// chanUserOver), channel N, channel window ms, user window ms,
-	// notices), laid out once.
-	chanCmd   [16]any
+	// cmd[:ncmd] is admit.lua's whole command (admitCommand), laid out
+	// once.
+	cmd       [admitCmdMax]any
+	ncmd      int
 	userLimit int64         // requests a user's window allows
 	userPer   int64         // the window, ms
 	ttl       time.Duration // the record's
@@ -155,6 +160,10 @@ func (a *admitter) flush() {
 func (a *admitter) send(batch []*admitCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), admitTimeout)
 	defer cancel()
+	if a.one {
+		a.script(ctx, batch)
+		return
+	}
 	// Step 1: the records and the user windows.
 	var one batches
 	sets := make([]*redis.StatusCmd, len(batch))
@@ -193,23 +202,46 @@ func (a *admitter) send(batch []*admitCall) {
 			continue
 		}
 		if c.user == "over" {
-			c.chanCmd[chanUserOver] = "1"
+			c.cmd[chanUserOver] = "1"
 		}
-		chans[i] = redis.NewCmd(ctx, c.chanCmd[:]...)
+		chans[i] = redis.NewCmd(ctx, c.cmd[:c.ncmd]...)
 		c.err = two.add(ctx, a.rdb, c.stream, chans[i], a.wait)
 	}
-	two.run(ctx)
-	a.retryNoScript(ctx, chans, batch)
+	a.answer(ctx, two, chans, batch)
+	a.undo(ctx, batch)
+}
+
+// script admits a batch on one server: each admission its record's SET
+// and one run of admit.lua (which deletes the record of a request it does
+// not take), all in one pipeline, ending with WAIT in sentinel mode.
+func (a *admitter) script(ctx context.Context, batch []*admitCall) {
+	var one batches
+	cmds := make([]*redis.Cmd, len(batch))
 	for i, c := range batch {
-		if c.err != nil || chans[i] == nil {
+		set := redis.NewStatusCmd(ctx, "set", c.recordKey, c.record, "px", c.ttl.Milliseconds())
+		if c.err = one.add(ctx, a.rdb, c.recordKey, set, false); c.err != nil {
 			continue
 		}
-		c.res, c.err = chans[i].Text()
-		if c.err == nil && answersTaken(c.res) && !two.replicatedFor(c.stream, chans[i]) {
+		cmds[i] = redis.NewCmd(ctx, c.cmd[:c.ncmd]...)
+		c.err = one.add(ctx, a.rdb, c.stream, cmds[i], a.wait)
+	}
+	a.answer(ctx, one, cmds, batch)
+}
+
+// answer runs the batches that carry admit.lua's commands cmds (one per
+// admission of batch; nil for those not sent) and fills in each answer.
+func (a *admitter) answer(ctx context.Context, bs batches, cmds []*redis.Cmd, batch []*admitCall) {
+	bs.run(ctx)
+	a.retryNoScript(ctx, cmds, batch)
+	for i, c := range batch {
+		if c.err != nil || cmds[i] == nil {
+			continue
+		}
+		c.res, c.err = cmds[i].Text()
+		if c.err == nil && answersTaken(c.res) && !bs.replicatedFor(c.stream, cmds[i]) {
 			c.res, c.err = "", ErrNotReplicated
 		}
 	}
-	a.undo(ctx, batch)
 }
 
 // answersTaken says whether step 2's reply res acknowledges a request as
@@ -255,33 +287,40 @@ func (a *admitter) undo(ctx context.Context, batch []*admitCall) {
 	three.run(ctx)
 }
 
-// chanUserOver is where step 2's "user over" argument is in chanCmd.
+// chanUserOver is where step 2's "user over" argument (ARGV[4]) is in a
+// cluster's command.
 const chanUserOver = 3 + 5 + 3
 
-// channelCommand is step 2's EVALSHA with its keys and arguments.
-func channelCommand(keys [5]string, args [8]any) [16]any {
-	var c [16]any
-	c[0], c[1], c[2] = "evalsha", admitChannelScript.Hash(), 5
+// admitCmdMax is the longest admit.lua command: EVALSHA, its hash, the
+// key count, 7 keys, 9 arguments.
+const admitCmdMax = 3 + 7 + 9
+
+// admitCommand is admit.lua's EVALSHA with keys and args (5 and 8 for a
+// cluster's step 2, 7 and 9 for one server's whole admission), and its
+// length.
+func admitCommand(keys []string, args []any) ([admitCmdMax]any, int) {
+	var c [admitCmdMax]any
+	c[0], c[1], c[2] = "evalsha", admitScript.Hash(), len(keys)
 	for i, k := range keys {
 		c[3+i] = k
 	}
-	copy(c[8:], args[:])
-	return c
+	n := 3 + len(keys) + copy(c[3+len(keys):], args)
+	return c, n
 }
 
-// retryNoScript sends again, as EVAL with the script's source, the step 2
-// commands a Redis without the script (restarted, or a replica promoted)
+// retryNoScript sends again, as EVAL with the script's source, the
+// admit.lua commands a Redis without the script (restarted, or a replica promoted)
 // answered NOSCRIPT, and puts the new commands in their place. The WAIT
 // of their batch is sent again with them.
 func (a *admitter) retryNoScript(ctx context.Context, cmds []*redis.Cmd, batch []*admitCall) {
-	script := admitChannelScript
+	script := admitScript
 	key := func(c *admitCall) string { return c.stream }
 	for i, cmd := range cmds {
 		if cmd == nil || !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 			continue
 		}
 		script.Load(ctx, a.rdb) // for the admissions after this one
-		args := append([]any{"eval", admitChannelSource}, cmd.Args()[2:]...)
+		args := append([]any{"eval", admitSource}, cmd.Args()[2:]...)
 		var again batches
 		cmds[i] = redis.NewCmd(ctx, args...)
 		if batch[i].err = again.add(ctx, a.rdb, key(batch[i]), cmds[i], a.wait); batch[i].err != nil {

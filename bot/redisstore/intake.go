@@ -57,8 +57,7 @@ func (s *InFlight) Admit(ctx context.Context, a board.Admission) (board.AdmitRes
 	if now.IsZero() {
 		now = time.Now()
 	}
-	c := s.admitCall(a, now)
-	c.record = rec
+	c := s.admitCall(a, now, rec)
 	res, err := s.admits.run(ctx, c)
 	if err != nil {
 		return board.AdmitResult{}, wrap("admit request", err)
@@ -76,10 +75,10 @@ func (s *InFlight) Admit(ctx context.Context, a board.Admission) (board.AdmitRes
 	return board.AdmitResult{}, fmt.Errorf("admit request: unexpected reply %q", res)
 }
 
-// admitCall lays out a's keys and arguments. The user's window is tagged
-// by the user; everything else admission writes for the channel by the
-// channel's stream shard, the stream's own tag.
-func (s *InFlight) admitCall(a board.Admission, now time.Time) *admitCall {
+// admitCall lays out a's keys and arguments, with its record rec. The
+// user's window is tagged by the user; everything else admission writes
+// for the channel by the channel's stream shard, the stream's own tag.
+func (s *InFlight) admitCall(a board.Admission, now time.Time, rec []byte) *admitCall {
 	id := string(a.Record.Request.ID)
 	userWin, chanWin := windowIndex(now, a.UserLimit.Per), windowIndex(now, a.ChannelLimit.Per)
 	noticeWin := userWin
@@ -95,20 +94,32 @@ func (s *InFlight) admitCall(a board.Admission, now time.Time) *admitCall {
 	userPer := max(a.UserLimit.Per, time.Millisecond).Milliseconds()
 	chanPer := max(a.ChannelLimit.Per, time.Millisecond).Milliseconds()
 	stream := streamKey(s.prefix, shard)
-	c := &admitCall{
-		id: id, recordKey: s.key("request", id), ttl: requestTTL, stream: stream,
-		chanCmd: channelCommand([5]string{
-			s.prefix + "dedupe:" + tag + ":" + dedupe,
-			s.prefix + "rate:" + tag + ":" + a.ChannelKey + ":" + strconv.FormatInt(chanWin, 10),
-			stream,
-			s.prefix + "notice:" + tag + ":" + a.UserKey + ":" + a.ChannelKey + ":" + strconv.FormatInt(noticeWin, 10),
-			s.prefix + "notices:" + tag + ":" + a.ChannelKey + ":" + strconv.FormatInt(chanWin, 10),
-		}, [8]any{id, hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(), "0",
-			int64(max(a.ChannelLimit.N, 0)), chanPer, userPer, int64(a.ChannelNotices)}),
-	}
+	c := &admitCall{id: id, record: rec, recordKey: s.key("request", id), ttl: requestTTL, stream: stream}
 	if a.UserLimit.N > 0 {
 		c.userKey = s.prefix + "rate:{" + a.UserKey + "}:" + strconv.FormatInt(userWin, 10)
 		c.userLimit, c.userPer = int64(a.UserLimit.N), userPer
 	}
+	// Arrays, so that laying them out allocates nothing.
+	keys := [7]string{
+		s.prefix + "dedupe:" + tag + ":" + dedupe,
+		s.prefix + "rate:" + tag + ":" + a.ChannelKey + ":" + strconv.FormatInt(chanWin, 10),
+		stream,
+		s.prefix + "notice:" + tag + ":" + a.UserKey + ":" + a.ChannelKey + ":" + strconv.FormatInt(noticeWin, 10),
+		s.prefix + "notices:" + tag + ":" + a.ChannelKey + ":" + strconv.FormatInt(chanWin, 10),
+	}
+	args := [9]any{id, hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(), "0",
+		int64(max(a.ChannelLimit.N, 0)), chanPer, userPer, int64(a.ChannelNotices)}
+	nk, na := 5, 8
+	if s.admits.one {
+		// The user's window (any name when users are not limited: the
+		// script leaves it alone) and the record.
+		keys[5], keys[6] = c.userKey, c.recordKey
+		if c.userKey == "" {
+			keys[5] = s.prefix + "rate:{}"
+		}
+		args[8] = c.userLimit
+		nk, na = 7, 9
+	}
+	c.cmd, c.ncmd = admitCommand(keys[:nk], args[:na])
 	return c
 }

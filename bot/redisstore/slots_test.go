@@ -155,7 +155,9 @@ func TestEveryScriptAndTransactionTouchesOneSlot(t *testing.T) {
 	// Sixteen shards, as on a cluster.
 	prefix := bottest.Prefix()
 	l := redisstore.Layout{Prefix: prefix, Streams: 16}
-	exercise(t, redisstore.NewInFlightIn(rdb, l), redisstore.NewQueueIn(rdb, l))
+	s := redisstore.NewInFlightIn(rdb, l)
+	redisstore.AdmitInSteps(s)
+	exercise(t, s, redisstore.NewQueueIn(rdb, l))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, c := range w.crossed {

@@ -49,7 +49,7 @@ func NewInFlight(rdb redis.UniversalClient, prefix string) *InFlight {
 // NewInFlightIn returns a store on rdb laid out as l.
 func NewInFlightIn(rdb redis.UniversalClient, l Layout) *InFlight {
 	l = l.norm()
-	return &InFlight{rdb: rdb, prefix: l.Prefix + ":", layout: l, admits: newAdmitter(rdb, durableIn(l.Mode))}
+	return &InFlight{rdb: rdb, prefix: l.Prefix + ":", layout: l, admits: newAdmitter(rdb, durableIn(l.Mode), modeOf(rdb) != ModeCluster)}
 }
 
 // pkey is the key of a proposal's family (proposal, decision, preview,

@@ -1,0 +1,63 @@
+-- Admit (see admitter in admit.go for the steps and why their order is
+-- safe): on a cluster, step 2 in the slot of the channel's stream shard;
+-- on one server (single or sentinel mode, 7 keys), the whole admission.
+-- The dedupe mark, the channel's rate window, the notices of throttled
+-- people and the stream entry, all or nothing; on one server also the
+-- user's rate window, and the request record stored just before (a SET
+-- in the same pipeline: Lua would copy it into a string of its own) is
+-- deleted when the request is not taken.
+-- KEYS: 1 dedupe, 2 channel window, 3 stream shard, 4 user notice,
+-- 5 channel notice count; one server: 6 user window, 7 request record.
+-- ARGV: 1 request id, 2 has dedupe (0/1), 3 dedupe TTL ms, 4 user over
+-- its limit (0/1, step 1's answer; 0 on one server), 5 channel N (0: no
+-- limit), 6 channel window ms, 7 user window ms, 8 notices per channel
+-- window; one server: 9 user N (0: no limit).
+-- Returns "new", "duplicate <first request id>" or
+-- "throttled <user|channel> <notify: 0|1>".
+local one = #KEYS == 7
+if ARGV[2] == '1' then
+  local first = redis.call('GET', KEYS[1])
+  if first then
+    if one then redis.call('DEL', KEYS[7]) end
+    -- A write, so that the WAIT after this script covers the first
+    -- request's entry too (replication is in order): a duplicate is
+    -- acknowledged only once a replica has what it duplicates.
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+    return 'duplicate ' .. first
+  end
+end
+local counted = false
+local which, window = false, 0
+if ARGV[4] == '1' then
+  which, window = 'user', ARGV[7]
+elseif one and ARGV[9] ~= '0' then
+  -- Step 1 here: INCR creates the window at 1 and PEXPIRE NX gives it
+  -- its length when it has none.
+  local n = redis.call('INCR', KEYS[6])
+  redis.call('PEXPIRE', KEYS[6], ARGV[7], 'NX')
+  if n > tonumber(ARGV[9]) then which, window = 'user', ARGV[7] else counted = true end
+end
+if not which and ARGV[5] ~= '0' and not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[6]) then
+  if redis.call('INCR', KEYS[2]) > tonumber(ARGV[5]) then
+    which, window = 'channel', ARGV[6]
+    -- Step 3 here: the count given back, a window left at nothing
+    -- deleted, so that a flood refused by its channel leaves no key per
+    -- person behind.
+    if counted and redis.call('DECR', KEYS[6]) <= 0 then redis.call('DEL', KEYS[6]) end
+  end
+end
+if which then
+  if one then redis.call('DEL', KEYS[7]) end
+  local notify = '0'
+  -- Once the channel's notices are used up, a throttled request adds no
+  -- key that stays: a flood costs Redis these few calls.
+  if tonumber(redis.call('GET', KEYS[5]) or '0') < tonumber(ARGV[8]) and redis.call('SET', KEYS[4], '1', 'NX', 'PX', window) then
+    local n = redis.call('INCR', KEYS[5])
+    if n == 1 then redis.call('PEXPIRE', KEYS[5], ARGV[6]) end
+    if n <= tonumber(ARGV[8]) then notify = '1' end
+  end
+  return 'throttled ' .. which .. ' ' .. notify
+end
+if ARGV[2] == '1' then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3]) end
+redis.call('XADD', KEYS[3], '*', 'request', ARGV[1])
+return 'new'
