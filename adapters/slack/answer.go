@@ -38,7 +38,7 @@ const answerWait = 3 * time.Second
 // none is left behind.
 func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.Thread, ans answer) (string, bool, error) {
 	shown, _ := a.finishDraft(ctx, id)
-	first, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgAnswer, showingTTL)
+	first, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgAnswer, nil, showingTTL)
 	if err != nil {
 		return "", false, nil
 	}
@@ -158,7 +158,7 @@ func (a *Adapter) answered(ctx context.Context, id board.RequestID, ts string) {
 	a.statuses.drop(id)
 	// The first answer is the request's; a later reply naming it (a
 	// note after a decision) is not.
-	if _, err := a.memory.ShowingClaim(ctx, id, fieldAnswered, ts, showingTTL); err != nil {
+	if _, err := a.memory.ShowingClaim(ctx, id, fieldAnswered, ts, nil, showingTTL); err != nil {
 		a.logger.Warn("slack: note the answer", "request", id, "err", err)
 	}
 }

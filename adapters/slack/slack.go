@@ -79,11 +79,13 @@ type Adapter struct {
 	// pace is the per-channel budget of the calls that show work in
 	// progress (pace.go); statuses the thread statuses being renewed
 	// (status.go); drafts the drafts being shown (drafts.go); runs the
-	// runs' progress messages (runs.go).
+	// runs' progress messages (runs.go); refusals the refusal marks read
+	// lately (refusals.go).
 	pace     *pacer
 	statuses *statuses
 	drafts   *drafts
 	runs     *runMessages
+	refusals *refusals
 }
 
 // backgroundSlots is how many after-the-ack jobs (decisions, help
@@ -112,7 +114,7 @@ func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *sl
 		cfg: cfg, eng: eng, memory: memory,
 		logger: logger, work: work,
 		slots: make(chan struct{}, backgroundSlots), reading: make(chan struct{}, readingSlots),
-		statuses: newStatuses(), drafts: newDrafts(), runs: newRunMessages(),
+		statuses: newStatuses(), drafts: newDrafts(), runs: newRunMessages(), refusals: newRefusals(),
 	}
 	a.pace = newPacer(time.Now)
 	if cfg.OAuth != nil {

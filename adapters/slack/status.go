@@ -2,8 +2,6 @@ package slack
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,7 +16,7 @@ import (
 // the draft and posts the answer. *redisstore.InFlight is one.
 type Showings interface {
 	ShowingSet(ctx context.Context, id board.RequestID, fields map[string]string, ttl time.Duration) error
-	ShowingClaim(ctx context.Context, id board.RequestID, field, value string, ttl time.Duration) (bool, error)
+	ShowingClaim(ctx context.Context, id board.RequestID, field, value string, with map[string]string, ttl time.Duration) (bool, error)
 	Showing(ctx context.Context, id board.RequestID) (map[string]string, error)
 }
 
@@ -26,7 +24,7 @@ type Showings interface {
 const (
 	fieldUser   = "user"   // who asked: a streamed message's recipient
 	fieldTeam   = "team"   // the asker's team
-	fieldStatus = "status" // "setting", then "set" or "refused"
+	fieldStatus = "status" // "set" (or being set), or "refused"
 	// fieldMsg is the one message the request's draft and answer use,
 	// claimed by whoever posts first: msgPlaceholder, msgStream (a
 	// streamed draft), msgPosted (a draft posted as a message, where
@@ -73,17 +71,19 @@ const (
 // placeholder message the answer later replaces.
 func (a *Adapter) showPlanning(t board.Thread, id board.RequestID, user, team string) {
 	a.afterAck("planning status", func(ctx context.Context) {
-		if err := a.memory.ShowingSet(ctx, id, map[string]string{fieldUser: user, fieldTeam: team}, showingTTL); err != nil {
+		// One round trip: who asked, and the claim of the status, "set"
+		// before it is (the answer clears a status set or on its way; a
+		// refusal overwrites it).
+		first, err := a.memory.ShowingClaim(ctx, id, fieldStatus, "set", map[string]string{fieldUser: user, fieldTeam: team}, showingTTL)
+		if err != nil {
 			a.logger.Warn("slack: keep the request's showing", "request", id, "err", err)
 			return
 		}
-		first, err := a.memory.ShowingClaim(ctx, id, fieldStatus, "setting", showingTTL)
-		if err != nil || !first {
+		if !first {
 			return
 		}
 		err = a.setStatus(ctx, t, planningStatus, false)
 		if err == nil {
-			a.setShowing(ctx, id, map[string]string{fieldStatus: "set"})
 			a.statuses.add(id, t, time.Now())
 			a.renewStatuses()
 			return
@@ -128,7 +128,7 @@ func (a *Adapter) setStatus(ctx context.Context, t board.Thread, status string, 
 // postPlaceholder posts the message a request's answer will replace,
 // where Slack shows no status. The message's metadata names the request.
 func (a *Adapter) postPlaceholder(ctx context.Context, t board.Thread, id board.RequestID) {
-	first, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgPlaceholder, showingTTL)
+	first, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgPlaceholder, nil, showingTTL)
 	if err != nil || !first {
 		return // a draft or the answer is there already
 	}
@@ -158,65 +158,6 @@ func (a *Adapter) postPlaceholder(ctx context.Context, t board.Thread, id board.
 	}
 	a.logger.Warn("slack: post the placeholder", "request", id, "err", err)
 	a.setShowing(ctx, id, map[string]string{fieldMsg: msgFailed})
-}
-
-// errRefusedBefore is a method the workspace refused lately, not asked
-// again.
-var errRefusedBefore = errors.New("slack refused this method in this workspace lately")
-
-// refusal says whether err is Slack refusing a method for this app,
-// token, workspace or channel, rather than failing to do it.
-func refusal(err error) bool {
-	var se slackapi.SlackErrorResponse
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Err {
-	case "not_allowed_token_type", "method_not_supported_for_channel_type", "unknown_method",
-		"missing_scope", "not_allowed", "no_permission", "feature_not_enabled", "access_denied", "team_not_allowed":
-		return true
-	}
-	return false
-}
-
-// refusalKey names where a method is refused: the workspace (its
-// installation; "" with one workspace), or the channel when Slack said
-// the channel's type is the reason.
-func refusalKey(method, channel string, perChannel bool) string {
-	where, _, _ := strings.Cut(channel, "/")
-	if !strings.Contains(channel, "/") {
-		where = ""
-	}
-	if perChannel {
-		where = channel
-	}
-	return "slack-refused:" + method + ":" + where
-}
-
-// noteRefusal remembers for refusalTTL that the workspace (or the
-// channel) refused method, so it is not asked again for every request.
-func (a *Adapter) noteRefusal(ctx context.Context, method, channel string, err error) {
-	if !refusal(err) {
-		return
-	}
-	var se slackapi.SlackErrorResponse
-	errors.As(err, &se)
-	key := refusalKey(method, channel, se.Err == "method_not_supported_for_channel_type")
-	a.logger.Info("slack: method refused; using the fallback for a while", "method", method, "channel", channel, "error", se.Err)
-	if merr := a.memory.Mark(ctx, key, refusalTTL); merr != nil {
-		a.logger.Warn("slack: remember a refusal", "err", merr)
-	}
-}
-
-// refusedBefore says whether channel's workspace (or the channel) refused
-// method lately.
-func (a *Adapter) refusedBefore(ctx context.Context, method, channel string) bool {
-	for _, perChannel := range []bool{false, true} {
-		if ok, err := a.memory.Marked(ctx, refusalKey(method, channel, perChannel)); err == nil && ok {
-			return true
-		}
-	}
-	return false
 }
 
 // statuses are the thread statuses this replica set, renewed every

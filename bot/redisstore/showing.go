@@ -34,12 +34,16 @@ func (s *InFlight) ShowingSet(ctx context.Context, id board.RequestID, fields ma
 }
 
 // ShowingClaim sets field of request id's showing to value unless it is
-// set already, and reports whether it set it; the hash lives ttl from
-// now. Of several replicas claiming one field, one wins.
-func (s *InFlight) ShowingClaim(ctx context.Context, id board.RequestID, field, value string, ttl time.Duration) (bool, error) {
+// set already, and reports whether it set it; the fields of with (nil for
+// none) are set in the same round trip, whoever wins. The hash lives ttl
+// from now. Of several replicas claiming one field, one wins.
+func (s *InFlight) ShowingClaim(ctx context.Context, id board.RequestID, field, value string, with map[string]string, ttl time.Duration) (bool, error) {
 	key := s.showingKey(id)
 	var set *redis.BoolCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if len(with) > 0 {
+			p.HSet(ctx, key, with)
+		}
 		set = p.HSetNX(ctx, key, field, value)
 		p.Expire(ctx, key, ttl)
 		return nil

@@ -29,7 +29,7 @@ func TestShowingClaimOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			won, err := s.ShowingClaim(ctx, id, "msg", []string{"stream", "placeholder"}[i%2], time.Minute)
+			won, err := s.ShowingClaim(ctx, id, "msg", []string{"stream", "placeholder"}[i%2], nil, time.Minute)
 			if err != nil {
 				t.Error(err)
 			}
