@@ -63,7 +63,11 @@ func check(t *testing.T, svc *services, replicas []*replica, mdl *model, slk *sl
 		code, out := api.call(ctx, "GET", "/api/v1/requests/"+rq.ID, nil)
 		if code != 200 || (out["state"] != "done" && out["state"] != "failed") {
 			unanswered++
-			fail("request %s (%s) acknowledged, not answered: %d %v", rq.ID, rq.Tag, code, out["state"])
+			var logs []string
+			for _, r := range replicas {
+				logs = append(logs, r.grepLog(rq.ID)...)
+			}
+			fail("request %s (%s) acknowledged, not answered: %d %v\nreplicas said:\n%s", rq.ID, rq.Tag, code, out["state"], strings.Join(logs, "\n"))
 		}
 	}
 	row("requests not answered", unanswered)

@@ -146,9 +146,29 @@ func newReplica(t *testing.T, bin, name string, env []string) *replica {
 		r.wait(10 * time.Second)
 		if t.Failed() {
 			r.tailLog(t, 60)
+			r.keepLog(t)
 		}
 	})
 	return r
+}
+
+// keepLog copies the replica's whole log into BOBNET_SOAK_LOGS, when set,
+// to read after a failed soak.
+func (r *replica) keepLog(t *testing.T) {
+	dir := os.Getenv("BOBNET_SOAK_LOGS")
+	if dir == "" {
+		return
+	}
+	b, err := os.ReadFile(r.logPath)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, t.Name()+"-"+r.name+".log"), b, 0o644)
+	}
+	if err != nil {
+		t.Logf("keep %s's log: %v", r.name, err)
+	}
 }
 
 // start runs the process and waits until it answers /healthz.
