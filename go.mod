@@ -22,6 +22,7 @@ require (
 	go.mau.fi/util v0.10.1
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/net v0.59.0
+	golang.org/x/time v0.16.0
 	maunium.net/go/mautrix v0.31.0
 )
 

@@ -77,12 +77,20 @@ func NewClient(cfg ClientConfig, logger *slog.Logger) *Client {
 	}
 	next := hc.Transport
 	if next == nil {
-		next = http.DefaultTransport
+		// One host, called by every worker at once: keep that many
+		// connections idle rather than net/http's default of two.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = modelConns
+		next = tr
 	}
 	hc.Transport = capBody{next: next}
 	oc.HTTPClient = &hc
 	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), logger: logger}
 }
+
+// modelConns is how many idle connections to the model server are kept:
+// more than the workers a replica usually runs.
+const modelConns = 64
 
 // Plan asks the model for a plan, parses and validates its output, and makes
 // one repair call when the output does not parse or validate. Errors match

@@ -80,13 +80,19 @@ type Adapter struct {
 	// progress (pace.go); statuses the thread statuses being renewed
 	// (status.go); drafts the drafts being shown (drafts.go); runs the
 	// runs' progress messages (runs.go); refusals the refusal marks read
-	// lately (refusals.go).
-	pace     *pacer
-	statuses *statuses
-	drafts   *drafts
-	runs     *runMessages
-	refusals *refusals
+	// lately (refusals.go); statusBudget each workspace's budget of thread
+	// statuses (status.go).
+	pace         *pacer
+	statuses     *statuses
+	drafts       *drafts
+	runs         *runMessages
+	refusals     *refusals
+	statusBudget *statusBudget
 }
+
+// slackConns is how many idle connections to Slack's API are kept: as
+// many as the after-the-ack jobs and the statuses of a burst of mentions.
+const slackConns = 128
 
 // backgroundSlots is how many after-the-ack jobs (decisions, help
 // replies, slash-command posts) may run at once; past it new ones are
@@ -102,7 +108,13 @@ func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *sl
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	hc := &http.Client{Timeout: cfg.Timeout}
+	// Every call goes to one host (slack.com): keep as many connections
+	// idle as calls run at once, not net/http's default of two, which
+	// dialled (and, against Slack, shook hands) again for nearly every
+	// thread status under a burst of mentions.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = slackConns
+	hc := &http.Client{Timeout: cfg.Timeout, Transport: tr}
 	opts := []slackapi.Option{slackapi.OptionHTTPClient(hc)}
 	if cfg.APIURL != "" {
 		opts = append(opts, slackapi.OptionAPIURL(strings.TrimRight(cfg.APIURL, "/")+"/"))
@@ -115,6 +127,7 @@ func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *sl
 		logger: logger, work: work,
 		slots: make(chan struct{}, backgroundSlots), reading: make(chan struct{}, readingSlots),
 		statuses: newStatuses(), drafts: newDrafts(), runs: newRunMessages(), refusals: newRefusals(),
+		statusBudget: newStatusBudget(),
 	}
 	a.pace = newPacer(time.Now)
 	if cfg.OAuth != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	slackapi "github.com/slack-go/slack"
+	"golang.org/x/time/rate"
 
 	"github.com/bobnet/bobnet/board"
 )
@@ -68,8 +69,12 @@ const (
 // showPlanning shows in t at once that BobNet is planning request id:
 // the thread's status, set right after the ack (once per request, however
 // often Slack delivers the event), or where Slack refuses it a
-// placeholder message the answer later replaces.
+// placeholder message the answer later replaces. Past its workspace's
+// status budget a mention is shown nothing until its answer.
 func (a *Adapter) showPlanning(t board.Thread, id board.RequestID, user, team string) {
+	if !a.statusBudget.allow(team) {
+		return
+	}
 	a.afterAck("planning status", func(ctx context.Context) {
 		// One round trip: who asked, and the claim of the status, "set"
 		// before it is (the answer clears a status set or on its way; a
@@ -92,6 +97,42 @@ func (a *Adapter) showPlanning(t board.Thread, id board.RequestID, user, team st
 		a.setShowing(ctx, id, map[string]string{fieldStatus: "refused"})
 		a.postPlaceholder(ctx, t, id)
 	})
+}
+
+// statusRate and statusBurst are each workspace's budget of thread
+// statuses on a replica, a second. Slack gives assistant.threads.setStatus
+// limits of its own ("special") per workspace, and a burst of mentions
+// past them would be answered 429 and wait: past the budget a mention is
+// taken and answered as always, without a status or a placeholder.
+const (
+	statusRate  = 10
+	statusBurst = 20
+	// statusBudgets bounds the workspaces whose budgets are kept; past it
+	// they start again full.
+	statusBudgets = 10000
+)
+
+// statusBudget is each workspace's token bucket of thread statuses.
+type statusBudget struct {
+	mu  sync.Mutex
+	per map[string]*rate.Limiter
+}
+
+func newStatusBudget() *statusBudget { return &statusBudget{per: map[string]*rate.Limiter{}} }
+
+// allow takes one status from team's budget, if it has one left.
+func (b *statusBudget) allow(team string) bool {
+	b.mu.Lock()
+	l, ok := b.per[team]
+	if !ok {
+		if len(b.per) >= statusBudgets {
+			clear(b.per)
+		}
+		l = rate.NewLimiter(statusRate, statusBurst)
+		b.per[team] = l
+	}
+	b.mu.Unlock()
+	return l.Allow()
 }
 
 // setShowing records fields of id's showing, logging a failure: what is

@@ -3,6 +3,7 @@ package slack_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -200,5 +201,31 @@ func TestPlaceholderFoundWhenItsRecordIsLost(t *testing.T) {
 	w.env.WaitIdle(t)
 	if n := w.slack.count(method("chat.postMessage")); n != 1 {
 		t.Errorf("messages = %d, want the placeholder alone (the preview replaced it)", n)
+	}
+}
+
+// A burst of mentions in one workspace is shown thread statuses up to the
+// workspace's budget (20 at once, 10 a second after), and past it nothing
+// until the answer: no placeholder stands in for a status not asked for,
+// and every mention is acknowledged as always.
+func TestStatusesOfABurstStayWithinTheWorkspacesBudget(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	const mentions = 40
+	start := time.Now()
+	for i := range mentions {
+		ts := fmt.Sprintf("1690000000.%06d", 300+i)
+		if resp := w.post(t, "/slack/events", "application/json", mentionEvent(fmt.Sprint("EvB", i), ts, "plan our daily research newspaper")); resp.StatusCode != http.StatusOK {
+			t.Fatalf("mention %d: %d", i, resp.StatusCode)
+		}
+	}
+	took := time.Since(start)
+	w.env.WaitIdle(t)
+	statuses := w.slack.count(isStatus)
+	if most := 20 + int(took.Seconds()*10) + 1; statuses > most || statuses < 20 {
+		t.Errorf("%d mentions in %s set %d thread statuses; want 20 to %d (the workspace's budget)", mentions, took, statuses, most)
+	}
+	if n := w.slack.count(isPlaceholder); n != 0 {
+		t.Errorf("%d placeholders; want none (a status past the budget is not asked for, not refused)", n)
 	}
 }
