@@ -15,13 +15,29 @@ import (
 	"github.com/bobnet/bobnet/board"
 )
 
-// PutRequest stores a request record.
+// putRequestScript is PutRequest's.
+var (
+	//go:embed request_put.lua
+	putRequestSource string
+	putRequestScript = redis.NewScript(putRequestSource)
+)
+
+// PutRequest stores a request record; a record answered (done or failed)
+// is never replaced by one that is not (request_put.lua says why).
 func (s *InFlight) PutRequest(ctx context.Context, r board.RequestRecord) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	return wrap("put request", s.rdb.Set(ctx, s.key("request", string(r.Request.ID)), b, requestTTL).Err())
+	answered := "0"
+	if r.Status.State == board.RequestDone || r.Status.State == board.RequestFailed {
+		answered = "1"
+	}
+	err = putRequestScript.Run(ctx, s.rdb, []string{s.key("request", string(r.Request.ID))}, b, requestTTL.Milliseconds(), answered).Err()
+	if errors.Is(err, redis.Nil) {
+		err = nil
+	}
+	return wrap("put request", err)
 }
 
 // Request returns a request record; board.ErrNotFound when there is none.

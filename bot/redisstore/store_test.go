@@ -454,3 +454,44 @@ func TestPreviewRedrawnByExactlyOneSide(t *testing.T) {
 		}
 	}
 }
+
+// A request's record moves forward only: once answered (done or failed)
+// a late write of a worker that took it again ("planning", or planning
+// with its answer) leaves it answered, while an answer still replaces an
+// answer and "planning" replaces "queued".
+func TestRequestRecordNeverMovesBackFromItsAnswer(t *testing.T) {
+	t.Parallel()
+	s := newFreshStore(t)
+	ctx := context.Background()
+	rec := func(state board.RequestState, errText string) board.RequestRecord {
+		return board.RequestRecord{Request: board.Request{ID: "r_forward", User: "ann", Text: "plan"}, Taken: state != board.RequestQueued,
+			Status: board.RequestStatus{ID: "r_forward", State: state, Error: errText}}
+	}
+	state := func() board.RequestStatus {
+		t.Helper()
+		r, err := s.Request(ctx, "r_forward")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status
+	}
+	for _, step := range []struct {
+		put  board.RequestRecord
+		want board.RequestState
+	}{
+		{rec(board.RequestQueued, ""), board.RequestQueued},
+		{rec(board.RequestPlanning, ""), board.RequestPlanning},
+		{rec(board.RequestDone, ""), board.RequestDone},
+		{rec(board.RequestPlanning, ""), board.RequestDone},
+		{rec(board.RequestQueued, ""), board.RequestDone},
+		{rec(board.RequestFailed, "given up"), board.RequestFailed},
+		{rec(board.RequestPlanning, ""), board.RequestFailed},
+	} {
+		if err := s.PutRequest(ctx, step.put); err != nil {
+			t.Fatal(err)
+		}
+		if got := state(); got.State != step.want {
+			t.Fatalf("after putting %s: %s, want %s", step.put.Status.State, got.State, step.want)
+		}
+	}
+}
