@@ -126,10 +126,14 @@ func connectionLost(conn *pgx.Conn, err error) bool {
 // awaitWritable waits until the pool hands out a connection that answers,
 // which with target_session_attrs=read-write is one to the primary: at
 // once when Postgres is up, after the promotion during a failover. It
-// gives up after failoverWait or when ctx ends.
+// gives up after failoverWait or when ctx ends. The pool's connections
+// are dropped first: they went to the server that cut the decision, and
+// one not yet cut by a server still shutting down answers a ping, then
+// fails the retry.
 func (s *Store) awaitWritable(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, failoverWait)
 	defer cancel()
+	s.pool.Reset()
 	wait := 100 * time.Millisecond
 	for {
 		err := s.pingWritable(ctx)

@@ -16,11 +16,13 @@ import (
 )
 
 // A flood of mentions, each delivered three times at once, makes one
-// thread status and one preview per request.
+// thread status and one preview per request. (Fifteen requests: within
+// the workspace's budget of statuses, which
+// TestStatusesOfABurstStayWithinTheWorkspacesBudget goes past.)
 func TestMentionFloodShowsEachRequestOnce(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t) // no rate limits
-	const requests = 30
+	const requests = 15
 	flood(t, w, 3*requests, func(i int) string {
 		n := i % requests
 		return mentionFrom(fmt.Sprint("EvL", n), fmt.Sprint("U_", n), fmt.Sprint("C_", n%3), fmt.Sprintf("1690000003.%06d", n), "plan our daily research newspaper")
