@@ -3,7 +3,6 @@ package slack
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -33,10 +32,7 @@ func refusal(err error) bool {
 // installation; "" with one workspace), or the channel when Slack said
 // the channel's type is the reason.
 func refusalKey(method, channel string, perChannel bool) string {
-	where, _, _ := strings.Cut(channel, "/")
-	if !strings.Contains(channel, "/") {
-		where = ""
-	}
+	where := channelInstallation(channel)
 	if perChannel {
 		where = channel
 	}

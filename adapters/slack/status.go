@@ -72,7 +72,7 @@ const (
 // placeholder message the answer later replaces. Past its workspace's
 // status budget a mention is shown nothing until its answer.
 func (a *Adapter) showPlanning(t board.Thread, id board.RequestID, user, team string) {
-	if !a.statusBudget.allow(team) {
+	if !a.statusBudget.allow(channelInstallation(t.Channel.ID)) {
 		return
 	}
 	a.afterAck("planning status", func(ctx context.Context) {
@@ -120,16 +120,17 @@ type statusBudget struct {
 
 func newStatusBudget() *statusBudget { return &statusBudget{per: map[string]*rate.Limiter{}} }
 
-// allow takes one status from team's budget, if it has one left.
-func (b *statusBudget) allow(team string) bool {
+// allow takes one status from the budget of installation (its workspace;
+// "" with one), if it has one left.
+func (b *statusBudget) allow(installation string) bool {
 	b.mu.Lock()
-	l, ok := b.per[team]
+	l, ok := b.per[installation]
 	if !ok {
 		if len(b.per) >= statusBudgets {
 			clear(b.per)
 		}
 		l = rate.NewLimiter(statusRate, statusBurst)
-		b.per[team] = l
+		b.per[installation] = l
 	}
 	b.mu.Unlock()
 	return l.Allow()
