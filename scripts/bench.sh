@@ -58,8 +58,10 @@ fi
 go build -o bin/loadbench ./scripts/loadbench
 if [ -n "${BENCH_PPROF:-}" ]; then
 	CGO_ENABLED=0 go build -tags goolm,pprof -o bin/bobnet-pprof ./cmd/bobnet
+	# Not exec: the throwaway servers are stopped when this script exits.
 	# shellcheck disable=SC2086
-	exec bin/loadbench -rounds "${BENCH_COUNT:-5}" -bin bin/bobnet-pprof -pprof "$BENCH_PPROF" ${LOADBENCH_ARGS:-}
+	bin/loadbench -rounds "${BENCH_COUNT:-5}" -bin bin/bobnet-pprof -pprof "$BENCH_PPROF" ${LOADBENCH_ARGS:-}
+	exit
 fi
 make --no-print-directory build
 # shellcheck disable=SC2086
