@@ -8,14 +8,14 @@ func TestStatusBudgetIsPerWorkspace(t *testing.T) {
 	b := newStatusBudget()
 	n := 0
 	for range 100 {
-		if b.allow("T1") {
+		if b.allow(slackTenant("T1/C1")) {
 			n++
 		}
 	}
 	if n < statusBurst || n > statusBurst+1 {
 		t.Errorf("100 statuses at once in T1: %d allowed, want the burst (%d)", n, statusBurst)
 	}
-	if !b.allow("T2") {
+	if !b.allow(slackTenant("T2/C1")) {
 		t.Error("T2 refused a status after T1 spent its budget")
 	}
 }

@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,7 +33,10 @@ func refusal(err error) bool {
 // installation; "" with one workspace), or the channel when Slack said
 // the channel's type is the reason.
 func refusalKey(method, channel string, perChannel bool) string {
-	where := channelInstallation(channel)
+	where, _, _ := strings.Cut(channel, "/")
+	if !strings.Contains(channel, "/") {
+		where = ""
+	}
 	if perChannel {
 		where = channel
 	}

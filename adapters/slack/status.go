@@ -72,7 +72,7 @@ const (
 // placeholder message the answer later replaces. Past its workspace's
 // status budget a mention is shown nothing until its answer.
 func (a *Adapter) showPlanning(t board.Thread, id board.RequestID, user, team string) {
-	if !a.statusBudget.allow(channelInstallation(t.Channel.ID)) {
+	if !a.statusBudget.allow(slackTenant(t.Channel.ID)) {
 		return
 	}
 	a.afterAck("planning status", func(ctx context.Context) {
@@ -115,22 +115,22 @@ const (
 // statusBudget is each workspace's token bucket of thread statuses.
 type statusBudget struct {
 	mu  sync.Mutex
-	per map[string]*rate.Limiter
+	per map[board.Tenant]*rate.Limiter
 }
 
-func newStatusBudget() *statusBudget { return &statusBudget{per: map[string]*rate.Limiter{}} }
+func newStatusBudget() *statusBudget { return &statusBudget{per: map[board.Tenant]*rate.Limiter{}} }
 
-// allow takes one status from the budget of installation (its workspace;
-// "" with one), if it has one left.
-func (b *statusBudget) allow(installation string) bool {
+// allow takes one status from the budget of workspace (a channel's
+// tenant, slackTenant), if it has one left.
+func (b *statusBudget) allow(workspace board.Tenant) bool {
 	b.mu.Lock()
-	l, ok := b.per[installation]
+	l, ok := b.per[workspace]
 	if !ok {
 		if len(b.per) >= statusBudgets {
 			clear(b.per)
 		}
 		l = rate.NewLimiter(statusRate, statusBurst)
-		b.per[installation] = l
+		b.per[workspace] = l
 	}
 	b.mu.Unlock()
 	return l.Allow()

@@ -240,16 +240,6 @@ func (a *Adapter) scopedID(installation, channel string) string {
 	return installation + "/" + channel
 }
 
-// channelInstallation is the installation a channel (as BobNet names it,
-// scopedID) belongs to: "" with one workspace.
-func channelInstallation(channel string) string {
-	id, _, ok := strings.Cut(channel, "/")
-	if !ok {
-		return ""
-	}
-	return id
-}
-
 // web is the Web API client to reach a channel (as BobNet names it) with,
 // and the channel's id in its workspace.
 func (a *Adapter) web(ctx context.Context, channel string) (*slackapi.Client, string, error) {
