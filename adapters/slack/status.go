@@ -70,7 +70,8 @@ const (
 // the thread's status, set right after the ack (once per request, however
 // often Slack delivers the event), or where Slack refuses it a
 // placeholder message the answer later replaces. Past its workspace's
-// status budget a mention is shown nothing until its answer.
+// status budget a mention gets neither, and who asked is not recorded:
+// its draft, once a worker plans it, is posted rather than streamed.
 func (a *Adapter) showPlanning(t board.Thread, id board.RequestID, user, team string) {
 	if !a.statusBudget.allow(slackTenant(t.Channel.ID)) {
 		return
