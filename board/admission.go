@@ -17,7 +17,13 @@ type Admission struct {
 	// ChannelNotices caps how many throttled people of one channel are
 	// told so per channel window.
 	ChannelNotices int
-	Now            time.Time
+	// QuietDuplicates says the caller answers a duplicate as it answers a
+	// throttled request (Slack: 200 and nothing more), so while the
+	// request's channel is known to be throttled, with its notices used up
+	// for the window, the store may refuse it without reading its dedupe
+	// key.
+	QuietDuplicates bool
+	Now             time.Time
 }
 
 // AdmitOutcome says what admission did with a request.

@@ -43,6 +43,8 @@ func (e *Engine) Submit(ctx context.Context, r board.Request) (id board.RequestI
 		UserKey:   "user:" + string(r.Thread.Channel.Source) + ":" + r.User, UserLimit: e.cfg.UserRate,
 		ChannelKey: "channel:" + r.Thread.Channel.Key(), ChannelLimit: e.cfg.ChannelRate,
 		ChannelNotices: e.cfg.ChannelNotices, Now: e.deps.Now(),
+		// A Slack event answers a duplicate and a refusal alike: 200.
+		QuietDuplicates: r.Thread.Channel.Source == board.SourceSlack,
 	}
 	if r.DedupeKey != "" {
 		a.DedupeKey = r.Thread.Channel.Key() + ":" + r.DedupeKey

@@ -13,7 +13,8 @@
 -- limit), 6 channel window ms, 7 user window ms, 8 notices per channel
 -- window; one server: 9 user N (0: no limit).
 -- Returns "new", "duplicate <first request id>" or
--- "throttled <user|channel> <notify: 0|1>".
+-- "throttled <user|channel> <notify: 0|1>", with " full" after a channel's
+-- refusal once its notices for the window are used up (floods.go).
 local one = #KEYS == 7
 if ARGV[2] == '1' then
   local first = redis.call('GET', KEYS[1])
@@ -55,6 +56,9 @@ if which then
     local n = redis.call('INCR', KEYS[5])
     if n == 1 then redis.call('PEXPIRE', KEYS[5], ARGV[6]) end
     if n <= tonumber(ARGV[8]) then notify = '1' end
+  end
+  if which == 'channel' and tonumber(redis.call('GET', KEYS[5]) or '0') >= tonumber(ARGV[8]) then
+    return 'throttled channel ' .. notify .. ' full'
   end
   return 'throttled ' .. which .. ' ' .. notify
 end

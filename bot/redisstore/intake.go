@@ -65,13 +65,17 @@ func (s *InFlight) Request(ctx context.Context, id board.RequestID) (board.Reque
 // sentinel modes a request no replica confirmed is refused with
 // ErrNotReplicated.
 func (s *InFlight) Admit(ctx context.Context, a board.Admission) (board.AdmitResult, error) {
-	rec, err := json.Marshal(a.Record)
-	if err != nil {
-		return board.AdmitResult{}, err
-	}
 	now := a.Now
 	if now.IsZero() {
 		now = time.Now()
+	}
+	flood := floodKey(a, now)
+	if a.QuietDuplicates && s.floods.full(flood, now) {
+		return board.AdmitResult{Outcome: board.AdmitThrottled, Limit: "channel"}, nil
+	}
+	rec, err := json.Marshal(a.Record)
+	if err != nil {
+		return board.AdmitResult{}, err
 	}
 	c := s.admitCall(a, now, rec)
 	res, err := s.admits.run(ctx, c)
@@ -86,6 +90,10 @@ func (s *InFlight) Admit(ctx context.Context, a board.Admission) (board.AdmitRes
 		return board.AdmitResult{Outcome: board.AdmitDuplicate, RequestID: board.RequestID(detail)}, nil
 	case "throttled":
 		limit, notify, _ := strings.Cut(detail, " ")
+		notify, full := strings.CutSuffix(notify, " full")
+		if full {
+			s.floods.note(flood, windowEnd(now, a.ChannelLimit.Per))
+		}
 		return board.AdmitResult{Outcome: board.AdmitThrottled, Limit: limit, Notify: notify == "1"}, nil
 	}
 	return board.AdmitResult{}, fmt.Errorf("admit request: unexpected reply %q", res)

@@ -37,6 +37,7 @@ type InFlight struct {
 	prefix string
 	layout Layout
 	admits *admitter
+	floods *floods
 }
 
 // NewInFlight returns a store on rdb with keys under prefix, the request
@@ -49,7 +50,7 @@ func NewInFlight(rdb redis.UniversalClient, prefix string) *InFlight {
 // NewInFlightIn returns a store on rdb laid out as l.
 func NewInFlightIn(rdb redis.UniversalClient, l Layout) *InFlight {
 	l = l.norm()
-	return &InFlight{rdb: rdb, prefix: l.Prefix + ":", layout: l, admits: newAdmitter(rdb, durableIn(l.Mode), modeOf(rdb) != ModeCluster)}
+	return &InFlight{rdb: rdb, prefix: l.Prefix + ":", layout: l, admits: newAdmitter(rdb, durableIn(l.Mode), modeOf(rdb) != ModeCluster), floods: newFloods()}
 }
 
 // pkey is the key of a proposal's family (proposal, decision, preview,

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
@@ -493,5 +495,69 @@ func TestRequestRecordNeverMovesBackFromItsAnswer(t *testing.T) {
 		if got := state(); got.State != step.want {
 			t.Fatalf("after putting %s: %s, want %s", step.put.Status.State, got.State, step.want)
 		}
+	}
+}
+
+// countedCalls counts the commands and pipelines a client sends.
+type countedCalls struct{ n atomic.Int64 }
+
+func (c *countedCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *countedCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
+}
+func (c *countedCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(1); return next(ctx, cmds) }
+}
+
+// Once a channel is refused for its limit with its notices used up for
+// the window, a Slack event of that channel (a duplicate answered as a
+// refusal is) is refused without a round trip to Redis until the window
+// ends; a request whose duplicate must name its first request (the API)
+// still asks Redis, and is answered as that duplicate; the next window
+// takes requests again.
+func TestAFloodedChannelIsRefusedWithoutRedis(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := bottest.Redis(t), bottest.Prefix()
+	calls := &countedCalls{}
+	rdb.AddHook(calls)
+	s := newStore(t, rdb, prefix)
+	ctx := context.Background()
+	now := time.Date(2026, 11, 23, 9, 0, 30, 0, time.UTC)
+	adm := func(id, dedupe string, quiet bool) board.AdmitResult {
+		t.Helper()
+		res, err := s.Admit(ctx, board.Admission{
+			Record: board.RequestRecord{Request: board.Request{ID: board.RequestID(id), User: "u_" + id}}, DedupeKey: dedupe, DedupeTTL: time.Hour,
+			UserKey: "user:u_" + id, UserLimit: board.RateLimit{N: 10, Per: time.Minute},
+			ChannelKey: "channel:flood", ChannelLimit: board.RateLimit{N: 2, Per: time.Minute}, ChannelNotices: 1,
+			QuietDuplicates: quiet, Now: now,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	adm("r_1", "ev1", true)
+	adm("r_2", "ev2", true)
+	if res := adm("r_3", "ev3", true); res.Outcome != board.AdmitThrottled || !res.Notify {
+		t.Fatalf("third = %+v; want throttled with the window's one notice", res)
+	}
+	if res := adm("r_4", "ev4", true); res.Outcome != board.AdmitThrottled || res.Notify {
+		t.Fatalf("fourth = %+v; want throttled, notices used up", res)
+	}
+	before := calls.n.Load()
+	for i := range 50 {
+		if res := adm(fmt.Sprint("r_f", i), fmt.Sprint("evf", i), true); res.Outcome != board.AdmitThrottled || res.Limit != "channel" || res.Notify {
+			t.Fatalf("flood %d = %+v; want throttled by channel, no notice", i, res)
+		}
+	}
+	if n := calls.n.Load() - before; n != 0 {
+		t.Errorf("50 events of a flooded channel sent Redis %d calls; want none", n)
+	}
+	if res := adm("r_api", "ev1", false); res.Outcome != board.AdmitDuplicate || res.RequestID != "r_1" {
+		t.Errorf("an API retry in the flooded window = %+v; want the duplicate of r_1", res)
+	}
+	now = now.Add(time.Minute)
+	if res := adm("r_next", "evn", true); res.Outcome != board.AdmitNew {
+		t.Errorf("the next window's first = %+v; want taken", res)
 	}
 }
