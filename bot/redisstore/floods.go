@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"strconv"
 	"sync"
 	"time"
 
@@ -17,21 +16,29 @@ import (
 // refusals of each window, on each replica.
 type floods struct {
 	mu    sync.Mutex
-	until map[string]time.Time
+	until map[floodWindow]time.Time
+}
+
+// floodWindow is a channel's rate window: its key and the window's index
+// (windowIndex). A zero one names no window (a channel without a limit).
+type floodWindow struct {
+	channel string
+	index   int64
 }
 
 // maxFloods bounds the channels kept; past it the ended windows go.
 const maxFloods = 10000
 
-func newFloods() *floods { return &floods{until: map[string]time.Time{}} }
+func newFloods() *floods { return &floods{until: map[floodWindow]time.Time{}} }
 
-// floodKey names a's channel window at now ("" when the channel has no
-// limit).
-func floodKey(a board.Admission, now time.Time) string {
+// floodKey is a's channel window at now (zero when the channel has no
+// limit). A struct rather than a joined string: it is looked up for every
+// Slack event, and builds nothing.
+func floodKey(a board.Admission, now time.Time) floodWindow {
 	if a.ChannelLimit.N <= 0 || a.ChannelLimit.Per <= 0 {
-		return ""
+		return floodWindow{}
 	}
-	return a.ChannelKey + ":" + strconv.FormatInt(windowIndex(now, a.ChannelLimit.Per), 10)
+	return floodWindow{channel: a.ChannelKey, index: windowIndex(now, a.ChannelLimit.Per)}
 }
 
 // windowEnd is when the fixed window of length per holding now ends.
@@ -40,8 +47,8 @@ func windowEnd(now time.Time, per time.Duration) time.Time {
 }
 
 // full says whether key's window is known refused and notified at now.
-func (f *floods) full(key string, now time.Time) bool {
-	if key == "" {
+func (f *floods) full(key floodWindow, now time.Time) bool {
+	if key == (floodWindow{}) {
 		return false
 	}
 	f.mu.Lock()
@@ -51,8 +58,8 @@ func (f *floods) full(key string, now time.Time) bool {
 }
 
 // note keeps key refused until until.
-func (f *floods) note(key string, until time.Time) {
-	if key == "" {
+func (f *floods) note(key floodWindow, until time.Time) {
+	if key == (floodWindow{}) {
 		return
 	}
 	f.mu.Lock()
