@@ -49,9 +49,10 @@ const admitTimeout = 5 * time.Second
 // same holds.
 //
 // On one server (single and sentinel modes) no slot has to be respected:
-// the three steps are one run of admit.lua, which also counts the user's
-// window and stores the record, only for a request taken. One round trip
-// per batch, and a refused request writes nothing that must be undone.
+// the three steps are one pipeline, the record's SET and one run of
+// admit.lua, which also counts the user's window and deletes the record
+// of a request it does not take. One round trip per batch, and nothing
+// left to undo after it.
 //
 // In cluster and sentinel modes each server's writes of steps 1 and 2
 // end with WAIT 1: a request is acknowledged only once a replica has its
