@@ -52,10 +52,7 @@ func (h *harness) clusterIngest(ctx context.Context) ([]*figure, error) {
 	defer single.stop()
 	defer cluster.stop()
 	sides := []*bobnet{cluster, single}
-	kinds := []struct {
-		name  string
-		event eventFunc
-	}{{"one channel (flood)", floodEvents}, {"a channel each", eachEvents}}
+	kinds := ingestKinds
 	var figs []*figure
 	for _, k := range kinds {
 		figs = append(figs,

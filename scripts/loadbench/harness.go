@@ -255,10 +255,7 @@ func (h *harness) ingest(ctx context.Context) ([]*figure, error) {
 	}
 	defer bare.stop()
 	pids := []int{bob.cmd.Process.Pid, bare.cmd.Process.Pid}
-	kinds := []struct {
-		name  string
-		event eventFunc
-	}{{"one channel (flood)", floodEvents}, {"a channel each", eachEvents}}
+	kinds := ingestKinds
 	var figs []*figure
 	for _, k := range kinds {
 		figs = append(figs,

@@ -42,6 +42,13 @@ func floodEvents(run string, n int64) []byte { return mention(run, n, "C_BUSY_"+
 // taken in and queued.
 func eachEvents(run string, n int64) []byte { return mention(run, n, fmt.Sprint("C_", run, "_", n)) }
 
+// ingestKinds are the ingest workload's two kinds of events, in the
+// order their figures are printed.
+var ingestKinds = []struct {
+	name  string
+	event eventFunc
+}{{"one channel (flood)", floodEvents}, {"a channel each", eachEvents}}
+
 // signedEvent is a POST of body to url, signed as Slack signs it.
 func signedEvent(ctx context.Context, url string, body []byte) *http.Request {
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
