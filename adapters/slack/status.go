@@ -73,7 +73,7 @@ const (
 // status budget a mention gets neither, and who asked is not recorded:
 // its draft, once a worker plans it, is posted rather than streamed.
 func (a *Adapter) showPlanning(t board.Thread, id board.RequestID, user, team string) {
-	if !a.statusBudget.allow(slackTenant(t.Channel.ID)) {
+	if !a.statusBudget.allow(slackTenant(t.Channel.ID), id) {
 		return
 	}
 	a.afterAck("planning status", func(ctx context.Context) {
@@ -113,18 +113,28 @@ const (
 	statusBudgets = 10000
 )
 
-// statusBudget is each workspace's token bucket of thread statuses.
+// statusBudget is each workspace's token bucket of thread statuses, and
+// what it answered for each request lately: Slack delivers an event
+// again, and a request's deliveries share one answer and one token.
 type statusBudget struct {
-	mu  sync.Mutex
-	per map[board.Tenant]*rate.Limiter
+	mu      sync.Mutex
+	per     map[board.Tenant]*rate.Limiter
+	decided map[board.RequestID]bool
 }
 
-func newStatusBudget() *statusBudget { return &statusBudget{per: map[board.Tenant]*rate.Limiter{}} }
+func newStatusBudget() *statusBudget {
+	return &statusBudget{per: map[board.Tenant]*rate.Limiter{}, decided: map[board.RequestID]bool{}}
+}
 
 // allow takes one status from the budget of workspace (a channel's
-// tenant, slackTenant), if it has one left.
-func (b *statusBudget) allow(workspace board.Tenant) bool {
+// tenant, slackTenant) for request id, if it has one left; a request
+// asked before gets the same answer.
+func (b *statusBudget) allow(workspace board.Tenant, id board.RequestID) bool {
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ok, seen := b.decided[id]; seen {
+		return ok
+	}
 	l, ok := b.per[workspace]
 	if !ok {
 		if len(b.per) >= statusBudgets {
@@ -133,8 +143,12 @@ func (b *statusBudget) allow(workspace board.Tenant) bool {
 		l = rate.NewLimiter(statusRate, statusBurst)
 		b.per[workspace] = l
 	}
-	b.mu.Unlock()
-	return l.Allow()
+	if len(b.decided) >= statusBudgets {
+		clear(b.decided)
+	}
+	allowed := l.Allow()
+	b.decided[id] = allowed
+	return allowed
 }
 
 // setShowing records fields of id's showing, logging a failure: what is
