@@ -179,8 +179,19 @@ WHERE rc.runner <> ''`)
 	for _, b := range d.boards {
 		boardOfKey[b.Key] = b.ID
 	}
-	perRound := map[string]int{}
-	budgetCalls := 0
+	// A call answered 500 is retried by the model client within the same
+	// attempt (up to modelRetries times, backing off at most a few
+	// seconds); the call after it, from the same replica for the same
+	// card and round, is that retry, not a new attempt, until the
+	// client has retried as often as it does.
+	type cardRound struct {
+		run, board, handle string
+		round              int
+	}
+	perRound := map[cardRound]int{}
+	perAttempt := map[string]int{}
+	lastCall := map[string]runnerCall{}
+	budgetCalls, calls := 0, 0
 	for _, c := range mdl.runnerCalls() {
 		key, _, _ := strings.Cut(c.Handle, "-")
 		bid := boardOfKey[key]
@@ -193,25 +204,43 @@ WHERE rc.runner <> ''`)
 				budgetCalls++
 			}
 		}
-		run := ""
+		run, near := "", ""
 		for _, r := range byBoard[bid] {
-			if !c.At.Before(r.Started.Add(-time.Second)) && !c.At.After(r.Ended.Add(time.Second)) {
+			if !c.At.Before(r.Started) && !c.At.After(r.Ended) {
 				run = r.ID
 			}
+			if !c.At.Before(r.Started.Add(-time.Second)) && !c.At.After(r.Ended.Add(time.Second)) {
+				near = r.ID
+			}
 		}
-		perRound[fmt.Sprintf("%s %s %d", run, c.Handle, c.Round)]++
+		if run == "" {
+			run = near
+		}
+		round := cardRound{run, bid, c.Handle, c.Round}
+		calls++
+		on := fmt.Sprintf("%s %s %d %s", run, c.Handle, c.Round, c.Replica)
+		prev, seen := lastCall[on]
+		lastCall[on] = c
+		if seen && prev.Failed && c.At.Sub(prev.At) < modelRetryWindow && perAttempt[on] < modelRetries {
+			perAttempt[on]++
+			continue
+		}
+		perAttempt[on] = 0
+		perRound[round]++
 	}
-	most, calls := 0, 0
+	most, tries := 0, 0
 	for k, n := range perRound {
-		calls += n
 		most = max(most, n)
+		tries += n
 		if n > maxAttempts {
-			fail("model runner called %d times for one round (%s); a round has %d attempts", n, k, maxAttempts)
+			var card string
+			_ = conn.QueryRow(ctx, `SELECT c.id FROM cards c JOIN boards b ON b.id = c.board_id WHERE b.id = $1 AND b.key || '-' || c.number = $2`, k.board, k.handle).Scan(&card)
+			fail("model runner called for %d attempts of round %d of %s in run %s; a round has %d attempts\n%s", n, k.round, k.handle, k.run, maxAttempts, cardStory(conn, k.run, card, mdl, k.handle))
 		}
 	}
 	row("SIGKILLs of a replica while its runner worked a card", mdl.killedMidCard.Load())
 	if len(perRound) > 0 {
-		row("model runner calls per card round (mean / max)", fmt.Sprintf("%.2f / %d", float64(calls)/float64(len(perRound)), most))
+		row("model runner calls / attempts per card round (mean / max)", fmt.Sprintf("%.2f / %.2f / %d", float64(calls)/float64(len(perRound)), float64(tries)/float64(len(perRound)), most))
 	}
 	if budgetCalls != 0 {
 		fail("%d model runner calls for the board of the channel over its budget", budgetCalls)
@@ -307,6 +336,9 @@ func cardStory(conn *pgx.Conn, run, card string, mdl *model, handle string) stri
 	ctx := context.Background()
 	var b strings.Builder
 	var started, ended time.Time
+	if card == "" {
+		card = handle
+	}
 	_ = conn.QueryRow(ctx, `SELECT started_at, coalesce(ended_at, now()) FROM runs WHERE id = $1`, run).Scan(&started, &ended)
 	fmt.Fprintf(&b, "run %s from %s to %s\n", run, started.Format(time.RFC3339Nano), ended.Format(time.RFC3339Nano))
 	rows, err := conn.Query(ctx, `SELECT at, actor, action, detail::text FROM audit_events WHERE detail->>'card' = $1 AND at BETWEEN $2 AND $3 ORDER BY id`, card, started.Add(-time.Minute), ended.Add(time.Minute))
@@ -322,7 +354,11 @@ func cardStory(conn *pgx.Conn, run, card string, mdl *model, handle string) stri
 	}
 	for _, c := range mdl.runnerCalls() {
 		if c.Handle == handle && !c.At.Before(started.Add(-time.Minute)) && !c.At.After(ended.Add(time.Minute)) {
-			fmt.Fprintf(&b, "  model call %s round %d on %s\n", c.At.Format(time.RFC3339Nano), c.Round, c.Replica)
+			failed := ""
+			if c.Failed {
+				failed = " (answered 500)"
+			}
+			fmt.Fprintf(&b, "  model call %s round %d on %s%s\n", c.At.Format(time.RFC3339Nano), c.Round, c.Replica, failed)
 		}
 	}
 	return b.String()

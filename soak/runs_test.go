@@ -30,6 +30,12 @@ const (
 	// runLease is the soak's BOBNET_RECLAIM_IDLE, the runners' lease.
 	runLease    = 3 * time.Second
 	maxAttempts = 3 // store's, per round
+	// modelRetries is the model client's retries of one call after a
+	// 5xx (planner.ClientConfig's default), and modelRetryWindow the
+	// most a retry follows the failed call (backoff from 500 ms, doubling,
+	// with jitter, plus a loaded machine's delay).
+	modelRetries     = 3
+	modelRetryWindow = 10 * time.Second
 )
 
 // The fake clock's two stretches: the night of 29 March 2026 (02:00 CET

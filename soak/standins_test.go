@@ -43,12 +43,14 @@ type model struct {
 
 // runnerCall is one call of a model runner: the card it worked (its
 // handle), the round (the soak's reviewers write round=N in every
-// reason) and when.
+// reason), when, and whether it was answered 500 (which the model client
+// retries within the same attempt).
 type runnerCall struct {
 	Handle  string
 	Replica string
 	Round   int
 	At      time.Time
+	Failed  bool
 }
 
 var (
@@ -91,12 +93,14 @@ func (m *model) work(replica, msg string, slow time.Duration) plannertest.Reply 
 	if sm := runnerRoundRE.FindAllStringSubmatch(msg, -1); sm != nil {
 		c.Round, _ = strconv.Atoi(sm[len(sm)-1][1])
 	}
+	r := rand.IntN(100)
+	c.Failed = r < 4
 	m.mu.Lock()
 	m.runner = append(m.runner, c)
 	n := len(m.runner)
 	m.mu.Unlock()
-	switch r := rand.IntN(100); {
-	case r < 4:
+	switch {
+	case c.Failed:
 		return plannertest.Reply{Status: http.StatusInternalServerError, Message: "the model server is overloaded"}
 	case r < 10:
 		m.mu.Lock()
