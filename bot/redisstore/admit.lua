@@ -16,8 +16,11 @@
 -- "throttled <user|channel> <notify: 0|1>", with " full" after a channel's
 -- refusal once its notices for the window are used up (floods.go).
 local one = #KEYS == 7
+-- The dedupe mark is set as it is read (SET NX GET): a request taken
+-- keeps it, one refused below has it deleted again.
+local marked = false
 if ARGV[2] == '1' then
-  local first = redis.call('GET', KEYS[1])
+  local first = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET', 'PX', ARGV[3])
   if first then
     if one then redis.call('DEL', KEYS[7]) end
     -- A write, so that the WAIT after this script covers the first
@@ -26,17 +29,23 @@ if ARGV[2] == '1' then
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
     return 'duplicate ' .. first
   end
+  marked = true
 end
 local counted = false
 local which, window = false, 0
 if ARGV[4] == '1' then
   which, window = 'user', ARGV[7]
 elseif one and ARGV[9] ~= '0' then
-  -- Step 1 here: INCR creates the window at 1 and PEXPIRE NX gives it
-  -- its length when it has none.
-  local n = redis.call('INCR', KEYS[6])
-  redis.call('PEXPIRE', KEYS[6], ARGV[7], 'NX')
-  if n > tonumber(ARGV[9]) then which, window = 'user', ARGV[7] else counted = true end
+  -- Step 1 here: a window's first request creates it at 1 with its
+  -- length (one call); a later one counts (INCR, and PEXPIRE NX should
+  -- the window have none).
+  if redis.call('SET', KEYS[6], '1', 'NX', 'PX', ARGV[7]) then
+    counted = true
+  else
+    local n = redis.call('INCR', KEYS[6])
+    redis.call('PEXPIRE', KEYS[6], ARGV[7], 'NX')
+    if n > tonumber(ARGV[9]) then which, window = 'user', ARGV[7] else counted = true end
+  end
 end
 if not which and ARGV[5] ~= '0' and not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[6]) then
   if redis.call('INCR', KEYS[2]) > tonumber(ARGV[5]) then
@@ -48,6 +57,7 @@ if not which and ARGV[5] ~= '0' and not redis.call('SET', KEYS[2], '1', 'NX', 'P
   end
 end
 if which then
+  if marked then redis.call('DEL', KEYS[1]) end
   if one then redis.call('DEL', KEYS[7]) end
   local notify = '0'
   -- Once the channel's notices are used up, a throttled request adds no
@@ -62,6 +72,5 @@ if which then
   end
   return 'throttled ' .. which .. ' ' .. notify
 end
-if ARGV[2] == '1' then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3]) end
 redis.call('XADD', KEYS[3], '*', 'request', ARGV[1])
 return 'new'
