@@ -104,7 +104,7 @@ BOBNET_TEST_REDIS_MODE=cluster go test -tags goolm -race -count=1 -timeout 10m "
 # input) when a loaded machine delays a worker at that moment (Go issue
 # 75804, fixed in Go 1.27). A count has no deadline to race.
 echo "test: fuzzing the Slack decoders, the REST bodies and the request record's string escaping" >&2
-for target in "FuzzEvents ./adapters/slack" "FuzzInteractivity ./adapters/slack" "FuzzRESTBodies ./adapters/console" "FuzzAppendJSONString ./bot/redisstore"; do
+for target in "FuzzEvents ./adapters/slack" "FuzzEnvelopeMatchesEncodingJSON ./adapters/slack" "FuzzInteractivity ./adapters/slack" "FuzzRESTBodies ./adapters/console" "FuzzAppendJSONString ./bot/redisstore"; do
 	set -- $target
 	go test -run '^$' -fuzz "^$1\$" -fuzztime "${BOBNET_FUZZTIME:-20000x}" "$2"
 done

@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,42 +13,9 @@ import (
 	"github.com/bobnet/bobnet/bot"
 )
 
-// eventEnvelope is the Events API's outer object.
-type eventEnvelope struct {
-	Type           string          `json:"type"`
-	Challenge      string          `json:"challenge"`
-	TeamID         string          `json:"team_id"`
-	EnterpriseID   string          `json:"enterprise_id"`
-	Authorizations []authorization `json:"authorizations"`
-	EventID        string          `json:"event_id"`
-	// EventTime is when the event happened, in Unix seconds; Slack
-	// keeps it when it delivers the event again.
-	EventTime int64      `json:"event_time"`
-	Event     innerEvent `json:"event"`
-	// installation is the workspace the event was scoped to
-	// (multi-workspace mode).
-	installation string
-}
-
-type innerEvent struct {
-	Type     string `json:"type"`
-	Subtype  string `json:"subtype"`
-	User     string `json:"user"`
-	BotID    string `json:"bot_id"`
-	Text     string `json:"text"`
-	TS       string `json:"ts"`
-	ThreadTS string `json:"thread_ts"`
-	Channel  string `json:"channel"`
-	// Tokens are what a tokens_revoked event revokes.
-	Tokens struct {
-		Bot []string `json:"bot"`
-	} `json:"tokens"`
-	Tab string `json:"tab"` // app_home_opened
-}
-
 func (a *Adapter) events(w http.ResponseWriter, r *http.Request, body []byte) {
 	var env eventEnvelope
-	if err := json.Unmarshal(body, &env); err != nil {
+	if err := decodeEnvelope(body, &env); err != nil {
 		http.Error(w, "invalid event JSON", http.StatusBadRequest)
 		return
 	}

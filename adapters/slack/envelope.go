@@ -1,0 +1,289 @@
+package slack
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+)
+
+// eventEnvelope is the Events API's outer object.
+type eventEnvelope struct {
+	Type           string          `json:"type"`
+	Challenge      string          `json:"challenge"`
+	TeamID         string          `json:"team_id"`
+	EnterpriseID   string          `json:"enterprise_id"`
+	Authorizations []authorization `json:"authorizations"`
+	EventID        string          `json:"event_id"`
+	// EventTime is when the event happened, in Unix seconds; Slack
+	// keeps it when it delivers the event again.
+	EventTime int64      `json:"event_time"`
+	Event     innerEvent `json:"event"`
+	// installation is the workspace the event was scoped to
+	// (multi-workspace mode).
+	installation string
+}
+
+type innerEvent struct {
+	Type     string `json:"type"`
+	Subtype  string `json:"subtype"`
+	User     string `json:"user"`
+	BotID    string `json:"bot_id"`
+	Text     string `json:"text"`
+	TS       string `json:"ts"`
+	ThreadTS string `json:"thread_ts"`
+	Channel  string `json:"channel"`
+	// Tokens are what a tokens_revoked event revokes.
+	Tokens struct {
+		Bot []string `json:"bot"`
+	} `json:"tokens"`
+	Tab string `json:"tab"` // app_home_opened
+}
+
+// envelopeParsers parse event bodies. Every event Slack sends is read on
+// the acknowledgement's path, where encoding/json's reflection costs
+// about 3x what fastjson's validation, parse and the field walk below
+// cost; decodeEnvelope reads the same fields to the same values
+// (FuzzEnvelopeMatchesEncodingJSON holds the two together).
+var envelopeParsers fastjson.ParserPool
+
+// decodeEnvelope reads an Events API body into env as json.Unmarshal
+// would: a field of another type is an error, null leaves a field as it
+// is, unknown fields are skipped, keys match without regard to case.
+// A body fastjson would read otherwise (invalid UTF-8, which
+// encoding/json turns into U+FFFD, or a surrogate escape, which the two
+// decode differently when it is not one of a pair) goes to
+// encoding/json.
+func decodeEnvelope(body []byte, env *eventEnvelope) error {
+	if !utf8.Valid(body) || surrogateEscape(body) {
+		return json.Unmarshal(body, env)
+	}
+	// fastjson's parser accepts some numbers JSON does not (NaN, 1.2.3);
+	// its validator does not.
+	if err := fastjson.ValidateBytes(body); err != nil {
+		return err
+	}
+	p := envelopeParsers.Get()
+	defer envelopeParsers.Put(p)
+	v, err := p.ParseBytes(body)
+	if err != nil {
+		return err
+	}
+	if v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	o, err := v.Object()
+	if err != nil {
+		return err
+	}
+	return fields(o, envelopeFields, func(name string, v *fastjson.Value) error {
+		switch name {
+		case "type":
+			return str(v, &env.Type)
+		case "challenge":
+			return str(v, &env.Challenge)
+		case "team_id":
+			return str(v, &env.TeamID)
+		case "enterprise_id":
+			return str(v, &env.EnterpriseID)
+		case "event_id":
+			return str(v, &env.EventID)
+		case "event_time":
+			return integer(v, &env.EventTime)
+		case "authorizations":
+			return authorizations(v, &env.Authorizations)
+		case "event":
+			return inner(v, &env.Event)
+		}
+		return nil
+	})
+}
+
+var (
+	envelopeFields      = []string{"type", "challenge", "team_id", "enterprise_id", "event_id", "event_time", "authorizations", "event"}
+	innerFields         = []string{"type", "subtype", "user", "bot_id", "text", "ts", "thread_ts", "channel", "tokens", "tab"}
+	authorizationFields = []string{"team_id", "enterprise_id", "is_enterprise_install"}
+)
+
+func inner(v *fastjson.Value, ev *innerEvent) error {
+	if v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	o, err := v.Object()
+	if err != nil {
+		return err
+	}
+	return fields(o, innerFields, func(name string, v *fastjson.Value) error {
+		switch name {
+		case "type":
+			return str(v, &ev.Type)
+		case "subtype":
+			return str(v, &ev.Subtype)
+		case "user":
+			return str(v, &ev.User)
+		case "bot_id":
+			return str(v, &ev.BotID)
+		case "text":
+			return str(v, &ev.Text)
+		case "ts":
+			return str(v, &ev.TS)
+		case "thread_ts":
+			return str(v, &ev.ThreadTS)
+		case "channel":
+			return str(v, &ev.Channel)
+		case "tab":
+			return str(v, &ev.Tab)
+		case "tokens":
+			if v.Type() == fastjson.TypeNull {
+				return nil
+			}
+			o, err := v.Object()
+			if err != nil {
+				return err
+			}
+			return fields(o, []string{"bot"}, func(_ string, v *fastjson.Value) error {
+				return strs(v, &ev.Tokens.Bot)
+			})
+		}
+		return nil
+	})
+}
+
+func authorizations(v *fastjson.Value, as *[]authorization) error {
+	if v.Type() == fastjson.TypeNull {
+		*as = nil
+		return nil
+	}
+	items, err := v.Array()
+	if err != nil {
+		return err
+	}
+	out := make([]authorization, len(items))
+	for i, item := range items {
+		if item.Type() == fastjson.TypeNull {
+			continue
+		}
+		o, err := item.Object()
+		if err != nil {
+			return err
+		}
+		a := &out[i]
+		err = fields(o, authorizationFields, func(name string, v *fastjson.Value) error {
+			switch name {
+			case "team_id":
+				return str(v, &a.TeamID)
+			case "enterprise_id":
+				return str(v, &a.EnterpriseID)
+			case "is_enterprise_install":
+				switch v.Type() {
+				case fastjson.TypeTrue:
+					a.IsEnterpriseInstall = true
+				case fastjson.TypeFalse:
+					a.IsEnterpriseInstall = false
+				case fastjson.TypeNull:
+				default:
+					return errors.New("is_enterprise_install: not a boolean")
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	*as = out
+	return nil
+}
+
+// fields calls set for each of o's keys that names one of names, in the
+// body's order (a repeated key's last value wins), matching a key as
+// encoding/json does: exactly, else without regard to case.
+func fields(o *fastjson.Object, names []string, set func(name string, v *fastjson.Value) error) error {
+	var err error
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		if err != nil {
+			return
+		}
+		name := ""
+		for _, n := range names {
+			if string(k) == n {
+				name = n
+				break
+			}
+		}
+		if name == "" {
+			for _, n := range names {
+				if bytes.EqualFold(k, []byte(n)) {
+					name = n
+					break
+				}
+			}
+		}
+		if name != "" {
+			if e := set(name, v); e != nil {
+				err = fmt.Errorf("%s: %w", name, e)
+			}
+		}
+	})
+	return err
+}
+
+func str(v *fastjson.Value, s *string) error {
+	switch v.Type() {
+	case fastjson.TypeNull:
+		return nil
+	case fastjson.TypeString:
+		*s = string(v.GetStringBytes())
+		return nil
+	}
+	return errors.New("not a string")
+}
+
+func strs(v *fastjson.Value, ss *[]string) error {
+	if v.Type() == fastjson.TypeNull {
+		*ss = nil
+		return nil
+	}
+	items, err := v.Array()
+	if err != nil {
+		return err
+	}
+	out := make([]string, len(items))
+	for i, item := range items {
+		if err := str(item, &out[i]); err != nil {
+			return err
+		}
+	}
+	*ss = out
+	return nil
+}
+
+func integer(v *fastjson.Value, n *int64) error {
+	if v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	i, err := v.Int64()
+	if err != nil {
+		return err
+	}
+	*n = i
+	return nil
+}
+
+// surrogateEscape says whether body holds an escape \uD800–\uDFFF.
+func surrogateEscape(body []byte) bool {
+	for {
+		i := bytes.Index(body, []byte(`\u`))
+		if i < 0 || i+3 >= len(body) {
+			return false
+		}
+		if c, d := body[i+2], body[i+3]; (c == 'd' || c == 'D') && strings.ContainsRune("89abcdefABCDEF", rune(d)) {
+			return true
+		}
+		body = body[i+2:]
+	}
+}
