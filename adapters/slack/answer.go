@@ -75,7 +75,10 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 	}
 	switch sh[fieldMsg] {
 	case msgStream:
-		err = a.paced(ctx, t.Channel.ID, func(ctx context.Context) error {
+		// The answer is not work in progress: it goes at once (after a
+		// 429's wait), even right after a draft call, and the channel's
+		// next draft or run call waits its slot after it.
+		err = a.unpaced(ctx, t.Channel.ID, func(ctx context.Context) error {
 			opts := []slackapi.MsgOption{slackapi.MsgOptionBlocks(ans.below...)}
 			if chunks := ans.settle(shown); len(chunks) > 0 {
 				opts = append(opts, slackapi.MsgOptionChunks(chunks...))
@@ -120,9 +123,10 @@ func inFlight(kind string) bool {
 	return slices.Contains([]string{msgPlaceholder, msgStream, msgPosted, postNext}, kind)
 }
 
-// updateTo redraws message ts as the answer.
+// updateTo redraws message ts as the answer, at once as the stream's
+// stop goes.
 func (a *Adapter) updateTo(ctx context.Context, api *slackapi.Client, channel string, t board.Thread, ts string, ans answer) error {
-	return a.paced(ctx, t.Channel.ID, func(ctx context.Context) error {
+	return a.unpaced(ctx, t.Channel.ID, func(ctx context.Context) error {
 		opts := []slackapi.MsgOption{slackapi.MsgOptionText(ans.text, false), slackapi.MsgOptionBlocks(ans.blocks...)}
 		if ans.metadata != nil {
 			opts = append(opts, slackapi.MsgOptionMetadata(*ans.metadata))

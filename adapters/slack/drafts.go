@@ -45,6 +45,7 @@ type drafting struct {
 	thread board.Thread
 	kick   chan struct{} // cap 1: a new draft or the end
 	done   chan struct{} // closed when the goroutine ends
+	end    chan struct{} // closed by finishDraft
 
 	mu       sync.Mutex
 	latest   bot.Draft
@@ -71,7 +72,7 @@ func (a *Adapter) Draft(_ context.Context, d bot.Draft) error {
 	a.drafts.mu.Lock()
 	dr, ok := a.drafts.by[d.Request]
 	if !ok {
-		dr = &drafting{id: d.Request, thread: d.Thread, kick: make(chan struct{}, 1), done: make(chan struct{})}
+		dr = &drafting{id: d.Request, thread: d.Thread, kick: make(chan struct{}, 1), done: make(chan struct{}), end: make(chan struct{})}
 		a.drafts.by[d.Request] = dr
 		go a.pump(dr)
 	}
@@ -115,7 +116,7 @@ func (a *Adapter) finishDraft(ctx context.Context, id board.RequestID) (shown []
 	dr.mu.Lock()
 	dr.finished = true
 	dr.mu.Unlock()
-	dr.poke()
+	close(dr.end)
 	select {
 	case <-dr.done:
 		return dr.shown, dr.kind
@@ -142,12 +143,19 @@ func (a *Adapter) pump(dr *drafting) {
 			return
 		case <-a.work.Done():
 			return
+		case <-dr.end:
+			return
 		}
 		idle.Reset(draftIdle)
 		if _, _, finished := dr.peek(); finished {
 			return
 		}
-		if err := sleep(a.work, a.pace.reserve(dr.thread.Channel.ID)); err != nil {
+		// Waiting for the channel's slot ends with the draft: the answer
+		// has the slot instead (a second later, it would wait for a call
+		// that is never made).
+		wait, slot := a.pace.reserveAt(dr.thread.Channel.ID)
+		if !dr.wait(a.work, wait) {
+			a.pace.giveBack(dr.thread.Channel.ID, slot)
 			return
 		}
 		d, fresh, finished := dr.take()
@@ -160,6 +168,20 @@ func (a *Adapter) pump(dr *drafting) {
 			cancel()
 		}
 	}
+}
+
+// wait waits d for the draft's slot: false when the draft ended or the
+// adapter stopped first.
+func (dr *drafting) wait(work context.Context, d time.Duration) bool {
+	t := time.NewTimer(max(d, 0))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-dr.end:
+	case <-work.Done():
+	}
+	return false
 }
 
 func (dr *drafting) peek() (bot.Draft, bool, bool) {

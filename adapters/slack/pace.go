@@ -25,19 +25,27 @@ const (
 	paceKeep = 10000
 )
 
-// pacer holds each channel's next free moment.
+// pacer holds each channel's next free moment, and the end of a 429's
+// wait where one is under way.
 type pacer struct {
 	now  func() time.Time
 	mu   sync.Mutex
 	next map[string]time.Time
+	held map[string]time.Time
 }
 
 func newPacer(now func() time.Time) *pacer {
-	return &pacer{now: now, next: map[string]time.Time{}}
+	return &pacer{now: now, next: map[string]time.Time{}, held: map[string]time.Time{}}
 }
 
 // reserve takes the channel's next slot and says how long to wait for it.
 func (p *pacer) reserve(channel string) time.Duration {
+	d, _ := p.reserveAt(channel)
+	return d
+}
+
+// reserveAt is reserve, also giving the slot's moment, for giveBack.
+func (p *pacer) reserveAt(channel string) (time.Duration, time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -47,22 +55,50 @@ func (p *pacer) reserve(channel string) time.Duration {
 				delete(p.next, k)
 			}
 		}
+		for k, t := range p.held {
+			if t.Before(now) {
+				delete(p.held, k)
+			}
+		}
 	}
 	at := p.next[channel]
 	if at.Before(now) {
 		at = now
 	}
 	p.next[channel] = at.Add(paceEvery)
-	return at.Sub(now)
+	return at.Sub(now), at
+}
+
+// giveBack returns the channel's slot at, reserved and not used, when no
+// slot after it was taken since: the next call in the channel may have
+// it, rather than wait a slot longer for a call that was never made.
+func (p *pacer) giveBack(channel string, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.next[channel].Equal(at.Add(paceEvery)) {
+		p.next[channel] = at
+	}
 }
 
 // hold keeps the channel closed for d (a 429's Retry-After).
 func (p *pacer) hold(channel string, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if at := p.now().Add(d); at.After(p.next[channel]) {
+	at := p.now().Add(d)
+	if at.After(p.next[channel]) {
 		p.next[channel] = at
 	}
+	if at.After(p.held[channel]) {
+		p.held[channel] = at
+	}
+}
+
+// heldFor says how long a 429's wait in channel has still to go (0 when
+// none): a call made outside the budget waits it out too.
+func (p *pacer) heldFor(channel string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held[channel].Sub(p.now())
 }
 
 // paced makes call in channel's budget, waiting for its slot, and tries
@@ -84,9 +120,13 @@ func (a *Adapter) paced(ctx context.Context, channel string, call func(context.C
 }
 
 // unpaced makes call at once, outside channel's budget, but honours a
-// 429 as paced does: it waits the Retry-After (closing the channel for
-// that long) and tries again.
+// 429 as paced does: it waits out a Retry-After under way, and after its
+// own 429 waits the Retry-After (closing the channel for that long) and
+// tries again.
 func (a *Adapter) unpaced(ctx context.Context, channel string, call func(context.Context) error) error {
+	if err := sleep(ctx, a.pace.heldFor(channel)); err != nil {
+		return err
+	}
 	err := call(ctx)
 	var rl *slackapi.RateLimitedError
 	if !errors.As(err, &rl) || rl.RetryAfter > paceMaxWait {

@@ -1,0 +1,49 @@
+package slack_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bobnet/bobnet/bot"
+)
+
+// A draft waiting for its channel's next slot when the answer comes ends
+// there: the answer (chat.stopStream) goes at once, not a second after
+// the draft's last call, and no draft call follows it. The slot the
+// draft waited for is given back, so the channel's next call in progress
+// (here, the status cleared) has it.
+func TestAnswerDoesNotWaitForTheDraftsSlot(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	th := slackThread("C_SLOT", "1690000000.000901")
+	p := newspaperProposal(t, bot.NewRequestID(), th)
+	w.ad.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
+	w.slack.waitFor(t, "status", isStatus)
+	cards := p.Plan.Actions[0].Cards
+	title := p.Plan.NewBoard().Name
+	if err := w.ad.Draft(context.Background(), bot.Draft{Request: p.RequestID, Thread: th, Title: title, Cards: cards[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	start := w.slack.waitFor(t, "stream start", method("chat.startStream"))
+	// A second card: the draft waits for the channel's next slot.
+	if err := w.ad.Draft(context.Background(), bot.Draft{Request: p.RequestID, Thread: th, Title: title, Cards: cards[:2]}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	asked := time.Now()
+	if _, err := w.ad.PostPreview(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	stop := w.slack.waitFor(t, "stream stop", method("chat.stopStream"))
+	if took := stop.At.Sub(asked); took > 500*time.Millisecond {
+		t.Errorf("the answer came %s after it was ready (%s after the stream's start); want it at once", took, stop.At.Sub(start.At))
+	}
+	cleared := w.slack.waitForLatest(t, "status cleared", isStatus)
+	if gap := cleared.At.Sub(start.At); cleared.Form.Get("status") != "" || gap < 850*time.Millisecond || gap > 1500*time.Millisecond {
+		t.Errorf("status %q set %s after the stream's start; want it cleared in the slot the draft gave back, a second after", cleared.Form.Get("status"), gap)
+	}
+	if n := w.slack.count(method("chat.appendStream")); n != 0 {
+		t.Errorf("%d draft calls after the answer ended the draft", n)
+	}
+}
