@@ -67,6 +67,10 @@ func TestPageSecurityHeaders(t *testing.T) {
 		{"/slack/install", 200, []string{html, siteCSP, deny, nosniff, "", "no-store"}},
 		{"/slack/oauth/callback?error=access_denied", 400, []string{html, siteCSP, deny, nosniff, "", "no-store"}},
 		{"/slack/oauth/callback?state=forged&code=c", 400, []string{html, siteCSP, deny, nosniff, "", "no-store"}},
+		// Slack's endpoints answer Slack's servers without the headers;
+		// a browser's GET of one is refused with them.
+		{"/slack/events", 405, []string{"application/json", siteCSP, deny, nosniff, "", ""}},
+		{"/no/such/page", 404, []string{"application/json", siteCSP, deny, nosniff, "", ""}},
 	}
 	for _, tt := range tests {
 		resp, err := http.Get(a.URL + tt.path)

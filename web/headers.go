@@ -12,8 +12,9 @@ const siteCSP = "default-src 'self'; base-uri 'none'; frame-ancestors 'none'; fo
 // handler may set a stricter policy of its own, which must keep
 // frame-ancestors 'none'), X-Frame-Options DENY for browsers that predate
 // frame-ancestors, and X-Content-Type-Options nosniff. serve mounts it on
-// the whole router (and the admin listener's); the console's pages carry
-// it themselves too.
+// every route but the endpoints signed by their senders (Slack's, the
+// hooks'), which answer servers, and on the admin listener's; the
+// console's pages carry it themselves too.
 func SecurityHeaders(next http.Handler) http.Handler {
 	// Set on every response: one slice each, not three per response.
 	siteCSPValue := []string{siteCSP}[:1:1]
