@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
@@ -83,9 +84,15 @@ func TestDraftReaderShowsACardOnceItsObjectCloses(t *testing.T) {
 		!reflect.DeepEqual(d.Cards[1].AcceptanceCriteria, []string{"ok"}) {
 		t.Errorf("cards = %+v", d.Cards)
 	}
-	d.Cards[0].Title = "changed by the caller"
-	if r.Draft().Cards[0].Title != "Research {today}" {
-		t.Error("a caller's change reached the reader's draft")
+	// A draft handed out keeps its cards as later pieces add some, and a
+	// card the caller appends does not reach the reader.
+	r.Write(`"Edit","assignee":"Reviewer"}]}]}`)
+	if len(d.Cards) != 2 || len(r.Draft().Cards) != 3 {
+		t.Fatalf("a draft handed out has %d cards, the reader %d; want 2 and 3", len(d.Cards), len(r.Draft().Cards))
+	}
+	_ = append(d.Cards, plan.CardDraft{Title: "the caller's"})
+	if got := r.Draft().Cards[2].Title; got != "Edit" {
+		t.Errorf("the reader's third card is %q after the caller appended to its draft", got)
 	}
 }
 
