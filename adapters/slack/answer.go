@@ -37,12 +37,17 @@ const answerWait = 3 * time.Second
 // message refuse the answer, the answer is posted and the draft deleted:
 // none is left behind.
 func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.Thread, ans answer) (string, bool, error) {
-	shown, _ := a.finishDraft(ctx, id)
+	shown, kind, local := a.finishDraft(ctx, id)
 	first, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgAnswer, nil, showingTTL)
 	if err != nil {
 		return "", false, nil
 	}
 	sh, err := a.memory.Showing(ctx, id)
+	if err == nil && sh[fieldTS] == "" && local != "" && (kind == msgStream || kind == msgPosted) {
+		// This replica drew the draft, but Redis was away when its
+		// message was recorded: the draft's own record is as good.
+		sh[fieldTS], sh[fieldMsg] = local, kind
+	}
 	for deadline := time.Now().Add(answerWait); !first && err == nil && sh[fieldTS] == "" && inFlight(sh[fieldMsg]) && time.Now().Before(deadline); {
 		if sleep(ctx, 100*time.Millisecond) != nil {
 			break

@@ -104,14 +104,16 @@ func (dr *drafting) take() (bot.Draft, bool, bool) {
 }
 
 // finishDraft ends request id's draft on this replica, waiting (within
-// ctx) for a call under way, and gives what its message showed.
-func (a *Adapter) finishDraft(ctx context.Context, id board.RequestID) (shown []string, kind string) {
+// ctx) for a call under way, and gives what its message showed, its kind
+// and its ts (which Redis may lack, when it was away as they were
+// recorded).
+func (a *Adapter) finishDraft(ctx context.Context, id board.RequestID) (shown []string, kind, ts string) {
 	a.drafts.mu.Lock()
 	dr, ok := a.drafts.by[id]
 	delete(a.drafts.by, id)
 	a.drafts.mu.Unlock()
 	if !ok {
-		return nil, ""
+		return nil, "", ""
 	}
 	dr.mu.Lock()
 	dr.finished = true
@@ -119,9 +121,9 @@ func (a *Adapter) finishDraft(ctx context.Context, id board.RequestID) (shown []
 	close(dr.end)
 	select {
 	case <-dr.done:
-		return dr.shown, dr.kind
+		return dr.shown, dr.kind, dr.ts
 	case <-ctx.Done():
-		return nil, ""
+		return nil, "", ""
 	}
 }
 

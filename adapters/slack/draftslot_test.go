@@ -2,10 +2,16 @@ package slack_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/bot/redisstore"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 // A draft waiting for its channel's next slot when the answer comes ends
@@ -45,5 +51,53 @@ func TestAnswerDoesNotWaitForTheDraftsSlot(t *testing.T) {
 	}
 	if n := w.slack.count(method("chat.appendStream")); n != 0 {
 		t.Errorf("%d draft calls after the answer ended the draft", n)
+	}
+}
+
+// lostTS is a Memory that fails to record a draft message's ts, as when
+// Redis restarts between the Slack call and the record.
+type lostTS struct {
+	slack.Memory
+}
+
+func (m lostTS) ShowingSet(ctx context.Context, id board.RequestID, fields map[string]string, ttl time.Duration) error {
+	if _, ok := fields["ts"]; ok {
+		return errors.New("redis: connection refused")
+	}
+	return m.Memory.ShowingSet(ctx, id, fields, ttl)
+}
+
+// A streamed draft whose message Redis could not record is still the
+// one the answer ends when the same replica answers: it knows the
+// message, so the thread holds one message, not the draft and the answer
+// beside it.
+func TestAnswerEndsADraftRedisDidNotRecord(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	fs := newFakeSlack(t)
+	cfg := slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"}
+	ad, err := slack.New(context.Background(), cfg, env.Engine, lostTS{redisstore.NewInFlight(env.Redis, env.Prefix)}, storetest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := slackThread("C_LOST", "1690000000.000911")
+	p := newspaperProposal(t, bot.NewRequestID(), th)
+	ad.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
+	fs.waitFor(t, "status", isStatus)
+	cards := p.Plan.Actions[0].Cards
+	if err := ad.Draft(context.Background(), bot.Draft{Request: p.RequestID, Thread: th, Title: p.Plan.NewBoard().Name, Cards: cards[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	start := fs.waitFor(t, "stream start", method("chat.startStream"))
+	ts, err := ad.PostPreview(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := fs.waitFor(t, "stream stop", method("chat.stopStream"))
+	if string(ts) != start.TS || stop.Form.Get("ts") != start.TS {
+		t.Errorf("the preview is message %s (stopped %s), the draft %s", ts, stop.Form.Get("ts"), start.TS)
+	}
+	if n := fs.count(method("chat.postMessage")); n != 0 {
+		t.Errorf("%d messages posted beside the draft", n)
 	}
 }
