@@ -165,7 +165,10 @@ func (a *Adapter) pump(dr *drafting) {
 			return
 		}
 		if fresh || dr.kind == postNext {
-			ctx, cancel := context.WithTimeout(a.work, a.cfg.Timeout)
+			// A call under way finishes when the replica begins to stop:
+			// cut off, it may still have made its message, which the
+			// answer (drained before the replica stops) then could not end.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(a.work), a.cfg.Timeout)
 			a.showDraft(ctx, dr, d)
 			cancel()
 		}

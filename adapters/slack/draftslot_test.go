@@ -101,3 +101,46 @@ func TestAnswerEndsADraftRedisDidNotRecord(t *testing.T) {
 		t.Errorf("%d messages posted beside the draft", n)
 	}
 }
+
+// A replica told to stop while its draft's first call is on its way lets
+// the call finish: the answer, drained before the replica stops, ends the
+// stream the call made rather than posting beside it.
+func TestStoppingReplicaFinishesTheDraftsCall(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	fs := newFakeSlack(t)
+	fs.mu.Lock()
+	fs.late = func(c call) time.Duration {
+		if c.Method == "chat.startStream" {
+			return 500 * time.Millisecond
+		}
+		return 0
+	}
+	fs.mu.Unlock()
+	work, stop := context.WithCancel(context.Background())
+	defer stop()
+	cfg := slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"}
+	ad, err := slack.New(work, cfg, env.Engine, redisstore.NewInFlight(env.Redis, env.Prefix), storetest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := slackThread("C_STOP", "1690000000.000921")
+	p := newspaperProposal(t, bot.NewRequestID(), th)
+	ad.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
+	fs.waitFor(t, "status", isStatus)
+	if err := ad.Draft(context.Background(), bot.Draft{Request: p.RequestID, Thread: th, Title: p.Plan.NewBoard().Name, Cards: p.Plan.Actions[0].Cards[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	start := fs.waitFor(t, "stream start", method("chat.startStream"))
+	stop() // SIGTERM: the answer below is the engine's drain
+	if _, err := ad.PostPreview(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	stopped := fs.waitFor(t, "stream stop", method("chat.stopStream"))
+	if stopped.Form.Get("ts") != start.TS {
+		t.Errorf("stopped stream %s, the draft is %s", stopped.Form.Get("ts"), start.TS)
+	}
+	if n := fs.count(method("chat.postMessage")); n != 0 {
+		t.Errorf("%d messages posted beside the draft", n)
+	}
+}
