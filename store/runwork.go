@@ -23,6 +23,11 @@ const (
 	// so a small run started after a big one is not queued behind it.
 	// started_at is when the card's latest attempt started.
 	//
+	// A run past its deadline offers nothing while it waits for the
+	// sweeper to time it out: a hook's card is held until the deadline,
+	// and taking it again then sent a second card.dispatched of the
+	// round.
+	//
 	// The card's row is locked with its run card's: a claim whose
 	// snapshot predates another runner's claim and output would, locking
 	// only the run card, find it free again (its output clears the lease)
@@ -32,7 +37,7 @@ const (
 	claimRunCard = `UPDATE run_cards rc SET lease_until = now() + $3::interval, attempts = rc.attempts + 1, holder = $4,
     started_at = now(), error = ''
 FROM (SELECT rc2.run_id, rc2.card_id FROM run_cards rc2
-      JOIN runs r ON r.id = rc2.run_id AND r.state = 'running'
+      JOIN runs r ON r.id = rc2.run_id AND r.state = 'running' AND r.deadline > now()
       JOIN cards c ON c.id = rc2.card_id
       CROSS JOIN LATERAL (SELECT max(t.started_at) AS at FROM run_cards t WHERE t.run_id = r.id) turn
       WHERE rc2.runner = $1 AND c.status IN ('Backlog', 'Ready', 'In Progress')
