@@ -21,35 +21,26 @@ import (
 // (here, the status cleared) has it.
 func TestAnswerDoesNotWaitForTheDraftsSlot(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	th := slackThread("C_SLOT", "1690000000.000901")
-	p := newspaperProposal(t, bot.NewRequestID(), th)
-	w.ad.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
-	w.slack.waitFor(t, "status", isStatus)
-	cards := p.Plan.Actions[0].Cards
-	title := p.Plan.NewBoard().Name
-	if err := w.ad.Draft(context.Background(), bot.Draft{Request: p.RequestID, Thread: th, Title: title, Cards: cards[:1]}); err != nil {
-		t.Fatal(err)
-	}
-	start := w.slack.waitFor(t, "stream start", method("chat.startStream"))
+	fs := newFakeSlack(t)
+	ad, p, start := draftStarted(t, context.Background(), fs, func(m slack.Memory) slack.Memory { return m }, "C_SLOT")
 	// A second card: the draft waits for the channel's next slot.
-	if err := w.ad.Draft(context.Background(), bot.Draft{Request: p.RequestID, Thread: th, Title: title, Cards: cards[:2]}); err != nil {
+	if err := ad.Draft(context.Background(), bot.Draft{Request: p.RequestID, Thread: p.Thread, Title: p.Plan.NewBoard().Name, Cards: p.Plan.Actions[0].Cards[:2]}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
 	asked := time.Now()
-	if _, err := w.ad.PostPreview(context.Background(), p); err != nil {
+	if _, err := ad.PostPreview(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	stop := w.slack.waitFor(t, "stream stop", method("chat.stopStream"))
+	stop := fs.waitFor(t, "stream stop", method("chat.stopStream"))
 	if took := stop.At.Sub(asked); took > 500*time.Millisecond {
 		t.Errorf("the answer came %s after it was ready (%s after the stream's start); want it at once", took, stop.At.Sub(start.At))
 	}
-	cleared := w.slack.waitForLatest(t, "status cleared", isStatus)
+	cleared := fs.waitForLatest(t, "status cleared", isStatus)
 	if gap := cleared.At.Sub(start.At); cleared.Form.Get("status") != "" || gap < 850*time.Millisecond || gap > 1500*time.Millisecond {
 		t.Errorf("status %q set %s after the stream's start; want it cleared in the slot the draft gave back, a second after", cleared.Form.Get("status"), gap)
 	}
-	if n := w.slack.count(method("chat.appendStream")); n != 0 {
+	if n := fs.count(method("chat.appendStream")); n != 0 {
 		t.Errorf("%d draft calls after the answer ended the draft", n)
 	}
 }
@@ -67,28 +58,31 @@ func (m lostTS) ShowingSet(ctx context.Context, id board.RequestID, fields map[s
 	return m.Memory.ShowingSet(ctx, id, fields, ttl)
 }
 
-// A streamed draft whose message Redis could not record is still the
-// one the answer ends when the same replica answers: it knows the
-// message, so the thread holds one message, not the draft and the answer
-// beside it.
-func TestAnswerEndsADraftRedisDidNotRecord(t *testing.T) {
-	t.Parallel()
+// draftStarted is an adapter on work, with the Redis store wrapped by
+// memory and the stand-in fs, and request p's draft streaming in a thread
+// of channel; it returns the stream's start.
+func draftStarted(t *testing.T, work context.Context, fs *fakeSlack, memory func(slack.Memory) slack.Memory, channel string) (*slack.Adapter, board.Proposal, call) {
+	t.Helper()
 	env := bottest.New(t)
-	fs := newFakeSlack(t)
 	cfg := slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"}
-	ad, err := slack.New(context.Background(), cfg, env.Engine, lostTS{redisstore.NewInFlight(env.Redis, env.Prefix)}, storetest.Logger(t))
+	ad, err := slack.New(work, cfg, env.Engine, memory(redisstore.NewInFlight(env.Redis, env.Prefix)), storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := slackThread("C_LOST", "1690000000.000911")
+	th := slackThread(channel, "1690000000.000911")
 	p := newspaperProposal(t, bot.NewRequestID(), th)
 	ad.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
 	fs.waitFor(t, "status", isStatus)
-	cards := p.Plan.Actions[0].Cards
-	if err := ad.Draft(context.Background(), bot.Draft{Request: p.RequestID, Thread: th, Title: p.Plan.NewBoard().Name, Cards: cards[:1]}); err != nil {
+	if err := ad.Draft(context.Background(), bot.Draft{Request: p.RequestID, Thread: th, Title: p.Plan.NewBoard().Name, Cards: p.Plan.Actions[0].Cards[:1]}); err != nil {
 		t.Fatal(err)
 	}
-	start := fs.waitFor(t, "stream start", method("chat.startStream"))
+	return ad, p, fs.waitFor(t, "stream start", method("chat.startStream"))
+}
+
+// answeredInDraft fails unless p's preview stopped the stream start made
+// and no message was posted beside it.
+func answeredInDraft(t *testing.T, ad *slack.Adapter, fs *fakeSlack, p board.Proposal, start call) {
+	t.Helper()
 	ts, err := ad.PostPreview(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
@@ -102,12 +96,22 @@ func TestAnswerEndsADraftRedisDidNotRecord(t *testing.T) {
 	}
 }
 
+// A streamed draft whose message Redis could not record is still the
+// one the answer ends when the same replica answers: it knows the
+// message, so the thread holds one message, not the draft and the answer
+// beside it.
+func TestAnswerEndsADraftRedisDidNotRecord(t *testing.T) {
+	t.Parallel()
+	fs := newFakeSlack(t)
+	ad, p, start := draftStarted(t, context.Background(), fs, func(m slack.Memory) slack.Memory { return lostTS{m} }, "C_LOST")
+	answeredInDraft(t, ad, fs, p, start)
+}
+
 // A replica told to stop while its draft's first call is on its way lets
 // the call finish: the answer, drained before the replica stops, ends the
 // stream the call made rather than posting beside it.
 func TestStoppingReplicaFinishesTheDraftsCall(t *testing.T) {
 	t.Parallel()
-	env := bottest.New(t)
 	fs := newFakeSlack(t)
 	fs.mu.Lock()
 	fs.late = func(c call) time.Duration {
@@ -119,28 +123,9 @@ func TestStoppingReplicaFinishesTheDraftsCall(t *testing.T) {
 	fs.mu.Unlock()
 	work, stop := context.WithCancel(context.Background())
 	defer stop()
-	cfg := slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"}
-	ad, err := slack.New(work, cfg, env.Engine, redisstore.NewInFlight(env.Redis, env.Prefix), storetest.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	th := slackThread("C_STOP", "1690000000.000921")
-	p := newspaperProposal(t, bot.NewRequestID(), th)
-	ad.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
-	fs.waitFor(t, "status", isStatus)
-	if err := ad.Draft(context.Background(), bot.Draft{Request: p.RequestID, Thread: th, Title: p.Plan.NewBoard().Name, Cards: p.Plan.Actions[0].Cards[:1]}); err != nil {
-		t.Fatal(err)
-	}
-	start := fs.waitFor(t, "stream start", method("chat.startStream"))
+	ad, p, start := draftStarted(t, work, fs, func(m slack.Memory) slack.Memory { return m }, "C_STOP")
+	// The stand-in noted the stream's start as it came and answers it
+	// half a second later: the call is on its way.
 	stop() // SIGTERM: the answer below is the engine's drain
-	if _, err := ad.PostPreview(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
-	stopped := fs.waitFor(t, "stream stop", method("chat.stopStream"))
-	if stopped.Form.Get("ts") != start.TS {
-		t.Errorf("stopped stream %s, the draft is %s", stopped.Form.Get("ts"), start.TS)
-	}
-	if n := fs.count(method("chat.postMessage")); n != 0 {
-		t.Errorf("%d messages posted beside the draft", n)
-	}
+	answeredInDraft(t, ad, fs, p, start)
 }
