@@ -152,9 +152,7 @@ func (a *Adapter) pump(dr *drafting) {
 		if _, _, finished := dr.peek(); finished {
 			return
 		}
-		// Waiting for the channel's slot ends with the draft: the answer
-		// has the slot instead (a second later, it would wait for a call
-		// that is never made).
+		// The wait ends with the draft, and the answer has the slot.
 		wait, slot := a.pace.reserveAt(dr.thread.Channel.ID)
 		if !dr.wait(a.work, wait) {
 			a.pace.giveBack(dr.thread.Channel.ID, slot)
@@ -165,9 +163,8 @@ func (a *Adapter) pump(dr *drafting) {
 			return
 		}
 		if fresh || dr.kind == postNext {
-			// A call under way finishes when the replica begins to stop:
-			// cut off, it may still have made its message, which the
-			// answer (drained before the replica stops) then could not end.
+			// Not cut off as the replica stops: a call cut off may still
+			// make its message, which the answer could then not end.
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(a.work), a.cfg.Timeout)
 			a.showDraft(ctx, dr, d)
 			cancel()
