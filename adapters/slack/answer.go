@@ -81,8 +81,8 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 	switch sh[fieldMsg] {
 	case msgStream:
 		// The answer is not work in progress: it goes at once (after a
-		// 429's wait), even right after a draft call, and the channel's
-		// next draft or run call waits its slot after it.
+		// 429's wait), even right after a draft call; two calls within a
+		// second at most, a burst Slack allows.
 		err = a.unpaced(ctx, t.Channel.ID, func(ctx context.Context) error {
 			opts := []slackapi.MsgOption{slackapi.MsgOptionBlocks(ans.below...)}
 			if chunks := ans.settle(shown); len(chunks) > 0 {
