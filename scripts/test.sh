@@ -103,8 +103,16 @@ BOBNET_TEST_REDIS_MODE=cluster go test -tags goolm -race -count=1 -timeout 10m "
 # -fuzztime deadline as a failure ("context deadline exceeded", no failing
 # input) when a loaded machine delays a worker at that moment (Go issue
 # 75804, fixed in Go 1.27). A count has no deadline to race.
-echo "test: fuzzing the Slack decoders, the REST bodies and the request record's string escaping" >&2
-for target in "FuzzEvents ./adapters/slack" "FuzzEnvelopeMatchesEncodingJSON ./adapters/slack" "FuzzInteractivity ./adapters/slack" "FuzzRESTBodies ./adapters/console" "FuzzAppendJSONString ./bot/redisstore"; do
+# A target named here that no longer exists is an error: go test would
+# fuzz nothing and pass.
+echo "test: fuzzing the Slack decoders, the REST bodies, the model's output (the plan check, the draft reader) and run outputs drawn as HTML" >&2
+for target in "FuzzEvents ./adapters/slack" "FuzzEnvelopeMatchesEncodingJSON ./adapters/slack" "FuzzInteractivity ./adapters/slack" \
+	"FuzzRESTBodies ./httpapi" "FuzzCheck ./planner" "FuzzDraftReader ./planner" "FuzzOutputHTML ./web"; do
 	set -- $target
+	listed=$(go test -list "^$1\$" "$2")
+	if ! grep -qx "$1" <<<"$listed"; then
+		echo "test: $2 has no fuzz target $1" >&2
+		exit 1
+	fi
 	go test -run '^$' -fuzz "^$1\$" -fuzztime "${BOBNET_FUZZTIME:-20000x}" "$2"
 done
