@@ -44,21 +44,17 @@ type innerEvent struct {
 	Tab string `json:"tab"` // app_home_opened
 }
 
-// envelopeParsers parse event bodies. Every event Slack sends is read on
-// the acknowledgement's path, where encoding/json's reflection costs
-// about 3x what fastjson's validation, parse and the field walk below
-// cost; decodeEnvelope reads the same fields to the same values
-// (FuzzEnvelopeMatchesEncodingJSON holds the two together).
-var envelopeParsers fastjson.ParserPool
-
-// decodeEnvelope reads an Events API body into env as json.Unmarshal
-// would: a field of another type is an error, null leaves a field as it
-// is, unknown fields are skipped, keys match without regard to case.
-// A body fastjson would read otherwise (invalid UTF-8, which
-// encoding/json turns into U+FFFD, or a surrogate escape, which the two
-// decode differently when it is not one of a pair) goes to
-// encoding/json.
-func decodeEnvelope(body []byte, env *eventEnvelope) error {
+// decodeEnvelope reads an Events API body into env, with a parser of
+// parsers, as json.Unmarshal would: a field of another type is an error,
+// null leaves a field as it is, unknown fields are skipped, keys match
+// without regard to case (FuzzEnvelopeMatchesEncodingJSON holds the two
+// together). Every event Slack sends is read on the acknowledgement's
+// path, where encoding/json's reflection cost about 3x what fastjson's
+// validation, parse and the field walk below cost. A body fastjson would
+// read otherwise (invalid UTF-8, which encoding/json turns into U+FFFD,
+// or a surrogate escape, which the two decode differently when it is not
+// one of a pair) goes to encoding/json.
+func decodeEnvelope(parsers *fastjson.ParserPool, body []byte, env *eventEnvelope) error {
 	if !utf8.Valid(body) || surrogateEscape(body) {
 		return json.Unmarshal(body, env)
 	}
@@ -67,8 +63,8 @@ func decodeEnvelope(body []byte, env *eventEnvelope) error {
 	if err := fastjson.ValidateBytes(body); err != nil {
 		return err
 	}
-	p := envelopeParsers.Get()
-	defer envelopeParsers.Put(p)
+	p := parsers.Get()
+	defer parsers.Put(p)
 	v, err := p.ParseBytes(body)
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ func FuzzEnvelopeMatchesEncodingJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var want, got eventEnvelope
 		werr := json.Unmarshal(body, &want)
-		gerr := decodeEnvelope(body, &got)
+		gerr := decodeEnvelope(&fastjson.ParserPool{}, body, &got)
 		if (werr == nil) != (gerr == nil) {
 			t.Fatalf("body %q: encoding/json says %v, decodeEnvelope %v", body, werr, gerr)
 		}
@@ -56,7 +56,7 @@ func FuzzEnvelopeMatchesEncodingJSON(f *testing.F) {
 // target's agreement is not two decoders agreeing on nothing.
 func TestEnvelopeSeedsDecode(t *testing.T) {
 	var env eventEnvelope
-	if err := decodeEnvelope([]byte(envelopeSeeds[0]), &env); err != nil {
+	if err := decodeEnvelope(&fastjson.ParserPool{}, []byte(envelopeSeeds[0]), &env); err != nil {
 		t.Fatal(err)
 	}
 	if env.Type != "event_callback" || env.EventID != "Ev08ABCDEF" || env.EventTime != 1700000000 || env.TeamID != "T1" ||
@@ -65,18 +65,18 @@ func TestEnvelopeSeedsDecode(t *testing.T) {
 		t.Fatalf("mention = %+v", env)
 	}
 	env = eventEnvelope{}
-	if err := decodeEnvelope([]byte(envelopeSeeds[1]), &env); err != nil {
+	if err := decodeEnvelope(&fastjson.ParserPool{}, []byte(envelopeSeeds[1]), &env); err != nil {
 		t.Fatal(err)
 	}
 	if env.Event.Text != "café 😀 \"quoted\"\n" || env.Event.ThreadTS != "1.1" || !env.Authorizations[0].IsEnterpriseInstall || env.EnterpriseID != "E1" {
 		t.Fatalf("reply = %+v", env)
 	}
 	env = eventEnvelope{}
-	if err := decodeEnvelope([]byte(envelopeSeeds[2]), &env); err != nil || strings.Join(env.Event.Tokens.Bot, ",") != "U2,U3" {
+	if err := decodeEnvelope(&fastjson.ParserPool{}, []byte(envelopeSeeds[2]), &env); err != nil || strings.Join(env.Event.Tokens.Bot, ",") != "U2,U3" {
 		t.Fatalf("revocation = %+v, %v", env, err)
 	}
 	for _, bad := range []string{`{"type":5}`, `{"event_time":1.5}`, `{"event_time":NaN}`, `[]`, ``, `{"type":"a"} x`} {
-		if err := decodeEnvelope([]byte(bad), &eventEnvelope{}); err == nil {
+		if err := decodeEnvelope(&fastjson.ParserPool{}, []byte(bad), &eventEnvelope{}); err == nil {
 			t.Errorf("%s: read without an error", bad)
 		}
 	}

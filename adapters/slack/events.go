@@ -15,7 +15,7 @@ import (
 
 func (a *Adapter) events(w http.ResponseWriter, r *http.Request, body []byte) {
 	var env eventEnvelope
-	if err := decodeEnvelope(body, &env); err != nil {
+	if err := decodeEnvelope(&a.parsers, body, &env); err != nil {
 		http.Error(w, "invalid event JSON", http.StatusBadRequest)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	slackapi "github.com/slack-go/slack"
+	"github.com/valyala/fastjson"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
@@ -88,6 +89,7 @@ type Adapter struct {
 	runs         *runMessages
 	refusals     *refusals
 	statusBudget *statusBudget
+	parsers      fastjson.ParserPool // for event bodies (envelope.go)
 }
 
 // slackConns is how many idle connections to Slack's API are kept: as
