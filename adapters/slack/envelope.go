@@ -69,14 +69,7 @@ func decodeEnvelope(parsers *fastjson.ParserPool, body []byte, env *eventEnvelop
 	if err != nil {
 		return err
 	}
-	if v.Type() == fastjson.TypeNull {
-		return nil
-	}
-	o, err := v.Object()
-	if err != nil {
-		return err
-	}
-	return fields(o, envelopeFields, func(name string, v *fastjson.Value) error {
+	return fields(v, envelopeFields, func(name string, v *fastjson.Value) error {
 		switch name {
 		case "type":
 			return str(v, &env.Type)
@@ -106,14 +99,7 @@ var (
 )
 
 func inner(v *fastjson.Value, ev *innerEvent) error {
-	if v.Type() == fastjson.TypeNull {
-		return nil
-	}
-	o, err := v.Object()
-	if err != nil {
-		return err
-	}
-	return fields(o, innerFields, func(name string, v *fastjson.Value) error {
+	return fields(v, innerFields, func(name string, v *fastjson.Value) error {
 		switch name {
 		case "type":
 			return str(v, &ev.Type)
@@ -134,14 +120,7 @@ func inner(v *fastjson.Value, ev *innerEvent) error {
 		case "tab":
 			return str(v, &ev.Tab)
 		case "tokens":
-			if v.Type() == fastjson.TypeNull {
-				return nil
-			}
-			o, err := v.Object()
-			if err != nil {
-				return err
-			}
-			return fields(o, []string{"bot"}, func(_ string, v *fastjson.Value) error {
+			return fields(v, []string{"bot"}, func(_ string, v *fastjson.Value) error {
 				return strs(v, &ev.Tokens.Bot)
 			})
 		}
@@ -160,15 +139,8 @@ func authorizations(v *fastjson.Value, as *[]authorization) error {
 	}
 	out := make([]authorization, len(items))
 	for i, item := range items {
-		if item.Type() == fastjson.TypeNull {
-			continue
-		}
-		o, err := item.Object()
-		if err != nil {
-			return err
-		}
 		a := &out[i]
-		err = fields(o, authorizationFields, func(name string, v *fastjson.Value) error {
+		err := fields(item, authorizationFields, func(name string, v *fastjson.Value) error {
 			switch name {
 			case "team_id":
 				return str(v, &a.TeamID)
@@ -195,11 +167,18 @@ func authorizations(v *fastjson.Value, as *[]authorization) error {
 	return nil
 }
 
-// fields calls set for each of o's keys that names one of names, in the
-// body's order (a repeated key's last value wins), matching a key as
-// encoding/json does: exactly, else without regard to case.
-func fields(o *fastjson.Object, names []string, set func(name string, v *fastjson.Value) error) error {
-	var err error
+// fields calls set for each key of object v that names one of names, in
+// the body's order (a repeated key's last value wins), matching a key as
+// encoding/json does: exactly, else without regard to case. A null v
+// sets nothing; any other value but an object is an error.
+func fields(v *fastjson.Value, names []string, set func(name string, v *fastjson.Value) error) error {
+	if v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	o, err := v.Object()
+	if err != nil {
+		return err
+	}
 	o.Visit(func(k []byte, v *fastjson.Value) {
 		if err != nil {
 			return
