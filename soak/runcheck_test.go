@@ -188,9 +188,12 @@ WHERE rc.runner <> ''`)
 		run, board, handle string
 		round              int
 	}
+	type attempt struct {
+		last    runnerCall // its latest call
+		retries int
+	}
 	perRound := map[cardRound]int{}
-	perAttempt := map[string]int{}
-	lastCall := map[string]runnerCall{}
+	attempts := map[cardRound]map[string]*attempt{} // by replica
 	budgetCalls, calls := 0, 0
 	for _, c := range mdl.runnerCalls() {
 		key, _, _ := strings.Cut(c.Handle, "-")
@@ -218,14 +221,14 @@ WHERE rc.runner <> ''`)
 		}
 		round := cardRound{run, bid, c.Handle, c.Round}
 		calls++
-		on := fmt.Sprintf("%s %s %d %s", run, c.Handle, c.Round, c.Replica)
-		prev, seen := lastCall[on]
-		lastCall[on] = c
-		if seen && prev.Failed && c.At.Sub(prev.At) < modelRetryWindow && perAttempt[on] < modelRetries {
-			perAttempt[on]++
+		if attempts[round] == nil {
+			attempts[round] = map[string]*attempt{}
+		}
+		if a := attempts[round][c.Replica]; a != nil && a.last.Failed && c.At.Sub(a.last.At) < modelRetryWindow && a.retries < modelRetries {
+			a.last, a.retries = c, a.retries+1
 			continue
 		}
-		perAttempt[on] = 0
+		attempts[round][c.Replica] = &attempt{last: c}
 		perRound[round]++
 	}
 	most, tries := 0, 0
