@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
@@ -13,23 +14,27 @@ import (
 
 // answer plans a request's answer, whose reply names the request (a
 // surface turns the request's draft into it). A request whose proposal
-// was already stored (planned before a crash) is not planned again.
+// was already stored (planned before a crash) is not planned again; a
+// fresh one (no worker took it before) has none to look for. taken waits
+// until the request's taking is recorded: the model is asked, and
+// anything audited, after it.
 // made is the proposal as this call stored it, when it stored one: the
 // post that follows shows it without reading it back.
-func (e *Engine) answer(ctx context.Context, r board.Request) (ans board.Answer, made *board.Proposal) {
-	ans, made = e.answerOf(ctx, r)
+func (e *Engine) answer(ctx context.Context, r board.Request, fresh bool, taken func()) (ans board.Answer, made *board.Proposal) {
+	ans, made = e.answerOf(ctx, r, fresh, taken)
 	if ans.Reply != nil {
 		ans.Reply.Request = r.ID
 	}
 	return ans, made
 }
 
-func (e *Engine) answerOf(ctx context.Context, r board.Request) (board.Answer, *board.Proposal) {
-	pid := board.ProposalIDFor(r.ID)
-	if p, err := e.deps.Proposals.Proposal(ctx, pid); err == nil {
-		return board.Answer{ProposalID: p.ID, Reply: &board.Reply{Kind: board.ReplyProposal, Text: p.Plan.Answer}}, nil
+func (e *Engine) answerOf(ctx context.Context, r board.Request, fresh bool, taken func()) (board.Answer, *board.Proposal) {
+	if !fresh {
+		if p, err := e.deps.Proposals.Proposal(ctx, board.ProposalIDFor(r.ID)); err == nil {
+			return board.Answer{ProposalID: p.ID, Reply: &board.Reply{Kind: board.ReplyProposal, Text: p.Plan.Answer}}, nil
+		}
 	}
-	reply, proposal, failure := e.plan(ctx, r)
+	reply, proposal, failure := e.plan(ctx, r, taken)
 	if proposal != nil {
 		ans := board.Answer{ProposalID: proposal.ID, Reply: &board.Reply{Kind: board.ReplyProposal, Text: proposal.Plan.Answer}}
 		if proposal.Reposting {
@@ -63,7 +68,7 @@ func (e *Engine) remember(ctx context.Context, r board.Request, role, text strin
 
 // plan turns a request into a reply or a proposal; failure is set when the
 // request failed (its reply says why, kindly).
-func (e *Engine) plan(ctx context.Context, r board.Request) (reply *board.Reply, proposal *board.Proposal, failure string) {
+func (e *Engine) plan(ctx context.Context, r board.Request, taken func()) (reply *board.Reply, proposal *board.Proposal, failure string) {
 	ch := r.Thread.Channel.Key()
 	var prev *board.Proposal
 	if id := r.Revises; id != "" {
@@ -74,45 +79,76 @@ func (e *Engine) plan(ctx context.Context, r board.Request) (reply *board.Reply,
 		prev = &p
 	}
 	if id := r.Again; id != "" {
+		taken()
 		return e.proposeAgain(ctx, r, id)
 	}
 
-	// The budget is read while the channel's board and the thread are:
-	// each is a round trip of its own before the model is asked.
-	var budget *board.Reply
-	budgeted := make(chan struct{})
-	go func() {
-		defer close(budgeted)
-		budget = e.overBudget(ctx, r)
-	}()
-	defer func() { <-budgeted }()
-	in := planner.PromptInput{Profiles: e.cfg.Profiles, Message: r.Text}
-	hasBoard := false
-	var target board.ID
-	if b, err := e.deps.Boards.ChannelBoard(ctx, ch); err == nil {
+	// What the model is shown, the budget and the channel's policy (for
+	// the proposal) are read at once, each a round trip of its own, and
+	// the policy while the model plans: a proposal takes the policy in
+	// force when its request was planned.
+	var pol *policyRead
+	if prev == nil {
+		pol = e.readPolicy(ctx, r.Thread.Channel)
+		defer pol.wait()
+	}
+	var (
+		reads     sync.WaitGroup
+		budget    *board.Reply
+		boardErr  error
+		in        = planner.PromptInput{Profiles: e.cfg.Profiles, Message: r.Text}
+		hasBoard  bool
+		target    board.ID
+		turns     []plan.Turn
+		turnsRead bool
+	)
+	reads.Go(func() { budget = e.overBudget(ctx, r) })
+	reads.Go(func() {
+		b, err := e.deps.Boards.ChannelBoard(ctx, ch)
+		if err != nil {
+			if !errors.Is(err, board.ErrNotFound) {
+				boardErr = err
+			}
+			return
+		}
 		if sum, err := e.deps.Boards.BoardSummary(ctx, b.ID); err == nil {
 			in.Board, hasBoard, target = &sum, true, b.ID
 		}
-	} else if !errors.Is(err, board.ErrNotFound) {
-		e.logger.Warn("read the channel's board", "request", r.ID, "err", err)
+	})
+	reads.Go(func() {
+		var err error
+		turns, err = e.deps.Requests.Turns(ctx, threadKey(r.Thread))
+		turnsRead = err == nil
+	})
+	reads.Wait()
+	if boardErr != nil {
+		e.logger.Warn("read the channel's board", "request", r.ID, "err", boardErr)
 		return &board.Reply{Kind: board.ReplyError, Text: "I can't reach the board database right now, so I can't plan. Please try again in a minute."}, nil, failBoardsUnavailable
 	}
-	if turns, err := e.deps.Requests.Turns(ctx, threadKey(r.Thread)); err == nil {
+	if turnsRead {
 		in.History = turns
 	}
 	in.History = append(in.History, r.Quoted...)
 	if prev != nil {
 		in.PreviousPlan, in.Feedback, in.Message = &prev.Plan, r.Feedback, prev.Request
 	}
-	e.remember(ctx, r, "user", r.Text)
+	// The person's turn is kept for the next request's prompt while this
+	// one is planned; it is written before this one's answer is.
+	remembered := make(chan struct{})
+	go func() {
+		defer close(remembered)
+		e.remember(ctx, r, "user", r.Text)
+	}()
+	defer func() { <-remembered }()
 
-	if <-budgeted; budget != nil {
+	if budget != nil {
 		return budget, nil, ErrOverBudget.Error()
 	}
 	opts := plan.Options{Profiles: planner.ProfileNames(e.cfg.Profiles), HasTargetBoard: hasBoard}
 	if in.Board != nil {
 		opts.Board = in.Board.State
 	}
+	taken()
 	drafts := e.startDrafting(r)
 	in.OnDraft = drafts.onDraft()
 	out, err := e.deps.Planner.Plan(ctx, in, opts)
@@ -139,7 +175,7 @@ func (e *Engine) plan(ctx context.Context, r board.Request) (reply *board.Reply,
 	case plan.KindClarify:
 		return &board.Reply{Kind: board.ReplyClarify, Text: env.Answer, Questions: env.ClarifyingQuestions}, nil, ""
 	}
-	reply, p, err := e.propose(ctx, r, r.User, *env, out.Result.Warnings, prev, target)
+	reply, p, err := e.propose(ctx, r, r.User, *env, out.Result.Warnings, prev, target, pol)
 	if err != nil {
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
 		return &board.Reply{Kind: board.ReplyError, Text: "I drafted a plan but couldn't store it. " + Explain(err)}, nil, failNotStored

@@ -88,22 +88,56 @@ func (e *Engine) PolicyFor(ctx context.Context, ch board.Channel) (board.PolicyI
 	return in, nil
 }
 
+// policyRead is a channel's policy read beside other work.
+type policyRead struct {
+	done chan struct{}
+	in   board.PolicyInForce
+	err  error
+}
+
+// readPolicy starts reading ch's policy in force; nil when the store
+// keeps no policies.
+func (e *Engine) readPolicy(ctx context.Context, ch board.Channel) *policyRead {
+	if e.deps.Policies == nil {
+		return nil
+	}
+	pr := &policyRead{done: make(chan struct{})}
+	go func() {
+		defer close(pr.done)
+		pr.in, pr.err = e.PolicyFor(ctx, ch)
+	}()
+	return pr
+}
+
+// wait is the policy read, once it is.
+func (pr *policyRead) wait() (board.PolicyInForce, error) {
+	if pr == nil {
+		return board.PolicyInForce{}, nil
+	}
+	<-pr.done
+	return pr.in, pr.err
+}
+
 // quorumFor is the quorum of a new proposal in ch: a revision keeps the
 // policy its request was made under, with no approvals (the plan
-// changed); anything else takes the channel's policy now. Nil when the
-// store keeps no policies.
-func (e *Engine) quorumFor(ctx context.Context, ch board.Channel, cards int, prev *board.Proposal) (*board.Quorum, error) {
+// changed); anything else takes the channel's policy, as pol read it
+// (nil: read now). Nil when the store keeps no policies.
+func (e *Engine) quorumFor(ctx context.Context, ch board.Channel, cards int, prev *board.Proposal, pol *policyRead) (*board.Quorum, error) {
 	if e.deps.Policies == nil {
 		return nil, nil
 	}
 	var in board.PolicyInForce
-	if prev != nil && prev.Quorum != nil {
+	var err error
+	switch {
+	case prev != nil && prev.Quorum != nil:
 		in = board.PolicyInForce{Key: prev.Quorum.Key, Policy: prev.Quorum.Policy}
-	} else {
-		var err error
-		if in, err = e.PolicyFor(ctx, ch); err != nil {
-			return nil, err
-		}
+	case pol != nil:
+		in, err = pol.wait()
+	default:
+		in, err = e.PolicyFor(ctx, ch)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return &board.Quorum{Key: in.Key, Policy: in.Policy, Needed: in.Policy.Needed(cards), Approvals: []string{}}, nil
 }

@@ -52,7 +52,9 @@ func (e *Engine) giveUp(ctx context.Context, consumer string, d board.QueuedRequ
 // the proposal this delivery just stored (nil: none, or stored before):
 // the first attempt of a first delivery posts it as it is in hand, since
 // no one else has had the request to post it; any other reads it back.
-func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedRequest, rec board.RequestRecord, made *board.Proposal) {
+// stored waits until the planned answer is stored, before the request is
+// recorded done.
+func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedRequest, rec board.RequestRecord, made *board.Proposal, stored func()) {
 	base, done := e.out.detached(ctx)
 	defer done()
 	r, ans := rec.Request, rec.Answer
@@ -90,6 +92,7 @@ func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedReques
 		e.leases.drop(consumer, d.MessageID)
 		return
 	}
+	stored()
 	bctx, cancel := context.WithTimeout(base, bookkeepingTimeout)
 	defer cancel()
 	if err != nil && e.out.stopping() {

@@ -28,7 +28,7 @@ func (e *Engine) proposeAgain(ctx context.Context, r board.Request, id board.Pro
 	r.Text = old.Request // the preview shows what was originally asked
 	// It stays the requester's plan, whoever clicked: the self-approval
 	// rule and "the requester may decide" look at RequestedBy.
-	_, p, err := e.propose(ctx, r, old.RequestedBy, *res.Plan, res.Warnings, nil, target)
+	_, p, err := e.propose(ctx, r, old.RequestedBy, *res.Plan, res.Warnings, nil, target, nil)
 	if err != nil {
 		e.logger.Warn("store proposal", "request", r.ID, "err", err)
 		return &board.Reply{Kind: board.ReplyError, Text: "I couldn't store the proposal. " + Explain(err)}, nil, failNotStored
@@ -45,7 +45,7 @@ func (e *Engine) proposeAgain(ctx context.Context, r board.Request, id board.Pro
 // dropped (and says so) instead of becoming a second approvable version.
 // requester is whose plan it is (prev's requester wins), not
 // necessarily r.User, who may only have asked for it again.
-func (e *Engine) propose(ctx context.Context, r board.Request, requester string, env plan.Envelope, warnings []plan.Issue, prev *board.Proposal, target board.ID) (*board.Reply, *board.Proposal, error) {
+func (e *Engine) propose(ctx context.Context, r board.Request, requester string, env plan.Envelope, warnings []plan.Issue, prev *board.Proposal, target board.ID, pol *policyRead) (*board.Reply, *board.Proposal, error) {
 	now := e.deps.Now()
 	p := board.Proposal{
 		ID: board.ProposalIDFor(r.ID), Version: 1, RequestID: r.ID, Thread: r.Thread, RequestedBy: requester, Request: r.Text,
@@ -82,7 +82,7 @@ func (e *Engine) propose(ctx context.Context, r board.Request, requester string,
 		p.Changes = Diff(prev.Plan, env)
 	}
 	planJSON, _ := json.Marshal(env)
-	q, err := e.quorumFor(ctx, r.Thread.Channel, env.Stats().Cards, prev)
+	q, err := e.quorumFor(ctx, r.Thread.Channel, env.Stats().Cards, prev, pol)
 	if err != nil {
 		if prev != nil {
 			e.release(ctx, held)

@@ -92,7 +92,7 @@ func (e *Engine) ReviewByHandle(ctx context.Context, ch board.Channel, user, ref
 func (e *Engine) mayReview(ctx context.Context, b board.Board, r board.Run, user string) error {
 	ch := channelOf(b.Channel)
 	p := board.Proposal{ID: board.ProposalID("review of " + string(r.ID)), Thread: board.Thread{Channel: ch, ID: b.Thread}, RequestedBy: r.StartedBy}
-	q, err := e.quorumFor(ctx, ch, 0, nil)
+	q, err := e.quorumFor(ctx, ch, 0, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -119,6 +119,11 @@ func (e *Engine) handle(ctx context.Context, consumer string, d board.QueuedRequ
 			return
 		}
 	}
+	// Taking a request is recorded (its audit row, its record as
+	// planning) while its planning reads what the model is shown; both
+	// are written before the model is asked.
+	var taking sync.WaitGroup
+	fresh := !rec.Taken
 	if !rec.Taken {
 		// The first thing recorded about a request, so the audit reads in
 		// the order things happened; its key keeps it to one row.
@@ -126,16 +131,23 @@ func (e *Engine) handle(ctx context.Context, consumer string, d board.QueuedRequ
 		if r.Via != "" {
 			detail["via"] = r.Via // the worker's context does not carry it
 		}
-		e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "requested", Channel: r.Thread.Channel.Key(), DedupeKey: "requested:" + string(id)}, detail)
+		taking.Go(func() {
+			e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "requested", Channel: r.Thread.Channel.Key(), DedupeKey: "requested:" + string(id)}, detail)
+		})
 		rec.Taken, rec.Status.State = true, board.RequestPlanning
-		if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
-			e.logger.Warn("store request status", "request", id, "err", err)
-		}
+		taken := rec
+		taking.Go(func() {
+			if err := e.deps.Requests.PutRequest(ctx, taken); err != nil {
+				e.logger.Warn("store request status", "request", id, "err", err)
+			}
+		})
 	}
 	var made *board.Proposal
+	var answerStored sync.WaitGroup
 	if rec.Answer == nil {
 		var ans board.Answer
-		ans, made = e.answer(ctx, r)
+		ans, made = e.answer(ctx, r, fresh, taking.Wait)
+		taking.Wait()
 		if ctx.Err() != nil {
 			e.leases.drop(consumer, d.MessageID) // shutting down mid-plan: left for a reclaim
 			return
@@ -149,11 +161,22 @@ func (e *Engine) handle(ctx context.Context, consumer string, d board.QueuedRequ
 			return
 		}
 		rec.Answer = &ans
-		if err := e.deps.Requests.PutRequest(ctx, rec); err != nil {
-			e.logger.Warn("store planned answer", "request", id, "err", err)
+		planned := rec
+		storeAnswer := func() {
+			if err := e.deps.Requests.PutRequest(ctx, planned); err != nil {
+				e.logger.Warn("store planned answer", "request", id, "err", err)
+			}
+		}
+		if ans.ProposalID == "" {
+			storeAnswer()
+		} else {
+			// A proposal is found again by the request's id after a crash
+			// (answerOf), so its answer is stored while it is posted; the
+			// request is recorded done after both.
+			answerStored.Go(storeAnswer)
 		}
 	}
-	if err := e.out.send(r.Thread.Channel.Key(), func(pctx context.Context) { e.post(pctx, consumer, d, rec, made) }); err != nil {
+	if err := e.out.send(r.Thread.Channel.Key(), func(pctx context.Context) { e.post(pctx, consumer, d, rec, made, answerStored.Wait) }); err != nil {
 		e.logger.Warn("answer not posted yet: "+err.Error()+"; it will be retried", "request", id)
 		e.leases.drop(consumer, d.MessageID)
 	}
