@@ -16,13 +16,15 @@ import (
 // the draft's tasks (given the ids the draft showed) and the blocks
 // below them.
 type answer struct {
-	text     string
-	blocks   []slackapi.Block
+	text string
+	// blocks and below are drawn when a path needs them: a streamed
+	// draft is ended with below, any other message shows blocks.
+	blocks   func() []slackapi.Block
 	metadata *slackapi.SlackMetadata
 	// settle and below end a streamed draft: its tasks as the answer
 	// leaves them, and the blocks shown under them.
 	settle func(shown []string) []slackapi.StreamChunk
-	below  []slackapi.Block
+	below  func() []slackapi.Block
 }
 
 // answerWait bounds the wait for a placeholder or draft message on its
@@ -38,12 +40,11 @@ const answerWait = 3 * time.Second
 // none is left behind.
 func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.Thread, ans answer) (string, bool, error) {
 	shown, kind, local := a.finishDraft(ctx, id)
-	first, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgAnswer, nil, showingTTL)
+	first, sh, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgAnswer, nil, showingTTL)
 	if err != nil {
 		return "", false, nil
 	}
-	sh, err := a.memory.Showing(ctx, id)
-	if err == nil && sh[fieldTS] == "" && local != "" && (kind == msgStream || kind == msgPosted) {
+	if sh[fieldTS] == "" && local != "" && (kind == msgStream || kind == msgPosted) {
 		// This replica drew the draft, but Redis was away when its
 		// message was recorded: the draft's own record is as good.
 		sh[fieldTS], sh[fieldMsg] = local, kind
@@ -84,7 +85,7 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 		// 429's wait), even right after a draft call; two calls within a
 		// second at most, a burst Slack allows.
 		err = a.unpaced(ctx, t.Channel.ID, func(ctx context.Context) error {
-			opts := []slackapi.MsgOption{slackapi.MsgOptionBlocks(ans.below...)}
+			opts := []slackapi.MsgOption{slackapi.MsgOptionBlocks(ans.below()...)}
 			if chunks := ans.settle(shown); len(chunks) > 0 {
 				opts = append(opts, slackapi.MsgOptionChunks(chunks...))
 			}
@@ -132,7 +133,7 @@ func inFlight(kind string) bool {
 // stop goes.
 func (a *Adapter) updateTo(ctx context.Context, api *slackapi.Client, channel string, t board.Thread, ts string, ans answer) error {
 	return a.unpaced(ctx, t.Channel.ID, func(ctx context.Context) error {
-		opts := []slackapi.MsgOption{slackapi.MsgOptionText(ans.text, false), slackapi.MsgOptionBlocks(ans.blocks...)}
+		opts := []slackapi.MsgOption{slackapi.MsgOptionText(ans.text, false), slackapi.MsgOptionBlocks(ans.blocks()...)}
 		if ans.metadata != nil {
 			opts = append(opts, slackapi.MsgOptionMetadata(*ans.metadata))
 		}
@@ -143,7 +144,7 @@ func (a *Adapter) updateTo(ctx context.Context, api *slackapi.Client, channel st
 
 // replaceDraft posts the answer and deletes the draft message ts.
 func (a *Adapter) replaceDraft(ctx context.Context, api *slackapi.Client, channel string, t board.Thread, ts string, ans answer) (string, error) {
-	opts := []slackapi.MsgOption{slackapi.MsgOptionText(ans.text, false), slackapi.MsgOptionBlocks(ans.blocks...), slackapi.MsgOptionTS(t.ID)}
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(ans.text, false), slackapi.MsgOptionBlocks(ans.blocks()...), slackapi.MsgOptionTS(t.ID)}
 	if ans.metadata != nil {
 		opts = append(opts, slackapi.MsgOptionMetadata(*ans.metadata))
 	}
@@ -167,7 +168,7 @@ func (a *Adapter) answered(ctx context.Context, id board.RequestID, ts string) {
 	a.statuses.drop(id)
 	// The first answer is the request's; a later reply naming it (a
 	// note after a decision) is not.
-	if _, err := a.memory.ShowingClaim(ctx, id, fieldAnswered, ts, nil, showingTTL); err != nil {
+	if _, _, err := a.memory.ShowingClaim(ctx, id, fieldAnswered, ts, nil, showingTTL); err != nil {
 		a.logger.Warn("slack: note the answer", "request", id, "err", err)
 	}
 }

@@ -265,7 +265,7 @@ func (a *Adapter) startDraft(ctx context.Context, api *slackapi.Client, channel 
 	if stream {
 		kind = msgStream
 	}
-	won, err := a.memory.ShowingClaim(ctx, dr.id, fieldMsg, kind, nil, showingTTL)
+	won, _, err := a.memory.ShowingClaim(ctx, dr.id, fieldMsg, kind, nil, showingTTL)
 	if err != nil || !won {
 		return
 	}

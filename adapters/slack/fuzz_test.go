@@ -137,8 +137,8 @@ func (m *marks) HomeViewers(context.Context, string, time.Time, int) ([]string, 
 func (m *marks) ShowingSet(context.Context, board.RequestID, map[string]string, time.Duration) error {
 	return nil
 }
-func (m *marks) ShowingClaim(context.Context, board.RequestID, string, string, map[string]string, time.Duration) (bool, error) {
-	return false, nil
+func (m *marks) ShowingClaim(context.Context, board.RequestID, string, string, map[string]string, time.Duration) (bool, map[string]string, error) {
+	return false, nil, nil
 }
 func (m *marks) Showing(context.Context, board.RequestID) (map[string]string, error) { return nil, nil }
 

@@ -27,7 +27,7 @@ func (a *Adapter) Reply(ctx context.Context, t board.Thread, r board.Reply) erro
 	blocks := replyBlocks(text, r.Review)
 	if r.Request != "" {
 		_, done, err := a.answerDraft(ctx, r.Request, t, answer{
-			text: fallback(r.Text), blocks: blocks, below: blocks,
+			text: fallback(r.Text), blocks: func() []slackapi.Block { return blocks }, below: func() []slackapi.Block { return blocks },
 			settle: setAside,
 		})
 		if done {

@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -18,7 +19,14 @@ const previewEvent = "bobnet_preview"
 
 // PostPreview posts a pending proposal's preview in its thread.
 func (a *Adapter) PostPreview(ctx context.Context, p board.Proposal) (board.MessageRef, error) {
-	a.rememberThread(ctx, p.Thread)
+	// The thread is remembered (a plain reply in it is a request) while
+	// the preview goes out; both are done when this returns.
+	remembered := make(chan struct{})
+	go func() {
+		defer close(remembered)
+		a.rememberThread(ctx, p.Thread)
+	}()
+	defer func() { <-remembered }()
 	if p.Reposting {
 		if ts := a.answeredAs(ctx, p.RequestID); ts != "" {
 			a.logger.Info("preview went out before as the request's draft; not posting it again", "proposal", p.ID, "message", ts)
@@ -40,12 +48,14 @@ func (a *Adapter) PostPreview(ctx context.Context, p board.Proposal) (board.Mess
 		}
 	}
 	metadata := slackapi.SlackMetadata{EventType: previewEvent, EventPayload: map[string]any{"proposal_id": string(p.ID)}}
-	blocks := PreviewBlocks(p, a.cfg.PublicURL)
+	// Drawn once, when a path needs them: a streamed draft is ended
+	// with the blocks below its plan, not with these.
+	blocks := sync.OnceValue(func() []slackapi.Block { return PreviewBlocks(p, a.cfg.PublicURL) })
 	if p.RequestID != "" {
 		ts, done, err := a.answerDraft(ctx, p.RequestID, p.Thread, answer{
 			text: previewText(p), blocks: blocks, metadata: &metadata,
 			settle: func(shown []string) []slackapi.StreamChunk { return settlePreview(p, shown) },
-			below:  previewBelow(p, a.cfg.PublicURL),
+			below:  func() []slackapi.Block { return previewBelow(p, a.cfg.PublicURL) },
 		})
 		if done {
 			if err != nil {
@@ -61,7 +71,7 @@ func (a *Adapter) PostPreview(ctx context.Context, p board.Proposal) (board.Mess
 	}
 	_, ts, err := api.PostMessageContext(ctx, channel,
 		slackapi.MsgOptionText(previewText(p), false),
-		slackapi.MsgOptionBlocks(blocks...),
+		slackapi.MsgOptionBlocks(blocks()...),
 		slackapi.MsgOptionMetadata(metadata),
 		slackapi.MsgOptionTS(p.Thread.ID))
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // the draft and posts the answer. *redisstore.InFlight is one.
 type Showings interface {
 	ShowingSet(ctx context.Context, id board.RequestID, fields map[string]string, ttl time.Duration) error
-	ShowingClaim(ctx context.Context, id board.RequestID, field, value string, with map[string]string, ttl time.Duration) (bool, error)
+	ShowingClaim(ctx context.Context, id board.RequestID, field, value string, with map[string]string, ttl time.Duration) (bool, map[string]string, error)
 	Showing(ctx context.Context, id board.RequestID) (map[string]string, error)
 }
 
@@ -80,7 +80,7 @@ func (a *Adapter) showPlanning(t board.Thread, id board.RequestID, user, team st
 		// One round trip: who asked, and the claim of the status, "set"
 		// before it is (the answer clears a status set or on its way; a
 		// refusal overwrites it).
-		first, err := a.memory.ShowingClaim(ctx, id, fieldStatus, "set", map[string]string{fieldUser: user, fieldTeam: team}, showingTTL)
+		first, _, err := a.memory.ShowingClaim(ctx, id, fieldStatus, "set", map[string]string{fieldUser: user, fieldTeam: team}, showingTTL)
 		if err != nil {
 			a.logger.Warn("slack: keep the request's showing", "request", id, "err", err)
 			return
@@ -185,7 +185,7 @@ func (a *Adapter) setStatus(ctx context.Context, t board.Thread, status string, 
 // postPlaceholder posts the message a request's answer will replace,
 // where Slack shows no status. The message's metadata names the request.
 func (a *Adapter) postPlaceholder(ctx context.Context, t board.Thread, id board.RequestID) {
-	first, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgPlaceholder, nil, showingTTL)
+	first, _, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgPlaceholder, nil, showingTTL)
 	if err != nil || !first {
 		return // a draft or the answer is there already
 	}

@@ -34,24 +34,27 @@ func (s *InFlight) ShowingSet(ctx context.Context, id board.RequestID, fields ma
 }
 
 // ShowingClaim sets field of request id's showing to value unless it is
-// set already, and reports whether it set it; the fields of with (nil for
-// none) are set in the same round trip, whoever wins. The hash lives ttl
-// from now. Of several replicas claiming one field, one wins.
-func (s *InFlight) ShowingClaim(ctx context.Context, id board.RequestID, field, value string, with map[string]string, ttl time.Duration) (bool, error) {
+// set already, and reports whether it set it, with the showing as the
+// claim left it; the fields of with (nil for none) are set in the same
+// round trip, whoever wins. The hash lives ttl from now. Of several
+// replicas claiming one field, one wins.
+func (s *InFlight) ShowingClaim(ctx context.Context, id board.RequestID, field, value string, with map[string]string, ttl time.Duration) (bool, map[string]string, error) {
 	key := s.showingKey(id)
 	var set *redis.BoolCmd
+	var all *redis.MapStringStringCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		if len(with) > 0 {
 			p.HSet(ctx, key, with)
 		}
 		set = p.HSetNX(ctx, key, field, value)
 		p.Expire(ctx, key, ttl)
+		all = p.HGetAll(ctx, key)
 		return nil
 	})
 	if err != nil {
-		return false, wrap("claim showing", err)
+		return false, nil, wrap("claim showing", err)
 	}
-	return set.Val(), nil
+	return set.Val(), all.Val(), nil
 }
 
 // Showing is request id's showing, field by field; empty when nothing was

@@ -24,15 +24,20 @@ func TestShowingClaimOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wins atomic.Int32
+	var mu sync.Mutex
+	var seen []map[string]string // the showing each claim was answered with
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			won, err := s.ShowingClaim(ctx, id, "msg", []string{"stream", "placeholder"}[i%2], nil, time.Minute)
+			won, sh, err := s.ShowingClaim(ctx, id, "msg", []string{"stream", "placeholder"}[i%2], nil, time.Minute)
 			if err != nil {
 				t.Error(err)
 			}
+			mu.Lock()
+			seen = append(seen, sh)
+			mu.Unlock()
 			if won {
 				wins.Add(1)
 			}
@@ -48,6 +53,13 @@ func TestShowingClaimOnce(t *testing.T) {
 	}
 	if got["user"] != "U1" || got["team"] != "T1" || (got["msg"] != "stream" && got["msg"] != "placeholder") {
 		t.Fatalf("showing = %v", got)
+	}
+	// Every claim, won or lost, is answered with the showing as it left
+	// it: the winner's message and the fields set before.
+	for _, sh := range seen {
+		if sh["msg"] != got["msg"] || sh["user"] != "U1" {
+			t.Fatalf("a claim answered with %v; the showing is %v", sh, got)
+		}
 	}
 	if other, _ := s.Showing(ctx, "r_other"); len(other) != 0 {
 		t.Fatalf("another request's showing = %v", other)
