@@ -36,18 +36,34 @@ func (b Budget) Over() bool { return b.Limit > 0 && b.Used >= b.Limit }
 // BudgetStatus returns ch's model use today and its budget under the
 // channel's policy now.
 func (e *Engine) BudgetStatus(ctx context.Context, ch board.Channel) (Budget, error) {
+	return e.budgetStatus(ctx, ch, nil, true)
+}
+
+// budgetStatus is BudgetStatus under the policy pol read (nil: read
+// now); without used, a channel with no limit is not asked what it
+// spent.
+func (e *Engine) budgetStatus(ctx context.Context, ch board.Channel, pol *policyRead, used bool) (Budget, error) {
 	now := e.deps.Now().UTC()
 	b := Budget{Resets: time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)}
 	us := e.deps.Usage
 	if us == nil {
 		return b, nil
 	}
-	in, err := e.PolicyFor(ctx, ch)
+	var in board.PolicyInForce
+	var err error
+	if pol != nil {
+		in, err = pol.wait()
+	} else {
+		in, err = e.PolicyFor(ctx, ch)
+	}
 	if err != nil {
 		return b, err
 	}
 	if in.Policy.Budget != nil {
 		b.Limit = in.Policy.Budget.TokensPerDay
+	}
+	if b.Limit <= 0 && !used {
+		return b, nil
 	}
 	if b.Used, err = us.TokensUsed(ctx, ch.Key(), now); err != nil {
 		return b, unavailable("read model use", err)
@@ -58,9 +74,10 @@ func (e *Engine) BudgetStatus(ctx context.Context, ch board.Channel) (Budget, er
 // overBudget is the answer to a request in a channel that spent its model
 // budget, or nil when the model may be asked. The check comes before the
 // model is called; requests planned at the same moment may together pass
-// the budget by one request's worth.
-func (e *Engine) overBudget(ctx context.Context, r board.Request) *board.Reply {
-	b, err := e.BudgetStatus(ctx, r.Thread.Channel)
+// the budget by one request's worth. pol is the channel's policy being
+// read (nil: read it now).
+func (e *Engine) overBudget(ctx context.Context, r board.Request, pol *policyRead) *board.Reply {
+	b, err := e.budgetStatus(ctx, r.Thread.Channel, pol, false)
 	if err != nil {
 		e.logger.Warn("read model budget", "request", r.ID, "channel", r.Thread.Channel.Key(), "err", err)
 		return &board.Reply{Kind: board.ReplyError, Text: "I can't check this channel's model budget right now, so I didn't ask the model. Please try again in a minute."}

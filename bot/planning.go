@@ -87,11 +87,9 @@ func (e *Engine) plan(ctx context.Context, r board.Request, taken func()) (reply
 	// the proposal) are read at once, each a round trip of its own, and
 	// the policy while the model plans: a proposal takes the policy in
 	// force when its request was planned.
-	var pol *policyRead
-	if prev == nil {
-		pol = e.readPolicy(ctx, r.Thread.Channel)
-		defer pol.wait()
-	}
+	// The budget is the channel's policy now, a revision's too.
+	pol := e.readPolicy(ctx, r.Thread.Channel)
+	defer pol.wait()
 	var (
 		reads     sync.WaitGroup
 		budget    *board.Reply
@@ -102,7 +100,7 @@ func (e *Engine) plan(ctx context.Context, r board.Request, taken func()) (reply
 		turns     []plan.Turn
 		turnsRead bool
 	)
-	reads.Go(func() { budget = e.overBudget(ctx, r) })
+	reads.Go(func() { budget = e.overBudget(ctx, r, pol) })
 	reads.Go(func() {
 		b, err := e.deps.Boards.ChannelBoard(ctx, ch)
 		if err != nil {
