@@ -40,11 +40,19 @@ const answerWait = 3 * time.Second
 // none is left behind.
 func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.Thread, ans answer) (string, bool, error) {
 	shown, kind, local := a.finishDraft(ctx, id)
+	drew := local != "" && (kind == msgStream || kind == msgPosted)
 	first, sh, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgAnswer, nil, showingTTL)
 	if err != nil {
-		return "", false, nil
+		if !drew {
+			return "", false, nil
+		}
+		// Redis is away (restarting, say), but this replica drew the
+		// draft: no other knows its message to answer in, so the answer
+		// goes there rather than beside it.
+		a.logger.Warn("slack: claim the draft for the answer; answering in the draft this replica drew", "request", id, "err", err)
+		first, sh, err = true, map[string]string{}, nil
 	}
-	if sh[fieldTS] == "" && local != "" && (kind == msgStream || kind == msgPosted) {
+	if sh[fieldTS] == "" && drew {
 		// This replica drew the draft, but Redis was away when its
 		// message was recorded: the draft's own record is as good.
 		sh[fieldTS], sh[fieldMsg] = local, kind

@@ -107,6 +107,30 @@ func TestAnswerEndsADraftRedisDidNotRecord(t *testing.T) {
 	answeredInDraft(t, ad, fs, p, start)
 }
 
+// claimRefused is a Memory whose Redis refuses the answer's claim on the
+// draft message, as while Redis restarts (LOADING, then EXECABORT).
+type claimRefused struct {
+	slack.Memory
+}
+
+func (m claimRefused) ShowingClaim(ctx context.Context, id board.RequestID, field, value string, with map[string]string, ttl time.Duration) (bool, map[string]string, error) {
+	if value == "answer" {
+		return false, nil, errors.New("redis: EXECABORT Transaction discarded because of previous errors")
+	}
+	return m.Memory.ShowingClaim(ctx, id, field, value, with, ttl)
+}
+
+// An answer that cannot claim the draft's message because Redis is away
+// still ends the draft this replica drew: only it knows the message, so
+// no other replica can answer in it, and posting beside it would leave
+// the draft and the answer in the thread.
+func TestAnswerEndsItsOwnDraftWhileRedisIsAway(t *testing.T) {
+	t.Parallel()
+	fs := newFakeSlack(t)
+	ad, p, start := draftStarted(t, context.Background(), fs, func(m slack.Memory) slack.Memory { return claimRefused{m} }, "C_AWAY")
+	answeredInDraft(t, ad, fs, p, start)
+}
+
 // A replica told to stop while its draft's first call is on its way lets
 // the call finish: the answer, drained before the replica stops, ends the
 // stream the call made rather than posting beside it.
