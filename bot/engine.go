@@ -207,6 +207,9 @@ type Engine struct {
 	out    *outbound
 	leases *leases
 	shows  *runShows
+	// storing bounds how many answered plans are being stored at once
+	// (planning.go).
+	storing chan struct{}
 }
 
 // New returns an engine. Nothing runs until Run.
@@ -257,6 +260,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Engine, error) {
 	return &Engine{
 		cfg: cfg, deps: deps, logger: logger, surfaces: map[board.Source]Registration{},
 		out: newOutbound(cfg.PostTimeout, cfg.FlushTimeout, logger), leases: newLeases(), shows: newRunShows(),
+		storing: make(chan struct{}, storingAtOnce()),
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -57,6 +58,11 @@ const (
 func transient(ans board.Answer) bool {
 	return ans.Failure == failBoardsUnavailable || ans.Failure == failNotStored
 }
+
+// storingAtOnce is how many answered plans are stored at once: twice the
+// cores, so one plan's round trips to Postgres and Redis overlap
+// another's work, and at least 4.
+func storingAtOnce() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
 
 func threadKey(t board.Thread) string { return t.Channel.Key() + ":" + t.ID }
 
@@ -160,6 +166,15 @@ func (e *Engine) plan(ctx context.Context, r board.Request, taken func()) (reply
 		e.chargeTokens(ctx, r, out)
 	}()
 	defer func() { <-charged }()
+	// Plans whose models answer together are stored a few at a time, in
+	// the order they answered: each preview waits for its own work and
+	// that of the few before it, not for a share of every other one's.
+	select {
+	case e.storing <- struct{}{}:
+		defer func() { <-e.storing }()
+	case <-ctx.Done():
+		return nil, nil, "" // shutting down mid-plan: left for a reclaim
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ""
