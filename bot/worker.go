@@ -176,6 +176,7 @@ func (e *Engine) handle(ctx context.Context, consumer string, d board.QueuedRequ
 			answerStored.Go(storeAnswer)
 		}
 	}
+	taking.Wait() // a record found answered but not taken: its taking is written before its post
 	if err := e.out.send(r.Thread.Channel.Key(), func(pctx context.Context) { e.post(pctx, consumer, d, rec, made, answerStored.Wait) }); err != nil {
 		e.logger.Warn("answer not posted yet: "+err.Error()+"; it will be retried", "request", id)
 		e.leases.drop(consumer, d.MessageID)
