@@ -49,13 +49,7 @@ func (e *Engine) budgetStatus(ctx context.Context, ch board.Channel, pol *policy
 	if us == nil {
 		return b, nil
 	}
-	var in board.PolicyInForce
-	var err error
-	if pol != nil {
-		in, err = pol.wait()
-	} else {
-		in, err = e.PolicyFor(ctx, ch)
-	}
+	in, err := e.policyIn(ctx, ch, pol)
 	if err != nil {
 		return b, err
 	}

@@ -89,11 +89,10 @@ func (e *Engine) plan(ctx context.Context, r board.Request, taken func()) (reply
 		return e.proposeAgain(ctx, r, id)
 	}
 
-	// What the model is shown, the budget and the channel's policy (for
-	// the proposal) are read at once, each a round trip of its own, and
-	// the policy while the model plans: a proposal takes the policy in
-	// force when its request was planned.
-	// The budget is the channel's policy now, a revision's too.
+	// What the model is shown, the budget and the channel's policy are
+	// read at once, each a round trip of its own. The policy read serves
+	// the budget (a revision's too) and then the proposal: a proposal
+	// takes the policy in force when its request was planned.
 	pol := e.readPolicy(ctx, r.Thread.Channel)
 	defer pol.wait()
 	var (

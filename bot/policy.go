@@ -118,6 +118,15 @@ func (pr *policyRead) wait() (board.PolicyInForce, error) {
 	return pr.in, pr.err
 }
 
+// policyIn is ch's policy in force as pol read it, or read now when pol
+// is nil.
+func (e *Engine) policyIn(ctx context.Context, ch board.Channel, pol *policyRead) (board.PolicyInForce, error) {
+	if pol != nil {
+		return pol.wait()
+	}
+	return e.PolicyFor(ctx, ch)
+}
+
 // quorumFor is the quorum of a new proposal in ch: a revision keeps the
 // policy its request was made under, with no approvals (the plan
 // changed); anything else takes the channel's policy, as pol read it
@@ -127,17 +136,13 @@ func (e *Engine) quorumFor(ctx context.Context, ch board.Channel, cards int, pre
 		return nil, nil
 	}
 	var in board.PolicyInForce
-	var err error
-	switch {
-	case prev != nil && prev.Quorum != nil:
+	if prev != nil && prev.Quorum != nil {
 		in = board.PolicyInForce{Key: prev.Quorum.Key, Policy: prev.Quorum.Policy}
-	case pol != nil:
-		in, err = pol.wait()
-	default:
-		in, err = e.PolicyFor(ctx, ch)
-	}
-	if err != nil {
-		return nil, err
+	} else {
+		var err error
+		if in, err = e.policyIn(ctx, ch, pol); err != nil {
+			return nil, err
+		}
 	}
 	return &board.Quorum{Key: in.Key, Policy: in.Policy, Needed: in.Policy.Needed(cards), Approvals: []string{}}, nil
 }

@@ -26,8 +26,9 @@ func (a *Adapter) Reply(ctx context.Context, t board.Thread, r board.Reply) erro
 	a.rememberThread(ctx, t)
 	blocks := replyBlocks(text, r.Review)
 	if r.Request != "" {
+		drawn := func() []slackapi.Block { return blocks }
 		_, done, err := a.answerDraft(ctx, r.Request, t, answer{
-			text: fallback(r.Text), blocks: func() []slackapi.Block { return blocks }, below: func() []slackapi.Block { return blocks },
+			text: fallback(r.Text), blocks: drawn, below: drawn,
 			settle: setAside,
 		})
 		if done {
