@@ -94,7 +94,9 @@ func previewBobnet(ctx context.Context, c *http.Client, url, run string) (map[st
 }
 
 // previewBare queues previewMentions entries on the bare path's stream at
-// once, each for a fresh channel, and notes when each XADD returned.
+// once, each for a fresh channel, and notes when each XADD was sent: a
+// worker may read the entry and call the model before the XADD's reply
+// is back, so its return would place the model call before the request.
 func previewBare(ctx context.Context, rdb redis.UniversalClient, stream, run string) (map[string]time.Time, error) {
 	acks := map[string]time.Time{}
 	var mu sync.Mutex
@@ -105,8 +107,8 @@ func previewBare(ctx context.Context, rdb redis.UniversalClient, stream, run str
 		channel := fmt.Sprintf("CPB_%s_%d", run, i)
 		wg.Go(func() {
 			<-start
-			err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: map[string]any{"channel": channel, "text": "plan our daily research newspaper (ref " + channel + ")"}}).Err()
 			at := time.Now()
+			err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: map[string]any{"channel": channel, "text": "plan our daily research newspaper (ref " + channel + ")"}}).Err()
 			if err != nil {
 				errs <- fmt.Errorf("xadd: %w", err)
 				return
