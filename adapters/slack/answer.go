@@ -41,16 +41,38 @@ const answerWait = 3 * time.Second
 func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.Thread, ans answer) (string, bool, error) {
 	shown, kind, local := a.finishDraft(ctx, id)
 	drew := local != "" && (kind == msgStream || kind == msgPosted)
-	first, sh, err := a.memory.ShowingClaim(ctx, id, fieldMsg, msgAnswer, nil, showingTTL)
+	var first bool
+	var sh map[string]string
+	claim := func() (err error) {
+		first, sh, err = a.memory.ShowingClaim(ctx, id, fieldMsg, msgAnswer, nil, showingTTL)
+		return err
+	}
+	var err error
+	if drew {
+		err = claim()
+	} else {
+		// A placeholder or draft another replica posted is recorded in
+		// Redis: should Redis be away (restarting, say), it is waited
+		// for a while, then the placeholder looked for in the thread.
+		err = whileAway(ctx, claim)
+	}
 	if err != nil {
-		if !drew {
-			return "", false, nil
+		a.logger.Warn("slack: claim the draft for the answer", "request", id, "err", err)
+		if drew {
+			// This replica drew the draft: no other knows its message
+			// to answer in, so the answer goes there rather than
+			// beside it.
+			sh = map[string]string{}
+		} else {
+			// A placeholder posted in the thread, by any replica, names
+			// the request in its metadata.
+			found, err := a.findDraft(ctx, t, id)
+			if err != nil || found == "" {
+				return "", false, nil
+			}
+			sh = map[string]string{fieldTS: found, fieldMsg: msgPlaceholder}
 		}
-		// Redis is away (restarting, say), but this replica drew the
-		// draft: no other knows its message to answer in, so the answer
-		// goes there rather than beside it.
-		a.logger.Warn("slack: claim the draft for the answer; answering in the draft this replica drew", "request", id, "err", err)
-		first, sh, err = true, map[string]string{}, nil
+		first, err = true, nil
 	}
 	if sh[fieldTS] == "" && drew {
 		// This replica drew the draft, but Redis was away when its
@@ -176,7 +198,13 @@ func (a *Adapter) answered(ctx context.Context, id board.RequestID, ts string) {
 	a.statuses.drop(id)
 	// The first answer is the request's; a later reply naming it (a
 	// note after a decision) is not.
-	if _, _, err := a.memory.ShowingClaim(ctx, id, fieldAnswered, ts, nil, showingTTL); err != nil {
+	// Should Redis be away, it is waited for: a placeholder posted late
+	// is taken away once it reads the answer.
+	err := whileAway(ctx, func() error {
+		_, _, err := a.memory.ShowingClaim(ctx, id, fieldAnswered, ts, nil, showingTTL)
+		return err
+	})
+	if err != nil {
 		a.logger.Warn("slack: note the answer", "request", id, "err", err)
 	}
 }

@@ -215,6 +215,13 @@ func newWorld(t *testing.T, opts ...bottest.Option) *world {
 // previews are posted as messages); showing registers them.
 func newWorldWith(t *testing.T, adjust func(*slack.Config), opts ...bottest.Option) *world {
 	t.Helper()
+	return newWorldOf(t, adjust, nil, opts...)
+}
+
+// newWorldOf is newWorldWith whose adapter keeps its state in memory
+// wrapped (nil: Redis as it is).
+func newWorldOf(t *testing.T, adjust func(*slack.Config), memory func(slack.Memory) slack.Memory, opts ...bottest.Option) *world {
+	t.Helper()
 	env := bottest.New(t, opts...)
 	plan := plannertest.NewspaperPlan(t)
 	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
@@ -223,7 +230,11 @@ func newWorldWith(t *testing.T, adjust func(*slack.Config), opts ...bottest.Opti
 	if adjust != nil {
 		adjust(&cfg)
 	}
-	ad, err := slack.New(context.Background(), cfg, env.Engine, redisstore.NewInFlight(env.Redis, env.Prefix), storetest.Logger(t))
+	var mem slack.Memory = redisstore.NewInFlight(env.Redis, env.Prefix)
+	if memory != nil {
+		mem = memory(mem)
+	}
+	ad, err := slack.New(context.Background(), cfg, env.Engine, mem, storetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,6 +137,18 @@ func (a *Adapter) unpaced(ctx context.Context, channel string, call func(context
 }
 
 // sleep waits d, or until ctx ends.
+// whileAway calls fn until it succeeds, every 200 ms for up to
+// answerWait: a Redis restarting is away a second or two.
+func whileAway(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(answerWait)
+	for {
+		err := fn()
+		if err == nil || time.Now().After(deadline) || sleep(ctx, 200*time.Millisecond) != nil {
+			return err
+		}
+	}
+}
+
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()

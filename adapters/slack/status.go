@@ -202,10 +202,15 @@ func (a *Adapter) postPlaceholder(ctx context.Context, t board.Thread, id board.
 			return err
 		})
 		if err == nil {
-			a.setShowing(ctx, id, map[string]string{fieldTS: ts})
-			if a.answeredAs(ctx, id) != "" {
+			err = whileAway(ctx, func() error { return a.memory.ShowingSet(ctx, id, map[string]string{fieldTS: ts}, showingTTL) })
+			if err != nil {
+				// The answer finds it in the thread by its metadata.
+				a.logger.Warn("slack: keep the request's showing", "request", id, "err", err)
+				return
+			}
+			if as := a.answeredAs(ctx, id); as != "" && as != ts {
 				// The answer came while this was on its way, and was
-				// posted: the placeholder goes.
+				// posted beside it: the placeholder goes.
 				if _, _, err := api.DeleteMessageContext(ctx, channel, ts); err != nil {
 					a.logger.Warn("slack: delete a late placeholder", "request", id, "err", err)
 				}

@@ -3,16 +3,20 @@ package slack_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/planner/plannertest"
 )
 
@@ -227,5 +231,78 @@ func TestStatusesOfABurstStayWithinTheWorkspacesBudget(t *testing.T) {
 	}
 	if n := w.slack.count(isPlaceholder); n != 0 {
 		t.Errorf("%d placeholders; want none (a status past the budget is not asked for, not refused)", n)
+	}
+}
+
+// showingsAway is Memory whose showings Redis refuses for a while from
+// the moment a placeholder's message is recorded, as when Redis restarts
+// right after the placeholder went out.
+type showingsAway struct {
+	slack.Memory
+	away   atomic.Bool
+	fromTS sync.Once
+	lasts  time.Duration
+}
+
+var errRedisAway = errors.New("redis: dial tcp: connect: connection refused")
+
+func (m *showingsAway) ShowingSet(ctx context.Context, id board.RequestID, fields map[string]string, ttl time.Duration) error {
+	if _, ok := fields["ts"]; ok {
+		m.fromTS.Do(func() {
+			m.away.Store(true)
+			time.AfterFunc(m.lasts, func() { m.away.Store(false) })
+		})
+	}
+	if m.away.Load() {
+		return errRedisAway
+	}
+	return m.Memory.ShowingSet(ctx, id, fields, ttl)
+}
+
+func (m *showingsAway) ShowingClaim(ctx context.Context, id board.RequestID, field, value string, with map[string]string, ttl time.Duration) (bool, map[string]string, error) {
+	if m.away.Load() {
+		return false, nil, errRedisAway
+	}
+	return m.Memory.ShowingClaim(ctx, id, field, value, with, ttl)
+}
+
+func (m *showingsAway) Showing(ctx context.Context, id board.RequestID) (map[string]string, error) {
+	if m.away.Load() {
+		return nil, errRedisAway
+	}
+	return m.Memory.Showing(ctx, id)
+}
+
+// A placeholder whose ts Redis could not record, because Redis went away
+// right after it was posted, still becomes the answer: the answer waits
+// out a short absence of Redis and finds the placeholder by its
+// metadata, or, past the wait, finds it in the thread all the same. No
+// placeholder is left beside the preview (found by the soak: Redis
+// restarted while a placeholder went out, and the preview was posted
+// beside it).
+func TestPlaceholderBecomesTheAnswerWhileRedisIsAway(t *testing.T) {
+	t.Parallel()
+	for _, away := range []time.Duration{1500 * time.Millisecond, 6 * time.Second} {
+		t.Run(away.String(), func(t *testing.T) {
+			t.Parallel()
+			w := newWorldOf(t, nil, func(m slack.Memory) slack.Memory { return &showingsAway{Memory: m, lasts: away} })
+			slowModel(t, w, time.Second)
+			refuseStatus(w)
+			w.post(t, "/slack/events", "application/json", mentionEvent("EvA1", "1690000000.000401", "plan our daily research newspaper"))
+			ph := w.slack.waitFor(t, "placeholder", isPlaceholder)
+			w.slack.waitFor(t, "preview in the placeholder", func(c call) bool {
+				return c.Method == "chat.update" && c.Form.Get("ts") == ph.TS && strings.Contains(c.Form.Get("blocks"), "bobnet_approve")
+			})
+			w.env.WaitIdle(t)
+			if err := w.ad.Wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if n := w.slack.count(method("chat.postMessage")); n != 1 {
+				t.Errorf("messages = %d, want the placeholder alone (the preview replaced it)", n)
+			}
+			if n := w.slack.count(method("chat.delete")); n != 0 {
+				t.Errorf("%d messages deleted; the placeholder is the preview", n)
+			}
+		})
 	}
 }
