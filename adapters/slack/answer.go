@@ -68,6 +68,7 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 			// the request in its metadata.
 			found, err := a.findDraft(ctx, t, id)
 			if err != nil || found == "" {
+				a.sweepLater(t, id)
 				return "", false, nil
 			}
 			sh = map[string]string{fieldTS: found, fieldMsg: msgPlaceholder}
@@ -101,6 +102,7 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 		}
 		found, err := a.findDraft(ctx, t, id)
 		if err != nil || found == "" {
+			a.sweepLater(t, id)
 			return "", false, nil
 		}
 		ts, sh[fieldMsg] = found, msgPlaceholder
@@ -222,8 +224,44 @@ func (a *Adapter) answeredAs(ctx context.Context, id board.RequestID) string {
 }
 
 // findDraft looks in t for the placeholder or posted draft of request id
-// (conversations.replies with metadata); "" when there is none.
+// (conversations.replies with metadata); "" when there is none. A failed
+// look is tried once more: not finding a draft leaves it beside the
+// answer.
 func (a *Adapter) findDraft(ctx context.Context, t board.Thread, id board.RequestID) (string, error) {
+	ts, err := a.lookForDraft(ctx, t, id)
+	if err != nil && sleep(ctx, 200*time.Millisecond) == nil {
+		ts, err = a.lookForDraft(ctx, t, id)
+	}
+	return ts, err
+}
+
+// sweepLater looks in t once more for a draft of request id after the
+// answer was posted beside none: a placeholder whose replica died with
+// its post on its way lands as late as the call's timeout, unrecorded,
+// and is taken away then.
+func (a *Adapter) sweepLater(t board.Thread, id board.RequestID) {
+	a.afterAck("sweep a late placeholder", func(ctx context.Context) {
+		select {
+		case <-time.After(a.cfg.Timeout):
+		case <-a.work.Done():
+			return
+		}
+		ts, err := a.findDraft(ctx, t, id)
+		if err != nil || ts == "" {
+			return
+		}
+		api, channel, err := a.web(ctx, t.Channel.ID)
+		if err == nil {
+			_, _, err = api.DeleteMessageContext(ctx, channel, ts)
+		}
+		if err != nil {
+			a.logger.Warn("slack: delete a placeholder left beside the answer", "request", id, "err", err)
+		}
+	})
+}
+
+// lookForDraft is one look of findDraft's.
+func (a *Adapter) lookForDraft(ctx context.Context, t board.Thread, id board.RequestID) (string, error) {
 	api, channel, err := a.web(ctx, t.Channel.ID)
 	if err != nil {
 		return "", err

@@ -71,6 +71,9 @@ type fakeSlack struct {
 	refuse func(call) string
 	// limit, when set, answers a call with a 429 and this Retry-After.
 	limit func(call) time.Duration
+	// slow, when set, takes the calls it matches only after that long:
+	// the message shows in the thread once Slack answers.
+	slow func(call) time.Duration
 }
 
 func newFakeSlack(t *testing.T) *fakeSlack {
@@ -100,6 +103,13 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "not_authed"})
 			return
 		}
+		f.mu.Lock()
+		var slow time.Duration
+		if f.slow != nil {
+			slow = f.slow(c)
+		}
+		f.mu.Unlock()
+		time.Sleep(slow)
 		f.mu.Lock()
 		stall := f.stall != nil && f.stall(c)
 		if stall {

@@ -306,3 +306,32 @@ func TestPlaceholderBecomesTheAnswerWhileRedisIsAway(t *testing.T) {
 		})
 	}
 }
+
+// A placeholder whose replica died while Slack took it (slow, and its ts
+// never recorded) lands after the answer looked for it, and the answer
+// is posted beside none: the answering replica looks once more, a call's
+// timeout later, and takes the placeholder away (found by the soak).
+func TestPlaceholderLandingAfterTheAnswerIsTakenAway(t *testing.T) {
+	t.Parallel()
+	w := newWorldOf(t, func(c *slack.Config) { c.Timeout = 6 * time.Second }, func(m slack.Memory) slack.Memory { return lostTS{m} })
+	slowModel(t, w, time.Second)
+	refuseStatus(w)
+	w.slack.mu.Lock()
+	w.slack.slow = func(c call) time.Duration {
+		if isPlaceholder(c) {
+			return 5 * time.Second
+		}
+		return 0
+	}
+	w.slack.mu.Unlock()
+	w.post(t, "/slack/events", "application/json", mentionEvent("EvS1", "1690000000.000501", "plan our daily research newspaper"))
+	w.slack.waitFor(t, "preview", isPreview)
+	ph := w.slack.waitFor(t, "placeholder", isPlaceholder)
+	deleted := w.slack.waitFor(t, "the placeholder deleted", method("chat.delete"))
+	if deleted.Form.Get("ts") != ph.TS {
+		t.Errorf("deleted %s, want the placeholder %s", deleted.Form.Get("ts"), ph.TS)
+	}
+	if n := w.slack.count(method("chat.delete")); n != 1 {
+		t.Errorf("%d deletes, want the placeholder's", n)
+	}
+}
