@@ -217,7 +217,7 @@ func (a *Adapter) showDraft(ctx context.Context, dr *drafting, d bot.Draft) {
 		_, ts, err = api.PostMessageContext(ctx, channel, draftMessage(d, tasks, dr.id)...)
 		if err == nil {
 			dr.kind, dr.ts = msgPosted, ts
-			a.setShowing(ctx, dr.id, map[string]string{fieldMsg: msgPosted, fieldTS: ts})
+			_ = a.setShowing(ctx, dr.id, map[string]string{fieldMsg: msgPosted, fieldTS: ts})
 		}
 	case msgStream:
 		chunks := dr.newChunks(d, tasks)
@@ -294,11 +294,11 @@ func (a *Adapter) startDraft(ctx context.Context, api *slackapi.Client, channel 
 	switch {
 	case err == nil:
 		dr.kind, dr.ts = msgStream, ts
-		a.setShowing(ctx, dr.id, map[string]string{fieldTS: ts})
+		_ = a.setShowing(ctx, dr.id, map[string]string{fieldTS: ts})
 	case refusal(err):
 		a.noteRefusal(ctx, "stream", dr.thread.Channel.ID, err)
 		dr.kind, dr.shown = postNext, nil
-		a.setShowing(ctx, dr.id, map[string]string{fieldMsg: postNext})
+		_ = a.setShowing(ctx, dr.id, map[string]string{fieldMsg: postNext})
 		dr.showDraftAgain()
 	default:
 		a.draftFailed(ctx, dr, err)
@@ -331,7 +331,7 @@ func (a *Adapter) draftFailed(ctx context.Context, dr *drafting, err error) {
 	defer cancel()
 	if dr.ts == "" {
 		dr.kind = msgFailed
-		a.setShowing(ctx, dr.id, map[string]string{fieldMsg: msgFailed})
+		_ = a.setShowing(ctx, dr.id, map[string]string{fieldMsg: msgFailed})
 		return
 	}
 	dr.kind = msgStale // the message stays for the answer to replace

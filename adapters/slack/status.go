@@ -95,7 +95,7 @@ func (a *Adapter) showPlanning(t board.Thread, id board.RequestID, user, team st
 			return
 		}
 		a.logger.Info("slack: no thread status; posting a placeholder", "request", id, "err", err)
-		a.setShowing(ctx, id, map[string]string{fieldStatus: "refused"})
+		_ = a.setShowing(ctx, id, map[string]string{fieldStatus: "refused"})
 		a.postPlaceholder(ctx, t, id)
 	})
 }
@@ -151,12 +151,16 @@ func (b *statusBudget) allow(workspace board.Tenant, id board.RequestID) bool {
 	return allowed
 }
 
-// setShowing records fields of id's showing, logging a failure: what is
-// shown is a courtesy, never a reason to fail the request.
-func (a *Adapter) setShowing(ctx context.Context, id board.RequestID, fields map[string]string) {
-	if err := a.memory.ShowingSet(ctx, id, fields, showingTTL); err != nil {
+// setShowing records fields of id's showing, waiting a while for a Redis
+// that is away (a message not recorded is answered beside), and logging
+// a failure: what is shown is a courtesy, never a reason to fail the
+// request.
+func (a *Adapter) setShowing(ctx context.Context, id board.RequestID, fields map[string]string) error {
+	err := whileAway(ctx, func() error { return a.memory.ShowingSet(ctx, id, fields, showingTTL) })
+	if err != nil {
 		a.logger.Warn("slack: keep the request's showing", "request", id, "err", err)
 	}
+	return err
 }
 
 // setStatus sets (or, with "", clears) t's thread status, unless its
@@ -202,11 +206,8 @@ func (a *Adapter) postPlaceholder(ctx context.Context, t board.Thread, id board.
 			return err
 		})
 		if err == nil {
-			err = whileAway(ctx, func() error { return a.memory.ShowingSet(ctx, id, map[string]string{fieldTS: ts}, showingTTL) })
-			if err != nil {
-				// The answer finds it in the thread by its metadata.
-				a.logger.Warn("slack: keep the request's showing", "request", id, "err", err)
-				return
+			if a.setShowing(ctx, id, map[string]string{fieldTS: ts}) != nil {
+				return // the answer finds it in the thread by its metadata
 			}
 			if as := a.answeredAs(ctx, id); as != "" && as != ts {
 				// The answer came while this was on its way, and was
@@ -219,7 +220,7 @@ func (a *Adapter) postPlaceholder(ctx context.Context, t board.Thread, id board.
 		}
 	}
 	a.logger.Warn("slack: post the placeholder", "request", id, "err", err)
-	a.setShowing(ctx, id, map[string]string{fieldMsg: msgFailed})
+	_ = a.setShowing(ctx, id, map[string]string{fieldMsg: msgFailed})
 }
 
 // statuses are the thread statuses this replica set, renewed every
