@@ -17,8 +17,8 @@ import (
 // surface turns the request's draft into it). A request whose proposal
 // was already stored (planned before a crash) is not planned again; a
 // fresh one (no worker took it before) has none to look for. taken waits
-// until the request's taking is recorded: the model is asked, and
-// anything audited, after it.
+// until the request's taking is recorded: the model is asked while it is
+// written, anything audited after the model waits for it.
 // made is the proposal as this call stored it, when it stored one: the
 // post that follows shows it without reading it back.
 func (e *Engine) answer(ctx context.Context, r board.Request, fresh bool, taken func()) (ans board.Answer, made *board.Proposal) {
@@ -151,11 +151,14 @@ func (e *Engine) plan(ctx context.Context, r board.Request, taken func()) (reply
 	if in.Board != nil {
 		opts.Board = in.Board.State
 	}
-	taken()
+	// The model is asked as soon as what it is shown is read; the
+	// request's taking is written meanwhile, and before anything the
+	// answer records.
 	drafts := e.startDrafting(r)
 	in.OnDraft = drafts.onDraft()
 	out, err := e.deps.Planner.Plan(ctx, in, opts)
 	drafts.stop()
+	taken()
 	// The charge is a write of its own: it goes on beside the proposal's
 	// (the next request's budget check reads it, not this one), and the
 	// plan is answered once it is done.

@@ -2,6 +2,7 @@ package bot_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,5 +48,67 @@ func TestAnsweredPlansWaitForAStoringSlot(t *testing.T) {
 	}
 	if n := count(t, env, "proposals"); n != 1 {
 		t.Fatalf("proposals = %d, want 1", n)
+	}
+}
+
+// heldRequested is an audit log that holds each request's "requested"
+// row until release is closed, as a Postgres slow to commit does.
+type heldRequested struct {
+	bot.AuditLog
+	release chan struct{}
+	mu      sync.Mutex
+	order   []string
+}
+
+func (a *heldRequested) RecordAudit(ctx context.Context, e board.AuditEvent) error {
+	if e.Action == "requested" {
+		select {
+		case <-a.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	err := a.AuditLog.RecordAudit(ctx, e)
+	a.mu.Lock()
+	a.order = append(a.order, e.Action)
+	a.mu.Unlock()
+	return err
+}
+
+// The model is asked as soon as what it is shown is read, while the
+// request's taking is still being written; nothing the answer records
+// goes before it: the audit reads requested, then proposed.
+func TestModelIsAskedWhileTheTakingIsWritten(t *testing.T) {
+	t.Parallel()
+	held := &heldRequested{release: make(chan struct{})}
+	var once sync.Once
+	release := func() { once.Do(func() { close(held.release) }) }
+	env := bottest.New(t, bottest.WithDeps(func(d *bot.Deps) { held.AuditLog = d.Audit; d.Audit = held }))
+	t.Cleanup(release)
+	plan := plannertest.NewspaperPlan(t)
+	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
+	id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Second) // within the audit write's own timeout (5 s)
+	for len(env.Model.Requests()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(env.Model.Requests()) == 0 {
+		t.Fatal("the model was not asked while the request's audit row was being written")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := count(t, env, "proposals"); n != 0 {
+		t.Fatalf("%d proposals stored before the request's taking was written", n)
+	}
+	release()
+	if st := env.WaitRequest(t, id); st.State != board.RequestDone || st.ProposalID == "" {
+		t.Fatalf("status = %+v", st)
+	}
+	held.mu.Lock()
+	defer held.mu.Unlock()
+	if len(held.order) < 2 || held.order[0] != "requested" || held.order[1] != "proposed" {
+		t.Errorf("audit order = %v, want requested then proposed", held.order)
 	}
 }

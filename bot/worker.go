@@ -120,8 +120,9 @@ func (e *Engine) handle(ctx context.Context, consumer string, d board.QueuedRequ
 		}
 	}
 	// Taking a request is recorded (its audit row, its record as
-	// planning) while its planning reads what the model is shown; both
-	// are written before the model is asked.
+	// planning) while its planning reads what the model is shown and
+	// asks the model; both are written before anything the answer
+	// records.
 	var taking sync.WaitGroup
 	fresh := !rec.Taken
 	if !rec.Taken {
