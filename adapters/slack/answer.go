@@ -94,10 +94,10 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 	ts := sh[fieldTS]
 	if ts == "" {
 		// No draft message recorded. Where Slack refused the thread
-		// status, a placeholder may still be in the thread, posted by a
-		// replica that died before recording it: its metadata names the
-		// request.
-		if sh[fieldStatus] != "refused" && sh[fieldMsg] != msgPlaceholder {
+		// status, or a placeholder or posted draft was claimed, it may
+		// still be in the thread, posted by a replica that died before
+		// recording it: its metadata names the request.
+		if sh[fieldStatus] != "refused" && !slices.Contains([]string{msgPlaceholder, msgPosted, postNext}, sh[fieldMsg]) {
 			return "", false, nil
 		}
 		found, err := a.findDraft(ctx, t, id)

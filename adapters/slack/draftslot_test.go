@@ -3,6 +3,7 @@ package slack_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,4 +153,51 @@ func TestStoppingReplicaFinishesTheDraftsCall(t *testing.T) {
 	// half a second later: the call is on its way.
 	stop() // SIGTERM: the answer below is the engine's drain
 	answeredInDraft(t, ad, fs, p, start)
+}
+
+// A draft posted as a message (Slack refused the stream), whose message
+// Redis could not record, is found in the thread by its metadata when
+// another replica answers: the preview goes into it, not beside it.
+func TestAnswerFromAnotherReplicaFindsAPostedDraft(t *testing.T) {
+	t.Parallel()
+	fs := newFakeSlack(t)
+	fs.mu.Lock()
+	fs.refuse = func(c call) string {
+		if c.Method == "chat.startStream" {
+			return "not_allowed_token_type"
+		}
+		return ""
+	}
+	fs.mu.Unlock()
+	env := bottest.New(t)
+	cfg := slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"}
+	drawing, err := slack.New(context.Background(), cfg, env.Engine, lostTS{redisstore.NewInFlight(env.Redis, env.Prefix)}, storetest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answering, err := slack.New(context.Background(), cfg, env.Engine, redisstore.NewInFlight(env.Redis, env.Prefix), storetest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := slackThread("C_POSTED", "1690000000.000921")
+	p := newspaperProposal(t, bot.NewRequestID(), th)
+	drawing.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
+	fs.waitFor(t, "status", isStatus)
+	if err := drawing.Draft(context.Background(), bot.Draft{Request: p.RequestID, Thread: th, Title: p.Plan.NewBoard().Name, Cards: p.Plan.Actions[0].Cards[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	draft := fs.waitFor(t, "posted draft", isPlaceholder)
+	ts, err := answering.PostPreview(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(ts) != draft.TS {
+		t.Errorf("the preview is message %s, the draft %s", ts, draft.TS)
+	}
+	fs.waitFor(t, "preview in the draft", func(c call) bool {
+		return c.Method == "chat.update" && c.Form.Get("ts") == draft.TS && strings.Contains(c.Form.Get("blocks"), "bobnet_approve")
+	})
+	if n := fs.count(method("chat.postMessage")); n != 1 {
+		t.Errorf("%d messages posted, want the draft alone", n)
+	}
 }
