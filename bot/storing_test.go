@@ -28,17 +28,7 @@ func TestAnsweredPlansWaitForAStoringSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(env.Model.Requests()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if len(env.Model.Requests()) == 0 {
-		t.Fatal("the model was never asked")
-	}
-	time.Sleep(300 * time.Millisecond)
-	if n := count(t, env, "proposals"); n != 0 {
-		t.Fatalf("%d proposals stored while every storing slot was taken", n)
-	}
+	askedButNotStored(t, env, 5*time.Second, "while every storing slot was taken")
 	if st, err := env.Engine.Request(context.Background(), id); err != nil || st.State != board.RequestPlanning {
 		t.Fatalf("request while waiting for a slot: %+v, %v; want planning", st, err)
 	}
@@ -91,17 +81,8 @@ func TestModelIsAskedWhileTheTakingIsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(3 * time.Second) // within the audit write's own timeout (5 s)
-	for len(env.Model.Requests()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if len(env.Model.Requests()) == 0 {
-		t.Fatal("the model was not asked while the request's audit row was being written")
-	}
-	time.Sleep(200 * time.Millisecond)
-	if n := count(t, env, "proposals"); n != 0 {
-		t.Fatalf("%d proposals stored before the request's taking was written", n)
-	}
+	// Within the audit write's own timeout (5 s).
+	askedButNotStored(t, env, 3*time.Second, "while the request's audit row was being written")
 	release()
 	if st := env.WaitRequest(t, id); st.State != board.RequestDone || st.ProposalID == "" {
 		t.Fatalf("status = %+v", st)
@@ -110,5 +91,21 @@ func TestModelIsAskedWhileTheTakingIsWritten(t *testing.T) {
 	defer held.mu.Unlock()
 	if len(held.order) < 2 || held.order[0] != "requested" || held.order[1] != "proposed" {
 		t.Errorf("audit order = %v, want requested then proposed", held.order)
+	}
+}
+
+// askedButNotStored fails unless env's model is asked within d and, a
+// moment later, no proposal is stored (while says when, for the message).
+func askedButNotStored(t *testing.T, env *bottest.Env, d time.Duration, while string) {
+	t.Helper()
+	for deadline := time.Now().Add(d); len(env.Model.Requests()) == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(env.Model.Requests()) == 0 {
+		t.Fatal("the model was not asked " + while)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := count(t, env, "proposals"); n != 0 {
+		t.Fatalf("%d proposals stored %s", n, while)
 	}
 }
