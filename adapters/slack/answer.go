@@ -64,8 +64,8 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 			// beside it.
 			sh = map[string]string{}
 		} else {
-			// A placeholder posted in the thread, by any replica, names
-			// the request in its metadata.
+			// A placeholder or posted draft in the thread, whichever
+			// replica posted it, names the request in its metadata.
 			found, err := a.findDraft(ctx, t, id)
 			if err != nil || found == "" {
 				a.sweepLater(t, id)

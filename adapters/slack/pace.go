@@ -136,7 +136,6 @@ func (a *Adapter) unpaced(ctx context.Context, channel string, call func(context
 	return a.paced(ctx, channel, call)
 }
 
-// sleep waits d, or until ctx ends.
 // whileAway calls fn until it succeeds, every 200 ms for up to
 // answerWait: a Redis restarting is away a second or two.
 func whileAway(ctx context.Context, fn func() error) error {
@@ -149,6 +148,7 @@ func whileAway(ctx context.Context, fn func() error) error {
 	}
 }
 
+// sleep waits d, or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
