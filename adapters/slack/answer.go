@@ -35,10 +35,10 @@ const answerWait = 3 * time.Second
 // streamed draft is stopped with it (chat.stopStream), a placeholder or
 // posted draft updated to it (chat.update). It returns the answer's
 // message and true when it did, false when there was no draft to turn
-// (the caller posts the answer, then calls answered). Should the draft's
-// message refuse the answer, the answer is posted and the draft deleted:
-// none is left behind.
-func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.Thread, ans answer) (string, bool, error) {
+// (the caller posts the answer, then calls answered, and with lookAgain
+// sweepLater). Should the draft's message refuse the answer, the answer
+// is posted and the draft deleted: none is left behind.
+func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.Thread, ans answer) (ts string, done, lookAgain bool, err error) {
 	shown, kind, local := a.finishDraft(ctx, id)
 	drew := local != "" && (kind == msgStream || kind == msgPosted)
 	var first bool
@@ -47,7 +47,6 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 		first, sh, err = a.memory.ShowingClaim(ctx, id, fieldMsg, msgAnswer, nil, showingTTL)
 		return err
 	}
-	var err error
 	if drew {
 		err = claim()
 	} else {
@@ -68,8 +67,7 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 			// replica posted it, names the request in its metadata.
 			found, err := a.findDraft(ctx, t, id)
 			if err != nil || found == "" {
-				a.sweepLater(t, id)
-				return "", false, nil
+				return "", false, true, nil
 			}
 			sh = map[string]string{fieldTS: found, fieldMsg: msgPlaceholder}
 		}
@@ -89,27 +87,26 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 	if err != nil || sh[fieldAnswered] != "" {
 		// It was turned already: a second reply naming the request is a
 		// message of its own.
-		return "", false, nil
+		return "", false, false, nil
 	}
-	ts := sh[fieldTS]
+	ts = sh[fieldTS]
 	if ts == "" {
 		// No draft message recorded. Where Slack refused the thread
 		// status, or a placeholder or posted draft was claimed, it may
 		// still be in the thread, posted by a replica that died before
 		// recording it: its metadata names the request.
 		if sh[fieldStatus] != "refused" && !slices.Contains([]string{msgPlaceholder, msgPosted, postNext}, sh[fieldMsg]) {
-			return "", false, nil
+			return "", false, false, nil
 		}
 		found, err := a.findDraft(ctx, t, id)
 		if err != nil || found == "" {
-			a.sweepLater(t, id)
-			return "", false, nil
+			return "", false, true, nil
 		}
 		ts, sh[fieldMsg] = found, msgPlaceholder
 	}
 	api, channel, err := a.web(ctx, t.Channel.ID)
 	if err != nil {
-		return "", true, err
+		return "", true, false, err
 	}
 	switch sh[fieldMsg] {
 	case msgStream:
@@ -140,10 +137,10 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 		a.logger.Warn("slack: turn the draft into the answer; posting it instead", "request", id, "err", err)
 		posted, err := a.replaceDraft(ctx, api, channel, t, ts, ans)
 		if err != nil {
-			return "", true, err
+			return "", true, false, err
 		}
 		a.answered(ctx, id, posted)
-		return posted, true, nil
+		return posted, true, false, nil
 	}
 	if sh[fieldStatus] == "set" {
 		// The answer posted no new message, which is what clears a
@@ -153,7 +150,7 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 		}
 	}
 	a.answered(ctx, id, ts)
-	return ts, true, nil
+	return ts, true, false, nil
 }
 
 // inFlight says whether a message of kind may still be on its way.
@@ -235,11 +232,12 @@ func (a *Adapter) findDraft(ctx context.Context, t board.Thread, id board.Reques
 	return ts, err
 }
 
-// sweepLater looks in t once more for a draft of request id after the
-// answer was posted beside none: a placeholder whose replica died with
-// its post on its way lands as late as the call's timeout, unrecorded,
-// and is taken away then.
-func (a *Adapter) sweepLater(t board.Thread, id board.RequestID) {
+// sweepLater looks in t once more for a draft of request id after its
+// answer was posted as message answer, beside none found: a placeholder
+// whose replica died with its post on its way lands as late as the
+// call's timeout, unrecorded, and is taken away then. The answer itself
+// is never taken (another attempt may have written it into the draft).
+func (a *Adapter) sweepLater(t board.Thread, id board.RequestID, answer string) {
 	a.afterAck("sweep a late placeholder", func(ctx context.Context) {
 		select {
 		case <-time.After(a.cfg.Timeout):
@@ -247,7 +245,7 @@ func (a *Adapter) sweepLater(t board.Thread, id board.RequestID) {
 			return
 		}
 		ts, err := a.findDraft(ctx, t, id)
-		if err != nil || ts == "" {
+		if err != nil || ts == "" || ts == answer || ts == a.answeredAs(ctx, id) {
 			return
 		}
 		api, channel, err := a.web(ctx, t.Channel.ID)

@@ -25,15 +25,17 @@ func (a *Adapter) Reply(ctx context.Context, t board.Thread, r board.Reply) erro
 	// message shows.
 	a.rememberThread(ctx, t)
 	blocks := replyBlocks(text, r.Review)
+	lookAgain := false
 	if r.Request != "" {
 		drawn := func() []slackapi.Block { return blocks }
-		_, done, err := a.answerDraft(ctx, r.Request, t, answer{
+		_, done, again, err := a.answerDraft(ctx, r.Request, t, answer{
 			text: fallback(r.Text), blocks: drawn, below: drawn,
 			settle: setAside,
 		})
 		if done {
 			return err
 		}
+		lookAgain = again
 	}
 	api, channel, err := a.web(ctx, t.Channel.ID)
 	if err != nil {
@@ -45,6 +47,9 @@ func (a *Adapter) Reply(ctx context.Context, t board.Thread, r board.Reply) erro
 		slackapi.MsgOptionTS(t.ID))
 	if err == nil {
 		a.answered(ctx, r.Request, ts)
+		if lookAgain {
+			a.sweepLater(t, r.Request, ts)
+		}
 	}
 	return err
 }

@@ -51,8 +51,9 @@ func (a *Adapter) PostPreview(ctx context.Context, p board.Proposal) (board.Mess
 	// Drawn once, when a path needs them: a streamed draft is ended
 	// with the blocks below its plan, not with these.
 	blocks := sync.OnceValue(func() []slackapi.Block { return PreviewBlocks(p, a.cfg.PublicURL) })
+	lookAgain := false
 	if p.RequestID != "" {
-		ts, done, err := a.answerDraft(ctx, p.RequestID, p.Thread, answer{
+		ts, done, again, err := a.answerDraft(ctx, p.RequestID, p.Thread, answer{
 			text: previewText(p), blocks: blocks, metadata: &metadata,
 			settle: func(shown []string) []slackapi.StreamChunk { return settlePreview(p, shown) },
 			below:  func() []slackapi.Block { return previewBelow(p, a.cfg.PublicURL) },
@@ -64,6 +65,7 @@ func (a *Adapter) PostPreview(ctx context.Context, p board.Proposal) (board.Mess
 			a.homeChanged(ctx, p)
 			return board.MessageRef(ts), nil
 		}
+		lookAgain = again
 	}
 	api, channel, err := a.web(ctx, p.Thread.Channel.ID)
 	if err != nil {
@@ -78,6 +80,9 @@ func (a *Adapter) PostPreview(ctx context.Context, p board.Proposal) (board.Mess
 		return "", fmt.Errorf("post preview: %w", err)
 	}
 	a.answered(ctx, p.RequestID, ts)
+	if lookAgain {
+		a.sweepLater(p.Thread, p.RequestID, ts)
+	}
 	a.homeChanged(ctx, p)
 	return board.MessageRef(ts), nil
 }

@@ -17,7 +17,11 @@ import (
 
 	"github.com/bobnet/bobnet/adapters/slack"
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
+	"github.com/bobnet/bobnet/store/storetest"
 )
 
 func isStatus(c call) bool { return c.Method == "assistant.threads.setStatus" }
@@ -333,5 +337,56 @@ func TestPlaceholderLandingAfterTheAnswerIsTakenAway(t *testing.T) {
 	}
 	if n := w.slack.count(method("chat.delete")); n != 1 {
 		t.Errorf("%d deletes, want the placeholder's", n)
+	}
+}
+
+// An answer that found no placeholder and then failed to post leaves
+// nothing to sweep: the next attempt, which finds the placeholder and
+// writes the answer into it, keeps it. Only an answer that was posted
+// beside no placeholder looks again.
+func TestFailedAnswerSweepsNothing(t *testing.T) {
+	t.Parallel()
+	fs := newFakeSlack(t)
+	replies, previews := 0, 0
+	fs.mu.Lock()
+	fs.refuse = func(c call) string {
+		switch {
+		case isStatus(c):
+			return "not_allowed_token_type"
+		case c.Method == "conversations.replies":
+			if replies++; replies <= 2 {
+				return "internal_error"
+			}
+		case isPreview(c):
+			if previews++; previews == 1 {
+				return "internal_error"
+			}
+		}
+		return ""
+	}
+	fs.mu.Unlock()
+	env := bottest.New(t)
+	cfg := slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com", Timeout: 2 * time.Second}
+	ad, err := slack.New(context.Background(), cfg, env.Engine, lostTS{redisstore.NewInFlight(env.Redis, env.Prefix)}, storetest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := slackThread("C_SWEEP", "1690000000.000931")
+	p := newspaperProposal(t, bot.NewRequestID(), th)
+	ad.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
+	ph := fs.waitFor(t, "placeholder", isPlaceholder)
+	if _, err := ad.PostPreview(context.Background(), p); err == nil {
+		t.Fatal("the first answer was posted; want it refused")
+	}
+	ts, err := ad.PostPreview(context.Background(), p)
+	if err != nil || string(ts) != ph.TS {
+		t.Fatalf("second answer: message %s, %v; want the placeholder %s", ts, err, ph.TS)
+	}
+	time.Sleep(cfg.Timeout + time.Second)
+	if err := ad.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := fs.count(method("chat.delete")); n != 0 {
+		t.Errorf("%d messages deleted; the placeholder is the answer", n)
 	}
 }
