@@ -63,10 +63,7 @@ func check(t *testing.T, svc *services, replicas []*replica, mdl *model, slk *sl
 		code, out := api.call(ctx, "GET", "/api/v1/requests/"+rq.ID, nil)
 		if code != 200 || (out["state"] != "done" && out["state"] != "failed") {
 			unanswered++
-			var logs []string
-			for _, r := range replicas {
-				logs = append(logs, r.grepLog(rq.ID)...)
-			}
+			logs := grepLogs(replicas, rq.ID)
 			fail("request %s (%s) acknowledged, not answered: %d %v\nreplicas said:\n%s", rq.ID, rq.Tag, code, out["state"], strings.Join(logs, "\n"))
 		}
 	}
@@ -92,10 +89,7 @@ func check(t *testing.T, svc *services, replicas []*replica, mdl *model, slk *sl
 			answeredOnce++
 		case n == 0:
 			notAnswered++
-			var logs []string
-			for _, r := range replicas {
-				logs = append(logs, r.grepLog(m.Tag, m.TS, "Ev"+strings.TrimLeft(strings.TrimPrefix(m.TS, "1800000000."), "0"))...)
-			}
+			logs := grepLogs(replicas, m.Tag, m.TS, "Ev"+strings.TrimLeft(strings.TrimPrefix(m.TS, "1800000000."), "0"))
 			fail("mention %s (%s) acknowledged, never answered\nreplicas said:\n%s", m.TS, m.Tag, strings.Join(logs, "\n"))
 		default:
 			answeredTwice++
@@ -106,10 +100,7 @@ func check(t *testing.T, svc *services, replicas []*replica, mdl *model, slk *sl
 					words = append(words, msg.Proposal)
 				}
 			}
-			var logs []string
-			for _, r := range replicas {
-				logs = append(logs, r.grepLog(append(words, m.Tag, m.TS)...)...)
-			}
+			logs := grepLogs(replicas, append(words, m.Tag, m.TS)...)
 			fail("mention %s (%s) answered %d times: %s\nreplicas said:\n%s", m.TS, m.Tag, n, strings.Join(said, "; "), strings.Join(logs, "\n"))
 		}
 	}

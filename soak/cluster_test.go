@@ -236,26 +236,30 @@ func (r *replica) wait(d time.Duration) bool {
 	}
 }
 
-// grepLog returns the lines of the replica's log that hold any of words,
-// and the lines naming a request those lines named (request=r_…), so a
-// Slack event's log leads to its request's.
-func (r *replica) grepLog(words ...string) []string {
-	b, err := os.ReadFile(r.logPath)
-	if err != nil {
-		return nil
+// grepLogs returns the lines of the replicas' logs that hold any of
+// words, and the lines, in any replica's log, naming a request those
+// lines named (request=r_…): a Slack event's log on the replica that
+// took it leads to its request's on the replica that planned it.
+func grepLogs(replicas []*replica, words ...string) []string {
+	logs := make([]string, len(replicas))
+	for i, r := range replicas {
+		if b, err := os.ReadFile(r.logPath); err == nil {
+			logs[i] = string(b)
+		}
 	}
-	log := string(b)
 	match := func(words []string) (lines, requests []string) {
-		for line := range strings.Lines(log) {
-			for _, w := range words {
-				if w != "" && strings.Contains(line, w) {
-					lines = append(lines, r.name+": "+strings.TrimSpace(line))
-					for f := range strings.FieldsSeq(line) {
-						if id, ok := strings.CutPrefix(f, "request="); ok && !slices.Contains(words, id) {
-							requests = append(requests, id)
+		for i, log := range logs {
+			for line := range strings.Lines(log) {
+				for _, w := range words {
+					if w != "" && strings.Contains(line, w) {
+						lines = append(lines, replicas[i].name+": "+strings.TrimSpace(line))
+						for f := range strings.FieldsSeq(line) {
+							if id, ok := strings.CutPrefix(f, "request="); ok && !slices.Contains(words, id) && !slices.Contains(requests, id) {
+								requests = append(requests, id)
+							}
 						}
+						break
 					}
-					break
 				}
 			}
 		}

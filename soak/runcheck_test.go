@@ -304,10 +304,7 @@ WHERE rc.runner <> ''`)
 		word := map[string]string{"done": "done", "stopped": "stopped", "timed_out": "timed out"}[r.State]
 		if !said(r.Board, fmt.Sprintf("Run %d %s", r.Number, word)) {
 			unsaid++
-			var logs []string
-			for _, rep := range d.w.replicas {
-				logs = append(logs, rep.grepLog(r.ID, "board="+r.Board)...)
-			}
+			logs := grepLogs(d.w.replicas, r.ID, "board="+r.Board)
 			var told []string
 			for _, l := range logs {
 				if strings.Contains(l, "run ended") || strings.Contains(l, "run news") {
