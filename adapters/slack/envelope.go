@@ -51,11 +51,12 @@ type innerEvent struct {
 // together). Every event Slack sends is read on the acknowledgement's
 // path, where encoding/json's reflection cost about 3x what fastjson's
 // validation, parse and the field walk below cost. A body fastjson would
-// read otherwise (invalid UTF-8, which encoding/json turns into U+FFFD,
-// or a surrogate escape, which the two decode differently when it is not
-// one of a pair) goes to encoding/json.
+// read otherwise (invalid UTF-8, which encoding/json turns into U+FFFD;
+// a surrogate escape, which the two decode differently when it is not
+// one of a pair; a control character, which fastjson's validator lets
+// through in a string when an escape follows it) goes to encoding/json.
 func decodeEnvelope(parsers *fastjson.ParserPool, body []byte, env *eventEnvelope) error {
-	if !utf8.Valid(body) || surrogateEscape(body) {
+	if !utf8.Valid(body) || surrogateEscape(body) || hasControl(body) {
 		return json.Unmarshal(body, env)
 	}
 	// fastjson's parser accepts some numbers JSON does not (NaN, 1.2.3);
@@ -261,4 +262,16 @@ func surrogateEscape(body []byte) bool {
 		}
 		body = body[i+2:]
 	}
+}
+
+// hasControl says whether body holds a byte below 0x20: JSON allows only
+// tab, newline and carriage return outside its strings and none inside,
+// and Slack sends compact JSON with neither.
+func hasControl(body []byte) bool {
+	for _, b := range body {
+		if b < 0x20 {
+			return true
+		}
+	}
+	return false
 }

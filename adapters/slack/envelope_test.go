@@ -25,6 +25,7 @@ var envelopeSeeds = []string{
 	`{"authorizations":[null,{"team_id":"T2"}]}`, `{"authorizations":{}}`, `{"event_time":NaN}`, `{"event_time":1.2.3}`,
 	`{"text":"\ud800"}`, `{"event":{"text":"\ud800\u0041"}}`, `{"event":{"text":"a\xffb"}}`, `{"t\u0079pe":"x"}`,
 	`null`, `[]`, `"x"`, ``, `{}`, `{"type":"a"} x`, `{"type":"a",}`,
+	"{\"\":{\"\":\"\x11\\b\"}}", "{\"event\":{\"text\":\"a\n\\tb\"}}", "{\n\"type\":\t\"a\"\r\n}",
 }
 
 // FuzzEnvelopeMatchesEncodingJSON holds decodeEnvelope to json.Unmarshal:
