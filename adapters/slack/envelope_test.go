@@ -2,6 +2,7 @@ package slack
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -120,4 +121,28 @@ func repeatsField(body []byte) bool {
 		return found
 	}
 	return repeats(v, envelopeFields, map[string][]string{"event": innerFields, "authorizations": authorizationFields})
+}
+
+// hasControl, eight bytes at a time, answers as a byte-by-byte look does,
+// wherever the byte is and whatever surrounds it (bytes at the edges of
+// the range, and at and above 0x80, where the trick could go wrong).
+func TestHasControlMatchesAByteByByteLook(t *testing.T) {
+	edges := []byte{0x00, 0x01, 0x0a, 0x1f, 0x20, 0x21, 0x7f, 0x80, 0x9f, 0xa0, 0xdf, 0xe0, 0xff, 'a', '"', '\\'}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = edges[r.IntN(len(edges))]
+			if r.IntN(3) > 0 {
+				b[i] = 0x20 + byte(r.IntN(0xe0)) // mostly none, so the control byte is alone
+			}
+		}
+		want := false
+		for _, c := range b {
+			want = want || c < 0x20
+		}
+		if got := hasControl(b); got != want {
+			t.Fatalf("hasControl(%q) = %v, want %v", b, got, want)
+		}
+	}
 }
