@@ -6,12 +6,9 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/bot"
 	"github.com/bobnet/bobnet/bot/bottest"
-	"github.com/bobnet/bobnet/planner/plannertest"
 )
 
 // Plans whose models answered together are stored a few at a time: with
@@ -21,8 +18,7 @@ import (
 func TestAnsweredPlansWaitForAStoringSlot(t *testing.T) {
 	t.Parallel()
 	env := bottest.New(t)
-	plan := plannertest.NewspaperPlan(t)
-	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
+	answerNewspaper(t, env)
 	release := env.Engine.HoldStoring(bot.StoringAtOnce())
 	id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
@@ -75,8 +71,7 @@ func TestModelIsAskedWhileTheTakingIsWritten(t *testing.T) {
 	release := func() { once.Do(func() { close(held.release) }) }
 	env := bottest.New(t, bottest.WithDeps(func(d *bot.Deps) { held.AuditLog = d.Audit; d.Audit = held }))
 	t.Cleanup(release)
-	plan := plannertest.NewspaperPlan(t)
-	env.Model.Handle(func(openai.ChatCompletionRequest) plannertest.Reply { return plannertest.Reply{Content: plan} })
+	answerNewspaper(t, env)
 	id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
 	if err != nil {
 		t.Fatal(err)
