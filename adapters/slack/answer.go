@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -181,7 +182,16 @@ func (a *Adapter) replaceDraft(ctx context.Context, api *slackapi.Client, channe
 	if err != nil {
 		return "", err
 	}
-	if _, _, err := api.DeleteMessageContext(ctx, channel, ts); err != nil {
+	// A failed delete is tried again: a draft left there reads as a
+	// second answer.
+	err = whileAway(ctx, func() error {
+		_, _, err := api.DeleteMessageContext(ctx, channel, ts)
+		if se := (slackapi.SlackErrorResponse{}); errors.As(err, &se) && se.Err == "message_not_found" {
+			return nil // gone already
+		}
+		return err
+	})
+	if err != nil {
 		a.logger.Warn("slack: delete the draft the answer replaced", "message", ts, "err", err)
 	}
 	return posted, nil

@@ -201,3 +201,37 @@ func TestAnswerFromAnotherReplicaFindsAPostedDraft(t *testing.T) {
 		t.Errorf("%d messages posted, want the draft alone", n)
 	}
 }
+
+// A draft whose message takes no answer (its stream's stop and its
+// update fail) is replaced by the answer posted beside it, and deleted
+// even when Slack refuses the first delete: a draft left there reads as
+// a second answer (found by the failover soak).
+func TestReplacedDraftIsDeletedWhenTheFirstDeleteFails(t *testing.T) {
+	t.Parallel()
+	fs := newFakeSlack(t)
+	ad, p, start := draftStarted(t, context.Background(), fs, func(m slack.Memory) slack.Memory { return m }, "C_DELETE")
+	deletes := 0
+	fs.mu.Lock()
+	fs.refuse = func(c call) string {
+		switch c.Method {
+		case "chat.stopStream", "chat.update":
+			return "internal_error"
+		case "chat.delete":
+			if deletes++; deletes == 1 {
+				return "internal_error"
+			}
+		}
+		return ""
+	}
+	fs.mu.Unlock()
+	ts, err := ad.PostPreview(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(ts) == start.TS {
+		t.Fatalf("the preview is the draft %s; want it posted beside", ts)
+	}
+	fs.waitFor(t, "the draft deleted", func(c call) bool {
+		return c.Method == "chat.delete" && c.Form.Get("ts") == start.TS && c.Refused == ""
+	})
+}

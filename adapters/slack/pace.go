@@ -137,7 +137,8 @@ func (a *Adapter) unpaced(ctx context.Context, channel string, call func(context
 }
 
 // whileAway calls fn until it succeeds, every 200 ms for up to
-// answerWait: a Redis restarting is away a second or two.
+// answerWait: a Redis restarting is away a second or two, and so is a
+// Slack answering 500 for a moment.
 func whileAway(ctx context.Context, fn func() error) error {
 	deadline := time.Now().Add(answerWait)
 	for {
