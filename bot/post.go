@@ -60,8 +60,9 @@ func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedReques
 	r, ans := rec.Request, rec.Answer
 	poster := e.poster(r.Thread.Channel.Source)
 	var err error
-	for attempt := range postAttempts {
-		if attempt > 0 {
+	claimed, waited := false, false
+	for attempt := 0; attempt < postAttempts; attempt++ {
+		if attempt > 0 && !claimed {
 			if e.out.stopping() {
 				break
 			}
@@ -74,12 +75,24 @@ func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedReques
 		// A second attempt, or a request handed out before, may follow
 		// a post that went out unheard.
 		var fresh *board.Proposal
-		if attempt == 0 && d.Count <= 1 {
+		if attempt == 0 && d.Count <= 1 && !waited {
 			fresh = made
 		}
-		err = e.postOnce(pctx, book, poster, r, ans, fresh, attempt > 0 || d.Count > 1)
+		err = e.postOnce(pctx, book, poster, r, ans, fresh, attempt > 0 || d.Count > 1 || waited, claimed)
 		bcancel()
 		cancel()
+		if errors.Is(err, errPostingElsewhere) && !waited {
+			// Once per delivery: a worker that took the claim and died
+			// holds it for its whole life, longer than a few reclaims
+			// take (BOBNET_RECLAIM_IDLE), and every reclaim counts
+			// towards MaxDeliveries. The soak saw a request given up so.
+			waited = true
+			if claimed, err = e.awaitPosting(base, ans.ProposalID, postingHolder(r, e.cfg.ConsumerName)); err == nil {
+				attempt-- // waiting was not an attempt
+				continue
+			}
+		}
+		claimed = false
 		if err == nil || errors.Is(err, errPostingElsewhere) {
 			break
 		}
@@ -135,7 +148,7 @@ func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedReques
 // error after sending it (an adapter's own bookkeeping): posting it again
 // would show two previews. fresh, when set, is the proposal as just
 // stored, in place of reading it back.
-func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r board.Request, ans *board.Answer, fresh *board.Proposal, reposting bool) error {
+func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r board.Request, ans *board.Answer, fresh *board.Proposal, reposting, claimed bool) error {
 	if ans.ProposalID == "" {
 		if ans.Reply == nil {
 			return nil
@@ -163,14 +176,16 @@ func (e *Engine) postOnce(ctx, book context.Context, poster Poster, r board.Requ
 	// worker still posting it (slow chat API, late lease renewal) must not
 	// be posted twice. The claim lives as long as a post and its
 	// bookkeeping may take; it is given back when the post failed.
-	post := postingClaim(p.ID)
-	holder := string(r.ID) + "@" + e.cfg.ConsumerName
-	mine, err := e.deps.Proposals.Claim(book, post, holder, e.cfg.PostTimeout+bookkeepingTimeout)
-	if err != nil {
-		return err
-	}
-	if !mine {
-		return errPostingElsewhere
+	// claimed: awaitPosting took it already.
+	post, holder := postingClaim(p.ID), postingHolder(r, e.cfg.ConsumerName)
+	if !claimed {
+		mine, err := e.deps.Proposals.Claim(book, post, holder, e.postingClaimTTL())
+		if err != nil {
+			return err
+		}
+		if !mine {
+			return errPostingElsewhere
+		}
 	}
 	ref, err := poster.PostPreview(ctx, p)
 	if ref == "" {
@@ -244,6 +259,41 @@ var errPostingElsewhere = errors.New("the preview is being posted by another wor
 // postingClaim names the claim on posting p's preview, beside (not
 // instead of) the claim on deciding it.
 func postingClaim(p board.ProposalID) board.ProposalID { return "post:" + p }
+
+// postingHolder is who holds the posting claim for request r on consumer.
+func postingHolder(r board.Request, consumer string) string { return string(r.ID) + "@" + consumer }
+
+// postingClaimTTL is how long a posting claim lives: as long as a post and
+// its bookkeeping may take.
+func (e *Engine) postingClaimTTL() time.Duration { return e.cfg.PostTimeout + bookkeepingTimeout }
+
+// awaitPosting waits while another worker holds the claim on posting
+// preview id, until the preview is recorded as posted (false), the claim
+// is free and taken for holder (true), or the claim's whole life has
+// passed or the engine is stopping (errPostingElsewhere). The delivery's
+// lease is renewed meanwhile, so the request is not handed out again.
+func (e *Engine) awaitPosting(ctx context.Context, id board.ProposalID, holder string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.postingClaimTTL()+time.Second)
+	defer cancel()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, errPostingElsewhere
+		case <-tick.C:
+		}
+		if e.out.stopping() {
+			return false, errPostingElsewhere
+		}
+		if p, err := e.deps.Proposals.Proposal(ctx, id); err == nil && p.Message != "" {
+			return false, nil
+		}
+		if mine, err := e.deps.Proposals.Claim(ctx, postingClaim(id), holder, e.postingClaimTTL()); err == nil && mine {
+			return true, nil
+		}
+	}
+}
 
 // retryWrite tries a write that records what was already sent until it
 // succeeds, ctx ends or bookkeepingTimeout has passed, whichever is

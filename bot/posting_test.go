@@ -245,3 +245,43 @@ func TestTakenOverRequestIsNotPostedTwice(t *testing.T) {
 		t.Fatalf("previews: first %d, second %d; recorded message %q", len(firsts), len(seconds), p.Message)
 	}
 }
+
+// A request whose preview's posting claim is held by a worker that froze
+// (SIGKILLed, in the soak) is posted once that claim runs out, though
+// reclaims come faster than the claim lives: the worker that took it over
+// waits for the claim, holding the request, instead of handing it back to
+// be reclaimed until MaxDeliveries gives it up. The soak saw one given up.
+func TestPostingClaimOfADeadWorkerIsWaitedOut(t *testing.T) {
+	t.Parallel()
+	short := bottest.WithConfig(func(c *bot.Config) { c.PostTimeout = 300 * time.Millisecond })
+	first := bottest.New(t, short)
+	answerNewspaper(t, first)
+	frozen := &blockingPoster{Poster: first.Poster, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(frozen.release) }) })
+	first.Engine.Register(board.SourceConsole, bot.Registration{Poster: frozen})
+	id, err := first.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-frozen.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the preview was never posted")
+	}
+	claimedAt := time.Now()
+	first.Cancel() // stops renewing its lease; its post never returns
+	second := bottest.New(t, bottest.ReplicaOf(first), short)
+	st := second.WaitRequest(t, id)
+	if st.State != board.RequestDone {
+		t.Fatalf("status = %+v, want done (reclaims every second, %d deliveries at most, a claim of 10.3 s)", st, bot.MaxDeliveries)
+	}
+	if waited := time.Since(claimedAt); waited < 10*time.Second {
+		t.Errorf("answered %s after the first claim, before the claim ran out", waited)
+	}
+	_, previews, _ := second.Poster.Snapshot()
+	p, _ := second.Engine.Proposal(context.Background(), st.ProposalID)
+	if len(previews) != 1 || p.Message == "" {
+		t.Fatalf("the second replica posted %d previews; recorded message %q", len(previews), p.Message)
+	}
+}
