@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // clusterBobnets starts two BobNets for one phase of the cluster
@@ -52,13 +54,20 @@ func (h *harness) clusterIngest(ctx context.Context) ([]*figure, error) {
 	defer single.stop()
 	defer cluster.stop()
 	sides := []*bobnet{cluster, single}
+	crdb, err := newRedis(h.clusterURL, "cluster", 4)
+	if err != nil {
+		return nil, err
+	}
+	defer crdb.Close()
+	redises := []redis.UniversalClient{crdb, h.rdb}
 	kinds := ingestKinds
 	var figs []*figure
 	for _, k := range kinds {
 		figs = append(figs,
 			&figure{Name: "cluster: signed Slack events, 64 clients, " + k.name + ", throughput", Unit: "req/s", Goal: goal{Ratio: 0.9, AtLeast: true}},
 			&figure{Name: "cluster: signed Slack events, 64 clients, " + k.name + ", p99", Unit: "ms"},
-			&figure{Name: "cluster: signed Slack events, " + k.name + ": BobNet's CPU per event", Unit: "µs"})
+			&figure{Name: "cluster: signed Slack events, " + k.name + ": BobNet's CPU per event", Unit: "µs"},
+			&figure{Name: "cluster: signed Slack events, " + k.name + ": Redis's CPU per event (every node)", Unit: "µs"})
 	}
 	h.logf("cluster ingest: warming up")
 	for i, k := range kinds {
@@ -71,19 +80,20 @@ func (h *harness) clusterIngest(ctx context.Context) ([]*figure, error) {
 	for r := range h.rounds {
 		for i, k := range kinds {
 			var res [2]ingestResult
-			var cpu [2]float64
+			var cpu, rcpu [2]float64
 			for _, s := range []int{r % 2, 1 - r%2} {
-				meter := &cpuMeter{pid: sides[s].cmd.Process.Pid}
+				meter := &cpuMeter{pid: sides[s].cmd.Process.Pid, rdb: redises[s]}
 				meter.start(ctx)
 				res[s], err = ingestRun(ctx, h.client, sides[s].url+"/slack/events", fmt.Sprint(h.run, "cr", r, "k", i, "s", s), h.ingestTime, k.event)
 				if err != nil {
 					return nil, err
 				}
-				cpu[s], _ = meter.perRequest(ctx, res[s].N)
+				cpu[s], rcpu[s] = meter.perRequest(ctx, res[s].N)
 			}
-			figs[3*i].add(res[0].PerSecond, res[1].PerSecond)
-			figs[3*i+1].add(ms(res[0].P99), ms(res[1].P99))
-			figs[3*i+2].add(cpu[0], cpu[1])
+			figs[4*i].add(res[0].PerSecond, res[1].PerSecond)
+			figs[4*i+1].add(ms(res[0].P99), ms(res[1].P99))
+			figs[4*i+2].add(cpu[0], cpu[1])
+			figs[4*i+3].add(rcpu[0], rcpu[1])
 			h.logf("cluster ingest round %d, %s: cluster %.0f req/s p99 %.2f ms, single %.0f req/s p99 %.2f ms", r+1, k.name,
 				res[0].PerSecond, ms(res[0].P99), res[1].PerSecond, ms(res[1].P99))
 		}

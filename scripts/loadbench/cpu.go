@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -80,13 +82,36 @@ func parseStatCPU(stat string) (time.Duration, error) {
 	return time.Duration(utime+stime) * clockTick, nil
 }
 
-// redisCPU is the CPU time the Redis server has used so far (INFO cpu);
-// 0 where it cannot tell (a cluster: several servers).
+// redisCPU is the CPU time the Redis server has used so far (INFO cpu),
+// on a cluster the sum over every node, masters and replicas; 0 where it
+// cannot tell.
 func redisCPU(ctx context.Context, rdb redis.UniversalClient) time.Duration {
-	c, ok := rdb.(*redis.Client)
-	if !ok {
-		return 0
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return serverCPU(ctx, c)
+	case *redis.ClusterClient:
+		var mu sync.Mutex
+		var total time.Duration
+		err := c.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
+			d := serverCPU(ctx, node)
+			if d == 0 {
+				return errors.New("a node without INFO cpu")
+			}
+			mu.Lock()
+			total += d
+			mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			return 0
+		}
+		return total
 	}
+	return 0
+}
+
+// serverCPU is one Redis server's CPU time so far; 0 where it cannot tell.
+func serverCPU(ctx context.Context, c *redis.Client) time.Duration {
 	info, err := c.Info(ctx, "cpu").Result()
 	if err != nil {
 		return 0
