@@ -204,6 +204,30 @@ func (b *blockingPoster) PostPreview(ctx context.Context, p board.Proposal) (boa
 	return b.Poster.PostPreview(ctx, p)
 }
 
+// submitToBlockedPoster submits the newspaper request to env through a
+// blockingPoster and returns once its preview's post has begun, with the
+// request's id and what releases the post (also called at the test's
+// end, before the engines stop, whatever failed).
+func submitToBlockedPoster(t *testing.T, env *bottest.Env) (board.RequestID, func()) {
+	t.Helper()
+	answerNewspaper(t, env)
+	blocked := &blockingPoster{Poster: env.Poster, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(blocked.release) }) }
+	t.Cleanup(release)
+	env.Engine.Register(board.SourceConsole, bot.Registration{Poster: blocked})
+	id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-blocked.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the preview was never posted")
+	}
+	return id, release
+}
+
 // TestTakenOverRequestIsNotPostedTwice: a request taken over from a worker
 // that is still posting its preview (its lease ran out while the chat API
 // was slow) is left to that worker, which posts it once and records it.
@@ -212,21 +236,7 @@ func (b *blockingPoster) PostPreview(ctx context.Context, p board.Proposal) (boa
 func TestTakenOverRequestIsNotPostedTwice(t *testing.T) {
 	t.Parallel()
 	first := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.PostTimeout = 20 * time.Second }))
-	answerNewspaper(t, first)
-	slow := &blockingPoster{Poster: first.Poster, entered: make(chan struct{}, 1), release: make(chan struct{})}
-	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { close(slow.release) }) }
-	t.Cleanup(release) // before the engines stop, whatever failed
-	first.Engine.Register(board.SourceConsole, bot.Registration{Poster: slow})
-	id, err := first.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-slow.entered:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the preview was never posted")
-	}
+	id, release := submitToBlockedPoster(t, first)
 	// The first worker stops renewing its lease; a second replica takes
 	// the request over.
 	first.Cancel()
@@ -255,20 +265,7 @@ func TestPostingClaimOfADeadWorkerIsWaitedOut(t *testing.T) {
 	t.Parallel()
 	short := bottest.WithConfig(func(c *bot.Config) { c.PostTimeout = 300 * time.Millisecond })
 	first := bottest.New(t, short)
-	answerNewspaper(t, first)
-	frozen := &blockingPoster{Poster: first.Poster, entered: make(chan struct{}, 1), release: make(chan struct{})}
-	var releaseOnce sync.Once
-	t.Cleanup(func() { releaseOnce.Do(func() { close(frozen.release) }) })
-	first.Engine.Register(board.SourceConsole, bot.Registration{Poster: frozen})
-	id, err := first.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-frozen.entered:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the preview was never posted")
-	}
+	id, _ := submitToBlockedPoster(t, first)
 	claimedAt := time.Now()
 	first.Cancel() // stops renewing its lease; its post never returns
 	second := bottest.New(t, bottest.ReplicaOf(first), short)
