@@ -182,19 +182,23 @@ func (a *Adapter) replaceDraft(ctx context.Context, api *slackapi.Client, channe
 	if err != nil {
 		return "", err
 	}
-	// A failed delete is tried again: a draft left there reads as a
-	// second answer.
-	err = whileAway(ctx, func() error {
+	if err := deleteDraft(ctx, api, channel, ts); err != nil {
+		a.logger.Warn("slack: delete the draft the answer replaced", "message", ts, "err", err)
+	}
+	return posted, nil
+}
+
+// deleteDraft deletes a draft or placeholder left beside its request's
+// answer. A failed delete is tried again (whileAway): a draft left there
+// reads as a second answer. One Slack no longer has counts as deleted.
+func deleteDraft(ctx context.Context, api *slackapi.Client, channel, ts string) error {
+	return whileAway(ctx, func() error {
 		_, _, err := api.DeleteMessageContext(ctx, channel, ts)
 		if se := (slackapi.SlackErrorResponse{}); errors.As(err, &se) && se.Err == "message_not_found" {
 			return nil // gone already
 		}
 		return err
 	})
-	if err != nil {
-		a.logger.Warn("slack: delete the draft the answer replaced", "message", ts, "err", err)
-	}
-	return posted, nil
 }
 
 // answered notes that request id's answer went out as message ts, for
@@ -260,7 +264,7 @@ func (a *Adapter) sweepLater(t board.Thread, id board.RequestID, answer string) 
 		}
 		api, channel, err := a.web(ctx, t.Channel.ID)
 		if err == nil {
-			_, _, err = api.DeleteMessageContext(ctx, channel, ts)
+			err = deleteDraft(ctx, api, channel, ts)
 		}
 		if err != nil {
 			a.logger.Warn("slack: delete a placeholder left beside the answer", "request", id, "err", err)

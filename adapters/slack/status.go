@@ -212,7 +212,7 @@ func (a *Adapter) postPlaceholder(ctx context.Context, t board.Thread, id board.
 			if as := a.answeredAs(ctx, id); as != "" && as != ts {
 				// The answer came while this was on its way, and was
 				// posted beside it: the placeholder goes.
-				if _, _, err := api.DeleteMessageContext(ctx, channel, ts); err != nil {
+				if err := deleteDraft(ctx, api, channel, ts); err != nil {
 					a.logger.Warn("slack: delete a late placeholder", "request", id, "err", err)
 				}
 			}
