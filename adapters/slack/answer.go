@@ -251,12 +251,13 @@ func (a *Adapter) findDraft(ctx context.Context, t board.Thread, id board.Reques
 // whose replica died with its post on its way lands as late as the
 // call's timeout, unrecorded, and is taken away then. The answer itself
 // is never taken (another attempt may have written it into the draft).
+// A replica that stops sooner looks at once: what has landed by then
+// goes, though a placeholder later than that stays.
 func (a *Adapter) sweepLater(t board.Thread, id board.RequestID, answer string) {
 	a.afterAck("sweep a late placeholder", func(ctx context.Context) {
 		select {
 		case <-time.After(a.cfg.Timeout):
 		case <-a.work.Done():
-			return
 		}
 		ts, err := a.findDraft(ctx, t, id)
 		if err != nil || ts == "" || ts == answer || ts == a.answeredAs(ctx, id) {

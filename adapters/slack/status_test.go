@@ -401,3 +401,58 @@ func TestFailedAnswerSweepsNothing(t *testing.T) {
 		t.Errorf("%d messages deleted; the placeholder is the answer", n)
 	}
 }
+
+// A replica that stops before its sweep's time looks at once instead of
+// not at all: a placeholder that has landed by then (its replica died
+// with its ts unrecorded) is taken away.
+func TestSweepLooksAtOnceWhenItsReplicaStops(t *testing.T) {
+	t.Parallel()
+	fs := newFakeSlack(t)
+	fs.mu.Lock()
+	fs.refuse = func(c call) string {
+		if isStatus(c) {
+			return "not_allowed_token_type"
+		}
+		return ""
+	}
+	fs.slow = func(c call) time.Duration {
+		if isPlaceholder(c) {
+			return 5 * time.Second // past the answer's wait for it
+		}
+		return 0
+	}
+	fs.mu.Unlock()
+	env := bottest.New(t)
+	work, stop := context.WithCancel(context.Background())
+	defer stop()
+	cfg := slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com", Timeout: 30 * time.Second}
+	ad, err := slack.New(work, cfg, env.Engine, lostTS{redisstore.NewInFlight(env.Redis, env.Prefix)}, storetest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := slackThread("C_STOPSWEEP", "1690000000.000941")
+	p := newspaperProposal(t, bot.NewRequestID(), th)
+	ad.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
+	fs.waitFor(t, "the status refused", isStatus)
+	time.Sleep(300 * time.Millisecond) // the placeholder on its way
+	ts, err := ad.PostPreview(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := fs.waitFor(t, "placeholder", isPlaceholder)
+	if string(ts) == ph.TS {
+		t.Fatalf("the preview is the placeholder %s; want it posted beside", ts)
+	}
+	stopped := time.Now()
+	stop()
+	deleted := fs.waitFor(t, "the placeholder deleted", method("chat.delete"))
+	if deleted.Form.Get("ts") != ph.TS {
+		t.Errorf("deleted %s, want the placeholder %s", deleted.Form.Get("ts"), ph.TS)
+	}
+	if after := deleted.At.Sub(stopped); after > 5*time.Second {
+		t.Errorf("deleted %s after the stop; want at once, not at the sweep's time (30 s)", after)
+	}
+	if err := ad.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
