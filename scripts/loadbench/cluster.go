@@ -77,6 +77,8 @@ func (h *harness) clusterIngest(ctx context.Context) ([]*figure, error) {
 			}
 		}
 	}
+	// The cluster's BobNet only: the single Redis's has its own workload.
+	stopProfile := h.profile(ctx, cluster, "cluster-ingest", int(4*h.ingestTime.Seconds())*h.rounds)
 	for r := range h.rounds {
 		for i, k := range kinds {
 			var res [2]ingestResult
@@ -98,6 +100,7 @@ func (h *harness) clusterIngest(ctx context.Context) ([]*figure, error) {
 				res[0].PerSecond, ms(res[0].P99), res[1].PerSecond, ms(res[1].P99))
 		}
 	}
+	stopProfile()
 	return figs, nil
 }
 
