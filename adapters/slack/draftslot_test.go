@@ -59,17 +59,25 @@ func (m lostTS) ShowingSet(ctx context.Context, id board.RequestID, fields map[s
 	return m.Memory.ShowingSet(ctx, id, fields, ttl)
 }
 
+// adapterOn is a Slack adapter on work against the stand-in fs, for env's
+// engine, remembering in memory; timeout is its calls' (0: the default).
+func adapterOn(t *testing.T, work context.Context, fs *fakeSlack, env *bottest.Env, memory slack.Memory, timeout time.Duration) *slack.Adapter {
+	t.Helper()
+	cfg := slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com", Timeout: timeout}
+	ad, err := slack.New(work, cfg, env.Engine, memory, storetest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ad
+}
+
 // draftStarted is an adapter on work, with the Redis store wrapped by
 // memory and the stand-in fs, and request p's draft streaming in a thread
 // of channel; it returns the stream's start.
 func draftStarted(t *testing.T, work context.Context, fs *fakeSlack, memory func(slack.Memory) slack.Memory, channel string) (*slack.Adapter, board.Proposal, call) {
 	t.Helper()
 	env := bottest.New(t)
-	cfg := slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"}
-	ad, err := slack.New(work, cfg, env.Engine, memory(redisstore.NewInFlight(env.Redis, env.Prefix)), storetest.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ad := adapterOn(t, work, fs, env, memory(redisstore.NewInFlight(env.Redis, env.Prefix)), 0)
 	th := slackThread(channel, "1690000000.000911")
 	p := newspaperProposal(t, bot.NewRequestID(), th)
 	ad.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
@@ -170,15 +178,8 @@ func TestAnswerFromAnotherReplicaFindsAPostedDraft(t *testing.T) {
 	}
 	fs.mu.Unlock()
 	env := bottest.New(t)
-	cfg := slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com"}
-	drawing, err := slack.New(context.Background(), cfg, env.Engine, lostTS{redisstore.NewInFlight(env.Redis, env.Prefix)}, storetest.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	answering, err := slack.New(context.Background(), cfg, env.Engine, redisstore.NewInFlight(env.Redis, env.Prefix), storetest.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	drawing := adapterOn(t, context.Background(), fs, env, lostTS{redisstore.NewInFlight(env.Redis, env.Prefix)}, 0)
+	answering := adapterOn(t, context.Background(), fs, env, redisstore.NewInFlight(env.Redis, env.Prefix), 0)
 	th := slackThread("C_POSTED", "1690000000.000921")
 	p := newspaperProposal(t, bot.NewRequestID(), th)
 	drawing.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")

@@ -21,7 +21,6 @@ import (
 	"github.com/bobnet/bobnet/bot/bottest"
 	"github.com/bobnet/bobnet/bot/redisstore"
 	"github.com/bobnet/bobnet/planner/plannertest"
-	"github.com/bobnet/bobnet/store/storetest"
 )
 
 func isStatus(c call) bool { return c.Method == "assistant.threads.setStatus" }
@@ -377,11 +376,8 @@ func TestFailedAnswerSweepsNothing(t *testing.T) {
 	}
 	fs.mu.Unlock()
 	env := bottest.New(t)
-	cfg := slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com", Timeout: 2 * time.Second}
-	ad, err := slack.New(context.Background(), cfg, env.Engine, lostTS{redisstore.NewInFlight(env.Redis, env.Prefix)}, storetest.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	timeout := 2 * time.Second
+	ad := adapterOn(t, context.Background(), fs, env, lostTS{redisstore.NewInFlight(env.Redis, env.Prefix)}, timeout)
 	th := slackThread("C_SWEEP", "1690000000.000931")
 	p := newspaperProposal(t, bot.NewRequestID(), th)
 	ad.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
@@ -393,7 +389,7 @@ func TestFailedAnswerSweepsNothing(t *testing.T) {
 	if err != nil || string(ts) != ph.TS {
 		t.Fatalf("second answer: message %s, %v; want the placeholder %s", ts, err, ph.TS)
 	}
-	time.Sleep(cfg.Timeout + time.Second)
+	time.Sleep(timeout + time.Second)
 	if err := ad.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -425,11 +421,7 @@ func TestSweepLooksAtOnceWhenItsReplicaStops(t *testing.T) {
 	env := bottest.New(t)
 	work, stop := context.WithCancel(context.Background())
 	defer stop()
-	cfg := slack.Config{BotToken: "xoxb-test", SigningSecret: secret, APIURL: fs.srv.URL + "/api/", PublicURL: "https://bobnet.example.com", Timeout: 30 * time.Second}
-	ad, err := slack.New(work, cfg, env.Engine, lostTS{redisstore.NewInFlight(env.Redis, env.Prefix)}, storetest.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ad := adapterOn(t, work, fs, env, lostTS{redisstore.NewInFlight(env.Redis, env.Prefix)}, 30*time.Second)
 	th := slackThread("C_STOPSWEEP", "1690000000.000941")
 	p := newspaperProposal(t, bot.NewRequestID(), th)
 	ad.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
