@@ -96,7 +96,7 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 		// status, or a placeholder or posted draft was claimed, it may
 		// still be in the thread, posted by a replica that died before
 		// recording it: its metadata names the request.
-		if sh[fieldStatus] != "refused" && !slices.Contains([]string{msgPlaceholder, msgPosted, postNext}, sh[fieldMsg]) {
+		if sh[fieldStatus] != "refused" && !findable(sh[fieldMsg]) {
 			return "", false, false, nil
 		}
 		found, err := a.findDraft(ctx, t, id)
@@ -155,8 +155,13 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 }
 
 // inFlight says whether a message of kind may still be on its way.
-func inFlight(kind string) bool {
-	return slices.Contains([]string{msgPlaceholder, msgStream, msgPosted, postNext}, kind)
+func inFlight(kind string) bool { return kind == msgStream || findable(kind) }
+
+// findable says whether a message of kind names its request in its
+// metadata, so that any replica finds it in the thread: every kind that
+// may be on its way but a stream, which carries none.
+func findable(kind string) bool {
+	return slices.Contains([]string{msgPlaceholder, msgPosted, postNext}, kind)
 }
 
 // updateTo redraws message ts as the answer, at once as the stream's
