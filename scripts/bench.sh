@@ -28,6 +28,9 @@
 # workload's CPU and allocation profiles into DIR (go tool pprof reads them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Room on disk: benchmarks build binaries of their own (lib.sh).
+. scripts/lib.sh
+ensure_room bench
 . scripts/throwaway.sh
 mkdir -p bin
 if [ "${1:-}" = go ]; then

@@ -20,6 +20,8 @@ cache=${BOBNET_DENDRITE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bobnet/dendrite-$
 
 log() { echo "dendrite: $*" >&2; }
 
+. "$(dirname "$0")/lib.sh"
+
 build() {
 	if [ -x "$cache/dendrite" ] && [ -x "$cache/generate-config" ] && [ -x "$cache/generate-keys" ]; then
 		return 0
@@ -43,15 +45,6 @@ build() {
 	(cd "$src" && go build -o "$cache.tmp" ./cmd/dendrite ./cmd/generate-keys ./cmd/generate-config ./cmd/create-account) >&2
 	rm -rf "$cache"
 	mv "$cache.tmp" "$cache"
-}
-
-free_port() {
-	python3 - <<'EOF' 2>/dev/null || echo $((20000 + RANDOM % 20000))
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-EOF
 }
 
 # answers reports whether url answers 200, with curl or, lacking it, Python.

@@ -31,30 +31,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 log() { echo "pgstandby: $*" >&2; }
 
-pg_bindir() {
-	local d
-	for d in /usr/lib/postgresql/*/bin; do
-		[ -x "$d/initdb" ] && { echo "$d"; return 0; }
-	done
-	return 1
-}
-
-free_port() {
-	python3 - <<'EOF' 2>/dev/null || echo $((20000 + RANDOM % 20000))
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-EOF
-}
-
-as_pg() {
-	if [ "$(id -u)" = 0 ]; then
-		runuser -u postgres -- "$@"
-	else
-		"$@"
-	fi
-}
+. "$here/lib.sh"
 
 port_of() {
 	local f="$dir/$1.port"
@@ -71,8 +48,7 @@ run_server() {
 	shift 2
 	running "$name" && return 0
 	log "$name on 127.0.0.1:$port"
-	as_pg "$bindir/pg_ctl" -D "$dir/$name" -w -t 60 -l "$dir/$name.log" \
-		-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300 $*" start >/dev/null
+	pg_start "$bindir" "$dir/$name" "$port" "$dir/$name.log" "$@"
 }
 
 start() {
@@ -94,7 +70,7 @@ start() {
 	else
 		if [ ! -f "$dir/primary/PG_VERSION" ]; then
 			log "initdb $dir/primary"
-			as_pg "$bindir/initdb" -D "$dir/primary" -U bobnet --auth=trust -E UTF8 >/dev/null
+			pg_init "$bindir" "$dir/primary"
 		fi
 		# Any standby confirms (there is one); on the command line, so
 		# pg_basebackup does not copy it to the standby.
@@ -106,9 +82,7 @@ start() {
 	fi
 	run_server standby "$sport"
 	if [ ! -f "$dir/promoted" ]; then
-		as_pg "$bindir/psql" -h 127.0.0.1 -p "$pport" -U bobnet -d postgres -tAc \
-			"SELECT 1 FROM pg_database WHERE datname='bobnet'" | grep -q 1 ||
-			as_pg "$bindir/psql" -h 127.0.0.1 -p "$pport" -U bobnet -d postgres -qc "CREATE DATABASE bobnet" >/dev/null
+		pg_createdb "$bindir" "$pport"
 	fi
 	echo "export PG_FAILOVER_URL='postgres://bobnet@127.0.0.1:$pport,127.0.0.1:$sport/bobnet?sslmode=disable&target_session_attrs=read-write'"
 }

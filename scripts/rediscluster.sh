@@ -31,29 +31,7 @@ dir=${2:?usage: rediscluster.sh start|stop DIR}
 
 log() { echo "rediscluster: $*" >&2; }
 
-# free_port prints a free loopback port below 55536 whose port + 10000 is
-# free too: a cluster node listens on both (its bus is the second).
-free_port() {
-	python3 - <<'EOF' 2>/dev/null || echo $((20000 + RANDOM % 20000))
-import socket
-while True:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    if p >= 55536:
-        continue
-    t = socket.socket()
-    try:
-        t.bind(("127.0.0.1", p + 10000))
-    except OSError:
-        continue
-    finally:
-        t.close()
-    print(p)
-    break
-EOF
-}
+. "$(dirname "$0")/lib.sh"
 
 wait_ping() {
 	for _ in $(seq 100); do
@@ -107,7 +85,8 @@ start_cluster() {
 	mkdir -p "$dir"
 	dir=$(cd "$dir" && pwd)
 	local ports=() p
-	for _ in 1 2 3 4 5 6; do ports+=("$(free_port)"); done
+	# A node listens on its port and on the port + 10000 (its bus).
+	for _ in 1 2 3 4 5 6; do ports+=("$(free_port 10000)"); done
 	for p in "${ports[@]}"; do
 		server "$p" "cluster-enabled yes" "cluster-config-file $dir/$p/nodes.conf" "cluster-node-timeout 2000"
 	done

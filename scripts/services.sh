@@ -24,13 +24,7 @@ dir=${2:?usage: services.sh start|stop DIR}
 
 log() { echo "services: $*" >&2; }
 
-pg_bindir() {
-	local d
-	for d in /usr/lib/postgresql/*/bin; do
-		[ -x "$d/initdb" ] && { echo "$d"; return 0; }
-	done
-	return 1
-}
+. "$(dirname "$0")/lib.sh"
 
 apt_updated=
 apt_install() {
@@ -58,23 +52,6 @@ ensure_packages() {
 	fi
 }
 
-free_port() {
-	python3 - <<'EOF' 2>/dev/null || echo $((20000 + RANDOM % 20000))
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-EOF
-}
-
-as_pg() {
-	if [ "$(id -u)" = 0 ]; then
-		runuser -u postgres -- "$@"
-	else
-		"$@"
-	fi
-}
-
 start() {
 	ensure_packages
 	mkdir -p "$dir"
@@ -86,16 +63,13 @@ start() {
 	if [ -f "$dir/pg.port" ]; then pgport=$(cat "$dir/pg.port"); else pgport=$(free_port); echo "$pgport" >"$dir/pg.port"; fi
 	if [ ! -f "$pgdata/PG_VERSION" ]; then
 		log "initdb $pgdata"
-		as_pg "$bindir/initdb" -D "$pgdata" -U bobnet --auth=trust -E UTF8 >/dev/null
+		pg_init "$bindir" "$pgdata"
 	fi
 	if ! as_pg "$bindir/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; then
 		log "postgres on 127.0.0.1:$pgport"
-		as_pg "$bindir/pg_ctl" -D "$pgdata" -w -t 60 -l "$dir/pg.log" \
-			-o "-p $pgport -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" start >/dev/null
+		pg_start "$bindir" "$pgdata" "$pgport" "$dir/pg.log"
 	fi
-	as_pg "$bindir/psql" -h 127.0.0.1 -p "$pgport" -U bobnet -d postgres -tAc \
-		"SELECT 1 FROM pg_database WHERE datname='bobnet'" | grep -q 1 ||
-		as_pg "$bindir/psql" -h 127.0.0.1 -p "$pgport" -U bobnet -d postgres -qc "CREATE DATABASE bobnet" >/dev/null
+	pg_createdb "$bindir" "$pgport"
 
 	if [ -f "$dir/redis.port" ]; then redisport=$(cat "$dir/redis.port"); else redisport=$(free_port); echo "$redisport" >"$dir/redis.port"; fi
 	if ! { [ -f "$dir/redis.pid" ] && kill -0 "$(cat "$dir/redis.pid")" 2>/dev/null; }; then

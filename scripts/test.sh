@@ -35,25 +35,9 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 	fi
 fi
 
-# Room on disk: the run needs some 5 GB (the Go build cache of a cold run
-# is 3.5 GB; the servers' data). A build cache that has grown until the
-# disk is nearly full is emptied (it is only a cache: the run rebuilds what
-# it needs); short of room after that, the run stops here with the reason
-# rather than failing test by test.
-need_kb=$((6 * 1024 * 1024))
-free_kb() { df -Pk "$1" | awk 'NR == 2 { print $4 }'; }
-gocache=$(go env GOCACHE)
-tmp=${TMPDIR:-/tmp}
-if [ "$(free_kb "$tmp")" -lt "$need_kb" ] || [ "$(free_kb "$gocache")" -lt "$need_kb" ]; then
-	echo "test: under 6 GB free; emptying the Go build cache ($gocache, $(du -sh "$gocache" | cut -f1))" >&2
-	go clean -cache
-	for d in "$tmp" "$gocache"; do
-		if [ "$(free_kb "$d")" -lt "$need_kb" ]; then
-			echo "test: $d has $(($(free_kb "$d") / 1024)) MB free; the run needs some 6 GB" >&2
-			exit 1
-		fi
-	done
-fi
+# Room on disk for the build cache and the servers' data (lib.sh).
+. scripts/lib.sh
+ensure_room test
 
 . scripts/throwaway.sh
 # A throwaway Dendrite homeserver for the Matrix adapter's tests (built once
