@@ -16,26 +16,26 @@ import (
 // answer plans a request's answer, whose reply names the request (a
 // surface turns the request's draft into it). A request whose proposal
 // was already stored (planned before a crash) is not planned again; a
-// fresh one (no worker took it before) has none to look for. taken waits
-// until the request's taking is recorded: the model is asked while it is
-// written, anything audited after the model waits for it.
+// fresh one (no worker took it before) has none to look for. The
+// request's taking is recorded while the model is asked (tk.start);
+// anything audited after the model waits for it (tk.wait).
 // made is the proposal as this call stored it, when it stored one: the
 // post that follows shows it without reading it back.
-func (e *Engine) answer(ctx context.Context, r board.Request, fresh bool, taken func()) (ans board.Answer, made *board.Proposal) {
-	ans, made = e.answerOf(ctx, r, fresh, taken)
+func (e *Engine) answer(ctx context.Context, r board.Request, fresh bool, tk *taking) (ans board.Answer, made *board.Proposal) {
+	ans, made = e.answerOf(ctx, r, fresh, tk)
 	if ans.Reply != nil {
 		ans.Reply.Request = r.ID
 	}
 	return ans, made
 }
 
-func (e *Engine) answerOf(ctx context.Context, r board.Request, fresh bool, taken func()) (board.Answer, *board.Proposal) {
+func (e *Engine) answerOf(ctx context.Context, r board.Request, fresh bool, tk *taking) (board.Answer, *board.Proposal) {
 	if !fresh {
 		if p, err := e.deps.Proposals.Proposal(ctx, board.ProposalIDFor(r.ID)); err == nil {
 			return board.Answer{ProposalID: p.ID, Reply: &board.Reply{Kind: board.ReplyProposal, Text: p.Plan.Answer}}, nil
 		}
 	}
-	reply, proposal, failure := e.plan(ctx, r, taken)
+	reply, proposal, failure := e.plan(ctx, r, tk)
 	if proposal != nil {
 		ans := board.Answer{ProposalID: proposal.ID, Reply: &board.Reply{Kind: board.ReplyProposal, Text: proposal.Plan.Answer}}
 		if proposal.Reposting {
@@ -74,7 +74,7 @@ func (e *Engine) remember(ctx context.Context, r board.Request, role, text strin
 
 // plan turns a request into a reply or a proposal; failure is set when the
 // request failed (its reply says why, kindly).
-func (e *Engine) plan(ctx context.Context, r board.Request, taken func()) (reply *board.Reply, proposal *board.Proposal, failure string) {
+func (e *Engine) plan(ctx context.Context, r board.Request, tk *taking) (reply *board.Reply, proposal *board.Proposal, failure string) {
 	ch := r.Thread.Channel.Key()
 	var prev *board.Proposal
 	if id := r.Revises; id != "" {
@@ -85,7 +85,7 @@ func (e *Engine) plan(ctx context.Context, r board.Request, taken func()) (reply
 		prev = &p
 	}
 	if id := r.Again; id != "" {
-		taken()
+		tk.wait()
 		return e.proposeAgain(ctx, r, id)
 	}
 
@@ -154,11 +154,12 @@ func (e *Engine) plan(ctx context.Context, r board.Request, taken func()) (reply
 	// The model is asked as soon as what it is shown is read; the
 	// request's taking is written meanwhile, and before anything the
 	// answer records.
+	tk.start()
 	drafts := e.startDrafting(r)
 	in.OnDraft = drafts.onDraft()
 	out, err := e.deps.Planner.Plan(ctx, in, opts)
 	drafts.stop()
-	taken()
+	tk.wait()
 	// The charge is a write of its own: it goes on beside the proposal's
 	// (the next request's budget check reads it, not this one), and the
 	// plan is answered once it is done.

@@ -87,6 +87,31 @@ func (e *Engine) work(ctx context.Context, consumer string) {
 	}
 }
 
+// taking records a request as taken, its audit row and its record as
+// planning, once: started as its model is asked (start), so that the
+// writes go on during the model's call rather than beside the reads of
+// what the model is shown, which twenty requests taken at once make on
+// two busy cores; wait starts them where no model is asked and waits
+// until they are written.
+type taking struct {
+	once   sync.Once
+	wg     sync.WaitGroup
+	record func(*sync.WaitGroup) // nil: taken before, nothing to record
+}
+
+func (t *taking) start() {
+	t.once.Do(func() {
+		if t.record != nil {
+			t.record(&t.wg)
+		}
+	})
+}
+
+func (t *taking) wait() {
+	t.start()
+	t.wg.Wait()
+}
+
 // handle takes one request: records it as taken (once), plans its answer
 // (once: the answer is kept until posted) and hands the answer to the
 // request's channel to post. The stream entry is acknowledged only once the
@@ -120,10 +145,9 @@ func (e *Engine) handle(ctx context.Context, consumer string, d board.QueuedRequ
 		}
 	}
 	// Taking a request is recorded (its audit row, its record as
-	// planning) while its planning reads what the model is shown and
-	// asks the model; both are written before anything the answer
-	// records.
-	var taking sync.WaitGroup
+	// planning) while the model is asked (see taking); both are written
+	// before anything the answer records.
+	tk := &taking{}
 	fresh := !rec.Taken
 	if !rec.Taken {
 		// The first thing recorded about a request, so the audit reads in
@@ -132,23 +156,25 @@ func (e *Engine) handle(ctx context.Context, consumer string, d board.QueuedRequ
 		if r.Via != "" {
 			detail["via"] = r.Via // the worker's context does not carry it
 		}
-		taking.Go(func() {
-			e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "requested", Channel: r.Thread.Channel.Key(), DedupeKey: "requested:" + string(id)}, detail)
-		})
 		rec.Taken, rec.Status.State = true, board.RequestPlanning
 		taken := rec
-		taking.Go(func() {
-			if err := e.deps.Requests.PutRequest(ctx, taken); err != nil {
-				e.logger.Warn("store request status", "request", id, "err", err)
-			}
-		})
+		tk.record = func(wg *sync.WaitGroup) {
+			wg.Go(func() {
+				e.audit(ctx, board.AuditEvent{Actor: r.User, Action: "requested", Channel: r.Thread.Channel.Key(), DedupeKey: "requested:" + string(id)}, detail)
+			})
+			wg.Go(func() {
+				if err := e.deps.Requests.PutRequest(ctx, taken); err != nil {
+					e.logger.Warn("store request status", "request", id, "err", err)
+				}
+			})
+		}
 	}
 	var made *board.Proposal
 	var answerStored sync.WaitGroup
 	if rec.Answer == nil {
 		var ans board.Answer
-		ans, made = e.answer(ctx, r, fresh, taking.Wait)
-		taking.Wait()
+		ans, made = e.answer(ctx, r, fresh, tk)
+		tk.wait()
 		if ctx.Err() != nil {
 			e.leases.drop(consumer, d.MessageID) // shutting down mid-plan: left for a reclaim
 			return
@@ -177,7 +203,7 @@ func (e *Engine) handle(ctx context.Context, consumer string, d board.QueuedRequ
 			answerStored.Go(storeAnswer)
 		}
 	}
-	taking.Wait() // a record found answered but not taken: its taking is written before its post
+	tk.wait() // a record found answered but not taken: its taking is written before its post
 	if err := e.out.send(r.Thread.Channel.Key(), func(pctx context.Context) { e.post(pctx, consumer, d, rec, made, answerStored.Wait) }); err != nil {
 		e.logger.Warn("answer not posted yet: "+err.Error()+"; it will be retried", "request", id)
 		e.leases.drop(consumer, d.MessageID)
