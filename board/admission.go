@@ -56,6 +56,10 @@ type QueuedRequest struct {
 	// this time included (0 when the queue does not say): past
 	// MaxDeliveries the request is given up on.
 	Count int
+	// Record is the request's record as the queue read it when it handed
+	// the entry over, in the same round trip; nil when it did not, and
+	// the worker reads it.
+	Record *RequestRecord
 }
 
 // RateLimit allows N requests per window Per; N == 0 means unlimited.

@@ -3,6 +3,7 @@ package bot_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,5 +82,32 @@ func TestTakingIsWrittenWhileTheModelIsAsked(t *testing.T) {
 	}
 	if w.inModel != board.RequestPlanning {
 		t.Errorf("while the model was asked the request stood %q, want %q within 5 s", w.inModel, board.RequestPlanning)
+	}
+}
+
+// countReads counts the request records read one by one.
+type countReads struct {
+	bot.Requests
+	reads atomic.Int64
+}
+
+func (c *countReads) Request(ctx context.Context, id board.RequestID) (board.RequestRecord, error) {
+	c.reads.Add(1)
+	return c.Requests.Request(ctx, id)
+}
+
+// A worker takes a request with its record, read in the round trip that
+// claims the stream entry: planning it reads the record no more.
+func TestRequestIsTakenWithItsRecord(t *testing.T) {
+	t.Parallel()
+	c := &countReads{}
+	env := bottest.New(t, bottest.WithDeps(func(d *bot.Deps) { c.Requests = d.Requests; d.Requests = c }))
+	answerNewspaper(t, env)
+	if _, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest}); err != nil {
+		t.Fatal(err)
+	}
+	env.Poster.WaitFor(t, "the preview", func(_ []bottest.PostedReply, previews, _ []board.Proposal) bool { return len(previews) == 1 })
+	if n := c.reads.Load(); n != 0 {
+		t.Fatalf("the worker read the request's record %d times, want 0: the queue hands it over", n)
 	}
 }

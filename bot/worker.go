@@ -119,7 +119,13 @@ func (t *taking) wait() {
 // reclaimed and finished, never lost and never planned twice.
 func (e *Engine) handle(ctx context.Context, consumer string, d board.QueuedRequest) {
 	id := d.RequestID
-	rec, err := e.deps.Requests.Request(ctx, id)
+	var rec board.RequestRecord
+	var err error
+	if d.Record != nil {
+		rec = *d.Record
+	} else {
+		rec, err = e.deps.Requests.Request(ctx, id)
+	}
 	if errors.Is(err, ErrNotFound) {
 		e.logger.Warn("queued request has no record; dropping it", "request", id)
 		e.ack(ctx, consumer, d)

@@ -33,7 +33,7 @@ func (s *InFlight) PutRequest(ctx context.Context, r board.RequestRecord) error 
 	if r.Status.State == board.RequestDone || r.Status.State == board.RequestFailed {
 		answered = "1"
 	}
-	err = putRequestScript.Run(ctx, s.rdb, []string{s.key("request", string(r.Request.ID))}, b, requestTTL.Milliseconds(), answered).Err()
+	err = putRequestScript.Run(ctx, s.rdb, []string{requestKey(s.prefix, r.Request.ID)}, b, requestTTL.Milliseconds(), answered).Err()
 	if errors.Is(err, redis.Nil) {
 		err = nil
 	}
@@ -42,7 +42,12 @@ func (s *InFlight) PutRequest(ctx context.Context, r board.RequestRecord) error 
 
 // Request returns a request record; board.ErrNotFound when there is none.
 func (s *InFlight) Request(ctx context.Context, id board.RequestID) (board.RequestRecord, error) {
-	b, err := s.rdb.Get(ctx, s.key("request", string(id))).Bytes()
+	return requestOf(id, s.rdb.Get(ctx, requestKey(s.prefix, id)))
+}
+
+// requestOf is the record a GET of request id's key answered.
+func requestOf(id board.RequestID, get *redis.StringCmd) (board.RequestRecord, error) {
+	b, err := get.Bytes()
 	if errors.Is(err, redis.Nil) {
 		return board.RequestRecord{}, fmt.Errorf("request %s: %w", id, board.ErrNotFound)
 	}
@@ -118,7 +123,7 @@ func (s *InFlight) admitCall(a board.Admission, now time.Time, rec []byte) *admi
 	userPer := max(a.UserLimit.Per, time.Millisecond).Milliseconds()
 	chanPer := max(a.ChannelLimit.Per, time.Millisecond).Milliseconds()
 	stream := streamKey(s.prefix, shard)
-	c := &admitCall{id: id, record: rec, recordKey: s.key("request", id), ttl: requestTTL, stream: stream}
+	c := &admitCall{id: id, record: rec, recordKey: requestKey(s.prefix, a.Record.Request.ID), ttl: requestTTL, stream: stream}
 	if a.UserLimit.N > 0 {
 		c.userKey = s.prefix + "rate:{" + a.UserKey + "}:" + strconv.FormatInt(userWin, 10)
 		c.userLimit, c.userPer = int64(a.UserLimit.N), userPer

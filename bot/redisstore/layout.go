@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bobnet/bobnet/board"
 )
 
 // Layout is where the store's keys live: under Prefix, with the request
@@ -63,6 +65,9 @@ func shardTag(n int) string { return "{" + strconv.Itoa(n) + "}" }
 
 // streamKey is shard n's stream, under prefix (with its colon).
 func streamKey(prefix string, n int) string { return prefix + "requests:" + shardTag(n) }
+
+// requestKey is request id's record, under prefix (with its colon).
+func requestKey(prefix string, id board.RequestID) string { return prefix + "request:" + string(id) }
 
 // legacyStream is the one request stream of BobNet before shards; an
 // upgraded replica drains it (legacy.go).

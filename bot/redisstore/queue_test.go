@@ -265,3 +265,32 @@ func TestBurstReachesEveryWaitingWorker(t *testing.T) {
 		}
 	}
 }
+
+// A worker takes an entry and its request's record in one round trip; a
+// request whose record is gone comes without one, for the worker to find
+// missing.
+func TestTakenEntryComesWithItsRecord(t *testing.T) {
+	t.Parallel()
+	rdb, prefix, q := newQueue(t)
+	ctx := context.Background()
+	s := newStore(t, rdb, prefix)
+	res, err := s.Admit(ctx, board.Admission{
+		Record:  board.RequestRecord{Request: board.Request{ID: "r_1", Text: "plan the newspaper", User: "alice"}, Status: board.RequestStatus{ID: "r_1", State: board.RequestQueued}},
+		UserKey: "u", ChannelKey: "c",
+	})
+	if err != nil || res.Outcome != board.AdmitNew {
+		t.Fatalf("admit = %+v, %v", res, err)
+	}
+	d := readOne(t, q, "w", "r_1")
+	if d.Record == nil || d.Record.Request.Text != "plan the newspaper" || d.Record.Status.State != board.RequestQueued {
+		t.Fatalf("taken with record %+v, want r_1's as admitted", d.Record)
+	}
+
+	admit(t, rdb, prefix, "r_2")
+	if err := rdb.Del(ctx, prefix+":request:r_2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d := readOne(t, q, "w", "r_2"); d.Record != nil {
+		t.Fatalf("taken with record %+v, want none: it was deleted", d.Record)
+	}
+}

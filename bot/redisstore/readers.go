@@ -105,21 +105,35 @@ func (r *readers) take(ctx context.Context, consumer string, block time.Duration
 }
 
 // claim moves a held entry to consumer, unless it changed hands since
-// the reader read it.
+// the reader read it, and reads its request's record in the same round
+// trip: the worker needs it first.
 func (r *readers) claim(ctx context.Context, consumer string, h held) ([]board.QueuedRequest, error) {
-	// go-redis sends whole milliseconds, rounding down, as Redis counts
-	// idle time: an entry handed over within its first millisecond asks
-	// for MIN-IDLE 0.
-	ids, err := r.q.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
-		Stream: r.q.streamOf(h.shard), Group: group, Consumer: consumer, MinIdle: time.Since(h.at), Messages: []string{h.id},
-	}).Result()
-	if err != nil {
-		return nil, wrap("take request", err)
+	var claim *redis.StringSliceCmd
+	var get *redis.StringCmd
+	_, _ = r.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		// go-redis sends whole milliseconds, rounding down, as Redis
+		// counts idle time: an entry handed over within its first
+		// millisecond asks for MIN-IDLE 0.
+		claim = p.XClaimJustID(ctx, &redis.XClaimArgs{
+			Stream: r.q.streamOf(h.shard), Group: group, Consumer: consumer, MinIdle: time.Since(h.at), Messages: []string{h.id},
+		})
+		get = p.Get(ctx, requestKey(r.q.prefix, h.req))
+		return nil
+	})
+	ids, cerr := claim.Result()
+	if cerr != nil {
+		return nil, wrap("take request", cerr)
 	}
 	if len(ids) == 0 {
 		return nil, nil // reclaimed by another worker meanwhile, or gone
 	}
-	return []board.QueuedRequest{{MessageID: messageID(h.shard, h.id), RequestID: h.req, Count: 1}}, nil
+	d := board.QueuedRequest{MessageID: messageID(h.shard, h.id), RequestID: h.req, Count: 1}
+	// A record missing or unreadable is left for the worker to read, and
+	// to tell why.
+	if rec, err := requestOf(h.req, get); err == nil {
+		d.Record = &rec
+	}
+	return []board.QueuedRequest{d}, nil
 }
 
 // waitForWorker returns once a worker waits in take (true), or the
