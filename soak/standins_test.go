@@ -156,12 +156,20 @@ type slackMessage struct {
 	deleted                     bool
 }
 
-// draw takes a post's or redraw's text and metadata, where it has them,
-// and the proposal or review its buttons name: a redraw that takes the
-// buttons away (decided) leaves the message the preview it was.
+// draw takes a post's or redraw's text (a stream's is its markdown) and
+// metadata, where it has them, and the proposal or review its buttons
+// name: a redraw that takes the buttons away (decided) leaves the message
+// the preview it was.
 func (m *slackMessage) draw(form url.Values) {
 	if t := form.Get("text"); t != "" {
 		m.Text = t
+	}
+	var chunks []struct{ Type, Text string }
+	_ = json.Unmarshal([]byte(form.Get("chunks")), &chunks)
+	for _, c := range chunks {
+		if c.Type == "markdown_text" {
+			m.Text += c.Text
+		}
 	}
 	if p := buttonValue(form.Get("blocks"), "bobnet_approve"); p != "" {
 		m.Proposal = p
@@ -206,7 +214,7 @@ func newSlackAPI(t *testing.T, slow time.Duration) *slackAPI {
 			m := slackMessage{Channel: r.PostForm.Get("channel"), ThreadTS: r.PostForm.Get("thread_ts"), TS: ts}
 			m.draw(r.PostForm)
 			s.sent = append(s.sent, m)
-		case "/api/chat.update", "/api/chat.stopStream", "/api/chat.delete":
+		case "/api/chat.update", "/api/chat.appendStream", "/api/chat.stopStream", "/api/chat.delete":
 			for i := range s.sent {
 				if s.sent[i].TS == r.PostForm.Get("ts") && s.sent[i].Channel == r.PostForm.Get("channel") {
 					s.sent[i].draw(r.PostForm)
@@ -216,7 +224,7 @@ func newSlackAPI(t *testing.T, slow time.Duration) *slackAPI {
 		case "/api/conversations.replies":
 			var msgs []map[string]any
 			for _, m := range s.sent {
-				if m.ThreadTS != r.PostForm.Get("ts") {
+				if m.ThreadTS != r.PostForm.Get("ts") || m.deleted {
 					continue
 				}
 				out := map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "thread_ts": m.ThreadTS, "bot_id": "BBOT"}

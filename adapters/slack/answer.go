@@ -2,9 +2,11 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -36,8 +38,8 @@ const answerWait = 3 * time.Second
 // streamed draft is stopped with it (chat.stopStream), a placeholder or
 // posted draft updated to it (chat.update). It returns the answer's
 // message and true when it did, false when there was no draft to turn
-// (the caller posts the answer, then calls answered, and with lookAgain
-// sweepLater). Should the draft's message refuse the answer, the answer
+// (the caller posts the answer, then calls answered, looking again when
+// told to). Should the draft's message refuse the answer, the answer
 // is posted and the draft deleted: none is left behind.
 func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.Thread, ans answer) (ts string, done, lookAgain bool, err error) {
 	shown, kind, local := a.finishDraft(ctx, id)
@@ -66,7 +68,7 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 		} else {
 			// A placeholder or posted draft in the thread, whichever
 			// replica posted it, names the request in its metadata.
-			found, err := a.findDraft(ctx, t, id)
+			found, err := a.findDraft(ctx, t, id, false)
 			if err != nil || found == "" {
 				return "", false, true, nil
 			}
@@ -79,7 +81,9 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 		// message was recorded: the draft's own record is as good.
 		sh[fieldTS], sh[fieldMsg] = local, kind
 	}
-	for deadline := time.Now().Add(answerWait); !first && err == nil && sh[fieldTS] == "" && inFlight(sh[fieldMsg]) && time.Now().Before(deadline); {
+	// A draft on its way is waited for, unless it is this replica's and
+	// its start failed.
+	for deadline := time.Now().Add(answerWait); !first && kind != msgFailed && err == nil && sh[fieldTS] == "" && inFlight(sh[fieldMsg]) && time.Now().Before(deadline); {
 		if sleep(ctx, 100*time.Millisecond) != nil {
 			break
 		}
@@ -93,17 +97,23 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 	ts = sh[fieldTS]
 	if ts == "" {
 		// No draft message recorded. Where Slack refused the thread
-		// status, or a placeholder or posted draft was claimed, it may
-		// still be in the thread, posted by a replica that died before
-		// recording it: its metadata names the request.
-		if sh[fieldStatus] != "refused" && !findable(sh[fieldMsg]) {
+		// status, or a draft was claimed, it may still be in the thread,
+		// made by a replica that died before recording it or whose call
+		// timed out: a placeholder's or posted draft's metadata names the
+		// request, and a stream is the thread's one unfinished stream
+		// (its request holds the thread's stream).
+		if sh[fieldStatus] != "refused" && !inFlight(sh[fieldMsg]) {
 			return "", false, false, nil
 		}
-		found, err := a.findDraft(ctx, t, id)
+		stream := sh[fieldMsg] == msgStream
+		found, err := a.findDraft(ctx, t, id, stream)
 		if err != nil || found == "" {
 			return "", false, true, nil
 		}
-		ts, sh[fieldMsg] = found, msgPlaceholder
+		ts = found
+		if !stream {
+			sh[fieldMsg] = msgPlaceholder
+		}
 	}
 	api, channel, err := a.web(ctx, t.Channel.ID)
 	if err != nil {
@@ -140,7 +150,7 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 		if err != nil {
 			return "", true, false, err
 		}
-		a.answered(ctx, id, posted)
+		a.answered(ctx, t, id, posted, false)
 		return posted, true, false, nil
 	}
 	if sh[fieldStatus] == "set" {
@@ -150,18 +160,14 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 			a.logger.Warn("slack: clear the thread status", "request", id, "err", err)
 		}
 	}
-	a.answered(ctx, id, ts)
+	a.answered(ctx, t, id, ts, false)
 	return ts, true, false, nil
 }
 
-// inFlight says whether a message of kind may still be on its way.
-func inFlight(kind string) bool { return kind == msgStream || findable(kind) }
-
-// findable says whether a message of kind names its request in its
-// metadata, so that any replica finds it in the thread: every kind that
-// may be on its way but a stream, which carries none.
-func findable(kind string) bool {
-	return slices.Contains([]string{msgPlaceholder, msgPosted, postNext}, kind)
+// inFlight says whether a message of kind may still be on its way; any
+// replica finds one in the thread (findDraft).
+func inFlight(kind string) bool {
+	return slices.Contains([]string{msgPlaceholder, msgPosted, postNext, msgStream}, kind)
 }
 
 // updateTo redraws message ts as the answer, at once as the stream's
@@ -206,12 +212,19 @@ func deleteDraft(ctx context.Context, api *slackapi.Client, channel, ts string) 
 	})
 }
 
-// answered notes that request id's answer went out as message ts, for
-// every replica: a status is not renewed any more, a placeholder posted
-// late is taken away, a repost finds it.
-func (a *Adapter) answered(ctx context.Context, id board.RequestID, ts string) {
+// answered notes that request id's answer went out as message ts in t,
+// for every replica: a status is not renewed any more, a placeholder
+// posted late is taken away, a repost finds it. With sweep, the thread
+// is looked at again later for a draft landing late (sweepLater); then,
+// or now, the thread may stream another request's draft.
+func (a *Adapter) answered(ctx context.Context, t board.Thread, id board.RequestID, ts string, sweep bool) {
 	if id == "" {
 		return
+	}
+	if sweep {
+		defer a.sweepLater(t, id, ts)
+	} else {
+		defer a.releaseStream(ctx, t, id)
 	}
 	a.statuses.drop(id)
 	// The first answer is the request's; a later reply naming it (a
@@ -239,33 +252,41 @@ func (a *Adapter) answeredAs(ctx context.Context, id board.RequestID) string {
 	return sh[fieldAnswered]
 }
 
-// findDraft looks in t for the placeholder or posted draft of request id
-// (conversations.replies with metadata); "" when there is none. A failed
-// look is tried once more: not finding a draft leaves it beside the
-// answer.
-func (a *Adapter) findDraft(ctx context.Context, t board.Thread, id board.RequestID) (string, error) {
-	ts, err := a.lookForDraft(ctx, t, id)
+// findDraft looks in t for request id's draft: the placeholder or posted
+// draft its metadata names (conversations.replies with metadata), or
+// with stream its unfinished stream; "" when there is none. Messages
+// except names are not it. A failed look is tried once more: not finding
+// a draft leaves it beside the answer.
+func (a *Adapter) findDraft(ctx context.Context, t board.Thread, id board.RequestID, stream bool, except ...string) (string, error) {
+	ts, err := a.lookForDraft(ctx, t, id, stream, except)
 	if err != nil && sleep(ctx, 200*time.Millisecond) == nil {
-		ts, err = a.lookForDraft(ctx, t, id)
+		ts, err = a.lookForDraft(ctx, t, id, stream, except)
 	}
 	return ts, err
 }
 
 // sweepLater looks in t once more for a draft of request id after its
 // answer was posted as message answer, beside none found: a placeholder
-// whose replica died with its post on its way lands as late as the
-// call's timeout, unrecorded, and is taken away then. The answer itself
-// is never taken (another attempt may have written it into the draft).
-// A replica that stops sooner looks at once: what has landed by then
-// goes, though a placeholder later than that stays.
+// or stream whose replica died with its call on its way lands as late as
+// the call's timeout, unrecorded, and is taken away then. The answer
+// itself is never taken (another attempt may have written it into the
+// draft). A replica that stops sooner looks at once: what has landed by
+// then goes, though a placeholder later than that stays. The thread may
+// stream another request's draft after the look.
 func (a *Adapter) sweepLater(t board.Thread, id board.RequestID, answer string) {
 	a.afterAck("sweep a late placeholder", func(ctx context.Context) {
+		defer a.releaseStream(ctx, t, id)
 		select {
 		case <-time.After(a.cfg.Timeout):
 		case <-a.work.Done():
 		}
-		ts, err := a.findDraft(ctx, t, id)
-		if err != nil || ts == "" || ts == answer || ts == a.answeredAs(ctx, id) {
+		sh, err := a.memory.Showing(ctx, id)
+		if err != nil {
+			a.logger.Warn("slack: look for a draft left beside the answer", "request", id, "err", err)
+			return
+		}
+		ts, err := a.findDraft(ctx, t, id, sh[fieldMsg] == msgStream, answer, sh[fieldAnswered])
+		if err != nil || ts == "" {
 			return
 		}
 		api, channel, err := a.web(ctx, t.Channel.ID)
@@ -273,13 +294,18 @@ func (a *Adapter) sweepLater(t board.Thread, id board.RequestID, answer string) 
 			err = deleteDraft(ctx, api, channel, ts)
 		}
 		if err != nil {
-			a.logger.Warn("slack: delete a placeholder left beside the answer", "request", id, "err", err)
+			a.logger.Warn("slack: delete a draft left beside the answer", "request", id, "err", err)
 		}
 	})
 }
 
-// lookForDraft is one look of findDraft's.
-func (a *Adapter) lookForDraft(ctx context.Context, t board.Thread, id board.RequestID) (string, error) {
+// lookForDraft is one look of findDraft's. A stream is the one message
+// of a bot in t without metadata that opens as streamed drafts do: every
+// other message BobNet posts in a request's thread carries metadata or
+// opens otherwise, and while request id holds t's stream no other
+// request's draft streams there. Two such messages are not told apart:
+// neither is taken.
+func (a *Adapter) lookForDraft(ctx context.Context, t board.Thread, id board.RequestID, stream bool, except []string) (string, error) {
 	api, channel, err := a.web(ctx, t.Channel.ID)
 	if err != nil {
 		return "", err
@@ -290,10 +316,34 @@ func (a *Adapter) lookForDraft(ctx context.Context, t board.Thread, id board.Req
 	if err != nil {
 		return "", fmt.Errorf("conversations.replies: %w", err)
 	}
+	var streams []string
 	for _, m := range msgs {
+		if slices.Contains(except, m.Timestamp) {
+			continue
+		}
 		if m.Metadata.EventType == draftEvent && fmt.Sprint(m.Metadata.EventPayload["request_id"]) == string(id) {
 			return m.Timestamp, nil
 		}
+		if stream && m.Metadata.EventType == "" && m.BotID != "" && opensAsStream(m) {
+			streams = append(streams, m.Timestamp)
+		}
+	}
+	if len(streams) > 1 {
+		a.logger.Warn("slack: unfinished streams in the thread are not told apart; leaving them", "request", id, "messages", streams)
+		return "", nil
+	}
+	if len(streams) == 1 {
+		return streams[0], nil
 	}
 	return "", nil
+}
+
+// opensAsStream says whether m opens as a streamed draft, in its text or
+// its blocks.
+func opensAsStream(m slackapi.Message) bool {
+	if strings.Contains(m.Text, streamOpening) {
+		return true
+	}
+	b, err := json.Marshal(m.Blocks)
+	return err == nil && strings.Contains(string(b), streamOpening)
 }

@@ -53,15 +53,21 @@ type drafting struct {
 	finished bool
 
 	// Kept by the goroutine alone.
-	kind   string // "", msgStream, msgPosted, msgFailed, or postNext
-	ts     string
-	shown  []string // task ids shown, in order
-	titled string   // the plan title shown
+	kind       string // "", msgStream, msgPosted, msgFailed, postNext or streamNext
+	ts         string
+	user, team string   // a stream's recipient
+	shown      []string // task ids shown, in order
+	titled     string   // the plan title shown
 }
 
-// msgStale is a draft message no longer drawn after a call failed, left
-// for the answer to replace (a kind only the draft's goroutine knows).
-const msgStale = "stale"
+// Kinds only the draft's goroutine knows: msgStale is a draft message no
+// longer drawn after a call failed, left for the answer to replace;
+// streamNext a stream whose start Slack answered 429, started in the next
+// slot.
+const (
+	msgStale   = "stale"
+	streamNext = "stream-next"
+)
 
 // Draft shows d, the request's plan as parsed so far, in its thread: it
 // keeps d as the newest and returns; the draft's goroutine shows it.
@@ -162,7 +168,7 @@ func (a *Adapter) pump(dr *drafting) {
 		if finished {
 			return
 		}
-		if fresh || dr.kind == postNext {
+		if fresh || dr.kind == postNext || dr.kind == streamNext {
 			// Not cut off as the replica stops: a call cut off may still
 			// make its message, which the answer could then not end.
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(a.work), a.cfg.Timeout)
@@ -200,7 +206,7 @@ func (a *Adapter) showDraft(ctx context.Context, dr *drafting, d bot.Draft) {
 		dr.kind = msgFailed
 		return
 	}
-	if dr.kind == "" {
+	if dr.kind == "" || dr.kind == streamNext {
 		a.startDraft(ctx, api, channel, dr, d)
 		return
 	}
@@ -235,9 +241,18 @@ func (a *Adapter) showDraft(ctx context.Context, dr *drafting, d bot.Draft) {
 
 // startDraft starts a request's draft message: it streams where the
 // request's thread can be streamed to (who asked is known, the workspace
-// did not refuse streaming lately), else posts it; the placeholder, when
-// there is one, becomes the draft.
+// did not refuse streaming lately, no other request's draft streams in
+// the thread), else posts it; the placeholder, when there is one, becomes
+// the draft.
 func (a *Adapter) startDraft(ctx context.Context, api *slackapi.Client, channel string, dr *drafting, d bot.Draft) {
+	if dr.kind == streamNext {
+		if a.answeredAs(ctx, dr.id) != "" {
+			dr.kind = msgFailed // answered while Slack held the start back
+			return
+		}
+		a.startStream(ctx, api, channel, dr, d)
+		return
+	}
 	sh, err := a.memory.Showing(ctx, dr.id)
 	if err != nil {
 		dr.kind = msgFailed
@@ -261,36 +276,52 @@ func (a *Adapter) startDraft(ctx context.Context, api *slackapi.Client, channel 
 		return
 	}
 	stream := sh[fieldUser] != "" && sh[fieldTeam] != "" && !a.refusedBefore(ctx, "stream", dr.thread.Channel.ID)
+	if stream {
+		// One streamed draft a thread at a time: then the thread's one
+		// unfinished stream is this request's, should it go unrecorded.
+		held, err := a.memory.HoldStream(ctx, dr.thread, dr.id, showingTTL)
+		stream = err == nil && held
+	}
 	kind := postNext
 	if stream {
 		kind = msgStream
 	}
 	won, _, err := a.memory.ShowingClaim(ctx, dr.id, fieldMsg, kind, nil, showingTTL)
 	if err != nil || !won {
+		if stream {
+			a.releaseStream(ctx, dr.thread, dr.id)
+		}
 		return
 	}
 	a.rememberThread(ctx, dr.thread)
-	tasks := draftTasks(d.Cards)
 	if !stream {
 		dr.kind = postNext
 		dr.showDraftAgain()
 		return
 	}
+	dr.user, dr.team = sh[fieldUser], sh[fieldTeam]
+	a.startStream(ctx, api, channel, dr, d)
+}
+
+// startStream makes the draft's streamed message, its showing claimed as
+// a stream.
+func (a *Adapter) startStream(ctx context.Context, api *slackapi.Client, channel string, dr *drafting, d bot.Draft) {
 	title := d.Title
 	if title == "" {
 		title = "Drafting a plan…"
 	}
 	chunks := []slackapi.StreamChunk{
-		slackapi.NewMarkdownTextChunk("_A draft: each card shows as the model writes it, and is checked before you can approve it._\n"),
+		slackapi.NewMarkdownTextChunk("_" + streamOpening + "_\n"),
 		slackapi.NewPlanUpdateChunk(clip(plain(title), maxPlanTitle)),
 	}
-	dr.titled = title
-	chunks = append(chunks, dr.taskChunks(tasks)...)
+	dr.titled, dr.shown = title, nil
+	chunks = append(chunks, dr.taskChunks(draftTasks(d.Cards))...)
 	_, ts, err := api.StartStreamContext(ctx, channel,
 		slackapi.MsgOptionTS(dr.thread.ID),
-		slackapi.MsgOptionRecipientUserID(sh[fieldUser]), slackapi.MsgOptionRecipientTeamID(sh[fieldTeam]),
+		slackapi.MsgOptionRecipientUserID(dr.user), slackapi.MsgOptionRecipientTeamID(dr.team),
 		slackapi.MsgOptionTaskDisplayMode(slackapi.TaskDisplayModePlan),
 		slackapi.MsgOptionChunks(chunks...))
+	var rl *slackapi.RateLimitedError
 	switch {
 	case err == nil:
 		dr.kind, dr.ts = msgStream, ts
@@ -299,9 +330,30 @@ func (a *Adapter) startDraft(ctx context.Context, api *slackapi.Client, channel 
 		a.noteRefusal(ctx, "stream", dr.thread.Channel.ID, err)
 		dr.kind, dr.shown = postNext, nil
 		_ = a.setShowing(ctx, dr.id, map[string]string{fieldMsg: postNext})
+		a.releaseStream(ctx, dr.thread, dr.id)
+		dr.showDraftAgain()
+	case errors.As(err, &rl):
+		// Slack made no message: it is started in a later slot.
+		a.pace.hold(dr.thread.Channel.ID, max(rl.RetryAfter, paceEvery))
+		dr.kind = streamNext
 		dr.showDraftAgain()
 	default:
-		a.draftFailed(ctx, dr, err)
+		// Slack may have made the message though its ts never came (the
+		// call timed out, the reply was lost): the showing stays a
+		// stream without a ts, which the answer looks for in the thread.
+		a.logger.Warn("slack: start the draft's stream; the answer comes without it", "request", dr.id, "err", err)
+		dr.kind = msgFailed
+	}
+}
+
+// releaseStream lets another request's draft stream in t, request id's
+// stream being answered (or never started).
+func (a *Adapter) releaseStream(ctx context.Context, t board.Thread, id board.RequestID) {
+	// Its own context: the call's may be what ended the stream.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := a.memory.ReleaseStream(ctx, t, id); err != nil {
+		a.logger.Warn("slack: let the thread stream another draft", "request", id, "err", err)
 	}
 }
 

@@ -158,14 +158,11 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 			// The thread's messages as Slack lists them, metadata
 			// included when asked for.
 			var msgs []map[string]any
-			for _, p := range f.snapshot() {
-				if p.Method != "chat.postMessage" || p.Form.Get("thread_ts") != c.Form.Get("ts") {
-					continue
-				}
-				m := map[string]any{"type": "message", "ts": p.TS, "text": p.Form.Get("text"), "thread_ts": p.Form.Get("thread_ts"), "bot_id": "B_BOBNET"}
-				if c.Form.Get("include_all_metadata") == "1" && p.Form.Get("metadata") != "" {
+			for _, p := range threadOf(f.snapshot(), c.Form.Get("ts")) {
+				m := map[string]any{"type": "message", "ts": p.ts, "text": p.text, "thread_ts": c.Form.Get("ts"), "bot_id": "B_BOBNET"}
+				if c.Form.Get("include_all_metadata") == "1" && p.metadata != "" {
 					var md map[string]any
-					_ = json.Unmarshal([]byte(p.Form.Get("metadata")), &md)
+					_ = json.Unmarshal([]byte(p.metadata), &md)
 					m["metadata"] = md
 				}
 				msgs = append(msgs, m)
@@ -195,6 +192,76 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 	t.Cleanup(f.srv.Close)
 	t.Cleanup(func() { close(f.release) }) // runs first: stalled calls end before the server closes
 	return f
+}
+
+// heldMessage is a message in a thread as Slack holds it after the
+// calls made so far.
+type heldMessage struct {
+	ts, text, metadata string
+}
+
+// threadOf is thread's messages, as calls left them: posted or streamed
+// (a stream's text is its markdown), redrawn (text, metadata), deleted.
+func threadOf(calls []call, thread string) []heldMessage {
+	var msgs []heldMessage
+	at := map[string]int{}
+	for _, c := range calls {
+		if c.Refused != "" || c.Limited > 0 {
+			continue
+		}
+		i, ok := at[c.Form.Get("ts")]
+		switch c.Method {
+		case "chat.postMessage", "chat.startStream":
+			if c.Form.Get("thread_ts") != thread {
+				continue
+			}
+			i, ok = len(msgs), true
+			at[c.TS] = i
+			msgs = append(msgs, heldMessage{ts: c.TS})
+		case "chat.update", "chat.appendStream", "chat.stopStream":
+		case "chat.delete":
+			if ok {
+				msgs[i].ts = ""
+			}
+			continue
+		default:
+			continue
+		}
+		if !ok {
+			continue
+		}
+		m := &msgs[i]
+		if t := c.Form.Get("text"); t != "" {
+			m.text = t
+		}
+		m.text += streamedMarkdown(c.Form.Get("chunks"))
+		if md := c.Form.Get("metadata"); md != "" {
+			m.metadata = md
+		}
+	}
+	kept := msgs[:0]
+	for _, m := range msgs {
+		if m.ts != "" {
+			kept = append(kept, m)
+		}
+	}
+	return kept
+}
+
+// streamedMarkdown is the markdown text of a stream's chunks.
+func streamedMarkdown(chunks string) string {
+	var cs []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal([]byte(chunks), &cs)
+	var b strings.Builder
+	for _, c := range cs {
+		if c.Type == "markdown_text" {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
 }
 
 type world struct {

@@ -141,6 +141,10 @@ func (m *marks) ShowingClaim(context.Context, board.RequestID, string, string, m
 	return false, nil, nil
 }
 func (m *marks) Showing(context.Context, board.RequestID) (map[string]string, error) { return nil, nil }
+func (m *marks) HoldStream(context.Context, board.Thread, board.RequestID, time.Duration) (bool, error) {
+	return false, nil
+}
+func (m *marks) ReleaseStream(context.Context, board.Thread, board.RequestID) error { return nil }
 
 func (m *marks) Marked(_ context.Context, key string) (bool, error) {
 	m.mu.Lock()

@@ -25,11 +25,16 @@ func (a *Adapter) Reply(ctx context.Context, t board.Thread, r board.Reply) erro
 	// message shows.
 	a.rememberThread(ctx, t)
 	blocks := replyBlocks(text, r.Review)
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(fallback(r.Text), false), slackapi.MsgOptionBlocks(blocks...), slackapi.MsgOptionTS(t.ID)}
 	lookAgain := false
 	if r.Request != "" {
+		// Named in its metadata, as a draft is: a streamed draft this
+		// reply ends is then not taken for one still streaming.
+		metadata := slackapi.SlackMetadata{EventType: answerEvent, EventPayload: map[string]any{"request_id": string(r.Request)}}
+		opts = append(opts, slackapi.MsgOptionMetadata(metadata))
 		drawn := func() []slackapi.Block { return blocks }
 		_, done, again, err := a.answerDraft(ctx, r.Request, t, answer{
-			text: fallback(r.Text), blocks: drawn, below: drawn,
+			text: fallback(r.Text), blocks: drawn, below: drawn, metadata: &metadata,
 			settle: setAside,
 		})
 		if done {
@@ -41,15 +46,9 @@ func (a *Adapter) Reply(ctx context.Context, t board.Thread, r board.Reply) erro
 	if err != nil {
 		return err
 	}
-	_, ts, err := api.PostMessageContext(ctx, channel,
-		slackapi.MsgOptionText(fallback(r.Text), false),
-		slackapi.MsgOptionBlocks(blocks...),
-		slackapi.MsgOptionTS(t.ID))
+	_, ts, err := api.PostMessageContext(ctx, channel, opts...)
 	if err == nil {
-		a.answered(ctx, r.Request, ts)
-		if lookAgain {
-			a.sweepLater(t, r.Request, ts)
-		}
+		a.answered(ctx, t, r.Request, ts, lookAgain)
 	}
 	return err
 }

@@ -79,10 +79,7 @@ func (a *Adapter) PostPreview(ctx context.Context, p board.Proposal) (board.Mess
 	if err != nil {
 		return "", fmt.Errorf("post preview: %w", err)
 	}
-	a.answered(ctx, p.RequestID, ts)
-	if lookAgain {
-		a.sweepLater(p.Thread, p.RequestID, ts)
-	}
+	a.answered(ctx, p.Thread, p.RequestID, ts, lookAgain)
 	a.homeChanged(ctx, p)
 	return board.MessageRef(ts), nil
 }

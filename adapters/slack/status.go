@@ -19,6 +19,11 @@ type Showings interface {
 	ShowingSet(ctx context.Context, id board.RequestID, fields map[string]string, ttl time.Duration) error
 	ShowingClaim(ctx context.Context, id board.RequestID, field, value string, with map[string]string, ttl time.Duration) (bool, map[string]string, error)
 	Showing(ctx context.Context, id board.RequestID) (map[string]string, error)
+	// HoldStream and ReleaseStream keep a thread to one streamed draft at
+	// a time, so an answer finds its request's stream in the thread
+	// though no record names it (answer.go).
+	HoldStream(ctx context.Context, t board.Thread, id board.RequestID, ttl time.Duration) (bool, error)
+	ReleaseStream(ctx context.Context, t board.Thread, id board.RequestID) error
 }
 
 // The fields of a showing.
@@ -48,8 +53,18 @@ const (
 )
 
 // draftEvent is the metadata type of a placeholder or draft message,
-// naming its request.
-const draftEvent = "bobnet_draft"
+// naming its request; answerEvent that of a reply that answers a request
+// (a preview's is previewEvent).
+const (
+	draftEvent  = "bobnet_draft"
+	answerEvent = "bobnet_answer"
+)
+
+// streamOpening opens every streamed draft, and only those: how the
+// answer knows its request's stream in the thread when the replica that
+// started it died before recording its ts (a stream carries no metadata
+// until it is stopped).
+const streamOpening = "A draft: each card shows as the model writes it, and is checked before you can approve it."
 
 // showingTTL is how long a request's showing is kept: longer than any
 // request is planned.

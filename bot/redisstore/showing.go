@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -62,4 +63,37 @@ func (s *InFlight) ShowingClaim(ctx context.Context, id board.RequestID, field, 
 func (s *InFlight) Showing(ctx context.Context, id board.RequestID) (map[string]string, error) {
 	m, err := s.rdb.HGetAll(ctx, s.showingKey(id)).Result()
 	return m, wrap("read showing", err)
+}
+
+// A thread streams one request's draft at a time: the request that holds
+// its stream. A replica that dies between Slack making a streamed message
+// and recording its ts leaves a message no record names, and a stream
+// carries no metadata; while its request holds the thread's stream, that
+// message is the thread's one unfinished stream, which the request's
+// answer can then find.
+
+// streamHoldKey is thread t's stream hold.
+func (s *InFlight) streamHoldKey(t board.Thread) string {
+	return s.key("stream-hold", t.Channel.ID, t.ID)
+}
+
+// HoldStream makes request id the one streaming a draft in thread t for
+// ttl, unless another request is: true when id holds it (again).
+func (s *InFlight) HoldStream(ctx context.Context, t board.Thread, id board.RequestID, ttl time.Duration) (bool, error) {
+	key := s.streamHoldKey(t)
+	won, err := s.rdb.SetNX(ctx, key, string(id), ttl).Result()
+	if err != nil || won {
+		return won, wrap("hold stream", err)
+	}
+	holder, err := s.rdb.Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil // let go in between: the caller does without
+	}
+	return holder == string(id), wrap("hold stream", err)
+}
+
+// ReleaseStream ends request id's hold of thread t's stream; a hold
+// another request took (after id's ran out) is left.
+func (s *InFlight) ReleaseStream(ctx context.Context, t board.Thread, id board.RequestID) error {
+	return wrap("release stream", releaseScript.Run(ctx, s.rdb, []string{s.streamHoldKey(t)}, string(id)).Err())
 }

@@ -69,3 +69,64 @@ func TestShowingClaimOnce(t *testing.T) {
 		t.Fatalf("ttl = %s, %v", ttl, err)
 	}
 }
+
+// Of many requests holding one thread's stream at once, one holds it;
+// holding it again is its own, other threads are apart, and a release by
+// anyone but its holder leaves it.
+func TestStreamHoldIsOneRequestsAtATime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redisstore.NewInFlight(bottest.Redis(t), bottest.Prefix())
+	th := board.Thread{Channel: board.Channel{Source: board.SourceSlack, ID: "T1/C1"}, ID: "1700000000.000100"}
+	var wins atomic.Int32
+	var winner atomic.Value
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := board.RequestID("r_" + string(rune('a'+i)))
+			won, err := s.HoldStream(ctx, th, id, time.Minute)
+			if err != nil {
+				t.Error(err)
+			}
+			if won {
+				wins.Add(1)
+				winner.Store(id)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d requests hold the thread's stream; want 1", wins.Load())
+	}
+	holder := winner.Load().(board.RequestID)
+	hold := func(th board.Thread, id board.RequestID) bool {
+		t.Helper()
+		won, err := s.HoldStream(ctx, th, id, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return won
+	}
+	if !hold(th, holder) {
+		t.Errorf("%s holds the stream, yet holding it again failed", holder)
+	}
+	other := th
+	other.ID = "1700000000.000200"
+	if !hold(other, "r_z") {
+		t.Error("another thread's stream is held by the first thread's request")
+	}
+	if err := s.ReleaseStream(ctx, th, "r_z"); err != nil {
+		t.Fatal(err)
+	}
+	if hold(th, "r_y") {
+		t.Error("a release by a request that did not hold the stream let it go")
+	}
+	if err := s.ReleaseStream(ctx, th, holder); err != nil {
+		t.Fatal(err)
+	}
+	if !hold(th, "r_y") {
+		t.Error("the stream, released by its holder, is still held")
+	}
+}

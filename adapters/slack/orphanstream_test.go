@@ -1,0 +1,144 @@
+package slack_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bobnet/bobnet/adapters/slack"
+	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/bot"
+	"github.com/bobnet/bobnet/bot/bottest"
+	"github.com/bobnet/bobnet/bot/redisstore"
+)
+
+// streamFor shows request p planning in its thread through ad and gives
+// it a first draft card.
+func streamFor(t *testing.T, ad *slack.Adapter, fs *fakeSlack, p board.Proposal) {
+	t.Helper()
+	ad.ShowPlanning(p.Thread, p.RequestID, "U_ALICE", "T1")
+	fs.waitFor(t, "status", func(c call) bool { return isStatus(c) && c.Form.Get("thread_ts") == p.Thread.ID })
+	if err := ad.Draft(context.Background(), bot.Draft{Request: p.RequestID, Thread: p.Thread, Title: p.Plan.NewBoard().Name, Cards: p.Plan.Actions[0].Cards[:1]}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// onlyThePreview fails unless thread th holds one message, p's preview.
+func onlyThePreview(t *testing.T, fs *fakeSlack, th board.Thread, p board.Proposal) {
+	t.Helper()
+	msgs := threadOf(fs.snapshot(), th.ID)
+	if len(msgs) != 1 || !strings.Contains(msgs[0].metadata, string(p.ID)) {
+		t.Errorf("the thread holds %+v; want p's preview alone", msgs)
+	}
+}
+
+// A replica that dies between Slack making its streamed draft and
+// recording the message's ts leaves a stream no record names. The
+// replica that answers the request finds it in the thread, the one
+// unfinished stream there, and ends it with the answer: the thread holds
+// the preview alone, no draft beside it.
+func TestAnswerEndsAStreamADeadReplicaNeverRecorded(t *testing.T) {
+	t.Parallel()
+	fs := newFakeSlack(t)
+	env := bottest.New(t)
+	mem := redisstore.NewInFlight(env.Redis, env.Prefix)
+	work, die := context.WithCancel(context.Background())
+	dead := adapterOn(t, work, fs, env, lostTS{mem}, 0)
+	th := slackThread("C_DEAD", "1690000000.000921")
+	p := newspaperProposal(t, bot.NewRequestID(), th)
+	streamFor(t, dead, fs, p)
+	start := fs.waitFor(t, "stream start", method("chat.startStream"))
+	die()
+
+	answeredInDraft(t, adapterOn(t, context.Background(), fs, env, mem, 0), fs, p, start)
+	onlyThePreview(t, fs, th, p)
+}
+
+// A stream whose start timed out may still have been made by Slack: the
+// answer looks for it in the thread and ends it, rather than posting
+// beside it.
+func TestAnswerEndsAStreamWhoseStartTimedOut(t *testing.T) {
+	t.Parallel()
+	fs := newFakeSlack(t)
+	fs.late = func(c call) time.Duration {
+		if c.Method == "chat.startStream" {
+			return 2 * time.Second
+		}
+		return 0
+	}
+	env := bottest.New(t)
+	ad := adapterOn(t, context.Background(), fs, env, redisstore.NewInFlight(env.Redis, env.Prefix), 300*time.Millisecond)
+	th := slackThread("C_LATE", "1690000000.000931")
+	p := newspaperProposal(t, bot.NewRequestID(), th)
+	streamFor(t, ad, fs, p)
+	start := fs.waitFor(t, "stream start", method("chat.startStream"))
+	time.Sleep(500 * time.Millisecond) // the start has timed out
+	answeredInDraft(t, ad, fs, p, start)
+	onlyThePreview(t, fs, th, p)
+}
+
+// A stream that Slack makes only after its start timed out and its
+// answer was posted is taken away when the thread is looked at again.
+func TestAStreamLandingAfterItsAnswerIsTakenAway(t *testing.T) {
+	t.Parallel()
+	fs := newFakeSlack(t)
+	fs.slow = func(c call) time.Duration {
+		if c.Method == "chat.startStream" {
+			return 700 * time.Millisecond
+		}
+		return 0
+	}
+	env := bottest.New(t)
+	ad := adapterOn(t, context.Background(), fs, env, redisstore.NewInFlight(env.Redis, env.Prefix), 400*time.Millisecond)
+	th := slackThread("C_LATER", "1690000000.000941")
+	p := newspaperProposal(t, bot.NewRequestID(), th)
+	streamFor(t, ad, fs, p)
+	time.Sleep(450 * time.Millisecond) // the start timed out; Slack has not made it yet
+	if _, err := ad.PostPreview(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	start := fs.waitFor(t, "stream start", method("chat.startStream"))
+	del := fs.waitFor(t, "late stream taken away", method("chat.delete"))
+	if del.Form.Get("ts") != start.TS {
+		t.Errorf("deleted %s; want the late stream %s", del.Form.Get("ts"), start.TS)
+	}
+	onlyThePreview(t, fs, th, p)
+}
+
+// While one request's draft streams in a thread, another request's draft
+// there is posted as a message naming its request, not streamed: a
+// thread's unfinished stream is one request's. Once the first is
+// answered, a third request's draft streams again.
+func TestOneDraftStreamsInAThreadAtATime(t *testing.T) {
+	t.Parallel()
+	fs := newFakeSlack(t)
+	env := bottest.New(t)
+	ad := adapterOn(t, context.Background(), fs, env, redisstore.NewInFlight(env.Redis, env.Prefix), 0)
+	th := slackThread("C_TWO", "1690000000.000951")
+	first := newspaperProposal(t, bot.NewRequestID(), th)
+	streamFor(t, ad, fs, first)
+	fs.waitFor(t, "first stream", method("chat.startStream"))
+
+	second := newspaperProposal(t, bot.NewRequestID(), th)
+	streamFor(t, ad, fs, second)
+	posted := fs.waitFor(t, "second draft posted", func(c call) bool {
+		return c.Method == "chat.postMessage" && strings.Contains(c.Form.Get("metadata"), string(second.RequestID))
+	})
+	if n := fs.count(method("chat.startStream")); n != 1 {
+		t.Errorf("%d streams started in one thread at once; want 1", n)
+	}
+	if posted.Form.Get("thread_ts") != th.ID {
+		t.Errorf("second draft posted in thread %q; want %q", posted.Form.Get("thread_ts"), th.ID)
+	}
+
+	if _, err := ad.PostPreview(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	fs.waitFor(t, "first stream stopped", method("chat.stopStream"))
+	third := newspaperProposal(t, bot.NewRequestID(), th)
+	streamFor(t, ad, fs, third)
+	fs.waitFor(t, "third stream", func(c call) bool {
+		return c.Method == "chat.startStream" && fs.count(method("chat.startStream")) == 2
+	})
+}
