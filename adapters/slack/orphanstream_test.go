@@ -24,10 +24,10 @@ func streamFor(t *testing.T, ad *slack.Adapter, fs *fakeSlack, p board.Proposal)
 	}
 }
 
-// onlyThePreview fails unless thread th holds one message, p's preview.
-func onlyThePreview(t *testing.T, fs *fakeSlack, th board.Thread, p board.Proposal) {
+// onlyThePreview fails unless p's thread holds one message, its preview.
+func onlyThePreview(t *testing.T, fs *fakeSlack, p board.Proposal) {
 	t.Helper()
-	msgs := threadOf(fs.snapshot(), th.ID)
+	msgs := threadOf(fs.snapshot(), p.Thread.ID)
 	if len(msgs) != 1 || !strings.Contains(msgs[0].metadata, string(p.ID)) {
 		t.Errorf("the thread holds %+v; want p's preview alone", msgs)
 	}
@@ -52,7 +52,30 @@ func TestAnswerEndsAStreamADeadReplicaNeverRecorded(t *testing.T) {
 	die()
 
 	answeredInDraft(t, adapterOn(t, context.Background(), fs, env, mem, 0), fs, p, start)
-	onlyThePreview(t, fs, th, p)
+	onlyThePreview(t, fs, p)
+}
+
+// timedOutStart is a request streaming its draft in channel through an
+// adapter whose calls time out after timeout, once that start timed out
+// (fs makes chat.startStream slow).
+func timedOutStart(t *testing.T, fs *fakeSlack, channel string, timeout time.Duration) (*slack.Adapter, board.Proposal) {
+	t.Helper()
+	env := bottest.New(t)
+	ad := adapterOn(t, context.Background(), fs, env, redisstore.NewInFlight(env.Redis, env.Prefix), timeout)
+	p := newspaperProposal(t, bot.NewRequestID(), slackThread(channel, "1690000000.000931"))
+	streamFor(t, ad, fs, p)
+	time.Sleep(timeout + 100*time.Millisecond) // the start has timed out
+	return ad, p
+}
+
+// startTakes is a delay for chat.startStream alone.
+func startTakes(d time.Duration) func(call) time.Duration {
+	return func(c call) time.Duration {
+		if c.Method == "chat.startStream" {
+			return d
+		}
+		return 0
+	}
 }
 
 // A stream whose start timed out may still have been made by Slack: the
@@ -61,21 +84,10 @@ func TestAnswerEndsAStreamADeadReplicaNeverRecorded(t *testing.T) {
 func TestAnswerEndsAStreamWhoseStartTimedOut(t *testing.T) {
 	t.Parallel()
 	fs := newFakeSlack(t)
-	fs.late = func(c call) time.Duration {
-		if c.Method == "chat.startStream" {
-			return 2 * time.Second
-		}
-		return 0
-	}
-	env := bottest.New(t)
-	ad := adapterOn(t, context.Background(), fs, env, redisstore.NewInFlight(env.Redis, env.Prefix), 300*time.Millisecond)
-	th := slackThread("C_LATE", "1690000000.000931")
-	p := newspaperProposal(t, bot.NewRequestID(), th)
-	streamFor(t, ad, fs, p)
-	start := fs.waitFor(t, "stream start", method("chat.startStream"))
-	time.Sleep(500 * time.Millisecond) // the start has timed out
-	answeredInDraft(t, ad, fs, p, start)
-	onlyThePreview(t, fs, th, p)
+	fs.late = startTakes(2 * time.Second) // made at once, answered late
+	ad, p := timedOutStart(t, fs, "C_LATE", 300*time.Millisecond)
+	answeredInDraft(t, ad, fs, p, fs.waitFor(t, "stream start", method("chat.startStream")))
+	onlyThePreview(t, fs, p)
 }
 
 // A stream that Slack makes only after its start timed out and its
@@ -83,18 +95,8 @@ func TestAnswerEndsAStreamWhoseStartTimedOut(t *testing.T) {
 func TestAStreamLandingAfterItsAnswerIsTakenAway(t *testing.T) {
 	t.Parallel()
 	fs := newFakeSlack(t)
-	fs.slow = func(c call) time.Duration {
-		if c.Method == "chat.startStream" {
-			return 700 * time.Millisecond
-		}
-		return 0
-	}
-	env := bottest.New(t)
-	ad := adapterOn(t, context.Background(), fs, env, redisstore.NewInFlight(env.Redis, env.Prefix), 400*time.Millisecond)
-	th := slackThread("C_LATER", "1690000000.000941")
-	p := newspaperProposal(t, bot.NewRequestID(), th)
-	streamFor(t, ad, fs, p)
-	time.Sleep(450 * time.Millisecond) // the start timed out; Slack has not made it yet
+	fs.slow = startTakes(700 * time.Millisecond) // made late
+	ad, p := timedOutStart(t, fs, "C_LATER", 400*time.Millisecond)
 	if _, err := ad.PostPreview(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func TestAStreamLandingAfterItsAnswerIsTakenAway(t *testing.T) {
 	if del.Form.Get("ts") != start.TS {
 		t.Errorf("deleted %s; want the late stream %s", del.Form.Get("ts"), start.TS)
 	}
-	onlyThePreview(t, fs, th, p)
+	onlyThePreview(t, fs, p)
 }
 
 // While one request's draft streams in a thread, another request's draft
