@@ -89,7 +89,12 @@ func (a *Adapter) answerDraft(ctx context.Context, id board.RequestID, t board.T
 		}
 		sh, err = a.memory.Showing(ctx, id)
 	}
-	if err != nil || sh[fieldAnswered] != "" {
+	if err != nil {
+		// Redis went away while the draft was waited for: the answer is
+		// posted, and the thread looked at later for a draft.
+		return "", false, true, nil
+	}
+	if sh[fieldAnswered] != "" {
 		// It was turned already: a second reply naming the request is a
 		// message of its own.
 		return "", false, false, nil
@@ -280,10 +285,15 @@ func (a *Adapter) sweepLater(t board.Thread, id board.RequestID, answer string) 
 		case <-time.After(a.cfg.Timeout):
 		case <-a.work.Done():
 		}
-		sh, err := a.memory.Showing(ctx, id)
+		// Without the showing (Redis away), a stream is not looked for:
+		// the thread's stream may be another request's.
+		var sh map[string]string
+		err := whileAway(ctx, func() (err error) {
+			sh, err = a.memory.Showing(ctx, id)
+			return err
+		})
 		if err != nil {
-			a.logger.Warn("slack: look for a draft left beside the answer", "request", id, "err", err)
-			return
+			a.logger.Warn("slack: read the request's showing; looking for a placeholder alone", "request", id, "err", err)
 		}
 		ts, err := a.findDraft(ctx, t, id, sh[fieldMsg] == msgStream, answer, sh[fieldAnswered])
 		if err != nil || ts == "" {

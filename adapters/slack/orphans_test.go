@@ -1,5 +1,8 @@
 package slack_test
 
+// Drafts whose replica died or whose call timed out before their
+// message was recorded: none is left beside its answer.
+
 import (
 	"context"
 	"strings"
@@ -143,4 +146,72 @@ func TestOneDraftStreamsInAThreadAtATime(t *testing.T) {
 	fs.waitFor(t, "third stream", func(c call) bool {
 		return c.Method == "chat.startStream" && fs.count(method("chat.startStream")) == 2
 	})
+}
+
+// setsLost is a replica's Memory that records nothing in a showing any
+// more, as for a replica whose Redis connection broke for good.
+type setsLost struct{ slack.Memory }
+
+func (m setsLost) ShowingSet(context.Context, board.RequestID, map[string]string, time.Duration) error {
+	return errRedisAway
+}
+
+// showingsUnread is a replica's Memory that cannot read a showing, as
+// while Redis restarts.
+type showingsUnread struct{ slack.Memory }
+
+func (m showingsUnread) Showing(context.Context, board.RequestID) (map[string]string, error) {
+	return nil, errRedisAway
+}
+
+// A placeholder on its way while the answer waits for it with Redis
+// away is not left beside the answer: the answer is posted and the
+// thread looked at again, and the placeholder, landed by then (its
+// replica, cut off from Redis, neither recorded nor took it away), is
+// deleted (found by the soak: Redis restarted as a preview was waiting
+// for its placeholder).
+func TestAPlaceholderLandingWhileRedisIsAwayIsTakenAway(t *testing.T) {
+	t.Parallel()
+	fs := newFakeSlack(t)
+	fs.refuse = func(c call) string {
+		if isStatus(c) {
+			return "not_allowed_token_type"
+		}
+		return ""
+	}
+	fs.slow = func(c call) time.Duration {
+		if c.Method == "chat.postMessage" && strings.Contains(c.Form.Get("metadata"), `"bobnet_draft"`) {
+			return 1500 * time.Millisecond
+		}
+		return 0
+	}
+	env := bottest.New(t)
+	mem := redisstore.NewInFlight(env.Redis, env.Prefix)
+	acked := adapterOn(t, context.Background(), fs, env, setsLost{mem}, 0)
+	answering := adapterOn(t, context.Background(), fs, env, showingsUnread{mem}, 2*time.Second)
+	th := slackThread("C_PH", "1690000000.000961")
+	p := newspaperProposal(t, bot.NewRequestID(), th)
+	acked.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		sh, err := mem.Showing(context.Background(), p.RequestID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sh["msg"] == "placeholder" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no placeholder claimed: %v", sh)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := answering.PostPreview(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	ph := fs.waitFor(t, "placeholder", isPlaceholder)
+	del := fs.waitFor(t, "placeholder taken away", method("chat.delete"))
+	if del.Form.Get("ts") != ph.TS {
+		t.Errorf("deleted %s; want the placeholder %s", del.Form.Get("ts"), ph.TS)
+	}
+	onlyThePreview(t, fs, p)
 }
