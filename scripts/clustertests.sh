@@ -25,6 +25,7 @@ slack)
 	tests=(
 		TestSlackEndToEnd TestFailedSubmitThenRetryMakesOneRequest TestSlashCommandReplayIsOneRequest
 		TestFloodFromOnePersonIsToldOnce TestFloodFromManyPeopleIsToldAFew TestLatePreviewIsFoundNotPostedAgain
+		TestAnswerEndsAStreamADeadReplicaNeverRecorded
 	)
 	;;
 *) echo "clustertests.sh: no list for $1" >&2; exit 2 ;;
