@@ -227,7 +227,7 @@ func (a *Adapter) answered(ctx context.Context, t board.Thread, id board.Request
 		return
 	}
 	if sweep {
-		defer a.sweepLater(t, id, ts)
+		defer a.sweepLater(ctx, t, id, ts)
 	} else {
 		defer a.releaseStream(ctx, t, id)
 	}
@@ -268,45 +268,6 @@ func (a *Adapter) findDraft(ctx context.Context, t board.Thread, id board.Reques
 		ts, err = a.lookForDraft(ctx, t, id, stream, except)
 	}
 	return ts, err
-}
-
-// sweepLater looks in t once more for a draft of request id after its
-// answer was posted as message answer, beside none found: a placeholder
-// or stream whose replica died with its call on its way lands as late as
-// the call's timeout, unrecorded, and is taken away then. The answer
-// itself is never taken (another attempt may have written it into the
-// draft). A replica that stops sooner looks at once: what has landed by
-// then goes, though a placeholder later than that stays. The thread may
-// stream another request's draft after the look.
-func (a *Adapter) sweepLater(t board.Thread, id board.RequestID, answer string) {
-	a.afterAck("sweep a late placeholder", func(ctx context.Context) {
-		defer a.releaseStream(ctx, t, id)
-		select {
-		case <-time.After(a.cfg.Timeout):
-		case <-a.work.Done():
-		}
-		// Without the showing (Redis away), a stream is not looked for:
-		// the thread's stream may be another request's.
-		var sh map[string]string
-		err := whileAway(ctx, func() (err error) {
-			sh, err = a.memory.Showing(ctx, id)
-			return err
-		})
-		if err != nil {
-			a.logger.Warn("slack: read the request's showing; looking for a placeholder alone", "request", id, "err", err)
-		}
-		ts, err := a.findDraft(ctx, t, id, sh[fieldMsg] == msgStream, answer, sh[fieldAnswered])
-		if err != nil || ts == "" {
-			return
-		}
-		api, channel, err := a.web(ctx, t.Channel.ID)
-		if err == nil {
-			err = deleteDraft(ctx, api, channel, ts)
-		}
-		if err != nil {
-			a.logger.Warn("slack: delete a draft left beside the answer", "request", id, "err", err)
-		}
-	})
 }
 
 // lookForDraft is one look of findDraft's. A stream is the one message

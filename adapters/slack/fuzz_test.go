@@ -145,6 +145,11 @@ func (m *marks) HoldStream(context.Context, board.Thread, board.RequestID, time.
 	return false, nil
 }
 func (m *marks) ReleaseStream(context.Context, board.Thread, board.RequestID) error { return nil }
+func (m *marks) AddDue(context.Context, string, string, time.Time) error            { return nil }
+func (m *marks) DropDue(context.Context, string, string) error                      { return nil }
+func (m *marks) TakeDue(context.Context, string, time.Time, int) ([]string, error) {
+	return nil, nil
+}
 
 func (m *marks) Marked(_ context.Context, key string) (bool, error) {
 	m.mu.Lock()

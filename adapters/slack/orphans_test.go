@@ -27,6 +27,36 @@ func streamFor(t *testing.T, ad *slack.Adapter, fs *fakeSlack, p board.Proposal)
 	}
 }
 
+// takenAway fails unless the message made was deleted and p's thread
+// holds its preview alone.
+func takenAway(t *testing.T, fs *fakeSlack, p board.Proposal, made call) {
+	t.Helper()
+	del := fs.waitFor(t, "the draft taken away", method("chat.delete"))
+	if del.Form.Get("ts") != made.TS {
+		t.Errorf("deleted %s; want the draft %s", del.Form.Get("ts"), made.TS)
+	}
+	onlyThePreview(t, fs, p)
+}
+
+// latePlaceholders is a stand-in Slack that refuses thread statuses and
+// takes placeholders only after d.
+func latePlaceholders(t *testing.T, d time.Duration) *fakeSlack {
+	fs := newFakeSlack(t)
+	fs.refuse = func(c call) string {
+		if isStatus(c) {
+			return "not_allowed_token_type"
+		}
+		return ""
+	}
+	fs.slow = func(c call) time.Duration {
+		if isPlaceholder(c) {
+			return d
+		}
+		return 0
+	}
+	return fs
+}
+
 // onlyThePreview fails unless p's thread holds one message, its preview.
 func onlyThePreview(t *testing.T, fs *fakeSlack, p board.Proposal) {
 	t.Helper()
@@ -103,12 +133,7 @@ func TestAStreamLandingAfterItsAnswerIsTakenAway(t *testing.T) {
 	if _, err := ad.PostPreview(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	start := fs.waitFor(t, "stream start", method("chat.startStream"))
-	del := fs.waitFor(t, "late stream taken away", method("chat.delete"))
-	if del.Form.Get("ts") != start.TS {
-		t.Errorf("deleted %s; want the late stream %s", del.Form.Get("ts"), start.TS)
-	}
-	onlyThePreview(t, fs, p)
+	takenAway(t, fs, p, fs.waitFor(t, "stream start", method("chat.startStream")))
 }
 
 // While one request's draft streams in a thread, another request's draft
@@ -164,6 +189,25 @@ func (m showingsUnread) Showing(context.Context, board.RequestID) (map[string]st
 	return nil, errRedisAway
 }
 
+// placeholderClaimed waits until request id's placeholder is claimed in
+// its showing: on its way to Slack.
+func placeholderClaimed(t *testing.T, mem *redisstore.InFlight, id board.RequestID) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		sh, err := mem.Showing(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sh["msg"] == "placeholder" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no placeholder claimed: %v", sh)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // A placeholder on its way while the answer waits for it with Redis
 // away is not left beside the answer: the answer is posted and the
 // thread looked at again, and the placeholder, landed by then (its
@@ -172,19 +216,7 @@ func (m showingsUnread) Showing(context.Context, board.RequestID) (map[string]st
 // for its placeholder).
 func TestAPlaceholderLandingWhileRedisIsAwayIsTakenAway(t *testing.T) {
 	t.Parallel()
-	fs := newFakeSlack(t)
-	fs.refuse = func(c call) string {
-		if isStatus(c) {
-			return "not_allowed_token_type"
-		}
-		return ""
-	}
-	fs.slow = func(c call) time.Duration {
-		if c.Method == "chat.postMessage" && strings.Contains(c.Form.Get("metadata"), `"bobnet_draft"`) {
-			return 1500 * time.Millisecond
-		}
-		return 0
-	}
+	fs := latePlaceholders(t, 1500*time.Millisecond)
 	env := bottest.New(t)
 	mem := redisstore.NewInFlight(env.Redis, env.Prefix)
 	acked := adapterOn(t, context.Background(), fs, env, setsLost{mem}, 0)
@@ -192,26 +224,37 @@ func TestAPlaceholderLandingWhileRedisIsAwayIsTakenAway(t *testing.T) {
 	th := slackThread("C_PH", "1690000000.000961")
 	p := newspaperProposal(t, bot.NewRequestID(), th)
 	acked.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		sh, err := mem.Showing(context.Background(), p.RequestID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sh["msg"] == "placeholder" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no placeholder claimed: %v", sh)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	placeholderClaimed(t, mem, p.RequestID)
 	if _, err := answering.PostPreview(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	ph := fs.waitFor(t, "placeholder", isPlaceholder)
-	del := fs.waitFor(t, "placeholder taken away", method("chat.delete"))
-	if del.Form.Get("ts") != ph.TS {
-		t.Errorf("deleted %s; want the placeholder %s", del.Form.Get("ts"), ph.TS)
+	takenAway(t, fs, p, fs.waitFor(t, "placeholder", isPlaceholder))
+}
+
+// A late look at a thread whose replica stopped before the look was due
+// is done by another replica: a placeholder landing after the stop (its
+// own replica cut off from Redis, so it neither recorded nor took it
+// away) is deleted all the same.
+func TestALateLookIsDoneByAnotherReplicaWhenItsOwnStopped(t *testing.T) {
+	t.Parallel()
+	fs := latePlaceholders(t, 5*time.Second) // past the answer's wait for them
+	env := bottest.New(t)
+	mem := redisstore.NewInFlight(env.Redis, env.Prefix)
+	acked := adapterOn(t, context.Background(), fs, env, setsLost{mem}, 0)
+	work, stop := context.WithCancel(context.Background())
+	defer stop()
+	answering := adapterOn(t, work, fs, env, mem, 2*time.Second)
+	th := slackThread("C_HANDOVER", "1690000000.000971")
+	p := newspaperProposal(t, bot.NewRequestID(), th)
+	acked.ShowPlanning(th, p.RequestID, "U_ALICE", "T1")
+	placeholderClaimed(t, mem, p.RequestID)
+	if _, err := answering.PostPreview(context.Background(), p); err != nil {
+		t.Fatal(err)
 	}
-	onlyThePreview(t, fs, p)
+	stop() // it looks at once, before the placeholder lands
+	if err := answering.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	adapterOn(t, context.Background(), fs, env, mem, 2*time.Second)
+	takenAway(t, fs, p, fs.waitFor(t, "placeholder", isPlaceholder))
 }

@@ -28,15 +28,16 @@ type Engine interface {
 	Request(ctx context.Context, id board.RequestID) (board.RequestStatus, error)
 }
 
-// Memory remembers event ids, the threads the bot speaks in and who
-// opened the App Home, across replicas and restarts; *redisstore.InFlight is
-// one.
+// Memory remembers event ids, the threads the bot speaks in, who opened
+// the App Home, how requests are shown and the looks at threads due
+// later, across replicas and restarts; *redisstore.InFlight is one.
 type Memory interface {
 	SeenOnce(ctx context.Context, key string, ttl time.Duration) (bool, error)
 	Mark(ctx context.Context, key string, ttl time.Duration) error
 	Marked(ctx context.Context, key string) (bool, error)
 	HomeViewers
 	Showings
+	Dues
 }
 
 // Config is the Slack app's settings.
@@ -102,7 +103,8 @@ const slackConns = 128
 const backgroundSlots = 64
 
 // New returns a Slack adapter. work is the server's lifetime: decisions
-// started after an ack finish within it.
+// started after an ack finish within it, and the adapter takes the looks
+// at threads due from any replica (sweeps.go) until it ends.
 func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *slog.Logger) (*Adapter, error) {
 	if cfg.BotToken == "" && cfg.OAuth == nil {
 		return nil, errors.New("SLACK_BOT_TOKEN is required")
@@ -141,6 +143,7 @@ func New(work context.Context, cfg Config, eng Engine, memory Memory, logger *sl
 		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken))
 	}
 	a.api = slackapi.New(cfg.BotToken, opts...)
+	go a.takeSweeps()
 	return a, nil
 }
 

@@ -403,21 +403,7 @@ func TestFailedAnswerSweepsNothing(t *testing.T) {
 // with its ts unrecorded) is taken away.
 func TestSweepLooksAtOnceWhenItsReplicaStops(t *testing.T) {
 	t.Parallel()
-	fs := newFakeSlack(t)
-	fs.mu.Lock()
-	fs.refuse = func(c call) string {
-		if isStatus(c) {
-			return "not_allowed_token_type"
-		}
-		return ""
-	}
-	fs.slow = func(c call) time.Duration {
-		if isPlaceholder(c) {
-			return 5 * time.Second // past the answer's wait for it
-		}
-		return 0
-	}
-	fs.mu.Unlock()
+	fs := latePlaceholders(t, 5*time.Second) // past the answer's wait for them
 	env := bottest.New(t)
 	work, stop := context.WithCancel(context.Background())
 	defer stop()

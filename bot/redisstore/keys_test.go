@@ -236,6 +236,7 @@ func exercise(t *testing.T, s *redisstore.InFlight, q *redisstore.Queue) {
 	must(err)
 	must(s.AddHomeViewer(ctx, "slack:T1", "U1", now))
 	must(s.ShowingSet(ctx, "r_1", map[string]string{"status": "set"}, time.Minute))
+	must(s.AddDue(ctx, "slack-sweeps", "x", now))
 	_, err = s.HoldStream(ctx, board.Thread{Channel: board.Channel{Source: board.SourceSlack, ID: "T1/C1"}, ID: "1.2"}, "r_1", time.Minute)
 	must(err)
 	must(s.AppendTurn(ctx, "console:c:t", plan.Turn{Role: "user", User: "bob", Text: "plan"}))
