@@ -147,7 +147,7 @@ func (m *marks) HoldStream(context.Context, board.Thread, board.RequestID, time.
 func (m *marks) ReleaseStream(context.Context, board.Thread, board.RequestID) error { return nil }
 func (m *marks) AddDue(context.Context, string, string, time.Time) error            { return nil }
 func (m *marks) DropDue(context.Context, string, string) error                      { return nil }
-func (m *marks) TakeDue(context.Context, string, time.Time, int) ([]string, error) {
+func (m *marks) TakeDue(context.Context, string, time.Time, int, time.Duration) ([]string, error) {
 	return nil, nil
 }
 

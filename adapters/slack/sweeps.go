@@ -19,7 +19,7 @@ import (
 type Dues interface {
 	AddDue(ctx context.Context, set, member string, at time.Time) error
 	DropDue(ctx context.Context, set, member string) error
-	TakeDue(ctx context.Context, set string, now time.Time, n int) ([]string, error)
+	TakeDue(ctx context.Context, set string, now time.Time, n int, lease time.Duration) ([]string, error)
 }
 
 // sweepSet is the due set of the looks at threads, and sweepEvery how
@@ -85,8 +85,12 @@ func (a *Adapter) takeSweeps() {
 			return
 		case <-tick.C:
 		}
-		ctx, cancel := context.WithTimeout(a.work, 3*a.cfg.Timeout)
-		due, err := a.memory.TakeDue(ctx, sweepSet, time.Now(), 10)
+		// A look is taken for as long as it may take (a call, tried
+		// twice, and its delete): should this replica die during it, it
+		// falls due again.
+		lease := 3 * a.cfg.Timeout
+		ctx, cancel := context.WithTimeout(a.work, lease)
+		due, err := a.memory.TakeDue(ctx, sweepSet, time.Now(), 10, lease)
 		if err != nil {
 			a.logger.Debug("slack: take the late looks due", "err", err)
 		}
@@ -94,6 +98,9 @@ func (a *Adapter) takeSweeps() {
 			var sw sweep
 			if json.Unmarshal([]byte(m), &sw) == nil && sw.Request != "" {
 				a.sweep(ctx, sw, true)
+			}
+			if err := a.memory.DropDue(ctx, sweepSet, m); err != nil {
+				a.logger.Warn("slack: drop the late look done", "request", sw.Request, "err", err)
 			}
 		}
 		cancel()

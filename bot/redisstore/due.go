@@ -9,9 +9,11 @@ import (
 )
 
 // A due set holds work that falls due later and that any replica may do,
-// each member taken once: the Slack adapter's late looks at a thread for
-// a draft left beside its answer, should the replica that answered die
-// first. It is one sorted set (due:<set>) by the time each falls due.
+// each member taken by one at a time: the Slack adapter's late looks at a
+// thread for a draft left beside its answer, should the replica that
+// answered die first. It is one sorted set (due:<set>) by the time each
+// falls due; a member taken falls due again when its lease ends, until
+// it is dropped as done.
 
 func (s *InFlight) dueKey(set string) string { return s.key("due", set) }
 
@@ -21,15 +23,16 @@ func (s *InFlight) AddDue(ctx context.Context, set, member string, at time.Time)
 	return wrap("add due", err)
 }
 
-// DropDue takes member out of set before it falls due: done already.
+// DropDue takes member out of set: done.
 func (s *InFlight) DropDue(ctx context.Context, set, member string) error {
 	return wrap("drop due", s.rdb.ZRem(ctx, s.dueKey(set), member).Err())
 }
 
-// TakeDue takes at most n members of set due by now; of callers at once,
-// each member goes to one.
-func (s *InFlight) TakeDue(ctx context.Context, set string, now time.Time, n int) ([]string, error) {
-	due, err := takeDueScript.Run(ctx, s.rdb, []string{s.dueKey(set)}, now.UnixMilli(), n).StringSlice()
+// TakeDue takes at most n members of set due by now, for lease: of
+// callers at once, each member goes to one, and it falls due again when
+// the lease ends unless dropped (DropDue) by then.
+func (s *InFlight) TakeDue(ctx context.Context, set string, now time.Time, n int, lease time.Duration) ([]string, error) {
+	due, err := takeDueScript.Run(ctx, s.rdb, []string{s.dueKey(set)}, now.UnixMilli(), n, now.Add(lease).UnixMilli()).StringSlice()
 	if err == redis.Nil {
 		return nil, nil
 	}

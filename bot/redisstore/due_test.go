@@ -13,7 +13,8 @@ import (
 )
 
 // Of many callers taking a due set's members at once, each member goes to
-// one; a member not yet due, or dropped, goes to none.
+// one; a member not yet due, or dropped, goes to none; a member taken and
+// not dropped falls due again when its lease ends.
 func TestDueMembersAreTakenOnceWhenDue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -41,7 +42,7 @@ func TestDueMembersAreTakenOnceWhenDue(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for {
-				due, err := s.TakeDue(ctx, "sweeps", now, 3)
+				due, err := s.TakeDue(ctx, "sweeps", now, 3, time.Minute)
 				if err != nil {
 					t.Error(err)
 					return
@@ -61,7 +62,18 @@ func TestDueMembersAreTakenOnceWhenDue(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("taken %v; want each due member once: %v", got, want)
 	}
-	if due, err := s.TakeDue(ctx, "sweeps", now.Add(2*time.Hour), 10); err != nil || !slices.Equal(due, []string{"later"}) {
-		t.Errorf("taken an hour later: %v, %v; want [later]", due, err)
+	for _, m := range want[1:] {
+		must(s.DropDue(ctx, "sweeps", m))
+	}
+	// Two minutes on, the leases have ended: the one member not dropped
+	// (its taker died, say) is due again, with the one due an hour on.
+	due, err := s.TakeDue(ctx, "sweeps", now.Add(2*time.Minute), 10, time.Minute)
+	if must(err); !slices.Equal(due, want[:1]) {
+		t.Errorf("taken two minutes on: %v; want %v again", due, want[:1])
+	}
+	must(s.DropDue(ctx, "sweeps", want[0])) // done this time
+	due, err = s.TakeDue(ctx, "sweeps", now.Add(2*time.Hour), 10, time.Minute)
+	if must(err); !slices.Equal(due, []string{"later"}) {
+		t.Errorf("taken two hours on: %v; want [later] alone (the others dropped)", due)
 	}
 }

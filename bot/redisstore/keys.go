@@ -73,8 +73,8 @@ var Keys = []Key{
 		"7 days, at most 1,000 people"},
 	{"showing:{r:<id>}", "the request id", "how a chat surface shows a request while it is planned: the thread status it set, the placeholder or streamed draft message its answer replaces, that the answer went out ([slack.md](slack.md#while-bobnet-plans))",
 		"1 hour"},
-	{"due:<set>", "none (one key)", "work due later that any replica does, each piece once: a look at a Slack thread for a draft left beside its answer, should the replica that answered die before its own look",
-		"until due and taken (a call's timeout, twice)"},
+	{"due:<set>", "none (one key)", "work due later that any replica does, each piece by one at a time (taken for a lease, done when dropped): a look at a Slack thread for a draft left beside its answer, should the replica that answered die before its own look",
+		"until due (a call's timeout, twice) and done"},
 	{"stream-hold:<channel>:<thread>", "none (one key)", "the request whose draft a thread streams: one at a time, so an answer finds its stream in the thread though a replica died before recording it ([slack.md](slack.md#while-bobnet-plans))",
 		"until the request is answered, at most 1 hour"},
 }
