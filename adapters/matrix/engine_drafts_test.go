@@ -10,10 +10,15 @@ import (
 	"time"
 
 	"github.com/bobnet/bobnet/board"
+	"github.com/bobnet/bobnet/planner/plannertest"
 )
 
 func TestMatrixEngineDraftsAndRunProgress(t *testing.T) {
 	w := newWorld(t)
+	// A model that writes for three seconds: its draft shows before its
+	// answer, however busy the machine (an answer streamed at once may
+	// come before the draft's first post, and then the draft is skipped).
+	w.env.Model.Push(plannertest.Reply{Content: plannertest.NewspaperPlan(t), Chunks: 30, ChunkDelay: 100 * time.Millisecond})
 	w.start()
 	w.openRoom()
 	req := w.say(w.alice, "BobNet plan our daily research newspaper", "", true)
