@@ -312,9 +312,9 @@ func (a *Adapter) lookForDraft(ctx context.Context, t board.Thread, id board.Req
 // opensAsStream says whether m opens as a streamed draft, in its text or
 // its blocks.
 func opensAsStream(m slackapi.Message) bool {
-	if strings.Contains(m.Text, streamOpening) {
+	if strings.Contains(m.Text, draftOpening) {
 		return true
 	}
 	b, err := json.Marshal(m.Blocks)
-	return err == nil && strings.Contains(string(b), streamOpening)
+	return err == nil && strings.Contains(string(b), draftOpening)
 }

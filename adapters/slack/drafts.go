@@ -206,7 +206,7 @@ func (a *Adapter) showDraft(ctx context.Context, dr *drafting, d bot.Draft) {
 		dr.kind = msgFailed
 		return
 	}
-	if dr.kind == "" || dr.kind == streamNext {
+	if dr.kind == "" {
 		a.startDraft(ctx, api, channel, dr, d)
 		return
 	}
@@ -218,6 +218,9 @@ func (a *Adapter) showDraft(ctx context.Context, dr *drafting, d bot.Draft) {
 	}
 	tasks := draftTasks(d.Cards)
 	switch dr.kind {
+	case streamNext:
+		a.startStream(ctx, api, channel, dr, d)
+		return
 	case postNext:
 		var ts string
 		_, ts, err = api.PostMessageContext(ctx, channel, draftMessage(d, tasks, dr.id)...)
@@ -245,14 +248,6 @@ func (a *Adapter) showDraft(ctx context.Context, dr *drafting, d bot.Draft) {
 // the thread), else posts it; the placeholder, when there is one, becomes
 // the draft.
 func (a *Adapter) startDraft(ctx context.Context, api *slackapi.Client, channel string, dr *drafting, d bot.Draft) {
-	if dr.kind == streamNext {
-		if a.answeredAs(ctx, dr.id) != "" {
-			dr.kind = msgFailed // answered while Slack held the start back
-			return
-		}
-		a.startStream(ctx, api, channel, dr, d)
-		return
-	}
 	sh, err := a.memory.Showing(ctx, dr.id)
 	if err != nil {
 		dr.kind = msgFailed
@@ -311,7 +306,7 @@ func (a *Adapter) startStream(ctx context.Context, api *slackapi.Client, channel
 		title = "Drafting a plan…"
 	}
 	chunks := []slackapi.StreamChunk{
-		slackapi.NewMarkdownTextChunk("_" + streamOpening + "_\n"),
+		slackapi.NewMarkdownTextChunk("_" + draftOpening + "_\n"),
 		slackapi.NewPlanUpdateChunk(clip(plain(title), maxPlanTitle)),
 	}
 	dr.titled, dr.shown = title, nil
@@ -438,7 +433,7 @@ func draftMessage(d bot.Draft, tasks []planTask, id board.RequestID) []slackapi.
 		title = "Drafting a plan…"
 	}
 	block, folded := planBlock("bobnet_draft:"+string(id), "Draft: "+title, tasks)
-	blocks := []slackapi.Block{contextBlock(":pencil2: A draft: each card shows as the model writes it, and is checked before you can approve it."), block}
+	blocks := []slackapi.Block{contextBlock(":pencil2: " + draftOpening), block}
 	if folded > 0 {
 		blocks = append(blocks, contextBlock(fmt.Sprintf("…and %d more cards.", folded)))
 	}

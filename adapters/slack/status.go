@@ -60,11 +60,12 @@ const (
 	answerEvent = "bobnet_answer"
 )
 
-// streamOpening opens every streamed draft, and only those: how the
-// answer knows its request's stream in the thread when the replica that
-// started it died before recording its ts (a stream carries no metadata
-// until it is stopped).
-const streamOpening = "A draft: each card shows as the model writes it, and is checked before you can approve it."
+// draftOpening opens every draft, streamed or posted, and no other
+// message: a bot message that opens so without metadata is a stream not
+// stopped yet, which is how the answer knows its request's stream in the
+// thread when the replica that started it died before recording its ts
+// (a posted draft names its request in its metadata).
+const draftOpening = "A draft: each card shows as the model writes it, and is checked before you can approve it."
 
 // showingTTL is how long a request's showing is kept: longer than any
 // request is planned.
