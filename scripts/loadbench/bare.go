@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"net/url"
@@ -138,8 +139,13 @@ func randomID() string {
 const maxEventBody = 1 << 20
 
 // bareIngest is the floor of /slack/events: the body read, its Slack
-// signature checked, one XADD of it to stream on the same Redis, 200.
-func bareIngest(rdb redis.UniversalClient, stream, secret string) http.Handler {
+// signature checked, one XADD of it to a stream on the same Redis, 200.
+// With more than one stream (a cluster's shards, each its own slot) the
+// body's FNV hash picks one, as BobNet's channel picks its shard; with
+// wait, the XADD is followed by WAIT 1 on the stream's master, and an
+// event no replica confirmed is answered 503: the least a durable
+// admission costs where Redis replicates.
+func bareIngest(rdb redis.UniversalClient, streams []string, wait bool, secret string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBody))
 		if err != nil {
@@ -150,12 +156,61 @@ func bareIngest(rdb redis.UniversalClient, stream, secret string) http.Handler {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		if err := rdb.XAdd(r.Context(), &redis.XAddArgs{Stream: stream, Values: map[string]any{"body": body}}).Err(); err != nil {
+		stream := streams[0]
+		if len(streams) > 1 {
+			h := fnv.New32a()
+			h.Write(body)
+			stream = streams[h.Sum32()%uint32(len(streams))]
+		}
+		add := &redis.XAddArgs{Stream: stream, Values: map[string]any{"body": body}}
+		if !wait {
+			err = rdb.XAdd(r.Context(), add).Err()
+		} else {
+			err = addAndWait(r.Context(), rdb, add)
+		}
+		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
 		w.WriteHeader(http.StatusOK)
 	})
+}
+
+// addAndWait sends the XADD and WAIT 1 in one pipeline to the stream's
+// master (on a cluster, the master of its slot: WAIT names no key).
+func addAndWait(ctx context.Context, rdb redis.UniversalClient, add *redis.XAddArgs) error {
+	var node redis.Cmdable = rdb
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		m, err := c.MasterForKey(ctx, add.Stream)
+		if err != nil {
+			return err
+		}
+		node = m
+	}
+	pipe := node.Pipeline()
+	pipe.XAdd(ctx, add)
+	n := pipe.Do(ctx, "wait", 1, 1000)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	if v, _ := n.Int(); v < 1 {
+		return errors.New("no replica confirmed the entry")
+	}
+	return nil
+}
+
+// bareStreams names a bare ingest's n streams: stream itself, or n
+// streams each tagged with its index, so each hashes to a slot of its
+// own on a cluster.
+func bareStreams(stream string, n int) []string {
+	if n <= 1 {
+		return []string{stream}
+	}
+	s := make([]string, n)
+	for i := range s {
+		s[i] = fmt.Sprintf("%s:{%d}", stream, i)
+	}
+	return s
 }
 
 // barePreview is the floor of a preview: workers each reading the stream

@@ -76,7 +76,7 @@ func TestBareIngestQueuesOnlySignedEvents(t *testing.T) {
 	stream := bottest.Prefix() + ":events"
 	ctx := context.Background()
 	t.Cleanup(func() { rdb.Del(context.Background(), stream) })
-	srv := httptest.NewServer(bareIngest(rdb, stream, slackSecret))
+	srv := httptest.NewServer(bareIngest(rdb, []string{stream}, false, slackSecret))
 	defer srv.Close()
 	body := eachEvents("test", 1)
 	resp, err := http.DefaultClient.Do(signedEvent(ctx, srv.URL, body))

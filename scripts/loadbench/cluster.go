@@ -37,6 +37,11 @@ func (h *harness) cluster(ctx context.Context) ([]*figure, error) {
 	if err != nil {
 		return nil, err
 	}
+	floor, err := h.clusterFloor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	figs = append(figs, floor...)
 	fig, err := h.clusterApprove(ctx)
 	if err != nil {
 		return nil, err
@@ -161,4 +166,72 @@ func (h *harness) clusterApprove(ctx context.Context) (*figure, error) {
 		h.logf("cluster approve round %d: p50 cluster %.2f ms, single %.2f ms", r+1, fig.Bob[r], fig.Bare[r])
 	}
 	return fig, nil
+}
+
+// clusterFloor times the bare ingest handler on the cluster beside the
+// same on the single Redis, a channel each: what the least an ingest
+// does (one XADD, to one of 16 streams on the cluster) reads on this
+// machine when the cluster's six servers share its cores, without and
+// with the WAIT 1 a durable admission on a cluster ends with. BobNet's
+// cluster figures are read against these.
+func (h *harness) clusterFloor(ctx context.Context) ([]*figure, error) {
+	stream := "loadbench:" + h.run + ":floor"
+	clusterEnv := []string{"REDIS_URL=" + h.clusterURL, "LOADBENCH_REDIS_MODE=cluster"}
+	type side struct {
+		name string
+		env  []string
+		args []string
+		rdb  redis.UniversalClient
+		p    *proc
+		url  string
+	}
+	crdb, err := newRedis(h.clusterURL, "cluster", 4)
+	if err != nil {
+		return nil, err
+	}
+	defer crdb.Close()
+	sides := []*side{
+		{name: "bare-ingest-cluster", env: clusterEnv, args: []string{"-stream", stream, "-streams", "16"}, rdb: crdb},
+		{name: "bare-ingest-cluster-wait", env: clusterEnv, args: []string{"-stream", stream + "w", "-streams", "16", "-wait"}, rdb: crdb},
+		{name: "bare-ingest-single", args: []string{"-stream", stream}, rdb: h.rdb},
+	}
+	for _, s := range sides {
+		if s.p, s.url, err = h.startBareOn(s.env, s.name, "bare-ingest", s.args...); err != nil {
+			return nil, err
+		}
+		defer s.p.stop()
+	}
+	figs := []*figure{
+		{Name: "cluster floor: the bare handler (one XADD), a channel each, throughput", Unit: "req/s"},
+		{Name: "cluster floor: the bare handler (one XADD), a channel each: Redis's CPU per event (every node)", Unit: "µs"},
+		{Name: "cluster floor: the bare handler with WAIT 1, a channel each, throughput", Unit: "req/s"},
+		{Name: "cluster floor: the bare handler with WAIT 1, a channel each: Redis's CPU per event (every node)", Unit: "µs"},
+	}
+	h.logf("cluster floor: warming up")
+	for i, s := range sides {
+		if _, err := ingestRun(ctx, h.client, s.url+"/slack/events", fmt.Sprint(h.run, "fw", i), time.Second, eachEvents); err != nil {
+			return nil, err
+		}
+	}
+	for r := range h.rounds {
+		var res [3]ingestResult
+		var rcpu [3]float64
+		for j := range sides {
+			i := (j + r) % len(sides)
+			s := sides[i]
+			meter := &cpuMeter{pid: s.p.cmd.Process.Pid, rdb: s.rdb}
+			meter.start(ctx)
+			if res[i], err = ingestRun(ctx, h.client, s.url+"/slack/events", fmt.Sprint(h.run, "fr", r, "s", i), h.ingestTime, eachEvents); err != nil {
+				return nil, err
+			}
+			_, rcpu[i] = meter.perRequest(ctx, res[i].N)
+		}
+		figs[0].add(res[0].PerSecond, res[2].PerSecond)
+		figs[1].add(rcpu[0], rcpu[2])
+		figs[2].add(res[1].PerSecond, res[2].PerSecond)
+		figs[3].add(rcpu[1], rcpu[2])
+		h.logf("cluster floor round %d: cluster %.0f req/s, with WAIT %.0f req/s, single %.0f req/s", r+1,
+			res[0].PerSecond, res[1].PerSecond, res[2].PerSecond)
+	}
+	return figs, nil
 }

@@ -127,7 +127,7 @@ func runHarness(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if len(figs) > 0 {
 			fmt.Fprintln(stdout)
 		}
-		if err := writeTableOf(stdout, clusterFigs, "BobNet on the cluster", "BobNet on one Redis, same run"); err != nil {
+		if err := writeTableOf(stdout, clusterFigs, "on the cluster", "on one Redis, same run"); err != nil {
 			return err
 		}
 	}
@@ -156,11 +156,17 @@ func (h *harness) logf(format string, args ...any) {
 // startBare starts one of the bare implementations (a subcommand of this
 // program) with args and waits for its health check.
 func (h *harness) startBare(sub string, args ...string) (*proc, string, error) {
+	return h.startBareOn(nil, sub, sub, args...)
+}
+
+// startBareOn is startBare with env added to the process's environment
+// (another REDIS_URL), logging to name.log.
+func (h *harness) startBareOn(env []string, name, sub string, args ...string) (*proc, string, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := startProc(sub, h.self, append([]string{sub, "-listen", addr}, args...), nil, filepath.Join(h.logDir, sub+".log"))
+	p, err := startProc(name, h.self, append([]string{sub, "-listen", addr}, args...), env, filepath.Join(h.logDir, name+".log"))
 	if err != nil {
 		return nil, "", err
 	}

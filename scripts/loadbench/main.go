@@ -126,6 +126,8 @@ func runBareIngest(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "address to serve on")
 	stream := fs.String("stream", "", "the stream events are added to")
+	streams := fs.Int("streams", 1, "streams to spread the events over, by the body's hash (a cluster's shards)")
+	wait := fs.Bool("wait", false, "follow each XADD with WAIT 1 on its master")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -141,7 +143,7 @@ func runBareIngest(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer rdb.Close()
-	return serveUntil(ctx, *listen, bareIngest(rdb, *stream, slackSecret))
+	return serveUntil(ctx, *listen, bareIngest(rdb, bareStreams(*stream, *streams), *wait, slackSecret))
 }
 
 func runBarePreview(ctx context.Context, args []string, stderr io.Writer) error {
