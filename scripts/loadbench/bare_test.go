@@ -207,3 +207,39 @@ func TestModelAnswersThePlanStreamedOrNot(t *testing.T) {
 		t.Errorf("a broken request = %v %v; want 400", resp, err)
 	}
 }
+
+func TestBareIngestSpreadsOverStreamsAndWaitsForAReplica(t *testing.T) {
+	rdb := bottest.Redis(t)
+	streams := bareStreams(bottest.Prefix()+":events", 4)
+	ctx := context.Background()
+	t.Cleanup(func() { rdb.Del(context.Background(), streams...) })
+	srv := httptest.NewServer(bareIngest(rdb, streams, false, slackSecret))
+	defer srv.Close()
+	for i := range 40 {
+		resp, err := http.DefaultClient.Do(signedEvent(ctx, srv.URL, eachEvents("spread", int64(i))))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("event %d = %v %v; want 200", i, resp, err)
+		}
+		resp.Body.Close()
+	}
+	var total int64
+	for _, s := range streams {
+		n := rdb.XLen(ctx, s).Val()
+		if n == 0 {
+			t.Errorf("stream %s has no event of 40", s)
+		}
+		total += n
+	}
+	if total != 40 {
+		t.Errorf("streams hold %d events; want 40", total)
+	}
+	// The test Redis has no replica: WAIT 1 is answered 0, and the event
+	// is refused as not durable.
+	waiting := httptest.NewServer(bareIngest(rdb, streams, true, slackSecret))
+	defer waiting.Close()
+	resp, err := http.DefaultClient.Do(signedEvent(ctx, waiting.URL, eachEvents("spread", 99)))
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("event with no replica to wait for = %v %v; want 503", resp, err)
+	}
+	resp.Body.Close()
+}
