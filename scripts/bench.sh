@@ -15,7 +15,8 @@
 #                             (go test -bench; benchtable's table of them)
 #   scripts/bench.sh cluster  BobNet on a 3-master Redis Cluster beside
 #                             BobNet on one Redis, interleaved: ingest and
-#                             approve (make bench-cluster; the cluster is
+#                             approve, and the bare ingest handler on both
+#                             (make bench-cluster; the cluster is
 #                             scripts/rediscluster.sh's, without append-only
 #                             files like the throwaway Redis beside it)
 #
