@@ -33,11 +33,17 @@ func (h *harness) clusterBobnets(phase, modelURL string, extra ...string) (singl
 // Slack events (both kinds) and the approve workload's approvals. Each
 // figure's ratio is the cluster's value over the single Redis's.
 func (h *harness) cluster(ctx context.Context) ([]*figure, error) {
-	figs, err := h.clusterIngest(ctx)
+	// The harness's own client of the cluster, for its nodes' CPU.
+	crdb, err := newRedis(h.clusterURL, "cluster", 4)
 	if err != nil {
 		return nil, err
 	}
-	floor, err := h.clusterFloor(ctx)
+	defer crdb.Close()
+	figs, err := h.clusterIngest(ctx, crdb)
+	if err != nil {
+		return nil, err
+	}
+	floor, err := h.clusterFloor(ctx, crdb)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +55,7 @@ func (h *harness) cluster(ctx context.Context) ([]*figure, error) {
 	return append(figs, fig), nil
 }
 
-func (h *harness) clusterIngest(ctx context.Context) ([]*figure, error) {
+func (h *harness) clusterIngest(ctx context.Context, crdb redis.UniversalClient) ([]*figure, error) {
 	model := httptest.NewServer(newModel(0, true))
 	defer model.Close()
 	single, cluster, err := h.clusterBobnets("ingest", model.URL, "BOBNET_WORKERS=1")
@@ -59,11 +65,6 @@ func (h *harness) clusterIngest(ctx context.Context) ([]*figure, error) {
 	defer single.stop()
 	defer cluster.stop()
 	sides := []*bobnet{cluster, single}
-	crdb, err := newRedis(h.clusterURL, "cluster", 4)
-	if err != nil {
-		return nil, err
-	}
-	defer crdb.Close()
 	redises := []redis.UniversalClient{crdb, h.rdb}
 	kinds := ingestKinds
 	var figs []*figure
@@ -89,13 +90,11 @@ func (h *harness) clusterIngest(ctx context.Context) ([]*figure, error) {
 			var res [2]ingestResult
 			var cpu, rcpu [2]float64
 			for _, s := range []int{r % 2, 1 - r%2} {
-				meter := &cpuMeter{pid: sides[s].cmd.Process.Pid, rdb: redises[s]}
-				meter.start(ctx)
-				res[s], err = ingestRun(ctx, h.client, sides[s].url+"/slack/events", fmt.Sprint(h.run, "cr", r, "k", i, "s", s), h.ingestTime, k.event)
+				res[s], cpu[s], rcpu[s], err = h.meteredIngest(ctx, sides[s].cmd.Process.Pid, redises[s], sides[s].url,
+					fmt.Sprint(h.run, "cr", r, "k", i, "s", s), k.event)
 				if err != nil {
 					return nil, err
 				}
-				cpu[s], rcpu[s] = meter.perRequest(ctx, res[s].N)
 			}
 			figs[4*i].add(res[0].PerSecond, res[1].PerSecond)
 			figs[4*i+1].add(ms(res[0].P99), ms(res[1].P99))
@@ -174,7 +173,7 @@ func (h *harness) clusterApprove(ctx context.Context) (*figure, error) {
 // machine when the cluster's six servers share its cores, without and
 // with the WAIT 1 a durable admission on a cluster ends with. BobNet's
 // cluster figures are read against these.
-func (h *harness) clusterFloor(ctx context.Context) ([]*figure, error) {
+func (h *harness) clusterFloor(ctx context.Context, crdb redis.UniversalClient) ([]*figure, error) {
 	stream := "loadbench:" + h.run + ":floor"
 	clusterEnv := []string{"REDIS_URL=" + h.clusterURL, "LOADBENCH_REDIS_MODE=cluster"}
 	type side struct {
@@ -185,16 +184,12 @@ func (h *harness) clusterFloor(ctx context.Context) ([]*figure, error) {
 		p    *proc
 		url  string
 	}
-	crdb, err := newRedis(h.clusterURL, "cluster", 4)
-	if err != nil {
-		return nil, err
-	}
-	defer crdb.Close()
 	sides := []*side{
 		{name: "bare-ingest-cluster", env: clusterEnv, args: []string{"-stream", stream, "-streams", "16"}, rdb: crdb},
 		{name: "bare-ingest-cluster-wait", env: clusterEnv, args: []string{"-stream", stream + "w", "-streams", "16", "-wait"}, rdb: crdb},
 		{name: "bare-ingest-single", args: []string{"-stream", stream}, rdb: h.rdb},
 	}
+	var err error
 	for _, s := range sides {
 		if s.p, s.url, err = h.startBareOn(s.env, s.name, "bare-ingest", s.args...); err != nil {
 			return nil, err
@@ -219,12 +214,9 @@ func (h *harness) clusterFloor(ctx context.Context) ([]*figure, error) {
 		for j := range sides {
 			i := (j + r) % len(sides)
 			s := sides[i]
-			meter := &cpuMeter{pid: s.p.cmd.Process.Pid, rdb: s.rdb}
-			meter.start(ctx)
-			if res[i], err = ingestRun(ctx, h.client, s.url+"/slack/events", fmt.Sprint(h.run, "fr", r, "s", i), h.ingestTime, eachEvents); err != nil {
+			if res[i], _, rcpu[i], err = h.meteredIngest(ctx, s.p.cmd.Process.Pid, s.rdb, s.url, fmt.Sprint(h.run, "fr", r, "s", i), eachEvents); err != nil {
 				return nil, err
 			}
-			_, rcpu[i] = meter.perRequest(ctx, res[i].N)
 		}
 		figs[0].add(res[0].PerSecond, res[2].PerSecond)
 		figs[1].add(rcpu[0], rcpu[2])

@@ -157,3 +157,16 @@ func (m *cpuMeter) perRequest(ctx context.Context, n int) (proc, rds float64) {
 	}
 	return proc, rds
 }
+
+// meteredIngest is one side's turn of an ingest round: events from
+// ingestRun sent to url for h.ingestTime, and the CPU the server process
+// pid and Redis rdb spent per event meanwhile.
+func (h *harness) meteredIngest(ctx context.Context, pid int, rdb redis.UniversalClient, url, run string, event eventFunc) (res ingestResult, cpu, rcpu float64, err error) {
+	meter := &cpuMeter{pid: pid, rdb: rdb}
+	meter.start(ctx)
+	if res, err = ingestRun(ctx, h.client, url+"/slack/events", run, h.ingestTime, event); err != nil {
+		return ingestResult{}, 0, 0, err
+	}
+	cpu, rcpu = meter.perRequest(ctx, res.N)
+	return res, cpu, rcpu, nil
+}

@@ -289,13 +289,10 @@ func (h *harness) ingest(ctx context.Context) ([]*figure, error) {
 			}
 			for _, side := range order {
 				u := []string{bob.url, bareURL}[side]
-				meter := &cpuMeter{pid: pids[side], rdb: h.rdb}
-				meter.start(ctx)
-				res[side], err = ingestRun(ctx, h.client, u+"/slack/events", fmt.Sprint(h.run, "r", r, "k", i, "s", side), h.ingestTime, k.event)
+				res[side], cpu[side], rcpu[side], err = h.meteredIngest(ctx, pids[side], h.rdb, u, fmt.Sprint(h.run, "r", r, "k", i, "s", side), k.event)
 				if err != nil {
 					return nil, err
 				}
-				cpu[side], rcpu[side] = meter.perRequest(ctx, res[side].N)
 			}
 			figs[4*i].add(res[0].PerSecond, res[1].PerSecond)
 			figs[4*i+1].add(ms(res[0].P99), ms(res[1].P99))
