@@ -82,6 +82,15 @@ func NewShortID(prefix string) string {
 // NewRequestID returns a fresh request id.
 func NewRequestID() RequestID { return RequestID(NewShortID("r_")) }
 
+// RequestIDFor is the id of a request made once per dedupe key (a
+// platform's event or delivery id, scoped by its channel, as Admission's
+// DedupeKey): derived from the key, so a redelivery has the first
+// delivery's id and the request's record is its own dedupe mark.
+func RequestIDFor(dedupeKey string) RequestID {
+	sum := sha256.Sum256([]byte("request:" + dedupeKey))
+	return RequestID("r_" + strings.ToLower(idEncoding.EncodeToString(sum[:10])))
+}
+
 // ProposalIDFor is the id of the proposal request r makes: derived from
 // the request, so planning a request again after a crash writes the same
 // proposal rather than a second one.

@@ -53,6 +53,9 @@ func TestParseIDs(t *testing.T) {
 			func() string { return string(board.ProposalIDFor(board.NewRequestID())) }},
 		{"request", "r_", 16, func(s string) (string, error) { id, err := board.ParseRequestID(s); return string(id), err },
 			func() string { return string(board.NewRequestID()) }},
+		// Derived ones are shaped alike.
+		{"request", "r_", 16, func(s string) (string, error) { id, err := board.ParseRequestID(s); return string(id), err },
+			func() string { return string(board.RequestIDFor(board.NewShortID("slack:T1:C1:Ev"))) }},
 	}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
@@ -110,5 +113,20 @@ func TestNewIDs(t *testing.T) {
 			t.Fatalf("id %q", id)
 		}
 		seen[id] = true
+	}
+}
+
+// A redelivery's request has the first delivery's id; another key (or
+// the same event in another channel) another id.
+func TestRequestIDForIsTheKeys(t *testing.T) {
+	t.Parallel()
+	a := board.RequestIDFor("slack:T1:C1:slack-message:C1:1700000000.000100")
+	if b := board.RequestIDFor("slack:T1:C1:slack-message:C1:1700000000.000100"); a != b {
+		t.Errorf("same key: %s and %s", a, b)
+	}
+	for _, other := range []string{"slack:T1:C2:slack-message:C1:1700000000.000100", "slack:T2:C1:slack-message:C1:1700000000.000100", ""} {
+		if b := board.RequestIDFor(other); b == a {
+			t.Errorf("key %q has the id of another: %s", other, b)
+		}
 	}
 }

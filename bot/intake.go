@@ -15,16 +15,26 @@ import (
 func NewRequestID() board.RequestID { return board.NewRequestID() }
 
 // Submit queues a request and returns at once, after one Redis round
-// trip and nothing else: no Postgres, no platform call. A request whose
-// DedupeKey was seen returns the first request's id. Too many requests from
-// a user or channel give ErrRateLimited; the person is told "slow down"
-// off the caller's path, once per window, and only a few people per
-// channel window.
-func (e *Engine) Submit(ctx context.Context, r board.Request) (id board.RequestID, err error) {
-	defer func() { e.observeSubmit(r, id, err) }()
+// trip and nothing else: no Postgres, no platform call. It returns the
+// request's id: r.ID or a new one, or the one the request store gives a
+// request with a DedupeKey (on one Redis server, one derived from the key:
+// board.RequestIDFor). A request whose DedupeKey was seen queues nothing
+// and returns the first request's id. Too many requests from a user or
+// channel give ErrRateLimited; the person is told "slow down" off the
+// caller's path, once per window, and only a few people per channel
+// window.
+func (e *Engine) Submit(ctx context.Context, r board.Request) (board.RequestID, error) {
+	id, _, err := e.SubmitOnce(ctx, r)
+	return id, err
+}
+
+// SubmitOnce is Submit, and says whether the request was a redelivery of
+// one taken before, for callers that answer the two apart (webhooks).
+func (e *Engine) SubmitOnce(ctx context.Context, r board.Request) (id board.RequestID, duplicate bool, err error) {
+	defer func() { e.observeSubmit(r, duplicate, err) }()
 	r.Text = strings.TrimSpace(r.Text)
 	if r.Text == "" && r.Revises == "" && r.Again == "" {
-		return "", errors.New("empty request")
+		return "", false, errors.New("empty request")
 	}
 	if r.ID == "" {
 		r.ID = NewRequestID()
@@ -51,11 +61,11 @@ func (e *Engine) Submit(ctx context.Context, r board.Request) (id board.RequestI
 	}
 	res, err := e.deps.Requests.Admit(ctx, a)
 	if err != nil {
-		return "", unavailable("submit", err)
+		return "", false, unavailable("submit", err)
 	}
 	switch res.Outcome {
 	case board.AdmitDuplicate:
-		return res.RequestID, nil
+		return res.RequestID, true, nil
 	case board.AdmitThrottled:
 		limit, who := e.cfg.UserRate, "you"
 		if res.Limit == "channel" {
@@ -65,7 +75,7 @@ func (e *Engine) Submit(ctx context.Context, r board.Request) (id board.RequestI
 		if res.Notify {
 			e.notify(r.Thread, r.User, r.ID, board.Reply{Kind: board.ReplySlowDown, Text: text})
 		}
-		return "", fmt.Errorf("%w: %s", ErrRateLimited, text)
+		return "", false, fmt.Errorf("%w: %s", ErrRateLimited, text)
 	}
-	return r.ID, nil
+	return res.RequestID, false, nil
 }

@@ -130,7 +130,7 @@ func (memoryBoards) Status(context.Context, board.ID) (board.Status, error) {
 func (memoryBoards) RecordAudit(context.Context, board.AuditEvent) error      { return nil }
 func (memoryBoards) SaveProposal(context.Context, board.ProposalRecord) error { return nil }
 func (memoryBoards) RecordDelivery(_ context.Context, d board.Delivery) (board.DeliveryResult, error) {
-	return board.DeliveryResult{RequestID: d.RequestID, IsNew: true}, nil
+	return board.DeliveryResult{RequestID: d.RequestID, IsNew: true, Own: true}, nil
 }
 func (memoryBoards) SetProposalState(context.Context, board.ProposalRecord, string, string) error {
 	return nil

@@ -46,10 +46,10 @@ func (e *Engine) observe() Observer {
 
 // observeSubmit tells the observer about a Submit that did not queue a new
 // request; a queued one is told about when it is answered.
-func (e *Engine) observeSubmit(r board.Request, id board.RequestID, err error) {
+func (e *Engine) observeSubmit(r board.Request, duplicate bool, err error) {
 	src := r.Thread.Channel.Source
 	switch {
-	case err == nil && id != r.ID:
+	case err == nil && duplicate:
 		e.observe().RequestRefused(src, "duplicate")
 	case err == nil:
 	case errors.Is(err, ErrRateLimited):

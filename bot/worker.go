@@ -225,13 +225,13 @@ func (e *Engine) handle(ctx context.Context, consumer string, d board.QueuedRequ
 // retry because Postgres did not answer).
 func (e *Engine) takeDelivery(ctx context.Context, consumer string, d board.QueuedRequest, rec board.RequestRecord) bool {
 	w := rec.Request.Webhook
-	res, err := e.deps.Deliveries.RecordDelivery(ctx, board.Delivery{Hook: w.Hook, ID: w.ID, RequestID: rec.Request.ID})
+	res, err := e.deps.Deliveries.RecordDelivery(ctx, board.Delivery{Hook: w.Hook, ID: w.ID, RequestID: rec.Request.ID, ReceivedAt: rec.Request.ReceivedAt})
 	if err != nil {
 		e.logger.Warn("record webhook delivery; the request is retried", "request", rec.Request.ID, "hook", w.Hook, "delivery", w.ID, "err", err)
 		e.leases.drop(consumer, d.MessageID) // reclaimed once Postgres answers again
 		return true
 	}
-	if res.RequestID == rec.Request.ID {
+	if res.Own {
 		return false // this request's own delivery (new, or recorded before a crash)
 	}
 	e.logger.Info("webhook redelivery closed as a duplicate", "request", rec.Request.ID, "hook", w.Hook, "delivery", w.ID, "first", res.RequestID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/store/storetest"
@@ -13,14 +14,21 @@ func TestRecordDelivery(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := context.Background()
+	t1 := time.Date(2026, 12, 6, 9, 0, 0, 123456789, time.UTC)
+	t2 := t1.Add(30 * time.Second)
 	for _, c := range []struct {
 		d    board.Delivery
 		want board.DeliveryResult
 	}{
-		{board.Delivery{Hook: "github", ID: "d1", RequestID: "r_1"}, board.DeliveryResult{RequestID: "r_1", IsNew: true}},
-		{board.Delivery{Hook: "github", ID: "d1", RequestID: "r_2"}, board.DeliveryResult{RequestID: "r_1"}}, // redelivered
-		{board.Delivery{Hook: "github", ID: "d1", RequestID: "r_1"}, board.DeliveryResult{RequestID: "r_1"}}, // its worker again
-		{board.Delivery{Hook: "forms", ID: "d1", RequestID: "r_3"}, board.DeliveryResult{RequestID: "r_3", IsNew: true}},
+		{board.Delivery{Hook: "github", ID: "d1", RequestID: "r_1", ReceivedAt: t1}, board.DeliveryResult{RequestID: "r_1", IsNew: true, Own: true}},
+		{board.Delivery{Hook: "github", ID: "d1", RequestID: "r_2", ReceivedAt: t2}, board.DeliveryResult{RequestID: "r_1"}}, // redelivered
+		// Its worker again, after a crash: the record's time read back
+		// from Redis at nanoseconds, Postgres's at microseconds.
+		{board.Delivery{Hook: "github", ID: "d1", RequestID: "r_1", ReceivedAt: t1}, board.DeliveryResult{RequestID: "r_1", Own: true}},
+		// Redelivered once Redis forgot the first: the same derived id,
+		// another request.
+		{board.Delivery{Hook: "github", ID: "d1", RequestID: "r_1", ReceivedAt: t2}, board.DeliveryResult{RequestID: "r_1"}},
+		{board.Delivery{Hook: "forms", ID: "d1", RequestID: "r_3", ReceivedAt: t1}, board.DeliveryResult{RequestID: "r_3", IsNew: true, Own: true}},
 	} {
 		got, err := s.RecordDelivery(ctx, c.d)
 		if err != nil || got != c.want {
@@ -31,6 +39,17 @@ func TestRecordDelivery(t *testing.T) {
 	_ = s.Pool().QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries`).Scan(&n)
 	if n != 2 {
 		t.Fatalf("%d rows, want 2", n)
+	}
+	// A row of before migration 0025 has no time: its request (a random
+	// id) is the only one with its id.
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO webhook_deliveries (hook, delivery_id, request_id) VALUES ('github', 'old', 'r_old')`); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.RecordDelivery(ctx, board.Delivery{Hook: "github", ID: "old", RequestID: "r_old", ReceivedAt: t2}); err != nil || !got.Own || got.IsNew {
+		t.Errorf("the request of a row without a time = %+v, %v; want its own", got, err)
+	}
+	if got, err := s.RecordDelivery(ctx, board.Delivery{Hook: "github", ID: "old", RequestID: "r_new", ReceivedAt: t2}); err != nil || got.Own || got.RequestID != "r_old" {
+		t.Errorf("a redelivery of a row without a time = %+v, %v; want r_old's, not its own", got, err)
 	}
 }
 
@@ -45,7 +64,7 @@ func TestRecordDeliveryConcurrentCopies(t *testing.T) {
 	errs := make([]error, 20)
 	for i := range res {
 		wg.Go(func() {
-			res[i], errs[i] = s.RecordDelivery(ctx, board.Delivery{Hook: "github", ID: "copy", RequestID: board.RequestID("r_" + string(rune('a'+i)))})
+			res[i], errs[i] = s.RecordDelivery(ctx, board.Delivery{Hook: "github", ID: "copy", RequestID: board.RequestID("r_" + string(rune('a'+i))), ReceivedAt: time.Now()})
 		})
 	}
 	wg.Wait()

@@ -155,9 +155,8 @@ func (a *Adapter) onMessage(ctx context.Context, evt *event.Event) {
 }
 
 func (a *Adapter) submit(ctx context.Context, evt *event.Event, thread board.Thread, text string) {
-	rid := bot.NewRequestID() // for the log: a request that fails to queue has no other id
 	_, err := a.eng.Submit(ctx, board.Request{
-		ID: rid, Thread: thread, User: string(evt.Sender), Text: text, DedupeKey: "matrix:" + string(evt.ID),
+		Thread: thread, User: string(evt.Sender), Text: text, DedupeKey: "matrix:" + string(evt.ID),
 		ReceivedAt: time.UnixMilli(evt.Timestamp),
 	})
 	switch {
@@ -166,7 +165,7 @@ func (a *Adapter) submit(ctx context.Context, evt *event.Event, thread board.Thr
 		// The sync lease went away mid-batch: the next holder replays the
 		// event, and the dedupe key keeps it to one request.
 	default:
-		a.logger.Warn("matrix: submit request", "request", rid, "event", evt.ID, "err", err)
+		a.logger.Warn("matrix: submit request", "event", evt.ID, "err", err)
 		a.notice(thread, board.Reply{Kind: board.ReplyError, Text: decisionText(err)})
 	}
 }

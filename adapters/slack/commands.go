@@ -126,7 +126,6 @@ func (a *Adapter) planCommand(ctx context.Context, channel, user, req, trigger s
 	if !first {
 		return ephemeral("Already on it.")
 	}
-	rid := bot.NewRequestID()
 	a.afterAck("slash plan", func(ctx context.Context) {
 		api, id, err := a.web(ctx, channel)
 		var ts string
@@ -134,12 +133,12 @@ func (a *Adapter) planCommand(ctx context.Context, channel, user, req, trigger s
 			_, ts, err = api.PostMessageContext(ctx, id, slackapi.MsgOptionText(fmt.Sprintf("<@%s> asked BobNet: %s", escape(user), escape(req)), false))
 		}
 		if err != nil {
-			a.logger.Warn("post slash-command request", "request", rid, "err", err)
+			a.logger.Warn("post slash-command request", "trigger", trigger, "err", err)
 			a.ephemeral(ctx, channel, "", user, "I couldn't post in this channel; invite me first (`/invite @BobNet`).")
 			return
 		}
 		t := board.Thread{Channel: board.Channel{Source: board.SourceSlack, ID: channel}, ID: ts}
-		if _, err := a.eng.Submit(ctx, board.Request{ID: rid, Thread: t, User: user, Text: req, DedupeKey: "slack-command:" + trigger}); err != nil && !errors.Is(err, bot.ErrRateLimited) {
+		if _, err := a.eng.Submit(ctx, board.Request{Thread: t, User: user, Text: req, DedupeKey: "slack-command:" + trigger}); err != nil && !errors.Is(err, bot.ErrRateLimited) {
 			a.ephemeral(ctx, channel, ts, user, decisionText(err))
 		}
 	})

@@ -39,9 +39,9 @@ func (b *countingBody) Close() error { return nil }
 // noEngine is an engine no refused delivery may reach.
 type noEngine struct{ t *testing.T }
 
-func (e noEngine) Submit(context.Context, board.Request) (board.RequestID, error) {
+func (e noEngine) SubmitOnce(context.Context, board.Request) (board.RequestID, bool, error) {
 	e.t.Error("a refused delivery reached the engine")
-	return "", errors.New("refused")
+	return "", false, errors.New("refused")
 }
 
 // A delivery whose headers already fail (no such hook, no signature, or a

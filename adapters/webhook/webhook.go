@@ -34,7 +34,7 @@ const ReadingSlots = 64
 
 // Engine is what the adapter needs from the bot engine.
 type Engine interface {
-	Submit(ctx context.Context, r board.Request) (board.RequestID, error)
+	SubmitOnce(ctx context.Context, r board.Request) (board.RequestID, bool, error)
 }
 
 // Adapter serves the hooks.
@@ -157,9 +157,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		named = delivery
 	}
 	ctx := bot.WithVia(r.Context(), "hook:"+hook.Name+" "+named)
-	rid := bot.NewRequestID()
 	id, dup, err := a.submit(ctx, hook, delivery, board.Request{
-		ID:     rid,
 		Thread: board.Thread{Channel: hook.Channel, ID: threadID(hook.Channel, delivery)},
 		User:   "hook:" + hook.Name, UserName: sender(ev.Payload, hook.Name),
 		Text: text, ReceivedAt: now,
@@ -170,7 +168,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusTooManyRequests, err.Error())
 		return
 	case err != nil:
-		a.logger.Warn("webhook not queued", "request", rid, "hook", hook.Name, "err", err)
+		a.logger.Warn("webhook not queued", "hook", hook.Name, "delivery", named, "err", err)
 		w.Header().Set("Retry-After", "5")
 		httpjson.Error(w, http.StatusServiceUnavailable, "BobNet could not queue the request; deliver it again shortly")
 		return
@@ -249,11 +247,7 @@ func (a *Adapter) submit(ctx context.Context, hook *Hook, delivery string, req b
 		req.DedupeKey = "hook:" + hook.Name + ":" + delivery
 		req.Webhook = &board.HookOrigin{Hook: hook.Name, ID: delivery}
 	}
-	id, err := a.eng.Submit(ctx, req)
-	if err != nil {
-		return "", false, err
-	}
-	return id, id != req.ID, nil
+	return a.eng.SubmitOnce(ctx, req)
 }
 
 // eventType is the event's name from the sender's header.

@@ -49,10 +49,14 @@ const admitTimeout = 5 * time.Second
 // same holds.
 //
 // On one server (single and sentinel modes) no slot has to be respected:
-// the three steps are one pipeline, the record's SET and one run of
-// admit.lua, which also counts the user's window and deletes the record
-// of a request it does not take. One round trip per batch, and nothing
-// left to undo after it.
+// the three steps are one run of admit.lua, which also stores the record
+// and counts the user's window, and deletes the record of a request it
+// does not take. There the record is its own dedupe mark (SET NX): a
+// request with a dedupe key has its id derived from the key
+// (board.RequestIDFor), so a redelivery's record is the first's, and a
+// request creates a key fewer, which is a key fewer for Redis's
+// dictionaries to grow by. One round trip per batch, and nothing left to
+// undo after it.
 //
 // In cluster and sentinel modes each server's writes of steps 1 and 2
 // end with WAIT 1: a request is acknowledged only once a replica has its
@@ -212,17 +216,13 @@ func (a *admitter) send(batch []*admitCall) {
 	a.undo(ctx, batch)
 }
 
-// script admits a batch on one server: each admission its record's SET
-// and one run of admit.lua (which deletes the record of a request it does
-// not take), all in one pipeline, ending with WAIT in sentinel mode.
+// script admits a batch on one server: each admission one run of
+// admit.lua (which stores the record of a request it takes), all in one
+// pipeline, ending with WAIT in sentinel mode.
 func (a *admitter) script(ctx context.Context, batch []*admitCall) {
 	var one batches
 	cmds := make([]*redis.Cmd, len(batch))
 	for i, c := range batch {
-		set := redis.NewStatusCmd(ctx, "set", c.recordKey, c.record, "px", c.ttl.Milliseconds())
-		if c.err = one.add(ctx, a.rdb, c.recordKey, set, false); c.err != nil {
-			continue
-		}
 		cmds[i] = redis.NewCmd(ctx, c.cmd[:c.ncmd]...)
 		c.err = one.add(ctx, a.rdb, c.stream, cmds[i], a.wait)
 	}
@@ -293,11 +293,11 @@ func (a *admitter) undo(ctx context.Context, batch []*admitCall) {
 const chanUserOver = 3 + 5 + 3
 
 // admitCmdMax is the longest admit.lua command: EVALSHA, its hash, the
-// key count, 7 keys, 9 arguments.
-const admitCmdMax = 3 + 7 + 9
+// key count, 7 keys, 11 arguments.
+const admitCmdMax = 3 + 7 + 11
 
 // admitCommand is admit.lua's EVALSHA with keys and args (5 and 8 for a
-// cluster's step 2, 7 and 9 for one server's whole admission), and its
+// cluster's step 2, 7 and 11 for one server's whole admission), and its
 // length.
 func admitCommand(keys []string, args []any) ([admitCmdMax]any, int) {
 	var c [admitCmdMax]any

@@ -3,26 +3,43 @@
 -- on one server (single or sentinel mode, 7 keys), the whole admission.
 -- The dedupe mark, the channel's rate window, the notices of throttled
 -- people and the stream entry, all or nothing; on one server also the
--- user's rate window, and the request record stored just before (a SET
--- in the same pipeline: Lua would copy it into a string of its own) is
--- deleted when the request is not taken.
+-- user's rate window and the request record, which is its own dedupe
+-- mark there (its id is derived from the dedupe key), deleted again when
+-- the request is not taken.
 -- KEYS: 1 dedupe, 2 channel window, 3 stream shard, 4 user notice,
 -- 5 channel notice count; one server: 6 user window, 7 request record.
 -- ARGV: 1 request id, 2 has dedupe (0/1), 3 dedupe TTL ms, 4 user over
 -- its limit (0/1, step 1's answer; 0 on one server), 5 channel N (0: no
 -- limit), 6 channel window ms, 7 user window ms, 8 notices per channel
--- window; one server: 9 user N (0: no limit).
+-- window; one server: 9 user N (0: no limit), 10 the record, 11 its TTL
+-- ms.
 -- Returns "new", "duplicate <first request id>" or
 -- "throttled <user|channel> <notify: 0|1>", with " full" after a channel's
 -- refusal once its notices for the window are used up (floods.go).
 local one = #KEYS == 7
--- The dedupe mark is set as it is read (SET NX GET): a request taken
--- keeps it, one refused below has it deleted again.
+-- On a cluster the dedupe mark is set as it is read (SET NX GET): a
+-- request taken keeps it, one refused below has it deleted again.
 local marked = false
-if ARGV[2] == '1' then
+if one then
+  if ARGV[2] == '1' then
+    -- A mark of a version that kept marks apart from records (until
+    -- 2026-12) answers for the request it marked, until it expires.
+    local first = redis.call('GET', KEYS[1])
+    if first then
+      redis.call('PEXPIRE', KEYS[1], ARGV[3])
+      return 'duplicate ' .. first
+    end
+    if not redis.call('SET', KEYS[7], ARGV[10], 'NX', 'PX', ARGV[11]) then
+      -- A write, as below.
+      redis.call('PEXPIRE', KEYS[7], ARGV[11])
+      return 'duplicate ' .. ARGV[1]
+    end
+  else
+    redis.call('SET', KEYS[7], ARGV[10], 'PX', ARGV[11])
+  end
+elseif ARGV[2] == '1' then
   local first = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET', 'PX', ARGV[3])
   if first then
-    if one then redis.call('DEL', KEYS[7]) end
     -- A write, so that the WAIT after this script covers the first
     -- request's entry too (replication is in order): a duplicate is
     -- acknowledged only once a replica has what it duplicates.

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -43,7 +44,7 @@ func TestBurstOfAdmissionsAnswersEachCaller(t *testing.T) {
 		switch r.Outcome {
 		case board.AdmitNew:
 			news++
-			if r.RequestID != board.RequestID(fmt.Sprint("r_", i)) {
+			if r.RequestID != redisstore.AdmittedID(s, board.RequestID(fmt.Sprint("r_", i)), fmt.Sprint("evt-", i-i%3/2)) {
 				t.Errorf("admission %d answered %s", i, r.RequestID)
 			}
 		case board.AdmitDuplicate:
@@ -126,5 +127,38 @@ func TestUserWindowAlwaysExpires(t *testing.T) {
 	admit(3)
 	if res := admit(4); res.Outcome != board.AdmitThrottled || res.Limit != "user" {
 		t.Fatalf("fourth request of a limit of 3: %+v, want throttled by the user's limit", res)
+	}
+}
+
+// A dedupe mark of a version before one server's records were their own
+// marks (a store admitting in steps writes it as that version did) still
+// answers for the request it marked: a retry that reaches an upgraded
+// replica is a duplicate of the first, and stores nothing.
+func TestAMarkOfBeforeStillAnswers(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := bottest.Redis(t), bottest.Prefix()
+	ctx := context.Background()
+	l := bottest.Layout(t, prefix)
+	old, s := redisstore.NewInFlightIn(rdb, l), redisstore.NewInFlightIn(rdb, l)
+	redisstore.AdmitInSteps(old)
+	adm := func(s *redisstore.InFlight, id board.RequestID) board.AdmitResult {
+		t.Helper()
+		res, err := s.Admit(ctx, board.Admission{Record: board.RequestRecord{Request: board.Request{ID: id, Text: "plan"}},
+			DedupeKey: "slack:T1:C1:slack-message:C1:1.2", DedupeTTL: time.Hour, UserKey: "u", ChannelKey: "channel:slack:T1:C1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := adm(old, "r_old"); res.Outcome != board.AdmitNew || res.RequestID != "r_old" {
+		t.Fatalf("the first, before = %+v", res)
+	}
+	if res := adm(s, "r_retry"); res.Outcome != board.AdmitDuplicate || res.RequestID != "r_old" {
+		t.Fatalf("its retry, after = %+v; want a duplicate of r_old", res)
+	}
+	for _, id := range []board.RequestID{"r_retry", board.RequestIDFor("slack:T1:C1:slack-message:C1:1.2")} {
+		if _, err := s.Request(ctx, id); !errors.Is(err, board.ErrNotFound) {
+			t.Errorf("the retry stored a record under %s: %v", id, err)
+		}
 	}
 }

@@ -63,7 +63,8 @@ func requestOf(id board.RequestID, get *redis.StringCmd) (board.RequestRecord, e
 
 // Admit takes a request in, or tells why not (the steps are admitter's,
 // in admit.go): a request whose dedupe key was seen answers the first
-// request's id; one over its user's or channel's rate limit is throttled
+// request's id (on one server a request with a dedupe key is given the id
+// the key derives, board.RequestIDFor, so that its record is its mark); one over its user's or channel's rate limit is throttled
 // (Notify says whether to tell the person: once per window each, and at
 // most ChannelNotices people per channel window); otherwise its record is
 // stored and it is queued on its channel's stream shard. In cluster and
@@ -73,6 +74,12 @@ func (s *InFlight) Admit(ctx context.Context, a board.Admission) (board.AdmitRes
 	now := a.Now
 	if now.IsZero() {
 		now = time.Now()
+	}
+	if a.DedupeKey != "" && s.admits.one {
+		// The record is the dedupe mark (admit.go): a redelivery's is the
+		// first's.
+		id := board.RequestIDFor(a.DedupeKey)
+		a.Record.Request.ID, a.Record.Status.ID = id, id
 	}
 	flood := floodKey(a, now)
 	if a.QuietDuplicates && s.floods.full(flood, now) {
@@ -136,7 +143,7 @@ func (s *InFlight) admitCall(a board.Admission, now time.Time, rec []byte) *admi
 		s.prefix + "notice:" + tag + ":" + a.UserKey + ":" + a.ChannelKey + ":" + strconv.FormatInt(noticeWin, 10),
 		s.prefix + "notices:" + tag + ":" + a.ChannelKey + ":" + strconv.FormatInt(chanWin, 10),
 	}
-	args := [9]any{id, hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(), "0",
+	args := [11]any{id, hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(), "0",
 		int64(max(a.ChannelLimit.N, 0)), chanPer, userPer, int64(a.ChannelNotices)}
 	nk, na := 5, 8
 	if s.admits.one {
@@ -146,8 +153,8 @@ func (s *InFlight) admitCall(a board.Admission, now time.Time, rec []byte) *admi
 		if c.userKey == "" {
 			keys[5] = s.prefix + "rate:{}"
 		}
-		args[8] = c.userLimit
-		nk, na = 7, 9
+		args[8], args[9], args[10] = c.userLimit, rec, requestTTL.Milliseconds()
+		nk, na = 7, 11
 	}
 	c.cmd, c.ncmd = admitCommand(keys[:nk], args[:na])
 	return c

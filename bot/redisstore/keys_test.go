@@ -82,8 +82,9 @@ func TestKeysTableCoversEveryKeyWritten(t *testing.T) {
 		}
 	}
 	for i, k := range redisstore.Keys {
-		// The stream of BobNet before shards is only drained now.
-		if !written[i] && k.Pattern != "requests" {
+		// The stream of BobNet before shards is only drained now; dedupe
+		// marks are a cluster's (one server's records are their own).
+		if !written[i] && k.Pattern != "requests" && (k.Pattern != "dedupe:{<shard>}:<channel>:<key>" || bottest.RedisMode(t) == redisstore.ModeCluster) {
 			t.Errorf("redisstore.Keys lists %q, but no call wrote such a key", k.Pattern)
 		}
 	}
@@ -213,8 +214,9 @@ func exercise(t *testing.T, s *redisstore.InFlight, q *redisstore.Queue) {
 		must(err)
 		return res
 	}
-	if res := admit("r_1", "bob"); res.Outcome != board.AdmitNew {
-		t.Fatalf("first admission = %+v", res)
+	first := admit("r_1", "bob")
+	if first.Outcome != board.AdmitNew {
+		t.Fatalf("first admission = %+v", first)
 	}
 	if res := admit("r_2", "bob"); res.Outcome != board.AdmitThrottled || !res.Notify {
 		t.Fatalf("second admission = %+v; want throttled and told", res)
@@ -225,8 +227,8 @@ func exercise(t *testing.T, s *redisstore.InFlight, q *redisstore.Queue) {
 		UserKey: "user:console:carl", UserLimit: board.RateLimit{N: 1, Per: time.Minute},
 		ChannelKey: "channel:console:c", ChannelLimit: board.RateLimit{N: 5, Per: time.Minute}, Now: now,
 	})
-	if must(err); dup.Outcome != board.AdmitDuplicate || dup.RequestID != "r_1" {
-		t.Fatalf("a copy of r_1 = %+v; want a duplicate of it", dup)
+	if must(err); dup.Outcome != board.AdmitDuplicate || dup.RequestID != first.RequestID {
+		t.Fatalf("a copy of %s = %+v; want a duplicate of it", first.RequestID, dup)
 	}
 	must(s.PutRequest(ctx, board.RequestRecord{Request: board.Request{ID: "r_3", User: "bob"}}))
 	_, err = s.SeenOnce(ctx, "slack:Ev1", time.Minute)

@@ -213,7 +213,8 @@ func TestSentinelAdmissionRefusedWhenNoReplicaConfirms(t *testing.T) {
 	retry := sentinelAdmission("r_retry")
 	retry.DedupeKey = "console:c:r_lonely"
 	res, err := s.Admit(ctx, retry)
-	if err != nil || res.Outcome != board.AdmitDuplicate || res.RequestID != "r_lonely" {
-		t.Fatalf("the retry = %+v, %v; want a duplicate of r_lonely", res, err)
+	lonely := redisstore.AdmittedID(s, "r_lonely", "console:c:r_lonely")
+	if err != nil || res.Outcome != board.AdmitDuplicate || res.RequestID != lonely {
+		t.Fatalf("the retry = %+v, %v; want a duplicate of %s", res, err, lonely)
 	}
 }

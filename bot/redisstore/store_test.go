@@ -163,7 +163,7 @@ func TestAdmitDedupesAndLimits(t *testing.T) {
 	adm := func(id board.RequestID, user, dedupe string) board.AdmitResult {
 		t.Helper()
 		res, err := s.Admit(ctx, board.Admission{
-			Record: board.RequestRecord{Request: board.Request{ID: id, User: user}}, DedupeKey: dedupe, DedupeTTL: time.Minute,
+			Record: board.RequestRecord{Request: board.Request{ID: id, User: user}, Status: board.RequestStatus{ID: id}}, DedupeKey: dedupe, DedupeTTL: time.Minute,
 			UserKey: "user:" + user, UserLimit: board.RateLimit{N: 2, Per: time.Minute},
 			ChannelKey: "channel:c", ChannelLimit: board.RateLimit{N: 4, Per: time.Minute}, ChannelNotices: 2, Now: now,
 		})
@@ -172,14 +172,23 @@ func TestAdmitDedupesAndLimits(t *testing.T) {
 		}
 		return res
 	}
-	if res := adm("r_1", "alice", "evt1"); res.Outcome != board.AdmitNew || res.RequestID != "r_1" {
-		t.Fatalf("first = %+v", res)
+	// On one server a request with a dedupe key is given the id the key
+	// derives (its record is its mark); on a cluster it keeps its own.
+	want := redisstore.AdmittedID(s, "r_1", "evt1")
+	if res := adm("r_1", "alice", "evt1"); res.Outcome != board.AdmitNew || res.RequestID != want {
+		t.Fatalf("first = %+v; want new, %s", res, want)
 	}
-	if res := adm("r_2", "alice", "evt1"); res.Outcome != board.AdmitDuplicate || res.RequestID != "r_1" {
-		t.Fatalf("same dedupe key = %+v; want duplicate of r_1", res)
+	if rec, err := s.Request(ctx, want); err != nil || rec.Request.ID != want || rec.Status.ID != want || rec.Request.User != "alice" {
+		t.Fatalf("the first request's record = %+v, %v", rec, err)
+	}
+	if res := adm("r_2", "bob", "evt1"); res.Outcome != board.AdmitDuplicate || res.RequestID != want {
+		t.Fatalf("same dedupe key = %+v; want duplicate of %s", res, want)
 	}
 	if _, err := s.Request(ctx, "r_2"); !errors.Is(err, bot.ErrNotFound) {
 		t.Fatalf("a duplicate stored a record: %v", err)
+	}
+	if rec, err := s.Request(ctx, want); err != nil || rec.Request.User != "alice" {
+		t.Fatalf("the first request's record after its duplicate = %+v, %v; want alice's", rec.Request, err)
 	}
 	if res := adm("r_3", "alice", ""); res.Outcome != board.AdmitNew {
 		t.Fatalf("second of two allowed = %+v", res)
@@ -242,11 +251,12 @@ func TestAdmitDedupesAndLimits(t *testing.T) {
 	if res := adm2("r_g1", now); res.Outcome != board.AdmitThrottled || res.Limit != "channel" {
 		t.Fatalf("gina in a full channel = %+v; want throttled by channel", res)
 	}
-	if res := adm2("r_g2", now.Add(time.Minute)); res.Outcome != board.AdmitNew || res.RequestID != "r_g2" {
-		t.Fatalf("gina's retry in the next window = %+v; want a new request", res)
+	gina := adm2("r_g2", now.Add(time.Minute))
+	if gina.Outcome != board.AdmitNew {
+		t.Fatalf("gina's retry in the next window = %+v; want a new request", gina)
 	}
-	if res := adm2("r_g3", now.Add(time.Minute)); res.Outcome != board.AdmitDuplicate || res.RequestID != "r_g2" {
-		t.Fatalf("a second retry = %+v; want a duplicate of r_g2", res)
+	if res := adm2("r_g3", now.Add(time.Minute)); res.Outcome != board.AdmitDuplicate || res.RequestID != gina.RequestID {
+		t.Fatalf("a second retry = %+v; want a duplicate of %s", res, gina.RequestID)
 	}
 	// Refused by the channel, gina was not counted against her own limit:
 	// her two requests this window are her first two.
@@ -277,12 +287,12 @@ func TestAdmitIsAtomic(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	ids := map[board.RequestID]int{}
-	news := 0
+	news, winner := 0, -1
 	for i := range 50 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := s.Admit(ctx, board.Admission{Record: board.RequestRecord{Request: board.Request{ID: board.RequestID(fmt.Sprint("r_", i))}},
+			res, err := s.Admit(ctx, board.Admission{Record: board.RequestRecord{Request: board.Request{ID: board.RequestID(fmt.Sprint("r_", i)), Text: fmt.Sprint("copy ", i)}},
 				DedupeKey: "evt", DedupeTTL: time.Minute, UserKey: "u", ChannelKey: "c"})
 			if err != nil {
 				t.Error(err)
@@ -292,7 +302,7 @@ func TestAdmitIsAtomic(t *testing.T) {
 			defer mu.Unlock()
 			ids[res.RequestID]++
 			if res.Outcome == board.AdmitNew {
-				news++
+				news, winner = news+1, i
 			}
 		}()
 	}
@@ -300,11 +310,20 @@ func TestAdmitIsAtomic(t *testing.T) {
 	if news != 1 || len(ids) != 1 {
 		t.Fatalf("new = %d, ids = %v; want one request for all", news, ids)
 	}
-	// Only the admitted copy keeps its record.
+	// Only the admitted copy keeps its record, and no other wrote over it.
 	records := 0
 	for i := range 50 {
 		if _, err := s.Request(ctx, board.RequestID(fmt.Sprint("r_", i))); err == nil {
 			records++
+		}
+	}
+	for id := range ids {
+		rec, err := s.Request(ctx, id)
+		if err != nil || rec.Request.Text != fmt.Sprint("copy ", winner) {
+			t.Fatalf("record of %s = %q, %v; want copy %d's", id, rec.Request.Text, err, winner)
+		}
+		if id == redisstore.AdmittedID(s, "", "evt") {
+			records++ // one server's: the id the key derives
 		}
 	}
 	if records != 1 {
@@ -553,8 +572,9 @@ func TestAFloodedChannelIsRefusedWithoutRedis(t *testing.T) {
 	if n := calls.n.Load() - before; n != 0 {
 		t.Errorf("50 events of a flooded channel sent Redis %d calls; want none", n)
 	}
-	if res := adm("r_api", "ev1", false); res.Outcome != board.AdmitDuplicate || res.RequestID != "r_1" {
-		t.Errorf("an API retry in the flooded window = %+v; want the duplicate of r_1", res)
+	first := redisstore.AdmittedID(s, "r_1", "ev1")
+	if res := adm("r_api", "ev1", false); res.Outcome != board.AdmitDuplicate || res.RequestID != first {
+		t.Errorf("an API retry in the flooded window = %+v; want the duplicate of %s", res, first)
 	}
 	now = now.Add(time.Minute)
 	if res := adm("r_next", "evn", true); res.Outcome != board.AdmitNew {

@@ -1,0 +1,2 @@
+-- 0025 records when the request that recorded a webhook delivery was received: a request id is derived from the delivery's dedupe key, so a redelivery Redis no longer remembered has the first's id, and only this tells its worker from the first's retrying after a crash. Rows of before are of random ids, which no redelivery shares.
+ALTER TABLE webhook_deliveries ADD COLUMN request_received_at timestamptz;
