@@ -36,8 +36,8 @@ func (e *Engine) SubmitOnce(ctx context.Context, r board.Request) (id board.Requ
 	if r.Text == "" && r.Revises == "" && r.Again == "" {
 		return "", false, errors.New("empty request")
 	}
-	if r.ID == "" {
-		r.ID = NewRequestID()
+	if r.ID == "" && r.DedupeKey == "" {
+		r.ID = NewRequestID() // one with a key is given its id by the request store
 	}
 	if r.ReceivedAt.IsZero() {
 		r.ReceivedAt = e.deps.Now()
@@ -73,7 +73,7 @@ func (e *Engine) SubmitOnce(ctx context.Context, r board.Request) (id board.Requ
 		}
 		text := fmt.Sprintf("Slow down: %s sent more than %d requests in %s. Try again in a moment.", who, limit.N, limit.Per)
 		if res.Notify {
-			e.notify(r.Thread, r.User, r.ID, board.Reply{Kind: board.ReplySlowDown, Text: text})
+			e.notify(r.Thread, r.User, res.RequestID, board.Reply{Kind: board.ReplySlowDown, Text: text})
 		}
 		return "", false, fmt.Errorf("%w: %s", ErrRateLimited, text)
 	}

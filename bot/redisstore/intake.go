@@ -25,7 +25,7 @@ var (
 // PutRequest stores a request record; a record answered (done or failed)
 // is never replaced by one that is not (request_put.lua says why).
 func (s *InFlight) PutRequest(ctx context.Context, r board.RequestRecord) error {
-	b, err := json.Marshal(r)
+	b, err := encodeRecord(r)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,8 @@ func requestOf(id board.RequestID, get *redis.StringCmd) (board.RequestRecord, e
 // Admit takes a request in, or tells why not (the steps are admitter's,
 // in admit.go): a request whose dedupe key was seen answers the first
 // request's id (on one server a request with a dedupe key is given the id
-// the key derives, board.RequestIDFor, so that its record is its mark); one over its user's or channel's rate limit is throttled
+// the key derives, board.RequestIDFor, so that its record is its mark; a
+// request without an id is given a new one); one over its user's or channel's rate limit is throttled
 // (Notify says whether to tell the person: once per window each, and at
 // most ChannelNotices people per channel window); otherwise its record is
 // stored and it is queued on its channel's stream shard. In cluster and
@@ -75,17 +76,21 @@ func (s *InFlight) Admit(ctx context.Context, a board.Admission) (board.AdmitRes
 	if now.IsZero() {
 		now = time.Now()
 	}
-	if a.DedupeKey != "" && s.admits.one {
-		// The record is the dedupe mark (admit.go): a redelivery's is the
-		// first's.
-		id := board.RequestIDFor(a.DedupeKey)
-		a.Record.Request.ID, a.Record.Status.ID = id, id
-	}
 	flood := floodKey(a, now)
 	if a.QuietDuplicates && s.floods.full(flood, now) {
 		return board.AdmitResult{Outcome: board.AdmitThrottled, Limit: "channel"}, nil
 	}
-	rec, err := json.Marshal(a.Record)
+	switch {
+	case a.DedupeKey != "" && s.admits.one:
+		// The record is the dedupe mark (admit.go): a redelivery's is the
+		// first's.
+		id := board.RequestIDFor(a.DedupeKey)
+		a.Record.Request.ID, a.Record.Status.ID = id, id
+	case a.Record.Request.ID == "":
+		id := board.NewRequestID()
+		a.Record.Request.ID, a.Record.Status.ID = id, id
+	}
+	rec, err := encodeRecord(a.Record)
 	if err != nil {
 		return board.AdmitResult{}, err
 	}
@@ -106,7 +111,7 @@ func (s *InFlight) Admit(ctx context.Context, a board.Admission) (board.AdmitRes
 		if full {
 			s.floods.note(flood, windowEnd(now, a.ChannelLimit.Per))
 		}
-		return board.AdmitResult{Outcome: board.AdmitThrottled, Limit: limit, Notify: notify == "1"}, nil
+		return board.AdmitResult{Outcome: board.AdmitThrottled, RequestID: a.Record.Request.ID, Limit: limit, Notify: notify == "1"}, nil
 	}
 	return board.AdmitResult{}, fmt.Errorf("admit request: unexpected reply %q", res)
 }
