@@ -127,40 +127,79 @@ func (s *InFlight) admitCall(a board.Admission, now time.Time, rec []byte) *admi
 		noticeWin = chanWin
 	}
 	shard := shardOf(a.ChannelKey, s.layout.Streams)
-	tag := shardTag(shard)
+	tag := s.tags[shard]
 	dedupe, hasDedupe := a.DedupeKey, "1"
 	if dedupe == "" {
 		dedupe, hasDedupe = "none", "0"
 	}
 	userPer := max(a.UserLimit.Per, time.Millisecond).Milliseconds()
 	chanPer := max(a.ChannelLimit.Per, time.Millisecond).Milliseconds()
-	stream := streamKey(s.prefix, shard)
-	c := &admitCall{id: id, record: rec, recordKey: requestKey(s.prefix, a.Record.Request.ID), ttl: requestTTL, stream: stream}
+	// The keys in one buffer: one allocation for all of them.
+	var kb keyBuf
+	kb.b = make([]byte, 0, 6*len(s.prefix)+2*len(a.UserKey)+3*len(a.ChannelKey)+len(dedupe)+len(id)+128)
+	kb.key(s.prefix, "dedupe:", tag, ":", dedupe)
+	kb.key(s.prefix, "rate:", tag, ":", a.ChannelKey, ":").num(chanWin)
+	kb.key(s.prefix, "notice:", tag, ":", a.UserKey, ":", a.ChannelKey, ":").num(noticeWin)
+	kb.key(s.prefix, "notices:", tag, ":", a.ChannelKey, ":").num(chanWin)
+	kb.key(s.prefix, "request:", id)
 	if a.UserLimit.N > 0 {
-		c.userKey = s.prefix + "rate:{" + a.UserKey + "}:" + strconv.FormatInt(userWin, 10)
+		kb.key(s.prefix, "rate:{", a.UserKey, "}:").num(userWin)
+	} else {
+		// Any name when users are not limited: the script leaves it
+		// alone.
+		kb.key(s.prefix, "rate:{}")
+	}
+	k := kb.keys()
+	c := &admitCall{id: id, record: rec, recordKey: k[4], ttl: requestTTL, stream: s.streams[shard]}
+	if a.UserLimit.N > 0 {
+		c.userKey = k[5]
 		c.userLimit, c.userPer = int64(a.UserLimit.N), userPer
 	}
 	// Arrays, so that laying them out allocates nothing.
-	keys := [7]string{
-		s.prefix + "dedupe:" + tag + ":" + dedupe,
-		s.prefix + "rate:" + tag + ":" + a.ChannelKey + ":" + strconv.FormatInt(chanWin, 10),
-		stream,
-		s.prefix + "notice:" + tag + ":" + a.UserKey + ":" + a.ChannelKey + ":" + strconv.FormatInt(noticeWin, 10),
-		s.prefix + "notices:" + tag + ":" + a.ChannelKey + ":" + strconv.FormatInt(chanWin, 10),
-	}
+	keys := [7]string{k[0], k[1], c.stream, k[2], k[3]}
 	args := [11]any{id, hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(), "0",
 		int64(max(a.ChannelLimit.N, 0)), chanPer, userPer, int64(a.ChannelNotices)}
 	nk, na := 5, 8
 	if s.admits.one {
-		// The user's window (any name when users are not limited: the
-		// script leaves it alone) and the record.
-		keys[5], keys[6] = c.userKey, c.recordKey
-		if c.userKey == "" {
-			keys[5] = s.prefix + "rate:{}"
-		}
+		// The user's window and the record.
+		keys[5], keys[6] = k[5], c.recordKey
 		args[8], args[9], args[10] = c.userLimit, rec, requestTTL.Milliseconds()
 		nk, na = 7, 11
 	}
 	c.cmd, c.ncmd = admitCommand(keys[:nk], args[:na])
 	return c
+}
+
+// keyBuf writes keys one after another into one buffer; keys returns
+// them as strings sharing one allocation.
+type keyBuf struct {
+	b    []byte
+	ends [6]int
+	n    int
+}
+
+// key appends a key of parts.
+func (k *keyBuf) key(parts ...string) *keyBuf {
+	for _, p := range parts {
+		k.b = append(k.b, p...)
+	}
+	k.ends[k.n] = len(k.b)
+	k.n++
+	return k
+}
+
+// num appends n in decimal to the key just written.
+func (k *keyBuf) num(n int64) {
+	k.b = strconv.AppendInt(k.b, n, 10)
+	k.ends[k.n-1] = len(k.b)
+}
+
+func (k *keyBuf) keys() [6]string {
+	all := string(k.b)
+	var out [6]string
+	start := 0
+	for i := range k.n {
+		out[i], start = all[start:k.ends[i]], k.ends[i]
+	}
+	return out
 }

@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"hash/fnv"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -54,9 +53,18 @@ func shardOf(channelKey string, shards int) int {
 	if shards <= 1 {
 		return 0
 	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(channelKey))
-	return int(h.Sum32() % uint32(shards))
+	return int(fnv32a(channelKey) % uint32(shards))
+}
+
+// fnv32a is hash/fnv's 32-bit FNV-1a of s, without its allocations:
+// every admission hashes its channel.
+func fnv32a(s string) uint32 {
+	h := uint32(2166136261)
+	for i := range len(s) {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
 }
 
 // shardTag is the hash tag of shard n's keys: the stream and the keys

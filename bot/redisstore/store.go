@@ -38,6 +38,8 @@ type InFlight struct {
 	layout Layout
 	admits *admitter
 	floods *floods
+	// tags and streams are each stream shard's hash tag and key.
+	tags, streams []string
 }
 
 // NewInFlight returns a store on rdb with keys under prefix, the request
@@ -50,7 +52,14 @@ func NewInFlight(rdb redis.UniversalClient, prefix string) *InFlight {
 // NewInFlightIn returns a store on rdb laid out as l.
 func NewInFlightIn(rdb redis.UniversalClient, l Layout) *InFlight {
 	l = l.norm()
-	return &InFlight{rdb: rdb, prefix: l.Prefix + ":", layout: l, admits: newAdmitter(rdb, durableIn(l.Mode), modeOf(rdb) != ModeCluster), floods: newFloods()}
+	s := &InFlight{rdb: rdb, prefix: l.Prefix + ":", layout: l, admits: newAdmitter(rdb, durableIn(l.Mode), modeOf(rdb) != ModeCluster), floods: newFloods()}
+	// Each shard's tag and stream key, laid out once: admission names
+	// them for every request.
+	for n := range max(l.Streams, 1) {
+		s.tags = append(s.tags, shardTag(n))
+		s.streams = append(s.streams, streamKey(s.prefix, n))
+	}
+	return s
 }
 
 // pkey is the key of a proposal's family (proposal, decision, preview,
