@@ -52,7 +52,14 @@ func initStores(ctx context.Context, cfg Config, logger *slog.Logger) (_ *stores
 		return nil, fmt.Errorf("REDIS_URL: cannot reach Redis (BOBNET_REDIS_MODE=%s): %w", cfg.RedisMode, err)
 	}
 	layout := redisstore.Layout{Prefix: cfg.RedisPrefix, Streams: cfg.RedisStreams, Mode: cfg.RedisMode}
-	return &stores{db: db, rdb: rdb, pending: redisstore.NewInFlightIn(rdb, layout), queue: redisstore.NewQueueIn(rdb, layout)}, nil
+	pending := redisstore.NewInFlightIn(rdb, layout)
+	// Before anything makes a request stream: Init reads whether one
+	// exists.
+	if err := pending.Init(ctx); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	return &stores{db: db, rdb: rdb, pending: pending, queue: redisstore.NewQueueIn(rdb, layout)}, nil
 }
 
 // postgresPoolSize is the least the Postgres pool may open: pgx's own

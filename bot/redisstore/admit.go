@@ -4,8 +4,10 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -79,10 +81,16 @@ type admitter struct {
 	flushing bool
 	// wake tells a lingering flusher that admissions are queued.
 	wake chan struct{}
+	// legacyUntil is when, in Unix ms, admission on one server stops
+	// reading the dedupe marks of versions before derived ids
+	// (InFlight.Init); until Init, always.
+	legacyUntil atomic.Int64
 }
 
 func newAdmitter(rdb redis.UniversalClient, wait, one bool) *admitter {
-	return &admitter{rdb: rdb, wait: wait, one: one, wake: make(chan struct{}, 1)}
+	a := &admitter{rdb: rdb, wait: wait, one: one, wake: make(chan struct{}, 1)}
+	a.legacyUntil.Store(math.MaxInt64)
+	return a
 }
 
 // admitLinger is how long a flusher with nothing to send waits for more

@@ -8,7 +8,8 @@
 -- the request is not taken.
 -- KEYS: 1 dedupe, 2 channel window, 3 stream shard, 4 user notice,
 -- 5 channel notice count; one server: 6 user window, 7 request record.
--- ARGV: 1 request id, 2 has dedupe (0/1), 3 dedupe TTL ms, 4 user over
+-- ARGV: 1 request id, 2 has dedupe (0/1; one server: 2 has it and reads
+-- marks of before), 3 dedupe TTL ms, 4 user over
 -- its limit (0/1, step 1's answer; 0 on one server), 5 channel N (0: no
 -- limit), 6 channel window ms, 7 user window ms, 8 notices per channel
 -- window; one server: 9 user N (0: no limit), 10 the record, 11 its TTL
@@ -21,10 +22,11 @@ local one = #KEYS == 7
 -- request taken keeps it, one refused below has it deleted again.
 local marked = false
 if one then
-  if ARGV[2] == '1' then
+  if ARGV[2] ~= '0' then
     -- A mark of a version that kept marks apart from records (until
-    -- 2026-12) answers for the request it marked, until it expires.
-    local first = redis.call('GET', KEYS[1])
+    -- 2026-12) answers for the request it marked, for an hour after the
+    -- upgrade (InFlight.Init).
+    local first = ARGV[2] == '2' and redis.call('GET', KEYS[1])
     if first then
       redis.call('PEXPIRE', KEYS[1], ARGV[3])
       return 'duplicate ' .. first

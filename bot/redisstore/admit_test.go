@@ -153,6 +153,10 @@ func TestAMarkOfBeforeStillAnswers(t *testing.T) {
 	if res := adm(old, "r_old"); res.Outcome != board.AdmitNew || res.RequestID != "r_old" {
 		t.Fatalf("the first, before = %+v", res)
 	}
+	// The upgraded replica starts on a Redis the older version used.
+	if err := s.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if res := adm(s, "r_retry"); res.Outcome != board.AdmitDuplicate || res.RequestID != "r_old" {
 		t.Fatalf("its retry, after = %+v; want a duplicate of r_old", res)
 	}
@@ -160,5 +164,48 @@ func TestAMarkOfBeforeStillAnswers(t *testing.T) {
 		if _, err := s.Request(ctx, id); !errors.Is(err, board.ErrNotFound) {
 			t.Errorf("the retry stored a record under %s: %v", id, err)
 		}
+	}
+}
+
+// On a Redis no BobNet had used (no request stream), Init records that no
+// older version left marks, and admission reads none: a mark like theirs
+// is not looked at. A later start reads the same record.
+func TestInitOnANewRedisReadsNoMarksOfBefore(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := bottest.Redis(t), bottest.Prefix()
+	ctx := context.Background()
+	l := bottest.Layout(t, prefix)
+	s := redisstore.NewInFlightIn(rdb, l)
+	if err := s.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old := redisstore.NewInFlightIn(rdb, l)
+	redisstore.AdmitInSteps(old)
+	adm := func(s *redisstore.InFlight, id board.RequestID) board.AdmitResult {
+		t.Helper()
+		res, err := s.Admit(ctx, board.Admission{Record: board.RequestRecord{Request: board.Request{ID: id, Text: "plan"}},
+			DedupeKey: "matrix:!r:$e", DedupeTTL: time.Hour, UserKey: "u", ChannelKey: "channel:matrix:!r"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := adm(old, "r_old"); res.Outcome != board.AdmitNew {
+		t.Fatalf("a mark's admission = %+v", res)
+	}
+	want := board.AdmitNew // one server: the mark is not read
+	if bottest.RedisMode(t) == redisstore.ModeCluster {
+		want = board.AdmitDuplicate // a cluster's marks are its own
+	}
+	if res := adm(s, "r_new"); res.Outcome != want {
+		t.Fatalf("admission after Init on a new Redis = %+v; want %s", res, want)
+	}
+	// Streams exist now, but the first start's record stands.
+	again := redisstore.NewInFlightIn(rdb, l)
+	if err := again.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res := adm(again, "r_again"); res.Outcome != board.AdmitDuplicate {
+		t.Fatalf("the same event through a later start = %+v; want the duplicate of the one before", res)
 	}
 }

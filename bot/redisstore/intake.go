@@ -129,8 +129,11 @@ func (s *InFlight) admitCall(a board.Admission, now time.Time, rec []byte) *admi
 	shard := shardOf(a.ChannelKey, s.layout.Streams)
 	tag := s.tags[shard]
 	dedupe, hasDedupe := a.DedupeKey, "1"
-	if dedupe == "" {
+	switch {
+	case dedupe == "":
 		dedupe, hasDedupe = "none", "0"
+	case s.admits.one && now.UnixMilli() < s.admits.legacyUntil.Load():
+		hasDedupe = "2" // and read a mark of before (Init)
 	}
 	userPer := max(a.UserLimit.Per, time.Millisecond).Milliseconds()
 	chanPer := max(a.ChannelLimit.Per, time.Millisecond).Milliseconds()
@@ -202,4 +205,41 @@ func (k *keyBuf) keys() [6]string {
 		out[i], start = all[start:k.ends[i]], k.ends[i]
 	}
 	return out
+}
+
+// legacyWindow is how long after the first start of a version with
+// derived request ids admission on one server still reads the dedupe
+// marks versions before it wrote: a platform's retries (Slack's within
+// minutes) and Matrix's replays after a restart come within it, and so
+// does a rolling update's last old replica, unless the update takes
+// longer.
+const legacyWindow = time.Hour
+
+// Init decides, once at start, how long admission reads the dedupe marks
+// of versions before derived ids (one server only: a cluster keeps its
+// marks). The first replica to start records when (derived-ids-since);
+// on a Redis where no BobNet has a request stream yet, no older version
+// left marks, and none are read.
+func (s *InFlight) Init(ctx context.Context) error {
+	if !s.admits.one {
+		return nil
+	}
+	n, err := s.rdb.Exists(ctx, append([]string{legacyStream(s.prefix)}, s.streams...)...).Result()
+	if err != nil {
+		return wrap("init intake", err)
+	}
+	since := time.Now().UnixMilli()
+	if n == 0 {
+		since = 0
+	}
+	key := s.prefix + "derived-ids-since"
+	if err := s.rdb.SetNX(ctx, key, since, 0).Err(); err != nil {
+		return wrap("init intake", err)
+	}
+	first, err := s.rdb.Get(ctx, key).Int64()
+	if err != nil {
+		return wrap("init intake", err)
+	}
+	s.admits.legacyUntil.Store(first + legacyWindow.Milliseconds())
+	return nil
 }

@@ -43,6 +43,8 @@ var Keys = []Key{
 		"7 days"},
 	{"dedupe:{<shard>}:<channel>:<key>", "the channel's stream shard", "on a Redis Cluster, platform event and webhook delivery ids already queued, and the request each started (on one server a request with a dedupe key has its id derived from the key, and its record is the mark; marks written there before 2026-12 are still read)",
 		"7 days, as the request"},
+	{"derived-ids-since", "none (one key)", "on one server, when the first replica that derives request ids from dedupe keys started (0 on a Redis no older version used), so admission reads the dedupe marks of older versions for an hour after it",
+		"for good"},
 	{"rate:{<user>}:<window>", "the user", "a user's request count, across channels",
 		"one window"},
 	{"rate:{<shard>}:<channel>:<window>", "the channel's stream shard", "a channel's request count",

@@ -83,8 +83,10 @@ func TestKeysTableCoversEveryKeyWritten(t *testing.T) {
 	}
 	for i, k := range redisstore.Keys {
 		// The stream of BobNet before shards is only drained now; dedupe
-		// marks are a cluster's (one server's records are their own).
-		if !written[i] && k.Pattern != "requests" && (k.Pattern != "dedupe:{<shard>}:<channel>:<key>" || bottest.RedisMode(t) == redisstore.ModeCluster) {
+		// marks are a cluster's (one server's records are their own), and
+		// derived-ids-since one server's.
+		cluster := bottest.RedisMode(t) == redisstore.ModeCluster
+		if !written[i] && k.Pattern != "requests" && (k.Pattern != "dedupe:{<shard>}:<channel>:<key>" || cluster) && (k.Pattern != "derived-ids-since" || !cluster) {
 			t.Errorf("redisstore.Keys lists %q, but no call wrote such a key", k.Pattern)
 		}
 	}
@@ -202,6 +204,7 @@ func exercise(t *testing.T, s *redisstore.InFlight, q *redisstore.Queue) {
 	decided.ID, decided.State, decided.DecidedBy = "p_decided", board.ProposalApproved, "alice"
 	must(s.PutDecision(ctx, decided))
 
+	must(s.Init(ctx))
 	must(q.Init(ctx))
 	admit := func(id board.RequestID, user string) board.AdmitResult {
 		t.Helper()
