@@ -130,6 +130,17 @@ func TestUserWindowAlwaysExpires(t *testing.T) {
 	}
 }
 
+// admitEvent admits a request id of an event (its dedupe key) in channel.
+func admitEvent(t *testing.T, s *redisstore.InFlight, id board.RequestID, dedupe, channel string) board.AdmitResult {
+	t.Helper()
+	res, err := s.Admit(context.Background(), board.Admission{Record: board.RequestRecord{Request: board.Request{ID: id, Text: "plan"}},
+		DedupeKey: dedupe, DedupeTTL: time.Hour, UserKey: "u", ChannelKey: channel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // A dedupe mark of a version before one server's records were their own
 // marks (a store admitting in steps writes it as that version did) still
 // answers for the request it marked: a retry that reaches an upgraded
@@ -142,13 +153,7 @@ func TestAMarkOfBeforeStillAnswers(t *testing.T) {
 	old, s := redisstore.NewInFlightIn(rdb, l), redisstore.NewInFlightIn(rdb, l)
 	redisstore.AdmitInSteps(old)
 	adm := func(s *redisstore.InFlight, id board.RequestID) board.AdmitResult {
-		t.Helper()
-		res, err := s.Admit(ctx, board.Admission{Record: board.RequestRecord{Request: board.Request{ID: id, Text: "plan"}},
-			DedupeKey: "slack:T1:C1:slack-message:C1:1.2", DedupeTTL: time.Hour, UserKey: "u", ChannelKey: "channel:slack:T1:C1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
+		return admitEvent(t, s, id, "slack:T1:C1:slack-message:C1:1.2", "channel:slack:T1:C1")
 	}
 	if res := adm(old, "r_old"); res.Outcome != board.AdmitNew || res.RequestID != "r_old" {
 		t.Fatalf("the first, before = %+v", res)
@@ -182,13 +187,7 @@ func TestInitOnANewRedisReadsNoMarksOfBefore(t *testing.T) {
 	old := redisstore.NewInFlightIn(rdb, l)
 	redisstore.AdmitInSteps(old)
 	adm := func(s *redisstore.InFlight, id board.RequestID) board.AdmitResult {
-		t.Helper()
-		res, err := s.Admit(ctx, board.Admission{Record: board.RequestRecord{Request: board.Request{ID: id, Text: "plan"}},
-			DedupeKey: "matrix:!r:$e", DedupeTTL: time.Hour, UserKey: "u", ChannelKey: "channel:matrix:!r"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
+		return admitEvent(t, s, id, "matrix:!r:$e", "channel:matrix:!r")
 	}
 	if res := adm(old, "r_old"); res.Outcome != board.AdmitNew {
 		t.Fatalf("a mark's admission = %+v", res)
