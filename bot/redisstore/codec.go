@@ -26,10 +26,11 @@ func decodeProposal(id board.ProposalID, raw string) (board.Proposal, error) {
 }
 
 // encodeRecord writes a request record as encoding/json does (the same
-// JSON, though an escape may be spelled apart), with goccy/go-json: taking a request in encodes its record on the
-// acknowledgement's path, and go-json takes half the time (1.8 → 0.9 µs
-// for a Slack mention's record). TestEncodeRecordMatchesEncodingJSON and
-// FuzzEncodeRecord hold the two encoders to records that read back alike.
+// JSON, though an escape may be spelled apart), with goccy/go-json:
+// taking a request in encodes its record on the acknowledgement's path,
+// and go-json takes half the time (1.8 → 0.9 µs for a Slack mention's
+// record). TestEncodeRecordMatchesEncodingJSON and FuzzEncodeRecord hold
+// the two encoders to records that read back alike.
 func encodeRecord(r board.RequestRecord) ([]byte, error) {
 	return gojson.Marshal(r)
 }

@@ -63,12 +63,13 @@ func requestOf(id board.RequestID, get *redis.StringCmd) (board.RequestRecord, e
 
 // Admit takes a request in, or tells why not (the steps are admitter's,
 // in admit.go): a request whose dedupe key was seen answers the first
-// request's id (on one server a request with a dedupe key is given the id
-// the key derives, board.RequestIDFor, so that its record is its mark; a
-// request without an id is given a new one); one over its user's or channel's rate limit is throttled
-// (Notify says whether to tell the person: once per window each, and at
-// most ChannelNotices people per channel window); otherwise its record is
-// stored and it is queued on its channel's stream shard. In cluster and
+// request's id (on one server a request with a dedupe key is given the
+// id the key derives, board.RequestIDFor, so that its record is its mark;
+// a request without an id is given a new one); one over its user's or
+// channel's rate limit is throttled (Notify says whether to tell the
+// person: once per window each, and at most ChannelNotices people per
+// channel window); otherwise its record is stored and it is queued on
+// its channel's stream shard. In cluster and
 // sentinel modes a request no replica confirmed is refused with
 // ErrNotReplicated.
 func (s *InFlight) Admit(ctx context.Context, a board.Admission) (board.AdmitResult, error) {

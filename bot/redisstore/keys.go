@@ -41,7 +41,7 @@ var Keys = []Key{
 		"`ClaimTTL` (10 s), renewed while its decision works; by then a decided proposal's own state refuses later decisions"},
 	{"request:<id>", "none (one key)", "a request, its state, its planned answer and reply",
 		"7 days"},
-	{"dedupe:{<shard>}:<channel>:<key>", "the channel's stream shard", "on a Redis Cluster, platform event and webhook delivery ids already queued, and the request each started (on one server a request with a dedupe key has its id derived from the key, and its record is the mark; marks written there before 2026-12 are still read)",
+	{"dedupe:{<shard>}:<channel>:<key>", "the channel's stream shard", "on a Redis Cluster, platform event and webhook delivery ids already queued, and the request each started (on one server a request with a dedupe key has its id derived from the key, and its record is the mark; marks written there by older versions are read for an hour after an upgrade, `derived-ids-since`)",
 		"7 days, as the request"},
 	{"derived-ids-since", "none (one key)", "on one server, when the first replica that derives request ids from dedupe keys started (0 on a Redis no older version used), so admission reads the dedupe marks of older versions for an hour after it",
 		"for good"},
