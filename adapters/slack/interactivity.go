@@ -126,6 +126,9 @@ func clickedWhereProposed(p board.Proposal, channel, message string) error {
 	if p.Thread.Channel.Source != board.SourceSlack || p.Thread.Channel.ID != channel {
 		return errWrongPlace
 	}
+	// The message is known once the preview's post is recorded, a moment
+	// after it went out; until then the channel is what is checked (and
+	// the clicker's right to decide, by the engine).
 	if p.Message != "" && message != "" && string(p.Message) != message {
 		return errWrongPlace
 	}

@@ -303,7 +303,19 @@ func TestClickFromAnotherChannelIsRefused(t *testing.T) {
 	if !strings.Contains(eph.Form.Get("text"), "does not belong") {
 		t.Fatalf("refusal = %v", eph.Form)
 	}
-	// The same click from another message of this channel is refused too.
+	// The same click from another message of this channel is refused too,
+	// once the preview's message is recorded (until then, a moment after
+	// its post, only the channel is checked: clickedWhereProposed).
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		p, err := w.env.Engine.Proposal(context.Background(), board.ProposalID(pid))
+		if err == nil && p.Message != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the preview's message was not recorded: %+v, %v", p.Message, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	w.post(t, "/slack/interactivity", "application/x-www-form-urlencoded", blockAction("U_ALICE", "bobnet_approve", pid, "1690000099.000001"))
 	w.slack.waitFor(t, "second refusal", func(c call) bool {
 		return c.Method == "chat.postEphemeral" && c.TS != eph.TS
