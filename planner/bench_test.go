@@ -81,3 +81,21 @@ func BenchmarkCheck64CardsBaseline(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDraftReader64Cards reads a 64-card plan streamed in 64 pieces,
+// as the preview benchmark's stand-in model sends it.
+func BenchmarkDraftReader64Cards(b *testing.B) {
+	raw := string(plan64(b))
+	size := (len(raw) + 63) / 64
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		var r DraftReader
+		for i := 0; i < len(raw); i += size {
+			r.Write(raw[i:min(i+size, len(raw))])
+		}
+		if n := len(r.Draft().Cards); n != 64 {
+			b.Fatalf("%d cards", n)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -141,11 +142,7 @@ func (r *DraftReader) scan() {
 			case c == '"':
 				r.inString = false
 				if r.keyStart >= 0 {
-					var k string
-					if json.Unmarshal(r.buf[r.keyStart:i+1], &k) != nil {
-						k = ""
-					}
-					top.key, r.keyStart = k, -1
+					top.key, r.keyStart = objectKey(r.buf[r.keyStart:i+1]), -1
 				}
 			}
 			continue
@@ -174,6 +171,22 @@ func (r *DraftReader) scan() {
 			}
 		}
 	}
+}
+
+// objectKey is the text of a key's JSON string quoted, "" when it is not
+// one. A key without escapes is its bytes, read without encoding/json,
+// which cost more than the rest of the scan; the keys that matter
+// (childRole) are plain ASCII, so one with a byte that is not UTF-8 (which
+// encoding/json would read as U+FFFD) matches none of them either way.
+func objectKey(quoted []byte) string {
+	if raw := quoted[1 : len(quoted)-1]; bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw)
+	}
+	var k string
+	if json.Unmarshal(quoted, &k) != nil {
+		return ""
+	}
+	return k
 }
 
 // scanOutside reads one byte at depth 0, where only an object's opening

@@ -109,9 +109,9 @@ BOBNET_TEST_REDIS_MODE=cluster go test -tags goolm -race -count=1 -timeout 10m "
 # 75804, fixed in Go 1.27). A count has no deadline to race.
 # A target named here that no longer exists is an error: go test would
 # fuzz nothing and pass.
-echo "test: fuzzing the Slack decoders, the REST bodies, the model's output (the plan check, the draft reader) and run outputs drawn as HTML" >&2
+echo "test: fuzzing the Slack decoders, the REST bodies, the model's output (the plan check, the draft reader, the streamed chunks) and run outputs drawn as HTML" >&2
 for target in "FuzzEvents ./adapters/slack" "FuzzEnvelopeMatchesEncodingJSON ./adapters/slack" "FuzzInteractivity ./adapters/slack" \
-	"FuzzRESTBodies ./httpapi" "FuzzCheck ./planner" "FuzzDraftReader ./planner" "FuzzOutputHTML ./web"; do
+	"FuzzRESTBodies ./httpapi" "FuzzCheck ./planner" "FuzzDraftReader ./planner" "FuzzStreamChunk ./planner" "FuzzOutputHTML ./web"; do
 	set -- $target
 	listed=$(go test -list "^$1\$" "$2")
 	if ! grep -qx "$1" <<<"$listed"; then
