@@ -105,8 +105,8 @@ func recvChunk(stream *openai.ChatCompletionStream) (streamChunk, error) {
 
 // decodeChunk decodes only what streamChunk reads, with go-json, where
 // go-openai's Recv decodes its whole response type with encoding/json:
-// that was a quarter of the CPU a streamed 64-card plan cost (the preview
-// benchmark's profile). BenchmarkStreamChunk has the two side by side;
+// that was a quarter of BobNet's CPU while a 64-card plan streamed (the
+// preview benchmark's profile). BenchmarkStreamChunk has the two side by side;
 // TestStreamChunkReadsWhatGoOpenAIReads and FuzzStreamChunk hold them to
 // the same text and tokens. go-json keeps bytes that are not UTF-8 where
 // encoding/json reads U+FFFD, so a chunk with such bytes is read with
