@@ -65,7 +65,7 @@ func (h *harness) clusterIngest(ctx context.Context, crdb redis.UniversalClient)
 	defer single.stop()
 	defer cluster.stop()
 	sides := []*bobnet{cluster, single}
-	redises := []redis.UniversalClient{crdb, h.rdb}
+	turns := []ingestSide{{cluster.cmd.Process.Pid, crdb, cluster.url}, {single.cmd.Process.Pid, h.rdb, single.url}}
 	kinds := ingestKinds
 	var figs []*figure
 	for _, k := range kinds {
@@ -87,14 +87,9 @@ func (h *harness) clusterIngest(ctx context.Context, crdb redis.UniversalClient)
 	stopProfile := h.profile(ctx, cluster, "cluster-ingest", int(4*h.ingestTime.Seconds())*h.rounds)
 	for r := range h.rounds {
 		for i, k := range kinds {
-			var res [2]ingestResult
-			var cpu, rcpu [2]float64
-			for _, s := range []int{r % 2, 1 - r%2} {
-				res[s], cpu[s], rcpu[s], err = h.meteredIngest(ctx, sides[s].cmd.Process.Pid, redises[s], sides[s].url,
-					fmt.Sprint(h.run, "cr", r, "k", i, "s", s), k.event)
-				if err != nil {
-					return nil, err
-				}
+			res, cpu, rcpu, err := h.ingestRound(ctx, turns, r, fmt.Sprint(h.run, "cr", r, "k", i), k.event)
+			if err != nil {
+				return nil, err
 			}
 			figs[4*i].add(res[0].PerSecond, res[1].PerSecond)
 			figs[4*i+1].add(ms(res[0].P99), ms(res[1].P99))
@@ -202,6 +197,10 @@ func (h *harness) clusterFloor(ctx context.Context, crdb redis.UniversalClient) 
 		{Name: "cluster floor: the bare handler with WAIT 1, a channel each, throughput", Unit: "req/s"},
 		{Name: "cluster floor: the bare handler with WAIT 1, a channel each: Redis's CPU per event (every node)", Unit: "µs"},
 	}
+	turns := make([]ingestSide, len(sides))
+	for i, s := range sides {
+		turns[i] = ingestSide{s.p.cmd.Process.Pid, s.rdb, s.url}
+	}
 	h.logf("cluster floor: warming up")
 	for i, s := range sides {
 		if _, err := ingestRun(ctx, h.client, s.url+"/slack/events", fmt.Sprint(h.run, "fw", i), time.Second, eachEvents); err != nil {
@@ -209,14 +208,9 @@ func (h *harness) clusterFloor(ctx context.Context, crdb redis.UniversalClient) 
 		}
 	}
 	for r := range h.rounds {
-		var res [3]ingestResult
-		var rcpu [3]float64
-		for j := range sides {
-			i := (j + r) % len(sides)
-			s := sides[i]
-			if res[i], _, rcpu[i], err = h.meteredIngest(ctx, s.p.cmd.Process.Pid, s.rdb, s.url, fmt.Sprint(h.run, "fr", r, "s", i), eachEvents); err != nil {
-				return nil, err
-			}
+		res, _, rcpu, err := h.ingestRound(ctx, turns, r, fmt.Sprint(h.run, "fr", r), eachEvents)
+		if err != nil {
+			return nil, err
 		}
 		figs[0].add(res[0].PerSecond, res[2].PerSecond)
 		figs[1].add(rcpu[0], rcpu[2])

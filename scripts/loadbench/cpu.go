@@ -127,46 +127,108 @@ func serverCPU(ctx context.Context, c *redis.Client) time.Duration {
 	return time.Duration(total * float64(time.Second))
 }
 
-// cpuMeter measures the CPU a server process and Redis spend over a turn.
+// cpuMeter measures the CPU a server process and Redis spend over the
+// turns it is resumed for.
 type cpuMeter struct {
 	pid       int
 	rdb       redis.UniversalClient
-	proc, rds time.Duration
-	started   bool
+	proc, rds time.Duration // spent in the turns so far
+	// at the current turn's start
+	proc0, rds0 time.Duration
+	failed      bool // a reading failed: nothing to tell
 }
 
-func (m *cpuMeter) start(ctx context.Context) {
-	p, err := procCPU(m.pid)
-	m.proc, m.rds, m.started = p, redisCPU(ctx, m.rdb), err == nil
-}
-
-// perRequest is the CPU per request since start, of the process and of
-// Redis, in microseconds; zeros where it could not tell.
-func (m *cpuMeter) perRequest(ctx context.Context, n int) (proc, rds float64) {
-	if !m.started || n == 0 {
-		return 0, 0
-	}
+// resume starts a turn.
+func (m *cpuMeter) resume(ctx context.Context) error {
 	p, err := procCPU(m.pid)
 	if err != nil {
+		m.failed = true
+	}
+	m.proc0, m.rds0 = p, redisCPU(ctx, m.rdb)
+	return ctx.Err()
+}
+
+// pause ends a turn.
+func (m *cpuMeter) pause(ctx context.Context) {
+	p, err := procCPU(m.pid)
+	r := redisCPU(ctx, m.rdb)
+	if err != nil || m.failed {
+		m.failed = true
+		return
+	}
+	m.proc += p - m.proc0
+	if r == 0 || m.rds0 == 0 {
+		m.rds = -1 // Redis cannot tell
+	} else if m.rds >= 0 {
+		m.rds += r - m.rds0
+	}
+}
+
+// perRequest is the CPU per request over the turns, of the process and
+// of Redis, in microseconds; zeros where it could not tell.
+func (m *cpuMeter) perRequest(n int) (proc, rds float64) {
+	if m.failed || n == 0 {
 		return 0, 0
 	}
-	r := redisCPU(ctx, m.rdb)
-	proc = float64(p-m.proc) / float64(time.Microsecond) / float64(n)
+	proc = float64(m.proc) / float64(time.Microsecond) / float64(n)
 	if m.rds > 0 {
-		rds = float64(r-m.rds) / float64(time.Microsecond) / float64(n)
+		rds = float64(m.rds) / float64(time.Microsecond) / float64(n)
 	}
 	return proc, rds
 }
 
-// meteredIngest is one side's turn of an ingest round: events from
-// ingestRun sent to url for h.ingestTime, and the CPU the server process
-// pid and Redis rdb spent per event meanwhile.
-func (h *harness) meteredIngest(ctx context.Context, pid int, rdb redis.UniversalClient, url, run string, event eventFunc) (res ingestResult, cpu, rcpu float64, err error) {
-	meter := &cpuMeter{pid: pid, rdb: rdb}
-	meter.start(ctx)
-	if res, err = ingestRun(ctx, h.client, url+"/slack/events", run, h.ingestTime, event); err != nil {
-		return ingestResult{}, 0, 0, err
+// ingestSlices is how many turns each side of an ingest round takes, in
+// turn with the others: a shared machine's slow seconds come and go,
+// and short turns spread them over every side instead of one.
+const ingestSlices = 3
+
+// turnOrder is the order n sides take turn t of round r in: the sides
+// rotated by r+t, so that each takes each place in turn (two sides: A B,
+// B A, A B in round 0; B A, A B, B A in round 1).
+func turnOrder(n, r, t int) []int {
+	order := make([]int, n)
+	for j := range order {
+		order[j] = (r + t + j) % n
 	}
-	cpu, rcpu = meter.perRequest(ctx, res.N)
+	return order
+}
+
+// ingestSide is a server an ingest round sends events to: its process
+// and the Redis it uses, metered while it takes its turns.
+type ingestSide struct {
+	pid int
+	rdb redis.UniversalClient
+	url string
+}
+
+// ingestRound is round r of an ingest workload: each side receives
+// events for h.ingestTime in all, in ingestSlices turns, in turnOrder.
+// Each side's answer rate, p99 and CPU per
+// event (its process's and its Redis's) are over all of its turns.
+func (h *harness) ingestRound(ctx context.Context, sides []ingestSide, r int, run string, event eventFunc) (res []ingestResult, cpu, rcpu []float64, err error) {
+	n := len(sides)
+	turns := make([][]ingestResult, n)
+	meters := make([]cpuMeter, n)
+	for i, s := range sides {
+		meters[i] = cpuMeter{pid: s.pid, rdb: s.rdb}
+	}
+	for t := range ingestSlices {
+		for _, i := range turnOrder(n, r, t) {
+			if err := meters[i].resume(ctx); err != nil {
+				return nil, nil, nil, err
+			}
+			res, err := ingestRun(ctx, h.client, sides[i].url+"/slack/events", fmt.Sprint(run, "s", i, "t", t), h.ingestTime/ingestSlices, event)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			meters[i].pause(ctx)
+			turns[i] = append(turns[i], res)
+		}
+	}
+	res, cpu, rcpu = make([]ingestResult, n), make([]float64, n), make([]float64, n)
+	for i := range sides {
+		res[i] = mergeIngest(turns[i])
+		cpu[i], rcpu[i] = meters[i].perRequest(res[i].N)
+	}
 	return res, cpu, rcpu, nil
 }

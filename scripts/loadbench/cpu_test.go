@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,23 +27,72 @@ func TestParseProcCPU(t *testing.T) {
 	}
 }
 
+// spin keeps this process on a CPU for d.
+func spin(d time.Duration) int {
+	x := 0
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		x++
+	}
+	return x
+}
+
 func TestCPUMeterCountsThisProcesssWork(t *testing.T) {
 	m := &cpuMeter{pid: os.Getpid(), rdb: bottest.Redis(t)}
 	ctx := context.Background()
-	m.start(ctx)
-	if !m.started {
-		t.Fatal("the meter did not start on this process")
+	// Two turns of 50 ms of CPU, with 300 ms between them that are not
+	// the meter's; then the CPU per one of 20 "requests".
+	for turn := range 2 {
+		if err := m.resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+		spin(50 * time.Millisecond)
+		m.pause(ctx)
+		if turn == 0 {
+			spin(300 * time.Millisecond)
+		}
 	}
-	// Spin 50 ms of CPU, then ask for the CPU per one of 10 "requests".
-	x := 0
-	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
-		x++
+	if m.failed {
+		t.Fatal("the meter could not read this process")
 	}
-	per, _ := m.perRequest(ctx, 10)
-	if per < 1000 || per > 50000 { // at most 5 ms each: less when the machine lends this process less than all of a core
-		t.Errorf("CPU per request = %.0f µs after spinning 50 ms over 10 (%d); want up to about 5000", per, x)
+	per, _ := m.perRequest(20)
+	// At most 5 ms each: less when the machine lends this process less
+	// than all of a core; the time between the turns would make it 20.
+	if per < 1000 || per > 6000 {
+		t.Errorf("CPU per request = %.0f µs after two turns of 50 ms over 20; want up to about 5000", per)
 	}
-	if zero, _ := m.perRequest(ctx, 0); zero != 0 {
+	if zero, _ := m.perRequest(0); zero != 0 {
 		t.Errorf("CPU per none of them = %g; want 0", zero)
+	}
+}
+
+func TestTurnsAlternate(t *testing.T) {
+	var got []int
+	for r := range 2 {
+		for turn := range 3 {
+			got = append(got, turnOrder(2, r, turn)...)
+		}
+	}
+	if want := []int{0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0}; !slices.Equal(got, want) {
+		t.Errorf("two sides' turns in rounds 0 and 1 = %v; want %v", got, want)
+	}
+	// Three sides: each takes each place once in three turns.
+	for place := range 3 {
+		seen := map[int]bool{}
+		for turn := range 3 {
+			seen[turnOrder(3, 0, turn)[place]] = true
+		}
+		if len(seen) != 3 {
+			t.Errorf("place %d in three turns of three sides went to %v; want each side once", place, seen)
+		}
+	}
+}
+
+func TestMergeIngest(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	a := ingestResult{lat: []time.Duration{ms(1), ms(2)}, elapsed: time.Second}
+	b := ingestResult{lat: []time.Duration{ms(3), ms(4), ms(100)}, elapsed: time.Second}
+	m := mergeIngest([]ingestResult{a, b})
+	if m.N != 5 || m.PerSecond != 2.5 || m.P99 != ms(100) {
+		t.Errorf("merged = %d answers, %g/s, p99 %s; want 5, 2.5/s, 100ms", m.N, m.PerSecond, m.P99)
 	}
 }

@@ -260,7 +260,7 @@ func (h *harness) ingest(ctx context.Context) ([]*figure, error) {
 		return nil, err
 	}
 	defer bare.stop()
-	pids := []int{bob.cmd.Process.Pid, bare.cmd.Process.Pid}
+	sides := []ingestSide{{bob.cmd.Process.Pid, h.rdb, bob.url}, {bare.cmd.Process.Pid, h.rdb, bareURL}}
 	kinds := ingestKinds
 	var figs []*figure
 	for _, k := range kinds {
@@ -281,18 +281,9 @@ func (h *harness) ingest(ctx context.Context) ([]*figure, error) {
 	stopProfile := h.profile(ctx, bob, "ingest", int(4*h.ingestTime.Seconds())*h.rounds)
 	for r := range h.rounds {
 		for i, k := range kinds {
-			var res [2]ingestResult
-			var cpu, rcpu [2]float64
-			order := []int{0, 1}
-			if r%2 == 1 {
-				order = []int{1, 0}
-			}
-			for _, side := range order {
-				u := []string{bob.url, bareURL}[side]
-				res[side], cpu[side], rcpu[side], err = h.meteredIngest(ctx, pids[side], h.rdb, u, fmt.Sprint(h.run, "r", r, "k", i, "s", side), k.event)
-				if err != nil {
-					return nil, err
-				}
+			res, cpu, rcpu, err := h.ingestRound(ctx, sides, r, fmt.Sprint(h.run, "r", r, "k", i), k.event)
+			if err != nil {
+				return nil, err
 			}
 			figs[4*i].add(res[0].PerSecond, res[1].PerSecond)
 			figs[4*i+1].add(ms(res[0].P99), ms(res[1].P99))
@@ -338,7 +329,9 @@ func (h *harness) preview(ctx context.Context) ([]*figure, error) {
 		var acks map[string]time.Time
 		var err error
 		meter := &cpuMeter{pid: pids[bobSide], rdb: h.rdb}
-		meter.start(ctx)
+		if err := meter.resume(ctx); err != nil {
+			return nil, err
+		}
 		if bobSide {
 			acks, err = previewBobnet(ctx, h.client, bob.url, fmt.Sprint(h.run, "r", r))
 		} else {
@@ -350,7 +343,8 @@ func (h *harness) preview(ctx context.Context) ([]*figure, error) {
 		lat, err := afterModel(acks, h.slack, modelTime, 30*time.Second)
 		i := map[bool]int{true: 0, false: 1}[bobSide]
 		time.Sleep(500 * time.Millisecond) // the work after a preview (the Home tab) is done, and counted
-		cpu[i], _ = meter.perRequest(ctx, len(acks))
+		meter.pause(ctx)
+		cpu[i], _ = meter.perRequest(len(acks))
 		split[i][0], split[i][1] = phases(acks, m, h.slack)
 		return lat, err
 	}

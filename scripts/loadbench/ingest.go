@@ -65,6 +65,25 @@ type ingestResult struct {
 	PerSecond float64
 	P99       time.Duration
 	N         int
+
+	lat     []time.Duration // each answer's
+	elapsed time.Duration
+}
+
+// mergeIngest is the result of the runs rs taken together: the answers
+// of all over the time of all.
+func mergeIngest(rs []ingestResult) ingestResult {
+	var all ingestResult
+	for _, r := range rs {
+		all.lat = append(all.lat, r.lat...)
+		all.elapsed += r.elapsed
+	}
+	all.N = len(all.lat)
+	if all.elapsed > 0 {
+		all.PerSecond = float64(all.N) / all.elapsed.Seconds()
+	}
+	all.P99 = percentile(all.lat, 99)
+	return all
 }
 
 // ingestRun sends signed events to url from ingestClients clients for d
@@ -113,5 +132,5 @@ func ingestRun(ctx context.Context, c *http.Client, url, run string, d time.Dura
 	if firstErr != nil {
 		return ingestResult{}, firstErr
 	}
-	return ingestResult{PerSecond: float64(len(lat)) / elapsed.Seconds(), P99: percentile(lat, 99), N: len(lat)}, nil
+	return ingestResult{PerSecond: float64(len(lat)) / elapsed.Seconds(), P99: percentile(lat, 99), N: len(lat), lat: lat, elapsed: elapsed}, nil
 }
