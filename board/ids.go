@@ -59,15 +59,27 @@ func ParseRequestID(s string) (RequestID, error) {
 	return parseID[RequestID]("request", "r_", shortIDChars, s)
 }
 
-// idEncoding spells an id's bits: base32 without padding, lower-cased.
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+// idEncoding spells an id's bits: base32 without padding, in lower case
+// (the standard alphabet, lower-cased).
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// spell is prefix followed by b in idEncoding, in one allocation: a
+// request's id is spelled on every event's acknowledgement.
+func spell(prefix string, b []byte) string {
+	var buf [64]byte
+	out := append(buf[:0], prefix...)
+	n := len(out)
+	out = append(out, make([]byte, idEncoding.EncodedLen(len(b)))...)
+	idEncoding.Encode(out[n:], b)
+	return string(out)
+}
 
 // newID returns prefix followed by 26 characters: 128 random bits, so a
 // board link (or a run's, or a card's) cannot be guessed from another.
 func newID(prefix string) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
+	return spell(prefix, b[:])
 }
 
 // NewShortID returns prefix followed by 16 characters: 80 random bits,
@@ -76,7 +88,7 @@ func newID(prefix string) string {
 func NewShortID(prefix string) string {
 	var b [10]byte
 	_, _ = rand.Read(b[:])
-	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
+	return spell(prefix, b[:])
 }
 
 // NewRequestID returns a fresh request id.
@@ -87,8 +99,9 @@ func NewRequestID() RequestID { return RequestID(NewShortID("r_")) }
 // DedupeKey): derived from the key, so a redelivery has the first
 // delivery's id and the request's record is its own dedupe mark.
 func RequestIDFor(dedupeKey string) RequestID {
-	sum := sha256.Sum256([]byte("request:" + dedupeKey))
-	return RequestID("r_" + strings.ToLower(idEncoding.EncodeToString(sum[:10])))
+	var buf [128]byte
+	sum := sha256.Sum256(append(append(buf[:0], "request:"...), dedupeKey...))
+	return RequestID(spell("r_", sum[:10]))
 }
 
 // ProposalIDFor is the id of the proposal request r makes: derived from
@@ -96,7 +109,7 @@ func RequestIDFor(dedupeKey string) RequestID {
 // proposal rather than a second one.
 func ProposalIDFor(r RequestID) ProposalID {
 	sum := sha256.Sum256([]byte("proposal:" + string(r)))
-	return ProposalID("p_" + strings.ToLower(idEncoding.EncodeToString(sum[:10])))
+	return ProposalID(spell("p_", sum[:10]))
 }
 
 func parseID[T ~string](kind, prefix string, chars int, s string) (T, error) {

@@ -124,6 +124,19 @@ func TestRequestIDForIsTheKeys(t *testing.T) {
 	if b := board.RequestIDFor("slack:T1:C1:slack-message:C1:1700000000.000100"); a != b {
 		t.Errorf("same key: %s and %s", a, b)
 	}
+	// The ids are what every version derived: a redelivery during a
+	// rolling update finds the record an older replica stored.
+	// (Python: "r_" + b32encode(sha256(b"request:" + key)[:10]).lower().)
+	if a != "r_x6biuyzunshn26e5" {
+		t.Errorf("RequestIDFor = %s; want r_x6biuyzunshn26e5, as derived before", a)
+	}
+	if p := board.ProposalIDFor("r_abc"); p != "p_6us2a6dsynq656ot" {
+		t.Errorf("ProposalIDFor = %s; want p_6us2a6dsynq656ot, as derived before", p)
+	}
+	long := strings.Repeat("k", 300) // past RequestIDFor's buffer on the stack
+	if board.RequestIDFor(long) != board.RequestIDFor(long) || board.RequestIDFor(long) == a {
+		t.Error("a long key's id is not its own")
+	}
 	for _, other := range []string{"slack:T1:C2:slack-message:C1:1700000000.000100", "slack:T2:C1:slack-message:C1:1700000000.000100", ""} {
 		if b := board.RequestIDFor(other); b == a {
 			t.Errorf("key %q has the id of another: %s", other, b)

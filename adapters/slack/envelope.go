@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/valyala/fastjson"
 )
@@ -71,24 +72,25 @@ func decodeEnvelope(parsers *fastjson.ParserPool, body []byte, env *eventEnvelop
 	if err != nil {
 		return err
 	}
+	ar := &strArena{b: make([]byte, 0, len(body))}
 	return fields(v, envelopeFields, func(name string, v *fastjson.Value) error {
 		switch name {
 		case "type":
-			return str(v, &env.Type)
+			return ar.str(v, &env.Type)
 		case "challenge":
-			return str(v, &env.Challenge)
+			return ar.str(v, &env.Challenge)
 		case "team_id":
-			return str(v, &env.TeamID)
+			return ar.str(v, &env.TeamID)
 		case "enterprise_id":
-			return str(v, &env.EnterpriseID)
+			return ar.str(v, &env.EnterpriseID)
 		case "event_id":
-			return str(v, &env.EventID)
+			return ar.str(v, &env.EventID)
 		case "event_time":
 			return integer(v, &env.EventTime)
 		case "authorizations":
-			return authorizations(v, &env.Authorizations)
+			return authorizations(ar, v, &env.Authorizations)
 		case "event":
-			return inner(v, &env.Event)
+			return inner(ar, v, &env.Event)
 		}
 		return nil
 	})
@@ -100,37 +102,37 @@ var (
 	authorizationFields = []string{"team_id", "enterprise_id", "is_enterprise_install"}
 )
 
-func inner(v *fastjson.Value, ev *innerEvent) error {
+func inner(ar *strArena, v *fastjson.Value, ev *innerEvent) error {
 	return fields(v, innerFields, func(name string, v *fastjson.Value) error {
 		switch name {
 		case "type":
-			return str(v, &ev.Type)
+			return ar.str(v, &ev.Type)
 		case "subtype":
-			return str(v, &ev.Subtype)
+			return ar.str(v, &ev.Subtype)
 		case "user":
-			return str(v, &ev.User)
+			return ar.str(v, &ev.User)
 		case "bot_id":
-			return str(v, &ev.BotID)
+			return ar.str(v, &ev.BotID)
 		case "text":
-			return str(v, &ev.Text)
+			return ar.str(v, &ev.Text)
 		case "ts":
-			return str(v, &ev.TS)
+			return ar.str(v, &ev.TS)
 		case "thread_ts":
-			return str(v, &ev.ThreadTS)
+			return ar.str(v, &ev.ThreadTS)
 		case "channel":
-			return str(v, &ev.Channel)
+			return ar.str(v, &ev.Channel)
 		case "tab":
-			return str(v, &ev.Tab)
+			return ar.str(v, &ev.Tab)
 		case "tokens":
 			return fields(v, []string{"bot"}, func(_ string, v *fastjson.Value) error {
-				return strs(v, &ev.Tokens.Bot)
+				return ar.strs(v, &ev.Tokens.Bot)
 			})
 		}
 		return nil
 	})
 }
 
-func authorizations(v *fastjson.Value, as *[]authorization) error {
+func authorizations(ar *strArena, v *fastjson.Value, as *[]authorization) error {
 	if v.Type() == fastjson.TypeNull {
 		*as = nil
 		return nil
@@ -145,9 +147,9 @@ func authorizations(v *fastjson.Value, as *[]authorization) error {
 		err := fields(item, authorizationFields, func(name string, v *fastjson.Value) error {
 			switch name {
 			case "team_id":
-				return str(v, &a.TeamID)
+				return ar.str(v, &a.TeamID)
 			case "enterprise_id":
-				return str(v, &a.EnterpriseID)
+				return ar.str(v, &a.EnterpriseID)
 			case "is_enterprise_install":
 				switch v.Type() {
 				case fastjson.TypeTrue:
@@ -209,18 +211,38 @@ func fields(v *fastjson.Value, names []string, set func(name string, v *fastjson
 	return err
 }
 
-func str(v *fastjson.Value, s *string) error {
+// strArena holds the strings read from one body: the parser's buffer
+// is reused by the next parse, so each string is copied out, all into one
+// buffer the size of the body (the strings of a JSON text, unescaped,
+// are no longer than the text), one allocation for the body's strings
+// instead of one each.
+type strArena struct{ b []byte }
+
+// str reads string v into s; null leaves s as it is.
+func (ar *strArena) str(v *fastjson.Value, s *string) error {
 	switch v.Type() {
 	case fastjson.TypeNull:
 		return nil
 	case fastjson.TypeString:
-		*s = string(v.GetStringBytes())
+		b := v.GetStringBytes()
+		switch {
+		case len(b) == 0:
+			*s = ""
+		case cap(ar.b)-len(ar.b) < len(b):
+			*s = string(b) // not for a string of the body; kept safe all the same
+		default:
+			start := len(ar.b)
+			ar.b = append(ar.b, b...)
+			// Never written again: the buffer only grows within its
+			// capacity, after this string.
+			*s = unsafe.String(&ar.b[start], len(b))
+		}
 		return nil
 	}
 	return errors.New("not a string")
 }
 
-func strs(v *fastjson.Value, ss *[]string) error {
+func (ar *strArena) strs(v *fastjson.Value, ss *[]string) error {
 	if v.Type() == fastjson.TypeNull {
 		*ss = nil
 		return nil
@@ -231,7 +253,7 @@ func strs(v *fastjson.Value, ss *[]string) error {
 	}
 	out := make([]string, len(items))
 	for i, item := range items {
-		if err := str(item, &out[i]); err != nil {
+		if err := ar.str(item, &out[i]); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -169,7 +170,9 @@ func (a *Adapter) handleEvent(ctx context.Context, env eventEnvelope) error {
 		return nil // the engine tells the person, off this path
 	}
 	if err == nil && id != "" {
-		a.logger.Debug("slack event taken", "event_id", env.EventID, "ts", ev.TS, "request", id)
+		if a.logger.Enabled(ctx, slog.LevelDebug) { // its arguments cost allocations on every event
+			a.logger.Debug("slack event taken", "event_id", env.EventID, "ts", ev.TS, "request", id)
+		}
 		a.showPlanning(t, id, ev.User, env.TeamID)
 	}
 	return err

@@ -121,9 +121,15 @@ type admitCall struct {
 	// stream is the channel's stream shard: step 2 goes to its server.
 	stream string
 	// cmd[:ncmd] is admit.lua's whole command (admitCommand), laid out
-	// once.
+	// once. Its keys and arguments are held in keys, hasDedupe and nums
+	// and put in cmd as pointers to them, which go-redis writes as their
+	// values: a string or an int64 (past 255) put in an interface is an
+	// allocation of its own, a pointer is not.
 	cmd       [admitCmdMax]any
 	ncmd      int
+	keys      [7]string
+	hasDedupe string
+	nums      [7]int64
 	userLimit int64         // requests a user's window allows
 	userPer   int64         // the window, ms
 	ttl       time.Duration // the record's
@@ -335,17 +341,32 @@ const chanUserOver = 3 + 5 + 3
 // key count, 7 keys, 11 arguments.
 const admitCmdMax = 3 + 7 + 11
 
-// admitCommand is admit.lua's EVALSHA with keys and args (5 and 8 for a
-// cluster's step 2, 7 and 11 for one server's whole admission), and its
-// length.
-func admitCommand(keys []string, args []any) ([admitCmdMax]any, int) {
-	var c [admitCmdMax]any
-	c[0], c[1], c[2] = "evalsha", admitScript.Hash(), len(keys)
-	for i, k := range keys {
-		c[3+i] = k
+// admitHash is admit.lua's SHA1, for EVALSHA.
+var admitHash = admitScript.Hash()
+
+// admitCommand lays out c's admit.lua command: EVALSHA with nk of c.keys
+// (5 for a cluster's step 2, 7 for one server's whole admission) and its
+// arguments (8 and 11).
+func (c *admitCall) admitCommand(nk int) {
+	c.cmd[0], c.cmd[1], c.cmd[2] = "evalsha", &admitHash, nk
+	n := 3
+	for i := range nk {
+		c.cmd[n] = &c.keys[i]
+		n++
 	}
-	n := 3 + len(keys) + copy(c[3+len(keys):], args)
-	return c, n
+	// ARGV: the request id, has dedupe, dedupe TTL, user over (step 1's
+	// answer, set by send), channel N, channel window, user window,
+	// notices per channel window; one server: user N, the record, its
+	// TTL.
+	args := c.cmd[n:]
+	args[0], args[1], args[2], args[3] = &c.id, &c.hasDedupe, &c.nums[0], "0"
+	args[4], args[5], args[6], args[7] = &c.nums[1], &c.nums[2], &c.nums[3], &c.nums[4]
+	n += 8
+	if nk == 7 {
+		args[8], args[9], args[10] = &c.nums[5], c.record, &c.nums[6]
+		n += 3
+	}
+	c.ncmd = n
 }
 
 // retryNoScript sends again, as EVAL with the script's source, the
@@ -356,7 +377,8 @@ func (a *admitter) retryNoScript(ctx context.Context, cmds []*redis.Cmd, batch [
 	script := admitScript
 	key := func(c *admitCall) string { return c.stream }
 	for i, cmd := range cmds {
-		if cmd == nil || !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		// (HasErrorPrefix allocates, even for no error.)
+		if cmd == nil || cmd.Err() == nil || !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 			continue
 		}
 		script.Load(ctx, a.rdb) // for the admissions after this one

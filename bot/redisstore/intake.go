@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 
@@ -154,23 +155,20 @@ func (s *InFlight) admitCall(a board.Admission, now time.Time, rec []byte) *admi
 		kb.key(s.prefix, "rate:{}")
 	}
 	k := kb.keys()
-	c := &admitCall{id: id, record: rec, recordKey: k[4], ttl: requestTTL, stream: s.streams[shard]}
+	c := &admitCall{id: id, record: rec, recordKey: k[4], ttl: requestTTL, stream: s.streams[shard], hasDedupe: hasDedupe}
 	if a.UserLimit.N > 0 {
 		c.userKey = k[5]
 		c.userLimit, c.userPer = int64(a.UserLimit.N), userPer
 	}
-	// Arrays, so that laying them out allocates nothing.
-	keys := [7]string{k[0], k[1], c.stream, k[2], k[3]}
-	args := [11]any{id, hasDedupe, max(a.DedupeTTL, time.Millisecond).Milliseconds(), "0",
-		int64(max(a.ChannelLimit.N, 0)), chanPer, userPer, int64(a.ChannelNotices)}
-	nk, na := 5, 8
+	c.keys = [7]string{k[0], k[1], c.stream, k[2], k[3], k[5], c.recordKey}
+	c.nums = [7]int64{max(a.DedupeTTL, time.Millisecond).Milliseconds(), int64(max(a.ChannelLimit.N, 0)), chanPer, userPer,
+		int64(a.ChannelNotices), c.userLimit, requestTTL.Milliseconds()}
 	if s.admits.one {
 		// The user's window and the record.
-		keys[5], keys[6] = k[5], c.recordKey
-		args[8], args[9], args[10] = c.userLimit, rec, requestTTL.Milliseconds()
-		nk, na = 7, 11
+		c.admitCommand(7)
+	} else {
+		c.admitCommand(5)
 	}
-	c.cmd, c.ncmd = admitCommand(keys[:nk], args[:na])
 	return c
 }
 
@@ -199,7 +197,9 @@ func (k *keyBuf) num(n int64) {
 }
 
 func (k *keyBuf) keys() [6]string {
-	all := string(k.b)
+	// The buffer is not written again: the keys are views of it rather
+	// than a copy.
+	all := unsafe.String(unsafe.SliceData(k.b), len(k.b))
 	var out [6]string
 	start := 0
 	for i := range k.n {

@@ -87,6 +87,9 @@ func (w *slotWatch) script(ctx context.Context, cmd redis.Cmder) {
 	}
 	keys := w.keys(ctx, cmd)
 	script := fmt.Sprint(cmd.Args()[1])
+	if p, ok := cmd.Args()[1].(*string); ok { // admission's EVALSHA names its hash by pointer
+		script = *p
+	}
 	if len(script) > 60 {
 		script = script[:60]
 	}
