@@ -146,3 +146,31 @@ func TestHasControlMatchesAByteByByteLook(t *testing.T) {
 		}
 	}
 }
+
+// An envelope's strings are its own: the parser that read it reads the
+// next body into the same buffer, and what was read before stays as it
+// was.
+func TestEnvelopeStringsOutliveTheParser(t *testing.T) {
+	var parsers fastjson.ParserPool
+	read := func(body string) eventEnvelope {
+		t.Helper()
+		var env eventEnvelope
+		if err := decodeEnvelope(&parsers, []byte(body), &env); err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	first := read(envelopeSeeds[0])
+	want := first
+	want.Event.Text = strings.Clone(first.Event.Text)
+	want.TeamID, want.EventID = strings.Clone(first.TeamID), strings.Clone(first.EventID)
+	for i := range 50 { // the pool hands the same parser back, most of the time
+		read(strings.NewReplacer("T1", "T9", "plan", "PLAN", "Ev08", "Zz08").Replace(envelopeSeeds[0]) + strings.Repeat(" ", i))
+	}
+	if first.Event.Text != want.Event.Text || first.TeamID != want.TeamID || first.EventID != want.EventID {
+		t.Errorf("first envelope changed by later reads: %q %q %q", first.Event.Text, first.TeamID, first.EventID)
+	}
+	if first.Event.Text != "<@UBOBNET> plan our newspaper" {
+		t.Errorf("text = %q", first.Event.Text)
+	}
+}
