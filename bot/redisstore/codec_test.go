@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	gojson "github.com/goccy/go-json"
+
 	"github.com/bobnet/bobnet/board"
 	"github.com/bobnet/bobnet/plan"
 	"github.com/bobnet/bobnet/planner"
@@ -88,11 +90,39 @@ func TestEncodeRecordMatchesEncodingJSON(t *testing.T) {
 			}
 		}
 	}
-	for _, text := range []string{"plan <our> \"daily\" newspaper & more", "\u2028 \u2029 é 🗞 \t\n\\", "bad \xff\xfe utf-8", "", "\x00\x1f\f\b"} {
-		for _, r := range []board.RequestRecord{fullRecord(text), {Request: board.Request{ID: "r_1", Text: text}}} {
+	for _, text := range []string{"plan <our> \"daily\" newspaper & more", "\u2028 \u2029 é 🗞 \t\n\\", "bad \xff\xfe utf-8", "", "\x00\x1f\f\b\r\x7f", "\xed\xa0\x80 \xf4\x90\x80\x80 \xc0\xaf"} {
+		for _, r := range []board.RequestRecord{fullRecord(text), intakeRecord(text), {Request: board.Request{ID: "r_1", Text: text}}} {
 			sameRecord(t, r)
 		}
 	}
+	// A record as taken in is written field by field; one with more, or
+	// with a time JSON cannot spell, by go-json.
+	if _, ok := appendIntakeRecord(nil, new(intakeRecord("x"))); !ok {
+		t.Error("a record as taken in is not written field by field")
+	}
+	full = fullRecord("x")
+	if _, ok := appendIntakeRecord(nil, &full); ok {
+		t.Error("a record with quoted turns, a webhook and an answer is written field by field")
+	}
+	for _, at := range []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("far", 25*3600))} {
+		r := intakeRecord("x")
+		r.Request.ReceivedAt = at
+		if _, ok := appendIntakeRecord(nil, &r); ok {
+			t.Errorf("received at %v: written field by field", at)
+		}
+		_, err := encodeRecord(r)
+		if _, std := json.Marshal(r); (err == nil) != (std == nil) {
+			t.Errorf("received at %v: encodeRecord's error %v, encoding/json's %v", at, err, std)
+		}
+	}
+}
+
+// intakeRecord is fullRecord as a request is taken in: no quoted turns,
+// webhook, reply or answer.
+func intakeRecord(text string) board.RequestRecord {
+	r := fullRecord(text)
+	r.Request.Quoted, r.Request.Webhook, r.Status.Reply, r.Answer = nil, nil, nil, nil
+	return r
 }
 
 // sameRecord checks that r encoded by encodeRecord reads back, with
@@ -124,5 +154,33 @@ func FuzzEncodeRecord(f *testing.F) {
 		r := fullRecord(text)
 		r.Request.User, r.Request.UserName = user, user
 		sameRecord(t, r)
+		r = intakeRecord(text)
+		r.Request.User, r.Request.Thread.ID = user, user
+		sameRecord(t, r)
+	})
+}
+
+// BenchmarkEncodeRecord: a Slack mention's record as it is taken in,
+// written field by field (as encodeRecord does) and by go-json.
+func BenchmarkEncodeRecord(b *testing.B) {
+	r := board.RequestRecord{
+		Request: board.Request{ID: "r_unjfw4hnejfontxm", Thread: board.Thread{Channel: board.Channel{Source: board.SourceSlack, ID: "C_dndp8wcotla5r1k0s0_18738"}, ID: "1700000000.018738"},
+			User: "U18738", Text: "plan our daily research newspaper (ref C_dndp8wcotla5r1k0s0_18738)", DedupeKey: "slack-message:1700000000.018738",
+			ReceivedAt: time.Date(2026, 12, 6, 13, 55, 11, 171479489, time.UTC)},
+		Status: board.RequestStatus{ID: "r_unjfw4hnejfontxm", State: board.RequestQueued},
+	}
+	b.Run("fields", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := encodeRecord(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("go-json", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := gojson.Marshal(r); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }
