@@ -130,6 +130,12 @@ type Config struct {
 	ClaimTTL time.Duration
 	// PostTimeout bounds each call to a platform (default 10s).
 	PostTimeout time.Duration
+	// UnavailableRetry is how long an answer's post is tried again while
+	// a store of BobNet's own is unavailable, before the request is left
+	// to be reclaimed (default 20s: longer than a Redis Cluster takes to
+	// promote a replica; the soak saw a dead master's slots refused for
+	// 4–9 s).
+	UnavailableRetry time.Duration
 	// FlushTimeout is how long a stopping engine keeps posting the
 	// messages still queued (default 10s).
 	FlushTimeout time.Duration
@@ -242,6 +248,9 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*Engine, error) {
 	}
 	if cfg.PostTimeout <= 0 {
 		cfg.PostTimeout = 10 * time.Second
+	}
+	if cfg.UnavailableRetry <= 0 {
+		cfg.UnavailableRetry = 20 * time.Second
 	}
 	if cfg.FlushTimeout <= 0 {
 		cfg.FlushTimeout = 10 * time.Second

@@ -14,6 +14,10 @@ import (
 // before the request is closed as failed to post.
 const postAttempts = 3
 
+// unavailableEvery is how often an answer's post is tried again while a
+// store of BobNet's own is unavailable (for Config.UnavailableRetry).
+const unavailableEvery = 500 * time.Millisecond
+
 // MaxDeliveries is how many times a request is handed to a worker before
 // it is given up on: a delivery that ends without an acknowledgement (a
 // worker that died or stopped mid-post, a store that did not answer) is
@@ -61,6 +65,7 @@ func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedReques
 	poster := e.poster(r.Thread.Channel.Source)
 	var err error
 	claimed, waited := false, false
+	var unavailableSince time.Time
 	for attempt := 0; attempt < postAttempts; attempt++ {
 		if attempt > 0 && !claimed {
 			if e.out.stopping() {
@@ -96,6 +101,26 @@ func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedReques
 		if err == nil || errors.Is(err, errPostingElsewhere) {
 			break
 		}
+		// A store of BobNet's own unavailable (Redis failing over,
+		// Postgres away) is not the platform refusing the answer: it is
+		// tried again, without counting as an attempt, for as long as a
+		// failover takes.
+		if errors.Is(err, ErrUnavailable) && !e.out.stopping() {
+			if unavailableSince.IsZero() {
+				unavailableSince = time.Now()
+			}
+			if time.Since(unavailableSince) < e.cfg.UnavailableRetry {
+				select {
+				case <-time.After(unavailableEvery):
+				case <-base.Done():
+				}
+				if base.Err() != nil {
+					break
+				}
+				attempt--
+				continue
+			}
+		}
 	}
 	if errors.Is(err, errPostingElsewhere) {
 		// Another worker (this request was taken over from a slow one) is
@@ -110,6 +135,14 @@ func (e *Engine) post(ctx context.Context, consumer string, d board.QueuedReques
 	defer cancel()
 	if err != nil && e.out.stopping() {
 		e.logger.Info("answer not posted before shutdown; leaving it for another replica", "request", r.ID, "err", err)
+		e.leases.drop(consumer, d.MessageID)
+		return
+	}
+	if errors.Is(err, ErrUnavailable) {
+		// Still unavailable after UnavailableRetry: the request is not
+		// closed as not posted, but left to be reclaimed and posted
+		// again (up to MaxDeliveries).
+		e.logger.Warn("answer not posted: a store is unavailable; leaving it to be reclaimed", "request", r.ID, "err", err)
 		e.leases.drop(consumer, d.MessageID)
 		return
 	}

@@ -282,3 +282,75 @@ func TestPostingClaimOfADeadWorkerIsWaitedOut(t *testing.T) {
 		t.Fatalf("the second replica posted %d previews; recorded message %q", len(previews), p.Message)
 	}
 }
+
+// downPoster fails every post as a store of BobNet's own failing over
+// does (ErrUnavailable: the claim of the preview refused while Redis
+// promotes a replica), until up, then posts.
+type downPoster struct {
+	*bottest.Poster
+	up       time.Time
+	refusals atomic.Int64
+}
+
+func (d *downPoster) PostPreview(ctx context.Context, p board.Proposal) (board.MessageRef, error) {
+	if time.Now().Before(d.up) {
+		d.refusals.Add(1)
+		return "", fmt.Errorf("claim proposal: %w: redis: connection refused", bot.ErrUnavailable)
+	}
+	return d.Poster.PostPreview(ctx, p)
+}
+
+// An answer whose post meets BobNet's own store failing over for
+// seconds (the soak saw 4–9 s of a dead master's slots refused) is
+// posted once the store is back, not closed as not posted.
+func TestAnswerWaitsOutAStoreFailingOver(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t)
+	answerNewspaper(t, env)
+	down := &downPoster{Poster: env.Poster, up: time.Now().Add(3 * time.Second)}
+	env.Engine.Register(board.SourceConsole, bot.Registration{Poster: down})
+	id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := env.WaitRequest(t, id)
+	env.WaitIdle(t)
+	if st.State != board.RequestDone || st.ProposalID == "" || st.Error != "" {
+		t.Fatalf("status = %+v; want done with its proposal and no error", st)
+	}
+	if _, previews, _ := env.Poster.Snapshot(); len(previews) != 1 {
+		t.Fatalf("previews = %d, want 1", len(previews))
+	}
+	if down.refusals.Load() < 2 {
+		t.Fatalf("refusals = %d; the store was down for none of the posts", down.refusals.Load())
+	}
+}
+
+// A store unavailable for longer than an answer waits (UnavailableRetry)
+// leaves the request to be reclaimed, not closed as not posted; a later
+// delivery posts it.
+func TestAnswerOutlastingItsWaitIsReclaimed(t *testing.T) {
+	t.Parallel()
+	env := bottest.New(t, bottest.WithConfig(func(c *bot.Config) { c.UnavailableRetry = 300 * time.Millisecond }))
+	answerNewspaper(t, env)
+	down := &downPoster{Poster: env.Poster, up: time.Now().Add(2500 * time.Millisecond)}
+	env.Engine.Register(board.SourceConsole, bot.Registration{Poster: down})
+	id, err := env.Engine.Submit(context.Background(), board.Request{Thread: general, User: "alice", Text: newspaperRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Past the first delivery's wait, and before the store is back, the
+	// request is not closed.
+	time.Sleep(1200 * time.Millisecond)
+	if st, err := env.Engine.Request(context.Background(), id); err != nil || st.State == board.RequestDone || st.State == board.RequestFailed {
+		t.Fatalf("while the store is down: %+v, %v; want the request still open", st, err)
+	}
+	st := env.WaitRequest(t, id)
+	env.WaitIdle(t)
+	if st.State != board.RequestDone || st.ProposalID == "" || st.Error != "" {
+		t.Fatalf("status = %+v; want done with its proposal and no error", st)
+	}
+	if _, previews, _ := env.Poster.Snapshot(); len(previews) != 1 {
+		t.Fatalf("previews = %d, want 1", len(previews))
+	}
+}
