@@ -56,13 +56,15 @@ if ARGV[4] == '1' then
   which, window = 'user', ARGV[7]
 elseif one and ARGV[9] ~= '0' then
   -- Step 1 here: a window's first request creates it at 1 with its
-  -- length (one call); a later one counts (INCR, and PEXPIRE NX should
-  -- the window have none).
+  -- length (one call); a later one counts (INCR). Here a window is made
+  -- with its length, but one made by INCR alone (a cluster's steps, or a
+  -- version before this script, losing its connection in between) gets
+  -- it from its second request (PEXPIRE NX): a call a request fewer.
   if redis.call('SET', KEYS[6], '1', 'NX', 'PX', ARGV[7]) then
     counted = true
   else
     local n = redis.call('INCR', KEYS[6])
-    redis.call('PEXPIRE', KEYS[6], ARGV[7], 'NX')
+    if n == 2 then redis.call('PEXPIRE', KEYS[6], ARGV[7], 'NX') end
     if n > tonumber(ARGV[9]) then which, window = 'user', ARGV[7] else counted = true end
   end
 end

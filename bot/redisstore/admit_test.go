@@ -84,8 +84,9 @@ func TestAdmitAfterRedisLostItsScripts(t *testing.T) {
 }
 
 // A user's window always has its length: the first request gives it, and
-// a window left without one (the connection dropped between the count and
-// its expiry) gets it from its next request; the limit counts across them.
+// a window left without one after its first request (the connection
+// dropped between the count and its expiry) gets it from the second; the
+// limit counts across them.
 func TestUserWindowAlwaysExpires(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := bottest.Redis(t), bottest.Prefix()
