@@ -16,46 +16,54 @@ const (
 	SlackTimestampHeader = "X-Slack-Request-Timestamp"
 )
 
-// CheckSlackHeaders checks what can be checked of a Slack request before
-// its body is read: both headers there, the timestamp within Tolerance,
-// the signature of the right form. A request failing it is refused
-// without its body being read, so an unsigned or late upload costs
-// nothing.
-func CheckSlackHeaders(h http.Header, now time.Time) error {
-	_, _, err := slackHeaders(h, now)
-	return err
+// SlackHeaders are a Slack request's signature headers, read and
+// checked as far as they can be before its body is read: both there, the
+// timestamp within Tolerance, the signature of the right form.
+type SlackHeaders struct {
+	timestamp string
+	sig       [sha256.Size]byte
 }
 
-func slackHeaders(h http.Header, now time.Time) (timestamp string, sig []byte, err error) {
+// ReadSlackHeaders reads h's signature headers. A request failing it is
+// refused without its body being read, so an unsigned or late upload
+// costs nothing; one passing it has its body checked by Verify.
+func ReadSlackHeaders(h http.Header, now time.Time) (SlackHeaders, error) {
+	var s SlackHeaders
 	v, ts := h.Get(SlackSignatureHeader), h.Get(SlackTimestampHeader)
 	if v == "" || ts == "" {
-		return "", nil, fmt.Errorf("%w: send %s and %s", ErrMissing, SlackSignatureHeader, SlackTimestampHeader)
+		return s, fmt.Errorf("%w: send %s and %s", ErrMissing, SlackSignatureHeader, SlackTimestampHeader)
 	}
 	if err := checkTimestamp(SlackTimestampHeader, ts, now); err != nil {
-		return "", nil, err
+		return s, err
 	}
 	got, ok := strings.CutPrefix(v, "v0=")
 	if !ok || len(got) != 2*sha256.Size {
-		return "", nil, fmt.Errorf("%w: %s must be v0=<64 hex digits>", ErrBadSignature, SlackSignatureHeader)
+		return s, fmt.Errorf("%w: %s must be v0=<64 hex digits>", ErrBadSignature, SlackSignatureHeader)
 	}
-	sig, err = hex.DecodeString(got)
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: %s must be v0=<64 hex digits>", ErrBadSignature, SlackSignatureHeader)
+	if _, err := hex.Decode(s.sig[:], []byte(got)); err != nil {
+		return s, fmt.Errorf("%w: %s must be v0=<64 hex digits>", ErrBadSignature, SlackSignatureHeader)
 	}
-	return ts, sig, nil
+	s.timestamp = ts
+	return s, nil
+}
+
+// Verify checks the signature the headers carry against body under the
+// app's signing secret.
+func (s SlackHeaders) Verify(secret string, body []byte) error {
+	if !hmac.Equal(s.sig[:], slackMAC(secret, s.timestamp, body)) {
+		return ErrBadSignature
+	}
+	return nil
 }
 
 // VerifySlack checks a Slack request's v0 signature of body under the
 // app's signing secret, and its timestamp against now.
 func VerifySlack(h http.Header, secret string, body []byte, now time.Time) error {
-	ts, sig, err := slackHeaders(h, now)
+	s, err := ReadSlackHeaders(h, now)
 	if err != nil {
 		return err
 	}
-	if !hmac.Equal(sig, slackMAC(secret, ts, body)) {
-		return ErrBadSignature
-	}
-	return nil
+	return s.Verify(secret, body)
 }
 
 // SlackSignature is the X-Slack-Signature value of a request, as Slack
