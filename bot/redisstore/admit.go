@@ -80,6 +80,8 @@ type admitter struct {
 	flushing bool
 	// wake tells a lingering flusher that admissions are queued.
 	wake chan struct{}
+	// texts are admit.lua written with each admission's settings.
+	texts admitTexts
 	// legacyUntil is when, in Unix ms, admission on one server stops
 	// reading the dedupe marks of versions before derived ids
 	// (InFlight.Init); until Init, always.
@@ -302,15 +304,15 @@ func (a *admitter) undo(ctx context.Context, batch []*admitCall) {
 // answered NOSCRIPT, and puts the new commands in their place. The WAIT
 // of their batch is sent again with them.
 func (a *admitter) retryNoScript(ctx context.Context, cmds []*redis.Cmd, batch []*admitCall) {
-	script := admitScript
 	key := func(c *admitCall) string { return c.stream }
 	for i, cmd := range cmds {
 		// (HasErrorPrefix allocates, even for no error.)
 		if cmd == nil || cmd.Err() == nil || !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 			continue
 		}
-		script.Load(ctx, a.rdb) // for the admissions after this one
-		args := append([]any{"eval", admitSource}, cmd.Args()[2:]...)
+		text := batch[i].text
+		text.script.Load(ctx, a.rdb) // for the admissions after this one
+		args := append([]any{"eval", text.source}, cmd.Args()[2:]...)
 		var again batches
 		cmds[i] = redis.NewCmd(ctx, args...)
 		if batch[i].err = again.add(ctx, a.rdb, key(batch[i]), cmds[i], a.wait); batch[i].err != nil {

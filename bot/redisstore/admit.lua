@@ -9,11 +9,12 @@
 -- KEYS: 1 dedupe, 2 channel window, 3 stream shard, 4 user notice,
 -- 5 channel notice count; one server: 6 user window, 7 request record.
 -- ARGV: 1 request id, 2 has dedupe (0/1; one server: 2 has it and reads
--- marks of before), 3 dedupe TTL ms, 4 user over
--- its limit (0/1, step 1's answer; 0 on one server), 5 channel N (0: no
--- limit), 6 channel window ms, 7 user window ms, 8 notices per channel
--- window; one server: 9 user N (0: no limit), 10 the record, 11 its TTL
--- ms.
+-- marks of before), 3 user over its limit (0/1, step 1's answer; 0 on
+-- one server); one server: 4 the record.
+-- The settings are written into the text (admitScriptFor): each argument
+-- costs Redis about 0.2 µs a call. Windows and TTLs in ms; N 0: no limit.
+local DEDUPE_TTL, CHAN_N, CHAN_PER, USER_PER = '$dedupeTTL', $chanN, '$chanPer', '$userPer'
+local NOTICES, USER_N, RECORD_TTL = $notices, $userN, '$recordTTL'
 -- Returns "new", "duplicate <first request id>" or
 -- "throttled <user|channel> <notify: 0|1>", with " full" after a channel's
 -- refusal once its notices for the window are used up (floods.go).
@@ -28,49 +29,49 @@ if one then
     -- upgrade (InFlight.Init).
     local first = ARGV[2] == '2' and redis.call('GET', KEYS[1])
     if first then
-      redis.call('PEXPIRE', KEYS[1], ARGV[3])
+      redis.call('PEXPIRE', KEYS[1], DEDUPE_TTL)
       return 'duplicate ' .. first
     end
-    if not redis.call('SET', KEYS[7], ARGV[10], 'NX', 'PX', ARGV[11]) then
+    if not redis.call('SET', KEYS[7], ARGV[4], 'NX', 'PX', RECORD_TTL) then
       -- A write, as below.
-      redis.call('PEXPIRE', KEYS[7], ARGV[11])
+      redis.call('PEXPIRE', KEYS[7], RECORD_TTL)
       return 'duplicate ' .. ARGV[1]
     end
   else
-    redis.call('SET', KEYS[7], ARGV[10], 'PX', ARGV[11])
+    redis.call('SET', KEYS[7], ARGV[4], 'PX', RECORD_TTL)
   end
 elseif ARGV[2] == '1' then
-  local first = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET', 'PX', ARGV[3])
+  local first = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET', 'PX', DEDUPE_TTL)
   if first then
     -- A write, so that the WAIT after this script covers the first
     -- request's entry too (replication is in order): a duplicate is
     -- acknowledged only once a replica has what it duplicates.
-    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+    redis.call('PEXPIRE', KEYS[1], DEDUPE_TTL)
     return 'duplicate ' .. first
   end
   marked = true
 end
 local counted = false
 local which, window = false, 0
-if ARGV[4] == '1' then
-  which, window = 'user', ARGV[7]
-elseif one and ARGV[9] ~= '0' then
+if ARGV[3] == '1' then
+  which, window = 'user', USER_PER
+elseif one and USER_N ~= 0 then
   -- Step 1 here: a window's first request creates it at 1 with its
   -- length (one call); a later one counts (INCR). Here a window is made
   -- with its length, but one made by INCR alone (a cluster's steps, or a
   -- version before this script, losing its connection in between) gets
   -- it from its second request (PEXPIRE NX): a call a request fewer.
-  if redis.call('SET', KEYS[6], '1', 'NX', 'PX', ARGV[7]) then
+  if redis.call('SET', KEYS[6], '1', 'NX', 'PX', USER_PER) then
     counted = true
   else
     local n = redis.call('INCR', KEYS[6])
-    if n == 2 then redis.call('PEXPIRE', KEYS[6], ARGV[7], 'NX') end
-    if n > tonumber(ARGV[9]) then which, window = 'user', ARGV[7] else counted = true end
+    if n == 2 then redis.call('PEXPIRE', KEYS[6], USER_PER, 'NX') end
+    if n > USER_N then which, window = 'user', USER_PER else counted = true end
   end
 end
-if not which and ARGV[5] ~= '0' and not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[6]) then
-  if redis.call('INCR', KEYS[2]) > tonumber(ARGV[5]) then
-    which, window = 'channel', ARGV[6]
+if not which and CHAN_N ~= 0 and not redis.call('SET', KEYS[2], '1', 'NX', 'PX', CHAN_PER) then
+  if redis.call('INCR', KEYS[2]) > CHAN_N then
+    which, window = 'channel', CHAN_PER
     -- Step 3 here: the count given back, a window left at nothing
     -- deleted, so that a flood refused by its channel leaves no key per
     -- person behind.
@@ -83,12 +84,12 @@ if which then
   local notify = '0'
   -- Once the channel's notices are used up, a throttled request adds no
   -- key that stays: a flood costs Redis these few calls.
-  if tonumber(redis.call('GET', KEYS[5]) or '0') < tonumber(ARGV[8]) and redis.call('SET', KEYS[4], '1', 'NX', 'PX', window) then
+  if tonumber(redis.call('GET', KEYS[5]) or '0') < NOTICES and redis.call('SET', KEYS[4], '1', 'NX', 'PX', window) then
     local n = redis.call('INCR', KEYS[5])
-    if n == 1 then redis.call('PEXPIRE', KEYS[5], ARGV[6]) end
-    if n <= tonumber(ARGV[8]) then notify = '1' end
+    if n == 1 then redis.call('PEXPIRE', KEYS[5], CHAN_PER) end
+    if n <= NOTICES then notify = '1' end
   end
-  if which == 'channel' and tonumber(redis.call('GET', KEYS[5]) or '0') >= tonumber(ARGV[8]) then
+  if which == 'channel' and tonumber(redis.call('GET', KEYS[5]) or '0') >= NOTICES then
     return 'throttled channel ' .. notify .. ' full'
   end
   return 'throttled ' .. which .. ' ' .. notify

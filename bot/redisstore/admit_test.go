@@ -83,6 +83,73 @@ func TestAdmitAfterRedisLostItsScripts(t *testing.T) {
 	}
 }
 
+// admit.lua is written with each admission's settings: admissions of two
+// configurations, in one burst and after Redis lost its scripts, are each
+// held to their own limits.
+func TestAdmissionsOfTwoSettingsKeepTheirOwnLimits(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := bottest.Redis(t), bottest.Prefix()
+	s := redisstore.NewInFlightIn(rdb, bottest.Layout(t, prefix))
+	ctx := context.Background()
+	// User "strict" may make 2 requests a minute in channels of 3; "loose"
+	// 5 in channels of 100.
+	admit := func(user string, i int) (board.AdmitResult, error) {
+		a := board.Admission{Record: board.RequestRecord{Request: board.Request{ID: board.RequestID(fmt.Sprint("r_", user, i))}},
+			UserKey: user, ChannelKey: user + "-chan", ChannelNotices: 1}
+		if user == "strict" {
+			a.UserLimit, a.ChannelLimit = board.RateLimit{N: 2, Per: time.Minute}, board.RateLimit{N: 3, Per: time.Minute}
+		} else {
+			a.UserLimit, a.ChannelLimit = board.RateLimit{N: 5, Per: time.Minute}, board.RateLimit{N: 100, Per: time.Minute}
+		}
+		return s.Admit(ctx, a)
+	}
+	count := func(round int) map[string]int {
+		t.Helper()
+		var mu sync.Mutex
+		taken := map[string]int{}
+		var wg sync.WaitGroup
+		for i := range 8 {
+			for _, user := range []string{"strict", "loose"} {
+				wg.Go(func() {
+					res, err := admit(user, round*100+i)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if res.Outcome == board.AdmitNew {
+						mu.Lock()
+						taken[user]++
+						mu.Unlock()
+					} else if res.Outcome != board.AdmitThrottled || res.Limit != "user" {
+						t.Errorf("%s: %+v, want new or throttled by the user's limit", user, res)
+					}
+				})
+			}
+		}
+		wg.Wait()
+		return taken
+	}
+	if got := count(0); got["strict"] != 2 || got["loose"] != 5 {
+		t.Fatalf("taken %v of 8 each, want strict 2 and loose 5", got)
+	}
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(1); got["strict"] != 0 || got["loose"] != 0 {
+		t.Fatalf("after SCRIPT FLUSH, in the same windows: taken %v, want none", got)
+	}
+	// The windows' lengths are each configuration's.
+	for _, user := range []string{"strict", "loose"} {
+		keys, err := rdb.Keys(ctx, prefix+"*rate:{"+user+"}:*").Result()
+		if err != nil || len(keys) != 1 {
+			t.Fatalf("%s's windows: %v (%v)", user, keys, err)
+		}
+		if ttl, err := rdb.PTTL(ctx, keys[0]).Result(); err != nil || ttl <= 0 || ttl > time.Minute {
+			t.Fatalf("%s's window expires in %v (%v), want within a minute", user, ttl, err)
+		}
+	}
+}
+
 // A user's window always has its length: the first request gives it, and
 // a window left without one after its first request (the connection
 // dropped between the count and its expiry) gets it from the second; the

@@ -161,8 +161,8 @@ func (s *InFlight) admitCall(a board.Admission, now time.Time, rec []byte) *admi
 		c.userLimit, c.userPer = int64(a.UserLimit.N), userPer
 	}
 	c.keys = [7]string{k[0], k[1], c.stream, k[2], k[3], k[5], c.recordKey}
-	c.nums = [7]int64{max(a.DedupeTTL, time.Millisecond).Milliseconds(), int64(max(a.ChannelLimit.N, 0)), chanPer, userPer,
-		int64(a.ChannelNotices), c.userLimit, requestTTL.Milliseconds()}
+	c.text = s.admits.texts.of(admitSettings{dedupeTTL: max(a.DedupeTTL, time.Millisecond).Milliseconds(), chanN: int64(max(a.ChannelLimit.N, 0)),
+		chanPer: chanPer, userPer: userPer, notices: int64(a.ChannelNotices), userN: c.userLimit, recordTTL: requestTTL.Milliseconds()})
 	if s.admits.one {
 		// The user's window and the record.
 		c.admitCommand(7)
