@@ -185,7 +185,7 @@ func (a *admitter) send(batch []*admitCall) {
 	sets := make([]*redis.StatusCmd, len(batch))
 	users := make([]*redis.IntCmd, len(batch))
 	for i, c := range batch {
-		sets[i] = redis.NewStatusCmd(ctx, "set", c.recordKey, c.record, "px", c.ttl.Milliseconds())
+		sets[i] = redis.NewStatusCmd(ctx, "set", c.recordKey, c.record, "px", c.text.set.recordTTL)
 		// The record must outlive its master once acknowledged: on a
 		// cluster it is on a server of its own, which WAITs too.
 		if c.err = one.add(ctx, a.rdb, c.recordKey, sets[i], a.wait && modeOf(a.rdb) == ModeCluster); c.err != nil {
@@ -194,7 +194,7 @@ func (a *admitter) send(batch []*admitCall) {
 		if c.userKey != "" {
 			users[i] = redis.NewIntCmd(ctx, "incr", c.userKey)
 			if c.err = one.add(ctx, a.rdb, c.userKey, users[i], false); c.err == nil {
-				c.err = one.add(ctx, a.rdb, c.userKey, redis.NewIntCmd(ctx, "pexpire", c.userKey, c.userPer, "nx"), false)
+				c.err = one.add(ctx, a.rdb, c.userKey, redis.NewIntCmd(ctx, "pexpire", c.userKey, c.text.set.userPer, "nx"), false)
 			}
 		}
 	}
@@ -207,7 +207,7 @@ func (a *admitter) send(batch []*admitCall) {
 			c.err = ErrNotReplicated
 		}
 		if c.err == nil && users[i] != nil {
-			c.user, c.err = userStep(users[i], c.userLimit)
+			c.user, c.err = userStep(users[i], c.text.set.userN)
 		}
 	}
 	// Step 2: the channel's slot, for those step 1 took.

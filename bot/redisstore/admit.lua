@@ -11,8 +11,9 @@
 -- ARGV: 1 request id, 2 has dedupe (0/1; one server: 2 has it and reads
 -- marks of before), 3 user over its limit (0/1, step 1's answer; 0 on
 -- one server); one server: 4 the record.
--- The settings are written into the text (admitScriptFor): each argument
--- costs Redis about 0.2 µs a call. Windows and TTLs in ms; N 0: no limit.
+-- The settings are written into the text (admitText in admitcall.go):
+-- each argument costs Redis about 0.2 µs a call. Windows and TTLs in
+-- ms; N 0: no limit.
 local DEDUPE_TTL, CHAN_N, CHAN_PER, USER_PER = '$dedupeTTL', $chanN, '$chanPer', '$userPer'
 local NOTICES, USER_N, RECORD_TTL = $notices, $userN, '$recordTTL'
 -- Returns "new", "duplicate <first request id>" or

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -95,10 +94,9 @@ type admitCall struct {
 	ncmd      int
 	keys      [7]string
 	hasDedupe string
-	text      *admitText
-	userLimit int64         // requests a user's window allows
-	userPer   int64         // the window, ms
-	ttl       time.Duration // the record's
+	// text is admit.lua with the admission's settings, which a cluster's
+	// step 1 also reads (the user's limit and window, the record's TTL).
+	text *admitText
 
 	user string // step 1's answer: "", "opened", "counted" or "over"
 	res  string

@@ -155,14 +155,14 @@ func (s *InFlight) admitCall(a board.Admission, now time.Time, rec []byte) *admi
 		kb.key(s.prefix, "rate:{}")
 	}
 	k := kb.keys()
-	c := &admitCall{id: id, record: rec, recordKey: k[4], ttl: requestTTL, stream: s.streams[shard], hasDedupe: hasDedupe}
+	c := &admitCall{id: id, record: rec, recordKey: k[4], stream: s.streams[shard], hasDedupe: hasDedupe}
+	var userN int64
 	if a.UserLimit.N > 0 {
-		c.userKey = k[5]
-		c.userLimit, c.userPer = int64(a.UserLimit.N), userPer
+		c.userKey, userN = k[5], int64(a.UserLimit.N)
 	}
 	c.keys = [7]string{k[0], k[1], c.stream, k[2], k[3], k[5], c.recordKey}
 	c.text = s.admits.texts.of(admitSettings{dedupeTTL: max(a.DedupeTTL, time.Millisecond).Milliseconds(), chanN: int64(max(a.ChannelLimit.N, 0)),
-		chanPer: chanPer, userPer: userPer, notices: int64(a.ChannelNotices), userN: c.userLimit, recordTTL: requestTTL.Milliseconds()})
+		chanPer: chanPer, userPer: userPer, notices: int64(a.ChannelNotices), userN: userN, recordTTL: requestTTL.Milliseconds()})
 	if s.admits.one {
 		// The user's window and the record.
 		c.admitCommand(7)
